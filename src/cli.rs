@@ -1,0 +1,193 @@
+//! The command line: `tidemark train` and `tidemark validate`. Thin: it parses arguments,
+//! calls the library, prints, and returns an exit code.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, Override, RunConfig};
+use crate::memory::format_bytes;
+use crate::report::{Event, Snapshot};
+use crate::train::{EpochProgress, Observer};
+use crate::{Error, Trainer};
+
+/// Train models on Burn with memory you can see: every run writes a memory snapshot per
+/// epoch to <output_dir>/<run.name>/snapshots.jsonl.
+#[derive(Debug, Parser)]
+#[command(name = "tidemark", version, about, long_about = None)]
+#[command(after_help = "Examples:\n  tidemark train --config configs/quickstart.toml\n  \
+    tidemark train --config configs/quickstart.toml --set train.batch_size=64 --set train.accumulation_steps=4\n  \
+    tidemark validate --config configs/accumulation.toml\n\n\
+    Exit codes: 0 success, 2 bad usage, config, device choice or data file, 1 any other failure.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Train a model from a config file and write its run directory.
+    Train {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Directory that holds run directories (overrides run.output_dir).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Print only the final summary.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check a config file (and overrides) without training; prints the resolved config.
+    Validate {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+}
+
+#[derive(Debug, Args)]
+struct ConfigArgs {
+    /// The TOML config file.
+    #[arg(long, short, value_name = "FILE")]
+    config: PathBuf,
+    /// Override any key, e.g. --set train.batch_size=64 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
+impl ConfigArgs {
+    fn load(&self, extra: Vec<Override>) -> Result<RunConfig, Error> {
+        let mut overrides = self
+            .overrides
+            .iter()
+            .map(|o| Override::parse(o))
+            .collect::<Result<Vec<_>, _>>()?;
+        overrides.extend(extra);
+        Ok(config::load(&self.config, &overrides)?)
+    }
+}
+
+/// Runs the CLI on the process arguments and returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Validate { config } => {
+            let resolved = config.load(vec![])?;
+            println!("{}: ok", config.config.display());
+            print!("{}", config::to_toml(&resolved));
+            Ok(())
+        }
+        Command::Train { config, out, quiet } => {
+            let extra = out
+                .map(|dir| Override {
+                    key: "run.output_dir".into(),
+                    value: toml::Value::String(dir.display().to_string()),
+                    text: format!("run.output_dir={}", dir.display()),
+                })
+                .into_iter()
+                .collect();
+            let resolved = config.load(extra)?;
+            let summary = Trainer::new(resolved)
+                .observer(Terminal::new(quiet))
+                .run()?;
+            println!(
+                "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}, val accuracy {}, peak {} in use, \
+                 {} reserved ({}); {}",
+                summary.name,
+                summary.epochs,
+                summary.steps,
+                summary.wall_time_s,
+                fmt_opt(summary.first_loss, 4),
+                fmt_opt(summary.final_loss, 4),
+                summary
+                    .final_val_accuracy
+                    .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
+                format_bytes(summary.peak_bytes_in_use),
+                format_bytes(summary.peak_bytes_reserved),
+                summary.memory_source,
+                summary.run_dir.display(),
+            );
+            Ok(())
+        }
+    }
+}
+
+fn fmt_opt(value: Option<f64>, digits: usize) -> String {
+    value.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// Progress on stderr: an updating line within each epoch on a terminal, one line per epoch.
+struct Terminal {
+    quiet: bool,
+    tty: bool,
+}
+
+impl Terminal {
+    fn new(quiet: bool) -> Self {
+        Self {
+            quiet,
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+impl Observer for Terminal {
+    fn message(&mut self, text: &str) {
+        if !self.quiet {
+            eprintln!("{text}");
+        }
+    }
+
+    fn step(&mut self, p: &EpochProgress) {
+        if !self.quiet && self.tty {
+            eprint!(
+                "\repoch {}/{}  step {}/{}  loss {:.4}   ",
+                p.epoch, p.epochs, p.step, p.steps, p.loss
+            );
+            let _ = std::io::stderr().flush();
+        }
+    }
+
+    fn snapshot(&mut self, s: &Snapshot) {
+        if self.quiet {
+            return;
+        }
+        let memory = format!(
+            "in use {}  peak {}  reserved {} ({})",
+            format_bytes(s.memory.bytes_in_use),
+            format_bytes(s.memory.peak_bytes_in_use),
+            format_bytes(s.memory.bytes_reserved),
+            s.memory.source
+        );
+        let clear = if self.tty { "\r\x1b[2K" } else { "" };
+        match s.event {
+            Event::RunStart => eprintln!("start: {memory}"),
+            Event::Epoch => eprintln!(
+                "{clear}epoch {}  loss {}  val_loss {}  val_acc {}  {} samples/s  {memory}",
+                s.epoch,
+                fmt_opt(s.loss, 4),
+                fmt_opt(s.val_loss, 4),
+                s.val_accuracy
+                    .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
+                fmt_opt(s.samples_per_sec, 0),
+            ),
+            Event::RunEnd => eprintln!("end: {memory}"),
+        }
+    }
+}

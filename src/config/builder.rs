@@ -1,0 +1,124 @@
+//! A typed builder for library users. It fills a [`RawConfig`] and validates it through the
+//! same [`TryFrom`] the CLI uses, so code and files obey identical rules.
+
+use super::load::ConfigError;
+use super::raw::{RawColumn, RawConfig};
+use super::types::{Backend, OptimizerKind, RunConfig};
+
+/// Builds a [`RunConfig`] in code.
+///
+/// ```
+/// let config = tidemark::config::ConfigBuilder::new("demo")
+///     .synthetic(512, 16, 4)
+///     .hidden(&[32])
+///     .epochs(2)
+///     .batch_size(32)
+///     .build()
+///     .unwrap();
+/// assert_eq!(config.train.effective_batch_size(), 32);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ConfigBuilder {
+    raw: RawConfig,
+}
+
+impl ConfigBuilder {
+    /// A builder for a run called `name`, with every other key at its default.
+    pub fn new(name: impl Into<String>) -> Self {
+        let mut raw = RawConfig::default();
+        raw.run.name = Some(name.into());
+        Self { raw }
+    }
+
+    /// Starts from an existing raw config (e.g. one read from a file).
+    pub fn from_raw(raw: RawConfig) -> Self {
+        Self { raw }
+    }
+
+    /// Seed for initialisation and shuffling.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.raw.run.seed = Some(seed as i64);
+        self
+    }
+
+    /// Directory that will hold the run directory.
+    pub fn output_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
+        self.raw.run.output_dir = Some(dir.as_ref().display().to_string());
+        self
+    }
+
+    /// Backend and device index.
+    pub fn device(mut self, backend: Backend, index: usize) -> Self {
+        self.raw.device.backend = Some(backend.name().into());
+        self.raw.device.index = Some(index as i64);
+        self
+    }
+
+    /// Hidden layer widths of the MLP.
+    pub fn hidden(mut self, widths: &[usize]) -> Self {
+        self.raw.model.hidden = Some(widths.iter().map(|&w| w as i64).collect());
+        self
+    }
+
+    /// Synthetic classification data.
+    pub fn synthetic(mut self, samples: usize, features: usize, classes: usize) -> Self {
+        self.raw.data.kind = Some("synthetic".into());
+        self.raw.data.samples = Some(samples as i64);
+        self.raw.data.features = Some(features as i64);
+        self.raw.data.classes = Some(classes as i64);
+        self
+    }
+
+    /// A CSV file whose last column is the label.
+    pub fn csv(mut self, path: impl AsRef<std::path::Path>) -> Self {
+        self.raw.data.kind = Some("csv".into());
+        self.raw.data.path = Some(path.as_ref().display().to_string());
+        self.raw.data.label_column = Some(RawColumn::Index(-1));
+        self
+    }
+
+    /// Passes over the training split.
+    pub fn epochs(mut self, epochs: usize) -> Self {
+        self.raw.train.epochs = Some(epochs as i64);
+        self
+    }
+
+    /// Samples per micro-batch.
+    pub fn batch_size(mut self, batch_size: usize) -> Self {
+        self.raw.train.batch_size = Some(batch_size as i64);
+        self
+    }
+
+    /// Micro-batches per optimizer step.
+    pub fn accumulation_steps(mut self, steps: usize) -> Self {
+        self.raw.train.accumulation_steps = Some(steps as i64);
+        self
+    }
+
+    /// Optimizer and learning rate.
+    pub fn optimizer(mut self, kind: OptimizerKind, lr: f64) -> Self {
+        self.raw.train.optimizer = Some(
+            match kind {
+                OptimizerKind::Adam => "adam",
+                OptimizerKind::Sgd => "sgd",
+            }
+            .into(),
+        );
+        self.raw.train.lr = Some(lr);
+        self
+    }
+
+    /// Direct access to every key, for what the typed setters do not cover.
+    pub fn raw_mut(&mut self) -> &mut RawConfig {
+        &mut self.raw
+    }
+
+    /// Validates and returns the configuration.
+    pub fn build(self) -> Result<RunConfig, ConfigError> {
+        RunConfig::try_from(self.raw).map_err(|invalid| ConfigError {
+            origin: "config".into(),
+            key: Some(invalid.key),
+            message: invalid.message,
+        })
+    }
+}

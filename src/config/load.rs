@@ -1,0 +1,292 @@
+//! Reading a config file, applying `--set key=value` overrides, and pointing errors at the
+//! line and column they come from.
+
+use std::fmt;
+use std::path::Path;
+
+use super::raw::RawConfig;
+use super::types::RunConfig;
+use super::validate::Invalid;
+
+/// A configuration that cannot be used, located as precisely as possible.
+///
+/// Displays as one line: `configs/x.toml:7:1: train.batch_size must be > 0, got 0`, or
+/// `--set train.batch_size=0: ...` when the value came from the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Where: `file:line:col`, `file`, or `--set key=value`.
+    pub origin: String,
+    /// The dotted key at fault, when one is known.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// One `--set key=value` override.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// Dotted key, e.g. `train.batch_size`.
+    pub key: String,
+    /// The value, parsed as TOML (a bare word that is not TOML is taken as a string).
+    pub value: toml::Value,
+    /// The text as given, for error messages.
+    pub text: String,
+}
+
+impl Override {
+    /// Parses `key=value`.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let fail = |message: String| ConfigError {
+            origin: format!("--set {text}"),
+            key: None,
+            message,
+        };
+        let (key, value) = text
+            .split_once('=')
+            .ok_or_else(|| fail("expected key=value, e.g. train.batch_size=64".into()))?;
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(|part| part.trim().is_empty()) {
+            return Err(fail(format!("\"{key}\" is not a dotted key like train.batch_size")));
+        }
+        let value = value.trim();
+        let value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+            Ok(mut table) => table.remove("v").expect("the key was just written"),
+            Err(_) => toml::Value::String(value.to_string()),
+        };
+        Ok(Self {
+            key: key.to_string(),
+            value,
+            text: text.to_string(),
+        })
+    }
+}
+
+/// Where a configuration's text came from, for error locations.
+struct Source<'a> {
+    name: String,
+    text: &'a str,
+    overrides: &'a [Override],
+}
+
+impl Source<'_> {
+    /// Locates `key`: an override that set it (or a table above it), else its position in the
+    /// file, else the file name alone.
+    fn locate(&self, key: &str) -> String {
+        let base = key.split('[').next().unwrap_or(key);
+        if let Some(o) = self.overrides.iter().rev().find(|o| {
+            base == o.key
+                || base.starts_with(&format!("{}.", o.key))
+                || o.key.starts_with(&format!("{base}."))
+        }) {
+            return format!("--set {}", o.text);
+        }
+        match key_offset(self.text, base) {
+            Some(offset) => {
+                let (line, col) = line_col(self.text, offset);
+                format!("{}:{line}:{col}", self.name)
+            }
+            None => self.name.clone(),
+        }
+    }
+
+    fn error(&self, key: Option<String>, message: String) -> ConfigError {
+        ConfigError {
+            origin: match &key {
+                Some(key) => self.locate(key),
+                None => self.name.clone(),
+            },
+            key,
+            message,
+        }
+    }
+}
+
+/// Loads and validates the config at `path`, with `overrides` applied on top.
+pub fn load(path: &Path, overrides: &[Override]) -> Result<RunConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        origin: path.display().to_string(),
+        key: None,
+        message: format!("cannot read config file: {e}"),
+    })?;
+    parse(&text, &path.display().to_string(), overrides)
+}
+
+/// Parses and validates config `text`; `name` is used in error locations.
+pub fn parse(text: &str, name: &str, overrides: &[Override]) -> Result<RunConfig, ConfigError> {
+    let source = Source {
+        name: name.to_string(),
+        text,
+        overrides,
+    };
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+        let origin = match e.span() {
+            Some(span) => {
+                let (line, col) = line_col(text, span.start);
+                format!("{name}:{line}:{col}")
+            }
+            None => name.to_string(),
+        };
+        ConfigError {
+            origin,
+            key: None,
+            message: format!("invalid TOML: {}", e.message().trim()),
+        }
+    })?;
+    for o in overrides {
+        set(&mut table, o)?;
+    }
+    let raw: RawConfig =
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            let message = describe_serde_error(&key, &inner);
+            source.error(Some(key).filter(|k| k != "."), message)
+        })?;
+    RunConfig::try_from(raw).map_err(|Invalid { key, message }| source.error(Some(key), message))
+}
+
+/// Rewrites serde's wording into one that names the key.
+fn describe_serde_error(key: &str, inner: &str) -> String {
+    let inner = inner.lines().next().unwrap_or(inner).trim();
+    if let Some(rest) = inner.strip_prefix("unknown field `") {
+        let field = rest.split('`').next().unwrap_or(rest);
+        let expected = rest
+            .split_once(", expected ")
+            .map(|(_, e)| format!(" (expected {})", e.replace('`', "")))
+            .unwrap_or_default();
+        let section = key.rsplit_once('.').map(|(s, _)| s);
+        let full = match section {
+            Some(s) => format!("{s}.{field}"),
+            None => field.to_string(),
+        };
+        return format!("unknown key {full}{expected}");
+    }
+    format!("{key}: {inner}")
+}
+
+fn set(table: &mut toml::Table, o: &Override) -> Result<(), ConfigError> {
+    let mut parts: Vec<&str> = o.key.split('.').map(str::trim).collect();
+    let last = parts.pop().expect("a key has at least one part");
+    let mut current = table;
+    for (depth, part) in parts.iter().enumerate() {
+        let entry = current
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        current = match entry {
+            toml::Value::Table(t) => t,
+            _ => {
+                return Err(ConfigError {
+                    origin: format!("--set {}", o.text),
+                    key: Some(o.key.clone()),
+                    message: format!("{} is not a table", parts[..=depth].join(".")),
+                })
+            }
+        };
+    }
+    current.insert(last.to_string(), o.value.clone());
+    Ok(())
+}
+
+/// Byte offset of the dotted `key` in TOML `text`, or of its closest enclosing table.
+fn key_offset(text: &str, key: &str) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let mut table: &dyn toml_edit::TableLike = doc.as_table();
+    let mut found = None;
+    for part in key.split('.') {
+        let (k, item) = table.get_key_value(part)?;
+        found = k.span().map(|s| s.start).or(found);
+        match item.as_table_like() {
+            Some(t) => table = t,
+            None => break,
+        }
+    }
+    found
+}
+
+/// One-based line and column of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// The resolved configuration as TOML, every default filled in. Loading it gives back the
+/// same [`RunConfig`].
+pub fn to_toml(config: &RunConfig) -> String {
+    toml::to_string_pretty(config).expect("a validated config always serialises")
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "[run]\nname = \"t\"\n\n[train]\nepochs = 1\nbatch_size = 0\n";
+
+    #[test]
+    fn validation_errors_point_at_the_key() {
+        let err = parse(FILE, "x.toml", &[]).unwrap_err();
+        assert_eq!(err.to_string(), "x.toml:6:1: train.batch_size must be > 0, got 0");
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_their_section() {
+        let err = parse("[train]\nbatch_sise = 4\n", "x.toml", &[]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("x.toml:2:1: unknown key train.batch_sise (expected "), "{text}");
+        let err = parse("[trian]\nepochs = 1\n", "x.toml", &[]).unwrap_err();
+        assert!(err.to_string().starts_with("x.toml:1:2: unknown key trian"), "{err}");
+    }
+
+    #[test]
+    fn type_errors_name_the_key() {
+        let err = parse("[train]\nepochs = \"many\"\n", "x.toml", &[]).unwrap_err();
+        assert!(err.to_string().starts_with("x.toml:2:1: train.epochs: invalid type"), "{err}");
+    }
+
+    #[test]
+    fn syntax_errors_have_a_location() {
+        let err = parse("[train\nepochs = 1\n", "x.toml", &[]).unwrap_err();
+        assert!(err.to_string().starts_with("x.toml:1:"), "{err}");
+        assert!(err.message.starts_with("invalid TOML"), "{err}");
+    }
+
+    #[test]
+    fn overrides_replace_file_values_and_are_blamed_for_errors() {
+        let fixed = parse(FILE, "x.toml", &[Override::parse("train.batch_size=64").unwrap()]).unwrap();
+        assert_eq!(fixed.train.batch_size, 64);
+        let named = parse(FILE, "x.toml", &[
+            Override::parse("train.batch_size=8").unwrap(),
+            Override::parse("run.name=other").unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(named.run.name, "other");
+        let err = parse(FILE, "x.toml", &[Override::parse("train.accumulation_steps=-2").unwrap(), Override::parse("train.batch_size=1").unwrap()]).unwrap_err();
+        assert_eq!(err.to_string(), "--set train.accumulation_steps=-2: train.accumulation_steps must be > 0, got -2");
+        let err = parse("", "x.toml", &[Override::parse("train.bogus=1").unwrap()]).unwrap_err();
+        assert!(err.to_string().starts_with("--set train.bogus=1: unknown key train.bogus"), "{err}");
+    }
+
+    #[test]
+    fn malformed_overrides_are_rejected() {
+        assert!(Override::parse("train.batch_size").is_err());
+        assert!(Override::parse("train..x=1").is_err());
+        assert!(Override::parse("=1").is_err());
+    }
+
+    #[test]
+    fn resolved_config_round_trips() {
+        let cfg = parse(FILE, "x.toml", &[Override::parse("train.batch_size=3").unwrap()]).unwrap();
+        let again = parse(&to_toml(&cfg), "resolved.toml", &[]).unwrap();
+        assert_eq!(cfg, again);
+    }
+}

@@ -1,0 +1,15 @@
+//! Configuration in two stages: [`RawConfig`] as written (serde, unknown keys rejected), then
+//! [`RunConfig`], validated once by [`TryFrom`]. Errors name the file, line, column, key and
+//! value.
+
+mod builder;
+mod load;
+mod raw;
+mod types;
+mod validate;
+
+pub use builder::ConfigBuilder;
+pub use load::{load, parse, to_toml, ConfigError, Override};
+pub use raw::*;
+pub use types::*;
+pub use validate::{defaults, Invalid};

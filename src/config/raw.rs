@@ -1,0 +1,131 @@
+//! The configuration exactly as written in a TOML file: every key optional, nothing checked
+//! beyond its TOML type. [`RunConfig`](super::RunConfig) is built from it once, by
+//! [`TryFrom`], and everything downstream sees only the validated form.
+
+use serde::{Deserialize, Serialize};
+
+/// A whole configuration file, before validation.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// `[run]`: name, seed and output directory.
+    #[serde(default)]
+    pub run: RawRun,
+    /// `[device]`: which backend and device index.
+    #[serde(default)]
+    pub device: RawDevice,
+    /// `[model]`: the network.
+    #[serde(default)]
+    pub model: RawModel,
+    /// `[data]`: where the samples come from.
+    #[serde(default)]
+    pub data: RawData,
+    /// `[train]`: the optimisation loop.
+    #[serde(default)]
+    pub train: RawTrain,
+    /// `[memory]`: memory policy and snapshots.
+    #[serde(default)]
+    pub memory: RawMemory,
+}
+
+/// `[run]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRun {
+    /// Run name: the directory under `output_dir` that the run writes.
+    pub name: Option<String>,
+    /// Seed for weight initialisation and shuffling.
+    pub seed: Option<i64>,
+    /// Directory that holds run directories.
+    pub output_dir: Option<String>,
+}
+
+/// `[device]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDevice {
+    /// `flex`, `cpu`, `cuda` or `wgpu`.
+    pub backend: Option<String>,
+    /// Device index for backends with several devices.
+    pub index: Option<i64>,
+}
+
+/// `[model]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModel {
+    /// Model kind; only `mlp` today.
+    pub kind: Option<String>,
+    /// Hidden layer widths.
+    pub hidden: Option<Vec<i64>>,
+    /// `relu`, `gelu`, `tanh` or `sigmoid`.
+    pub activation: Option<String>,
+    /// Dropout probability after each hidden layer.
+    pub dropout: Option<f64>,
+}
+
+/// A label column named by header or by zero-based index.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum RawColumn {
+    /// Zero-based index; negative counts from the end (`-1` is the last column).
+    Index(i64),
+    /// Header name.
+    Name(String),
+}
+
+/// `[data]` as written. Keys for one `kind` are rejected with the other.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawData {
+    /// `synthetic` or `csv`.
+    pub kind: Option<String>,
+    /// Synthetic: number of samples.
+    pub samples: Option<i64>,
+    /// Synthetic: number of features.
+    pub features: Option<i64>,
+    /// Synthetic: number of classes.
+    pub classes: Option<i64>,
+    /// Synthetic: generator seed.
+    pub seed: Option<i64>,
+    /// Synthetic: standard deviation of the noise around each class centre.
+    pub noise: Option<f64>,
+    /// CSV: file path, relative to the working directory.
+    pub path: Option<String>,
+    /// CSV: the label column.
+    pub label_column: Option<RawColumn>,
+    /// CSV: whether the first row is a header (detected when absent).
+    pub header: Option<bool>,
+    /// Fraction of samples held out for validation.
+    pub validation_fraction: Option<f64>,
+    /// Data-loader worker threads.
+    pub num_workers: Option<i64>,
+}
+
+/// `[train]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrain {
+    /// Number of passes over the training split.
+    pub epochs: Option<i64>,
+    /// Samples per micro-batch (one forward/backward).
+    pub batch_size: Option<i64>,
+    /// Micro-batches per optimizer step.
+    pub accumulation_steps: Option<i64>,
+    /// `adam` or `sgd`.
+    pub optimizer: Option<String>,
+    /// Learning rate.
+    pub lr: Option<f64>,
+    /// L2 weight decay.
+    pub weight_decay: Option<f64>,
+}
+
+/// `[memory]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMemory {
+    /// Memory policy; only `growth` today.
+    pub policy: Option<String>,
+    /// When to write a memory snapshot; only `epoch` today.
+    pub snapshot: Option<String>,
+}

@@ -1,0 +1,241 @@
+//! The validated configuration. Every value here has passed its checks, so code that takes a
+//! [`RunConfig`] never re-validates. It serialises in the same shape as
+//! [`RawConfig`](super::RawConfig), which is how a run writes its resolved `config.toml`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// A complete, validated run configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunConfig {
+    /// `[run]`.
+    pub run: RunSection,
+    /// `[device]`.
+    pub device: DeviceConfig,
+    /// `[model]`.
+    pub model: ModelConfig,
+    /// `[data]`.
+    pub data: DataConfig,
+    /// `[train]`.
+    pub train: TrainConfig,
+    /// `[memory]`.
+    pub memory: MemoryConfig,
+}
+
+/// `[run]`: identity and output location.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSection {
+    /// Run name; also the run directory's name.
+    pub name: String,
+    /// Seed for initialisation and shuffling.
+    pub seed: u64,
+    /// Directory holding run directories.
+    pub output_dir: PathBuf,
+}
+
+impl RunSection {
+    /// The directory this run writes: `<output_dir>/<name>`.
+    pub fn run_dir(&self) -> PathBuf {
+        self.output_dir.join(&self.name)
+    }
+}
+
+/// A compute backend. Which ones can run depends on the cargo features the binary was built
+/// with; see [`crate::backend`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Burn's pure-Rust CPU backend (always compiled in).
+    Flex,
+    /// CubeCL's CPU runtime (feature `cpu`).
+    Cpu,
+    /// NVIDIA CUDA (feature `cuda`).
+    Cuda,
+    /// wgpu: Vulkan, Metal or DirectX (feature `wgpu`).
+    Wgpu,
+}
+
+impl Backend {
+    /// Every backend, in the order the docs list them.
+    pub const ALL: [Backend; 4] = [Backend::Flex, Backend::Cpu, Backend::Cuda, Backend::Wgpu];
+
+    /// The name used in configs and in the cargo feature that enables it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Flex => "flex",
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+            Backend::Wgpu => "wgpu",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `[device]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceConfig {
+    /// The backend to run on.
+    pub backend: Backend,
+    /// Device index within that backend.
+    pub index: usize,
+}
+
+/// `[model]`: which network to train.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ModelConfig {
+    /// A multi-layer perceptron.
+    Mlp(MlpConfig),
+}
+
+/// A multi-layer perceptron: `hidden` linear layers, each followed by the activation and
+/// dropout, then a linear head.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MlpConfig {
+    /// Hidden layer widths, input side first.
+    pub hidden: Vec<usize>,
+    /// Non-linearity after each hidden layer.
+    pub activation: Activation,
+    /// Dropout probability after each hidden layer, in `[0, 1)`.
+    pub dropout: f64,
+}
+
+/// A non-linearity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// max(0, x).
+    Relu,
+    /// Gaussian error linear unit.
+    Gelu,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// Logistic sigmoid.
+    Sigmoid,
+}
+
+/// `[data]`: the dataset and how it is split and loaded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DataConfig {
+    /// Where samples come from.
+    #[serde(flatten)]
+    pub source: DataSource,
+    /// Fraction of samples held out for validation, in `(0, 1)`.
+    pub validation_fraction: f64,
+    /// Data-loader worker threads (0 loads on the training thread).
+    pub num_workers: usize,
+}
+
+/// Where samples come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum DataSource {
+    /// Gaussian clusters around random class centres: learnable, and needs no file.
+    Synthetic(SyntheticConfig),
+    /// A CSV file of numeric feature columns and one integer label column.
+    Csv(CsvConfig),
+}
+
+/// Synthetic classification data.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SyntheticConfig {
+    /// Number of samples.
+    pub samples: usize,
+    /// Features per sample.
+    pub features: usize,
+    /// Number of classes.
+    pub classes: usize,
+    /// Generator seed, independent of the run seed.
+    pub seed: u64,
+    /// Standard deviation of the noise around each class centre (centres have unit scale).
+    pub noise: f64,
+}
+
+/// A CSV dataset.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CsvConfig {
+    /// The file.
+    pub path: PathBuf,
+    /// The label column.
+    pub label_column: Column,
+    /// Whether the first row is a header; `None` detects it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<bool>,
+}
+
+/// A column named by header or by index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Column {
+    /// Zero-based index; negative counts from the end.
+    Index(i64),
+    /// Header name.
+    Name(String),
+}
+
+/// `[train]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrainConfig {
+    /// Passes over the training split.
+    pub epochs: usize,
+    /// Samples per micro-batch.
+    pub batch_size: usize,
+    /// Micro-batches per optimizer step; the effective batch is
+    /// `batch_size * accumulation_steps`.
+    pub accumulation_steps: usize,
+    /// The optimizer.
+    pub optimizer: OptimizerKind,
+    /// Learning rate.
+    pub lr: f64,
+    /// L2 weight decay (0 disables it).
+    pub weight_decay: f64,
+}
+
+impl TrainConfig {
+    /// Samples per optimizer step.
+    pub fn effective_batch_size(&self) -> usize {
+        self.batch_size * self.accumulation_steps
+    }
+}
+
+/// An optimizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    /// Adam (Kingma and Ba).
+    Adam,
+    /// Plain stochastic gradient descent.
+    Sgd,
+}
+
+/// `[memory]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryConfig {
+    /// The memory policy.
+    pub policy: MemoryPolicyKind,
+    /// When snapshots are written.
+    pub snapshot: SnapshotEvery,
+}
+
+/// A memory policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryPolicyKind {
+    /// Allocate on demand; reserved memory grows with need.
+    Growth,
+}
+
+/// When memory snapshots are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SnapshotEvery {
+    /// At run start, after every epoch and at run end.
+    Epoch,
+}

@@ -1,0 +1,383 @@
+//! Raw -> validated. Defaults live here and nowhere else.
+
+use std::path::PathBuf;
+
+use super::raw::{RawColumn, RawConfig, RawData, RawModel, RawTrain};
+use super::types::*;
+
+/// Default values for every optional key.
+pub mod defaults {
+    /// `run.name`.
+    pub const RUN_NAME: &str = "run";
+    /// `run.seed`.
+    pub const SEED: u64 = 42;
+    /// `run.output_dir`.
+    pub const OUTPUT_DIR: &str = "runs";
+    /// `model.hidden`.
+    pub const HIDDEN: [usize; 2] = [1024, 1024];
+    /// `data.samples` (synthetic).
+    pub const SAMPLES: usize = 8192;
+    /// `data.features` (synthetic).
+    pub const FEATURES: usize = 64;
+    /// `data.classes` (synthetic).
+    pub const CLASSES: usize = 10;
+    /// `data.seed` (synthetic).
+    pub const DATA_SEED: u64 = 7;
+    /// `data.noise` (synthetic).
+    pub const NOISE: f64 = 1.0;
+    /// `data.validation_fraction`.
+    pub const VALIDATION_FRACTION: f64 = 0.2;
+    /// `data.num_workers`.
+    pub const NUM_WORKERS: usize = 2;
+    /// `train.epochs`.
+    pub const EPOCHS: usize = 5;
+    /// `train.batch_size`.
+    pub const BATCH_SIZE: usize = 128;
+    /// `train.lr`.
+    pub const LR: f64 = 1e-3;
+}
+
+/// A key whose value failed validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// Dotted key, e.g. `train.batch_size`.
+    pub key: String,
+    /// What is wrong, starting with the key: `train.batch_size must be > 0, got 0`.
+    pub message: String,
+}
+
+impl Invalid {
+    fn new(key: &str, message: impl std::fmt::Display) -> Self {
+        Self {
+            key: key.to_string(),
+            message: format!("{key} {message}"),
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, Invalid>;
+
+fn positive(key: &str, value: Option<i64>, default: usize) -> Result<usize> {
+    match value {
+        None => Ok(default),
+        Some(v) if v > 0 => Ok(v as usize),
+        Some(v) => Err(Invalid::new(key, format_args!("must be > 0, got {v}"))),
+    }
+}
+
+fn non_negative(key: &str, value: Option<i64>, default: u64) -> Result<u64> {
+    match value {
+        None => Ok(default),
+        Some(v) if v >= 0 => Ok(v as u64),
+        Some(v) => Err(Invalid::new(key, format_args!("must be >= 0, got {v}"))),
+    }
+}
+
+fn finite_in(key: &str, value: f64, lo: f64, hi: f64, what: &str) -> Result<f64> {
+    if value.is_finite() && value >= lo && value < hi {
+        Ok(value)
+    } else {
+        Err(Invalid::new(key, format_args!("must be {what}, got {value}")))
+    }
+}
+
+fn choice<T: Copy>(key: &str, value: Option<&str>, default: T, options: &[(&str, T)]) -> Result<T> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    options
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<String> = options.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+            Invalid::new(
+                key,
+                format_args!("must be one of {}, got \"{value}\"", names.join(", ")),
+            )
+        })
+}
+
+impl TryFrom<RawConfig> for RunConfig {
+    type Error = Invalid;
+
+    fn try_from(raw: RawConfig) -> Result<Self> {
+        let name = raw.run.name.unwrap_or_else(|| defaults::RUN_NAME.into());
+        if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+            return Err(Invalid::new(
+                "run.name",
+                format_args!("must be a non-empty directory name without slashes, got \"{name}\""),
+            ));
+        }
+        let run = RunSection {
+            name,
+            seed: non_negative("run.seed", raw.run.seed, defaults::SEED)?,
+            output_dir: PathBuf::from(
+                raw.run
+                    .output_dir
+                    .unwrap_or_else(|| defaults::OUTPUT_DIR.into()),
+            ),
+        };
+        let backends: Vec<(&str, Backend)> = Backend::ALL.iter().map(|b| (b.name(), *b)).collect();
+        let device = DeviceConfig {
+            backend: choice(
+                "device.backend",
+                raw.device.backend.as_deref(),
+                Backend::Flex,
+                &backends,
+            )?,
+            index: non_negative("device.index", raw.device.index, 0)? as usize,
+        };
+        Ok(RunConfig {
+            run,
+            device,
+            model: model(raw.model)?,
+            data: data(raw.data)?,
+            train: train(raw.train)?,
+            memory: MemoryConfig {
+                policy: choice(
+                    "memory.policy",
+                    raw.memory.policy.as_deref(),
+                    MemoryPolicyKind::Growth,
+                    &[("growth", MemoryPolicyKind::Growth)],
+                )?,
+                snapshot: choice(
+                    "memory.snapshot",
+                    raw.memory.snapshot.as_deref(),
+                    SnapshotEvery::Epoch,
+                    &[("epoch", SnapshotEvery::Epoch)],
+                )?,
+            },
+        })
+    }
+}
+
+fn model(raw: RawModel) -> Result<ModelConfig> {
+    #[derive(Clone, Copy)]
+    enum Kind {
+        Mlp,
+    }
+    let kind = choice("model.kind", raw.kind.as_deref(), Kind::Mlp, &[("mlp", Kind::Mlp)])?;
+    match kind {
+        Kind::Mlp => {
+            let hidden = match raw.hidden {
+                None => defaults::HIDDEN.to_vec(),
+                Some(widths) => widths
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &w)| positive(&format!("model.hidden[{i}]"), Some(w), 0))
+                    .collect::<Result<_>>()?,
+            };
+            let activation = choice(
+                "model.activation",
+                raw.activation.as_deref(),
+                Activation::Relu,
+                &[
+                    ("relu", Activation::Relu),
+                    ("gelu", Activation::Gelu),
+                    ("tanh", Activation::Tanh),
+                    ("sigmoid", Activation::Sigmoid),
+                ],
+            )?;
+            let dropout = finite_in(
+                "model.dropout",
+                raw.dropout.unwrap_or(0.0),
+                0.0,
+                1.0,
+                "in [0, 1)",
+            )?;
+            Ok(ModelConfig::Mlp(MlpConfig {
+                hidden,
+                activation,
+                dropout,
+            }))
+        }
+    }
+}
+
+fn data(raw: RawData) -> Result<DataConfig> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        Synthetic,
+        Csv,
+    }
+    let kind = choice(
+        "data.kind",
+        raw.kind.as_deref(),
+        Kind::Synthetic,
+        &[("synthetic", Kind::Synthetic), ("csv", Kind::Csv)],
+    )?;
+    let misplaced = |key: &str, present: bool, with: &str| {
+        if present {
+            Err(Invalid::new(
+                key,
+                format_args!("only applies with data.kind = \"{with}\""),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let source = match kind {
+        Kind::Synthetic => {
+            misplaced("data.path", raw.path.is_some(), "csv")?;
+            misplaced("data.label_column", raw.label_column.is_some(), "csv")?;
+            misplaced("data.header", raw.header.is_some(), "csv")?;
+            let classes = positive("data.classes", raw.classes, defaults::CLASSES)?;
+            if classes < 2 {
+                return Err(Invalid::new(
+                    "data.classes",
+                    format_args!("must be >= 2, got {classes}"),
+                ));
+            }
+            DataSource::Synthetic(SyntheticConfig {
+                samples: positive("data.samples", raw.samples, defaults::SAMPLES)?,
+                features: positive("data.features", raw.features, defaults::FEATURES)?,
+                classes,
+                seed: non_negative("data.seed", raw.seed, defaults::DATA_SEED)?,
+                noise: finite_in(
+                    "data.noise",
+                    raw.noise.unwrap_or(defaults::NOISE),
+                    0.0,
+                    f64::MAX,
+                    "a finite number >= 0",
+                )?,
+            })
+        }
+        Kind::Csv => {
+            for (key, present) in [
+                ("data.samples", raw.samples.is_some()),
+                ("data.features", raw.features.is_some()),
+                ("data.classes", raw.classes.is_some()),
+                ("data.seed", raw.seed.is_some()),
+                ("data.noise", raw.noise.is_some()),
+            ] {
+                misplaced(key, present, "synthetic")?;
+            }
+            let path = raw
+                .path
+                .ok_or_else(|| Invalid::new("data.path", "is required with data.kind = \"csv\""))?;
+            let path = PathBuf::from(path);
+            if !path.is_file() {
+                return Err(Invalid::new(
+                    "data.path",
+                    format_args!("names a file that does not exist: {}", path.display()),
+                ));
+            }
+            DataSource::Csv(CsvConfig {
+                path,
+                label_column: match raw.label_column {
+                    None => Column::Index(-1),
+                    Some(RawColumn::Index(i)) => Column::Index(i),
+                    Some(RawColumn::Name(n)) => Column::Name(n),
+                },
+                header: raw.header,
+            })
+        }
+    };
+    Ok(DataConfig {
+        source,
+        validation_fraction: finite_in(
+            "data.validation_fraction",
+            raw.validation_fraction
+                .unwrap_or(defaults::VALIDATION_FRACTION),
+            f64::MIN_POSITIVE,
+            1.0,
+            "in (0, 1)",
+        )?,
+        num_workers: non_negative(
+            "data.num_workers",
+            raw.num_workers,
+            defaults::NUM_WORKERS as u64,
+        )? as usize,
+    })
+}
+
+fn train(raw: RawTrain) -> Result<TrainConfig> {
+    let lr = raw.lr.unwrap_or(defaults::LR);
+    if !(lr.is_finite() && lr > 0.0) {
+        return Err(Invalid::new(
+            "train.lr",
+            format_args!("must be a finite number > 0, got {lr}"),
+        ));
+    }
+    Ok(TrainConfig {
+        epochs: positive("train.epochs", raw.epochs, defaults::EPOCHS)?,
+        batch_size: positive("train.batch_size", raw.batch_size, defaults::BATCH_SIZE)?,
+        accumulation_steps: positive("train.accumulation_steps", raw.accumulation_steps, 1)?,
+        optimizer: choice(
+            "train.optimizer",
+            raw.optimizer.as_deref(),
+            OptimizerKind::Adam,
+            &[("adam", OptimizerKind::Adam), ("sgd", OptimizerKind::Sgd)],
+        )?,
+        lr,
+        weight_decay: finite_in(
+            "train.weight_decay",
+            raw.weight_decay.unwrap_or(0.0),
+            0.0,
+            f64::MAX,
+            "a finite number >= 0",
+        )?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(edit: impl FnOnce(&mut RawConfig)) -> std::result::Result<RunConfig, Invalid> {
+        let mut raw = RawConfig::default();
+        edit(&mut raw);
+        RunConfig::try_from(raw)
+    }
+
+    #[test]
+    fn empty_config_takes_the_defaults() {
+        let cfg = with(|_| {}).unwrap();
+        assert_eq!(cfg.train.batch_size, defaults::BATCH_SIZE);
+        assert_eq!(cfg.train.accumulation_steps, 1);
+        assert_eq!(cfg.device.backend, Backend::Flex);
+        assert_eq!(cfg.model, ModelConfig::Mlp(MlpConfig { hidden: vec![1024, 1024], activation: Activation::Relu, dropout: 0.0 }));
+        assert!(matches!(cfg.data.source, DataSource::Synthetic(_)));
+    }
+
+    #[test]
+    fn zero_and_negative_sizes_name_the_key_and_value() {
+        let err = with(|r| r.train.batch_size = Some(0)).unwrap_err();
+        assert_eq!(err.message, "train.batch_size must be > 0, got 0");
+        let err = with(|r| r.model.hidden = Some(vec![64, -3])).unwrap_err();
+        assert_eq!(err.key, "model.hidden[1]");
+        assert_eq!(err.message, "model.hidden[1] must be > 0, got -3");
+    }
+
+    #[test]
+    fn unknown_choice_lists_the_options() {
+        let err = with(|r| r.train.optimizer = Some("adamw".into())).unwrap_err();
+        assert_eq!(err.message, "train.optimizer must be one of \"adam\", \"sgd\", got \"adamw\"");
+    }
+
+    #[test]
+    fn keys_of_the_other_data_kind_are_rejected() {
+        let err = with(|r| r.data.path = Some("x.csv".into())).unwrap_err();
+        assert_eq!(err.message, "data.path only applies with data.kind = \"csv\"");
+    }
+
+    #[test]
+    fn missing_csv_file_is_named() {
+        let err = with(|r| {
+            r.data.kind = Some("csv".into());
+            r.data.path = Some("no/such/file.csv".into());
+        })
+        .unwrap_err();
+        assert_eq!(err.key, "data.path");
+        assert!(err.message.contains("no/such/file.csv"), "{}", err.message);
+    }
+
+    #[test]
+    fn fractions_and_rates_are_range_checked() {
+        assert!(with(|r| r.data.validation_fraction = Some(1.0)).is_err());
+        assert!(with(|r| r.model.dropout = Some(-0.1)).is_err());
+        assert!(with(|r| r.train.lr = Some(f64::NAN)).is_err());
+        assert!(with(|r| r.train.lr = Some(0.0)).is_err());
+    }
+}

@@ -1,0 +1,157 @@
+//! CSV datasets: numeric feature columns and one integer label column.
+
+use super::{DataError, Sample};
+use crate::config::{Column, CsvConfig};
+
+/// Reads `config.path`. Returns the samples, the number of features and the number of
+/// classes (largest label + 1).
+///
+/// Whether the first row is a header is detected when `config.header` is unset: it is a
+/// header if any of its cells is not a number.
+pub fn load_csv(config: &CsvConfig) -> Result<(Vec<Sample>, usize, usize), DataError> {
+    let path = config.path.display().to_string();
+    let text = std::fs::read_to_string(&config.path).map_err(|e| DataError::Io {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    parse(&text, &path, config)
+}
+
+fn parse(
+    text: &str,
+    path: &str,
+    config: &CsvConfig,
+) -> Result<(Vec<Sample>, usize, usize), DataError> {
+    let format = |line: usize, message: String| DataError::Format {
+        path: path.to_string(),
+        line,
+        message,
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line() as usize);
+            format(line, e.to_string())
+        })?;
+        let line = record.position().map_or(0, |p| p.line() as usize);
+        if record.iter().all(str::is_empty) {
+            continue;
+        }
+        rows.push((line, record));
+    }
+    let Some((_, first)) = rows.first() else {
+        return Err(DataError::Unusable(format!("{path}: the file has no rows")));
+    };
+    let width = first.len();
+    let has_header = config
+        .header
+        .unwrap_or_else(|| first.iter().any(|cell| cell.parse::<f64>().is_err()));
+    let header: Option<Vec<String>> = has_header.then(|| first.iter().map(String::from).collect());
+    let label = match &config.label_column {
+        Column::Index(i) => {
+            let idx = if *i < 0 { width as i64 + i } else { *i };
+            if idx < 0 || idx >= width as i64 {
+                return Err(format(
+                    rows[0].0,
+                    format!("data.label_column = {i} is out of range for {width} columns"),
+                ));
+            }
+            idx as usize
+        }
+        Column::Name(name) => {
+            let Some(header) = &header else {
+                return Err(format(
+                    rows[0].0,
+                    format!("data.label_column = \"{name}\" needs a header row, and this file has none"),
+                ));
+            };
+            header.iter().position(|h| h == name).ok_or_else(|| {
+                format(
+                    rows[0].0,
+                    format!("no column named \"{name}\" (columns: {})", header.join(", ")),
+                )
+            })?
+        }
+    };
+    if width < 2 {
+        return Err(format(rows[0].0, format!("need at least one feature column and a label column, got {width} column(s)")));
+    }
+    let column_name = |c: usize| match &header {
+        Some(h) => format!("column {} (\"{}\")", c + 1, h[c]),
+        None => format!("column {}", c + 1),
+    };
+    let mut samples = Vec::with_capacity(rows.len());
+    let mut classes = 0;
+    for (line, record) in rows.iter().skip(usize::from(has_header)) {
+        if record.len() != width {
+            return Err(format(
+                *line,
+                format!("expected {width} columns like the first row, got {}", record.len()),
+            ));
+        }
+        let mut features = Vec::with_capacity(width - 1);
+        let mut class = 0;
+        for (c, cell) in record.iter().enumerate() {
+            if c == label {
+                class = cell.parse::<usize>().map_err(|_| {
+                    format(*line, format!("{}: label must be a non-negative integer, got \"{cell}\"", column_name(c)))
+                })?;
+                classes = classes.max(class + 1);
+            } else {
+                let value = cell.parse::<f32>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
+                    format(*line, format!("{}: expected a finite number, got \"{cell}\"", column_name(c)))
+                })?;
+                features.push(value);
+            }
+        }
+        samples.push(Sample { features, label: class });
+    }
+    if samples.is_empty() {
+        return Err(DataError::Unusable(format!("{path}: the file has a header but no data rows")));
+    }
+    if classes < 2 {
+        return Err(DataError::Unusable(format!("{path}: every label is 0; need at least 2 classes")));
+    }
+    Ok((samples, width - 1, classes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(label: Column, header: Option<bool>) -> CsvConfig {
+        CsvConfig { path: "t.csv".into(), label_column: label, header }
+    }
+
+    #[test]
+    fn detects_a_header_and_finds_the_label_by_name() {
+        let text = "a,label,b\n1,0,2\n3,1,4\n";
+        let (samples, features, classes) = parse(text, "t.csv", &config(Column::Name("label".into()), None)).unwrap();
+        assert_eq!((features, classes), (2, 2));
+        assert_eq!(samples[1], Sample { features: vec![3.0, 4.0], label: 1 });
+    }
+
+    #[test]
+    fn headerless_files_use_the_last_column_by_default() {
+        let (samples, features, classes) = parse("1,2,0\n3,4,2\n", "t.csv", &config(Column::Index(-1), None)).unwrap();
+        assert_eq!((samples.len(), features, classes), (2, 2, 3));
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let err = parse("1,2,0\n3,x,1\n", "t.csv", &config(Column::Index(-1), None)).unwrap_err();
+        assert_eq!(err.to_string(), "t.csv:2: column 2: expected a finite number, got \"x\"");
+        let err = parse("1,2,0\n3,1\n", "t.csv", &config(Column::Index(-1), None)).unwrap_err();
+        assert_eq!(err.to_string(), "t.csv:2: expected 3 columns like the first row, got 2");
+        let err = parse("a,y\n1,-1\n", "t.csv", &config(Column::Name("y".into()), None)).unwrap_err();
+        assert_eq!(err.to_string(), "t.csv:2: column 2 (\"y\"): label must be a non-negative integer, got \"-1\"");
+        let err = parse("a,y\n1,1\n", "t.csv", &config(Column::Name("z".into()), None)).unwrap_err();
+        assert!(err.to_string().contains("no column named \"z\" (columns: a, y)"), "{err}");
+        assert!(parse("", "t.csv", &config(Column::Index(-1), None)).is_err());
+    }
+}

@@ -1,0 +1,50 @@
+//! # tidemark
+//!
+//! A training framework on [Burn](https://burn.dev) for people who share GPUs: memory is
+//! measured every epoch, written to disk, and (in later releases) governed by explicit
+//! policies: growth, preallocation, a hard limit and verified clearing between runs.
+//!
+//! A run is described by a [`RunConfig`](config::RunConfig), read from TOML by the CLI
+//! (`tidemark train --config FILE`) or built in code:
+//!
+//! ```no_run
+//! use tidemark::config::ConfigBuilder;
+//!
+//! let config = ConfigBuilder::new("demo")
+//!     .synthetic(4096, 32, 4)
+//!     .hidden(&[128, 128])
+//!     .epochs(3)
+//!     .batch_size(64)
+//!     .accumulation_steps(2)
+//!     .build()?;
+//! let summary = tidemark::Trainer::new(config).run()?;
+//! println!("{:?} -> {}", summary.final_val_accuracy, summary.run_dir.display());
+//! # Ok::<(), tidemark::Error>(())
+//! ```
+//!
+//! Modules, in dependency order: [`config`] -> [`backend`] -> [`memory`] -> [`data`],
+//! [`model`] -> [`train`] -> [`report`]. The `cli` module is the binary's and uses them all.
+#![warn(missing_docs)]
+// `forbid` cannot be relaxed per module; `deny` can, and only `memory::host` does, with its
+// reason in its docs.
+#![deny(unsafe_code)]
+
+pub mod backend;
+#[doc(hidden)]
+pub mod cli;
+pub mod config;
+pub mod data;
+mod error;
+pub mod memory;
+pub mod model;
+pub mod report;
+pub mod train;
+
+pub use error::Error;
+pub use report::RunSummary;
+pub use train::Trainer;
+
+// Unit tests measure host memory, so their binary counts allocations like the CLI does.
+#[cfg(test)]
+#[global_allocator]
+static ALLOC: memory::CountingAllocator = memory::CountingAllocator::new();

@@ -1,0 +1,183 @@
+//! Host memory accounting: a counting global allocator with a resettable high-water mark.
+//!
+//! Backends without device pools (`flex`) keep tensors in ordinary heap memory, so the only
+//! way to see what a training step really holds, including its transient peak inside the
+//! step, is to count every allocation. The `tidemark` binary installs [`CountingAllocator`];
+//! a library user opts in with two lines:
+//!
+//! ```
+//! #[global_allocator]
+//! static ALLOC: tidemark::memory::CountingAllocator = tidemark::memory::CountingAllocator::new();
+//! ```
+//!
+//! # Why this module uses `unsafe`
+//! `GlobalAlloc` is an unsafe trait, and forwarding to [`System`] calls its unsafe methods.
+//! The code only adds and subtracts sizes around those calls; it never reads or writes the
+//! memory, and passes every pointer and layout through unchanged, so the safety contract is
+//! exactly the caller's contract with `System`.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+use super::usage::{MemorySource, MemoryUsage};
+
+static IN_USE: AtomicU64 = AtomicU64::new(0);
+static PEAK: AtomicU64 = AtomicU64::new(0);
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// A global allocator that forwards to [`System`] and counts live bytes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CountingAllocator;
+
+impl CountingAllocator {
+    /// The allocator; install it with `#[global_allocator]`.
+    pub const fn new() -> Self {
+        CountingAllocator
+    }
+}
+
+fn grew(bytes: usize) {
+    let now = IN_USE.fetch_add(bytes as u64, Relaxed) + bytes as u64;
+    PEAK.fetch_max(now, Relaxed);
+    if !INSTALLED.load(Relaxed) {
+        INSTALLED.store(true, Relaxed);
+    }
+}
+
+fn shrank(bytes: usize) {
+    IN_USE.fetch_sub(bytes as u64, Relaxed);
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System` and returns its result;
+// the counting touches only the atomics above.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded from our caller, who upholds `GlobalAlloc::alloc`'s contract.
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            grew(layout.size());
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            grew(layout.size());
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was returned by this allocator, i.e. by `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        shrank(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` was returned by `System` with `layout`; the caller upholds the rest.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            // Count the larger size first so the peak sees both blocks when a move happens.
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                shrank(layout.size() - new_size);
+            }
+        }
+        new
+    }
+}
+
+/// Raw counters of the counting allocator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostCounters {
+    /// Live heap bytes.
+    pub in_use: u64,
+    /// Highest `in_use` since the last [`reset_host_peak`].
+    pub peak: u64,
+    /// Whether [`CountingAllocator`] is the global allocator (it has counted something).
+    pub installed: bool,
+}
+
+impl HostCounters {
+    /// Reads the counters now.
+    pub fn read() -> Self {
+        Self {
+            in_use: IN_USE.load(Relaxed),
+            peak: PEAK.load(Relaxed),
+            installed: INSTALLED.load(Relaxed),
+        }
+    }
+}
+
+/// Starts a new high-water-mark window at the current live size.
+pub fn reset_host_peak() {
+    PEAK.store(IN_USE.load(Relaxed), Relaxed);
+}
+
+/// Host memory now: counted heap bytes in use, the process's resident set as reserved.
+///
+/// Without the counting allocator installed, bytes in use fall back to the resident set, which
+/// includes code and stacks and cannot see a transient peak between reads.
+pub fn host_usage() -> MemoryUsage {
+    let counters = HostCounters::read();
+    let rss = resident_set_bytes();
+    let (in_use, peak) = if counters.installed {
+        (counters.in_use, counters.peak)
+    } else {
+        let rss = rss.unwrap_or(0);
+        (rss, rss)
+    };
+    MemoryUsage {
+        bytes_in_use: in_use,
+        // Memory the allocator handed out but the kernel has not yet backed (untouched pages)
+        // is in use but not resident; reserved is never reported below in use.
+        bytes_reserved: rss.unwrap_or(in_use).max(in_use),
+        peak_bytes_in_use: peak.max(in_use),
+        bytes_padding: 0,
+        source: MemorySource::Host,
+    }
+}
+
+/// The process's resident set size, where the OS reports it (Linux).
+fn resident_set_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The unit-test binary installs the allocator (see lib.rs), so these counters are live.
+    // Other tests run in parallel threads, so assertions allow for their allocations.
+
+    #[test]
+    fn counts_a_large_allocation_and_its_release() {
+        let before = HostCounters::read();
+        assert!(before.installed);
+        reset_host_peak();
+        let block = std::hint::black_box(vec![1u8; 256 << 20]);
+        let during = HostCounters::read();
+        assert!(during.in_use >= (256 << 20), "in use {} should include the block", during.in_use);
+        assert!(during.peak >= during.in_use);
+        drop(block);
+        let after = HostCounters::read();
+        assert!(after.peak >= (256 << 20), "the peak survives the release");
+        assert!(after.in_use < during.in_use, "the release is counted");
+    }
+
+    #[test]
+    fn usage_reports_host_source_and_sane_ordering() {
+        let usage = host_usage();
+        assert_eq!(usage.source, MemorySource::Host);
+        assert!(usage.bytes_in_use > 0);
+        assert!(usage.bytes_reserved >= usage.bytes_in_use);
+        assert!(usage.peak_bytes_in_use >= usage.bytes_in_use);
+    }
+}

@@ -1,0 +1,34 @@
+//! Hooks for showing progress. The CLI prints to the terminal; library users pick their own.
+
+use crate::report::Snapshot;
+
+/// Progress within an epoch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpochProgress {
+    /// Current epoch (1-based).
+    pub epoch: usize,
+    /// Total epochs.
+    pub epochs: usize,
+    /// Optimizer steps done in this epoch.
+    pub step: usize,
+    /// Optimizer steps in this epoch.
+    pub steps: usize,
+    /// Most recent step's loss.
+    pub loss: f64,
+}
+
+/// Receives progress while a run trains. Every method has a do-nothing default.
+pub trait Observer {
+    /// A line worth telling the user (run directory, backend notes).
+    fn message(&mut self, _text: &str) {}
+    /// Some steps into an epoch (about ten times per epoch).
+    fn step(&mut self, _progress: &EpochProgress) {}
+    /// A snapshot was written.
+    fn snapshot(&mut self, _snapshot: &Snapshot) {}
+}
+
+/// An observer that shows nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Silent;
+
+impl Observer for Silent {}
