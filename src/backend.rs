@@ -132,13 +132,21 @@ mod tests {
 
     #[test]
     fn flex_is_always_available() {
-        assert!(select(&DeviceConfig { backend: Backend::Flex, index: 0 }).is_ok());
+        assert!(select(&DeviceConfig {
+            backend: Backend::Flex,
+            index: 0
+        })
+        .is_ok());
         assert!(compiled_backends().contains(&Backend::Flex));
     }
 
     #[test]
     fn single_device_backends_reject_other_indices() {
-        let err = select(&DeviceConfig { backend: Backend::Flex, index: 1 }).unwrap_err();
+        let err = select(&DeviceConfig {
+            backend: Backend::Flex,
+            index: 1,
+        })
+        .unwrap_err();
         assert!(err.to_string().contains("device.index = 1"), "{err}");
     }
 
@@ -150,14 +158,21 @@ mod tests {
             }
             let err = select(&DeviceConfig { backend, index: 0 }).unwrap_err();
             assert_eq!(err, BackendError::NotCompiled { backend });
-            assert!(err.to_string().contains(&format!("--features {backend}")), "{err}");
+            assert!(
+                err.to_string().contains(&format!("--features {backend}")),
+                "{err}"
+            );
         }
     }
 
     #[test]
     fn picking_past_the_end_says_how_many_exist() {
         let err = pick(Backend::Wgpu, 2, vec![Device::flex()], "none").unwrap_err();
-        assert!(err.to_string().ends_with("only 1 device(s) found (indices 0..1)"), "{err}");
+        assert!(
+            err.to_string()
+                .ends_with("only 1 device(s) found (indices 0..1)"),
+            "{err}"
+        );
         let err = pick(Backend::Wgpu, 0, vec![], "install a driver").unwrap_err();
         assert!(err.to_string().ends_with("install a driver"), "{err}");
     }

@@ -16,10 +16,12 @@ use crate::{Error, Trainer};
 /// epoch to <output_dir>/<run.name>/snapshots.jsonl.
 #[derive(Debug, Parser)]
 #[command(name = "tidemark", version, about, long_about = None)]
-#[command(after_help = "Examples:\n  tidemark train --config configs/quickstart.toml\n  \
+#[command(
+    after_help = "Examples:\n  tidemark train --config configs/quickstart.toml\n  \
     tidemark train --config configs/quickstart.toml --set train.batch_size=64 --set train.accumulation_steps=4\n  \
     tidemark validate --config configs/accumulation.toml\n\n\
-    Exit codes: 0 success, 2 bad usage, config, device choice or data file, 1 any other failure.")]
+    Exit codes: 0 success, 2 bad usage, config, device choice or data file, 1 any other failure."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -30,7 +30,9 @@ pub enum Error {
     #[error("device error: {0}")]
     Device(String),
     /// The loss stopped being finite.
-    #[error("training diverged: loss is {loss} at step {step} of epoch {epoch}; try a lower train.lr")]
+    #[error(
+        "training diverged: loss is {loss} at step {step} of epoch {epoch}; try a lower train.lr"
+    )]
     Diverged {
         /// Epoch (1-based).
         epoch: usize,

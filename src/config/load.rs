@@ -54,7 +54,9 @@ impl Override {
             .ok_or_else(|| fail("expected key=value, e.g. train.batch_size=64".into()))?;
         let key = key.trim();
         if key.is_empty() || key.split('.').any(|part| part.trim().is_empty()) {
-            return Err(fail(format!("\"{key}\" is not a dotted key like train.batch_size")));
+            return Err(fail(format!(
+                "\"{key}\" is not a dotted key like train.batch_size"
+            )));
         }
         let value = value.trim();
         let value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
@@ -169,6 +171,9 @@ fn describe_serde_error(key: &str, inner: &str) -> String {
         };
         return format!("unknown key {full}{expected}");
     }
+    let inner = inner
+        .replace("expected i64", "expected an integer")
+        .replace("expected f64", "expected a number");
     format!("{key}: {inner}")
 }
 
@@ -225,7 +230,6 @@ pub fn to_toml(config: &RunConfig) -> String {
     toml::to_string_pretty(config).expect("a validated config always serialises")
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,22 +239,35 @@ mod tests {
     #[test]
     fn validation_errors_point_at_the_key() {
         let err = parse(FILE, "x.toml", &[]).unwrap_err();
-        assert_eq!(err.to_string(), "x.toml:6:1: train.batch_size must be > 0, got 0");
+        assert_eq!(
+            err.to_string(),
+            "x.toml:6:1: train.batch_size must be > 0, got 0"
+        );
     }
 
     #[test]
     fn unknown_keys_are_named_with_their_section() {
         let err = parse("[train]\nbatch_sise = 4\n", "x.toml", &[]).unwrap_err();
         let text = err.to_string();
-        assert!(text.starts_with("x.toml:2:1: unknown key train.batch_sise (expected "), "{text}");
+        assert!(
+            text.starts_with("x.toml:2:1: unknown key train.batch_sise (expected "),
+            "{text}"
+        );
         let err = parse("[trian]\nepochs = 1\n", "x.toml", &[]).unwrap_err();
-        assert!(err.to_string().starts_with("x.toml:1:2: unknown key trian"), "{err}");
+        assert!(
+            err.to_string().starts_with("x.toml:1:2: unknown key trian"),
+            "{err}"
+        );
     }
 
     #[test]
     fn type_errors_name_the_key() {
         let err = parse("[train]\nepochs = \"many\"\n", "x.toml", &[]).unwrap_err();
-        assert!(err.to_string().starts_with("x.toml:2:1: train.epochs: invalid type"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("x.toml:2:1: train.epochs: invalid type"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -262,18 +279,42 @@ mod tests {
 
     #[test]
     fn overrides_replace_file_values_and_are_blamed_for_errors() {
-        let fixed = parse(FILE, "x.toml", &[Override::parse("train.batch_size=64").unwrap()]).unwrap();
+        let fixed = parse(
+            FILE,
+            "x.toml",
+            &[Override::parse("train.batch_size=64").unwrap()],
+        )
+        .unwrap();
         assert_eq!(fixed.train.batch_size, 64);
-        let named = parse(FILE, "x.toml", &[
-            Override::parse("train.batch_size=8").unwrap(),
-            Override::parse("run.name=other").unwrap(),
-        ])
+        let named = parse(
+            FILE,
+            "x.toml",
+            &[
+                Override::parse("train.batch_size=8").unwrap(),
+                Override::parse("run.name=other").unwrap(),
+            ],
+        )
         .unwrap();
         assert_eq!(named.run.name, "other");
-        let err = parse(FILE, "x.toml", &[Override::parse("train.accumulation_steps=-2").unwrap(), Override::parse("train.batch_size=1").unwrap()]).unwrap_err();
-        assert_eq!(err.to_string(), "--set train.accumulation_steps=-2: train.accumulation_steps must be > 0, got -2");
+        let err = parse(
+            FILE,
+            "x.toml",
+            &[
+                Override::parse("train.accumulation_steps=-2").unwrap(),
+                Override::parse("train.batch_size=1").unwrap(),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--set train.accumulation_steps=-2: train.accumulation_steps must be > 0, got -2"
+        );
         let err = parse("", "x.toml", &[Override::parse("train.bogus=1").unwrap()]).unwrap_err();
-        assert!(err.to_string().starts_with("--set train.bogus=1: unknown key train.bogus"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("--set train.bogus=1: unknown key train.bogus"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -285,7 +326,12 @@ mod tests {
 
     #[test]
     fn resolved_config_round_trips() {
-        let cfg = parse(FILE, "x.toml", &[Override::parse("train.batch_size=3").unwrap()]).unwrap();
+        let cfg = parse(
+            FILE,
+            "x.toml",
+            &[Override::parse("train.batch_size=3").unwrap()],
+        )
+        .unwrap();
         let again = parse(&to_toml(&cfg), "resolved.toml", &[]).unwrap();
         assert_eq!(cfg, again);
     }

@@ -77,7 +77,10 @@ fn finite_in(key: &str, value: f64, lo: f64, hi: f64, what: &str) -> Result<f64>
     if value.is_finite() && value >= lo && value < hi {
         Ok(value)
     } else {
-        Err(Invalid::new(key, format_args!("must be {what}, got {value}")))
+        Err(Invalid::new(
+            key,
+            format_args!("must be {what}, got {value}"),
+        ))
     }
 }
 
@@ -157,7 +160,12 @@ fn model(raw: RawModel) -> Result<ModelConfig> {
     enum Kind {
         Mlp,
     }
-    let kind = choice("model.kind", raw.kind.as_deref(), Kind::Mlp, &[("mlp", Kind::Mlp)])?;
+    let kind = choice(
+        "model.kind",
+        raw.kind.as_deref(),
+        Kind::Mlp,
+        &[("mlp", Kind::Mlp)],
+    )?;
     match kind {
         Kind::Mlp => {
             let hidden = match raw.hidden {
@@ -337,7 +345,14 @@ mod tests {
         assert_eq!(cfg.train.batch_size, defaults::BATCH_SIZE);
         assert_eq!(cfg.train.accumulation_steps, 1);
         assert_eq!(cfg.device.backend, Backend::Flex);
-        assert_eq!(cfg.model, ModelConfig::Mlp(MlpConfig { hidden: vec![1024, 1024], activation: Activation::Relu, dropout: 0.0 }));
+        assert_eq!(
+            cfg.model,
+            ModelConfig::Mlp(MlpConfig {
+                hidden: vec![1024, 1024],
+                activation: Activation::Relu,
+                dropout: 0.0
+            })
+        );
         assert!(matches!(cfg.data.source, DataSource::Synthetic(_)));
     }
 
@@ -353,13 +368,19 @@ mod tests {
     #[test]
     fn unknown_choice_lists_the_options() {
         let err = with(|r| r.train.optimizer = Some("adamw".into())).unwrap_err();
-        assert_eq!(err.message, "train.optimizer must be one of \"adam\", \"sgd\", got \"adamw\"");
+        assert_eq!(
+            err.message,
+            "train.optimizer must be one of \"adam\", \"sgd\", got \"adamw\""
+        );
     }
 
     #[test]
     fn keys_of_the_other_data_kind_are_rejected() {
         let err = with(|r| r.data.path = Some("x.csv".into())).unwrap_err();
-        assert_eq!(err.message, "data.path only applies with data.kind = \"csv\"");
+        assert_eq!(
+            err.message,
+            "data.path only applies with data.kind = \"csv\""
+        );
     }
 
     #[test]

@@ -67,19 +67,27 @@ fn parse(
             let Some(header) = &header else {
                 return Err(format(
                     rows[0].0,
-                    format!("data.label_column = \"{name}\" needs a header row, and this file has none"),
+                    format!(
+                        "data.label_column = \"{name}\" needs a header row, and this file has none"
+                    ),
                 ));
             };
             header.iter().position(|h| h == name).ok_or_else(|| {
                 format(
                     rows[0].0,
-                    format!("no column named \"{name}\" (columns: {})", header.join(", ")),
+                    format!(
+                        "no column named \"{name}\" (columns: {})",
+                        header.join(", ")
+                    ),
                 )
             })?
         }
     };
     if width < 2 {
-        return Err(format(rows[0].0, format!("need at least one feature column and a label column, got {width} column(s)")));
+        return Err(format(
+            rows[0].0,
+            format!("need at least one feature column and a label column, got {width} column(s)"),
+        ));
     }
     let column_name = |c: usize| match &header {
         Some(h) => format!("column {} (\"{}\")", c + 1, h[c]),
@@ -91,7 +99,10 @@ fn parse(
         if record.len() != width {
             return Err(format(
                 *line,
-                format!("expected {width} columns like the first row, got {}", record.len()),
+                format!(
+                    "expected {width} columns like the first row, got {}",
+                    record.len()
+                ),
             ));
         }
         let mut features = Vec::with_capacity(width - 1);
@@ -99,23 +110,46 @@ fn parse(
         for (c, cell) in record.iter().enumerate() {
             if c == label {
                 class = cell.parse::<usize>().map_err(|_| {
-                    format(*line, format!("{}: label must be a non-negative integer, got \"{cell}\"", column_name(c)))
+                    format(
+                        *line,
+                        format!(
+                            "{}: label must be a non-negative integer, got \"{cell}\"",
+                            column_name(c)
+                        ),
+                    )
                 })?;
                 classes = classes.max(class + 1);
             } else {
-                let value = cell.parse::<f32>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
-                    format(*line, format!("{}: expected a finite number, got \"{cell}\"", column_name(c)))
-                })?;
+                let value = cell
+                    .parse::<f32>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| {
+                        format(
+                            *line,
+                            format!(
+                                "{}: expected a finite number, got \"{cell}\"",
+                                column_name(c)
+                            ),
+                        )
+                    })?;
                 features.push(value);
             }
         }
-        samples.push(Sample { features, label: class });
+        samples.push(Sample {
+            features,
+            label: class,
+        });
     }
     if samples.is_empty() {
-        return Err(DataError::Unusable(format!("{path}: the file has a header but no data rows")));
+        return Err(DataError::Unusable(format!(
+            "{path}: the file has a header but no data rows"
+        )));
     }
     if classes < 2 {
-        return Err(DataError::Unusable(format!("{path}: every label is 0; need at least 2 classes")));
+        return Err(DataError::Unusable(format!(
+            "{path}: every label is 0; need at least 2 classes"
+        )));
     }
     Ok((samples, width - 1, classes))
 }
@@ -125,33 +159,68 @@ mod tests {
     use super::*;
 
     fn config(label: Column, header: Option<bool>) -> CsvConfig {
-        CsvConfig { path: "t.csv".into(), label_column: label, header }
+        CsvConfig {
+            path: "t.csv".into(),
+            label_column: label,
+            header,
+        }
     }
 
     #[test]
     fn detects_a_header_and_finds_the_label_by_name() {
         let text = "a,label,b\n1,0,2\n3,1,4\n";
-        let (samples, features, classes) = parse(text, "t.csv", &config(Column::Name("label".into()), None)).unwrap();
+        let (samples, features, classes) =
+            parse(text, "t.csv", &config(Column::Name("label".into()), None)).unwrap();
         assert_eq!((features, classes), (2, 2));
-        assert_eq!(samples[1], Sample { features: vec![3.0, 4.0], label: 1 });
+        assert_eq!(
+            samples[1],
+            Sample {
+                features: vec![3.0, 4.0],
+                label: 1
+            }
+        );
     }
 
     #[test]
     fn headerless_files_use_the_last_column_by_default() {
-        let (samples, features, classes) = parse("1,2,0\n3,4,2\n", "t.csv", &config(Column::Index(-1), None)).unwrap();
+        let (samples, features, classes) =
+            parse("1,2,0\n3,4,2\n", "t.csv", &config(Column::Index(-1), None)).unwrap();
         assert_eq!((samples.len(), features, classes), (2, 2, 3));
     }
 
     #[test]
     fn errors_name_line_and_column() {
         let err = parse("1,2,0\n3,x,1\n", "t.csv", &config(Column::Index(-1), None)).unwrap_err();
-        assert_eq!(err.to_string(), "t.csv:2: column 2: expected a finite number, got \"x\"");
+        assert_eq!(
+            err.to_string(),
+            "t.csv:2: column 2: expected a finite number, got \"x\""
+        );
         let err = parse("1,2,0\n3,1\n", "t.csv", &config(Column::Index(-1), None)).unwrap_err();
-        assert_eq!(err.to_string(), "t.csv:2: expected 3 columns like the first row, got 2");
-        let err = parse("a,y\n1,-1\n", "t.csv", &config(Column::Name("y".into()), None)).unwrap_err();
-        assert_eq!(err.to_string(), "t.csv:2: column 2 (\"y\"): label must be a non-negative integer, got \"-1\"");
-        let err = parse("a,y\n1,1\n", "t.csv", &config(Column::Name("z".into()), None)).unwrap_err();
-        assert!(err.to_string().contains("no column named \"z\" (columns: a, y)"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "t.csv:2: expected 3 columns like the first row, got 2"
+        );
+        let err = parse(
+            "a,y\n1,-1\n",
+            "t.csv",
+            &config(Column::Name("y".into()), None),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t.csv:2: column 2 (\"y\"): label must be a non-negative integer, got \"-1\""
+        );
+        let err = parse(
+            "a,y\n1,1\n",
+            "t.csv",
+            &config(Column::Name("z".into()), None),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("no column named \"z\" (columns: a, y)"),
+            "{err}"
+        );
         assert!(parse("", "t.csv", &config(Column::Index(-1), None)).is_err());
     }
 }

@@ -87,8 +87,8 @@ pub fn split(
         )));
     }
     samples.shuffle(&mut StdRng::seed_from_u64(seed));
-    let n_valid = ((samples.len() as f64 * validation_fraction).round() as usize)
-        .clamp(1, samples.len() - 1);
+    let n_valid =
+        ((samples.len() as f64 * validation_fraction).round() as usize).clamp(1, samples.len() - 1);
     let valid = samples.split_off(samples.len() - n_valid);
     Ok(Dataset {
         train: samples,
@@ -104,7 +104,10 @@ mod tests {
 
     fn samples(n: usize) -> Vec<Sample> {
         (0..n)
-            .map(|i| Sample { features: vec![i as f32], label: i % 2 })
+            .map(|i| Sample {
+                features: vec![i as f32],
+                label: i % 2,
+            })
             .collect()
     }
 
@@ -114,7 +117,12 @@ mod tests {
         let b = split(samples(100), 1, 2, 0.2, 3).unwrap();
         assert_eq!((a.train.len(), a.valid.len()), (80, 20));
         assert_eq!(a.valid, b.valid);
-        let mut all: Vec<i64> = a.train.iter().chain(&a.valid).map(|s| s.features[0] as i64).collect();
+        let mut all: Vec<i64> = a
+            .train
+            .iter()
+            .chain(&a.valid)
+            .map(|s| s.features[0] as i64)
+            .collect();
         all.sort();
         assert_eq!(all, (0..100).collect::<Vec<_>>());
     }

@@ -40,7 +40,13 @@ mod tests {
     use super::*;
 
     fn config(seed: u64) -> SyntheticConfig {
-        SyntheticConfig { samples: 300, features: 8, classes: 3, seed, noise: 0.5 }
+        SyntheticConfig {
+            samples: 300,
+            features: 8,
+            classes: 3,
+            seed,
+            noise: 0.5,
+        }
     }
 
     #[test]
@@ -52,7 +58,9 @@ mod tests {
         for class in 0..3 {
             assert_eq!(a.iter().filter(|s| s.label == class).count(), 100);
         }
-        assert!(a.iter().all(|s| s.features.len() == 8 && s.features.iter().all(|f| f.is_finite())));
+        assert!(a
+            .iter()
+            .all(|s| s.features.len() == 8 && s.features.iter().all(|f| f.is_finite())));
     }
 
     #[test]
@@ -62,13 +70,22 @@ mod tests {
         let means: Vec<Vec<f32>> = (0..3)
             .map(|c| {
                 let members: Vec<&Sample> = data.iter().filter(|s| s.label == c).collect();
-                (0..8).map(|j| members.iter().map(|s| s.features[j]).sum::<f32>() / members.len() as f32).collect()
+                (0..8)
+                    .map(|j| {
+                        members.iter().map(|s| s.features[j]).sum::<f32>() / members.len() as f32
+                    })
+                    .collect()
             })
             .collect();
         let correct = data
             .iter()
             .filter(|s| {
-                let dist = |m: &Vec<f32>| m.iter().zip(&s.features).map(|(a, b)| (a - b).powi(2)).sum::<f32>();
+                let dist = |m: &Vec<f32>| {
+                    m.iter()
+                        .zip(&s.features)
+                        .map(|(a, b)| (a - b).powi(2))
+                        .sum::<f32>()
+                };
                 (0..3).min_by(|&a, &b| dist(&means[a]).total_cmp(&dist(&means[b]))) == Some(s.label)
             })
             .count();

@@ -164,7 +164,11 @@ mod tests {
         reset_host_peak();
         let block = std::hint::black_box(vec![1u8; 256 << 20]);
         let during = HostCounters::read();
-        assert!(during.in_use >= (256 << 20), "in use {} should include the block", during.in_use);
+        assert!(
+            during.in_use >= (256 << 20),
+            "in use {} should include the block",
+            during.in_use
+        );
         assert!(during.peak >= during.in_use);
         drop(block);
         let after = HostCounters::read();

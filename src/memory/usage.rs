@@ -68,7 +68,13 @@ mod tests {
 
     #[test]
     fn source_serialises_as_documented() {
-        assert_eq!(serde_json::to_string(&MemorySource::CubeclPool).unwrap(), "\"cubecl-pool\"");
-        assert_eq!(serde_json::to_string(&MemorySource::Host).unwrap(), "\"host\"");
+        assert_eq!(
+            serde_json::to_string(&MemorySource::CubeclPool).unwrap(),
+            "\"cubecl-pool\""
+        );
+        assert_eq!(
+            serde_json::to_string(&MemorySource::Host).unwrap(),
+            "\"host\""
+        );
     }
 }

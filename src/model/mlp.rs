@@ -61,7 +61,11 @@ mod tests {
     #[test]
     fn shapes_and_parameter_count() {
         let device = Device::flex();
-        let config = MlpConfig { hidden: vec![16, 8], activation: Activation::Gelu, dropout: 0.1 };
+        let config = MlpConfig {
+            hidden: vec![16, 8],
+            activation: Activation::Gelu,
+            dropout: 0.1,
+        };
         let mlp = Mlp::new(&config, 4, 3, &device);
         assert_eq!(mlp.num_params(), (4 * 16 + 16) + (16 * 8 + 8) + (8 * 3 + 3));
         let out = mlp.forward(Tensor::zeros([5, 4], &device));

@@ -126,9 +126,27 @@ mod tests {
     #[test]
     fn lines_have_the_documented_flat_fields() {
         let value = serde_json::to_value(snapshot(1)).unwrap();
-        let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
-        for key in ["event", "epoch", "step", "loss", "val_loss", "val_accuracy", "samples_per_sec",
-            "bytes_in_use", "bytes_reserved", "peak_bytes_in_use", "bytes_padding", "source", "elapsed_s"] {
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for key in [
+            "event",
+            "epoch",
+            "step",
+            "loss",
+            "val_loss",
+            "val_accuracy",
+            "samples_per_sec",
+            "bytes_in_use",
+            "bytes_reserved",
+            "peak_bytes_in_use",
+            "bytes_padding",
+            "source",
+            "elapsed_s",
+        ] {
             assert!(keys.contains(&key), "missing {key} in {keys:?}");
         }
         assert_eq!(value["event"], "epoch");
@@ -140,7 +158,10 @@ mod tests {
     fn appending_keeps_earlier_lines_across_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("snapshots.jsonl");
-        SnapshotWriter::open(&path).unwrap().append(&snapshot(1)).unwrap();
+        SnapshotWriter::open(&path)
+            .unwrap()
+            .append(&snapshot(1))
+            .unwrap();
         let mut writer = SnapshotWriter::open(&path).unwrap();
         writer.append(&snapshot(2)).unwrap();
         let read = read_snapshots(&path).unwrap();

@@ -12,13 +12,13 @@ use burn::tensor::{Device, Tensor};
 
 use super::observer::{EpochProgress, Observer, Silent};
 use super::step::{accumulated_step, build_optimizer};
+use crate::backend;
 use crate::config::{to_toml, RunConfig};
 use crate::data::{self, ClassificationBatch, ClassificationBatcher, Sample};
 use crate::error::Error;
 use crate::memory::{MemoryProbe, MemoryUsage};
 use crate::model::Model;
 use crate::report::{write_atomic, Event, RunStatus, RunSummary, Snapshot, SnapshotWriter};
-use crate::backend;
 
 /// Trains one run.
 ///
@@ -60,8 +60,11 @@ impl Trainer {
         let run_dir = create_run_dir(&self.config.run.output_dir, &self.config.run.name)?;
         self.observer
             .message(&format!("run directory: {}", run_dir.display()));
-        write_atomic(&run_dir.join("config.toml"), to_toml(&self.config).as_bytes())
-            .map_err(|e| Error::io(run_dir.join("config.toml"), e))?;
+        write_atomic(
+            &run_dir.join("config.toml"),
+            to_toml(&self.config).as_bytes(),
+        )
+        .map_err(|e| Error::io(run_dir.join("config.toml"), e))?;
         let snapshots = run_dir.join("snapshots.jsonl");
         let mut run = Run {
             config: &self.config,
@@ -142,8 +145,20 @@ impl Run<'_> {
         ad_device.seed(config.run.seed);
 
         self.probe.reset_peak();
-        let train_loader = loader(dataset.train, train_cfg.batch_size, Some(config.run.seed), config.data.num_workers, &ad_device);
-        let valid_loader = loader(dataset.valid, train_cfg.batch_size, None, config.data.num_workers, device);
+        let train_loader = loader(
+            dataset.train,
+            train_cfg.batch_size,
+            Some(config.run.seed),
+            config.data.num_workers,
+            &ad_device,
+        );
+        let valid_loader = loader(
+            dataset.valid,
+            train_cfg.batch_size,
+            None,
+            config.data.num_workers,
+            device,
+        );
         let mut model = Model::new(&config.model, dataset.features, dataset.classes, &ad_device);
         let mut optimizer = build_optimizer(train_cfg);
         let loss_fn = CrossEntropyLossConfig::new().init(&ad_device);
@@ -164,7 +179,9 @@ impl Run<'_> {
             let mut group = Vec::with_capacity(train_cfg.accumulation_steps);
             let mut batches = train_loader.iter();
             loop {
-                let next = batches.next().transpose().map_err(|e| Error::Data(data::DataError::Unusable(format!("data loader: {e}"))))?;
+                let next = batches.next().transpose().map_err(|e| {
+                    Error::Data(data::DataError::Unusable(format!("data loader: {e}")))
+                })?;
                 let done = next.is_none();
                 group.extend(next);
                 if group.len() < train_cfg.accumulation_steps && !done {
@@ -173,7 +190,14 @@ impl Run<'_> {
                 if group.is_empty() {
                     break;
                 }
-                let out = accumulated_step(model, &mut optimizer, train_cfg.lr, &loss_fn, &group, &mut self.probe);
+                let out = accumulated_step(
+                    model,
+                    &mut optimizer,
+                    train_cfg.lr,
+                    &loss_fn,
+                    &group,
+                    &mut self.probe,
+                );
                 group.clear();
                 model = out.model;
                 samples += out.samples;
@@ -195,7 +219,11 @@ impl Run<'_> {
                         loss,
                     });
                     if !loss.is_finite() {
-                        return Err(Error::Diverged { epoch, step: self.summary.steps, loss });
+                        return Err(Error::Diverged {
+                            epoch,
+                            step: self.summary.steps,
+                            loss,
+                        });
                     }
                 }
                 if done {
@@ -216,17 +244,33 @@ impl Run<'_> {
             self.summary.final_loss = Some(train_loss);
             self.summary.final_val_loss = Some(eval.loss);
             self.summary.final_val_accuracy = Some(eval.accuracy);
-            self.summary.samples_per_sec = Some(throughput.iter().sum::<f64>() / throughput.len() as f64);
-            self.snapshot(Event::Epoch, epoch, Some(train_loss), Some((eval, sps)), usage)?;
+            self.summary.samples_per_sec =
+                Some(throughput.iter().sum::<f64>() / throughput.len() as f64);
+            self.snapshot(
+                Event::Epoch,
+                epoch,
+                Some(train_loss),
+                Some((eval, sps)),
+                usage,
+            )?;
         }
-        drop((model, optimizer, loss_fn, valid_loss_fn, train_loader, valid_loader));
+        drop((
+            model,
+            optimizer,
+            loss_fn,
+            valid_loss_fn,
+            train_loader,
+            valid_loader,
+        ));
         let mut usage = self.read_memory()?;
         usage.peak_bytes_in_use = self.summary.peak_bytes_in_use.max(usage.peak_bytes_in_use);
         self.snapshot(Event::RunEnd, self.summary.epochs, None, None, usage)
     }
 
     fn read_memory(&mut self) -> Result<MemoryUsage, Error> {
-        self.probe.read().map_err(|e| Error::Device(format!("{e:?}")))
+        self.probe
+            .read()
+            .map_err(|e| Error::Device(format!("{e:?}")))
     }
 
     fn snapshot(
@@ -237,8 +281,10 @@ impl Run<'_> {
         eval: Option<(Evaluation, f64)>,
         memory: MemoryUsage,
     ) -> Result<(), Error> {
-        self.summary.peak_bytes_in_use = self.summary.peak_bytes_in_use.max(memory.peak_bytes_in_use);
-        self.summary.peak_bytes_reserved = self.summary.peak_bytes_reserved.max(memory.bytes_reserved);
+        self.summary.peak_bytes_in_use =
+            self.summary.peak_bytes_in_use.max(memory.peak_bytes_in_use);
+        self.summary.peak_bytes_reserved =
+            self.summary.peak_bytes_reserved.max(memory.bytes_reserved);
         let (val_loss, val_accuracy, samples_per_sec) = match eval {
             Some((e, sps)) => (Some(e.loss), Some(e.accuracy), Some(sps)),
             None => (None, None, None),
@@ -290,7 +336,8 @@ fn evaluate(
     let mut correct: Option<Tensor<1, burn::tensor::Int>> = None;
     let mut samples = 0;
     for batch in loader.iter() {
-        let batch = batch.map_err(|e| Error::Data(data::DataError::Unusable(format!("data loader: {e}"))))?;
+        let batch = batch
+            .map_err(|e| Error::Data(data::DataError::Unusable(format!("data loader: {e}"))))?;
         let n = batch.len();
         let logits = model.forward(batch.inputs);
         let hits = logits
@@ -312,7 +359,9 @@ fn evaluate(
         samples += n;
     }
     let (Some(loss), Some(correct)) = (loss_sum, correct) else {
-        return Err(Error::Data(data::DataError::Unusable("the validation split is empty".into())));
+        return Err(Error::Data(data::DataError::Unusable(
+            "the validation split is empty".into(),
+        )));
     };
     let correct = correct
         .into_data()

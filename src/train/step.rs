@@ -14,7 +14,8 @@ use crate::model::Model;
 
 /// Builds the configured optimizer.
 pub fn build_optimizer(config: &TrainConfig) -> ModuleOptimizer {
-    let decay = (config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32));
+    let decay =
+        (config.weight_decay > 0.0).then(|| WeightDecayConfig::new(config.weight_decay as f32));
     match config.optimizer {
         OptimizerKind::Adam => AdamConfig::new().with_weight_decay(decay).init(),
         OptimizerKind::Sgd => SgdConfig::new().with_weight_decay(decay).init(),
@@ -71,5 +72,166 @@ pub fn accumulated_step(
         model,
         loss: total_loss.expect("a step has at least one micro-batch"),
         samples,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::data::dataloader::batcher::Batcher;
+    use burn::module::{Module, ModuleVisitor, Param};
+    use burn::nn::loss::CrossEntropyLossConfig;
+    use burn::tensor::Device;
+
+    use super::*;
+    use crate::config::{Activation, MlpConfig, ModelConfig, SyntheticConfig};
+    use crate::data::{generate, ClassificationBatcher, Sample};
+
+    struct Flatten(Vec<f32>);
+
+    impl ModuleVisitor for Flatten {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            self.0
+                .extend(param.val().into_data().convert::<f32>().iter::<f32>());
+        }
+    }
+
+    fn weights(model: &Model) -> Vec<f32> {
+        let mut v = Flatten(Vec::new());
+        model.visit(&mut v);
+        v.0
+    }
+
+    fn samples(n: usize) -> Vec<Sample> {
+        generate(&SyntheticConfig {
+            samples: n,
+            features: 20,
+            classes: 5,
+            seed: 11,
+            noise: 1.0,
+        })
+    }
+
+    /// Weights after one optimizer step over `samples` cut into micro-batches of `sizes`.
+    fn one_update(
+        config: &TrainConfig,
+        data: &[Sample],
+        sizes: &[usize],
+    ) -> (Vec<f32>, Vec<f32>, f32) {
+        let device = Device::flex().autodiff();
+        device.seed(5);
+        let model_cfg = ModelConfig::Mlp(MlpConfig {
+            hidden: vec![32, 16],
+            activation: Activation::Relu,
+            dropout: 0.0,
+        });
+        let model = Model::new(&model_cfg, 20, 5, &device);
+        let before = weights(&model);
+        let mut offset = 0;
+        let group: Vec<ClassificationBatch> = sizes
+            .iter()
+            .map(|&n| {
+                let batch = ClassificationBatcher.batch(data[offset..offset + n].to_vec(), &device);
+                offset += n;
+                batch
+            })
+            .collect();
+        let mut optimizer = build_optimizer(config);
+        let loss_fn = CrossEntropyLossConfig::new().init(&device);
+        let mut probe = MemoryProbe::new(&device);
+        let out = accumulated_step(
+            model,
+            &mut optimizer,
+            config.lr,
+            &loss_fn,
+            &group,
+            &mut probe,
+        );
+        assert_eq!(out.samples, sizes.iter().sum::<usize>());
+        let loss = out
+            .loss
+            .into_data()
+            .convert::<f32>()
+            .iter::<f32>()
+            .next()
+            .unwrap();
+        (before, weights(&out.model), loss)
+    }
+
+    fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
+        // SGD gets a larger rate so that its single update is as visible as Adam's.
+        let lr = match optimizer {
+            OptimizerKind::Adam => 1e-2,
+            OptimizerKind::Sgd => 0.5,
+        };
+        TrainConfig {
+            epochs: 1,
+            batch_size: 64,
+            accumulation_steps: 4,
+            optimizer,
+            lr,
+            weight_decay,
+        }
+    }
+
+    fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
+
+    fn assert_same_update(config: &TrainConfig, sizes: &[usize]) {
+        let n: usize = sizes.iter().sum();
+        let data = samples(n);
+        let (initial, large, large_loss) = one_update(config, &data, &[n]);
+        let (initial_acc, accumulated, acc_loss) = one_update(config, &data, sizes);
+        assert_eq!(
+            initial, initial_acc,
+            "both runs start from the same weights"
+        );
+        let moved = max_abs_diff(&initial, &large);
+        assert!(moved > 1e-3, "the update must be visible, moved {moved}");
+        let diff = max_abs_diff(&large, &accumulated);
+        assert!(
+            diff < 1e-5,
+            "{:?} {sizes:?}: accumulated differs from one batch of {n} by {diff}",
+            config.optimizer
+        );
+        assert!(
+            (large_loss - acc_loss).abs() < 1e-5,
+            "loss {large_loss} vs {acc_loss}"
+        );
+    }
+
+    #[test]
+    fn accumulation_matches_the_large_batch_with_adam() {
+        assert_same_update(&train_config(OptimizerKind::Adam, 0.0), &[64, 64, 64, 64]);
+    }
+
+    #[test]
+    fn accumulation_matches_the_large_batch_with_sgd_and_weight_decay() {
+        assert_same_update(&train_config(OptimizerKind::Sgd, 1e-2), &[64, 64, 64, 64]);
+    }
+
+    #[test]
+    fn a_short_last_micro_batch_is_weighted_by_its_size() {
+        assert_same_update(&train_config(OptimizerKind::Sgd, 0.0), &[64, 64, 32]);
+    }
+
+    #[test]
+    fn summing_unscaled_losses_would_not_match() {
+        // Guards the test above against passing vacuously: a plain sum of micro-batch means
+        // (what GradientsAccumulator gives unscaled) moves SGD weights four times as far.
+        let config = train_config(OptimizerKind::Sgd, 0.0);
+        let data = samples(64);
+        let (initial, once, _) = one_update(&config, &data, &[64]);
+        let step: Vec<f32> = initial.iter().zip(&once).map(|(a, b)| b - a).collect();
+        let scaled: Vec<f32> = initial
+            .iter()
+            .zip(&step)
+            .map(|(a, s)| a + 4.0 * s)
+            .collect();
+        assert!(max_abs_diff(&once, &scaled) > 1e-3);
     }
 }

@@ -1,0 +1,440 @@
+//! Runs the real `tidemark` binary in a temporary directory and checks exit codes, stderr and
+//! the files it writes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A temporary working directory with helpers to write configs and run the CLI in it.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+/// A small, fast config: finishes in a few seconds even in a debug build.
+const SMALL: &str = r#"
+[run]
+name = "small"
+seed = 1
+
+[model]
+hidden = [32]
+
+[data]
+kind = "synthetic"
+samples = 1200
+features = 16
+classes = 4
+noise = 1.5
+num_workers = 1
+
+[train]
+epochs = 3
+batch_size = 32
+lr = 0.003
+"#;
+
+impl Env {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn write(&self, rel: &str, contents: &str) -> &Self {
+        std::fs::write(self.path(rel), contents).unwrap();
+        self
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("RUST_BACKTRACE", "1")
+            .output()
+            .unwrap();
+        Run(output)
+    }
+
+    fn snapshots(&self, run_dir: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.path(run_dir).join("snapshots.jsonl")).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn summary(&self, run_dir: &str) -> Value {
+        let text = std::fs::read_to_string(self.path(run_dir).join("summary.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+struct Run(Output);
+
+impl Run {
+    fn code(&self) -> i32 {
+        self.0.status.code().expect("exited normally")
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.0.stderr).into_owned()
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.0.stdout).into_owned()
+    }
+
+    /// Asserts a clean failure: this exit code, exactly one line on stderr containing each of
+    /// `needles`, and no panic.
+    fn fails_with(&self, code: i32, needles: &[&str]) {
+        let stderr = self.stderr();
+        assert_eq!(self.code(), code, "stderr: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("backtrace"),
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "one line expected: {stderr}"
+        );
+        for needle in needles {
+            assert!(stderr.contains(needle), "{needle:?} not in: {stderr}");
+        }
+    }
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}
+
+#[test]
+fn train_writes_the_run_directory_with_one_snapshot_per_epoch() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let run = env.run(&["train", "--config", "small.toml"]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    assert!(
+        run.stderr().contains("epoch 3"),
+        "progress shown: {}",
+        run.stderr()
+    );
+    assert!(run.stdout().contains("small: 3 epochs"), "{}", run.stdout());
+
+    let dir = "runs/small";
+    let resolved = std::fs::read_to_string(env.path(dir).join("config.toml")).unwrap();
+    assert!(
+        resolved.contains("batch_size = 32") && resolved.contains("accumulation_steps = 1"),
+        "{resolved}"
+    );
+
+    let snaps = env.snapshots(dir);
+    let events: Vec<&str> = snaps.iter().map(|s| s["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["run_start", "epoch", "epoch", "epoch", "run_end"]);
+    let epochs: Vec<&Value> = snaps.iter().filter(|s| s["event"] == "epoch").collect();
+    for (i, s) in epochs.iter().enumerate() {
+        assert_eq!(s["epoch"], i + 1);
+        assert_eq!(s["source"], "host");
+        for key in ["bytes_in_use", "bytes_reserved", "peak_bytes_in_use"] {
+            assert!(num(s, key) > 0.0, "{key} is zero in {s}");
+        }
+        assert!(num(s, "peak_bytes_in_use") >= num(s, "bytes_in_use"));
+        assert!(num(s, "samples_per_sec") > 0.0 && num(s, "elapsed_s") > 0.0);
+        assert!((0.0..=1.0).contains(&num(s, "val_accuracy")));
+    }
+    // 960 training samples in micro-batches of 32: 30 steps per epoch.
+    assert_eq!(epochs[2]["step"], 90);
+    let first = num(epochs[0], "loss");
+    let last = num(epochs[2], "loss");
+    assert!(last < first, "loss should fall: {first} -> {last}");
+
+    let summary = env.summary(dir);
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(summary["epochs"], 3);
+    assert!(num(&summary, "final_val_accuracy") > 0.5, "{summary}");
+}
+
+#[test]
+fn a_second_run_with_the_same_name_does_not_touch_the_first() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let args = [
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.epochs=1",
+        "--quiet",
+    ];
+    assert_eq!(env.run(&args).code(), 0);
+    let before = std::fs::read_to_string(env.path("runs/small/snapshots.jsonl")).unwrap();
+    let second = env.run(&args);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    assert!(
+        second.stdout().contains("runs/small-2"),
+        "{}",
+        second.stdout()
+    );
+    assert_eq!(
+        before,
+        std::fs::read_to_string(env.path("runs/small/snapshots.jsonl")).unwrap()
+    );
+    assert_eq!(env.snapshots("runs/small-2").len(), 3);
+}
+
+#[test]
+fn overrides_and_out_dir_apply() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let run = env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--out",
+        "elsewhere",
+        "--quiet",
+        "--set",
+        "train.epochs=1",
+        "--set",
+        "train.batch_size=16",
+        "--set",
+        "train.accumulation_steps=3",
+        "--set",
+        "run.name=acc",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let snaps = env.snapshots("elsewhere/acc");
+    // 960 samples / 16 = 60 micro-batches, 3 per step.
+    assert_eq!(snaps[1]["step"], 20);
+    let resolved = std::fs::read_to_string(env.path("elsewhere/acc/config.toml")).unwrap();
+    assert!(resolved.contains("accumulation_steps = 3"), "{resolved}");
+}
+
+#[test]
+fn csv_data_trains() {
+    let env = Env::new();
+    // Two features; the label is which side of x + y = 0 a point is on.
+    let mut csv = String::from("x,y,label\n");
+    for i in 0..400 {
+        let x = ((i * 37) % 101) as f32 / 50.0 - 1.0;
+        let y = ((i * 53) % 97) as f32 / 48.0 - 1.0;
+        csv.push_str(&format!("{x},{y},{}\n", u8::from(x + y > 0.0)));
+    }
+    env.write("points.csv", &csv);
+    env.write(
+        "csv.toml",
+        "[run]\nname = \"csv\"\n[model]\nhidden = [16]\n[data]\nkind = \"csv\"\npath = \"points.csv\"\n\
+         label_column = \"label\"\nnum_workers = 0\n[train]\nepochs = 8\nbatch_size = 20\nlr = 0.01\n",
+    );
+    let run = env.run(&["train", "--config", "csv.toml", "--quiet"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let summary = env.summary("runs/csv");
+    assert_eq!(summary["train_samples"], 320);
+    assert!(num(&summary, "final_val_accuracy") > 0.85, "{summary}");
+}
+
+#[test]
+fn bad_configs_exit_2_with_one_line_naming_the_problem() {
+    let env = Env::new();
+    env.write("typo.toml", "[train]\nepochs = 1\nbatch_sise = 4\n");
+    env.run(&["train", "--config", "typo.toml"])
+        .fails_with(2, &["typo.toml:3:1:", "unknown key train.batch_sise"]);
+
+    env.write("negative.toml", "[model]\nhidden = [64, -8]\n");
+    env.run(&["validate", "--config", "negative.toml"])
+        .fails_with(
+            2,
+            &["negative.toml:2:1:", "model.hidden[1] must be > 0, got -8"],
+        );
+
+    env.write(
+        "nocsv.toml",
+        "[data]\nkind = \"csv\"\npath = \"missing.csv\"\n",
+    );
+    env.run(&["train", "--config", "nocsv.toml"])
+        .fails_with(2, &["nocsv.toml:3:1:", "data.path", "missing.csv"]);
+
+    env.run(&["train", "--config", "absent.toml"])
+        .fails_with(2, &["absent.toml", "cannot read config file"]);
+
+    env.write("small.toml", SMALL);
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.batch_size=0",
+    ])
+    .fails_with(
+        2,
+        &["--set train.batch_size=0: train.batch_size must be > 0, got 0"],
+    );
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.batch_size",
+    ])
+    .fails_with(2, &["--set train.batch_size", "expected key=value"]);
+    assert!(
+        !env.path("runs").exists(),
+        "failed validation writes nothing"
+    );
+}
+
+#[test]
+fn malformed_csv_exits_2_naming_line_and_column() {
+    let env = Env::new();
+    env.write("bad.csv", "1,2,0\n3,4,1\n5,oops,0\n");
+    env.write("bad.toml", "[data]\nkind = \"csv\"\npath = \"bad.csv\"\n");
+    env.run(&["train", "--config", "bad.toml"]).fails_with(
+        2,
+        &["bad.csv:3: column 2: expected a finite number, got \"oops\""],
+    );
+}
+
+#[test]
+fn cuda_without_a_driver_or_feature_is_a_clean_error() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let run = env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "device.backend=cuda",
+    ]);
+    if cfg!(feature = "cuda") {
+        run.fails_with(2, &["no CUDA device or driver is available"]);
+    } else {
+        run.fails_with(
+            2,
+            &[
+                "device.backend = \"cuda\" is not compiled",
+                "--features cuda",
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_diverging_run_keeps_its_snapshots_and_says_why() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let run = env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.optimizer=sgd",
+        "--set",
+        "train.lr=1e30",
+    ]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert!(
+        run.stderr().contains("error: training diverged"),
+        "{}",
+        run.stderr()
+    );
+    let snaps = env.snapshots("runs/small");
+    assert_eq!(snaps[0]["event"], "run_start");
+    let summary = env.summary("runs/small");
+    assert_eq!(summary["status"], "failed");
+    assert!(
+        summary["error"].as_str().unwrap().contains("diverged"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn help_and_usage_errors() {
+    let env = Env::new();
+    let help = env.run(&["--help"]);
+    assert_eq!(help.code(), 0);
+    for word in ["train", "validate", "Exit codes"] {
+        assert!(help.stdout().contains(word), "{}", help.stdout());
+    }
+    let train_help = env.run(&["train", "--help"]);
+    assert!(
+        train_help.stdout().contains("--set <KEY=VALUE>"),
+        "{}",
+        train_help.stdout()
+    );
+    assert_eq!(env.run(&["frobnicate"]).code(), 2);
+    assert_eq!(env.run(&["train"]).code(), 2);
+}
+
+#[test]
+fn every_shipped_config_validates() {
+    let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&configs).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let run = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+                .args(["validate", "--config"])
+                .arg(&path)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .unwrap();
+            assert!(
+                run.status.success(),
+                "{}: {}",
+                path.display(),
+                String::from_utf8_lossy(&run.stderr)
+            );
+            seen += 1;
+        }
+    }
+    assert!(
+        seen >= 2,
+        "configs/ should hold quickstart.toml and accumulation.toml"
+    );
+}
+
+#[test]
+fn accumulation_lowers_the_peak_where_activations_dominate() {
+    // A narrow model with a large batch: activations (batch x width) dwarf the weights
+    // (width x width), so four micro-batches of 512 need far less than one batch of 2048.
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let peak = |batch: &str, steps: &str| {
+        let name = format!("run.name=b{batch}x{steps}");
+        let run = env.run(&[
+            "train",
+            "--config",
+            "small.toml",
+            "--quiet",
+            "--set",
+            &name,
+            "--set",
+            "data.samples=4100",
+            "--set",
+            "data.num_workers=0",
+            "--set",
+            "train.epochs=1",
+            "--set",
+            "model.hidden=[256, 256, 256]",
+            "--set",
+            &format!("train.batch_size={batch}"),
+            "--set",
+            &format!("train.accumulation_steps={steps}"),
+        ]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let snaps = env.snapshots(&format!("runs/b{batch}x{steps}"));
+        num(&snaps[1], "peak_bytes_in_use")
+    };
+    let large = peak("2048", "1");
+    let accumulated = peak("512", "4");
+    assert!(
+        accumulated < 0.75 * large,
+        "accumulated peak {accumulated} should be well under the large-batch peak {large}"
+    );
+}
