@@ -438,3 +438,44 @@ fn accumulation_lowers_the_peak_where_activations_dominate() {
         "accumulated peak {accumulated} should be well under the large-batch peak {large}"
     );
 }
+
+#[test]
+fn accumulation_through_the_cli_follows_the_large_batch_run() {
+    // Same samples in the same order, grouped 4 x 64 or 1 x 256: every update is the same, so
+    // the epoch's mean training loss and the validation results agree.
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let run = |name: &str, batch: &str, steps: &str| {
+        let run = env.run(&[
+            "train",
+            "--config",
+            "small.toml",
+            "--quiet",
+            "--set",
+            &format!("run.name={name}"),
+            "--set",
+            "data.num_workers=0",
+            "--set",
+            "train.epochs=2",
+            "--set",
+            &format!("train.batch_size={batch}"),
+            "--set",
+            &format!("train.accumulation_steps={steps}"),
+        ]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        env.snapshots(&format!("runs/{name}"))
+    };
+    let large = run("large", "256", "1");
+    let accumulated = run("accumulated", "64", "4");
+    for epoch in [1, 2] {
+        let (a, b) = (&large[epoch], &accumulated[epoch]);
+        assert_eq!(a["step"], b["step"]);
+        for key in ["loss", "val_loss", "val_accuracy"] {
+            let (x, y) = (num(a, key), num(b, key));
+            assert!(
+                (x - y).abs() <= 1e-4 * x.abs().max(1e-3),
+                "epoch {epoch} {key}: {x} vs {y}"
+            );
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! same [`TryFrom`] the CLI uses, so code and files obey identical rules.
 
 use super::load::ConfigError;
-use super::raw::{RawColumn, RawConfig};
+use super::raw::RawConfig;
 use super::types::{Backend, OptimizerKind, RunConfig};
 
 /// Builds a [`RunConfig`] in code.
@@ -69,11 +69,11 @@ impl ConfigBuilder {
         self
     }
 
-    /// A CSV file whose last column is the label.
+    /// A CSV file whose last column is the label (see [`raw_mut`](Self::raw_mut) for
+    /// `label_column` and `header`).
     pub fn csv(mut self, path: impl AsRef<std::path::Path>) -> Self {
         self.raw.data.kind = Some("csv".into());
         self.raw.data.path = Some(path.as_ref().display().to_string());
-        self.raw.data.label_column = Some(RawColumn::Index(-1));
         self
     }
 

@@ -98,7 +98,8 @@ pub struct RawData {
     pub header: Option<bool>,
     /// Fraction of samples held out for validation.
     pub validation_fraction: Option<f64>,
-    /// Data-loader worker threads.
+    /// Data-loader worker threads; 0 (the default) loads on the training thread and keeps
+    /// batch order, and so the run, reproducible.
     pub num_workers: Option<i64>,
 }
 

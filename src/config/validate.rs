@@ -28,7 +28,7 @@ pub mod defaults {
     /// `data.validation_fraction`.
     pub const VALIDATION_FRACTION: f64 = 0.2;
     /// `data.num_workers`.
-    pub const NUM_WORKERS: usize = 2;
+    pub const NUM_WORKERS: usize = 0;
     /// `train.epochs`.
     pub const EPOCHS: usize = 5;
     /// `train.batch_size`.

@@ -4,7 +4,7 @@ mod mlp;
 
 pub use mlp::Mlp;
 
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Device, Tensor};
 
 use crate::config::ModelConfig;
@@ -22,6 +22,18 @@ impl Model {
         match config {
             ModelConfig::Mlp(c) => Model::Mlp(Mlp::new(c, features, classes, device)),
         }
+    }
+
+    /// Allocates every parameter now. Burn initialises parameters lazily, on first use; a
+    /// run calls this before its `run_start` snapshot so that the snapshot shows the weights.
+    pub fn initialize(&self) {
+        struct Touch;
+        impl ModuleVisitor for Touch {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+                drop(param.val());
+            }
+        }
+        self.visit(&mut Touch);
     }
 
     /// Class logits for `inputs`.

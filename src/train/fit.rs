@@ -66,18 +66,20 @@ impl Trainer {
         )
         .map_err(|e| Error::io(run_dir.join("config.toml"), e))?;
         let snapshots = run_dir.join("snapshots.jsonl");
+        let probe = MemoryProbe::new(&device);
+        let memory_source = probe.source();
         let mut run = Run {
             config: &self.config,
             observer: self.observer.as_mut(),
             writer: SnapshotWriter::open(&snapshots).map_err(|e| Error::io(&snapshots, e))?,
-            probe: MemoryProbe::new(&device),
+            probe,
             started,
             summary: RunSummary {
                 name: self.config.run.name.clone(),
                 run_dir: run_dir.clone(),
                 status: RunStatus::Completed,
                 backend: self.config.device.backend.to_string(),
-                memory_source: MemoryProbe::new(&device).source(),
+                memory_source,
                 epochs: 0,
                 steps: 0,
                 train_samples: dataset.train.len(),
@@ -160,6 +162,7 @@ impl Run<'_> {
             device,
         );
         let mut model = Model::new(&config.model, dataset.features, dataset.classes, &ad_device);
+        model.initialize();
         let mut optimizer = build_optimizer(train_cfg);
         let loss_fn = CrossEntropyLossConfig::new().init(&ad_device);
         let valid_loss_fn = CrossEntropyLossConfig::new().init(device);
@@ -179,9 +182,7 @@ impl Run<'_> {
             let mut group = Vec::with_capacity(train_cfg.accumulation_steps);
             let mut batches = train_loader.iter();
             loop {
-                let next = batches.next().transpose().map_err(|e| {
-                    Error::Data(data::DataError::Unusable(format!("data loader: {e}")))
-                })?;
+                let next = batches.next().transpose().map_err(loader_error)?;
                 let done = next.is_none();
                 group.extend(next);
                 if group.len() < train_cfg.accumulation_steps && !done {
@@ -336,8 +337,7 @@ fn evaluate(
     let mut correct: Option<Tensor<1, burn::tensor::Int>> = None;
     let mut samples = 0;
     for batch in loader.iter() {
-        let batch = batch
-            .map_err(|e| Error::Data(data::DataError::Unusable(format!("data loader: {e}"))))?;
+        let batch = batch.map_err(loader_error)?;
         let n = batch.len();
         let logits = model.forward(batch.inputs);
         let hits = logits
@@ -372,6 +372,10 @@ fn evaluate(
         loss: scalar(loss)? / samples as f64,
         accuracy: correct as f64 / samples as f64,
     })
+}
+
+fn loader_error(e: burn::data::dataset::DatasetError) -> Error {
+    Error::Data(data::DataError::Unusable(format!("data loader: {e}")))
 }
 
 /// Reads a one-element tensor.
