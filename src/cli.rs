@@ -40,6 +40,21 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Train the config N times in one process, one run after another, and show what each
+    /// run took and what it gave back under the configured memory.clear policy.
+    Sweep {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Number of runs.
+        #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Directory that holds the sweep directory (overrides run.output_dir).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Show every run's epochs, not just one line per run.
+        #[arg(long, short)]
+        verbose: bool,
+    },
     /// Check a config file (and overrides) without training; prints the resolved config.
     Validate {
         #[command(flatten)]
@@ -95,16 +110,32 @@ fn run(cli: Cli) -> Result<(), Error> {
             print!("{}", config::to_toml(&resolved));
             Ok(())
         }
-        Command::Train { config, out, quiet } => {
-            let extra = out
-                .map(|dir| Override {
-                    key: "run.output_dir".into(),
-                    value: toml::Value::String(dir.display().to_string()),
-                    text: format!("run.output_dir={}", dir.display()),
+        Command::Sweep {
+            config,
+            runs,
+            out,
+            verbose,
+        } => {
+            let resolved = config.load(out_override(out))?;
+            let runs = runs as usize;
+            let (dir, rows) = crate::sweep::sweep(&resolved, runs, |run| {
+                Box::new(SweepTerminal {
+                    run,
+                    runs,
+                    inner: Terminal::new(!verbose),
                 })
-                .into_iter()
-                .collect();
-            let resolved = config.load(extra)?;
+            })?;
+            println!("{}", crate::sweep::table(&rows));
+            println!(
+                "sweep: {} runs with memory.clear = {:?}; {}",
+                runs,
+                resolved.memory.clear,
+                dir.display()
+            );
+            Ok(())
+        }
+        Command::Train { config, out, quiet } => {
+            let resolved = config.load(out_override(out))?;
             let summary = Trainer::new(resolved)
                 .observer(Terminal::new(quiet))
                 .run()?;
@@ -130,8 +161,59 @@ fn run(cli: Cli) -> Result<(), Error> {
     }
 }
 
+fn out_override(out: Option<PathBuf>) -> Vec<Override> {
+    out.map(|dir| Override {
+        key: "run.output_dir".into(),
+        value: toml::Value::String(dir.display().to_string()),
+        text: format!("run.output_dir={}", dir.display()),
+    })
+    .into_iter()
+    .collect()
+}
+
+/// One line per run of a sweep (plus everything `Terminal` shows, when verbose).
+struct SweepTerminal {
+    run: usize,
+    runs: usize,
+    inner: Terminal,
+}
+
+impl Observer for SweepTerminal {
+    fn message(&mut self, text: &str) {
+        if text.starts_with("warning") || !self.inner.quiet {
+            eprintln!("run {}/{}: {text}", self.run, self.runs);
+        }
+    }
+
+    fn step(&mut self, progress: &EpochProgress) {
+        self.inner.step(progress);
+    }
+
+    fn snapshot(&mut self, s: &Snapshot) {
+        self.inner.snapshot(s);
+        if let (Event::RunEnd, Some(r)) = (s.event, s.retained) {
+            eprintln!(
+                "run {}/{}: peak {} in use; after release {} in use ({} vs before), RSS {} -> {} -> {}",
+                self.run,
+                self.runs,
+                format_bytes(s.memory.peak_bytes_in_use),
+                format_bytes(s.memory.bytes_in_use),
+                signed_bytes(r.retained_bytes_in_use),
+                format_bytes(r.rss_before_bytes),
+                format_bytes(r.rss_peak_bytes),
+                format_bytes(r.rss_after_bytes),
+            );
+        }
+    }
+}
+
 fn fmt_opt(value: Option<f64>, digits: usize) -> String {
     value.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+fn signed_bytes(bytes: i64) -> String {
+    let sign = if bytes < 0 { "-" } else { "+" };
+    format!("{sign}{}", format_bytes(bytes.unsigned_abs()))
 }
 
 /// Progress on stderr: an updating line within each epoch on a terminal, one line per epoch.
@@ -189,7 +271,21 @@ impl Observer for Terminal {
                     .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
                 fmt_opt(s.samples_per_sec, 0),
             ),
-            Event::RunEnd => eprintln!("end: {memory}"),
+            Event::RunEnd => {
+                let retained = s.retained.map_or(String::new(), |r| {
+                    format!(
+                        "  retained {} in use, {} reserved",
+                        signed_bytes(r.retained_bytes_in_use),
+                        signed_bytes(r.retained_bytes_reserved)
+                    )
+                });
+                eprintln!("{clear}end: {memory}{retained}")
+            }
+            Event::MemoryAction => eprintln!(
+                "{clear}memory {}: {}",
+                s.action.as_deref().unwrap_or("action"),
+                s.detail.as_deref().unwrap_or("")
+            ),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::backend::BackendError;
 use crate::config::ConfigError;
 use crate::data::DataError;
+use crate::memory::LimitExceeded;
 
 /// Anything that stops a run.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +27,9 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The memory limit was exceeded (`on_limit = "fail"`, or no smaller micro-batch left).
+    #[error(transparent)]
+    Limit(#[from] LimitExceeded),
     /// The device reported a failure.
     #[error("device error: {0}")]
     Device(String),
@@ -53,10 +57,11 @@ impl Error {
     }
 
     /// The process exit code for this error: 2 for bad input (config, device choice, data
-    /// files), 1 for everything else.
+    /// files), 3 for an exceeded memory limit, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) => 2,
+            Error::Limit(_) => 3,
             Error::Io { .. } | Error::Device(_) | Error::Diverged { .. } => 1,
         }
     }

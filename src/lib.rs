@@ -38,6 +38,7 @@ mod error;
 pub mod memory;
 pub mod model;
 pub mod report;
+pub mod sweep;
 pub mod train;
 
 pub use error::Error;

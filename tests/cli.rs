@@ -136,7 +136,40 @@ fn train_writes_the_run_directory_with_one_snapshot_per_epoch() {
 
     let snaps = env.snapshots(dir);
     let events: Vec<&str> = snaps.iter().map(|s| s["event"].as_str().unwrap()).collect();
-    assert_eq!(events, ["run_start", "epoch", "epoch", "epoch", "run_end"]);
+    assert_eq!(
+        events,
+        [
+            "run_start",
+            "epoch",
+            "epoch",
+            "epoch",
+            "memory_action",
+            "run_end"
+        ]
+    );
+    // clear = "between_runs" (the default): a cleanup, then the verified release.
+    assert_eq!(snaps[4]["action"], "cleanup");
+    let end = &snaps[5];
+    let retained = end["retained_bytes_in_use"].as_i64().unwrap();
+    assert!(
+        retained.unsigned_abs() as f64 <= 0.01 * num(end, "peak_bytes_in_use"),
+        "a run keeps at most 1% of its peak: {end}"
+    );
+    assert!(
+        num(end, "rss_after_bytes") > 0.0
+            && num(end, "rss_peak_bytes") >= num(end, "rss_after_bytes")
+    );
+    assert!(snaps
+        .iter()
+        .all(|s| num(s, "rss_bytes") > 0.0 && s["micro_batch"] == 32));
+    assert_eq!(
+        std::fs::read_to_string(env.path(dir).join("checkpoints/latest")).unwrap(),
+        "epoch-3"
+    );
+    assert!(env
+        .path(dir)
+        .join("checkpoints/epoch-3/model.bpk")
+        .is_file());
     let epochs: Vec<&Value> = snaps.iter().filter(|s| s["event"] == "epoch").collect();
     for (i, s) in epochs.iter().enumerate() {
         assert_eq!(s["epoch"], i + 1);
@@ -185,7 +218,7 @@ fn a_second_run_with_the_same_name_does_not_touch_the_first() {
         before,
         std::fs::read_to_string(env.path("runs/small/snapshots.jsonl")).unwrap()
     );
-    assert_eq!(env.snapshots("runs/small-2").len(), 3);
+    assert_eq!(env.snapshots("runs/small-2").len(), 4);
 }
 
 #[test]
@@ -478,4 +511,260 @@ fn accumulation_through_the_cli_follows_the_large_batch_run() {
             );
         }
     }
+}
+
+/// Epoch peak and epoch losses of a run of SMALL, reshaped so that activations dominate.
+fn wide_batch_run(env: &Env, name: &str, extra: &[&str]) -> (Run, Vec<Value>) {
+    let name_set = format!("run.name={name}");
+    let mut args = vec![
+        "train",
+        "--config",
+        "small.toml",
+        "--quiet",
+        "--set",
+        name_set.as_str(),
+        "--set",
+        "data.samples=3000",
+        "--set",
+        "train.epochs=2",
+        "--set",
+        "model.hidden=[256, 256, 256]",
+        "--set",
+        "train.batch_size=1200",
+    ];
+    args.extend_from_slice(extra);
+    let run = env.run(&args);
+    let snaps = env.snapshots(&format!("runs/{name}"));
+    (run, snaps)
+}
+
+fn epoch_peak(snaps: &[Value]) -> f64 {
+    snaps
+        .iter()
+        .filter(|s| s["event"] == "epoch")
+        .map(|s| num(s, "peak_bytes_in_use"))
+        .fold(0.0, f64::max)
+}
+
+fn epoch_losses(snaps: &[Value]) -> Vec<f64> {
+    snaps
+        .iter()
+        .filter(|s| s["event"] == "epoch")
+        .map(|s| num(s, "loss"))
+        .collect()
+}
+
+#[test]
+fn memory_limit_fails_with_exit_3_or_shrinks_to_the_same_effective_batch() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    // Measure first, so the limit sits between the two layouts on any machine.
+    let (_, full) = wide_batch_run(&env, "full", &[]);
+    let (_, halved) = wide_batch_run(
+        &env,
+        "halved",
+        &[
+            "--set",
+            "train.batch_size=600",
+            "--set",
+            "train.accumulation_steps=2",
+        ],
+    );
+    let (p_full, p_halved) = (epoch_peak(&full), epoch_peak(&halved));
+    assert!(
+        p_halved < 0.8 * p_full,
+        "halving the micro-batch must lower the peak: {p_halved} vs {p_full}"
+    );
+    let limit = format!("memory.limit={}", ((p_full + p_halved) / 2.0) as u64);
+
+    let (run, snaps) = wide_batch_run(&env, "fail", &["--set", &limit]);
+    run.fails_with(
+        3,
+        &[
+            "error: memory limit",
+            "exceeded",
+            "peak in use (host) at step 1 of epoch 1",
+            "(micro-batch 1200, accumulation_steps 1)",
+            "try train.batch_size = 600 with train.accumulation_steps = 2",
+        ],
+    );
+    let limit_event = snaps
+        .iter()
+        .find(|s| s["event"] == "memory_action" && s["action"] == "limit");
+    assert!(limit_event.is_some(), "the breach is recorded: {snaps:?}");
+    assert_eq!(
+        snaps.last().unwrap()["event"],
+        "run_end",
+        "snapshots are complete after a failure"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("runs/fail/checkpoints/latest")).unwrap(),
+        "epoch-0"
+    );
+    assert!(env
+        .path("runs/fail/checkpoints/epoch-0/model.bpk")
+        .is_file());
+    assert!(env
+        .path("runs/fail/checkpoints/epoch-0/optimizer.bpk")
+        .is_file());
+    let summary = env.summary("runs/fail");
+    assert_eq!(summary["status"], "failed");
+    assert!(
+        summary["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("memory limit"),
+        "{summary}"
+    );
+
+    let (run, snaps) = wide_batch_run(
+        &env,
+        "shrink",
+        &["--set", &limit, "--set", "memory.on_limit=shrink"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let shrinks: Vec<&Value> = snaps.iter().filter(|s| s["action"] == "shrink").collect();
+    assert_eq!(shrinks.len(), 1, "one halving suffices: {shrinks:?}");
+    assert_eq!(
+        (
+            shrinks[0]["micro_batch"].as_u64(),
+            shrinks[0]["accumulation_steps"].as_u64()
+        ),
+        (Some(600), Some(2))
+    );
+    let last = snaps.iter().rfind(|s| s["event"] == "epoch").unwrap();
+    assert_eq!(
+        (
+            last["micro_batch"].as_u64(),
+            last["accumulation_steps"].as_u64()
+        ),
+        (Some(600), Some(2))
+    );
+    // 2400 training samples, effective batch 1200: 2 optimizer steps per epoch, as unshrunk.
+    assert_eq!(last["step"], 4);
+    for (a, b) in epoch_losses(&snaps).iter().zip(epoch_losses(&halved)) {
+        assert!(
+            (a - b).abs() <= 1e-4 * b.abs(),
+            "shrunk run follows the 600 x 2 run: {a} vs {b}"
+        );
+    }
+    let summary = env.summary("runs/shrink");
+    assert_eq!(
+        (
+            summary["micro_batch"].as_u64(),
+            summary["accumulation_steps"].as_u64()
+        ),
+        (Some(600), Some(2))
+    );
+}
+
+#[test]
+fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let run = env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--quiet",
+        "--set",
+        "memory.limit=\"1MiB\"",
+    ]);
+    run.fails_with(
+        3,
+        &[
+            "memory limit 1.0 MiB exceeded",
+            "needed at rest (estimated) before training",
+            "parameters, gradients and optimizer state alone exceed it",
+        ],
+    );
+    let snaps = env.snapshots("runs/small");
+    assert!(
+        snaps.iter().all(|s| s["event"] != "epoch"),
+        "no step was taken"
+    );
+}
+
+#[test]
+fn preallocate_on_flex_is_refused_with_the_reason() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "memory.policy=preallocate",
+        "--set",
+        "memory.preallocate=\"64MiB\"",
+    ])
+    .fails_with(
+        2,
+        &[
+            "memory.policy = \"preallocate\" needs a backend with device memory pools",
+            "flex",
+        ],
+    );
+}
+
+#[test]
+fn sweep_gives_memory_back_between_runs_and_shows_it_kept_with_never() {
+    let env = Env::new();
+    env.write("small.toml", SMALL);
+    let sweep = |clear: &str| {
+        let run = env.run(&[
+            "sweep",
+            "--config",
+            "small.toml",
+            "--runs",
+            "3",
+            "--out",
+            clear,
+            "--set",
+            &format!("memory.clear={clear}"),
+            "--set",
+            "train.epochs=1",
+            "--set",
+            "model.hidden=[256, 256]",
+            "--set",
+            "data.samples=2000",
+            "--set",
+            "train.batch_size=500",
+        ]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        assert!(
+            run.stdout().contains("| run | final loss | peak in use |"),
+            "{}",
+            run.stdout()
+        );
+        let text = std::fs::read_to_string(env.path(clear).join("small-sweep/sweep.json")).unwrap();
+        let rows: Vec<Value> = serde_json::from_str(&text).unwrap();
+        assert_eq!(rows.len(), 3);
+        for i in 1..=3 {
+            assert!(env
+                .path(clear)
+                .join(format!("small-sweep/run-0{i}/summary.json"))
+                .is_file());
+        }
+        (run, rows)
+    };
+    let (run, rows) = sweep("between_runs");
+    assert!(
+        run.stdout().contains("Every run released its memory."),
+        "{}",
+        run.stdout()
+    );
+    for r in &rows {
+        let retained = r["retained_bytes_in_use"].as_i64().unwrap().max(0) as f64;
+        assert!(retained <= 0.01 * num(r, "peak_bytes_in_use"), "{r}");
+    }
+    let rss_after =
+        |rows: &[Value]| num(&rows[2], "rss_after_bytes") - num(&rows[0], "rss_before_bytes");
+    let released = rss_after(&rows);
+    let (_, never) = sweep("never");
+    let kept = rss_after(&never);
+    assert!(
+        kept > released + (1 << 20) as f64,
+        "never keeps freed heap resident: {kept} vs {released}"
+    );
 }

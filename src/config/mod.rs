@@ -5,11 +5,13 @@
 mod builder;
 mod load;
 mod raw;
+mod size;
 mod types;
 mod validate;
 
 pub use builder::ConfigBuilder;
 pub use load::{load, parse, to_toml, ConfigError, Override};
 pub use raw::*;
+pub use size::{parse_bytes, MemorySize};
 pub use types::*;
 pub use validate::{defaults, Invalid};

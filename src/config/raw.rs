@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::size::RawSize;
+
 /// A whole configuration file, before validation.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -125,8 +127,16 @@ pub struct RawTrain {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMemory {
-    /// Memory policy; only `growth` today.
+    /// `growth` or `preallocate`.
     pub policy: Option<String>,
+    /// With `preallocate`: how much to reserve up front.
+    pub preallocate: Option<RawSize>,
+    /// A hard cap on what the run may hold.
+    pub limit: Option<RawSize>,
+    /// `fail` or `shrink`: what happens when the limit is exceeded.
+    pub on_limit: Option<String>,
+    /// `never`, `between_runs` or `every_epoch`.
+    pub clear: Option<String>,
     /// When to write a memory snapshot; only `epoch` today.
     pub snapshot: Option<String>,
 }

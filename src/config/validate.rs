@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::raw::{RawColumn, RawConfig, RawData, RawModel, RawTrain};
+use super::raw::{RawColumn, RawConfig, RawData, RawMemory, RawModel, RawSize, RawTrain};
 use super::types::*;
 
 /// Default values for every optional key.
@@ -35,6 +35,8 @@ pub mod defaults {
     pub const BATCH_SIZE: usize = 128;
     /// `train.lr`.
     pub const LR: f64 = 1e-3;
+    /// `memory.preallocate` with `policy = "preallocate"`: JAX's default share.
+    pub const PREALLOCATE_FRACTION: f64 = 0.75;
 }
 
 /// A key whose value failed validation.
@@ -137,22 +139,95 @@ impl TryFrom<RawConfig> for RunConfig {
             model: model(raw.model)?,
             data: data(raw.data)?,
             train: train(raw.train)?,
-            memory: MemoryConfig {
-                policy: choice(
-                    "memory.policy",
-                    raw.memory.policy.as_deref(),
-                    MemoryPolicyKind::Growth,
-                    &[("growth", MemoryPolicyKind::Growth)],
-                )?,
-                snapshot: choice(
-                    "memory.snapshot",
-                    raw.memory.snapshot.as_deref(),
-                    SnapshotEvery::Epoch,
-                    &[("epoch", SnapshotEvery::Epoch)],
-                )?,
-            },
+            memory: memory(raw.memory)?,
         })
     }
+}
+
+fn size(key: &str, raw: Option<&RawSize>) -> Result<Option<MemorySize>> {
+    raw.map(|r| MemorySize::parse(r).map_err(|m| Invalid::new(key, m)))
+        .transpose()
+}
+
+fn memory(raw: RawMemory) -> Result<MemoryConfig> {
+    let policy = choice(
+        "memory.policy",
+        raw.policy.as_deref(),
+        MemoryPolicyKind::Growth,
+        &[
+            ("growth", MemoryPolicyKind::Growth),
+            ("preallocate", MemoryPolicyKind::Preallocate),
+        ],
+    )?;
+    let preallocate = size("memory.preallocate", raw.preallocate.as_ref())?;
+    // Kept under `growth` too (unused there), so `--set memory.policy=growth` works on a
+    // config written for preallocation.
+    let preallocate = match policy {
+        MemoryPolicyKind::Growth => preallocate,
+        MemoryPolicyKind::Preallocate => {
+            Some(preallocate.unwrap_or(MemorySize::Fraction(defaults::PREALLOCATE_FRACTION)))
+        }
+    };
+    let limit = size("memory.limit", raw.limit.as_ref())?;
+    let on_limit = choice(
+        "memory.on_limit",
+        raw.on_limit.as_deref(),
+        OnLimit::Fail,
+        &[("fail", OnLimit::Fail), ("shrink", OnLimit::Shrink)],
+    )?;
+    if on_limit == OnLimit::Shrink && limit.is_none() {
+        return Err(Invalid::new(
+            "memory.on_limit",
+            "= \"shrink\" needs memory.limit to be set",
+        ));
+    }
+    let clear = choice(
+        "memory.clear",
+        raw.clear.as_deref(),
+        ClearPolicy::BetweenRuns,
+        &[
+            ("never", ClearPolicy::Never),
+            ("between_runs", ClearPolicy::BetweenRuns),
+            ("every_epoch", ClearPolicy::EveryEpoch),
+        ],
+    )?;
+    if clear == ClearPolicy::EveryEpoch && policy == MemoryPolicyKind::Preallocate {
+        return Err(Invalid::new(
+            "memory.clear",
+            "= \"every_epoch\" would release the preallocated reservation after each epoch; \
+             use \"between_runs\" with memory.policy = \"preallocate\"",
+        ));
+    }
+    if let (
+        MemoryPolicyKind::Preallocate,
+        Some(MemorySize::Bytes(reserve)),
+        Some(MemorySize::Bytes(cap)),
+    ) = (policy, preallocate, limit)
+    {
+        if reserve > cap {
+            return Err(Invalid::new(
+                "memory.preallocate",
+                format_args!(
+                    "({}) is larger than memory.limit ({})",
+                    MemorySize::Bytes(reserve),
+                    MemorySize::Bytes(cap)
+                ),
+            ));
+        }
+    }
+    Ok(MemoryConfig {
+        policy,
+        preallocate,
+        limit,
+        on_limit,
+        clear,
+        snapshot: choice(
+            "memory.snapshot",
+            raw.snapshot.as_deref(),
+            SnapshotEvery::Epoch,
+            &[("epoch", SnapshotEvery::Epoch)],
+        )?,
+    })
 }
 
 fn model(raw: RawModel) -> Result<ModelConfig> {
@@ -392,6 +467,48 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.key, "data.path");
         assert!(err.message.contains("no/such/file.csv"), "{}", err.message);
+    }
+
+    #[test]
+    fn memory_section_validates_sizes_and_combinations() {
+        let cfg = with(|r| {
+            r.memory.limit = Some(RawSize::Text("512MiB".into()));
+            r.memory.on_limit = Some("shrink".into());
+        })
+        .unwrap();
+        assert_eq!(cfg.memory.limit, Some(MemorySize::Bytes(512 << 20)));
+        assert_eq!(cfg.memory.on_limit, OnLimit::Shrink);
+        assert_eq!(cfg.memory.clear, ClearPolicy::BetweenRuns);
+        let pre = with(|r| r.memory.policy = Some("preallocate".into())).unwrap();
+        assert_eq!(pre.memory.preallocate, Some(MemorySize::Fraction(0.75)));
+        let err = with(|r| r.memory.limit = Some(RawSize::Text("lots".into()))).unwrap_err();
+        assert_eq!(
+            err.message,
+            "memory.limit must be a size like \"512MiB\" or \"2GB\", got \"lots\""
+        );
+        let err = with(|r| r.memory.on_limit = Some("shrink".into())).unwrap_err();
+        assert_eq!(
+            err.message,
+            "memory.on_limit = \"shrink\" needs memory.limit to be set"
+        );
+        let kept = with(|r| r.memory.preallocate = Some(RawSize::Text("1GiB".into()))).unwrap();
+        assert_eq!(kept.memory.preallocate, Some(MemorySize::Bytes(1 << 30)));
+        let err = with(|r| {
+            r.memory.policy = Some("preallocate".into());
+            r.memory.clear = Some("every_epoch".into());
+        })
+        .unwrap_err();
+        assert_eq!(err.key, "memory.clear");
+        let err = with(|r| {
+            r.memory.policy = Some("preallocate".into());
+            r.memory.preallocate = Some(RawSize::Text("1GiB".into()));
+            r.memory.limit = Some(RawSize::Text("512MiB".into()));
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "memory.preallocate (1GiB) is larger than memory.limit (512MiB)"
+        );
     }
 
     #[test]

@@ -10,11 +10,16 @@
 //! static ALLOC: tidemark::memory::CountingAllocator = tidemark::memory::CountingAllocator::new();
 //! ```
 //!
+//! It also gives freed heap memory back to the OS ([`trim_host_heap`]): glibc keeps freed
+//! pages in its arenas, so without a trim a process's resident set stays at its peak after a
+//! run has released everything.
+//!
 //! # Why this module uses `unsafe`
 //! `GlobalAlloc` is an unsafe trait, and forwarding to [`System`] calls its unsafe methods.
 //! The code only adds and subtracts sizes around those calls; it never reads or writes the
 //! memory, and passes every pointer and layout through unchanged, so the safety contract is
-//! exactly the caller's contract with `System`.
+//! exactly the caller's contract with `System`. `malloc_trim` is a C function; it takes a
+//! padding size, touches only the allocator's own free lists, and is safe to call at any time.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -143,11 +148,44 @@ pub fn host_usage() -> MemoryUsage {
 }
 
 /// The process's resident set size, where the OS reports it (Linux).
-fn resident_set_bytes() -> Option<u64> {
+pub fn resident_set_bytes() -> Option<u64> {
+    proc_status_bytes("VmRSS:")
+}
+
+/// The process's peak resident set since start or the last [`reset_peak_resident_set`].
+pub fn peak_resident_set_bytes() -> Option<u64> {
+    proc_status_bytes("VmHWM:")
+}
+
+/// Resets the kernel's peak-resident-set mark to the current resident set (Linux 4.0+).
+/// Returns whether it worked.
+pub fn reset_peak_resident_set() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn proc_status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// Returns free heap pages to the OS, in every glibc arena. Returns whether the platform has
+/// such a call (glibc on Linux); elsewhere freed memory goes back as the allocator sees fit.
+pub fn trim_host_heap() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+        }
+        // SAFETY: malloc_trim only walks glibc's own free lists; it has no preconditions.
+        unsafe { malloc_trim(0) };
+        true
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
 }
 
 #[cfg(test)]

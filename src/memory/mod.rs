@@ -1,10 +1,18 @@
-//! Memory, measured: [`MemoryUsage`] figures read from the device's CubeCL pools, or from
-//! tidemark's own host accounting where the backend has no pools to report (`flex`).
+//! Memory, measured and governed: [`MemoryUsage`] figures read from the device's CubeCL pools
+//! or from tidemark's own host accounting, pure [`policy`] decisions over them, and the
+//! [`Executor`] that is the only code applying those decisions to a device.
 
+mod executor;
 mod host;
+pub mod policy;
 mod probe;
 mod usage;
 
-pub use host::{host_usage, reset_host_peak, CountingAllocator, HostCounters};
+pub use executor::{device_total_memory, Applied, Executor};
+pub use host::{
+    host_usage, peak_resident_set_bytes, reset_host_peak, reset_peak_resident_set,
+    resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters,
+};
+pub use policy::{LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use probe::MemoryProbe;
 pub use usage::{format_bytes, MemorySource, MemoryUsage};

@@ -2,20 +2,25 @@
 
 use burn::tensor::{Device, ExecutionError};
 
-use super::host::{host_usage, reset_host_peak};
+use super::host::{host_usage, reset_host_peak, HostCounters};
 use super::usage::{MemorySource, MemoryUsage};
 
 /// Reads [`MemoryUsage`] for one device, from its CubeCL pools when the backend reports them
 /// and from host accounting otherwise.
 ///
-/// The host source sees every allocation, so its peak is exact. Pools only report the
-/// present, so on CubeCL the peak is the highest figure seen at the points the training loop
-/// calls [`observe`](Self::observe) (after each backward pass and optimizer step).
+/// Peaks are kept in two windows: the current *step window*, which limit checks look at, and
+/// the epoch, which snapshots report. The host source sees every allocation, so its peaks are
+/// exact. Pools only report the present, so on CubeCL a peak is the highest figure seen at the
+/// points the training loop calls [`observe`](Self::observe) (after each backward pass and
+/// each optimizer update).
 #[derive(Debug, Clone)]
 pub struct MemoryProbe {
     device: Device,
     source: MemorySource,
-    pool_peak: u64,
+    /// CubeCL: highest in-use seen in the step window.
+    window_peak: u64,
+    /// Highest peak of the closed step windows of this epoch.
+    epoch_peak: u64,
 }
 
 impl MemoryProbe {
@@ -29,7 +34,8 @@ impl MemoryProbe {
         Self {
             device,
             source,
-            pool_peak: 0,
+            window_peak: 0,
+            epoch_peak: 0,
         }
     }
 
@@ -38,45 +44,73 @@ impl MemoryProbe {
         self.source
     }
 
-    /// Waits for queued work, then reads the figures. A failed sync is how a device reports an
-    /// earlier failure (out-of-memory on CUDA arrives here), so it is returned, not ignored.
+    /// The (non-autodiff) device measured.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Waits for queued work, then reads the figures, with the epoch's peak. A failed sync is
+    /// how a device reports an earlier failure (out-of-memory on CUDA arrives here), so it is
+    /// returned, not ignored.
     pub fn read(&mut self) -> Result<MemoryUsage, ExecutionError> {
         self.device.sync()?;
-        Ok(self.read_now())
+        let mut usage = match self.source {
+            MemorySource::Host => host_usage(),
+            MemorySource::CubeclPool => self.observe(),
+        };
+        usage.peak_bytes_in_use = usage.peak_bytes_in_use.max(self.epoch_peak);
+        Ok(usage)
     }
 
-    /// Samples the pools without waiting, to keep the peak current. Free on the host source,
-    /// whose allocator tracks the peak itself.
-    pub fn observe(&mut self) {
-        if self.source == MemorySource::CubeclPool {
-            self.read_now();
-        }
-    }
-
-    /// Starts a new peak window at the current figure.
-    pub fn reset_peak(&mut self) {
+    /// The figures now, without waiting for the device, with the step window's peak. Cheap:
+    /// the host source reads two counters; the pool source asks the device's memory manager,
+    /// which answers after the work already submitted.
+    pub fn observe(&mut self) -> MemoryUsage {
         match self.source {
-            MemorySource::Host => reset_host_peak(),
+            MemorySource::Host => {
+                let c = HostCounters::read();
+                MemoryUsage {
+                    bytes_in_use: c.in_use,
+                    bytes_reserved: c.in_use,
+                    peak_bytes_in_use: c.peak.max(c.in_use),
+                    bytes_padding: 0,
+                    source: MemorySource::Host,
+                }
+            }
             MemorySource::CubeclPool => {
-                self.pool_peak = 0;
-                self.read_now();
+                let pool = self.device.memory_pool_usage().unwrap_or_default();
+                self.window_peak = self.window_peak.max(pool.bytes_in_use);
+                MemoryUsage {
+                    bytes_in_use: pool.bytes_in_use,
+                    bytes_reserved: pool.bytes_reserved,
+                    peak_bytes_in_use: self.window_peak,
+                    bytes_padding: pool.bytes_padding,
+                    source: MemorySource::CubeclPool,
+                }
             }
         }
     }
 
-    fn read_now(&mut self) -> MemoryUsage {
+    /// Closes the step window (its peak still counts for the epoch) and opens a new one at
+    /// the current figure.
+    pub fn begin_window(&mut self) {
+        let peak = self.observe().peak_bytes_in_use;
+        self.epoch_peak = self.epoch_peak.max(peak);
+        self.open_window();
+    }
+
+    /// Starts a new epoch: both windows restart at the current figure.
+    pub fn reset_peak(&mut self) {
+        self.epoch_peak = 0;
+        self.open_window();
+    }
+
+    fn open_window(&mut self) {
         match self.source {
-            MemorySource::Host => host_usage(),
+            MemorySource::Host => reset_host_peak(),
             MemorySource::CubeclPool => {
-                let pool = self.device.memory_pool_usage().unwrap_or_default();
-                self.pool_peak = self.pool_peak.max(pool.bytes_in_use);
-                MemoryUsage {
-                    bytes_in_use: pool.bytes_in_use,
-                    bytes_reserved: pool.bytes_reserved,
-                    peak_bytes_in_use: self.pool_peak,
-                    bytes_padding: pool.bytes_padding,
-                    source: MemorySource::CubeclPool,
-                }
+                self.window_peak = 0;
+                self.observe();
             }
         }
     }
@@ -94,5 +128,21 @@ mod tests {
         let usage = probe.read().unwrap();
         assert_eq!(usage.source, MemorySource::Host);
         assert!(usage.bytes_in_use > 0 && usage.bytes_reserved > 0 && usage.peak_bytes_in_use > 0);
+    }
+
+    #[test]
+    fn a_closed_window_still_counts_for_the_epoch() {
+        let mut probe = MemoryProbe::new(&Device::flex());
+        probe.reset_peak();
+        let block = std::hint::black_box(vec![1u8; 128 << 20]);
+        drop(block);
+        assert!(probe.observe().peak_bytes_in_use >= 128 << 20);
+        probe.begin_window();
+        // The new window starts low (other tests may allocate in parallel, but not 128 MiB
+        // at once in every case, so compare with the block, not with zero).
+        assert!(
+            probe.read().unwrap().peak_bytes_in_use >= 128 << 20,
+            "epoch peak kept"
+        );
     }
 }

@@ -4,7 +4,7 @@
 mod snapshots;
 mod summary;
 
-pub use snapshots::{read_snapshots, Event, Snapshot, SnapshotWriter};
+pub use snapshots::{read_snapshots, Event, Retained, Snapshot, SnapshotWriter};
 pub use summary::{RunStatus, RunSummary};
 
 use std::path::Path;

@@ -16,8 +16,25 @@ pub enum Event {
     RunStart,
     /// After an epoch's training and validation.
     Epoch,
-    /// After the last epoch, once the run's tensors are dropped.
+    /// After the last epoch, once the run's tensors are dropped and the `clear` policy applied.
     RunEnd,
+    /// A memory policy acted: `action` and `detail` say how.
+    MemoryAction,
+}
+
+/// What a run kept after releasing everything, written into its `run_end` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retained {
+    /// Bytes in use after the release minus before the run (negative if less).
+    pub retained_bytes_in_use: i64,
+    /// Bytes reserved after the release minus before the run.
+    pub retained_bytes_reserved: i64,
+    /// Process resident set before the run.
+    pub rss_before_bytes: u64,
+    /// Peak process resident set during the run.
+    pub rss_peak_bytes: u64,
+    /// Process resident set after the release.
+    pub rss_after_bytes: u64,
 }
 
 /// One line of `snapshots.jsonl`. Figures that do not apply to an event are `null`.
@@ -41,6 +58,21 @@ pub struct Snapshot {
     /// run start; of the whole run, at run end).
     #[serde(flatten)]
     pub memory: MemoryUsage,
+    /// Process resident set now (Linux), whatever the memory source.
+    pub rss_bytes: Option<u64>,
+    /// Samples per micro-batch at this point (changes when a limit shrinks it).
+    pub micro_batch: usize,
+    /// Micro-batches per optimizer step at this point.
+    pub accumulation_steps: usize,
+    /// `memory_action` events: what was done (`reserve`, `cleanup`, `shrink`, `limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// `memory_action` events: details, with the figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// `run_end` events: what the run kept after releasing everything.
+    #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
+    pub retained: Option<Retained>,
     /// Seconds since the run started.
     pub elapsed_s: f64,
 }
@@ -119,6 +151,12 @@ mod tests {
                 bytes_padding: 0,
                 source: MemorySource::Host,
             },
+            rss_bytes: Some(30),
+            micro_batch: 8,
+            accumulation_steps: 1,
+            action: None,
+            detail: None,
+            retained: None,
             elapsed_s: 1.5,
         }
     }
@@ -152,6 +190,25 @@ mod tests {
         assert_eq!(value["event"], "epoch");
         assert_eq!(value["source"], "host");
         assert!(value["val_loss"].is_null());
+        assert!(value.get("action").is_none() && value.get("retained_bytes_in_use").is_none());
+    }
+
+    #[test]
+    fn run_end_carries_retained_figures_flat() {
+        let mut s = snapshot(1);
+        s.event = Event::RunEnd;
+        s.retained = Some(Retained {
+            retained_bytes_in_use: -5,
+            retained_bytes_reserved: 7,
+            rss_before_bytes: 1,
+            rss_peak_bytes: 3,
+            rss_after_bytes: 2,
+        });
+        let value = serde_json::to_value(&s).unwrap();
+        assert_eq!(value["retained_bytes_in_use"], -5);
+        assert_eq!(value["rss_peak_bytes"], 3);
+        let back: Snapshot = serde_json::from_value(value).unwrap();
+        assert_eq!(back, s);
     }
 
     #[test]

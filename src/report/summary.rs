@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::snapshots::Retained;
 use crate::memory::MemorySource;
 
 /// How a run ended.
@@ -52,6 +53,22 @@ pub struct RunSummary {
     pub peak_bytes_reserved: u64,
     /// Mean training throughput.
     pub samples_per_sec: Option<f64>,
+    /// Samples per micro-batch at the end (smaller than configured if a limit shrank it).
+    pub micro_batch: usize,
+    /// Micro-batches per optimizer step at the end.
+    pub accumulation_steps: usize,
+    /// `memory_action` events written.
+    pub memory_actions: usize,
+    /// Bytes the backend kept from its warm-up before the run (one-time state such as matrix
+    /// product workspaces; about 0 after the first run of a process).
+    pub device_init_bytes: i64,
+    /// Bytes reserved before the run (the baseline `retained` is measured from).
+    pub baseline_bytes_reserved: u64,
+    /// What the run kept after releasing everything (see the `run_end` event).
+    #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
+    pub retained: Option<Retained>,
+    /// The latest complete checkpoint.
+    pub checkpoint: Option<PathBuf>,
     /// Wall time of the run.
     pub wall_time_s: f64,
 }

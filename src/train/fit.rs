@@ -1,4 +1,5 @@
-//! [`Trainer`]: a whole run from a [`RunConfig`], writing its run directory as it goes.
+//! [`Trainer`]: a whole run from a [`RunConfig`], writing its run directory as it goes and
+//! applying the memory policies at each phase.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,15 +11,24 @@ use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::tensor::{Device, Tensor};
 
+use super::checkpoint::Checkpointer;
 use super::observer::{EpochProgress, Observer, Silent};
-use super::step::{accumulated_step, build_optimizer};
+use super::step::{accumulate_gradients, build_optimizer};
 use crate::backend;
-use crate::config::{to_toml, RunConfig};
+use crate::config::{
+    to_toml, ClearPolicy, ConfigError, MemoryPolicyKind, OptimizerKind, RunConfig,
+};
 use crate::data::{self, ClassificationBatch, ClassificationBatcher, Sample};
 use crate::error::Error;
-use crate::memory::{MemoryProbe, MemoryUsage};
+use crate::memory::{
+    device_total_memory, format_bytes, peak_resident_set_bytes, reset_peak_resident_set,
+    resident_set_bytes, Executor, LimitExceeded, MemoryAction, MemoryProbe, MemorySource,
+    MemoryUsage, Phase, Policies, RunState,
+};
 use crate::model::Model;
-use crate::report::{write_atomic, Event, RunStatus, RunSummary, Snapshot, SnapshotWriter};
+use crate::report::{
+    write_atomic, Event, Retained, RunStatus, RunSummary, Snapshot, SnapshotWriter,
+};
 
 /// Trains one run.
 ///
@@ -50,36 +60,67 @@ impl Trainer {
 
     /// Runs every epoch and returns the summary, also written to `summary.json`.
     ///
-    /// Errors before the run directory exists (bad device, unreadable data) leave nothing on
-    /// disk. Errors after it leave every snapshot written so far and a `summary.json` whose
-    /// status is `failed`.
+    /// Errors before the run directory exists (bad device, unusable memory settings,
+    /// unreadable data) leave nothing on disk. After it, every snapshot written so far stays,
+    /// the latest checkpoint stays, a `run_end` event records what the run kept after
+    /// releasing its memory, and `summary.json` has status `failed` with the error.
     pub fn run(mut self) -> Result<RunSummary, Error> {
         let started = Instant::now();
-        let device = backend::select(&self.config.device)?;
-        let dataset = data::load(&self.config.data, self.config.run.seed)?;
-        let run_dir = create_run_dir(&self.config.run.output_dir, &self.config.run.name)?;
+        let config = &self.config;
+        let device = backend::select(&config.device)?;
+        let mut probe = MemoryProbe::new(&device);
+        let source = probe.source();
+        let policies = Policies::from_config(&config.memory, device_total_memory(&device, source))
+            .map_err(|message| memory_config_error(&message))?;
+        if config.memory.policy == MemoryPolicyKind::Preallocate && source == MemorySource::Host {
+            return Err(memory_config_error(&format!(
+                "memory.policy = \"preallocate\" needs a backend with device memory pools (cuda, \
+                 cpu, wgpu); {} allocates from the process heap, where a reservation cannot be held",
+                config.device.backend
+            )));
+        }
+        // The baseline that clearing is verified against: the backend's one-time state exists
+        // (warm-up), nothing of this run does.
+        let mut executor = Executor::new(&device, source);
+        let before_warm_up = probe.read().map_err(device_error)?;
+        executor
+            .warm_up(config.memory.clear != ClearPolicy::Never)
+            .map_err(device_error)?;
+        let baseline = probe.read().map_err(device_error)?;
+        let rss_before = resident_set_bytes().unwrap_or(0);
+        reset_peak_resident_set();
+
+        let dataset = data::load(&config.data, config.run.seed)?;
+        let run_dir = create_run_dir(&config.run.output_dir, &config.run.name)?;
         self.observer
             .message(&format!("run directory: {}", run_dir.display()));
-        write_atomic(
-            &run_dir.join("config.toml"),
-            to_toml(&self.config).as_bytes(),
-        )
-        .map_err(|e| Error::io(run_dir.join("config.toml"), e))?;
+        if config.device.backend == crate::config::Backend::Flex {
+            self.observer.message(
+                "memory: flex has no device pools; figures are host heap bytes counted by \
+                 tidemark's allocator (reserved = process resident set)",
+            );
+        }
+        write_atomic(&run_dir.join("config.toml"), to_toml(config).as_bytes())
+            .map_err(|e| Error::io(run_dir.join("config.toml"), e))?;
         let snapshots = run_dir.join("snapshots.jsonl");
-        let probe = MemoryProbe::new(&device);
-        let memory_source = probe.source();
         let mut run = Run {
-            config: &self.config,
+            config,
             observer: self.observer.as_mut(),
             writer: SnapshotWriter::open(&snapshots).map_err(|e| Error::io(&snapshots, e))?,
+            executor,
             probe,
+            policies,
+            checkpointer: Checkpointer::new(&run_dir),
+            baseline,
+            rss_before,
+            factor: 1,
             started,
             summary: RunSummary {
-                name: self.config.run.name.clone(),
+                name: config.run.name.clone(),
                 run_dir: run_dir.clone(),
                 status: RunStatus::Completed,
-                backend: self.config.device.backend.to_string(),
-                memory_source,
+                backend: config.device.backend.to_string(),
+                memory_source: source,
                 epochs: 0,
                 steps: 0,
                 train_samples: dataset.train.len(),
@@ -91,10 +132,22 @@ impl Trainer {
                 peak_bytes_in_use: 0,
                 peak_bytes_reserved: 0,
                 samples_per_sec: None,
+                micro_batch: config.train.batch_size,
+                accumulation_steps: config.train.accumulation_steps,
+                memory_actions: 0,
+                baseline_bytes_reserved: baseline.bytes_reserved,
+                device_init_bytes: baseline.bytes_in_use as i64
+                    - before_warm_up.bytes_in_use as i64,
+                retained: None,
+                checkpoint: None,
                 wall_time_s: 0.0,
             },
         };
+        // Every tensor of the run lives inside `train`, so all are dropped when it returns,
+        // whether it succeeded or not; `finish` then releases and verifies.
         let result = run.train(&device, dataset);
+        let finished = run.finish();
+        let result = result.and(finished);
         if let Err(e) = &result {
             run.summary.status = RunStatus::Failed(e.to_string());
         }
@@ -104,6 +157,18 @@ impl Trainer {
         write_atomic(&summary_path, &json).map_err(|e| Error::io(&summary_path, e))?;
         result.map(|()| run.summary)
     }
+}
+
+fn memory_config_error(message: &str) -> Error {
+    Error::Config(ConfigError {
+        origin: "[memory]".into(),
+        key: None,
+        message: message.to_string(),
+    })
+}
+
+fn device_error(e: burn::tensor::ExecutionError) -> Error {
+    Error::Device(format!("{e:?}"))
 }
 
 /// `<output_dir>/<name>`, or `<name>-2`, `-3`, ... if that exists: a run never writes over
@@ -128,9 +193,22 @@ struct Run<'a> {
     config: &'a RunConfig,
     observer: &'a mut dyn Observer,
     writer: SnapshotWriter,
+    executor: Executor,
     probe: MemoryProbe,
+    policies: Policies,
+    checkpointer: Checkpointer,
+    baseline: MemoryUsage,
+    rss_before: u64,
+    /// Each loader batch is split into this many micro-batches (doubled by `shrink`).
+    factor: usize,
     started: Instant,
     summary: RunSummary,
+}
+
+/// A step that the limit stopped before the optimizer update.
+enum Breach {
+    Shrink { observed: u64 },
+    Fail(LimitExceeded),
 }
 
 /// Totals of one validation pass.
@@ -140,6 +218,20 @@ struct Evaluation {
 }
 
 impl Run<'_> {
+    fn micro_batch(&self) -> usize {
+        self.config.train.batch_size.div_ceil(self.factor)
+    }
+
+    fn state(&self, epoch: usize, step: usize, resting_estimate: u64) -> RunState {
+        RunState {
+            epoch,
+            step,
+            micro_batch: self.micro_batch(),
+            accumulation_steps: self.config.train.accumulation_steps * self.factor,
+            resting_estimate,
+        }
+    }
+
     fn train(&mut self, device: &Device, dataset: data::Dataset) -> Result<(), Error> {
         let config = self.config;
         let train_cfg = &config.train;
@@ -166,8 +258,27 @@ impl Run<'_> {
         let mut optimizer = build_optimizer(train_cfg);
         let loss_fn = CrossEntropyLossConfig::new().init(&ad_device);
         let valid_loss_fn = CrossEntropyLossConfig::new().init(device);
+
+        // Before the first step: reserve, and check that the resting footprint fits.
         let usage = self.read_memory()?;
-        self.snapshot(Event::RunStart, 0, None, None, usage)?;
+        let param_bytes = model.num_params() as u64 * 4;
+        let grad_copies = if train_cfg.accumulation_steps > 1 {
+            2
+        } else {
+            1
+        };
+        let optimizer_copies = match train_cfg.optimizer {
+            OptimizerKind::Adam => 2,
+            OptimizerKind::Sgd => 0,
+        };
+        let resting = usage.bytes_in_use + param_bytes * (grad_copies + optimizer_copies);
+        let state = self.state(0, 0, resting);
+        for action in self.policies.decide(Phase::RunStart, &usage, &state) {
+            self.act(action, &state)?;
+        }
+        let usage = self.read_memory()?;
+        self.snapshot(Event::RunStart, 0, usage, |_| {})?;
+        self.summary.checkpoint = Some(self.checkpointer.save(0, 0, &model, &optimizer)?);
 
         let micro_batches = self.summary.train_samples.div_ceil(train_cfg.batch_size);
         let steps_per_epoch = micro_batches.div_ceil(train_cfg.accumulation_steps);
@@ -191,27 +302,43 @@ impl Run<'_> {
                 if group.is_empty() {
                     break;
                 }
-                let out = accumulated_step(
-                    model,
-                    &mut optimizer,
-                    train_cfg.lr,
-                    &loss_fn,
-                    &group,
-                    &mut self.probe,
-                );
+                let step = self.summary.steps + 1;
+                // Retry the group with smaller micro-batches until it fits or the limit fails.
+                let accumulated = loop {
+                    let micro = split(&group, self.micro_batch());
+                    let state = self.state(epoch, step, resting);
+                    self.probe.begin_window();
+                    let attempt =
+                        accumulate_gradients(&model, &loss_fn, &micro, || self.check_step(&state));
+                    match attempt {
+                        Ok(acc) => break acc,
+                        Err(Breach::Shrink { observed }) => self.shrink(&state, observed)?,
+                        Err(Breach::Fail(e)) => return Err(self.fail(e)),
+                    }
+                };
+                model = optimizer.step(train_cfg.lr, model, accumulated.grads);
+                // The update allocates too (optimizer state on the first step).
+                let state = self.state(epoch, step, resting);
+                match self.check_step(&state) {
+                    Ok(()) => {}
+                    Err(Breach::Shrink { observed }) => self.shrink(&state, observed)?,
+                    Err(Breach::Fail(e)) => return Err(self.fail(e)),
+                }
                 group.clear();
-                model = out.model;
-                samples += out.samples;
+                samples += accumulated.samples;
                 step_in_epoch += 1;
-                self.summary.steps += 1;
-                let weighted = out.loss.clone().mul_scalar(out.samples as f64);
+                self.summary.steps = step;
+                let weighted = accumulated
+                    .loss
+                    .clone()
+                    .mul_scalar(accumulated.samples as f64);
                 loss_sum = Some(match loss_sum {
                     Some(sum) => sum + weighted,
                     None => weighted,
                 });
                 if step_in_epoch % report_every == 0 || done {
                     // Reading the loss waits for the device; do it about ten times an epoch.
-                    let loss = scalar(out.loss)?;
+                    let loss = scalar(accumulated.loss)?;
                     self.observer.step(&EpochProgress {
                         epoch,
                         epochs: train_cfg.epochs,
@@ -220,11 +347,7 @@ impl Run<'_> {
                         loss,
                     });
                     if !loss.is_finite() {
-                        return Err(Error::Diverged {
-                            epoch,
-                            step: self.summary.steps,
-                            loss,
-                        });
+                        return Err(Error::Diverged { epoch, step, loss });
                     }
                 }
                 if done {
@@ -247,66 +370,194 @@ impl Run<'_> {
             self.summary.final_val_accuracy = Some(eval.accuracy);
             self.summary.samples_per_sec =
                 Some(throughput.iter().sum::<f64>() / throughput.len() as f64);
-            self.snapshot(
-                Event::Epoch,
-                epoch,
-                Some(train_loss),
-                Some((eval, sps)),
-                usage,
-            )?;
+            self.snapshot(Event::Epoch, epoch, usage, |s| {
+                s.loss = Some(train_loss);
+                s.val_loss = Some(eval.loss);
+                s.val_accuracy = Some(eval.accuracy);
+                s.samples_per_sec = Some(sps);
+            })?;
+            self.summary.checkpoint =
+                Some(
+                    self.checkpointer
+                        .save(epoch, self.summary.steps, &model, &optimizer)?,
+                );
+            let state = self.state(epoch, self.summary.steps, resting);
+            for action in self.policies.decide(Phase::EpochEnd, &usage, &state) {
+                self.act(action, &state)?;
+            }
         }
-        drop((
-            model,
-            optimizer,
-            loss_fn,
-            valid_loss_fn,
-            train_loader,
-            valid_loader,
-        ));
-        let mut usage = self.read_memory()?;
-        usage.peak_bytes_in_use = self.summary.peak_bytes_in_use.max(usage.peak_bytes_in_use);
-        self.snapshot(Event::RunEnd, self.summary.epochs, None, None, usage)
+        Ok(())
+    }
+
+    /// After the run's tensors are gone: apply the `clear` policy, then measure what stayed.
+    fn finish(&mut self) -> Result<(), Error> {
+        let epoch = self.summary.epochs;
+        let state = self.state(epoch, self.summary.steps, 0);
+        let usage = self.read_memory()?;
+        for action in self.policies.decide(Phase::RunEnd, &usage, &state) {
+            self.act(action, &state)?;
+        }
+        let mut after = self.read_memory()?;
+        let retained = Retained {
+            retained_bytes_in_use: after.bytes_in_use as i64 - self.baseline.bytes_in_use as i64,
+            retained_bytes_reserved: after.bytes_reserved as i64
+                - self.baseline.bytes_reserved as i64,
+            rss_before_bytes: self.rss_before,
+            rss_peak_bytes: peak_resident_set_bytes().unwrap_or(0),
+            rss_after_bytes: resident_set_bytes().unwrap_or(0),
+        };
+        let peak = self.summary.peak_bytes_in_use.max(after.peak_bytes_in_use);
+        let tolerance = peak / 100;
+        if retained.retained_bytes_in_use > tolerance as i64 {
+            self.observer.message(&format!(
+                "warning: the run kept {} in use after releasing everything ({:.1}% of its {} peak)",
+                format_bytes(retained.retained_bytes_in_use as u64),
+                100.0 * retained.retained_bytes_in_use as f64 / peak.max(1) as f64,
+                format_bytes(peak)
+            ));
+        }
+        if self.config.memory.clear != ClearPolicy::Never
+            && self.summary.memory_source == MemorySource::CubeclPool
+            && retained.retained_bytes_reserved > tolerance as i64
+        {
+            self.observer.message(&format!(
+                "warning: the device pools still reserve {} more than before the run",
+                format_bytes(retained.retained_bytes_reserved as u64)
+            ));
+        }
+        after.peak_bytes_in_use = peak;
+        self.summary.retained = Some(retained);
+        self.snapshot(Event::RunEnd, epoch, after, |s| s.retained = Some(retained))
+    }
+
+    /// Looks at memory inside a step; a breach of the limit stops the step.
+    fn check_step(&mut self, state: &RunState) -> Result<(), Breach> {
+        let usage = self.probe.observe();
+        for action in self.policies.decide(Phase::Step, &usage, state) {
+            match action {
+                MemoryAction::ShrinkBatch { .. } => {
+                    return Err(Breach::Shrink {
+                        observed: crate::memory::policy::held(&usage).0,
+                    })
+                }
+                MemoryAction::Fail(e) => return Err(Breach::Fail(e)),
+                // No policy reserves or cleans mid-step.
+                MemoryAction::Reserve { .. } | MemoryAction::Cleanup => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Halves the micro-batch (doubling accumulation) and records it.
+    fn shrink(&mut self, state: &RunState, observed: u64) -> Result<(), Error> {
+        self.factor *= 2;
+        let detail = format!(
+            "{} over the memory limit at step {} of epoch {}: micro-batch {} -> {}, \
+             accumulation_steps {} -> {} (effective batch unchanged); retrying the step",
+            format_bytes(observed),
+            state.step,
+            state.epoch,
+            state.micro_batch,
+            self.micro_batch(),
+            state.accumulation_steps,
+            self.config.train.accumulation_steps * self.factor
+        );
+        self.summary.micro_batch = self.micro_batch();
+        self.summary.accumulation_steps = self.config.train.accumulation_steps * self.factor;
+        self.memory_event(state.epoch, "shrink", detail)
+    }
+
+    /// Records the breach and turns it into the run's error.
+    fn fail(&mut self, e: LimitExceeded) -> Error {
+        if let Err(write_error) = self.memory_event(e.epoch, "limit", e.to_string()) {
+            return write_error;
+        }
+        Error::Limit(e)
+    }
+
+    /// Applies a decision taken outside a step.
+    fn act(&mut self, action: MemoryAction, state: &RunState) -> Result<(), Error> {
+        match action {
+            MemoryAction::Fail(e) => Err(self.fail(e)),
+            MemoryAction::ShrinkBatch { .. } => Ok(()),
+            action => {
+                if let Some(applied) = self.executor.apply(&action).map_err(device_error)? {
+                    self.memory_event(state.epoch, applied.action, applied.detail)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn memory_event(&mut self, epoch: usize, action: &str, detail: String) -> Result<(), Error> {
+        self.summary.memory_actions += 1;
+        let usage = self.probe.observe();
+        self.snapshot(Event::MemoryAction, epoch, usage, |s| {
+            s.action = Some(action.to_string());
+            s.detail = Some(detail);
+        })
     }
 
     fn read_memory(&mut self) -> Result<MemoryUsage, Error> {
-        self.probe
-            .read()
-            .map_err(|e| Error::Device(format!("{e:?}")))
+        self.probe.read().map_err(device_error)
     }
 
     fn snapshot(
         &mut self,
         event: Event,
         epoch: usize,
-        loss: Option<f64>,
-        eval: Option<(Evaluation, f64)>,
         memory: MemoryUsage,
+        fill: impl FnOnce(&mut Snapshot),
     ) -> Result<(), Error> {
-        self.summary.peak_bytes_in_use =
-            self.summary.peak_bytes_in_use.max(memory.peak_bytes_in_use);
-        self.summary.peak_bytes_reserved =
-            self.summary.peak_bytes_reserved.max(memory.bytes_reserved);
-        let (val_loss, val_accuracy, samples_per_sec) = match eval {
-            Some((e, sps)) => (Some(e.loss), Some(e.accuracy), Some(sps)),
-            None => (None, None, None),
-        };
-        let snapshot = Snapshot {
+        if event != Event::MemoryAction {
+            self.summary.peak_bytes_in_use =
+                self.summary.peak_bytes_in_use.max(memory.peak_bytes_in_use);
+            self.summary.peak_bytes_reserved =
+                self.summary.peak_bytes_reserved.max(memory.bytes_reserved);
+        }
+        let mut snapshot = Snapshot {
             event,
             epoch,
             step: self.summary.steps,
-            loss,
-            val_loss,
-            val_accuracy,
-            samples_per_sec,
+            loss: None,
+            val_loss: None,
+            val_accuracy: None,
+            samples_per_sec: None,
             memory,
+            rss_bytes: resident_set_bytes(),
+            micro_batch: self.micro_batch(),
+            accumulation_steps: self.config.train.accumulation_steps * self.factor,
+            action: None,
+            detail: None,
+            retained: None,
             elapsed_s: self.started.elapsed().as_secs_f64(),
         };
+        fill(&mut snapshot);
         self.writer
             .append(&snapshot)
             .map_err(|e| Error::io(self.writer.path(), e))?;
         self.observer.snapshot(&snapshot);
         Ok(())
     }
+}
+
+/// Cuts each loader batch into micro-batches of at most `size` samples.
+fn split(group: &[ClassificationBatch], size: usize) -> Vec<ClassificationBatch> {
+    group
+        .iter()
+        .flat_map(|batch| {
+            if batch.len() <= size {
+                return vec![batch.clone()];
+            }
+            let inputs = batch.inputs.clone().split(size, 0);
+            let targets = batch.targets.clone().split(size, 0);
+            inputs
+                .into_iter()
+                .zip(targets)
+                .map(|(inputs, targets)| ClassificationBatch { inputs, targets })
+                .collect()
+        })
+        .collect()
 }
 
 fn loader(

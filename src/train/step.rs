@@ -33,21 +33,33 @@ pub struct StepOutput {
     pub samples: usize,
 }
 
-/// Runs forward and backward on each micro-batch of `group`, accumulates the gradients with
-/// Burn's [`GradientsAccumulator`], and applies one optimizer update.
+/// Gradients of one group of micro-batches, not yet applied.
+#[derive(Debug)]
+pub struct Accumulated {
+    /// Gradient of the mean loss over the whole group.
+    pub grads: GradientsParams,
+    /// Mean loss over every sample of the group (detached), shape `[1]`.
+    pub loss: Tensor<1>,
+    /// Samples in the group.
+    pub samples: usize,
+}
+
+/// Runs forward and backward on each micro-batch of `group` and accumulates the gradients
+/// with Burn's [`GradientsAccumulator`].
 ///
 /// The accumulator sums, so each micro-batch's mean loss is weighted by its share of the
 /// group's samples before `backward`. The summed gradient is then the gradient of the mean
 /// loss over the whole group: the same update as one batch of all its samples, including a
-/// short last group.
-pub fn accumulated_step(
-    model: Model,
-    optimizer: &mut ModuleOptimizer,
-    lr: f64,
+/// short last micro-batch.
+///
+/// `after_backward` runs after each backward pass, when that micro-batch's activations and
+/// gradients are both alive; an error from it abandons the group (the model is untouched).
+pub fn accumulate_gradients<E>(
+    model: &Model,
     loss_fn: &CrossEntropyLoss,
     group: &[ClassificationBatch],
-    probe: &mut MemoryProbe,
-) -> StepOutput {
+    mut after_backward: impl FnMut() -> Result<(), E>,
+) -> Result<Accumulated, E> {
     let samples: usize = group.iter().map(ClassificationBatch::len).sum();
     let mut accumulator = GradientsAccumulator::<Model>::new();
     let mut total_loss: Option<Tensor<1>> = None;
@@ -57,21 +69,41 @@ pub fn accumulated_step(
             .forward(logits, batch.targets.clone())
             .mul_scalar(batch.len() as f64 / samples as f64);
         let grads = loss.backward();
-        // The activations of this micro-batch and its gradients are both alive here.
-        probe.observe();
-        accumulator.accumulate(&model, GradientsParams::from_grads(grads, &model));
+        after_backward()?;
+        accumulator.accumulate(model, GradientsParams::from_grads(grads, model));
         let loss = loss.detach();
         total_loss = Some(match total_loss {
             Some(sum) => sum + loss,
             None => loss,
         });
     }
-    let model = optimizer.step(lr, model, accumulator.grads());
+    Ok(Accumulated {
+        grads: accumulator.grads(),
+        loss: total_loss.expect("a step has at least one micro-batch"),
+        samples,
+    })
+}
+
+/// [`accumulate_gradients`] then one optimizer update, observing memory after each backward
+/// pass and after the update. For loops without memory policies (benchmarks, tests).
+pub fn accumulated_step(
+    model: Model,
+    optimizer: &mut ModuleOptimizer,
+    lr: f64,
+    loss_fn: &CrossEntropyLoss,
+    group: &[ClassificationBatch],
+    probe: &mut MemoryProbe,
+) -> StepOutput {
+    let Ok(acc) = accumulate_gradients(&model, loss_fn, group, || {
+        probe.observe();
+        Ok::<(), std::convert::Infallible>(())
+    });
+    let model = optimizer.step(lr, model, acc.grads);
     probe.observe();
     StepOutput {
         model,
-        loss: total_loss.expect("a step has at least one micro-batch"),
-        samples,
+        loss: acc.loss,
+        samples: acc.samples,
     }
 }
 

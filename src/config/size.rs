@@ -1,0 +1,141 @@
+//! Memory sizes in configs: `"512MiB"`, `"2GiB"`, `"1.5GB"`, a plain byte count, or a fraction
+//! in `(0, 1]` of the device's memory.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize, Serializer};
+
+/// A size as written in TOML: a string with a unit, an integer byte count, or a fraction.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum RawSize {
+    /// Bytes.
+    Bytes(i64),
+    /// A fraction of the device's memory.
+    Fraction(f64),
+    /// A number with a unit.
+    Text(String),
+}
+
+/// A validated memory size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemorySize {
+    /// An absolute number of bytes.
+    Bytes(u64),
+    /// A fraction in `(0, 1]` of the device's total memory.
+    Fraction(f64),
+}
+
+impl MemorySize {
+    /// Bytes, given the device's total memory if it is known.
+    pub fn resolve(self, total: Option<u64>) -> Option<u64> {
+        match self {
+            MemorySize::Bytes(b) => Some(b),
+            MemorySize::Fraction(f) => total.map(|t| (t as f64 * f) as u64),
+        }
+    }
+
+    /// Parses the raw form; the error says what is wrong, without the key.
+    pub fn parse(raw: &RawSize) -> Result<Self, String> {
+        match raw {
+            RawSize::Bytes(b) if *b > 0 => Ok(MemorySize::Bytes(*b as u64)),
+            RawSize::Bytes(b) => Err(format!("must be > 0, got {b}")),
+            RawSize::Fraction(f) if *f > 0.0 && *f <= 1.0 => Ok(MemorySize::Fraction(*f)),
+            RawSize::Fraction(f) => Err(format!(
+                "must be a fraction in (0, 1] or a size like \"512MiB\", got {f}"
+            )),
+            RawSize::Text(t) => parse_bytes(t).map(MemorySize::Bytes),
+        }
+    }
+}
+
+/// Parses `"512MiB"`, `"2 GiB"`, `"1.5GB"`, `"4096"`, `"64kb"` (units are case-insensitive;
+/// `KB`/`MB`/`GB`/`TB` are decimal, `KiB`/`MiB`/`GiB`/`TiB` binary).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let bad = || format!("must be a size like \"512MiB\" or \"2GB\", got \"{text}\"");
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    let bytes = (value * scale).round();
+    if !(bytes >= 1.0 && bytes.is_finite()) {
+        return Err(format!("must be > 0, got \"{text}\""));
+    }
+    Ok(bytes as u64)
+}
+
+impl fmt::Display for MemorySize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemorySize::Bytes(b) => {
+                for (unit, scale) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+                    if b % scale == 0 {
+                        return write!(f, "{}{unit}", b / scale);
+                    }
+                }
+                write!(f, "{b}B")
+            }
+            MemorySize::Fraction(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+impl Serialize for MemorySize {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MemorySize::Bytes(_) => s.serialize_str(&self.to_string()),
+            MemorySize::Fraction(x) => s.serialize_f64(*x),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_parse() {
+        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("2 GiB"), Ok(2 << 30));
+        assert_eq!(parse_bytes("1.5GB"), Ok(1_500_000_000));
+        assert_eq!(parse_bytes("64kb"), Ok(64_000));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("12 parsecs").is_err());
+        assert!(parse_bytes("0MiB").is_err());
+    }
+
+    #[test]
+    fn raw_forms_validate() {
+        assert_eq!(
+            MemorySize::parse(&RawSize::Fraction(0.8)),
+            Ok(MemorySize::Fraction(0.8))
+        );
+        assert!(MemorySize::parse(&RawSize::Fraction(1.5)).is_err());
+        assert!(MemorySize::parse(&RawSize::Bytes(-1)).is_err());
+        assert_eq!(MemorySize::Fraction(0.5).resolve(Some(1000)), Some(500));
+        assert_eq!(MemorySize::Fraction(0.5).resolve(None), None);
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for text in ["512MiB", "2GiB", "3KiB", "1000B"] {
+            let size = MemorySize::Bytes(parse_bytes(text).unwrap());
+            assert_eq!(size.to_string(), text);
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The executor: the only code that applies memory actions to a device.
+
+use burn::tensor::{Device, ExecutionError, Tensor};
+
+use super::host::trim_host_heap;
+use super::policy::MemoryAction;
+use super::usage::{format_bytes, MemorySource};
+
+/// Number of arena pages a reservation is split into; each serves buffers up to its size.
+pub const RESERVE_BLOCKS: u64 = 4;
+
+/// What applying an action did, for logs and `memory_action` events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// Short name: `reserve`, `cleanup`.
+    pub action: &'static str,
+    /// What happened, in words.
+    pub detail: String,
+}
+
+/// Applies [`MemoryAction`]s to one device.
+#[derive(Debug, Clone)]
+pub struct Executor {
+    device: Device,
+    source: MemorySource,
+}
+
+impl Executor {
+    /// An executor for `device` (its non-autodiff form is used).
+    pub fn new(device: &Device, source: MemorySource) -> Self {
+        Self {
+            device: device.clone().without_autodiff(),
+            source,
+        }
+    }
+
+    /// Applies a device action. `Fail` and `ShrinkBatch` change the run, not the device; the
+    /// training loop handles them, and they are returned as `Ok(None)` here.
+    pub fn apply(&mut self, action: &MemoryAction) -> Result<Option<Applied>, ExecutionError> {
+        match action {
+            MemoryAction::Cleanup => {
+                self.cleanup()?;
+                Ok(Some(Applied {
+                    action: "cleanup",
+                    detail: match self.source {
+                        MemorySource::CubeclPool => "released unused pool pages".into(),
+                        MemorySource::Host => "returned free heap pages to the OS".into(),
+                    },
+                }))
+            }
+            MemoryAction::Reserve { bytes } => self.reserve(*bytes).map(Some),
+            MemoryAction::Fail(_) | MemoryAction::ShrinkBatch { .. } => Ok(None),
+        }
+    }
+
+    /// Runs a small training-like workload (matrix products forward and backward, one small
+    /// enough to run on the calling thread and one large enough to use the backend's thread
+    /// pool) and releases it, so the backend's one-time state exists before a run's baseline
+    /// is taken. On flex that is the matrix-product packing buffers, about 1 MiB per thread
+    /// that multiplies, kept for the life of the process (measured: 3.0 MiB with 3 threads,
+    /// the same after products of 512 to 2048); on CubeCL, compiled kernels and autotune
+    /// results. Without it, the first run of a process would appear to keep that state.
+    ///
+    /// With `release`, the warm-up's own memory is released afterwards (a cleanup); without
+    /// it (`clear = "never"`), nothing is given back, as that policy promises.
+    pub fn warm_up(&mut self, release: bool) -> Result<(), ExecutionError> {
+        let device = self.device.clone().autodiff();
+        for n in [32, 512] {
+            let x = Tensor::<2>::ones([n, n], &device).require_grad();
+            let y = burn::tensor::activation::relu(x.clone().matmul(x)).sum();
+            drop(y.backward());
+        }
+        if release {
+            self.cleanup()
+        } else {
+            self.device.sync()
+        }
+    }
+
+    /// Syncs (the fusion backend's cleanup does not drain its queue), then releases.
+    pub fn cleanup(&mut self) -> Result<(), ExecutionError> {
+        self.device.sync()?;
+        self.device.memory_cleanup();
+        self.device.sync()?;
+        trim_host_heap();
+        Ok(())
+    }
+
+    /// Reserves `bytes` in the pools of the calling thread's stream.
+    ///
+    /// CubeCL's default (adaptive) memory manager serves allocations over 64 KiB from an
+    /// arena of sliced pages sized to the largest request so far (plus 1 MiB), and smaller
+    /// ones from a pool of 8 MiB pages. Freed pages stay reserved until `memory_cleanup`. So:
+    /// one small allocation opens a small-pool page, and [`RESERVE_BLOCKS`] large blocks held
+    /// at the same time open that many arena pages; dropping them leaves the pages reserved
+    /// and ready to be sliced by later allocations up to one block's size.
+    fn reserve(&mut self, bytes: u64) -> Result<Applied, ExecutionError> {
+        if self.source == MemorySource::Host {
+            return Ok(Applied {
+                action: "reserve",
+                detail: "not applied: this backend allocates from the process heap, which has \
+                         no pool to hold a reservation"
+                    .into(),
+            });
+        }
+        let before = self.device.memory_pool_usage().unwrap_or_default();
+        let small_page = 8 << 20;
+        let block_bytes = (bytes.saturating_sub(small_page) / RESERVE_BLOCKS)
+            .saturating_sub(1 << 20)
+            .max(1 << 20);
+        let small = Tensor::<1>::zeros([1024], &self.device);
+        let blocks: Vec<Tensor<1>> = (0..RESERVE_BLOCKS)
+            .map(|_| Tensor::<1>::zeros([(block_bytes / 4) as usize], &self.device))
+            .collect();
+        self.device.sync()?;
+        drop((small, blocks));
+        self.device.sync()?;
+        let after = self.device.memory_pool_usage().unwrap_or_default();
+        Ok(Applied {
+            action: "reserve",
+            detail: format!(
+                "reserved {}: pool reserved {} -> {}",
+                format_bytes(bytes),
+                format_bytes(before.bytes_reserved),
+                format_bytes(after.bytes_reserved)
+            ),
+        })
+    }
+}
+
+/// The device's total memory where it is known: physical RAM for host-memory backends; for
+/// CubeCL devices what the runtime reports (CUDA: the card's memory; wgpu: the largest
+/// device-local heap on Vulkan or Metal, nothing elsewhere).
+pub fn device_total_memory(device: &Device, source: MemorySource) -> Option<u64> {
+    match source {
+        MemorySource::Host => {
+            let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+            let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        }
+        MemorySource::CubeclPool => cube_total_memory(device),
+    }
+}
+
+#[cfg(any(feature = "cuda", feature = "cpu", feature = "wgpu"))]
+fn cube_total_memory(device: &Device) -> Option<u64> {
+    match device.clone().without_autodiff().as_dispatch() {
+        burn::backend::DispatchDevice::Cube(d) => d.client().properties().memory.max_memory(),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+#[cfg(not(any(feature = "cuda", feature = "cpu", feature = "wgpu")))]
+fn cube_total_memory(_device: &Device) -> Option<u64> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{policy::LimitExceeded, HostCounters};
+
+    #[test]
+    fn host_total_is_physical_memory() {
+        let total = device_total_memory(&Device::flex(), MemorySource::Host).unwrap();
+        assert!(total > 256 << 20, "{total}");
+    }
+
+    #[test]
+    fn host_cleanup_trims_and_reserve_says_it_cannot_hold() {
+        let mut exec = Executor::new(&Device::flex(), MemorySource::Host);
+        let applied = exec.apply(&MemoryAction::Cleanup).unwrap().unwrap();
+        assert_eq!(applied.action, "cleanup");
+        let applied = exec
+            .apply(&MemoryAction::Reserve { bytes: 1 << 20 })
+            .unwrap()
+            .unwrap();
+        assert!(
+            applied.detail.starts_with("not applied"),
+            "{}",
+            applied.detail
+        );
+        let fail = MemoryAction::Fail(LimitExceeded {
+            limit: 1,
+            observed: 2,
+            measure: "x",
+            epoch: 0,
+            step: 0,
+            micro_batch: 1,
+            accumulation_steps: 1,
+        });
+        assert_eq!(exec.apply(&fail).unwrap(), None);
+        assert!(HostCounters::read().installed);
+    }
+}

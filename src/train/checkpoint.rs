@@ -1,0 +1,139 @@
+//! Checkpoints: model and optimizer state after each epoch (and before the first), so a run
+//! that stops, for a memory limit or anything else, keeps its last good state on disk.
+//!
+//! Layout: `<run>/checkpoints/epoch-<N>/{model.bpk, optimizer.bpk, meta.json}` written under a
+//! temporary name and renamed into place, then `checkpoints/latest` (the directory name) is
+//! replaced atomically, and only then are older epochs deleted. At every moment the directory
+//! named by `latest` is complete.
+
+use std::path::{Path, PathBuf};
+
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::model::Model;
+use crate::report::write_atomic;
+
+/// Writes checkpoints for one run, keeping the most recent.
+#[derive(Debug, Clone)]
+pub struct Checkpointer {
+    dir: PathBuf,
+}
+
+#[derive(Serialize)]
+struct Meta {
+    epoch: usize,
+    step: usize,
+}
+
+impl Checkpointer {
+    /// Checkpoints under `<run_dir>/checkpoints`.
+    pub fn new(run_dir: &Path) -> Self {
+        Self {
+            dir: run_dir.join("checkpoints"),
+        }
+    }
+
+    /// Saves `model` and `optimizer` as the state after `epoch` (0: before training).
+    pub fn save(
+        &self,
+        epoch: usize,
+        step: usize,
+        model: &Model,
+        optimizer: &ModuleOptimizer,
+    ) -> Result<PathBuf, Error> {
+        let name = format!("epoch-{epoch}");
+        let target = self.dir.join(&name);
+        let tmp = self.dir.join(format!("{name}.tmp"));
+        let io = |path: &Path, e: std::io::Error| Error::io(path, e);
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        let record = |what: &str, e: burn::store::RecordError| {
+            Error::Device(format!(
+                "saving the {what} checkpoint in {}: {e:?}",
+                tmp.display()
+            ))
+        };
+        model
+            .clone()
+            .save_file(tmp.join("model.bpk"))
+            .map_err(|e| record("model", e))?;
+        optimizer
+            .save(tmp.join("optimizer.bpk"))
+            .map_err(|e| record("optimizer", e))?;
+        let meta = serde_json::to_vec_pretty(&Meta { epoch, step }).expect("meta serialises");
+        std::fs::write(tmp.join("meta.json"), meta).map_err(|e| io(&tmp, e))?;
+        if target.exists() {
+            std::fs::remove_dir_all(&target).map_err(|e| io(&target, e))?;
+        }
+        std::fs::rename(&tmp, &target).map_err(|e| io(&target, e))?;
+        let latest = self.dir.join("latest");
+        write_atomic(&latest, name.as_bytes()).map_err(|e| io(&latest, e))?;
+        self.prune(&name)?;
+        Ok(target)
+    }
+
+    /// Deletes every epoch directory but `keep`.
+    fn prune(&self, keep: &str) -> Result<(), Error> {
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("epoch-") && name != keep && !name.ends_with(".tmp") {
+                let path = entry.path();
+                std::fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The directory of the latest complete checkpoint under `run_dir`, if any.
+pub fn latest_checkpoint(run_dir: &Path) -> Option<PathBuf> {
+    let dir = run_dir.join("checkpoints");
+    let name = std::fs::read_to_string(dir.join("latest")).ok()?;
+    let path = dir.join(name.trim());
+    path.is_dir().then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Activation, MlpConfig, ModelConfig, OptimizerKind, TrainConfig};
+    use crate::train::build_optimizer;
+    use burn::tensor::Device;
+
+    #[test]
+    fn keeps_only_the_latest_complete_epoch_and_it_loads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let device = Device::flex().autodiff();
+        let cfg = ModelConfig::Mlp(MlpConfig {
+            hidden: vec![8],
+            activation: Activation::Relu,
+            dropout: 0.0,
+        });
+        let model = Model::new(&cfg, 4, 3, &device);
+        let optimizer = build_optimizer(&TrainConfig {
+            epochs: 1,
+            batch_size: 1,
+            accumulation_steps: 1,
+            optimizer: OptimizerKind::Adam,
+            lr: 1e-3,
+            weight_decay: 0.0,
+        });
+        let ckpt = Checkpointer::new(dir.path());
+        ckpt.save(0, 0, &model, &optimizer).unwrap();
+        let second = ckpt.save(1, 10, &model, &optimizer).unwrap();
+        assert_eq!(latest_checkpoint(dir.path()), Some(second.clone()));
+        assert!(!dir.path().join("checkpoints/epoch-0").exists());
+        for file in ["model.bpk", "optimizer.bpk", "meta.json"] {
+            assert!(second.join(file).is_file(), "{file}");
+        }
+        let loaded = Model::new(&cfg, 4, 3, &device).try_load_file(second.join("model.bpk"));
+        assert!(loaded.is_ok(), "{:?}", loaded.err());
+    }
+}
