@@ -55,6 +55,8 @@ impl Env {
             .args(args)
             .current_dir(self.dir.path())
             .env("RUST_BACKTRACE", "1")
+            // Mesa's Vulkan driver complains on stderr when this is unset.
+            .env("XDG_RUNTIME_DIR", self.dir.path())
             .output()
             .unwrap();
         Run(output)
@@ -767,4 +769,196 @@ fn sweep_gives_memory_back_between_runs_and_shows_it_kept_with_never() {
         kept > released + (1 << 20) as f64,
         "never keeps freed heap resident: {kept} vs {released}"
     );
+}
+
+/// The memory layer against real CubeCL pools: wgpu, on Mesa's software Vulkan driver
+/// (lavapipe) where there is no GPU. Built with `cargo test --features wgpu`.
+///
+/// Without a wgpu adapter each test prints why it was skipped and returns; with
+/// `TIDEMARK_REQUIRE_WGPU=1` (as in CI) a missing adapter fails the test instead.
+#[cfg(feature = "wgpu")]
+mod wgpu {
+    use super::*;
+    use tidemark::config::{Backend, DeviceConfig};
+
+    fn adapter_or_skip(test: &str) -> bool {
+        match tidemark::backend::select(&DeviceConfig {
+            backend: Backend::Wgpu,
+            index: 0,
+        }) {
+            Ok(_) => true,
+            Err(e) if std::env::var_os("TIDEMARK_REQUIRE_WGPU").is_some() => {
+                panic!("{test}: TIDEMARK_REQUIRE_WGPU is set but no wgpu adapter is available: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipped {test}: {e}");
+                false
+            }
+        }
+    }
+
+    const POOL: &str = r#"
+[run]
+name = "pool"
+
+[device]
+backend = "wgpu"
+
+[model]
+hidden = [256, 256]
+
+[data]
+kind = "synthetic"
+samples = 1024
+features = 64
+classes = 4
+
+[train]
+epochs = 1
+batch_size = 128
+"#;
+
+    fn pool_run(env: &Env, name: &str, extra: &[&str]) -> (Run, Vec<Value>) {
+        let name_set = format!("run.name={name}");
+        let mut args = vec![
+            "train",
+            "--config",
+            "pool.toml",
+            "--quiet",
+            "--set",
+            name_set.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        let run = env.run(&args);
+        let snaps = env.snapshots(&format!("runs/{name}"));
+        (run, snaps)
+    }
+
+    fn event<'a>(snaps: &'a [Value], event: &str) -> &'a Value {
+        snaps
+            .iter()
+            .find(|s| s["event"] == event)
+            .unwrap_or_else(|| panic!("no {event} in {snaps:?}"))
+    }
+
+    #[test]
+    fn growth_reserves_with_need_and_preallocation_holds() {
+        if !adapter_or_skip("growth_reserves_with_need_and_preallocation_holds") {
+            return;
+        }
+        let env = Env::new();
+        env.write("pool.toml", POOL);
+        let (run, growth) = pool_run(&env, "growth", &[]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let (start, epoch) = (event(&growth, "run_start"), event(&growth, "epoch"));
+        assert_eq!(epoch["source"], "cubecl-pool");
+        let grew = num(epoch, "bytes_reserved") - num(start, "bytes_reserved");
+        assert!(
+            grew > (4 << 20) as f64,
+            "growth: reserved rises with the first steps by {grew}"
+        );
+
+        let (run, pre) = pool_run(
+            &env,
+            "pre",
+            &[
+                "--set",
+                "memory.policy=preallocate",
+                "--set",
+                "memory.preallocate=\"64MiB\"",
+            ],
+        );
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let reserve = pre
+            .iter()
+            .find(|s| s["action"] == "reserve")
+            .expect("a reserve event");
+        assert!(
+            reserve["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("reserved 64.0 MiB"),
+            "{reserve}"
+        );
+        let (start, epoch) = (event(&pre, "run_start"), event(&pre, "epoch"));
+        assert!(
+            num(start, "bytes_reserved") >= (64 << 20) as f64,
+            "run_start shows the reservation: {start}"
+        );
+        let above = num(epoch, "bytes_reserved") - num(start, "bytes_reserved");
+        // Training is served from the reserved pages; what still grows is wgpu's uniform and
+        // staging pools, which no reservation fills (docs/cubecl-memory.md).
+        assert!(
+            above < (4 << 20) as f64 && above < grew / 2.0,
+            "preallocated: reserved rose by {above}, growth by {grew}"
+        );
+    }
+
+    #[test]
+    fn limit_trips_on_pool_figures() {
+        if !adapter_or_skip("limit_trips_on_pool_figures") {
+            return;
+        }
+        let env = Env::new();
+        env.write("pool.toml", POOL);
+        let (_, growth) = pool_run(&env, "growth", &[]);
+        let (start, epoch) = (event(&growth, "run_start"), event(&growth, "epoch"));
+        let limit = ((num(start, "bytes_reserved").max(num(start, "bytes_in_use") * 4.0)
+            + num(epoch, "bytes_reserved"))
+            / 2.0) as u64;
+        let (run, snaps) = pool_run(
+            &env,
+            "limited",
+            &["--set", &format!("memory.limit={limit}")],
+        );
+        run.fails_with(
+            3,
+            &["memory limit", "reserved in the device pools", "of epoch 1"],
+        );
+        assert!(snaps.iter().any(|s| s["action"] == "limit"));
+    }
+
+    #[test]
+    fn between_runs_returns_the_pools_to_baseline_and_never_keeps_them() {
+        if !adapter_or_skip("between_runs_returns_the_pools_to_baseline_and_never_keeps_them") {
+            return;
+        }
+        let env = Env::new();
+        env.write("pool.toml", POOL);
+        let rows = |clear: &str| {
+            let run = env.run(&[
+                "sweep",
+                "--config",
+                "pool.toml",
+                "--runs",
+                "2",
+                "--out",
+                clear,
+                "--set",
+                &format!("memory.clear={clear}"),
+            ]);
+            assert_eq!(run.code(), 0, "{}", run.stderr());
+            let text =
+                std::fs::read_to_string(env.path(clear).join("pool-sweep/sweep.json")).unwrap();
+            serde_json::from_str::<Vec<Value>>(&text).unwrap()
+        };
+        let cleared = rows("between_runs");
+        for r in &cleared {
+            assert!(r["retained_bytes_in_use"].as_i64().unwrap() <= 0, "{r}");
+        }
+        // Run 1 may keep one-time pool state (wgpu's uniform pool); run 2 keeps nothing.
+        let second = &cleared[1];
+        assert!(
+            second["retained_bytes_reserved"].as_i64().unwrap() <= (64 << 10),
+            "{second}"
+        );
+        let kept = rows("never");
+        let peak_reserved = num(&kept[1], "reserved_at_end");
+        assert!(
+            peak_reserved > num(&cleared[1], "reserved_at_end") + (4 << 20) as f64,
+            "never keeps the pages: {} vs {}",
+            peak_reserved,
+            num(&cleared[1], "reserved_at_end")
+        );
+    }
 }
