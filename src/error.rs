@@ -30,6 +30,16 @@ pub enum Error {
     /// The memory limit was exceeded (`on_limit = "fail"`, or no smaller micro-batch left).
     #[error(transparent)]
     Limit(#[from] LimitExceeded),
+    /// The device ran out of memory (reported by the driver, not by tidemark's limit).
+    #[error(
+        "the device ran out of memory allocating {}; set memory.limit below the device's free \
+         memory so the run stops (or shrinks, with memory.on_limit = \"shrink\") before the driver does",
+        crate::memory::format_bytes(*size)
+    )]
+    OutOfMemory {
+        /// The allocation that failed, in bytes.
+        size: u64,
+    },
     /// The device reported a failure.
     #[error("device error: {0}")]
     Device(String),
@@ -56,13 +66,66 @@ impl Error {
         }
     }
 
+    /// A device failure; an out-of-memory becomes [`Error::OutOfMemory`].
+    pub fn device(e: burn::tensor::ExecutionError) -> Self {
+        let text = format!("{e}");
+        match crate::memory::oom::out_of_memory_size(&text) {
+            Some(size) => Error::OutOfMemory { size },
+            // One line: the error's own lines, trimmed and joined.
+            None => Error::Device(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+        }
+    }
+
     /// The process exit code for this error: 2 for bad input (config, device choice, data
-    /// files), 3 for an exceeded memory limit, 1 for everything else.
+    /// files), 3 for an exceeded memory limit or a device out-of-memory, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) => 2,
-            Error::Limit(_) => 3,
+            Error::Limit(_) | Error::OutOfMemory { .. } => 3,
             Error::Io { .. } | Error::Device(_) | Error::Diverged { .. } => 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::ExecutionError;
+
+    #[test]
+    fn a_device_out_of_memory_becomes_a_typed_error_with_exit_3() {
+        let oom = ExecutionError::WithContext {
+            reason: "out of device memory allocating 1073741824 bytes\n   0: backtrace".into(),
+        };
+        let e = Error::device(oom);
+        assert!(
+            matches!(
+                e,
+                Error::OutOfMemory {
+                    size: 1_073_741_824
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(e.exit_code(), 3);
+        assert!(
+            e.to_string()
+                .starts_with("the device ran out of memory allocating 1.0 GiB;"),
+            "{e}"
+        );
+        let other = Error::device(ExecutionError::WithContext {
+            reason: "kernel failed".into(),
+        });
+        assert_eq!(
+            other.to_string(),
+            "device error: An error happened during execution Caused by: kernel failed"
+        );
+        assert_eq!(other.exit_code(), 1);
     }
 }

@@ -4,6 +4,7 @@
 
 mod executor;
 mod host;
+pub mod oom;
 pub mod policy;
 mod probe;
 mod usage;

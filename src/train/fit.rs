@@ -168,7 +168,7 @@ fn memory_config_error(message: &str) -> Error {
 }
 
 fn device_error(e: burn::tensor::ExecutionError) -> Error {
-    Error::Device(format!("{e:?}"))
+    Error::device(e)
 }
 
 /// `<output_dir>/<name>`, or `<name>-2`, `-3`, ... if that exists: a run never writes over
@@ -615,7 +615,8 @@ fn evaluate(
         )));
     };
     let correct = correct
-        .into_data()
+        .try_into_data()
+        .map_err(device_error)?
         .convert::<i64>()
         .try_to_vec::<i64>()
         .map_err(|e| Error::Device(format!("{e:?}")))?[0];
@@ -629,10 +630,12 @@ fn loader_error(e: burn::data::dataset::DatasetError) -> Error {
     Error::Data(data::DataError::Unusable(format!("data loader: {e}")))
 }
 
-/// Reads a one-element tensor.
+/// Reads a one-element tensor. Reads are where a device reports earlier failures, an
+/// out-of-memory among them.
 fn scalar(tensor: Tensor<1>) -> Result<f64, Error> {
     let values = tensor
-        .into_data()
+        .try_into_data()
+        .map_err(device_error)?
         .convert::<f64>()
         .try_to_vec::<f64>()
         .map_err(|e| Error::Device(format!("{e:?}")))?;
