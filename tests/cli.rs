@@ -41,6 +41,13 @@ impl Env {
         }
     }
 
+    /// A directory holding `small.toml` (the [`SMALL`] config).
+    fn small() -> Self {
+        let env = Self::new();
+        env.write("small.toml", SMALL);
+        env
+    }
+
     fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
@@ -118,8 +125,7 @@ fn num(v: &Value, key: &str) -> f64 {
 
 #[test]
 fn train_writes_the_run_directory_with_one_snapshot_per_epoch() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let run = env.run(&["train", "--config", "small.toml"]);
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
     assert!(
@@ -197,8 +203,7 @@ fn train_writes_the_run_directory_with_one_snapshot_per_epoch() {
 
 #[test]
 fn a_second_run_with_the_same_name_does_not_touch_the_first() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let args = [
         "train",
         "--config",
@@ -225,8 +230,7 @@ fn a_second_run_with_the_same_name_does_not_touch_the_first() {
 
 #[test]
 fn overrides_and_out_dir_apply() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let run = env.run(&[
         "train",
         "--config",
@@ -337,8 +341,7 @@ fn malformed_csv_exits_2_naming_line_and_column() {
 
 #[test]
 fn cuda_without_a_driver_or_feature_is_a_clean_error() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let run = env.run(&[
         "train",
         "--config",
@@ -361,8 +364,7 @@ fn cuda_without_a_driver_or_feature_is_a_clean_error() {
 
 #[test]
 fn a_diverging_run_keeps_its_snapshots_and_says_why() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let run = env.run(&[
         "train",
         "--config",
@@ -438,8 +440,7 @@ fn every_shipped_config_validates() {
 fn accumulation_lowers_the_peak_where_activations_dominate() {
     // A narrow model with a large batch: activations (batch x width) dwarf the weights
     // (width x width), so four micro-batches of 512 need far less than one batch of 2048.
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let peak = |batch: &str, steps: &str| {
         let name = format!("run.name=b{batch}x{steps}");
         let run = env.run(&[
@@ -478,8 +479,7 @@ fn accumulation_lowers_the_peak_where_activations_dominate() {
 fn accumulation_through_the_cli_follows_the_large_batch_run() {
     // Same samples in the same order, grouped 4 x 64 or 1 x 256: every update is the same, so
     // the epoch's mean training loss and the validation results agree.
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let run = |name: &str, batch: &str, steps: &str| {
         let run = env.run(&[
             "train",
@@ -558,8 +558,7 @@ fn epoch_losses(snaps: &[Value]) -> Vec<f64> {
 
 #[test]
 fn memory_limit_fails_with_exit_3_or_shrinks_to_the_same_effective_batch() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     // Measure first, so the limit sits between the two layouts on any machine.
     let (_, full) = wide_batch_run(&env, "full", &[]);
     let (_, halved) = wide_batch_run(
@@ -662,8 +661,7 @@ fn memory_limit_fails_with_exit_3_or_shrinks_to_the_same_effective_batch() {
 
 #[test]
 fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let run = env.run(&[
         "train",
         "--config",
@@ -689,8 +687,7 @@ fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
 
 #[test]
 fn preallocate_on_flex_is_refused_with_the_reason() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     env.run(&[
         "train",
         "--config",
@@ -711,8 +708,7 @@ fn preallocate_on_flex_is_refused_with_the_reason() {
 
 #[test]
 fn sweep_gives_memory_back_between_runs_and_shows_it_kept_with_never() {
-    let env = Env::new();
-    env.write("small.toml", SMALL);
+    let env = Env::small();
     let sweep = |clear: &str| {
         let run = env.run(&[
             "sweep",
