@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, Override, RunConfig};
+use crate::config::{self, ClearPolicy, Override, RunConfig};
 use crate::memory::format_bytes;
 use crate::report::{Event, Snapshot};
 use crate::train::{EpochProgress, Observer};
@@ -126,10 +126,13 @@ fn run(cli: Cli) -> Result<(), Error> {
                 })
             })?;
             println!("{}", crate::sweep::table(&rows));
+            let clear = match resolved.memory.clear {
+                ClearPolicy::Never => "never",
+                ClearPolicy::BetweenRuns => "between_runs",
+                ClearPolicy::EveryEpoch => "every_epoch",
+            };
             println!(
-                "sweep: {} runs with memory.clear = {:?}; {}",
-                runs,
-                resolved.memory.clear,
+                "sweep: {runs} runs with memory.clear = \"{clear}\"; {}",
                 dir.display()
             );
             Ok(())
