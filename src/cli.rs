@@ -19,8 +19,11 @@ use crate::{Error, Trainer};
 #[command(
     after_help = "Examples:\n  tidemark train --config configs/quickstart.toml\n  \
     tidemark train --config configs/quickstart.toml --set train.batch_size=64 --set train.accumulation_steps=4\n  \
-    tidemark validate --config configs/accumulation.toml\n\n\
-    Exit codes: 0 success, 2 bad usage, config, device choice or data file, 1 any other failure."
+    tidemark validate --config configs/accumulation.toml\n  \
+    tidemark sweep --config configs/sweep.toml --runs 20\n  \
+    tidemark report runs/quickstart\n\n\
+    Exit codes: 0 success, 2 bad usage, config, device choice or data file, 3 memory limit \
+    exceeded or device out of memory, 1 any other failure."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -54,6 +57,12 @@ enum Command {
         /// Show every run's epochs, not just one line per run.
         #[arg(long, short)]
         verbose: bool,
+    },
+    /// Redraw a run's memory.svg from its snapshots and print a short summary of the run.
+    Report {
+        /// The run directory (holds snapshots.jsonl).
+        #[arg(value_name = "RUN_DIR")]
+        run_dir: PathBuf,
     },
     /// Check a config file (and overrides) without training; prints the resolved config.
     Validate {
@@ -104,6 +113,10 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
+        Command::Report { run_dir } => {
+            print!("{}", crate::report::report(&run_dir)?);
+            Ok(())
+        }
         Command::Validate { config } => {
             let resolved = config.load(vec![])?;
             println!("{}: ok", config.config.display());

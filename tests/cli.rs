@@ -6,6 +6,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+// The library-level tests below read host memory, as the binary does.
+#[global_allocator]
+static ALLOC: tidemark::memory::CountingAllocator = tidemark::memory::CountingAllocator::new();
+
 /// A temporary working directory with helpers to write configs and run the CLI in it.
 struct Env {
     dir: tempfile::TempDir,
@@ -957,4 +961,111 @@ batch_size = 128
             num(&cleared[1], "reserved_at_end")
         );
     }
+}
+
+#[test]
+fn every_run_draws_memory_svg_and_report_redraws_it() {
+    let env = Env::small();
+    let run = env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--quiet",
+        "--set",
+        "memory.limit=\"1GiB\"",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let svg_path = env.path("runs/small/memory.svg");
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    for text in [
+        "small: memory per epoch (host)",
+        "in use",
+        "reserved",
+        "peak in use",
+        "limit 1024.0 MiB",
+        "cleanup",
+    ] {
+        assert!(svg.contains(text), "{text} missing from memory.svg");
+    }
+    std::fs::remove_file(&svg_path).unwrap();
+    let report = env.run(&["report", "runs/small"]);
+    assert_eq!(report.code(), 0, "{}", report.stderr());
+    let out = report.stdout();
+    for text in [
+        "run small (runs/small): completed",
+        "3 epochs, 90 steps",
+        "memory cleanup (epoch 3)",
+        "growth alarm: none",
+        "wrote runs/small/memory.svg",
+    ] {
+        assert!(out.contains(text), "{text} missing from: {out}");
+    }
+    assert!(svg_path.is_file(), "report redraws the picture");
+    env.run(&["report", "runs/nothing"])
+        .fails_with(1, &["runs/nothing/snapshots.jsonl"]);
+}
+
+/// A user callback that keeps 4 MiB alive per epoch, like a loop that keeps every epoch's
+/// outputs in a list.
+#[derive(Default)]
+struct Leaky {
+    kept: Vec<Vec<u8>>,
+    messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl tidemark::train::Observer for Leaky {
+    fn message(&mut self, text: &str) {
+        self.messages.lock().unwrap().push(text.to_string());
+    }
+    fn snapshot(&mut self, s: &tidemark::report::Snapshot) {
+        if s.event == tidemark::report::Event::Epoch {
+            self.kept.push(std::hint::black_box(vec![1u8; 4 << 20]));
+        }
+    }
+}
+
+#[test]
+fn the_growth_alarm_catches_a_leak_after_epoch_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str| {
+        tidemark::config::ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .synthetic(1200, 16, 4)
+            .hidden(&[32])
+            .epochs(4)
+            .batch_size(32)
+            .build()
+            .unwrap()
+    };
+    let leaky = Leaky::default();
+    let messages = leaky.messages.clone();
+    let summary = tidemark::Trainer::new(config("leaky"))
+        .observer(leaky)
+        .run()
+        .unwrap();
+    let alarm = summary.growth_alarm.expect("the leak is caught");
+    assert_eq!(alarm.epoch, 2, "caught after epoch 2");
+    let slope = alarm.slope_bytes_per_epoch / (4 << 20) as f64;
+    assert!(
+        (0.9..1.1).contains(&slope),
+        "slope {} bytes/epoch for a 4 MiB/epoch leak",
+        alarm.slope_bytes_per_epoch
+    );
+    assert!(
+        messages.lock().unwrap().iter().any(|m| m.starts_with(
+            "warning: memory in use grew every epoch: about 4.0 MiB per epoch after epoch 2"
+        )),
+        "{:?}",
+        messages.lock().unwrap()
+    );
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(summary.run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(written["growth_alarm"]["epoch"], 2);
+
+    let clean = tidemark::Trainer::new(config("clean")).run().unwrap();
+    assert_eq!(
+        clean.growth_alarm, None,
+        "a run without a leak raises nothing"
+    );
 }

@@ -1,11 +1,18 @@
-//! What a run leaves on disk: `snapshots.jsonl` (one memory snapshot per line) and
-//! `summary.json`.
+//! What a run leaves on disk: `snapshots.jsonl` (one memory snapshot per line),
+//! `summary.json` and `memory.svg`, and the growth alarm that watches in-use memory epoch by
+//! epoch.
 
+mod growth;
+mod plot;
 mod snapshots;
 mod summary;
+mod text;
 
+pub use growth::{check_growth, GrowthAlarm};
+pub use plot::render_memory_svg;
 pub use snapshots::{read_snapshots, Event, Retained, Snapshot, SnapshotWriter};
 pub use summary::{RunStatus, RunSummary};
+pub use text::report;
 
 use std::path::Path;
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::growth::GrowthAlarm;
 use super::snapshots::Retained;
 use crate::memory::MemorySource;
 
@@ -67,6 +68,10 @@ pub struct RunSummary {
     /// What the run kept after releasing everything (see the `run_end` event).
     #[serde(default, skip_serializing_if = "Option::is_none", flatten)]
     pub retained: Option<Retained>,
+    /// The memory limit in bytes, if one was set.
+    pub limit_bytes: Option<u64>,
+    /// Raised when in-use memory rose epoch after epoch (a leak), with its slope.
+    pub growth_alarm: Option<GrowthAlarm>,
     /// The latest complete checkpoint.
     pub checkpoint: Option<PathBuf>,
     /// Wall time of the run.

@@ -27,7 +27,8 @@ use crate::memory::{
 };
 use crate::model::Model;
 use crate::report::{
-    write_atomic, Event, Retained, RunStatus, RunSummary, Snapshot, SnapshotWriter,
+    check_growth, read_snapshots, render_memory_svg, write_atomic, Event, Retained, RunStatus,
+    RunSummary, Snapshot, SnapshotWriter,
 };
 
 /// Trains one run.
@@ -70,8 +71,10 @@ impl Trainer {
         let device = backend::select(&config.device)?;
         let mut probe = MemoryProbe::new(&device);
         let source = probe.source();
-        let policies = Policies::from_config(&config.memory, device_total_memory(&device, source))
+        let total = device_total_memory(&device, source);
+        let policies = Policies::from_config(&config.memory, total)
             .map_err(|message| memory_config_error(&message))?;
+        let limit_bytes = config.memory.limit.and_then(|size| size.resolve(total));
         if config.memory.policy == MemoryPolicyKind::Preallocate && source == MemorySource::Host {
             return Err(memory_config_error(&format!(
                 "memory.policy = \"preallocate\" needs a backend with device memory pools (cuda, \
@@ -114,6 +117,7 @@ impl Trainer {
             baseline,
             rss_before,
             factor: 1,
+            epoch_in_use: Vec::new(),
             started,
             summary: RunSummary {
                 name: config.run.name.clone(),
@@ -139,6 +143,8 @@ impl Trainer {
                 device_init_bytes: baseline.bytes_in_use as i64
                     - before_warm_up.bytes_in_use as i64,
                 retained: None,
+                limit_bytes,
+                growth_alarm: None,
                 checkpoint: None,
                 wall_time_s: 0.0,
             },
@@ -148,6 +154,7 @@ impl Trainer {
         let result = run.train(&device, dataset);
         let finished = run.finish();
         let result = result.and(finished);
+        run.draw_memory();
         if let Err(e) = &result {
             run.summary.status = RunStatus::Failed(e.to_string());
         }
@@ -201,6 +208,8 @@ struct Run<'a> {
     rss_before: u64,
     /// Each loader batch is split into this many micro-batches (doubled by `shrink`).
     factor: usize,
+    /// Bytes in use after each epoch, for the growth alarm.
+    epoch_in_use: Vec<u64>,
     started: Instant,
     summary: RunSummary,
 }
@@ -376,6 +385,7 @@ impl Run<'_> {
                 s.val_accuracy = Some(eval.accuracy);
                 s.samples_per_sec = Some(sps);
             })?;
+            self.watch_growth(usage.bytes_in_use);
             self.summary.checkpoint =
                 Some(
                     self.checkpointer
@@ -428,6 +438,47 @@ impl Run<'_> {
         after.peak_bytes_in_use = peak;
         self.summary.retained = Some(retained);
         self.snapshot(Event::RunEnd, epoch, after, |s| s.retained = Some(retained))
+    }
+
+    /// Raises (once) and updates the growth alarm from the epoch-end in-use figures.
+    fn watch_growth(&mut self, in_use: u64) {
+        self.epoch_in_use.push(in_use);
+        let Some(mut alarm) = check_growth(&self.epoch_in_use) else {
+            return;
+        };
+        if let Some(raised) = self.summary.growth_alarm {
+            // Keep the epoch it was first raised at; refresh the slope.
+            alarm.epoch = raised.epoch;
+        } else {
+            self.observer.message(&format!(
+                "warning: memory in use grew every epoch: about {} per epoch after epoch {} \
+                 (something keeps tensors or outputs alive across epochs)",
+                format_bytes(alarm.slope_bytes_per_epoch.max(0.0) as u64),
+                alarm.epoch
+            ));
+        }
+        self.summary.growth_alarm = Some(alarm);
+    }
+
+    /// Draws `memory.svg` from the snapshots on disk. A picture that cannot be drawn is
+    /// reported, not fatal: the snapshots it comes from are intact, and `tidemark report`
+    /// can draw it again.
+    fn draw_memory(&mut self) {
+        let dir = &self.summary.run_dir;
+        let drawn = read_snapshots(&dir.join("snapshots.jsonl"))
+            .map_err(|e| e.to_string())
+            .and_then(|snapshots| {
+                render_memory_svg(
+                    &snapshots,
+                    self.summary.limit_bytes,
+                    &self.summary.name,
+                    &dir.join("memory.svg"),
+                )
+            });
+        if let Err(e) = drawn {
+            self.observer
+                .message(&format!("warning: memory.svg not drawn: {e}"));
+        }
     }
 
     /// Looks at memory inside a step; a breach of the limit stops the step.

@@ -1,0 +1,235 @@
+//! `memory.svg`: memory per epoch, one picture per run, drawn with plotters.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::snapshots::{Event, Snapshot};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Reads one memory figure from a snapshot.
+type Figure = fn(&Snapshot) -> u64;
+
+/// Where each snapshot sits on the x axis: `run_start` at 0, epoch `e` at `e`, `run_end` half an
+/// epoch after the last, and a memory action a quarter after the snapshot before it.
+fn positions(snapshots: &[Snapshot]) -> Vec<f64> {
+    let mut last = 0.0;
+    snapshots
+        .iter()
+        .map(|s| {
+            let x = match s.event {
+                Event::RunStart => 0.0,
+                Event::Epoch => s.epoch as f64,
+                Event::RunEnd => s.epoch as f64 + 0.5,
+                Event::MemoryAction => return last + 0.25,
+            };
+            last = x;
+            x
+        })
+        .collect()
+}
+
+/// Draws in-use, reserved and peak memory per epoch, marks memory actions, and draws `limit`
+/// as a horizontal line. Writes an SVG to `path`.
+pub fn render_memory_svg(
+    snapshots: &[Snapshot],
+    limit: Option<u64>,
+    title: &str,
+    path: &Path,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let xs = positions(snapshots);
+    let figures: Vec<(f64, &Snapshot)> = xs
+        .iter()
+        .copied()
+        .zip(snapshots)
+        .filter(|(_, s)| s.event != Event::MemoryAction)
+        .collect();
+    let actions: Vec<(f64, &Snapshot)> = xs
+        .iter()
+        .copied()
+        .zip(snapshots)
+        .filter(|(_, s)| s.event == Event::MemoryAction)
+        .collect();
+    let x_max = xs.iter().copied().fold(1.0, f64::max) + 0.25;
+    let y_max = snapshots
+        .iter()
+        .flat_map(|s| [s.memory.bytes_reserved, s.memory.peak_bytes_in_use])
+        .chain(limit)
+        .max()
+        .unwrap_or(1) as f64
+        / MIB
+        * 1.15;
+
+    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let source = snapshots
+        .first()
+        .map_or("".into(), |s| s.memory.source.to_string());
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{title}: memory per epoch ({source})"),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.25f64..x_max, 0f64..y_max.max(0.1))
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("epoch (0 = run start; last point = after release)")
+        .x_labels(((x_max.ceil() as usize) * 2 + 2).min(40))
+        .x_label_formatter(&|x| {
+            if x.fract() == 0.0 && *x >= 0.0 {
+                format!("{x:.0}")
+            } else {
+                String::new()
+            }
+        })
+        .y_desc("MiB")
+        .draw()
+        .map_err(|e| err(&e))?;
+
+    let blue = RGBColor(31, 119, 180);
+    let orange = RGBColor(255, 127, 14);
+    let red = RGBColor(214, 39, 40);
+    let series: [(&str, RGBColor, Figure); 3] = [
+        ("in use", blue, |s| s.memory.bytes_in_use),
+        ("reserved", orange, |s| s.memory.bytes_reserved),
+        ("peak in use", red, |s| s.memory.peak_bytes_in_use),
+    ];
+    for (name, color, value) in series {
+        let points: Vec<(f64, f64)> = figures
+            .iter()
+            .map(|(x, s)| (*x, value(s) as f64 / MIB))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+            .map_err(|e| err(&e))?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(
+                points
+                    .into_iter()
+                    .map(|p| Circle::new(p, 3, color.filled())),
+            )
+            .map_err(|e| err(&e))?;
+    }
+    if let Some(limit) = limit {
+        let y = limit as f64 / MIB;
+        chart
+            .draw_series(LineSeries::new(
+                vec![(-0.25, y), (x_max, y)],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(|e| err(&e))?
+            .label(format!("limit {:.1} MiB", y))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
+    }
+    let grey = RGBColor(120, 120, 120);
+    for (x, s) in &actions {
+        chart
+            .draw_series(LineSeries::new(
+                vec![(*x, 0.0), (*x, y_max * 0.92)],
+                grey.stroke_width(1),
+            ))
+            .map_err(|e| err(&e))?;
+        let label = s.action.as_deref().unwrap_or("action");
+        chart
+            .draw_series(std::iter::once(Text::new(
+                label.to_string(),
+                (*x, y_max * 0.95),
+                ("sans-serif", 13).into_font().color(&grey),
+            )))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{MemorySource, MemoryUsage};
+
+    fn snap(event: Event, epoch: usize, in_use: u64, action: Option<&str>) -> Snapshot {
+        Snapshot {
+            event,
+            epoch,
+            step: 0,
+            loss: None,
+            val_loss: None,
+            val_accuracy: None,
+            samples_per_sec: None,
+            memory: MemoryUsage {
+                bytes_in_use: in_use,
+                bytes_reserved: in_use * 2,
+                peak_bytes_in_use: in_use * 3 / 2,
+                bytes_padding: 0,
+                source: MemorySource::Host,
+            },
+            rss_bytes: None,
+            micro_batch: 8,
+            accumulation_steps: 1,
+            action: action.map(String::from),
+            detail: None,
+            retained: None,
+            elapsed_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn actions_sit_between_the_snapshots_around_them() {
+        let s = [
+            snap(Event::MemoryAction, 0, 1, Some("reserve")),
+            snap(Event::RunStart, 0, 1, None),
+            snap(Event::MemoryAction, 1, 1, Some("shrink")),
+            snap(Event::Epoch, 1, 1, None),
+            snap(Event::Epoch, 2, 1, None),
+            snap(Event::MemoryAction, 2, 1, Some("cleanup")),
+            snap(Event::RunEnd, 2, 1, None),
+        ];
+        assert_eq!(positions(&s), vec![0.25, 0.0, 0.25, 1.0, 2.0, 2.25, 2.5]);
+    }
+
+    #[test]
+    fn writes_an_svg_with_series_legend_limit_and_actions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.svg");
+        let s = [
+            snap(Event::RunStart, 0, 10 << 20, None),
+            snap(Event::Epoch, 1, 20 << 20, None),
+            snap(Event::MemoryAction, 1, 20 << 20, Some("cleanup")),
+            snap(Event::RunEnd, 1, 5 << 20, None),
+        ];
+        render_memory_svg(&s, Some(64 << 20), "t", &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg"));
+        for text in [
+            "in use",
+            "reserved",
+            "peak in use",
+            "limit 64.0 MiB",
+            "cleanup",
+            "t: memory per epoch (host)",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        assert!(
+            svg.matches("<polyline").count() >= 4,
+            "three series and the limit"
+        );
+    }
+}

@@ -1,0 +1,114 @@
+//! `tidemark report RUN_DIR`: redraws `memory.svg` from a run's files and describes the run in
+//! a few lines. Works on a run that died: only `snapshots.jsonl` is required.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::growth::check_growth;
+use super::plot::render_memory_svg;
+use super::snapshots::{read_snapshots, Event};
+use super::summary::{RunStatus, RunSummary};
+use crate::error::Error;
+use crate::memory::format_bytes;
+
+/// Redraws `<run_dir>/memory.svg` and returns a text summary of the run.
+pub fn report(run_dir: &Path) -> Result<String, Error> {
+    let path = run_dir.join("snapshots.jsonl");
+    let snapshots = read_snapshots(&path).map_err(|e| Error::io(&path, e))?;
+    // The summary is missing if the process was killed; the snapshots are enough.
+    let summary: Option<RunSummary> = std::fs::read(run_dir.join("summary.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let name = summary.as_ref().map_or_else(
+        || {
+            run_dir
+                .file_name()
+                .map_or("run".into(), |n| n.to_string_lossy().into_owned())
+        },
+        |s| s.name.clone(),
+    );
+    let svg = run_dir.join("memory.svg");
+    render_memory_svg(
+        &snapshots,
+        summary.as_ref().and_then(|s| s.limit_bytes),
+        &name,
+        &svg,
+    )
+    .map_err(|e| Error::Device(format!("drawing {e}")))?;
+
+    let mut out = String::new();
+    let epochs: Vec<_> = snapshots
+        .iter()
+        .filter(|s| s.event == Event::Epoch)
+        .collect();
+    let status = match summary.as_ref().map(|s| &s.status) {
+        Some(RunStatus::Completed) => "completed".to_string(),
+        Some(RunStatus::Failed(e)) => format!("failed: {e}"),
+        None => "no summary.json (the run did not finish)".to_string(),
+    };
+    let _ = writeln!(out, "run {name} ({}): {status}", run_dir.display());
+    if let (Some(first), Some(last)) = (epochs.first(), epochs.last()) {
+        let _ = writeln!(
+            out,
+            "{} epochs, {} steps; loss {} -> {}; val accuracy {}",
+            last.epoch,
+            last.step,
+            first.loss.map_or("-".into(), |l| format!("{l:.4}")),
+            last.loss.map_or("-".into(), |l| format!("{l:.4}")),
+            last.val_accuracy
+                .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{:>6}  {:>11}  {:>11}  {:>11}",
+        "epoch", "in use", "peak", "reserved"
+    );
+    for s in &epochs {
+        let _ = writeln!(
+            out,
+            "{:>6}  {:>11}  {:>11}  {:>11}",
+            s.epoch,
+            format_bytes(s.memory.bytes_in_use),
+            format_bytes(s.memory.peak_bytes_in_use),
+            format_bytes(s.memory.bytes_reserved)
+        );
+    }
+    for s in snapshots.iter().filter(|s| s.event == Event::MemoryAction) {
+        let _ = writeln!(
+            out,
+            "memory {} (epoch {}): {}",
+            s.action.as_deref().unwrap_or("action"),
+            s.epoch,
+            s.detail.as_deref().unwrap_or("")
+        );
+    }
+    if let Some(r) = snapshots.iter().rev().find_map(|s| s.retained) {
+        let signed = |b: i64| {
+            let sign = if b < 0 { "-" } else { "+" };
+            format!("{sign}{}", format_bytes(b.unsigned_abs()))
+        };
+        let _ = writeln!(
+            out,
+            "after release: {} in use, {} reserved against the pre-run baseline",
+            signed(r.retained_bytes_in_use),
+            signed(r.retained_bytes_reserved)
+        );
+    }
+    let in_use: Vec<u64> = epochs.iter().map(|s| s.memory.bytes_in_use).collect();
+    match check_growth(&in_use) {
+        Some(alarm) => {
+            let _ = writeln!(
+                out,
+                "growth alarm: in use rose every epoch, about {} per epoch (raised at epoch {})",
+                format_bytes(alarm.slope_bytes_per_epoch.max(0.0) as u64),
+                alarm.epoch
+            );
+        }
+        None => {
+            let _ = writeln!(out, "growth alarm: none");
+        }
+    }
+    let _ = writeln!(out, "wrote {}", svg.display());
+    Ok(out)
+}
