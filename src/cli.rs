@@ -21,6 +21,7 @@ use crate::{Error, Trainer};
     tidemark train --config configs/quickstart.toml --set train.batch_size=64 --set train.accumulation_steps=4\n  \
     tidemark validate --config configs/accumulation.toml\n  \
     tidemark sweep --config configs/sweep.toml --runs 20\n  \
+    tidemark compare --config configs/quickstart.toml --policies growth,preallocate,limit\n  \
     tidemark report runs/quickstart\n\n\
     Exit codes: 0 success, 2 bad usage, config, device choice or data file, 3 memory limit \
     exceeded or device out of memory, 1 any other failure."
@@ -57,6 +58,18 @@ enum Command {
         /// Show every run's epochs, not just one line per run.
         #[arg(long, short)]
         verbose: bool,
+    },
+    /// Train the config under several memory policies and compare their cost in one table
+    /// (compare.md, compare.json) and one chart (compare.svg).
+    Compare {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Comma-separated: growth, preallocate, limit, shrink, never.
+        #[arg(long, value_name = "LIST", default_value = "growth,preallocate,limit")]
+        policies: String,
+        /// Directory that holds the comparison directory (overrides run.output_dir).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Redraw a run's memory.svg from its snapshots and print a short summary of the run.
     Report {
@@ -113,6 +126,30 @@ pub fn main() -> i32 {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
+        Command::Compare {
+            config,
+            policies,
+            out,
+        } => {
+            let list = crate::compare::ComparePolicy::parse_list(&policies).map_err(|message| {
+                crate::config::ConfigError {
+                    origin: "--policies".into(),
+                    key: None,
+                    message,
+                }
+            })?;
+            let resolved = config.load(out_override(out))?;
+            let (dir, rows) = crate::compare::compare(&resolved, &list, |policy| {
+                eprintln!("== {}", policy.name());
+                Box::new(Terminal::new(true))
+            })?;
+            println!("{}", crate::compare::table(&rows));
+            println!(
+                "compare: wrote compare.md, compare.json and compare.svg in {}",
+                dir.display()
+            );
+            Ok(())
+        }
         Command::Report { run_dir } => {
             print!("{}", crate::report::report(&run_dir)?);
             Ok(())

@@ -32,6 +32,7 @@
 pub mod backend;
 #[doc(hidden)]
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod data;
 mod error;

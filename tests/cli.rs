@@ -1069,3 +1069,64 @@ fn the_growth_alarm_catches_a_leak_after_epoch_two() {
         "a run without a leak raises nothing"
     );
 }
+
+#[test]
+fn compare_writes_table_json_and_chart_for_each_policy() {
+    let env = Env::small();
+    let run = env.run(&[
+        "compare",
+        "--config",
+        "small.toml",
+        "--policies",
+        "growth,preallocate,limit",
+        "--set",
+        "train.epochs=2",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let dir = env.path("runs/small-compare");
+    let md = std::fs::read_to_string(dir.join("compare.md")).unwrap();
+    assert!(
+        md.starts_with("| policy | samples/s | peak in use | peak reserved | fragmentation |"),
+        "{md}"
+    );
+    assert_eq!(
+        md.lines().count(),
+        2 + 3,
+        "header and one row per policy: {md}"
+    );
+    assert!(
+        md.contains("| preallocate | - |")
+            && md.contains("needs a backend with device memory pools"),
+        "{md}"
+    );
+    let rows: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("compare.json")).unwrap()).unwrap();
+    let by = |p: &str| rows.iter().find(|r| r["policy"] == p).unwrap().clone();
+    let (growth, limit) = (by("growth"), by("limit"));
+    assert_eq!(growth["status"], "completed");
+    assert_eq!(limit["status"], "completed");
+    // Without a limit in the config, "limit" is 125% of the growth run's peak: a limit that fits.
+    let expected = (num(&growth, "peak_bytes_in_use") * 1.25) as u64;
+    assert_eq!(limit["limit_bytes"].as_u64(), Some(expected));
+    let svg = std::fs::read_to_string(dir.join("compare.svg")).unwrap();
+    for text in [
+        "growth",
+        "limit: limit",
+        "small: memory per epoch by policy (host",
+    ] {
+        assert!(svg.contains(text), "{text} missing from compare.svg");
+    }
+    assert!(
+        run.stdout().contains("| growth |"),
+        "the table is printed: {}",
+        run.stdout()
+    );
+    env.run(&[
+        "compare",
+        "--config",
+        "small.toml",
+        "--policies",
+        "growth,turbo",
+    ])
+    .fails_with(2, &["--policies: unknown policy \"turbo\""]);
+}

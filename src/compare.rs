@@ -1,0 +1,402 @@
+//! `tidemark compare`: the same config under several memory policies, one after another, with
+//! a table (`compare.md`, `compare.json`) and a chart (`compare.svg`) of what each costs.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use serde::Serialize;
+
+use crate::config::{ClearPolicy, MemoryPolicyKind, MemorySize, OnLimit, RunConfig};
+use crate::error::Error;
+use crate::memory::format_bytes;
+use crate::report::{read_snapshots, write_atomic, Event, Snapshot};
+use crate::train::{Observer, Trainer};
+
+/// A policy to compare, by the name used on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComparePolicy {
+    /// Allocate on demand.
+    Growth,
+    /// Reserve up front (`memory.preallocate`, or 0.75 of the device).
+    Preallocate,
+    /// A limit the run fits in: the config's `memory.limit`, or 125% of the growth run's peak.
+    Limit,
+    /// A limit the run does not fit in, with `on_limit = "shrink"`: halfway between what the
+    /// growth run held at rest (in use after an epoch) and its peak.
+    Shrink,
+    /// Growth with `clear = "never"`: nothing released after the run.
+    Never,
+}
+
+impl ComparePolicy {
+    /// Parses a comma-separated list such as `growth,preallocate,limit`.
+    pub fn parse_list(text: &str) -> Result<Vec<Self>, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|name| match name {
+                "growth" => Ok(Self::Growth),
+                "preallocate" => Ok(Self::Preallocate),
+                "limit" => Ok(Self::Limit),
+                "shrink" => Ok(Self::Shrink),
+                "never" => Ok(Self::Never),
+                other => Err(format!(
+                    "unknown policy \"{other}\" (expected growth, preallocate, limit, shrink, never)"
+                )),
+            })
+            .collect()
+    }
+
+    /// The name used on the command line and in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Growth => "growth",
+            Self::Preallocate => "preallocate",
+            Self::Limit => "limit",
+            Self::Shrink => "shrink",
+            Self::Never => "never",
+        }
+    }
+}
+
+/// One policy's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRow {
+    /// The policy.
+    pub policy: ComparePolicy,
+    /// `completed`, or why the policy did not run or did not finish.
+    pub status: String,
+    /// The run directory, if the run started.
+    pub run_dir: Option<PathBuf>,
+    /// Mean training throughput.
+    pub samples_per_sec: Option<f64>,
+    /// Highest epoch peak in use.
+    pub peak_bytes_in_use: u64,
+    /// Highest reserved figure.
+    pub peak_bytes_reserved: u64,
+    /// 1 − in use / reserved, in the epoch with the highest peak.
+    pub fragmentation: Option<f64>,
+    /// Bytes in use after the run released its memory, against before it.
+    pub retained_bytes_in_use: Option<i64>,
+    /// Bytes reserved after the release, against before the run.
+    pub retained_bytes_reserved: Option<i64>,
+    /// The limit in force, if any.
+    pub limit_bytes: Option<u64>,
+    /// Final micro-batch (smaller than configured if the limit shrank it).
+    pub micro_batch: Option<usize>,
+    /// Final validation accuracy.
+    pub val_accuracy: Option<f64>,
+}
+
+/// Runs `config` under each of `policies`, inside `<output_dir>/<name>-compare/`, and writes
+/// the table and chart there. The growth run, which sizes the limits, always runs first.
+pub fn compare(
+    config: &RunConfig,
+    policies: &[ComparePolicy],
+    mut observer: impl FnMut(ComparePolicy) -> Box<dyn Observer>,
+) -> Result<(PathBuf, Vec<CompareRow>), Error> {
+    let dir = config
+        .run
+        .output_dir
+        .join(format!("{}-compare", config.run.name));
+    let mut order: Vec<ComparePolicy> = vec![ComparePolicy::Growth];
+    order.extend(policies.iter().filter(|p| **p != ComparePolicy::Growth));
+    // (peak in use, in use at the end of the last epoch) of the growth run.
+    let mut growth: Option<(u64, u64)> = None;
+    let mut rows = Vec::new();
+    let mut series = Vec::new();
+    for policy in order {
+        let mut cfg = config.clone();
+        cfg.run.output_dir = dir.clone();
+        cfg.run.name = policy.name().into();
+        cfg.memory.policy = MemoryPolicyKind::Growth;
+        cfg.memory.limit = None;
+        cfg.memory.on_limit = OnLimit::Fail;
+        cfg.memory.clear = ClearPolicy::BetweenRuns;
+        let peak_share =
+            |share: f64| growth.map(|(peak, _)| MemorySize::Bytes((peak as f64 * share) as u64));
+        match policy {
+            ComparePolicy::Growth => {}
+            ComparePolicy::Preallocate => cfg.memory.policy = MemoryPolicyKind::Preallocate,
+            ComparePolicy::Limit => cfg.memory.limit = config.memory.limit.or(peak_share(1.25)),
+            ComparePolicy::Shrink => {
+                cfg.memory.limit = growth
+                    .map(|(peak, rest)| MemorySize::Bytes(rest + peak.saturating_sub(rest) / 2));
+                cfg.memory.on_limit = OnLimit::Shrink;
+            }
+            ComparePolicy::Never => cfg.memory.clear = ClearPolicy::Never,
+        }
+        if cfg.memory.policy == MemoryPolicyKind::Preallocate && cfg.memory.preallocate.is_none() {
+            cfg.memory.preallocate = Some(MemorySize::Fraction(0.75));
+        }
+        let outcome = Trainer::new(cfg)
+            .observer(BoxedObserver(observer(policy)))
+            .run();
+        let row = match outcome {
+            Ok(summary) => {
+                let snapshots = read_snapshots(&summary.run_dir.join("snapshots.jsonl"))
+                    .map_err(|e| Error::io(summary.run_dir.join("snapshots.jsonl"), e))?;
+                let worst = snapshots
+                    .iter()
+                    .filter(|s| s.event == Event::Epoch)
+                    .max_by_key(|s| s.memory.peak_bytes_in_use);
+                if policy == ComparePolicy::Growth {
+                    let rest = snapshots
+                        .iter()
+                        .rfind(|s| s.event == Event::Epoch)
+                        .map_or(0, |s| s.memory.bytes_in_use);
+                    growth = Some((summary.peak_bytes_in_use, rest));
+                }
+                series.push((policy, summary.limit_bytes, snapshots.clone()));
+                CompareRow {
+                    policy,
+                    status: "completed".into(),
+                    run_dir: Some(summary.run_dir.clone()),
+                    samples_per_sec: summary.samples_per_sec,
+                    peak_bytes_in_use: summary.peak_bytes_in_use,
+                    peak_bytes_reserved: summary.peak_bytes_reserved,
+                    fragmentation: worst.map(|s| {
+                        1.0 - s.memory.peak_bytes_in_use.min(s.memory.bytes_reserved) as f64
+                            / s.memory.bytes_reserved.max(1) as f64
+                    }),
+                    retained_bytes_in_use: summary.retained.map(|r| r.retained_bytes_in_use),
+                    retained_bytes_reserved: summary.retained.map(|r| r.retained_bytes_reserved),
+                    limit_bytes: summary.limit_bytes,
+                    micro_batch: Some(summary.micro_batch),
+                    val_accuracy: summary.final_val_accuracy,
+                }
+            }
+            // A policy the backend cannot apply, or a run the limit stopped, is a result too.
+            Err(e @ (Error::Config(_) | Error::Limit(_) | Error::OutOfMemory { .. })) => {
+                CompareRow {
+                    policy,
+                    status: e.to_string(),
+                    run_dir: None,
+                    samples_per_sec: None,
+                    peak_bytes_in_use: 0,
+                    peak_bytes_reserved: 0,
+                    fragmentation: None,
+                    retained_bytes_in_use: None,
+                    retained_bytes_reserved: None,
+                    limit_bytes: None,
+                    micro_batch: None,
+                    val_accuracy: None,
+                }
+            }
+            Err(e) => return Err(e),
+        };
+        if policies.contains(&policy) {
+            rows.push(row);
+        } else {
+            series.retain(|(p, _, _)| *p != policy);
+        }
+    }
+    let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
+    let write = |name: &str, bytes: &[u8]| {
+        write_atomic(&dir.join(name), bytes).map_err(|e| Error::io(dir.join(name), e))
+    };
+    write("compare.json", &json)?;
+    write("compare.md", table(&rows).as_bytes())?;
+    chart(&series, &config.run.name, &dir.join("compare.svg"))
+        .map_err(|e| Error::Device(format!("drawing {e}")))?;
+    Ok((dir, rows))
+}
+
+struct BoxedObserver(Box<dyn Observer>);
+
+impl Observer for BoxedObserver {
+    fn message(&mut self, text: &str) {
+        self.0.message(text)
+    }
+    fn step(&mut self, progress: &crate::train::EpochProgress) {
+        self.0.step(progress)
+    }
+    fn snapshot(&mut self, snapshot: &Snapshot) {
+        self.0.snapshot(snapshot)
+    }
+}
+
+fn opt_bytes(b: Option<u64>) -> String {
+    b.map_or("-".into(), format_bytes)
+}
+
+fn signed(b: Option<i64>) -> String {
+    b.map_or("-".into(), |b| {
+        let sign = if b < 0 { "-" } else { "+" };
+        format!("{sign}{}", format_bytes(b.unsigned_abs()))
+    })
+}
+
+/// The comparison as a Markdown table.
+pub fn table(rows: &[CompareRow]) -> String {
+    let mut out = String::from(
+        "| policy | samples/s | peak in use | peak reserved | fragmentation | retained in use | \
+         retained reserved | limit | micro-batch | val accuracy | status |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let ran = r.run_dir.is_some();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.policy.name(),
+            r.samples_per_sec.map_or("-".into(), |s| format!("{s:.0}")),
+            if ran {
+                format_bytes(r.peak_bytes_in_use)
+            } else {
+                "-".into()
+            },
+            if ran {
+                format_bytes(r.peak_bytes_reserved)
+            } else {
+                "-".into()
+            },
+            r.fragmentation
+                .map_or("-".into(), |f| format!("{:.1}%", f * 100.0)),
+            signed(r.retained_bytes_in_use),
+            signed(r.retained_bytes_reserved),
+            opt_bytes(r.limit_bytes),
+            r.micro_batch.map_or("-".into(), |m| m.to_string()),
+            r.val_accuracy
+                .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
+            r.status.replace('|', "/"),
+        );
+    }
+    out
+}
+
+/// Peak in use per epoch, one line per policy, and each limit as a horizontal line.
+fn chart(
+    series: &[(ComparePolicy, Option<u64>, Vec<Snapshot>)],
+    name: &str,
+    path: &Path,
+) -> Result<(), String> {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let figure = |snaps: &[Snapshot], reserved: bool| -> Vec<(f64, f64)> {
+        snaps
+            .iter()
+            .filter(|s| matches!(s.event, Event::RunStart | Event::Epoch))
+            .map(|s| {
+                let bytes = if reserved {
+                    s.memory.bytes_reserved
+                } else {
+                    s.memory.peak_bytes_in_use
+                };
+                (s.epoch as f64, bytes as f64 / MIB)
+            })
+            .collect()
+    };
+    let points = |snaps: &[Snapshot]| figure(snaps, false);
+    let x_max = series
+        .iter()
+        .flat_map(|(_, _, s)| points(s))
+        .map(|p| p.0)
+        .fold(1.0, f64::max);
+    let y_max = series
+        .iter()
+        .flat_map(|(_, limit, s)| {
+            points(s)
+                .into_iter()
+                .chain(figure(s, true))
+                .map(|p| p.1)
+                .chain(limit.map(|l| l as f64 / MIB))
+        })
+        .fold(1.0, f64::max)
+        * 1.15;
+    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let source = series
+        .first()
+        .and_then(|(_, _, s)| s.first())
+        .map_or(String::new(), |s| s.memory.source.to_string());
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{name}: memory per epoch by policy ({source}; solid: peak in use, dotted: reserved)"),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.1f64..x_max + 0.1, 0f64..y_max)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("epoch (0 = run start)")
+        .y_desc("MiB")
+        .x_labels(((x_max as usize) + 1).min(40))
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let palette = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+    ];
+    for (i, (policy, limit, snaps)) in series.iter().enumerate() {
+        let color = palette[i % palette.len()];
+        chart
+            .draw_series(LineSeries::new(points(snaps), color.stroke_width(2)))
+            .map_err(|e| err(&e))?
+            .label(policy.name())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(DashedLineSeries::new(
+                figure(snaps, true),
+                2,
+                4,
+                color.stroke_width(2),
+            ))
+            .map_err(|e| err(&e))?;
+        if let Some(limit) = limit {
+            let y = *limit as f64 / MIB;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(-0.1, y), (x_max + 0.1, y)],
+                    8,
+                    5,
+                    color.stroke_width(1),
+                ))
+                .map_err(|e| err(&e))?
+                .label(format!("{}: limit {:.1} MiB", policy.name(), y))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(1))
+                });
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font(("sans-serif", 13))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_lists_parse_and_name_the_bad_one() {
+        assert_eq!(
+            ComparePolicy::parse_list("growth, preallocate,limit").unwrap(),
+            vec![
+                ComparePolicy::Growth,
+                ComparePolicy::Preallocate,
+                ComparePolicy::Limit
+            ]
+        );
+        let err = ComparePolicy::parse_list("growth,magic").unwrap_err();
+        assert!(err.starts_with("unknown policy \"magic\""), "{err}");
+    }
+}
