@@ -74,9 +74,10 @@ pub struct CompareRow {
     pub samples_per_sec: Option<f64>,
     /// Highest epoch peak in use.
     pub peak_bytes_in_use: u64,
-    /// Highest reserved figure.
+    /// Highest reserved figure (on the host, the peak resident set).
     pub peak_bytes_reserved: u64,
-    /// 1 − in use / reserved, in the epoch with the highest peak.
+    /// 1 − peak in use / reserved at the peak: how much of what the run took from the device
+    /// (or, on the host, of its peak resident set) held no live data.
     pub fragmentation: Option<f64>,
     /// Bytes in use after the run released its memory, against before it.
     pub retained_bytes_in_use: Option<i64>,
@@ -138,10 +139,14 @@ pub fn compare(
             Ok(summary) => {
                 let snapshots = read_snapshots(&summary.run_dir.join("snapshots.jsonl"))
                     .map_err(|e| Error::io(summary.run_dir.join("snapshots.jsonl"), e))?;
-                let worst = snapshots
-                    .iter()
-                    .filter(|s| s.event == Event::Epoch)
-                    .max_by_key(|s| s.memory.peak_bytes_in_use);
+                // Reserved at the peak: the pools' high-water mark, or on the host the peak
+                // resident set (epoch-end RSS misses large blocks glibc already unmapped).
+                let peak_reserved = match summary.memory_source {
+                    crate::memory::MemorySource::Host => summary
+                        .peak_bytes_reserved
+                        .max(summary.retained.map_or(0, |r| r.rss_peak_bytes)),
+                    crate::memory::MemorySource::CubeclPool => summary.peak_bytes_reserved,
+                };
                 if policy == ComparePolicy::Growth {
                     let rest = snapshots
                         .iter()
@@ -156,11 +161,11 @@ pub fn compare(
                     run_dir: Some(summary.run_dir.clone()),
                     samples_per_sec: summary.samples_per_sec,
                     peak_bytes_in_use: summary.peak_bytes_in_use,
-                    peak_bytes_reserved: summary.peak_bytes_reserved,
-                    fragmentation: worst.map(|s| {
-                        1.0 - s.memory.peak_bytes_in_use.min(s.memory.bytes_reserved) as f64
-                            / s.memory.bytes_reserved.max(1) as f64
-                    }),
+                    peak_bytes_reserved: peak_reserved,
+                    fragmentation: Some(
+                        1.0 - summary.peak_bytes_in_use.min(peak_reserved) as f64
+                            / peak_reserved.max(1) as f64,
+                    ),
                     retained_bytes_in_use: summary.retained.map(|r| r.retained_bytes_in_use),
                     retained_bytes_reserved: summary.retained.map(|r| r.retained_bytes_reserved),
                     limit_bytes: summary.limit_bytes,
