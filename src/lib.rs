@@ -1,8 +1,9 @@
 //! # tidemark
 //!
 //! A training framework on [Burn](https://burn.dev) for people who share GPUs: memory is
-//! measured every epoch, written to disk, and (in later releases) governed by explicit
-//! policies: growth, preallocation, a hard limit and verified clearing between runs.
+//! measured every epoch, written to disk and drawn, and governed by explicit policies: growth,
+//! preallocation, a hard limit that fails cleanly or shrinks the micro-batch, and clearing
+//! between runs that is verified against a baseline.
 //!
 //! A run is described by a [`RunConfig`](config::RunConfig), read from TOML by the CLI
 //! (`tidemark train --config FILE`) or built in code:
@@ -23,7 +24,8 @@
 //! ```
 //!
 //! Modules, in dependency order: [`config`] -> [`backend`] -> [`memory`] -> [`data`],
-//! [`model`] -> [`train`] -> [`report`]. The `cli` module is the binary's and uses them all.
+//! [`model`] -> [`report`] -> [`train`] -> [`sweep`], [`compare`]. The `cli` module is the
+//! binary's and uses them all.
 #![warn(missing_docs)]
 // `forbid` cannot be relaxed per module; `deny` can, and only `memory::host` does, with its
 // reason in its docs.

@@ -21,15 +21,11 @@ use crate::config::{
 use crate::data::{self, ClassificationBatch, ClassificationBatcher, Sample};
 use crate::error::Error;
 use crate::memory::{
-    device_total_memory, format_bytes, peak_resident_set_bytes, reset_peak_resident_set,
-    resident_set_bytes, Executor, LimitExceeded, MemoryAction, MemoryProbe, MemorySource,
-    MemoryUsage, Phase, Policies, RunState,
+    device_total_memory, reset_peak_resident_set, resident_set_bytes, Executor, LimitExceeded,
+    MemoryProbe, MemorySource, MemoryUsage, Phase, Policies, RunState,
 };
 use crate::model::Model;
-use crate::report::{
-    check_growth, read_snapshots, render_memory_svg, write_atomic, Event, Retained, RunStatus,
-    RunSummary, Snapshot, SnapshotWriter,
-};
+use crate::report::{write_atomic, Event, RunStatus, RunSummary, SnapshotWriter};
 
 /// Trains one run.
 ///
@@ -174,7 +170,7 @@ fn memory_config_error(message: &str) -> Error {
     })
 }
 
-fn device_error(e: burn::tensor::ExecutionError) -> Error {
+pub(super) fn device_error(e: burn::tensor::ExecutionError) -> Error {
     Error::device(e)
 }
 
@@ -196,26 +192,27 @@ fn create_run_dir(output_dir: &Path, name: &str) -> Result<PathBuf, Error> {
     unreachable!("the loop returns")
 }
 
-struct Run<'a> {
-    config: &'a RunConfig,
-    observer: &'a mut dyn Observer,
-    writer: SnapshotWriter,
-    executor: Executor,
-    probe: MemoryProbe,
-    policies: Policies,
-    checkpointer: Checkpointer,
-    baseline: MemoryUsage,
-    rss_before: u64,
+/// One run in progress: the loop is in this file, the memory side in `hooks.rs`.
+pub(super) struct Run<'a> {
+    pub(super) config: &'a RunConfig,
+    pub(super) observer: &'a mut dyn Observer,
+    pub(super) writer: SnapshotWriter,
+    pub(super) executor: Executor,
+    pub(super) probe: MemoryProbe,
+    pub(super) policies: Policies,
+    pub(super) checkpointer: Checkpointer,
+    pub(super) baseline: MemoryUsage,
+    pub(super) rss_before: u64,
     /// Each loader batch is split into this many micro-batches (doubled by `shrink`).
-    factor: usize,
+    pub(super) factor: usize,
     /// Bytes in use after each epoch, for the growth alarm.
-    epoch_in_use: Vec<u64>,
-    started: Instant,
-    summary: RunSummary,
+    pub(super) epoch_in_use: Vec<u64>,
+    pub(super) started: Instant,
+    pub(super) summary: RunSummary,
 }
 
 /// A step that the limit stopped before the optimizer update.
-enum Breach {
+pub(super) enum Breach {
     Shrink { observed: u64 },
     Fail(LimitExceeded),
 }
@@ -227,11 +224,11 @@ struct Evaluation {
 }
 
 impl Run<'_> {
-    fn micro_batch(&self) -> usize {
+    pub(super) fn micro_batch(&self) -> usize {
         self.config.train.batch_size.div_ceil(self.factor)
     }
 
-    fn state(&self, epoch: usize, step: usize, resting_estimate: u64) -> RunState {
+    pub(super) fn state(&self, epoch: usize, step: usize, resting_estimate: u64) -> RunState {
         RunState {
             epoch,
             step,
@@ -396,198 +393,6 @@ impl Run<'_> {
                 self.act(action, &state)?;
             }
         }
-        Ok(())
-    }
-
-    /// After the run's tensors are gone: apply the `clear` policy, then measure what stayed.
-    fn finish(&mut self) -> Result<(), Error> {
-        let epoch = self.summary.epochs;
-        let state = self.state(epoch, self.summary.steps, 0);
-        let usage = self.read_memory()?;
-        for action in self.policies.decide(Phase::RunEnd, &usage, &state) {
-            self.act(action, &state)?;
-        }
-        let mut after = self.read_memory()?;
-        let retained = Retained {
-            retained_bytes_in_use: after.bytes_in_use as i64 - self.baseline.bytes_in_use as i64,
-            retained_bytes_reserved: after.bytes_reserved as i64
-                - self.baseline.bytes_reserved as i64,
-            rss_before_bytes: self.rss_before,
-            rss_peak_bytes: peak_resident_set_bytes().unwrap_or(0),
-            rss_after_bytes: resident_set_bytes().unwrap_or(0),
-        };
-        let peak = self.summary.peak_bytes_in_use.max(after.peak_bytes_in_use);
-        let tolerance = peak / 100;
-        if retained.retained_bytes_in_use > tolerance as i64 {
-            self.observer.message(&format!(
-                "warning: the run kept {} in use after releasing everything ({:.1}% of its {} peak)",
-                format_bytes(retained.retained_bytes_in_use as u64),
-                100.0 * retained.retained_bytes_in_use as f64 / peak.max(1) as f64,
-                format_bytes(peak)
-            ));
-        }
-        if self.config.memory.clear != ClearPolicy::Never
-            && self.summary.memory_source == MemorySource::CubeclPool
-            && retained.retained_bytes_reserved > tolerance as i64
-        {
-            self.observer.message(&format!(
-                "warning: the device pools still reserve {} more than before the run",
-                format_bytes(retained.retained_bytes_reserved as u64)
-            ));
-        }
-        after.peak_bytes_in_use = peak;
-        self.summary.retained = Some(retained);
-        self.snapshot(Event::RunEnd, epoch, after, |s| s.retained = Some(retained))
-    }
-
-    /// Raises (once) and updates the growth alarm from the epoch-end in-use figures.
-    fn watch_growth(&mut self, in_use: u64) {
-        self.epoch_in_use.push(in_use);
-        let Some(mut alarm) = check_growth(&self.epoch_in_use) else {
-            return;
-        };
-        if let Some(raised) = self.summary.growth_alarm {
-            // Keep the epoch it was first raised at; refresh the slope.
-            alarm.epoch = raised.epoch;
-        } else {
-            self.observer.message(&format!(
-                "warning: memory in use grew every epoch: about {} per epoch after epoch {} \
-                 (something keeps tensors or outputs alive across epochs)",
-                format_bytes(alarm.slope_bytes_per_epoch.max(0.0) as u64),
-                alarm.epoch
-            ));
-        }
-        self.summary.growth_alarm = Some(alarm);
-    }
-
-    /// Draws `memory.svg` from the snapshots on disk. A picture that cannot be drawn is
-    /// reported, not fatal: the snapshots it comes from are intact, and `tidemark report`
-    /// can draw it again.
-    fn draw_memory(&mut self) {
-        let dir = &self.summary.run_dir;
-        let drawn = read_snapshots(&dir.join("snapshots.jsonl"))
-            .map_err(|e| e.to_string())
-            .and_then(|snapshots| {
-                render_memory_svg(
-                    &snapshots,
-                    self.summary.limit_bytes,
-                    &self.summary.name,
-                    &dir.join("memory.svg"),
-                )
-            });
-        if let Err(e) = drawn {
-            self.observer
-                .message(&format!("warning: memory.svg not drawn: {e}"));
-        }
-    }
-
-    /// Looks at memory inside a step; a breach of the limit stops the step.
-    fn check_step(&mut self, state: &RunState) -> Result<(), Breach> {
-        let usage = self.probe.observe();
-        for action in self.policies.decide(Phase::Step, &usage, state) {
-            match action {
-                MemoryAction::ShrinkBatch { .. } => {
-                    return Err(Breach::Shrink {
-                        observed: crate::memory::policy::held(&usage).0,
-                    })
-                }
-                MemoryAction::Fail(e) => return Err(Breach::Fail(e)),
-                // No policy reserves or cleans mid-step.
-                MemoryAction::Reserve { .. } | MemoryAction::Cleanup => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// Halves the micro-batch (doubling accumulation) and records it.
-    fn shrink(&mut self, state: &RunState, observed: u64) -> Result<(), Error> {
-        self.factor *= 2;
-        let detail = format!(
-            "{} over the memory limit at step {} of epoch {}: micro-batch {} -> {}, \
-             accumulation_steps {} -> {} (effective batch unchanged); retrying the step",
-            format_bytes(observed),
-            state.step,
-            state.epoch,
-            state.micro_batch,
-            self.micro_batch(),
-            state.accumulation_steps,
-            self.config.train.accumulation_steps * self.factor
-        );
-        self.summary.micro_batch = self.micro_batch();
-        self.summary.accumulation_steps = self.config.train.accumulation_steps * self.factor;
-        self.memory_event(state.epoch, "shrink", detail)
-    }
-
-    /// Records the breach and turns it into the run's error.
-    fn fail(&mut self, e: LimitExceeded) -> Error {
-        if let Err(write_error) = self.memory_event(e.epoch, "limit", e.to_string()) {
-            return write_error;
-        }
-        Error::Limit(e)
-    }
-
-    /// Applies a decision taken outside a step.
-    fn act(&mut self, action: MemoryAction, state: &RunState) -> Result<(), Error> {
-        match action {
-            MemoryAction::Fail(e) => Err(self.fail(e)),
-            MemoryAction::ShrinkBatch { .. } => Ok(()),
-            action => {
-                if let Some(applied) = self.executor.apply(&action).map_err(device_error)? {
-                    self.memory_event(state.epoch, applied.action, applied.detail)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn memory_event(&mut self, epoch: usize, action: &str, detail: String) -> Result<(), Error> {
-        self.summary.memory_actions += 1;
-        let usage = self.probe.observe();
-        self.snapshot(Event::MemoryAction, epoch, usage, |s| {
-            s.action = Some(action.to_string());
-            s.detail = Some(detail);
-        })
-    }
-
-    fn read_memory(&mut self) -> Result<MemoryUsage, Error> {
-        self.probe.read().map_err(device_error)
-    }
-
-    fn snapshot(
-        &mut self,
-        event: Event,
-        epoch: usize,
-        memory: MemoryUsage,
-        fill: impl FnOnce(&mut Snapshot),
-    ) -> Result<(), Error> {
-        if event != Event::MemoryAction {
-            self.summary.peak_bytes_in_use =
-                self.summary.peak_bytes_in_use.max(memory.peak_bytes_in_use);
-            self.summary.peak_bytes_reserved =
-                self.summary.peak_bytes_reserved.max(memory.bytes_reserved);
-        }
-        let mut snapshot = Snapshot {
-            event,
-            epoch,
-            step: self.summary.steps,
-            loss: None,
-            val_loss: None,
-            val_accuracy: None,
-            samples_per_sec: None,
-            memory,
-            rss_bytes: resident_set_bytes(),
-            micro_batch: self.micro_batch(),
-            accumulation_steps: self.config.train.accumulation_steps * self.factor,
-            action: None,
-            detail: None,
-            retained: None,
-            elapsed_s: self.started.elapsed().as_secs_f64(),
-        };
-        fill(&mut snapshot);
-        self.writer
-            .append(&snapshot)
-            .map_err(|e| Error::io(self.writer.path(), e))?;
-        self.observer.snapshot(&snapshot);
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod fit;
+mod hooks;
 mod observer;
 mod step;
 
