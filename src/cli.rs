@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, ClearPolicy, Override, RunConfig};
-use crate::memory::format_bytes;
+use crate::memory::{format_bytes, format_signed_bytes};
 use crate::report::{Event, Snapshot};
 use crate::train::{EpochProgress, Observer};
 use crate::{Error, Trainer};
@@ -251,7 +251,7 @@ impl Observer for SweepTerminal {
                 self.runs,
                 format_bytes(s.memory.peak_bytes_in_use),
                 format_bytes(s.memory.bytes_in_use),
-                signed_bytes(r.retained_bytes_in_use),
+                format_signed_bytes(r.retained_bytes_in_use),
                 format_bytes(r.rss_before_bytes),
                 format_bytes(r.rss_peak_bytes),
                 format_bytes(r.rss_after_bytes),
@@ -262,11 +262,6 @@ impl Observer for SweepTerminal {
 
 fn fmt_opt(value: Option<f64>, digits: usize) -> String {
     value.map_or("-".into(), |v| format!("{v:.digits$}"))
-}
-
-fn signed_bytes(bytes: i64) -> String {
-    let sign = if bytes < 0 { "-" } else { "+" };
-    format!("{sign}{}", format_bytes(bytes.unsigned_abs()))
 }
 
 /// Progress on stderr: an updating line within each epoch on a terminal, one line per epoch.
@@ -328,8 +323,8 @@ impl Observer for Terminal {
                 let retained = s.retained.map_or(String::new(), |r| {
                     format!(
                         "  retained {} in use, {} reserved",
-                        signed_bytes(r.retained_bytes_in_use),
-                        signed_bytes(r.retained_bytes_reserved)
+                        format_signed_bytes(r.retained_bytes_in_use),
+                        format_signed_bytes(r.retained_bytes_reserved)
                     )
                 });
                 eprintln!("{clear}end: {memory}{retained}")

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::config::{ClearPolicy, MemoryPolicyKind, MemorySize, OnLimit, RunConfig};
 use crate::error::Error;
-use crate::memory::format_bytes;
+use crate::memory::{format_bytes, format_signed_bytes};
 use crate::report::{read_snapshots, write_atomic, Event, Snapshot};
 use crate::train::{Observer, Trainer};
 
@@ -132,9 +132,7 @@ pub fn compare(
         if cfg.memory.policy == MemoryPolicyKind::Preallocate && cfg.memory.preallocate.is_none() {
             cfg.memory.preallocate = Some(MemorySize::Fraction(0.75));
         }
-        let outcome = Trainer::new(cfg)
-            .observer(BoxedObserver(observer(policy)))
-            .run();
+        let outcome = Trainer::new(cfg).observer(observer(policy)).run();
         let row = match outcome {
             Ok(summary) => {
                 let snapshots = read_snapshots(&summary.run_dir.join("snapshots.jsonl"))
@@ -209,29 +207,12 @@ pub fn compare(
     Ok((dir, rows))
 }
 
-struct BoxedObserver(Box<dyn Observer>);
-
-impl Observer for BoxedObserver {
-    fn message(&mut self, text: &str) {
-        self.0.message(text)
-    }
-    fn step(&mut self, progress: &crate::train::EpochProgress) {
-        self.0.step(progress)
-    }
-    fn snapshot(&mut self, snapshot: &Snapshot) {
-        self.0.snapshot(snapshot)
-    }
-}
-
 fn opt_bytes(b: Option<u64>) -> String {
     b.map_or("-".into(), format_bytes)
 }
 
 fn signed(b: Option<i64>) -> String {
-    b.map_or("-".into(), |b| {
-        let sign = if b < 0 { "-" } else { "+" };
-        format!("{sign}{}", format_bytes(b.unsigned_abs()))
-    })
+    b.map_or("-".into(), format_signed_bytes)
 }
 
 /// The comparison as a Markdown table.

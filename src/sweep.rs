@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::config::RunConfig;
 use crate::error::Error;
-use crate::memory::format_bytes;
+use crate::memory::{format_bytes, format_signed_bytes};
 use crate::report::write_atomic;
 use crate::train::{Observer, Trainer};
 
@@ -83,9 +83,7 @@ pub fn sweep(
         cfg.run.output_dir = dir.clone();
         cfg.run.name = format!("run-{run:02}");
         cfg.run.seed = config.run.seed + run as u64 - 1;
-        let summary = Trainer::new(cfg)
-            .observer(BoxedObserver(observer(run)))
-            .run()?;
+        let summary = Trainer::new(cfg).observer(observer(run)).run()?;
         let retained = summary
             .retained
             .expect("a completed run records what it retained");
@@ -112,25 +110,6 @@ pub fn sweep(
     Ok((dir, rows))
 }
 
-struct BoxedObserver(Box<dyn Observer>);
-
-impl Observer for BoxedObserver {
-    fn message(&mut self, text: &str) {
-        self.0.message(text)
-    }
-    fn step(&mut self, progress: &crate::train::EpochProgress) {
-        self.0.step(progress)
-    }
-    fn snapshot(&mut self, snapshot: &crate::report::Snapshot) {
-        self.0.snapshot(snapshot)
-    }
-}
-
-fn signed(bytes: i64) -> String {
-    let sign = if bytes < 0 { "-" } else { "+" };
-    format!("{sign}{}", format_bytes(bytes.unsigned_abs()))
-}
-
 /// The sweep as a Markdown table, with the release criteria checked per run.
 pub fn table(rows: &[SweepRow]) -> String {
     let mut out = String::from(
@@ -147,14 +126,14 @@ pub fn table(rows: &[SweepRow]) -> String {
             r.final_loss.map_or("-".into(), |l| format!("{l:.4}")),
             format_bytes(r.peak_bytes_in_use),
             format_bytes(r.reserved_at_end),
-            signed(r.retained_bytes_in_use),
+            format_signed_bytes(r.retained_bytes_in_use),
             100.0 * r.retained_share(),
-            signed(r.retained_bytes_reserved),
+            format_signed_bytes(r.retained_bytes_reserved),
             format_bytes(r.rss_before_bytes),
             format_bytes(r.rss_peak_bytes),
             format_bytes(r.rss_after_bytes),
             100.0 * r.rss_share(),
-            signed(r.rss_after_bytes as i64 - start),
+            format_signed_bytes(r.rss_after_bytes as i64 - start),
             if r.released() { "yes" } else { "NO" },
         );
     }

@@ -16,4 +16,4 @@ pub use host::{
 };
 pub use policy::{LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use probe::MemoryProbe;
-pub use usage::{format_bytes, MemorySource, MemoryUsage};
+pub use usage::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};

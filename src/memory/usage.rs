@@ -55,6 +55,12 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
+/// Formats a signed byte difference: `+9.1 KiB`, `-1.0 MiB`, `+0 B`.
+pub fn format_signed_bytes(bytes: i64) -> String {
+    let sign = if bytes < 0 { "-" } else { "+" };
+    format!("{sign}{}", format_bytes(bytes.unsigned_abs()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +70,8 @@ mod tests {
         assert_eq!(format_bytes(512), "512 B");
         assert_eq!(format_bytes(1536), "1.5 KiB");
         assert_eq!(format_bytes(39_007_846), "37.2 MiB");
+        assert_eq!(format_signed_bytes(-1 << 20), "-1.0 MiB");
+        assert_eq!(format_signed_bytes(0), "+0 B");
     }
 
     #[test]

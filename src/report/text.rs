@@ -9,7 +9,7 @@ use super::plot::render_memory_svg;
 use super::snapshots::{read_snapshots, Event};
 use super::summary::{RunStatus, RunSummary};
 use crate::error::Error;
-use crate::memory::format_bytes;
+use crate::memory::{format_bytes, format_signed_bytes};
 
 /// Redraws `<run_dir>/memory.svg` and returns a text summary of the run.
 pub fn report(run_dir: &Path) -> Result<String, Error> {
@@ -84,15 +84,11 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
         );
     }
     if let Some(r) = snapshots.iter().rev().find_map(|s| s.retained) {
-        let signed = |b: i64| {
-            let sign = if b < 0 { "-" } else { "+" };
-            format!("{sign}{}", format_bytes(b.unsigned_abs()))
-        };
         let _ = writeln!(
             out,
             "after release: {} in use, {} reserved against the pre-run baseline",
-            signed(r.retained_bytes_in_use),
-            signed(r.retained_bytes_reserved)
+            format_signed_bytes(r.retained_bytes_in_use),
+            format_signed_bytes(r.retained_bytes_reserved)
         );
     }
     let in_use: Vec<u64> = epochs.iter().map(|s| s.memory.bytes_in_use).collect();

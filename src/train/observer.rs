@@ -32,3 +32,16 @@ pub trait Observer {
 pub struct Silent;
 
 impl Observer for Silent {}
+
+/// A boxed observer is an observer, so a caller can choose one at run time.
+impl Observer for Box<dyn Observer> {
+    fn message(&mut self, text: &str) {
+        (**self).message(text)
+    }
+    fn step(&mut self, progress: &EpochProgress) {
+        (**self).step(progress)
+    }
+    fn snapshot(&mut self, snapshot: &Snapshot) {
+        (**self).snapshot(snapshot)
+    }
+}
