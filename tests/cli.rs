@@ -866,6 +866,8 @@ batch_size = 128
                 "memory.policy=preallocate",
                 "--set",
                 "memory.preallocate=\"64MiB\"",
+                "--set",
+                "train.epochs=2",
             ],
         );
         assert_eq!(run.code(), 0, "{}", run.stderr());
@@ -880,17 +882,22 @@ batch_size = 128
                 .starts_with("reserved 64.0 MiB"),
             "{reserve}"
         );
-        let (start, epoch) = (event(&pre, "run_start"), event(&pre, "epoch"));
+        let start = event(&pre, "run_start");
         assert!(
             num(start, "bytes_reserved") >= (64 << 20) as f64,
             "run_start shows the reservation: {start}"
         );
-        let above = num(epoch, "bytes_reserved") - num(start, "bytes_reserved");
-        // Training is served from the reserved pages; what still grows is wgpu's uniform and
-        // staging pools, which no reservation fills (docs/cubecl-memory.md).
+        // Training is served from the reserved pages and the filled launch-metadata cache:
+        // reserved does not rise at all (docs/cubecl-memory.md).
+        let most = pre
+            .iter()
+            .filter(|s| s["event"] == "epoch")
+            .map(|s| num(s, "bytes_reserved"))
+            .fold(0.0, f64::max);
         assert!(
-            above < (4 << 20) as f64 && above < grew / 2.0,
-            "preallocated: reserved rose by {above}, growth by {grew}"
+            most <= num(start, "bytes_reserved"),
+            "preallocated: reserved rose from {} to {most} (growth rose by {grew})",
+            num(start, "bytes_reserved")
         );
     }
 
@@ -943,15 +950,12 @@ batch_size = 128
             serde_json::from_str::<Vec<Value>>(&text).unwrap()
         };
         let cleared = rows("between_runs");
+        // Device memory goes back exactly, from run 1 on: the warm-up has made the one-time
+        // state, and wgpu's staging buffers (host memory) are not counted.
         for r in &cleared {
             assert!(r["retained_bytes_in_use"].as_i64().unwrap() <= 0, "{r}");
+            assert!(r["retained_bytes_reserved"].as_i64().unwrap() <= 0, "{r}");
         }
-        // Run 1 may keep one-time pool state (wgpu's uniform pool); run 2 keeps nothing.
-        let second = &cleared[1];
-        assert!(
-            second["retained_bytes_reserved"].as_i64().unwrap() <= (64 << 10),
-            "{second}"
-        );
         let kept = rows("never");
         let peak_reserved = num(&kept[1], "reserved_at_end");
         assert!(

@@ -6,6 +6,7 @@ mod executor;
 mod host;
 pub mod oom;
 pub mod policy;
+mod pools;
 mod probe;
 mod usage;
 
@@ -15,5 +16,6 @@ pub use host::{
     resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters,
 };
 pub use policy::{LimitExceeded, MemoryAction, Phase, Policies, RunState};
+pub use pools::{device_pool_figures, PoolFigures};
 pub use probe::MemoryProbe;
 pub use usage::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};

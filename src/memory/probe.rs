@@ -3,6 +3,7 @@
 use burn::tensor::{Device, ExecutionError};
 
 use super::host::{host_usage, reset_host_peak, HostCounters};
+use super::pools::device_pool_figures;
 use super::usage::{MemorySource, MemoryUsage};
 
 /// Reads [`MemoryUsage`] for one device, from its CubeCL pools when the backend reports them
@@ -27,7 +28,7 @@ impl MemoryProbe {
     /// A probe for `device` (autodiff or not; the pools are the inner device's).
     pub fn new(device: &Device) -> Self {
         let device = device.clone().without_autodiff();
-        let source = match device.memory_pool_usage() {
+        let source = match device_pool_figures(&device) {
             Some(_) => MemorySource::CubeclPool,
             None => MemorySource::Host,
         };
@@ -78,13 +79,13 @@ impl MemoryProbe {
                 }
             }
             MemorySource::CubeclPool => {
-                let pool = self.device.memory_pool_usage().unwrap_or_default();
-                self.window_peak = self.window_peak.max(pool.bytes_in_use);
+                let pool = device_pool_figures(&self.device).unwrap_or_default();
+                self.window_peak = self.window_peak.max(pool.in_use);
                 MemoryUsage {
-                    bytes_in_use: pool.bytes_in_use,
-                    bytes_reserved: pool.bytes_reserved,
+                    bytes_in_use: pool.in_use,
+                    bytes_reserved: pool.reserved,
                     peak_bytes_in_use: self.window_peak,
-                    bytes_padding: pool.bytes_padding,
+                    bytes_padding: pool.padding,
                     source: MemorySource::CubeclPool,
                 }
             }

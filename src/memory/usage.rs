@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 /// Where a [`MemoryUsage`] came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MemorySource {
-    /// CubeCL's device memory pools (`cuda`, `cpu`, `wgpu`), via `memory_pool_usage`.
+    /// CubeCL's device memory pools (`cuda`, `cpu`, `wgpu`), from the runtime's memory report
+    /// without its host-side staging memory (see `memory::device_pool_figures`).
     #[serde(rename = "cubecl-pool")]
     CubeclPool,
     /// tidemark's host accounting: the counting allocator for bytes in use, the process's

@@ -43,8 +43,8 @@ impl Run<'_> {
             && retained.retained_bytes_reserved > tolerance as i64
         {
             self.observer.message(&format!(
-                "warning: the device pools still reserve {} more than before the run (a \
-                 process's first run can keep one-time pool state; see docs/cubecl-memory.md)",
+                "warning: the device pools still reserve {} more than before the run (a page \
+                 stays reserved while anything still lives in it; see docs/cubecl-memory.md)",
                 format_bytes(retained.retained_bytes_reserved as u64)
             ));
         }
