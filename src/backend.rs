@@ -3,7 +3,7 @@
 
 use burn::tensor::Device;
 
-use crate::config::{Backend, DeviceConfig};
+use crate::config::{Backend, DeviceConfig, Execution};
 
 /// Why the requested device cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +27,40 @@ pub enum BackendError {
         /// What was found instead.
         reason: String,
     },
+    /// The execution mode asked for is not the one this build runs the backend in.
+    #[error("{}", execution_message(*backend, *wanted))]
+    Execution {
+        /// The backend asked for.
+        backend: Backend,
+        /// The mode asked for.
+        wanted: Execution,
+    },
+}
+
+fn execution_message(backend: Backend, wanted: Execution) -> String {
+    match wanted {
+        Execution::Fused => format!(
+            "device.execution = \"fused\" on {backend} needs Burn's kernel fusion, which is \
+             chosen when building; rebuild with `--features {backend},fused`"
+        ),
+        Execution::Eager => format!(
+            "device.execution = \"eager\" on {backend}: this build has Burn's kernel fusion \
+             compiled in (feature `fused`), and Burn 0.22 cannot turn it off at run time; \
+             rebuild without `--features fused`"
+        ),
+    }
+}
+
+/// The execution mode a run on `config` gets: flex has only one (it runs each operation as
+/// it comes), CubeCL backends the one this build has ([`Execution::BUILT`]). Asking a CubeCL
+/// backend for the other is an error; asking flex for `fused` is not, and the run says so.
+pub fn execution(config: &DeviceConfig) -> Result<Execution, BackendError> {
+    match (config.backend, config.execution) {
+        (Backend::Flex, _) => Ok(Execution::Eager),
+        (_, None) => Ok(Execution::BUILT),
+        (_, Some(wanted)) if wanted == Execution::BUILT => Ok(wanted),
+        (backend, Some(wanted)) => Err(BackendError::Execution { backend, wanted }),
+    }
 }
 
 /// The backends compiled into this build.
@@ -57,6 +91,7 @@ pub fn select(config: &DeviceConfig) -> Result<Device, BackendError> {
     if !is_compiled(backend) {
         return Err(BackendError::NotCompiled { backend });
     }
+    execution(config)?;
     match backend {
         Backend::Flex => single(backend, config.index, Device::flex),
         #[cfg(feature = "cpu")]
@@ -134,7 +169,8 @@ mod tests {
     fn flex_is_always_available() {
         assert!(select(&DeviceConfig {
             backend: Backend::Flex,
-            index: 0
+            index: 0,
+            execution: None,
         })
         .is_ok());
         assert!(compiled_backends().contains(&Backend::Flex));
@@ -145,6 +181,7 @@ mod tests {
         let err = select(&DeviceConfig {
             backend: Backend::Flex,
             index: 1,
+            execution: None,
         })
         .unwrap_err();
         assert!(err.to_string().contains("device.index = 1"), "{err}");
@@ -156,13 +193,49 @@ mod tests {
             if is_compiled(backend) {
                 continue;
             }
-            let err = select(&DeviceConfig { backend, index: 0 }).unwrap_err();
+            let err = select(&DeviceConfig {
+                backend,
+                index: 0,
+                execution: None,
+            })
+            .unwrap_err();
             assert_eq!(err, BackendError::NotCompiled { backend });
             assert!(
                 err.to_string().contains(&format!("--features {backend}")),
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn execution_modes_follow_the_build() {
+        let config = |backend, execution| DeviceConfig {
+            backend,
+            index: 0,
+            execution,
+        };
+        for asked in [None, Some(Execution::Eager), Some(Execution::Fused)] {
+            assert_eq!(
+                execution(&config(Backend::Flex, asked)),
+                Ok(Execution::Eager),
+                "flex has one mode"
+            );
+        }
+        assert_eq!(
+            execution(&config(Backend::Wgpu, None)),
+            Ok(Execution::BUILT)
+        );
+        let other = match Execution::BUILT {
+            Execution::Eager => Execution::Fused,
+            Execution::Fused => Execution::Eager,
+        };
+        let err = execution(&config(Backend::Cuda, Some(other))).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("device.execution = \"{other}\" on cuda")),
+            "{text}"
+        );
+        assert!(text.contains("--features"), "{text}");
     }
 
     #[test]

@@ -55,6 +55,22 @@ pub enum Error {
         /// The loss seen.
         loss: f64,
     },
+    /// Loss scaling skipped step after step: the gradients are not finite at any scale.
+    #[error(
+        "loss scaling skipped {skips} steps in a row, up to step {step} of epoch {epoch} \
+         (scale now {scale:e}): the gradients are not finite at any scale; try \
+         train.precision = \"bf16\" or a lower train.lr"
+    )]
+    LossScaleCollapsed {
+        /// Epoch (1-based).
+        epoch: usize,
+        /// Global optimizer step.
+        step: usize,
+        /// Steps skipped in a row.
+        skips: usize,
+        /// The scale reached.
+        scale: f64,
+    },
 }
 
 impl Error {
@@ -88,7 +104,10 @@ impl Error {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) => 2,
             Error::Limit(_) | Error::OutOfMemory { .. } => 3,
-            Error::Io { .. } | Error::Device(_) | Error::Diverged { .. } => 1,
+            Error::Io { .. }
+            | Error::Device(_)
+            | Error::Diverged { .. }
+            | Error::LossScaleCollapsed { .. } => 1,
         }
     }
 }

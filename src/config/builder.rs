@@ -3,7 +3,7 @@
 
 use super::load::ConfigError;
 use super::raw::RawConfig;
-use super::types::{Backend, OptimizerKind, RunConfig};
+use super::types::{Backend, OptimizerKind, Precision, RunConfig};
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -105,6 +105,12 @@ impl ConfigBuilder {
             .into(),
         );
         self.raw.train.lr = Some(lr);
+        self
+    }
+
+    /// Compute precision (`bf16` and `f16` keep f32 master weights; `f16` scales the loss).
+    pub fn precision(mut self, precision: Precision) -> Self {
+        self.raw.train.precision = Some(precision.name().into());
         self
     }
 

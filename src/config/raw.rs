@@ -50,6 +50,8 @@ pub struct RawDevice {
     pub backend: Option<String>,
     /// Device index for backends with several devices.
     pub index: Option<i64>,
+    /// `eager` or `fused`.
+    pub execution: Option<String>,
 }
 
 /// `[model]` as written.
@@ -121,6 +123,14 @@ pub struct RawTrain {
     pub lr: Option<f64>,
     /// L2 weight decay.
     pub weight_decay: Option<f64>,
+    /// `f32`, `bf16` or `f16`: the precision forward and backward compute in.
+    pub precision: Option<String>,
+    /// `dynamic` or `off`.
+    pub loss_scaling: Option<String>,
+    /// The loss scale dynamic scaling starts from.
+    pub initial_loss_scale: Option<f64>,
+    /// Clean optimizer steps after which the loss scale doubles.
+    pub loss_scale_growth_interval: Option<i64>,
 }
 
 /// `[memory]` as written.

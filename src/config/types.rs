@@ -87,6 +87,47 @@ pub struct DeviceConfig {
     pub backend: Backend,
     /// Device index within that backend.
     pub index: usize,
+    /// How operations run; `None`: the way this build runs them ([`Execution::BUILT`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Execution>,
+}
+
+/// How a CubeCL backend executes tensor operations: the stand-in for TensorFlow's eager mode
+/// and `tf.function`.
+///
+/// In Burn 0.22 this is a property of the build, not of a device: with Burn's `fusion` feature
+/// (tidemark's `fused`), CubeCL devices queue operations lazily and run them as fused,
+/// autotuned kernels; without it, every operation launches on its own. flex has one mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Execution {
+    /// One kernel per operation.
+    Eager,
+    /// Burn's fusion: a lazy operation stream compiled into fused, autotuned kernels.
+    Fused,
+}
+
+impl Execution {
+    /// The mode this build runs CubeCL backends in.
+    pub const BUILT: Execution = if cfg!(feature = "fused") {
+        Execution::Fused
+    } else {
+        Execution::Eager
+    };
+
+    /// The name used in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Execution::Eager => "eager",
+            Execution::Fused => "fused",
+        }
+    }
+}
+
+impl fmt::Display for Execution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// `[model]`: which network to train.
@@ -198,6 +239,54 @@ pub struct TrainConfig {
     pub lr: f64,
     /// L2 weight decay (0 disables it).
     pub weight_decay: f64,
+    /// The precision forward and backward compute in; weights and optimizer state stay f32.
+    pub precision: Precision,
+    /// Whether the loss is scaled to keep small gradients representable.
+    pub loss_scaling: LossScaling,
+    /// The scale dynamic loss scaling starts from.
+    pub initial_loss_scale: f64,
+    /// Clean optimizer steps after which the scale doubles.
+    pub loss_scale_growth_interval: usize,
+}
+
+/// The floating-point precision of forward and backward compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Single precision throughout.
+    F32,
+    /// bfloat16 compute: f32's range, 8 bits of mantissa.
+    Bf16,
+    /// IEEE half precision compute: 11 bits of mantissa, largest value 65504.
+    F16,
+}
+
+impl Precision {
+    /// The name used in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::F16 => "f16",
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Loss scaling for low-precision training.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossScaling {
+    /// Scale the loss; unscale the gradients; skip a step whose gradients are not finite and
+    /// halve the scale; double it after `loss_scale_growth_interval` clean steps.
+    Dynamic,
+    /// No scaling.
+    Off,
 }
 
 impl TrainConfig {

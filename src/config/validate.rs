@@ -31,6 +31,11 @@ pub mod defaults {
     pub const NUM_WORKERS: usize = 0;
     /// `train.epochs`.
     pub const EPOCHS: usize = 5;
+    /// `train.initial_loss_scale`: 2^16, as PyTorch's `GradScaler` and TensorFlow's
+    /// `LossScaleOptimizer` start.
+    pub const INITIAL_LOSS_SCALE: f64 = 65536.0;
+    /// `train.loss_scale_growth_interval`, as those two use.
+    pub const LOSS_SCALE_GROWTH_INTERVAL: usize = 2000;
     /// `train.batch_size`.
     pub const BATCH_SIZE: usize = 128;
     /// `train.lr`.
@@ -132,6 +137,19 @@ impl TryFrom<RawConfig> for RunConfig {
                 &backends,
             )?,
             index: non_negative("device.index", raw.device.index, 0)? as usize,
+            execution: raw
+                .device
+                .execution
+                .as_deref()
+                .map(|value| {
+                    choice(
+                        "device.execution",
+                        Some(value),
+                        Execution::Eager,
+                        &[("eager", Execution::Eager), ("fused", Execution::Fused)],
+                    )
+                })
+                .transpose()?,
         };
         Ok(RunConfig {
             run,
@@ -383,7 +401,48 @@ fn train(raw: RawTrain) -> Result<TrainConfig> {
             format_args!("must be a finite number > 0, got {lr}"),
         ));
     }
+    let precision = choice(
+        "train.precision",
+        raw.precision.as_deref(),
+        Precision::F32,
+        &[
+            ("f32", Precision::F32),
+            ("bf16", Precision::Bf16),
+            ("f16", Precision::F16),
+        ],
+    )?;
+    let loss_scaling = choice(
+        "train.loss_scaling",
+        raw.loss_scaling.as_deref(),
+        match precision {
+            Precision::F16 => LossScaling::Dynamic,
+            Precision::F32 | Precision::Bf16 => LossScaling::Off,
+        },
+        &[("dynamic", LossScaling::Dynamic), ("off", LossScaling::Off)],
+    )?;
+    if loss_scaling == LossScaling::Dynamic && precision == Precision::F32 {
+        return Err(Invalid::new(
+            "train.loss_scaling",
+            "\"dynamic\" needs train.precision = \"f16\" or \"bf16\"; f32 gradients do not underflow",
+        ));
+    }
+    let initial_loss_scale = finite_in(
+        "train.initial_loss_scale",
+        raw.initial_loss_scale
+            .unwrap_or(defaults::INITIAL_LOSS_SCALE),
+        f64::MIN_POSITIVE,
+        f64::MAX,
+        "a finite number > 0",
+    )?;
     Ok(TrainConfig {
+        precision,
+        loss_scaling,
+        initial_loss_scale,
+        loss_scale_growth_interval: positive(
+            "train.loss_scale_growth_interval",
+            raw.loss_scale_growth_interval,
+            defaults::LOSS_SCALE_GROWTH_INTERVAL,
+        )?,
         epochs: positive("train.epochs", raw.epochs, defaults::EPOCHS)?,
         batch_size: positive("train.batch_size", raw.batch_size, defaults::BATCH_SIZE)?,
         accumulation_steps: positive("train.accumulation_steps", raw.accumulation_steps, 1)?,

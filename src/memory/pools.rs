@@ -63,7 +63,10 @@ pub fn device_pool_figures(device: &Device) -> Option<PoolFigures> {
 }
 
 /// Whether a runtime memory of this name is host memory (wgpu: "Staging CPU Memory").
-#[cfg_attr(not(any(feature = "cuda", feature = "cpu", feature = "wgpu")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "cuda", feature = "cpu", feature = "wgpu")),
+    allow(dead_code)
+)]
 fn is_host_memory(name: &str) -> bool {
     name.contains("CPU")
 }

@@ -181,6 +181,8 @@ mod tests {
                 source: MemorySource::Host,
             },
             rss_bytes: None,
+            loss_scale: None,
+            skipped_steps: None,
             micro_batch: 8,
             accumulation_steps: 1,
             action: action.map(String::from),

@@ -60,6 +60,13 @@ pub struct Snapshot {
     pub memory: MemoryUsage,
     /// Process resident set now (Linux), whatever the memory source.
     pub rss_bytes: Option<u64>,
+    /// Epoch events with loss scaling: the loss scale at the epoch's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<f64>,
+    /// Epoch events with loss scaling: optimizer steps skipped this epoch for non-finite
+    /// gradients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_steps: Option<u64>,
     /// Samples per micro-batch at this point (changes when a limit shrinks it).
     pub micro_batch: usize,
     /// Micro-batches per optimizer step at this point.
@@ -152,6 +159,8 @@ mod tests {
                 source: MemorySource::Host,
             },
             rss_bytes: Some(30),
+            loss_scale: None,
+            skipped_steps: None,
             micro_batch: 8,
             accumulation_steps: 1,
             action: None,

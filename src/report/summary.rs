@@ -32,6 +32,18 @@ pub struct RunSummary {
     pub backend: String,
     /// Where memory figures came from.
     pub memory_source: MemorySource,
+    /// How operations ran: `eager` or `fused`.
+    #[serde(default)]
+    pub execution: String,
+    /// Compute precision: `f32`, `bf16` or `f16`.
+    #[serde(default)]
+    pub precision: String,
+    /// With loss scaling: the scale at the end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_scale: Option<f64>,
+    /// Optimizer steps skipped for non-finite gradients (loss scaling).
+    #[serde(default)]
+    pub skipped_steps: u64,
     /// Epochs completed.
     pub epochs: usize,
     /// Optimizer steps completed.

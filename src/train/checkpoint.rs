@@ -103,7 +103,7 @@ pub fn latest_checkpoint(run_dir: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Activation, MlpConfig, ModelConfig, OptimizerKind, TrainConfig};
+    use crate::config::{Activation, MlpConfig, ModelConfig};
     use crate::train::build_optimizer;
     use burn::tensor::Device;
 
@@ -117,14 +117,12 @@ mod tests {
             dropout: 0.0,
         });
         let model = Model::new(&cfg, 4, 3, &device);
-        let optimizer = build_optimizer(&TrainConfig {
-            epochs: 1,
-            batch_size: 1,
-            accumulation_steps: 1,
-            optimizer: OptimizerKind::Adam,
-            lr: 1e-3,
-            weight_decay: 0.0,
-        });
+        let optimizer = build_optimizer(
+            &crate::config::ConfigBuilder::new("t")
+                .build()
+                .unwrap()
+                .train,
+        );
         let ckpt = Checkpointer::new(dir.path());
         ckpt.save(0, 0, &model, &optimizer).unwrap();
         let second = ckpt.save(1, 10, &model, &optimizer).unwrap();

@@ -13,10 +13,12 @@ use burn::tensor::{Device, Tensor};
 
 use super::checkpoint::Checkpointer;
 use super::observer::{EpochProgress, Observer, Silent};
+use super::precision::{self, GroupOutcome, MixedPrecision, MAX_CONSECUTIVE_SKIPS};
 use super::step::{accumulate_gradients, build_optimizer};
 use crate::backend;
 use crate::config::{
-    to_toml, ClearPolicy, ConfigError, MemoryPolicyKind, OptimizerKind, RunConfig,
+    to_toml, Backend, ClearPolicy, ConfigError, Execution, MemoryPolicyKind, OptimizerKind,
+    Precision, RunConfig,
 };
 use crate::data::{self, ClassificationBatch, ClassificationBatcher, Sample};
 use crate::error::Error;
@@ -65,6 +67,24 @@ impl Trainer {
         let started = Instant::now();
         let config = &self.config;
         let device = backend::select(&config.device)?;
+        let execution = backend::execution(&config.device)?;
+        let precision = config.train.precision;
+        if !precision::supported(&device, precision) {
+            return Err(Error::Config(ConfigError {
+                origin: "[train]".into(),
+                key: Some("train.precision".into()),
+                message: format!(
+                    "train.precision = \"{precision}\" is not supported by the {} device; use \
+                     \"f32\"{}",
+                    config.device.backend,
+                    [Precision::Bf16, Precision::F16]
+                        .into_iter()
+                        .filter(|&p| p != precision && precision::supported(&device, p))
+                        .map(|p| format!(" or \"{p}\""))
+                        .collect::<String>()
+                ),
+            }));
+        }
         let mut probe = MemoryProbe::new(&device);
         let source = probe.source();
         let total = device_total_memory(&device, source);
@@ -93,11 +113,29 @@ impl Trainer {
         let run_dir = create_run_dir(&config.run.output_dir, &config.run.name)?;
         self.observer
             .message(&format!("run directory: {}", run_dir.display()));
-        if config.device.backend == crate::config::Backend::Flex {
+        if config.device.backend == Backend::Flex {
             self.observer.message(
                 "memory: flex has no device pools; figures are host heap bytes counted by \
                  tidemark's allocator (reserved = process resident set)",
             );
+            if config.device.execution == Some(Execution::Fused) {
+                self.observer.message(
+                    "execution: flex has no fused mode (kernel fusion exists for the CubeCL \
+                     backends); this run executes eagerly, as \"eager\" would",
+                );
+            }
+        }
+        if precision != Precision::F32 {
+            self.observer.message(&format!(
+                "precision: {precision} compute, f32 weights and optimizer state{}",
+                match config.train.loss_scaling {
+                    crate::config::LossScaling::Dynamic => format!(
+                        ", dynamic loss scaling from {}",
+                        config.train.initial_loss_scale
+                    ),
+                    crate::config::LossScaling::Off => String::new(),
+                }
+            ));
         }
         write_atomic(&run_dir.join("config.toml"), to_toml(config).as_bytes())
             .map_err(|e| Error::io(run_dir.join("config.toml"), e))?;
@@ -121,6 +159,10 @@ impl Trainer {
                 status: RunStatus::Completed,
                 backend: config.device.backend.to_string(),
                 memory_source: source,
+                execution: execution.to_string(),
+                precision: precision.to_string(),
+                loss_scale: None,
+                skipped_steps: 0,
                 epochs: 0,
                 steps: 0,
                 train_samples: dataset.train.len(),
@@ -262,6 +304,7 @@ impl Run<'_> {
         let mut model = Model::new(&config.model, dataset.features, dataset.classes, &ad_device);
         model.initialize();
         let mut optimizer = build_optimizer(train_cfg);
+        let mut precision = MixedPrecision::from_config(train_cfg);
         let loss_fn = CrossEntropyLossConfig::new().init(&ad_device);
         let valid_loss_fn = CrossEntropyLossConfig::new().init(device);
 
@@ -296,6 +339,7 @@ impl Run<'_> {
             let mut loss_sum: Option<Tensor<1>> = None;
             let mut samples = 0;
             let mut step_in_epoch = 0;
+            let mut skipped = 0;
             let mut group = Vec::with_capacity(train_cfg.accumulation_steps);
             let mut batches = train_loader.iter();
             loop {
@@ -315,14 +359,36 @@ impl Run<'_> {
                     let state = self.state(epoch, step, resting);
                     self.probe.begin_window();
                     let attempt =
-                        accumulate_gradients(&model, &loss_fn, &micro, || self.check_step(&state));
+                        accumulate_gradients(&model, &loss_fn, &micro, &precision, || {
+                            self.check_step(&state)
+                        });
                     match attempt {
                         Ok(acc) => break acc,
                         Err(Breach::Shrink { observed }) => self.shrink(&state, observed)?,
                         Err(Breach::Fail(e)) => return Err(self.fail(e)),
                     }
                 };
-                model = optimizer.step(train_cfg.lr, model, accumulated.grads);
+                let mut grads = accumulated.grads;
+                match precision
+                    .finish_group(&mut grads, &model)
+                    .map_err(device_error)?
+                {
+                    GroupOutcome::Apply => model = optimizer.step(train_cfg.lr, model, grads),
+                    GroupOutcome::Skip => {
+                        drop(grads);
+                        skipped += 1;
+                        self.summary.skipped_steps += 1;
+                        let scaler = precision.scaler().expect("only loss scaling skips");
+                        if scaler.consecutive_skips() >= MAX_CONSECUTIVE_SKIPS {
+                            return Err(Error::LossScaleCollapsed {
+                                epoch,
+                                step,
+                                skips: scaler.consecutive_skips(),
+                                scale: scaler.scale(),
+                            });
+                        }
+                    }
+                }
                 // The update allocates too (optimizer state on the first step).
                 let state = self.state(epoch, step, resting);
                 match self.check_step(&state) {
@@ -365,7 +431,7 @@ impl Run<'_> {
                 None => f64::NAN,
             };
             let train_secs = epoch_start.elapsed().as_secs_f64();
-            let eval = evaluate(&model, valid_loader.as_ref(), &valid_loss_fn)?;
+            let eval = evaluate(&model, valid_loader.as_ref(), &valid_loss_fn, &precision)?;
             let usage = self.read_memory()?;
             let sps = samples as f64 / train_secs.max(1e-9);
             throughput.push(sps);
@@ -381,7 +447,12 @@ impl Run<'_> {
                 s.val_loss = Some(eval.loss);
                 s.val_accuracy = Some(eval.accuracy);
                 s.samples_per_sec = Some(sps);
+                if let Some(scaler) = precision.scaler() {
+                    s.loss_scale = Some(scaler.scale());
+                    s.skipped_steps = Some(skipped);
+                }
             })?;
+            self.summary.loss_scale = precision.scaler().map(|s| s.scale());
             self.watch_growth(usage.bytes_in_use);
             self.summary.checkpoint =
                 Some(
@@ -438,6 +509,7 @@ fn evaluate(
     model: &Model,
     loader: &dyn DataLoader<ClassificationBatch>,
     loss_fn: &CrossEntropyLoss,
+    precision: &MixedPrecision,
 ) -> Result<Evaluation, Error> {
     let model = model.valid();
     let mut loss_sum: Option<Tensor<1>> = None;
@@ -446,7 +518,7 @@ fn evaluate(
     for batch in loader.iter() {
         let batch = batch.map_err(loader_error)?;
         let n = batch.len();
-        let logits = model.forward(batch.inputs);
+        let logits = precision.forward(&model, batch.inputs);
         let hits = logits
             .clone()
             .argmax(1)

@@ -194,6 +194,8 @@ impl Run<'_> {
             samples_per_sec: None,
             memory,
             rss_bytes: resident_set_bytes(),
+            loss_scale: None,
+            skipped_steps: None,
             micro_batch: self.micro_batch(),
             accumulation_steps: self.config.train.accumulation_steps * self.factor,
             action: None,

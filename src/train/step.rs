@@ -7,6 +7,7 @@ use burn::optim::{
 };
 use burn::tensor::Tensor;
 
+use super::precision::{GroupOutcome, MixedPrecision};
 use crate::config::{OptimizerKind, TrainConfig};
 use crate::data::ClassificationBatch;
 use crate::memory::MemoryProbe;
@@ -31,6 +32,8 @@ pub struct StepOutput {
     pub loss: Tensor<1>,
     /// Samples in the group.
     pub samples: usize,
+    /// Whether the update was applied (a loss-scaled step with non-finite gradients is not).
+    pub outcome: GroupOutcome,
 }
 
 /// Gradients of one group of micro-batches, not yet applied.
@@ -52,23 +55,28 @@ pub struct Accumulated {
 /// loss over the whole group: the same update as one batch of all its samples, including a
 /// short last micro-batch.
 ///
+/// The forward and backward passes run in `precision`'s compute type, and `backward` is
+/// called on the scaled loss; the gradients come back still scaled, for
+/// [`MixedPrecision::finish_group`] to unscale once per group. The returned loss is unscaled.
+///
 /// `after_backward` runs after each backward pass, when that micro-batch's activations and
 /// gradients are both alive; an error from it abandons the group (the model is untouched).
 pub fn accumulate_gradients<E>(
     model: &Model,
     loss_fn: &CrossEntropyLoss,
     group: &[ClassificationBatch],
+    precision: &MixedPrecision,
     mut after_backward: impl FnMut() -> Result<(), E>,
 ) -> Result<Accumulated, E> {
     let samples: usize = group.iter().map(ClassificationBatch::len).sum();
     let mut accumulator = GradientsAccumulator::<Model>::new();
     let mut total_loss: Option<Tensor<1>> = None;
     for batch in group {
-        let logits = model.forward(batch.inputs.clone());
+        let logits = precision.forward(model, batch.inputs.clone());
         let loss = loss_fn
             .forward(logits, batch.targets.clone())
             .mul_scalar(batch.len() as f64 / samples as f64);
-        let grads = loss.backward();
+        let grads = precision.scale_loss(loss.clone()).backward();
         after_backward()?;
         accumulator.accumulate(model, GradientsParams::from_grads(grads, model));
         let loss = loss.detach();
@@ -84,27 +92,34 @@ pub fn accumulate_gradients<E>(
     })
 }
 
-/// [`accumulate_gradients`] then one optimizer update, observing memory after each backward
-/// pass and after the update. For loops without memory policies (benchmarks, tests).
+/// [`accumulate_gradients`] then one optimizer update (unless loss scaling skips it),
+/// observing memory after each backward pass and after the update. For loops without memory
+/// policies (benchmarks, tests).
 pub fn accumulated_step(
     model: Model,
     optimizer: &mut ModuleOptimizer,
     lr: f64,
     loss_fn: &CrossEntropyLoss,
     group: &[ClassificationBatch],
+    precision: &mut MixedPrecision,
     probe: &mut MemoryProbe,
-) -> StepOutput {
-    let Ok(acc) = accumulate_gradients(&model, loss_fn, group, || {
+) -> Result<StepOutput, burn::tensor::ExecutionError> {
+    let Ok(mut acc) = accumulate_gradients(&model, loss_fn, group, precision, || {
         probe.observe();
         Ok::<(), std::convert::Infallible>(())
     });
-    let model = optimizer.step(lr, model, acc.grads);
+    let outcome = precision.finish_group(&mut acc.grads, &model)?;
+    let model = match outcome {
+        GroupOutcome::Apply => optimizer.step(lr, model, acc.grads),
+        GroupOutcome::Skip => model,
+    };
     probe.observe();
-    StepOutput {
+    Ok(StepOutput {
         model,
         loss: acc.loss,
         samples: acc.samples,
-    }
+        outcome,
+    })
 }
 
 #[cfg(test)]
@@ -115,8 +130,11 @@ mod tests {
     use burn::tensor::Device;
 
     use super::*;
-    use crate::config::{Activation, MlpConfig, ModelConfig, SyntheticConfig};
+    use crate::config::{
+        Activation, LossScaling, MlpConfig, ModelConfig, Precision, SyntheticConfig,
+    };
     use crate::data::{generate, ClassificationBatcher, Sample};
+    use crate::train::LossScaler;
 
     struct Flatten(Vec<f32>);
 
@@ -162,6 +180,16 @@ mod tests {
         data: &[Sample],
         sizes: &[usize],
     ) -> (Vec<f32>, f32) {
+        one_update_in(&mut MixedPrecision::f32(), config, model, data, sizes)
+    }
+
+    fn one_update_in(
+        precision: &mut MixedPrecision,
+        config: &TrainConfig,
+        model: Model,
+        data: &[Sample],
+        sizes: &[usize],
+    ) -> (Vec<f32>, f32) {
         let device = Device::flex().autodiff();
         let mut offset = 0;
         let group: Vec<ClassificationBatch> = sizes
@@ -181,8 +209,11 @@ mod tests {
             config.lr,
             &loss_fn,
             &group,
+            precision,
             &mut probe,
-        );
+        )
+        .unwrap();
+        assert_eq!(out.outcome, GroupOutcome::Apply);
         assert_eq!(out.samples, sizes.iter().sum::<usize>());
         let loss = out
             .loss
@@ -207,6 +238,10 @@ mod tests {
             optimizer,
             lr,
             weight_decay,
+            precision: Precision::F32,
+            loss_scaling: LossScaling::Off,
+            initial_loss_scale: 65536.0,
+            loss_scale_growth_interval: 2000,
         }
     }
 
@@ -252,6 +287,83 @@ mod tests {
     #[test]
     fn a_short_last_micro_batch_is_weighted_by_its_size() {
         assert_same_update(&train_config(OptimizerKind::Sgd, 0.0), &[64, 64, 32]);
+    }
+
+    /// `|a - b| / |b - initial|`, in the L2 norm: how far apart two updates from `initial`
+    /// are, relative to the size of the second.
+    fn relative_update_diff(initial: &[f32], a: &[f32], b: &[f32]) -> f32 {
+        let norm = |v: Vec<f32>| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let diff = norm(a.iter().zip(b).map(|(x, y)| x - y).collect());
+        diff / norm(b.iter().zip(initial).map(|(x, y)| x - y).collect())
+    }
+
+    #[test]
+    fn accumulation_in_f16_matches_the_large_batch_in_f16() {
+        // Measured over ten runs (random initialisations): accumulated vs large batch, both in
+        // f16, differ by at most 0.1% of the update (L2), while f16 itself is 0.04-7% away
+        // from the f32 update (Adam amplifies the rounding of near-zero gradients, whose
+        // update is their sign). The bound is 1%.
+        let sizes = [64, 64, 64, 64];
+        let data = samples(256);
+        let f16 = || MixedPrecision::new(Precision::F16, Some(LossScaler::new(1024.0, 2000)));
+        for optimizer in [OptimizerKind::Sgd, OptimizerKind::Adam] {
+            let config = train_config(optimizer, 0.0);
+            let start = model(&Device::flex().autodiff());
+            let initial = weights(&start);
+            let (exact, exact_loss) = one_update(&config, start.clone(), &data, &[256]);
+            let (large, large_loss) =
+                one_update_in(&mut f16(), &config, start.clone(), &data, &[256]);
+            let (acc, acc_loss) = one_update_in(&mut f16(), &config, start, &data, &sizes);
+            let f16_error = relative_update_diff(&initial, &large, &exact);
+            let diff = relative_update_diff(&initial, &acc, &large);
+            assert!(
+                diff < 0.01,
+                "{optimizer:?}: f16 accumulated differs from the f16 large batch by {diff} of \
+                 the update (f16 vs f32: {f16_error})"
+            );
+            assert!(f16_error < 0.25, "{optimizer:?}: f16 vs f32 {f16_error}");
+            assert!(
+                (large_loss - acc_loss).abs() < 1e-3,
+                "{large_loss} vs {acc_loss}"
+            );
+            assert!(
+                (exact_loss - large_loss).abs() < 1e-2,
+                "{exact_loss} vs {large_loss}"
+            );
+            assert!(acc.iter().all(|w| w.is_finite()));
+        }
+    }
+
+    #[test]
+    fn an_overflowing_scale_skips_the_step_and_leaves_the_model_alone() {
+        let config = train_config(OptimizerKind::Adam, 0.0);
+        let data = samples(64);
+        let device = Device::flex().autodiff();
+        let start = model(&device);
+        let initial = weights(&start);
+        let group = vec![ClassificationBatcher.batch(data, &device)];
+        let mut precision =
+            MixedPrecision::new(Precision::F16, Some(LossScaler::new(2f64.powi(40), 2000)));
+        let mut optimizer = build_optimizer(&config);
+        let loss_fn = CrossEntropyLossConfig::new().init(&device);
+        let mut probe = MemoryProbe::new(&device);
+        let out = accumulated_step(
+            start,
+            &mut optimizer,
+            config.lr,
+            &loss_fn,
+            &group,
+            &mut precision,
+            &mut probe,
+        )
+        .unwrap();
+        assert_eq!(out.outcome, GroupOutcome::Skip);
+        assert_eq!(
+            weights(&out.model),
+            initial,
+            "a skipped step changes nothing"
+        );
+        assert_eq!(precision.scaler().unwrap().scale(), 2f64.powi(39));
     }
 
     #[test]
