@@ -16,12 +16,13 @@ use burn::data::dataloader::batcher::Batcher;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::Device;
 use tidemark::config::{
-    Activation, MlpConfig, ModelConfig, OptimizerKind, SyntheticConfig, TrainConfig,
+    Activation, LossScaling, MlpConfig, ModelConfig, OptimizerKind, Precision, SyntheticConfig,
+    TrainConfig,
 };
 use tidemark::data::{generate, ClassificationBatcher};
 use tidemark::memory::{format_bytes, CountingAllocator, MemoryProbe};
 use tidemark::model::Model;
-use tidemark::train::{accumulated_step, build_optimizer};
+use tidemark::train::{accumulated_step, build_optimizer, MixedPrecision};
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();
@@ -87,7 +88,12 @@ fn run(case: &Case, warmup: usize, timed: usize) {
         optimizer: OptimizerKind::Adam,
         lr: 1e-3,
         weight_decay: 0.0,
+        precision: Precision::F32,
+        loss_scaling: LossScaling::Off,
+        initial_loss_scale: 65536.0,
+        loss_scale_growth_interval: 2000,
     };
+    let mut precision = MixedPrecision::from_config(&train);
     let mut model = Model::new(&model_cfg, 784, 10, &device);
     let mut optimizer = build_optimizer(&train);
     let loss_fn = CrossEntropyLossConfig::new().init(&device);
@@ -104,8 +110,10 @@ fn run(case: &Case, warmup: usize, timed: usize) {
             train.lr,
             &loss_fn,
             &group,
+            &mut precision,
             &mut probe,
-        );
+        )
+        .expect("step");
         // Reading the loss waits for the step to finish on any backend.
         let _ = out.loss.into_data();
         if i >= warmup {

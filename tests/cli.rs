@@ -395,6 +395,130 @@ fn a_diverging_run_keeps_its_snapshots_and_says_why() {
 }
 
 #[test]
+fn mixed_precision_tracks_f32_and_records_the_loss_scale() {
+    let env = Env::small();
+    let accuracy = |precision: &str| {
+        let run = env.run(&[
+            "train",
+            "--config",
+            "small.toml",
+            "--set",
+            &format!("run.name={precision}"),
+            "--set",
+            &format!("train.precision={precision}"),
+        ]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let summary = env.summary(&format!("runs/{precision}"));
+        assert_eq!(summary["precision"], precision);
+        assert_eq!(summary["skipped_steps"], 0);
+        num(&summary, "final_val_accuracy")
+    };
+    let exact = accuracy("f32");
+    assert!(exact > 0.8, "the f32 run must learn: {exact}");
+    for precision in ["bf16", "f16"] {
+        let low = accuracy(precision);
+        assert!(
+            (low - exact).abs() <= 0.01,
+            "{precision}: validation accuracy {low} against f32 {exact}"
+        );
+    }
+    // f16 scales the loss by default; bf16 does not.
+    let f16 = env.snapshots("runs/f16");
+    for s in f16.iter().filter(|s| s["event"] == "epoch") {
+        assert_eq!(s["loss_scale"], 65536.0, "{s}");
+        assert_eq!(s["skipped_steps"], 0, "{s}");
+    }
+    let bf16 = env.snapshots("runs/bf16");
+    assert!(bf16.iter().all(|s| s.get("loss_scale").is_none()));
+}
+
+#[test]
+fn an_overflowing_loss_scale_backs_off_and_training_proceeds() {
+    let env = Env::small();
+    let initial = 2f64.powi(40);
+    let run = env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.precision=f16",
+        "--set",
+        &format!("train.initial_loss_scale={initial}"),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let snaps = env.snapshots("runs/small");
+    let epochs: Vec<&Value> = snaps.iter().filter(|s| s["event"] == "epoch").collect();
+    let skipped = num(epochs[0], "skipped_steps");
+    assert!(skipped >= 1.0, "f16 overflows at 2^40: {}", epochs[0]);
+    // Each skip halves the scale; no clean run of 2000 steps has doubled it since.
+    assert_eq!(
+        num(epochs[0], "loss_scale"),
+        initial / 2f64.powf(skipped),
+        "{}",
+        epochs[0]
+    );
+    for e in &epochs[1..] {
+        assert_eq!(num(e, "skipped_steps"), 0.0, "the scale settled: {e}");
+    }
+    let summary = env.summary("runs/small");
+    assert_eq!(num(&summary, "skipped_steps"), skipped);
+    // Training went on: the loss fell, and validation (which reads every weight) is finite.
+    let losses: Vec<f64> = epochs.iter().map(|e| num(e, "loss")).collect();
+    assert!(losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
+    assert!(num(&summary, "final_val_loss").is_finite(), "{summary}");
+    assert!(num(&summary, "final_val_accuracy") > 0.8, "{summary}");
+}
+
+#[test]
+fn precision_and_execution_settings_are_checked() {
+    let env = Env::small();
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.precision=\"fp8\"",
+    ])
+    .fails_with(
+        2,
+        &["train.precision must be one of \"f32\", \"bf16\", \"f16\", got \"fp8\""],
+    );
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.loss_scaling=dynamic",
+    ])
+    .fails_with(2, &["train.loss_scaling", "needs train.precision = \"f16\""]);
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "device.execution=lazy",
+    ])
+    .fails_with(2, &["device.execution must be one of \"eager\", \"fused\""]);
+    // flex has one mode, and says so instead of pretending.
+    let run = env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "device.execution=fused",
+        "--set",
+        "train.epochs=1",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr().contains("execution: flex has no fused mode"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(env.summary("runs/small")["execution"], "eager");
+}
+
+#[test]
 fn help_and_usage_errors() {
     let env = Env::new();
     let help = env.run(&["--help"]);
@@ -785,6 +909,7 @@ mod wgpu {
         match tidemark::backend::select(&DeviceConfig {
             backend: Backend::Wgpu,
             index: 0,
+            execution: None,
         }) {
             Ok(_) => true,
             Err(e) if std::env::var_os("TIDEMARK_REQUIRE_WGPU").is_some() => {
@@ -898,6 +1023,46 @@ batch_size = 128
             most <= num(start, "bytes_reserved"),
             "preallocated: reserved rose from {} to {most} (growth rose by {grew})",
             num(start, "bytes_reserved")
+        );
+    }
+
+    #[test]
+    fn half_precision_runs_where_the_device_has_it_and_is_refused_where_not() {
+        if !adapter_or_skip("half_precision_runs_where_the_device_has_it_and_is_refused_where_not")
+        {
+            return;
+        }
+        let env = Env::new();
+        env.write("pool.toml", POOL);
+        for precision in ["f16", "bf16"] {
+            let run = env.run(&[
+                "train",
+                "--config",
+                "pool.toml",
+                "--set",
+                &format!("run.name={precision}"),
+                "--set",
+                &format!("train.precision={precision}"),
+            ]);
+            if run.code() == 2 {
+                // Lavapipe has f16 but not bf16; a GPU may have both.
+                run.fails_with(
+                    2,
+                    &[&format!(
+                        "train.precision = \"{precision}\" is not supported by the wgpu device"
+                    )],
+                );
+                assert!(!env.path(&format!("runs/{precision}")).exists());
+                continue;
+            }
+            assert_eq!(run.code(), 0, "{}", run.stderr());
+            let summary = env.summary(&format!("runs/{precision}"));
+            assert_eq!(summary["precision"], precision);
+            assert!(num(&summary, "final_val_accuracy") > 0.5, "{summary}");
+        }
+        assert!(
+            env.path("runs/f16").exists(),
+            "every Vulkan device tidemark targets computes in f16"
         );
     }
 

@@ -367,6 +367,50 @@ mod tests {
     }
 
     #[test]
+    fn after_overflows_the_scale_settles_and_no_weight_is_ever_nan() {
+        let config = train_config(OptimizerKind::Adam, 0.0);
+        let device = Device::flex().autodiff();
+        let data = samples(256);
+        let group: Vec<ClassificationBatch> = data
+            .chunks(64)
+            .map(|c| ClassificationBatcher.batch(c.to_vec(), &device))
+            .collect();
+        let mut precision =
+            MixedPrecision::new(Precision::F16, Some(LossScaler::new(2f64.powi(40), 2000)));
+        let mut optimizer = build_optimizer(&config);
+        let loss_fn = CrossEntropyLossConfig::new().init(&device);
+        let mut probe = MemoryProbe::new(&device);
+        let mut model = model(&device);
+        let (mut skipped, mut applied, mut losses) = (0, 0, Vec::new());
+        for _ in 0..40 {
+            let out = accumulated_step(
+                model,
+                &mut optimizer,
+                config.lr,
+                &loss_fn,
+                &group,
+                &mut precision,
+                &mut probe,
+            )
+            .unwrap();
+            match out.outcome {
+                GroupOutcome::Skip => skipped += 1,
+                GroupOutcome::Apply => applied += 1,
+            }
+            model = out.model;
+            assert!(weights(&model).iter().all(|w| w.is_finite()));
+            losses.push(out.loss.into_scalar::<f32>());
+        }
+        let scale = precision.scaler().unwrap().scale();
+        assert!(skipped > 0 && applied > 0, "skipped {skipped}, applied {applied}");
+        assert_eq!(scale, 2f64.powi(40 - skipped));
+        assert!(
+            losses.last().unwrap() < &(losses[0] * 0.9),
+            "training proceeds after the skips: {losses:?}"
+        );
+    }
+
+    #[test]
     fn summing_unscaled_losses_would_not_match() {
         // Guards the test above against passing vacuously: a plain sum of micro-batch means
         // (what GradientsAccumulator gives unscaled) moves SGD weights four times as far.
