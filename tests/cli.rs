@@ -490,7 +490,10 @@ fn precision_and_execution_settings_are_checked() {
         "--set",
         "train.loss_scaling=dynamic",
     ])
-    .fails_with(2, &["train.loss_scaling", "needs train.precision = \"f16\""]);
+    .fails_with(
+        2,
+        &["train.loss_scaling", "needs train.precision = \"f16\""],
+    );
     env.run(&[
         "train",
         "--config",
@@ -1064,6 +1067,77 @@ batch_size = 128
             env.path("runs/f16").exists(),
             "every Vulkan device tidemark targets computes in f16"
         );
+    }
+
+    /// Burn 0.22 picks fusion when it is built, so the two execution modes are two binaries:
+    /// this one (eager) and one built with `--features wgpu,fused`, named by
+    /// `TIDEMARK_FUSED_BIN` (CI builds it; `TIDEMARK_REQUIRE_FUSED=1` makes its absence a
+    /// failure). The same run in both must agree epoch by epoch.
+    #[test]
+    fn eager_and_fused_execution_agree() {
+        if !adapter_or_skip("eager_and_fused_execution_agree") {
+            return;
+        }
+        let Some(fused) = std::env::var_os("TIDEMARK_FUSED_BIN") else {
+            assert!(
+                std::env::var_os("TIDEMARK_REQUIRE_FUSED").is_none(),
+                "TIDEMARK_REQUIRE_FUSED is set but TIDEMARK_FUSED_BIN is not"
+            );
+            eprintln!(
+                "eager_and_fused_execution_agree: skipped (set TIDEMARK_FUSED_BIN to a build \
+                 with --features wgpu,fused)"
+            );
+            return;
+        };
+        let env = Env::new();
+        env.write("pool.toml", POOL);
+        let args = |mode: &str| {
+            vec![
+                "train".to_string(),
+                "--config".into(),
+                "pool.toml".into(),
+                "--set".into(),
+                format!("run.name={mode}"),
+                "--set".into(),
+                format!("device.execution={mode}"),
+                "--set".into(),
+                "train.epochs=2".into(),
+            ]
+        };
+        let eager = env.run(&args("eager").iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(eager.code(), 0, "{}", eager.stderr());
+        let run = Command::new(&fused)
+            .args(args("fused"))
+            .current_dir(env.path(""))
+            .env("XDG_RUNTIME_DIR", env.path(""))
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert_eq!(env.summary("runs/eager")["execution"], "eager");
+        assert_eq!(env.summary("runs/fused")["execution"], "fused");
+        let epochs = |dir: &str| -> Vec<Value> {
+            env.snapshots(dir)
+                .into_iter()
+                .filter(|s| s["event"] == "epoch")
+                .collect()
+        };
+        let (e, f) = (epochs("runs/eager"), epochs("runs/fused"));
+        assert_eq!(e.len(), 2);
+        assert_eq!(e.len(), f.len());
+        for (a, b) in e.iter().zip(&f) {
+            for key in ["loss", "val_loss", "val_accuracy"] {
+                let (x, y) = (num(a, key), num(b, key));
+                assert!(
+                    (x - y).abs() <= 1e-4 * x.abs().max(1.0),
+                    "epoch {}: {key} eager {x} vs fused {y}",
+                    a["epoch"]
+                );
+            }
+        }
     }
 
     #[test]

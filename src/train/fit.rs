@@ -408,6 +408,7 @@ impl Run<'_> {
                     Some(sum) => sum + weighted,
                     None => weighted,
                 });
+                self.observer.step_done(epoch, step_in_epoch);
                 if step_in_epoch % report_every == 0 || done {
                     // Reading the loss waits for the device; do it about ten times an epoch.
                     let loss = scalar(accumulated.loss)?;

@@ -23,6 +23,10 @@ pub trait Observer {
     fn message(&mut self, _text: &str) {}
     /// Some steps into an epoch (about ten times per epoch).
     fn step(&mut self, _progress: &EpochProgress) {}
+    /// After every optimizer step (applied or skipped): `step` is 1-based within `epoch`.
+    /// Called on the training thread without waiting for the device; a benchmark that syncs
+    /// here times each step with the device's work inside.
+    fn step_done(&mut self, _epoch: usize, _step: usize) {}
     /// A snapshot was written.
     fn snapshot(&mut self, _snapshot: &Snapshot) {}
 }
@@ -40,6 +44,9 @@ impl Observer for Box<dyn Observer> {
     }
     fn step(&mut self, progress: &EpochProgress) {
         (**self).step(progress)
+    }
+    fn step_done(&mut self, epoch: usize, step: usize) {
+        (**self).step_done(epoch, step)
     }
     fn snapshot(&mut self, snapshot: &Snapshot) {
         (**self).snapshot(snapshot)

@@ -402,7 +402,10 @@ mod tests {
             losses.push(out.loss.into_scalar::<f32>());
         }
         let scale = precision.scaler().unwrap().scale();
-        assert!(skipped > 0 && applied > 0, "skipped {skipped}, applied {applied}");
+        assert!(
+            skipped > 0 && applied > 0,
+            "skipped {skipped}, applied {applied}"
+        );
         assert_eq!(scale, 2f64.powi(40 - skipped));
         assert!(
             losses.last().unwrap() < &(losses[0] * 0.9),

@@ -1,0 +1,124 @@
+//! The workload in plain Burn: its data loader, `GradientsAccumulator` and optimizer, with
+//! none of tidemark's memory layer (no probe, no policy checks, no snapshots, no
+//! checkpoints), timed the same way.
+
+use std::time::Instant;
+
+use burn::data::dataloader::DataLoaderBuilder;
+use burn::data::dataset::InMemDataset;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::{GradientsAccumulator, GradientsParams};
+use burn::tensor::Device;
+use tidemark::data::{self, ClassificationBatch, ClassificationBatcher};
+use tidemark::memory::{
+    device_pool_figures, peak_resident_set_bytes, reset_host_peak, reset_peak_resident_set,
+    HostCounters,
+};
+use tidemark::model::Model;
+use tidemark::train::{build_optimizer, MixedPrecision};
+
+use super::case::{config, median};
+use super::{CaseResult, CaseSpec};
+
+/// In use and reserved now: the pools where the device has them, else the host heap and the
+/// peak resident set.
+fn figures(device: &Device) -> (u64, u64) {
+    match device_pool_figures(device) {
+        Some(pool) => (pool.in_use, pool.reserved),
+        None => (
+            HostCounters::read().in_use,
+            peak_resident_set_bytes().unwrap_or(0),
+        ),
+    }
+}
+
+pub fn run(spec: &CaseSpec) -> CaseResult {
+    let out = tempfile::tempdir().expect("a temporary directory");
+    let cfg = config(spec, out.path());
+    let device = tidemark::backend::select(&cfg.device).expect("the backend is compiled in");
+    let ad = device.clone().autodiff();
+    ad.seed(cfg.run.seed);
+    let (before, _) = figures(&device);
+    let dataset = data::load(&cfg.data, cfg.run.seed).expect("the workload's data");
+    let train = &cfg.train;
+    let loader = DataLoaderBuilder::new(ClassificationBatcher)
+        .batch_size(train.batch_size)
+        .shuffle(cfg.run.seed)
+        .num_workers(cfg.data.num_workers)
+        .set_device(ad.clone())
+        .build(InMemDataset::new(dataset.train));
+    let mut model = Model::new(&cfg.model, dataset.features, dataset.classes, &ad);
+    let mut optimizer = build_optimizer(train);
+    let loss_fn = CrossEntropyLossConfig::new().init(&ad);
+    // The compute cast for bf16 (W3); no loss scaling.
+    let precision = MixedPrecision::new(train.precision, None);
+
+    if std::env::var_os("BARE_WARM").is_some() {
+        for n in [32, 512] {
+            let x = burn::tensor::Tensor::<2>::ones([n, n], &ad).require_grad();
+            let y = burn::tensor::activation::relu(x.clone().matmul(x)).sum();
+            drop(y.backward());
+        }
+        device.sync().unwrap();
+    }
+    reset_host_peak();
+    reset_peak_resident_set();
+    let (mut peak_in_use, mut peak_reserved, mut rest_in_use) = (0, 0, 0);
+    let mut intervals = Vec::new();
+    for _epoch in 0..train.epochs {
+        let mut batches = loader.iter();
+        let mut last: Option<Instant> = None;
+        loop {
+            let group: Vec<ClassificationBatch> = batches
+                .by_ref()
+                .take(train.accumulation_steps)
+                .map(|b| b.expect("a batch"))
+                .collect();
+            if group.is_empty() {
+                break;
+            }
+            let samples: usize = group.iter().map(ClassificationBatch::len).sum();
+            let mut accumulator = GradientsAccumulator::<Model>::new();
+            for batch in &group {
+                let logits = precision.forward(&model, batch.inputs.clone());
+                let loss = loss_fn
+                    .forward(logits, batch.targets.clone())
+                    .mul_scalar(batch.len() as f64 / samples as f64);
+                let grads = GradientsParams::from_grads(loss.backward(), &model);
+                accumulator.accumulate(&model, grads);
+            }
+            drop(group);
+            model = optimizer.step(train.lr, model, accumulator.grads());
+            device.sync().expect("device sync");
+            let now = Instant::now();
+            if let Some(last) = last {
+                intervals.push(now.duration_since(last).as_secs_f64() * 1e3);
+            }
+            last = Some(now);
+            // Sampled outside the timed interval's work, as tidemark's probe is inside it.
+            let (in_use, reserved) = figures(&device);
+            peak_reserved = peak_reserved.max(reserved);
+            peak_in_use = peak_in_use.max(match device_pool_figures(&device) {
+                Some(_) => in_use,
+                None => HostCounters::read().peak,
+            });
+            rest_in_use = in_use;
+        }
+    }
+    drop((model, optimizer, loss_fn, loader));
+    device.sync().expect("device sync");
+    let (after, _) = figures(&device);
+    CaseResult {
+        steps_timed: intervals.len(),
+        median_step_ms: median(&mut intervals),
+        peak_in_use,
+        rest_in_use,
+        peak_reserved,
+        fragmentation: Some(
+            1.0 - peak_in_use.min(peak_reserved) as f64 / peak_reserved.max(1) as f64,
+        ),
+        retained_in_use: Some(after as i64 - before as i64),
+        retained_reserved: None,
+        note: "no probe, policy or snapshots; dropped, not cleaned up".into(),
+    }
+}

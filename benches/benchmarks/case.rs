@@ -1,0 +1,161 @@
+//! One policy case: the workload through tidemark's `Trainer`, every step timed from inside.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Instant;
+
+use burn::tensor::Device;
+use tidemark::config::{load, ClearPolicy, MemoryPolicyKind, MemorySize, OnLimit, RunConfig};
+use tidemark::memory::MemorySource;
+use tidemark::report::{read_snapshots, Event};
+use tidemark::train::{Observer, Trainer};
+use tidemark::Error;
+
+use super::{CaseResult, CaseSpec, Policy};
+
+/// Syncs the device after each optimizer step and keeps the intervals between steps of the
+/// same epoch.
+struct StepTimer {
+    device: Device,
+    last: Option<Instant>,
+    intervals_ms: Rc<RefCell<Vec<f64>>>,
+}
+
+impl Observer for StepTimer {
+    fn step_done(&mut self, _epoch: usize, step: usize) {
+        self.device.sync().expect("device sync");
+        let now = Instant::now();
+        if let (true, Some(last)) = (step > 1, self.last) {
+            self.intervals_ms
+                .borrow_mut()
+                .push(now.duration_since(last).as_secs_f64() * 1e3);
+        }
+        self.last = Some(now);
+    }
+}
+
+/// The workload's config for `spec`, with its output in `out`.
+pub fn config(spec: &CaseSpec, out: &Path) -> RunConfig {
+    let mut overrides = vec![
+        format!("device.backend={}", spec.backend),
+        format!("run.output_dir=\"{}\"", out.display()),
+    ];
+    if spec.quick {
+        overrides.extend(["data.samples=1024".into(), "train.epochs=1".into()]);
+    }
+    let overrides: Vec<_> = overrides
+        .iter()
+        .map(|o| tidemark::config::Override::parse(o).expect("a valid override"))
+        .collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    load(&root.join(&spec.config), &overrides).expect("the workload config loads")
+}
+
+/// The median of `values` (sorted in place).
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
+}
+
+pub fn run(spec: &CaseSpec) -> CaseResult {
+    let out = tempfile::tempdir().expect("a temporary directory");
+    let mut cfg = config(spec, out.path());
+    cfg.memory.clear = ClearPolicy::Never;
+    let needs_growth = || CaseResult {
+        note: "needs the growth case's figures".into(),
+        ..CaseResult::default()
+    };
+    match spec.policy {
+        Policy::Bare | Policy::Growth => {}
+        Policy::Preallocate => {
+            let Some(g) = spec.growth else {
+                return needs_growth();
+            };
+            cfg.memory.policy = MemoryPolicyKind::Preallocate;
+            cfg.memory.preallocate = Some(MemorySize::Bytes(g.peak_reserved * 5 / 4));
+        }
+        Policy::Limit => {
+            let Some(g) = spec.growth else {
+                return needs_growth();
+            };
+            cfg.memory.limit = Some(MemorySize::Bytes(g.peak_in_use * 5 / 4));
+        }
+        Policy::LimitShrink => {
+            let Some(g) = spec.growth else {
+                return needs_growth();
+            };
+            let rest = g.rest_in_use.min(g.peak_in_use);
+            cfg.memory.limit = Some(MemorySize::Bytes(rest + (g.peak_in_use - rest) / 2));
+            cfg.memory.on_limit = OnLimit::Shrink;
+        }
+        Policy::Clear => {
+            cfg.memory.clear = ClearPolicy::BetweenRuns;
+            // The first run of the process pays for one-time state; the second is the one
+            // a sweep would repeat.
+            let mut first = cfg.clone();
+            first.run.name = format!("{}-first", cfg.run.name);
+            if let Err(e) = Trainer::new(first).run() {
+                return failed(e);
+            }
+        }
+    }
+    let micro_batch = cfg.train.batch_size;
+    let device = tidemark::backend::select(&cfg.device).expect("the backend is compiled in");
+    let intervals = Rc::new(RefCell::new(Vec::new()));
+    let timer = StepTimer {
+        device,
+        last: None,
+        intervals_ms: intervals.clone(),
+    };
+    let started = Instant::now();
+    let outcome = Trainer::new(cfg).observer(timer).run();
+    let mut intervals = intervals.take();
+    let summary = match outcome {
+        Ok(summary) => summary,
+        Err(e) => return failed(e),
+    };
+    let snapshots = read_snapshots(&summary.run_dir.join("snapshots.jsonl")).unwrap_or_default();
+    let rest_in_use = snapshots
+        .iter()
+        .rfind(|s| s.event == Event::Epoch)
+        .map_or(0, |s| s.memory.bytes_in_use);
+    // On the host, reserved is the resident set; its true peak is in the run-end figures.
+    let peak_reserved = match summary.memory_source {
+        MemorySource::Host => summary
+            .peak_bytes_reserved
+            .max(summary.retained.map_or(0, |r| r.rss_peak_bytes)),
+        MemorySource::CubeclPool => summary.peak_bytes_reserved,
+    };
+    let mut note = Vec::new();
+    if summary.micro_batch != micro_batch {
+        note.push(format!(
+            "shrank to {} x {}",
+            summary.micro_batch, summary.accumulation_steps
+        ));
+    }
+    if let Some(limit) = summary.limit_bytes {
+        note.push(format!("limit {}", tidemark::memory::format_bytes(limit)));
+    }
+    note.push(format!("run {:.1} s", started.elapsed().as_secs_f64()));
+    CaseResult {
+        steps_timed: intervals.len(),
+        median_step_ms: median(&mut intervals),
+        peak_in_use: summary.peak_bytes_in_use,
+        rest_in_use,
+        peak_reserved,
+        fragmentation: Some(
+            1.0 - summary.peak_bytes_in_use.min(peak_reserved) as f64 / peak_reserved.max(1) as f64,
+        ),
+        retained_in_use: summary.retained.map(|r| r.retained_bytes_in_use),
+        retained_reserved: summary.retained.map(|r| r.retained_bytes_reserved),
+        note: note.join("; "),
+    }
+}
+
+fn failed(e: Error) -> CaseResult {
+    CaseResult {
+        note: e.to_string(),
+        ..CaseResult::default()
+    }
+}

@@ -1,0 +1,293 @@
+//! The policy benchmark.
+//!
+//! **What a case measures.** A case trains one workload under one policy with tidemark's real
+//! training loop (`Trainer`), and times every optimizer step from inside it: an observer's
+//! `step_done` hook synchronises the device and reads the clock, so each interval holds one
+//! step's loading, forward, backward, update, memory checks and the device's work. The first
+//! step of each epoch is left out (it also holds the previous epoch's validation and
+//! checkpoint); the table gives the median of the rest. Memory comes from the run's summary,
+//! as `tidemark compare` reports it: peak in use, peak reserved (on the host the peak resident
+//! set), fragmentation = 1 − peak in use / peak reserved, and what the run kept after its end
+//! against before it.
+//!
+//! **The bare-Burn row** runs the same workload in a loop written against Burn alone: Burn's
+//! data loader, `GradientsAccumulator` and optimizer, no probe, no policy, no snapshots, and
+//! the same synchronised timing. The gap between it and the `growth` row is the cost of
+//! tidemark's layer.
+//!
+//! **One process per case.** The allocator's free pages, the resident set, and CubeCL's
+//! process-wide settings outlive a run, so each case runs in a fresh process (this binary,
+//! started again with `TIDEMARK_BENCH_CASE` set) and reports one JSON line. Cases that size a
+//! limit or a reservation from the `growth` case get its figures through the environment.
+//!
+//! **Why not criterion or divan.** Both time a closure called repeatedly in one process. This
+//! benchmark needs the timing from inside a whole training loop, memory columns beside it, and
+//! a process per case; neither harness gives those, so the harness is this file.
+
+mod bare;
+mod case;
+
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+use tidemark::backend::compiled_backends;
+use tidemark::config::Backend;
+use tidemark::memory::{format_bytes, format_signed_bytes};
+
+/// Environment variable naming the case a child process runs.
+const CASE_VAR: &str = "TIDEMARK_BENCH_CASE";
+/// Growth figures handed to the cases that size themselves from them.
+const GROWTH_VAR: &str = "TIDEMARK_BENCH_GROWTH";
+
+/// The standard workloads, by config file.
+const WORKLOADS: [(&str, &str); 3] = [
+    ("W1", "configs/bench/w1.toml"),
+    ("W2", "configs/bench/w2.toml"),
+    ("W3", "configs/bench/w3.toml"),
+];
+
+/// A row of the table, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// The workload in plain Burn.
+    Bare,
+    /// Allocate on demand, release nothing at the end.
+    Growth,
+    /// Reserve up front: 125% of the growth case's peak reserved.
+    Preallocate,
+    /// A limit the run fits in: 125% of the growth case's peak in use.
+    Limit,
+    /// A limit it does not fit in (halfway between growth's resting and peak in use), with
+    /// `on_limit = "shrink"`.
+    LimitShrink,
+    /// Growth with `clear = "between_runs"`: the second of two runs in one process.
+    Clear,
+}
+
+impl Policy {
+    const ALL: [Policy; 6] = [
+        Policy::Bare,
+        Policy::Growth,
+        Policy::Preallocate,
+        Policy::Limit,
+        Policy::LimitShrink,
+        Policy::Clear,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Policy::Bare => "bare Burn",
+            Policy::Growth => "growth",
+            Policy::Preallocate => "preallocate",
+            Policy::Limit => "limit (fits)",
+            Policy::LimitShrink => "limit + shrink",
+            Policy::Clear => "clear between runs",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Policy::Bare => "bare",
+            Policy::Growth => "growth",
+            Policy::Preallocate => "preallocate",
+            Policy::Limit => "limit",
+            Policy::LimitShrink => "limit-shrink",
+            Policy::Clear => "clear",
+        }
+    }
+
+    fn from_key(key: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.key() == key)
+    }
+}
+
+/// What a child process was asked to run.
+#[derive(Debug, Clone)]
+pub struct CaseSpec {
+    pub workload: String,
+    pub config: String,
+    pub backend: Backend,
+    pub policy: Policy,
+    pub quick: bool,
+    pub growth: Option<GrowthFigures>,
+}
+
+/// The growth case's figures, which size the limits and the reservation.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct GrowthFigures {
+    pub peak_in_use: u64,
+    pub rest_in_use: u64,
+    pub peak_reserved: u64,
+}
+
+/// What a case measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub median_step_ms: Option<f64>,
+    pub steps_timed: usize,
+    pub peak_in_use: u64,
+    pub rest_in_use: u64,
+    pub peak_reserved: u64,
+    pub fragmentation: Option<f64>,
+    pub retained_in_use: Option<i64>,
+    pub retained_reserved: Option<i64>,
+    /// Why the case did not run, or what else happened (a shrink).
+    pub note: String,
+}
+
+pub fn main() {
+    if let Ok(case) = std::env::var(CASE_VAR) {
+        return run_child(&case);
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick =
+        args.iter().any(|a| a == "--quick") || std::env::var_os("TIDEMARK_BENCH_QUICK").is_some();
+    let filter = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .map(|f| f.to_lowercase());
+    println!(
+        "tidemark policy benchmark ({}): each case in its own process; step time is the median \
+         of synchronised optimizer steps",
+        if quick { "quick" } else { "full" }
+    );
+    for backend in compiled_backends() {
+        for (workload, config) in WORKLOADS {
+            let label = format!("{}/{}", workload, backend).to_lowercase();
+            if filter.as_ref().is_some_and(|f| !label.contains(f.as_str())) {
+                continue;
+            }
+            run_workload(workload, config, backend, quick);
+        }
+    }
+}
+
+fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
+    println!("\n{workload} on {backend} ({config})");
+    println!(
+        "| policy | median step | vs bare | peak in use | peak reserved | fragmentation | \
+         retained in use | retained reserved | note |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut growth = None;
+    let mut bare_ms = None;
+    for policy in Policy::ALL {
+        let spec = CaseSpec {
+            workload: workload.into(),
+            config: config.into(),
+            backend,
+            policy,
+            quick,
+            growth,
+        };
+        let result = spawn(&spec);
+        if policy == Policy::Growth && result.median_step_ms.is_some() {
+            growth = Some(GrowthFigures {
+                peak_in_use: result.peak_in_use,
+                rest_in_use: result.rest_in_use,
+                peak_reserved: result.peak_reserved,
+            });
+        }
+        if policy == Policy::Bare {
+            bare_ms = result.median_step_ms;
+        }
+        print_row(policy, &result, bare_ms);
+    }
+}
+
+fn print_row(policy: Policy, r: &CaseResult, bare_ms: Option<f64>) {
+    let ran = r.median_step_ms.is_some();
+    let bytes = |b: u64| if ran { format_bytes(b) } else { "-".into() };
+    let signed = |b: Option<i64>| b.map_or("-".into(), format_signed_bytes);
+    println!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        policy.name(),
+        r.median_step_ms
+            .map_or("-".into(), |ms| format!("{ms:.2} ms")),
+        match (policy, r.median_step_ms, bare_ms) {
+            (Policy::Bare, _, _) => "".into(),
+            (_, Some(ms), Some(bare)) => format!("{:+.1}%", (ms / bare - 1.0) * 100.0),
+            _ => "-".into(),
+        },
+        bytes(r.peak_in_use),
+        bytes(r.peak_reserved),
+        r.fragmentation
+            .map_or("-".into(), |f| format!("{:.1}%", f * 100.0)),
+        signed(r.retained_in_use),
+        signed(r.retained_reserved),
+        r.note.replace('|', "/"),
+    );
+}
+
+/// Runs one case in a fresh process and reads its result line.
+fn spawn(spec: &CaseSpec) -> CaseResult {
+    let exe = std::env::current_exe().expect("the benchmark binary's path");
+    let mut command = Command::new(exe);
+    command
+        .env(
+            CASE_VAR,
+            format!(
+                "{}:{}:{}:{}:{}",
+                spec.workload,
+                spec.config,
+                spec.backend,
+                spec.policy.key(),
+                u8::from(spec.quick)
+            ),
+        )
+        .env_remove("TIDEMARK_BENCH_QUICK");
+    if let Some(g) = spec.growth {
+        command.env(GROWTH_VAR, serde_json::to_string(&g).expect("serialise"));
+    }
+    let output = command.output().expect("start a benchmark case");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    match stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .and_then(|json| serde_json::from_str(json).ok())
+    {
+        Some(result) => result,
+        None => CaseResult {
+            note: format!(
+                "case failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            ),
+            ..CaseResult::default()
+        },
+    }
+}
+
+/// The child side: parse the case, run it, print one `RESULT` line.
+fn run_child(case: &str) {
+    let parts: Vec<&str> = case.split(':').collect();
+    let [workload, config, backend, policy, quick] = parts[..] else {
+        panic!("{CASE_VAR} = {case:?} is not workload:config:backend:policy:quick");
+    };
+    let backend = Backend::ALL
+        .into_iter()
+        .find(|b| b.name() == backend)
+        .expect("a known backend");
+    let spec = CaseSpec {
+        workload: workload.into(),
+        config: config.into(),
+        backend,
+        policy: Policy::from_key(policy).expect("a known policy"),
+        quick: quick == "1",
+        growth: std::env::var(GROWTH_VAR)
+            .ok()
+            .and_then(|g| serde_json::from_str(&g).ok()),
+    };
+    let result = match spec.policy {
+        Policy::Bare => bare::run(&spec),
+        _ => case::run(&spec),
+    };
+    println!(
+        "RESULT {}",
+        serde_json::to_string(&result).expect("serialise")
+    );
+}

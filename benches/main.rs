@@ -1,0 +1,21 @@
+//! `cargo bench`: the memory policies side by side, on the standard workloads.
+//!
+//!     cargo bench                          # full run (about 2 minutes on 2 cores, flex only)
+//!     cargo bench -- --quick               # smoke run: tiny data, one epoch (CI)
+//!     TIDEMARK_BENCH_QUICK=1 cargo bench   # the same
+//!     cargo bench -- w2                    # only the cases whose name contains "w2"
+//!
+//! For each workload (`configs/bench/w1.toml`..`w3.toml`, the files `tidemark compare` takes
+//! too), each backend compiled in, and each policy, one case runs in its own process and prints
+//! one result line; this process prints the table. See `benchmarks/mod.rs` for what is measured.
+
+mod benchmarks;
+
+use tidemark::memory::CountingAllocator;
+
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator::new();
+
+fn main() {
+    benchmarks::main();
+}
