@@ -38,6 +38,8 @@ use tidemark::memory::{format_bytes, format_signed_bytes};
 const CASE_VAR: &str = "TIDEMARK_BENCH_CASE";
 /// Growth figures handed to the cases that size themselves from them.
 const GROWTH_VAR: &str = "TIDEMARK_BENCH_GROWTH";
+/// Processes run for each case in a full run.
+const REPEATS: usize = 5;
 
 /// The standard workloads, by config file.
 const WORKLOADS: [(&str, &str); 3] = [
@@ -153,6 +155,11 @@ pub fn main() {
         if quick { "quick" } else { "full" }
     );
     for backend in compiled_backends() {
+        let cost = layer_cost_us(backend);
+        println!(
+            "\n{backend}: tidemark's memory layer costs {cost:.2} µs per step (probe window, \
+             two probe readings and limit decisions; mean of 10,000)"
+        );
         for (workload, config) in WORKLOADS {
             let label = format!("{}/{}", workload, backend).to_lowercase();
             if filter.as_ref().is_some_and(|f| !label.contains(f.as_str())) {
@@ -173,6 +180,19 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
     let mut growth = None;
     let mut bare_ms = None;
     for policy in Policy::ALL {
+        if policy == Policy::Preallocate && backend == Backend::Flex {
+            let note = "n/a: flex allocates from the process heap; a reservation needs device \
+                        pools (tidemark refuses the policy on flex)";
+            print_row(
+                policy,
+                &CaseResult {
+                    note: note.into(),
+                    ..CaseResult::default()
+                },
+                bare_ms,
+            );
+            continue;
+        }
         let spec = CaseSpec {
             workload: workload.into(),
             config: config.into(),
@@ -181,7 +201,20 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
             quick,
             growth,
         };
-        let result = spawn(&spec);
+        // Machine noise between processes is larger than the differences measured, so each
+        // case runs several times.
+        let repeats = if quick { 1 } else { REPEATS };
+        let mut results: Vec<CaseResult> = (0..repeats).map(|_| spawn(&spec)).collect();
+        results.sort_by(|a, b| {
+            a.median_step_ms
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b.median_step_ms.unwrap_or(f64::MAX))
+        });
+        // The fastest process: the one least disturbed by the rest of the machine.
+        let mut result = results.swap_remove(0);
+        if repeats > 1 {
+            result.note = format!("fastest of {repeats} processes; {}", result.note);
+        }
         if policy == Policy::Growth && result.median_step_ms.is_some() {
             growth = Some(GrowthFigures {
                 peak_in_use: result.peak_in_use,
@@ -290,4 +323,40 @@ fn run_child(case: &str) {
         "RESULT {}",
         serde_json::to_string(&result).expect("serialise")
     );
+}
+
+/// What tidemark's memory layer adds to one optimizer step of one micro-batch, timed alone on
+/// `backend`: opening the step window, then twice (after the backward pass and after the
+/// update) a probe reading and the policies' decision, with a limit configured so that the
+/// limit policy runs. These are all the per-step calls `Trainer` makes into the layer.
+fn layer_cost_us(backend: Backend) -> f64 {
+    use tidemark::config::{ConfigBuilder, MemorySize};
+    use tidemark::memory::{MemoryProbe, Phase, Policies, RunState};
+
+    let mut config = ConfigBuilder::new("layer")
+        .build()
+        .expect("defaults validate");
+    config.device.backend = backend;
+    config.memory.limit = Some(MemorySize::Bytes(u64::MAX / 2));
+    let device = tidemark::backend::select(&config.device).expect("compiled in");
+    let policies = Policies::from_config(&config.memory, None).expect("a byte limit");
+    let mut probe = MemoryProbe::new(&device);
+    let state = RunState {
+        epoch: 1,
+        step: 1,
+        micro_batch: 256,
+        accumulation_steps: 1,
+        resting_estimate: 0,
+        previous_attempt: None,
+    };
+    const CALLS: u32 = 10_000;
+    let start = std::time::Instant::now();
+    for _ in 0..CALLS {
+        probe.begin_window();
+        for _ in 0..2 {
+            let usage = probe.observe();
+            std::hint::black_box(policies.decide(Phase::Step, &usage, &state));
+        }
+    }
+    start.elapsed().as_secs_f64() * 1e6 / f64::from(CALLS)
 }

@@ -216,6 +216,7 @@ mod tests {
             step: 0,
             micro_batch: 1,
             accumulation_steps: 1,
+            futile_shrink: None,
         });
         assert_eq!(exec.apply(&fail).unwrap(), None);
         assert!(HostCounters::read().installed);

@@ -15,7 +15,7 @@ pub use host::{
     host_usage, peak_resident_set_bytes, reset_host_peak, reset_peak_resident_set,
     resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters,
 };
-pub use policy::{LimitExceeded, MemoryAction, Phase, Policies, RunState};
+pub use policy::{Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use pools::{device_pool_figures, PoolFigures};
 pub use probe::MemoryProbe;
 pub use usage::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};

@@ -35,6 +35,17 @@ pub struct RunState {
     /// Bytes the run needs at rest once training starts: parameters, gradients (twice with
     /// accumulation) and optimizer state, plus what was already held at run start.
     pub resting_estimate: u64,
+    /// Within a step being retried after a shrink: the attempt before, as it breached.
+    pub previous_attempt: Option<Attempt>,
+}
+
+/// One try at a step that breached the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    /// Accumulation steps of that try.
+    pub accumulation_steps: usize,
+    /// The figure that breached.
+    pub observed: u64,
 }
 
 /// Something a policy wants done.
@@ -75,11 +86,21 @@ pub struct LimitExceeded {
     pub micro_batch: usize,
     /// Accumulation steps at the time.
     pub accumulation_steps: usize,
+    /// With `on_limit = "shrink"`, when shrinking stopped early: what the last halving saved.
+    pub futile_shrink: Option<u64>,
 }
 
 impl LimitExceeded {
     /// A concrete change that would likely fit.
     pub fn suggestion(&self) -> String {
+        if let Some(saved) = self.futile_shrink {
+            return format!(
+                "the last halving of the micro-batch saved {}, and each further halving saves at \
+                 most half as much, so no micro-batch fits: parameters, gradients and optimizer \
+                 state dominate this peak; raise memory.limit or use a smaller model",
+                format_bytes(saved)
+            );
+        }
         if self.step == 0 {
             return "the model's parameters, gradients and optimizer state alone exceed it; \
                     raise memory.limit or use a smaller model"
@@ -175,6 +196,25 @@ pub fn held(usage: &MemoryUsage) -> (u64, &'static str) {
     }
 }
 
+impl Limit {
+    /// Whether halving the micro-batch again cannot bring `observed` under the limit, and if
+    /// so what the last halving saved. Halving the micro-batch halves activation memory, so
+    /// each halving saves at most half what the one before saved, and all further halvings
+    /// together at most what the last one did. That holds once the previous attempt already
+    /// accumulated (before that, the first halving also adds the accumulated-gradient buffer).
+    fn futile_shrink(&self, observed: u64, state: &RunState) -> Option<u64> {
+        if self.on_limit != OnLimit::Shrink {
+            return None;
+        }
+        let previous = state.previous_attempt?;
+        if previous.accumulation_steps < 2 {
+            return None;
+        }
+        let saved = previous.observed.saturating_sub(observed);
+        (observed.saturating_sub(saved) > self.bytes).then_some(saved)
+    }
+}
+
 impl MemoryPolicy for Limit {
     fn decide(&self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Vec<MemoryAction> {
         let breach = |observed: u64, measure: &'static str| LimitExceeded {
@@ -185,6 +225,7 @@ impl MemoryPolicy for Limit {
             step: state.step,
             micro_batch: state.micro_batch,
             accumulation_steps: state.accumulation_steps,
+            futile_shrink: None,
         };
         match phase {
             Phase::RunStart if state.resting_estimate > self.bytes => vec![MemoryAction::Fail(
@@ -192,8 +233,14 @@ impl MemoryPolicy for Limit {
             )],
             Phase::Step => {
                 let (observed, measure) = held(usage);
+                let futile = self.futile_shrink(observed, state);
                 if observed <= self.bytes {
                     Vec::new()
+                } else if let Some(saved) = futile {
+                    vec![MemoryAction::Fail(LimitExceeded {
+                        futile_shrink: Some(saved),
+                        ..breach(observed, measure)
+                    })]
                 } else if self.on_limit == OnLimit::Shrink && state.micro_batch > 1 {
                     vec![MemoryAction::ShrinkBatch {
                         micro_batch: state.micro_batch.div_ceil(2),
@@ -287,6 +334,7 @@ mod tests {
     }
 
     const STATE: RunState = RunState {
+        previous_attempt: None,
         epoch: 2,
         step: 7,
         micro_batch: 256,
@@ -354,6 +402,52 @@ mod tests {
         ));
         // Limits are not checked at epoch or run end: the step check already covered them.
         assert!(limit.decide(Phase::EpochEnd, &host, &STATE).is_empty());
+    }
+
+    #[test]
+    fn shrinking_stops_when_halving_cannot_reach_the_limit() {
+        let limit = Limit {
+            bytes: 1000,
+            on_limit: OnLimit::Shrink,
+        };
+        let at = |micro_batch, accumulation_steps, prev_acc, prev_observed, observed| {
+            let state = RunState {
+                micro_batch,
+                accumulation_steps,
+                previous_attempt: Some(Attempt {
+                    accumulation_steps: prev_acc,
+                    observed: prev_observed,
+                }),
+                ..STATE
+            };
+            limit.decide(
+                Phase::Step,
+                &usage(MemorySource::Host, 0, 0, observed),
+                &state,
+            )
+        };
+        // The first halving adds the accumulation buffer: a rise proves nothing yet.
+        assert!(matches!(
+            at(128, 2, 1, 1100, 1150).as_slice(),
+            [MemoryAction::ShrinkBatch { .. }]
+        ));
+        // 1150 -> 1120 saved 30; all further halvings save at most 30 more: 1090 > 1000.
+        match at(64, 4, 2, 1150, 1120).as_slice() {
+            [MemoryAction::Fail(e)] => {
+                assert_eq!(e.futile_shrink, Some(30));
+                assert!(
+                    e.to_string()
+                        .contains("the last halving of the micro-batch saved 30 B"),
+                    "{e}"
+                );
+            }
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        // 1400 -> 1100 saved 300: halving again may still fit.
+        assert!(matches!(
+            at(64, 4, 2, 1400, 1100).as_slice(),
+            [MemoryAction::ShrinkBatch { .. }]
+        ));
     }
 
     #[test]
@@ -427,6 +521,7 @@ mod tests {
             step: 3,
             micro_batch: 256,
             accumulation_steps: 1,
+            futile_shrink: None,
         };
         assert_eq!(
             e.to_string(),

@@ -23,8 +23,8 @@ use crate::config::{
 use crate::data::{self, ClassificationBatch, ClassificationBatcher, Sample};
 use crate::error::Error;
 use crate::memory::{
-    device_total_memory, reset_peak_resident_set, resident_set_bytes, Executor, LimitExceeded,
-    MemoryProbe, MemorySource, MemoryUsage, Phase, Policies, RunState,
+    device_total_memory, reset_peak_resident_set, resident_set_bytes, Attempt, Executor,
+    LimitExceeded, MemoryProbe, MemorySource, MemoryUsage, Phase, Policies, RunState,
 };
 use crate::model::Model;
 use crate::report::{write_atomic, Event, RunStatus, RunSummary, SnapshotWriter};
@@ -151,6 +151,7 @@ impl Trainer {
             baseline,
             rss_before,
             factor: 1,
+            previous_attempt: None,
             epoch_in_use: Vec::new(),
             started,
             summary: RunSummary {
@@ -247,6 +248,8 @@ pub(super) struct Run<'a> {
     pub(super) rss_before: u64,
     /// Each loader batch is split into this many micro-batches (doubled by `shrink`).
     pub(super) factor: usize,
+    /// The breached attempt before a shrink, while the step is retried.
+    pub(super) previous_attempt: Option<Attempt>,
     /// Bytes in use after each epoch, for the growth alarm.
     pub(super) epoch_in_use: Vec<u64>,
     pub(super) started: Instant,
@@ -277,6 +280,7 @@ impl Run<'_> {
             micro_batch: self.micro_batch(),
             accumulation_steps: self.config.train.accumulation_steps * self.factor,
             resting_estimate,
+            previous_attempt: self.previous_attempt,
         }
     }
 
@@ -353,6 +357,7 @@ impl Run<'_> {
                     break;
                 }
                 let step = self.summary.steps + 1;
+                self.previous_attempt = None;
                 // Retry the group with smaller micro-batches until it fits or the limit fails.
                 let accumulated = loop {
                     let micro = split(&group, self.micro_batch());

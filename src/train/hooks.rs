@@ -114,6 +114,10 @@ impl Run<'_> {
 
     /// Halves the micro-batch (doubling accumulation) and records it.
     pub(super) fn shrink(&mut self, state: &RunState, observed: u64) -> Result<(), Error> {
+        self.previous_attempt = Some(crate::memory::Attempt {
+            accumulation_steps: state.accumulation_steps,
+            observed,
+        });
         self.factor *= 2;
         let detail = format!(
             "{} over the memory limit at step {} of epoch {}: micro-batch {} -> {}, \
