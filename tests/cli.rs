@@ -543,8 +543,11 @@ fn help_and_usage_errors() {
 fn every_shipped_config_validates() {
     let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
     let mut seen = 0;
-    for entry in std::fs::read_dir(&configs).unwrap() {
-        let path = entry.unwrap().path();
+    let files = std::fs::read_dir(&configs)
+        .unwrap()
+        .chain(std::fs::read_dir(configs.join("bench")).unwrap())
+        .map(|entry| entry.unwrap().path());
+    for path in files {
         if path.extension().is_some_and(|e| e == "toml") {
             let run = Command::new(env!("CARGO_BIN_EXE_tidemark"))
                 .args(["validate", "--config"])
@@ -562,8 +565,8 @@ fn every_shipped_config_validates() {
         }
     }
     assert!(
-        seen >= 2,
-        "configs/ should hold quickstart.toml and accumulation.toml"
+        seen >= 11,
+        "configs/ and configs/bench/ hold 11 configs, {seen} validated"
     );
 }
 

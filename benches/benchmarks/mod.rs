@@ -1,7 +1,9 @@
 //! The policy benchmark.
 //!
 //! **What a case measures.** A case trains one workload under one policy with tidemark's real
-//! training loop (`Trainer`), and times every optimizer step from inside it: an observer's
+//! training loop (`Trainer`), twice in one process, and measures the second run (the first
+//! pays for one-time state and runs 5-25% slower). It times every optimizer step from inside
+//! the run: an observer's
 //! `step_done` hook synchronises the device and reads the clock, so each interval holds one
 //! step's loading, forward, backward, update, memory checks and the device's work. The first
 //! step of each epoch is left out (it also holds the previous epoch's validation and
@@ -38,6 +40,11 @@ use tidemark::memory::{format_bytes, format_signed_bytes};
 const CASE_VAR: &str = "TIDEMARK_BENCH_CASE";
 /// Growth figures handed to the cases that size themselves from them.
 const GROWTH_VAR: &str = "TIDEMARK_BENCH_GROWTH";
+/// Set in the child that measures the layer's overhead.
+const OVERHEAD_VAR: &str = "TIDEMARK_BENCH_OVERHEAD";
+/// Pairs of runs (bare, then tidemark growth) the overhead child interleaves.
+const OVERHEAD_PAIRS: usize = 4;
+
 /// Processes run for each case in a full run.
 const REPEATS: usize = 5;
 
@@ -210,11 +217,18 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
                 .unwrap_or(f64::MAX)
                 .total_cmp(&b.median_step_ms.unwrap_or(f64::MAX))
         });
-        // The fastest process: the one least disturbed by the rest of the machine.
-        let mut result = results.swap_remove(0);
-        if repeats > 1 {
-            result.note = format!("fastest of {repeats} processes; {}", result.note);
-        }
+        // The process with the median step time; the note gives the spread of all of them.
+        let spread = match (
+            results.first().and_then(|r| r.median_step_ms),
+            results.last().and_then(|r| r.median_step_ms),
+        ) {
+            (Some(lo), Some(hi)) if repeats > 1 => {
+                format!("{repeats} processes, {lo:.1}-{hi:.1} ms; ")
+            }
+            _ => String::new(),
+        };
+        let mut result = results.swap_remove(results.len() / 2);
+        result.note = format!("{spread}{}", result.note);
         if policy == Policy::Growth && result.median_step_ms.is_some() {
             growth = Some(GrowthFigures {
                 peak_in_use: result.peak_in_use,
@@ -226,6 +240,85 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
             bare_ms = result.median_step_ms;
         }
         print_row(policy, &result, bare_ms);
+    }
+    print_overhead(&CaseSpec {
+        workload: workload.into(),
+        config: config.into(),
+        backend,
+        policy: Policy::Growth,
+        quick,
+        growth: None,
+    });
+}
+
+/// The overhead child: after one warm-up run of each, alternates the bare loop and tidemark's
+/// growth run in this one process, so both see the same process state, and reports the median
+/// of each one's per-run medians (bare in `median_step_ms`, tidemark in `peak_in_use` as
+/// nanoseconds, to reuse the result line).
+fn overhead(spec: &CaseSpec) -> CaseResult {
+    let out = tempfile::tempdir().expect("a temporary directory");
+    let mut bare_ms = Vec::new();
+    let mut layer_ms = Vec::new();
+    let mut ratios = Vec::new();
+    for pair in 0..=OVERHEAD_PAIRS {
+        let bare = bare::run_once(spec);
+        let mut cfg = case::growth_config(spec, out.path());
+        cfg.run.name = format!("overhead-{pair}");
+        let ours = case::measured_run(cfg);
+        if let (true, Some(b), Some(o)) = (pair > 0, bare.median_step_ms, ours.median_step_ms) {
+            bare_ms.push(b);
+            layer_ms.push(o);
+            ratios.push(format!("{:+.0}%", (o / b - 1.0) * 100.0));
+        }
+    }
+    let bare = case::median(&mut bare_ms);
+    let ours = case::median(&mut layer_ms);
+    CaseResult {
+        median_step_ms: bare,
+        peak_in_use: ours.map_or(0, |ms| (ms * 1e6) as u64),
+        steps_timed: bare_ms.len(),
+        note: ratios.join(", "),
+        ..CaseResult::default()
+    }
+}
+
+/// Prints the interleaved comparison of the bare loop and tidemark's growth run.
+fn print_overhead(spec: &CaseSpec) {
+    let exe = std::env::current_exe().expect("the benchmark binary's path");
+    let output = Command::new(exe)
+        .env(
+            CASE_VAR,
+            format!(
+                "{}:{}:{}:growth:{}",
+                spec.workload,
+                spec.config,
+                spec.backend,
+                u8::from(spec.quick)
+            ),
+        )
+        .env(OVERHEAD_VAR, "1")
+        .env_remove("TIDEMARK_BENCH_QUICK")
+        .output()
+        .expect("start the overhead case");
+    let result: Option<CaseResult> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .and_then(|json| serde_json::from_str(json).ok());
+    match result.and_then(|r| Some((r.median_step_ms?, r.peak_in_use as f64 / 1e6, r.note))) {
+        Some((bare, ours, pairs)) => println!(
+            "\nOverhead, measured in one process ({OVERHEAD_PAIRS} alternating pairs of runs \
+             after a warm-up pair): bare Burn {bare:.2} ms, tidemark growth {ours:.2} ms per \
+             step (medians): {:+.1}%; pair by pair: {pairs}",
+            (ours / bare - 1.0) * 100.0
+        ),
+        None => println!(
+            "\nOverhead: the interleaved case failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ),
     }
 }
 
@@ -315,9 +408,13 @@ fn run_child(case: &str) {
             .ok()
             .and_then(|g| serde_json::from_str(&g).ok()),
     };
-    let result = match spec.policy {
-        Policy::Bare => bare::run(&spec),
-        _ => case::run(&spec),
+    let result = if std::env::var_os(OVERHEAD_VAR).is_some() {
+        overhead(&spec)
+    } else {
+        match spec.policy {
+            Policy::Bare => bare::run(&spec),
+            _ => case::run(&spec),
+        }
     };
     println!(
         "RESULT {}",
