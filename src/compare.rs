@@ -19,7 +19,7 @@ use crate::train::{Observer, Trainer};
 pub enum ComparePolicy {
     /// Allocate on demand.
     Growth,
-    /// Reserve up front (`memory.preallocate`, or 0.75 of the device).
+    /// Reserve up front: `memory.preallocate`, or 125% of what the growth run reserved at most.
     Preallocate,
     /// A limit the run fits in: the config's `memory.limit`, or 125% of the growth run's peak.
     Limit,
@@ -104,8 +104,8 @@ pub fn compare(
         .join(format!("{}-compare", config.run.name));
     let mut order: Vec<ComparePolicy> = vec![ComparePolicy::Growth];
     order.extend(policies.iter().filter(|p| **p != ComparePolicy::Growth));
-    // (peak in use, in use at the end of the last epoch) of the growth run.
-    let mut growth: Option<(u64, u64)> = None;
+    // (peak in use, in use at the end of the last epoch, peak reserved) of the growth run.
+    let mut growth: Option<(u64, u64, u64)> = None;
     let mut rows = Vec::new();
     let mut series = Vec::new();
     for policy in order {
@@ -117,14 +117,20 @@ pub fn compare(
         cfg.memory.on_limit = OnLimit::Fail;
         cfg.memory.clear = ClearPolicy::BetweenRuns;
         let peak_share =
-            |share: f64| growth.map(|(peak, _)| MemorySize::Bytes((peak as f64 * share) as u64));
+            |share: f64| growth.map(|(peak, _, _)| MemorySize::Bytes((peak as f64 * share) as u64));
         match policy {
             ComparePolicy::Growth => {}
-            ComparePolicy::Preallocate => cfg.memory.policy = MemoryPolicyKind::Preallocate,
+            ComparePolicy::Preallocate => {
+                cfg.memory.policy = MemoryPolicyKind::Preallocate;
+                cfg.memory.preallocate = config
+                    .memory
+                    .preallocate
+                    .or(growth.map(|(_, _, reserved)| MemorySize::Bytes(reserved / 4 * 5)));
+            }
             ComparePolicy::Limit => cfg.memory.limit = config.memory.limit.or(peak_share(1.25)),
             ComparePolicy::Shrink => {
                 cfg.memory.limit = growth
-                    .map(|(peak, rest)| MemorySize::Bytes(rest + peak.saturating_sub(rest) / 2));
+                    .map(|(peak, rest, _)| MemorySize::Bytes(rest + peak.saturating_sub(rest) / 2));
                 cfg.memory.on_limit = OnLimit::Shrink;
             }
             ComparePolicy::Never => cfg.memory.clear = ClearPolicy::Never,
@@ -150,7 +156,7 @@ pub fn compare(
                         .iter()
                         .rfind(|s| s.event == Event::Epoch)
                         .map_or(0, |s| s.memory.bytes_in_use);
-                    growth = Some((summary.peak_bytes_in_use, rest));
+                    growth = Some((summary.peak_bytes_in_use, rest, peak_reserved));
                 }
                 series.push((policy, summary.limit_bytes, snapshots.clone()));
                 CompareRow {

@@ -820,23 +820,90 @@ fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
 }
 
 #[test]
-fn preallocate_on_flex_is_refused_with_the_reason() {
+fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
     let env = Env::small();
+    let run = |name: &str, extra: &[&str]| {
+        let name = format!("run.name={name}");
+        // Wide enough that Adam's moments alone are over 2 MiB.
+        let mut args = vec![
+            "train",
+            "--config",
+            "small.toml",
+            "--set",
+            &name,
+            "--set",
+            "model.hidden=[512,512]",
+            "--set",
+            "train.epochs=2",
+        ];
+        args.extend(extra);
+        let run = env.run(&args);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+    };
+    run("growth", &[]);
+    run(
+        "pre",
+        &[
+            "--set",
+            "memory.policy=preallocate",
+            "--set",
+            "memory.preallocate=\"64MiB\"",
+        ],
+    );
+    let reserved = |dir: &str, event: &str| -> Vec<f64> {
+        env.snapshots(dir)
+            .iter()
+            .filter(|s| s["event"] == event)
+            .map(|s| num(s, "bytes_reserved"))
+            .collect()
+    };
+    let growth_start = reserved("runs/growth", "run_start")[0];
+    let growth_most = reserved("runs/growth", "epoch")
+        .into_iter()
+        .fold(0.0, f64::max);
+    assert!(
+        growth_most > growth_start + (1 << 20) as f64,
+        "growth takes memory as it goes: {growth_start} -> {growth_most}"
+    );
+    let start = reserved("runs/pre", "run_start")[0];
+    assert!(
+        start >= (64 << 20) as f64 * 0.98,
+        "run_start shows the 64 MiB reservation: {start} (growth started at {growth_start})"
+    );
+    // Training reuses the reserved heap: reserved stays within 1% of the reservation (a few
+    // pages of thread stacks), where growth rose by megabytes.
+    for epoch in reserved("runs/pre", "epoch") {
+        assert!(
+            epoch <= start + (64 << 20) as f64 * 0.01,
+            "reserved rose from {start} to {epoch}"
+        );
+    }
+    let snaps = env.snapshots("runs/pre");
+    let reserve = snaps.iter().find(|s| s["action"] == "reserve").unwrap();
+    assert!(
+        reserve["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("reserved 64.0 MiB of heap"),
+        "{reserve}"
+    );
+    // `between_runs` gives it back.
+    let end = reserved("runs/pre", "run_end")[0];
+    assert!(
+        end < start - (48 << 20) as f64,
+        "released: {start} -> {end}"
+    );
+
     env.run(&[
         "train",
         "--config",
         "small.toml",
         "--set",
         "memory.policy=preallocate",
-        "--set",
-        "memory.preallocate=\"64MiB\"",
     ])
     .fails_with(
         2,
-        &[
-            "memory.policy = \"preallocate\" needs a backend with device memory pools",
-            "flex",
-        ],
+        &["memory.preallocate = 0.75 is a fraction of device memory, and flex has none"],
     );
 }
 
@@ -1340,23 +1407,27 @@ fn compare_writes_table_json_and_chart_for_each_policy() {
         2 + 3,
         "header and one row per policy: {md}"
     );
-    assert!(
-        md.contains("| preallocate | - |")
-            && md.contains("needs a backend with device memory pools"),
-        "{md}"
-    );
+    assert!(md.contains("| preallocate |"), "{md}");
     let rows: Vec<Value> =
         serde_json::from_slice(&std::fs::read(dir.join("compare.json")).unwrap()).unwrap();
     let by = |p: &str| rows.iter().find(|r| r["policy"] == p).unwrap().clone();
-    let (growth, limit) = (by("growth"), by("limit"));
-    assert_eq!(growth["status"], "completed");
-    assert_eq!(limit["status"], "completed");
+    let (growth, pre, limit) = (by("growth"), by("preallocate"), by("limit"));
+    for row in [&growth, &pre, &limit] {
+        assert_eq!(row["status"], "completed", "{row}");
+    }
+    // Without a size in the config, the reservation is 125% of what growth reserved, so the
+    // preallocated run's reserved peak is above growth's.
+    assert!(
+        num(&pre, "peak_bytes_reserved") > num(&growth, "peak_bytes_reserved"),
+        "{pre} vs {growth}"
+    );
     // Without a limit in the config, "limit" is 125% of the growth run's peak: a limit that fits.
     let expected = (num(&growth, "peak_bytes_in_use") * 1.25) as u64;
     assert_eq!(limit["limit_bytes"].as_u64(), Some(expected));
     let svg = std::fs::read_to_string(dir.join("compare.svg")).unwrap();
     for text in [
         "growth",
+        "preallocate",
         "limit: limit",
         "small: memory per epoch by policy (host",
     ] {

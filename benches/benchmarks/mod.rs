@@ -63,7 +63,8 @@ pub enum Policy {
     Bare,
     /// Allocate on demand, release nothing at the end.
     Growth,
-    /// Reserve up front: 125% of the growth case's peak reserved.
+    /// Reserve up front: 125% of the growth case's peak reserved (on flex, heap held by the
+    /// allocator; on CubeCL, pool pages).
     Preallocate,
     /// A limit the run fits in: 125% of the growth case's peak in use.
     Limit,
@@ -187,19 +188,6 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
     let mut growth = None;
     let mut bare_ms = None;
     for policy in Policy::ALL {
-        if policy == Policy::Preallocate && backend == Backend::Flex {
-            let note = "n/a: flex allocates from the process heap; a reservation needs device \
-                        pools (tidemark refuses the policy on flex)";
-            print_row(
-                policy,
-                &CaseResult {
-                    note: note.into(),
-                    ..CaseResult::default()
-                },
-                bare_ms,
-            );
-            continue;
-        }
         let spec = CaseSpec {
             workload: workload.into(),
             config: config.into(),

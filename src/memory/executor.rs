@@ -2,7 +2,7 @@
 
 use burn::tensor::{Device, ExecutionError, Tensor};
 
-use super::host::trim_host_heap;
+use super::host::{reserve_host_heap, trim_host_heap};
 use super::policy::MemoryAction;
 use super::pools::device_pool_figures;
 use super::usage::{format_bytes, MemorySource};
@@ -105,11 +105,24 @@ impl Executor {
     /// metadata; afterwards each new entry takes the page of the one it evicts.
     fn reserve(&mut self, bytes: u64) -> Result<Applied, ExecutionError> {
         if self.source == MemorySource::Host {
+            // Live heap bytes already count towards the reservation; the allocator's free but
+            // resident memory cannot be seen, so it is not counted (the reservation may then
+            // exceed `bytes` by that much, never fall short).
+            let held = super::host::HostCounters::read().in_use;
             return Ok(Applied {
                 action: "reserve",
-                detail: "not applied: this backend allocates from the process heap, which has \
-                         no pool to hold a reservation"
-                    .into(),
+                detail: match reserve_host_heap(bytes.saturating_sub(held)) {
+                    Some(r) => format!(
+                        "reserved {} of heap ({} in use before): resident set {} -> {}",
+                        format_bytes(bytes),
+                        format_bytes(held),
+                        format_bytes(r.rss_before),
+                        format_bytes(r.rss_after)
+                    ),
+                    None => "not applied: this platform's allocator cannot hold a reservation \
+                             (glibc only)"
+                        .into(),
+                },
             });
         }
         let before = device_pool_figures(&self.device).unwrap_or_default();
@@ -195,19 +208,27 @@ mod tests {
     }
 
     #[test]
-    fn host_cleanup_trims_and_reserve_says_it_cannot_hold() {
+    fn host_cleanup_trims_and_reserve_holds_heap() {
         let mut exec = Executor::new(&Device::flex(), MemorySource::Host);
         let applied = exec.apply(&MemoryAction::Cleanup).unwrap().unwrap();
         assert_eq!(applied.action, "cleanup");
+        let target = HostCounters::read().in_use + (32 << 20);
+        let before = crate::memory::anonymous_resident_bytes().unwrap();
         let applied = exec
-            .apply(&MemoryAction::Reserve { bytes: 1 << 20 })
+            .apply(&MemoryAction::Reserve { bytes: target })
             .unwrap()
             .unwrap();
         assert!(
-            applied.detail.starts_with("not applied"),
+            applied
+                .detail
+                .starts_with(&format!("reserved {}", format_bytes(target))),
             "{}",
             applied.detail
         );
+        // The touched pages stay resident after they are freed (other tests run in parallel,
+        // so the bound is loose).
+        let after = crate::memory::anonymous_resident_bytes().unwrap();
+        assert!(after > before + (16 << 20), "{before} -> {after}");
         let fail = MemoryAction::Fail(LimitExceeded {
             limit: 1,
             observed: 2,

@@ -12,8 +12,9 @@ mod usage;
 
 pub use executor::{device_total_memory, Applied, Executor};
 pub use host::{
-    host_usage, peak_resident_set_bytes, reset_host_peak, reset_peak_resident_set,
-    resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters,
+    anonymous_resident_bytes, available_host_memory, host_usage, peak_resident_set_bytes,
+    reserve_host_heap, reset_host_peak, reset_peak_resident_set, resident_set_bytes,
+    trim_host_heap, CountingAllocator, HostCounters, HostReservation,
 };
 pub use policy::{Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use pools::{device_pool_figures, PoolFigures};

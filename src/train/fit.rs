@@ -17,14 +17,14 @@ use super::precision::{self, GroupOutcome, MixedPrecision, MAX_CONSECUTIVE_SKIPS
 use super::step::{accumulate_gradients, build_optimizer};
 use crate::backend;
 use crate::config::{
-    to_toml, Backend, ClearPolicy, ConfigError, Execution, MemoryPolicyKind, OptimizerKind,
-    Precision, RunConfig,
+    to_toml, Backend, ClearPolicy, ConfigError, Execution, MemoryPolicyKind, MemorySize,
+    OptimizerKind, Precision, RunConfig,
 };
 use crate::data::{self, ClassificationBatch, ClassificationBatcher, Sample};
 use crate::error::Error;
 use crate::memory::{
-    device_total_memory, reset_peak_resident_set, resident_set_bytes, Attempt, Executor,
-    LimitExceeded, MemoryProbe, MemorySource, MemoryUsage, Phase, Policies, RunState,
+    device_total_memory, format_bytes, reset_peak_resident_set, resident_set_bytes, Attempt,
+    Executor, LimitExceeded, MemoryProbe, MemorySource, MemoryUsage, Phase, Policies, RunState,
 };
 use crate::model::Model;
 use crate::report::{write_atomic, Event, RunStatus, RunSummary, SnapshotWriter};
@@ -92,11 +92,7 @@ impl Trainer {
             .map_err(|message| memory_config_error(&message))?;
         let limit_bytes = config.memory.limit.and_then(|size| size.resolve(total));
         if config.memory.policy == MemoryPolicyKind::Preallocate && source == MemorySource::Host {
-            return Err(memory_config_error(&format!(
-                "memory.policy = \"preallocate\" needs a backend with device memory pools (cuda, \
-                 cpu, wgpu); {} allocates from the process heap, where a reservation cannot be held",
-                config.device.backend
-            )));
+            check_host_reservation(config)?;
         }
         // The baseline that clearing is verified against: the backend's one-time state exists
         // (warm-up), nothing of this run does.
@@ -116,7 +112,7 @@ impl Trainer {
         if config.device.backend == Backend::Flex {
             self.observer.message(
                 "memory: flex has no device pools; figures are host heap bytes counted by \
-                 tidemark's allocator (reserved = process resident set)",
+                 tidemark's allocator (reserved = the process's anonymous resident memory)",
             );
             if config.device.execution == Some(Execution::Fused) {
                 self.observer.message(
@@ -202,6 +198,32 @@ impl Trainer {
         let json = serde_json::to_vec_pretty(&run.summary).expect("summaries serialise");
         write_atomic(&summary_path, &json).map_err(|e| Error::io(&summary_path, e))?;
         result.map(|()| run.summary)
+    }
+}
+
+/// On the host a reservation is taken from the machine's RAM, which other processes share: it
+/// must be a size in bytes, and fit in what is available.
+fn check_host_reservation(config: &RunConfig) -> Result<(), Error> {
+    match config.memory.preallocate {
+        Some(MemorySize::Bytes(bytes)) => {
+            let available = crate::memory::available_host_memory();
+            match available {
+                Some(available) if bytes > available => Err(memory_config_error(&format!(
+                    "memory.preallocate = \"{}\" is more than the {} of RAM available on \
+                     this machine",
+                    format_bytes(bytes),
+                    format_bytes(available)
+                ))),
+                _ => Ok(()),
+            }
+        }
+        Some(MemorySize::Fraction(share)) => Err(memory_config_error(&format!(
+            "memory.preallocate = {share} is a fraction of device memory, and {} has none of its \
+             own: it would take that share of the machine's RAM from every other process; give a \
+             size such as \"256MiB\" (policy = \"preallocate\" without a size means 0.75)",
+            config.device.backend
+        ))),
+        None => Ok(()),
     }
 }
 
