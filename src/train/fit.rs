@@ -465,6 +465,14 @@ impl Run<'_> {
                 Some(sum) => scalar(sum)? / samples as f64,
                 None => f64::NAN,
             };
+            // The in-epoch check reads the loss about once a second; this one sees every step.
+            if diverged(train_loss, samples) {
+                return Err(Error::Diverged {
+                    epoch,
+                    step: self.summary.steps,
+                    loss: train_loss,
+                });
+            }
             let train_secs = epoch_start.elapsed().as_secs_f64();
             let eval = evaluate(&model, valid_loader.as_ref(), &valid_loss_fn, &precision)?;
             let usage = self.read_memory()?;
@@ -501,6 +509,11 @@ impl Run<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether an epoch's mean training loss shows a diverged run: not finite although steps ran.
+fn diverged(train_loss: f64, samples: usize) -> bool {
+    samples > 0 && !train_loss.is_finite()
 }
 
 /// Cuts each loader batch into micro-batches of at most `size` samples.
