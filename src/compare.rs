@@ -329,14 +329,18 @@ fn chart(
         RGBColor(214, 39, 40),
         RGBColor(148, 103, 189),
     ];
+    // Policies often have the same peak in use, and their lines would hide one another; each
+    // is drawn thinner than the one before it, so identical lines show as nested bands.
+    let widths = |i: usize| (2 * (series.len() - i)) as u32;
     for (i, (policy, limit, snaps)) in series.iter().enumerate() {
         let color = palette[i % palette.len()];
+        let width = widths(i);
         chart
-            .draw_series(LineSeries::new(points(snaps), color.stroke_width(2)))
+            .draw_series(LineSeries::new(points(snaps), color.stroke_width(width)))
             .map_err(|e| err(&e))?
             .label(policy.name())
             .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
             });
         chart
             .draw_series(DashedLineSeries::new(

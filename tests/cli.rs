@@ -884,7 +884,7 @@ fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
         reserve["detail"]
             .as_str()
             .unwrap()
-            .starts_with("reserved 64.0 MiB of heap"),
+            .starts_with("reserved 64.0 MiB of heap: anonymous resident memory"),
         "{reserve}"
     );
     // `between_runs` gives it back.

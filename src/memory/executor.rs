@@ -105,17 +105,12 @@ impl Executor {
     /// metadata; afterwards each new entry takes the page of the one it evicts.
     fn reserve(&mut self, bytes: u64) -> Result<Applied, ExecutionError> {
         if self.source == MemorySource::Host {
-            // Live heap bytes already count towards the reservation; the allocator's free but
-            // resident memory cannot be seen, so it is not counted (the reservation may then
-            // exceed `bytes` by that much, never fall short).
-            let held = super::host::HostCounters::read().in_use;
             return Ok(Applied {
                 action: "reserve",
-                detail: match reserve_host_heap(bytes.saturating_sub(held)) {
+                detail: match reserve_host_heap(bytes) {
                     Some(r) => format!(
-                        "reserved {} of heap ({} in use before): resident set {} -> {}",
+                        "reserved {} of heap: anonymous resident memory {} -> {}",
                         format_bytes(bytes),
-                        format_bytes(held),
                         format_bytes(r.rss_before),
                         format_bytes(r.rss_after)
                     ),
@@ -212,8 +207,8 @@ mod tests {
         let mut exec = Executor::new(&Device::flex(), MemorySource::Host);
         let applied = exec.apply(&MemoryAction::Cleanup).unwrap().unwrap();
         assert_eq!(applied.action, "cleanup");
-        let target = HostCounters::read().in_use + (32 << 20);
         let before = crate::memory::anonymous_resident_bytes().unwrap();
+        let target = before + (32 << 20);
         let applied = exec
             .apply(&MemoryAction::Reserve { bytes: target })
             .unwrap()

@@ -211,19 +211,20 @@ pub fn trim_host_heap() -> bool {
 /// What [`reserve_host_heap`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostReservation {
-    /// Resident set before.
+    /// Anonymous resident memory before.
     pub rss_before: u64,
-    /// Resident set after: the reservation is held in the heap.
+    /// Anonymous resident memory after: the reservation is held in the heap.
     pub rss_after: u64,
 }
 
-/// Reserves `bytes` of heap so that later allocations reuse resident pages instead of growing
-/// the process: the host's form of preallocation.
+/// Grows the process's anonymous resident memory to `bytes` (if it is below) with heap that
+/// later allocations reuse instead of growing the process: the host's form of preallocation.
 ///
 /// glibc normally serves large blocks with `mmap` and returns them on free, and trims the top
 /// of the heap once it is free; both give memory back as soon as it is dropped. So this sets,
 /// for the whole process, blocks up to 32 MiB (glibc's maximum) to come from the heap and the
-/// heap never to be trimmed automatically, then touches `bytes` of heap and frees it. The pages
+/// heap never to be trimmed automatically, then touches heap until the anonymous resident set
+/// reaches `bytes`, and frees it. The pages
 /// stay resident and are handed out again by later allocations. Only [`trim_host_heap`]
 /// (what `clear = "between_runs"` calls) gives them back. The thresholds stay set for the rest
 /// of the process; the counting allocator's peak is reset afterwards, so the touched bytes do
@@ -240,31 +241,45 @@ pub fn reserve_host_heap(bytes: u64) -> Option<HostReservation> {
         const M_TRIM_THRESHOLD: c_int = -1;
         const M_MMAP_THRESHOLD: c_int = -3;
         const MAX_HEAP_BLOCK: usize = 32 << 20;
-        let rss_before = resident_set_bytes().unwrap_or(0);
+        let rss_before = anonymous_resident_bytes()
+            .or_else(resident_set_bytes)
+            .unwrap_or(0);
         // SAFETY: mallopt only changes glibc's tuning parameters; any value is valid input.
         unsafe {
             mallopt(M_MMAP_THRESHOLD, MAX_HEAP_BLOCK as c_int);
             mallopt(M_TRIM_THRESHOLD, c_int::MAX);
         }
-        // Touch every page (vec! writes the value), holding all blocks at once so the heap
-        // grows by the whole amount, then free them into it. The blocks are small: after an
-        // earlier run's trim the heap has free holes whose pages were given back, and glibc
-        // fills such holes first; small blocks fill them too, so the run's allocations find
-        // resident pages there. (With 16 MiB blocks, a quickstart run after an earlier one in
-        // the same process still grew by 3.8 MiB; with 256 KiB blocks, by 92 KiB.)
+        // Touch pages (vec! writes the value) until the anonymous resident set reaches
+        // `bytes`, holding all blocks at once so the heap grows, then free them into it. Some
+        // blocks land on free memory that was already resident, so the target is re-read
+        // after each round. The blocks are small: after an earlier run's trim the heap has
+        // free holes whose pages were given back, and glibc fills such holes first; small
+        // blocks fill them too, so the run's allocations find resident pages there. (With
+        // 16 MiB blocks, a quickstart run after an earlier one in the same process still grew
+        // by 3.8 MiB; with 256 KiB blocks, by 92 KiB.)
         let chunk = 256 << 10;
-        let mut left = bytes as usize;
-        let mut blocks = Vec::with_capacity(left / chunk + 1);
-        while left > 0 {
-            let n = left.min(chunk);
-            blocks.push(std::hint::black_box(vec![1u8; n]));
-            left -= n;
+        let mut blocks = Vec::new();
+        for _round in 0..8 {
+            let now = anonymous_resident_bytes()
+                .or_else(resident_set_bytes)
+                .unwrap_or(0);
+            let mut left = bytes.saturating_sub(now) as usize;
+            if left == 0 {
+                break;
+            }
+            while left > 0 {
+                let n = left.min(chunk);
+                blocks.push(std::hint::black_box(vec![1u8; n]));
+                left -= n;
+            }
         }
         drop(blocks);
         reset_host_peak();
         Some(HostReservation {
             rss_before,
-            rss_after: resident_set_bytes().unwrap_or(0),
+            rss_after: anonymous_resident_bytes()
+                .or_else(resident_set_bytes)
+                .unwrap_or(0),
         })
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
