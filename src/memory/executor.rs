@@ -2,7 +2,7 @@
 
 use burn::tensor::{Device, ExecutionError, Tensor};
 
-use super::host::{reserve_host_heap, trim_host_heap};
+use super::host::{pool_host_heap, reserve_host_heap, trim_host_heap};
 use super::policy::MemoryAction;
 use super::pools::device_pool_figures;
 use super::usage::{format_bytes, MemorySource};
@@ -64,7 +64,13 @@ impl Executor {
     ///
     /// With `release`, the warm-up's own memory is released afterwards (a cleanup); without
     /// it (`clear = "never"`), nothing is given back, as that policy promises.
+    ///
+    /// On the host it first makes the heap keep freed memory for reuse, as the device pools do
+    /// ([`pool_host_heap`]): growth then holds what it grew to until a cleanup.
     pub fn warm_up(&mut self, release: bool) -> Result<(), ExecutionError> {
+        if self.source == MemorySource::Host {
+            pool_host_heap();
+        }
         let device = self.device.clone().autodiff();
         for n in [32, 512] {
             let x = Tensor::<2>::ones([n, n], &device).require_grad();

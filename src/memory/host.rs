@@ -208,6 +208,39 @@ pub fn trim_host_heap() -> bool {
     }
 }
 
+/// Makes glibc keep freed memory for reuse, as CubeCL's pools keep freed pages: blocks up to
+/// 32 MiB (glibc's maximum) come from the heap instead of fresh `mmap`s, and the heap is not
+/// trimmed on its own; [`trim_host_heap`] still gives everything free back. Process-wide and
+/// lasting. Returns whether the platform has the control (glibc).
+///
+/// By default glibc maps each large block afresh and unmaps it when freed, raising that
+/// threshold only as it sees large blocks freed; a training step frees and re-allocates
+/// megabyte-sized tensors every step, and each fresh mapping is paid for in page faults. The
+/// policy benchmark measured W1 (flex) at 16.1-18.7 ms per step with these settings against
+/// 21.8-30.2 ms without, over five processes each.
+pub fn pool_host_heap() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::raw::c_int;
+        extern "C" {
+            fn mallopt(param: c_int, value: c_int) -> c_int;
+        }
+        const M_TRIM_THRESHOLD: c_int = -1;
+        const M_MMAP_THRESHOLD: c_int = -3;
+        const MAX_HEAP_BLOCK: c_int = 32 << 20;
+        // SAFETY: mallopt only changes glibc's tuning parameters; any value is valid input.
+        unsafe {
+            mallopt(M_MMAP_THRESHOLD, MAX_HEAP_BLOCK);
+            mallopt(M_TRIM_THRESHOLD, c_int::MAX);
+        }
+        true
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// What [`reserve_host_heap`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostReservation {
@@ -221,10 +254,9 @@ pub struct HostReservation {
 /// later allocations reuse instead of growing the process: the host's form of preallocation.
 ///
 /// glibc normally serves large blocks with `mmap` and returns them on free, and trims the top
-/// of the heap once it is free; both give memory back as soon as it is dropped. So this sets,
-/// for the whole process, blocks up to 32 MiB (glibc's maximum) to come from the heap and the
-/// heap never to be trimmed automatically, then touches heap until the anonymous resident set
-/// reaches `bytes`, and frees it. The pages
+/// of the heap once it is free; both give memory back as soon as it is dropped. So this first
+/// makes the heap keep freed memory ([`pool_host_heap`]), then touches heap until the
+/// anonymous resident set reaches `bytes`, and frees it. The pages
 /// stay resident and are handed out again by later allocations. Only [`trim_host_heap`]
 /// (what `clear = "between_runs"` calls) gives them back. The thresholds stay set for the rest
 /// of the process; the counting allocator's peak is reset afterwards, so the touched bytes do
@@ -234,21 +266,10 @@ pub struct HostReservation {
 pub fn reserve_host_heap(bytes: u64) -> Option<HostReservation> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        use std::os::raw::c_int;
-        extern "C" {
-            fn mallopt(param: c_int, value: c_int) -> c_int;
-        }
-        const M_TRIM_THRESHOLD: c_int = -1;
-        const M_MMAP_THRESHOLD: c_int = -3;
-        const MAX_HEAP_BLOCK: usize = 32 << 20;
         let rss_before = anonymous_resident_bytes()
             .or_else(resident_set_bytes)
             .unwrap_or(0);
-        // SAFETY: mallopt only changes glibc's tuning parameters; any value is valid input.
-        unsafe {
-            mallopt(M_MMAP_THRESHOLD, MAX_HEAP_BLOCK as c_int);
-            mallopt(M_TRIM_THRESHOLD, c_int::MAX);
-        }
+        pool_host_heap();
         // Touch pages (vec! writes the value) until the anonymous resident set reaches
         // `bytes`, holding all blocks at once so the heap grows, then free them into it. Some
         // blocks land on free memory that was already resident, so the target is re-read
