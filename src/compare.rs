@@ -21,7 +21,8 @@ pub enum ComparePolicy {
     Growth,
     /// Reserve up front: `memory.preallocate`, or 125% of what the growth run reserved at most.
     Preallocate,
-    /// A limit the run fits in: the config's `memory.limit`, or 125% of the growth run's peak.
+    /// A limit the run fits in: the config's `memory.limit`, or 125% of the growth run's peak of
+    /// the figure limits apply to (in use on the host, reserved in CubeCL pools).
     Limit,
     /// A limit the run does not fit in, with `on_limit = "shrink"`: halfway between what the
     /// growth run held at rest (in use after an epoch) and its peak.
@@ -104,7 +105,8 @@ pub fn compare(
         .join(format!("{}-compare", config.run.name));
     let mut order: Vec<ComparePolicy> = vec![ComparePolicy::Growth];
     order.extend(policies.iter().filter(|p| **p != ComparePolicy::Growth));
-    // (peak in use, in use at the end of the last epoch, peak reserved) of the growth run.
+    // (peak of the figure limits apply to, in use at the end of the last epoch, peak reserved)
+    // of the growth run.
     let mut growth: Option<(u64, u64, u64)> = None;
     let mut rows = Vec::new();
     let mut series = Vec::new();
@@ -156,7 +158,15 @@ pub fn compare(
                         .iter()
                         .rfind(|s| s.event == Event::Epoch)
                         .map_or(0, |s| s.memory.bytes_in_use);
-                    growth = Some((summary.peak_bytes_in_use, rest, peak_reserved));
+                    // The figure a limit is checked against (`memory::policy::held`): on the
+                    // host the peak in use, on CubeCL what the pools reserve.
+                    let held = match summary.memory_source {
+                        crate::memory::MemorySource::Host => summary.peak_bytes_in_use,
+                        crate::memory::MemorySource::CubeclPool => {
+                            summary.peak_bytes_reserved.max(summary.peak_bytes_in_use)
+                        }
+                    };
+                    growth = Some((held, rest, peak_reserved));
                 }
                 series.push((policy, summary.limit_bytes, snapshots.clone()));
                 CompareRow {

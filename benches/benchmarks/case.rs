@@ -52,6 +52,15 @@ pub fn config(spec: &CaseSpec, out: &Path) -> RunConfig {
     load(&root.join(&spec.config), &overrides).expect("the workload config loads")
 }
 
+/// The growth case's peak of the figure a limit is checked against: in use on the host,
+/// reserved in CubeCL pools (`tidemark::memory::policy::held`).
+fn held_peak(spec: &CaseSpec, g: super::GrowthFigures) -> u64 {
+    match spec.backend {
+        tidemark::config::Backend::Flex => g.peak_in_use,
+        _ => g.peak_reserved.max(g.peak_in_use),
+    }
+}
+
 /// The median of `values` (sorted in place).
 pub fn median(values: &mut [f64]) -> Option<f64> {
     values.sort_by(f64::total_cmp);
@@ -79,14 +88,15 @@ pub fn run(spec: &CaseSpec) -> CaseResult {
             let Some(g) = spec.growth else {
                 return needs_growth();
             };
-            cfg.memory.limit = Some(MemorySize::Bytes(g.peak_in_use * 5 / 4));
+            cfg.memory.limit = Some(MemorySize::Bytes(held_peak(spec, g) * 5 / 4));
         }
         Policy::LimitShrink => {
             let Some(g) = spec.growth else {
                 return needs_growth();
             };
-            let rest = g.rest_in_use.min(g.peak_in_use);
-            cfg.memory.limit = Some(MemorySize::Bytes(rest + (g.peak_in_use - rest) / 2));
+            let peak = held_peak(spec, g);
+            let rest = g.rest_in_use.min(peak);
+            cfg.memory.limit = Some(MemorySize::Bytes(rest + (peak - rest) / 2));
             cfg.memory.on_limit = OnLimit::Shrink;
         }
         Policy::Clear => cfg.memory.clear = ClearPolicy::BetweenRuns,

@@ -66,9 +66,10 @@ pub enum Policy {
     /// Reserve up front: 125% of the growth case's peak reserved (on flex, heap held by the
     /// allocator; on CubeCL, pool pages).
     Preallocate,
-    /// A limit the run fits in: 125% of the growth case's peak in use.
+    /// A limit the run fits in: 125% of the growth case's peak of the figure limits apply to
+    /// (in use on flex, reserved in CubeCL pools).
     Limit,
-    /// A limit it does not fit in (halfway between growth's resting and peak in use), with
+    /// A limit it does not fit in (halfway between growth's resting in-use and that peak), with
     /// `on_limit = "shrink"`.
     LimitShrink,
     /// Growth with `clear = "between_runs"`: the second of two runs in one process.
@@ -147,6 +148,11 @@ pub struct CaseResult {
 }
 
 pub fn main() {
+    // Mesa's Vulkan driver (wgpu on lavapipe) complains on stderr without it. Set before any
+    // thread starts.
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    }
     if let Ok(case) = std::env::var(CASE_VAR) {
         return run_child(&case);
     }
