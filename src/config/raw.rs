@@ -102,6 +102,9 @@ pub struct RawData {
     pub header: Option<bool>,
     /// Fraction of samples held out for validation.
     pub validation_fraction: Option<f64>,
+    /// Scale each feature to mean 0 and standard deviation 1, with statistics from the
+    /// training split (default: on for CSV, off for synthetic data).
+    pub standardize: Option<bool>,
     /// Data-loader worker threads; 0 (the default) loads on the training thread and keeps
     /// batch order, and so the run, reproducible.
     pub num_workers: Option<i64>,

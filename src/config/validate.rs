@@ -375,8 +375,12 @@ fn data(raw: RawData) -> Result<DataConfig> {
             })
         }
     };
+    let standardize = raw
+        .standardize
+        .unwrap_or(matches!(source, DataSource::Csv(_)));
     Ok(DataConfig {
         source,
+        standardize,
         validation_fraction: finite_in(
             "data.validation_fraction",
             raw.validation_fraction

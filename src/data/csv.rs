@@ -7,13 +7,23 @@ use crate::config::{Column, CsvConfig};
 /// classes (largest label + 1).
 ///
 /// Whether the first row is a header is detected when `config.header` is unset: it is a
-/// header if any of its cells is not a number.
+/// header if any of its cells is not a number. A path ending in `.gz` is decompressed.
 pub fn load_csv(config: &CsvConfig) -> Result<(Vec<Sample>, usize, usize), DataError> {
     let path = config.path.display().to_string();
-    let text = std::fs::read_to_string(&config.path).map_err(|e| DataError::Io {
+    let io = |message: String| DataError::Io {
         path: path.clone(),
-        message: e.to_string(),
-    })?;
+        message,
+    };
+    let bytes = std::fs::read(&config.path).map_err(|e| io(e.to_string()))?;
+    let bytes = if config.path.extension().is_some_and(|e| e == "gz") {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+            .map_err(|e| io(format!("cannot decompress (gzip): {e}")))?;
+        text
+    } else {
+        bytes
+    };
+    let text = String::from_utf8(bytes).map_err(|e| io(format!("not UTF-8 text: {e}")))?;
     parse(&text, &path, config)
 }
 
@@ -186,6 +196,26 @@ mod tests {
         let (samples, features, classes) =
             parse("1,2,0\n3,4,2\n", "t.csv", &config(Column::Index(-1), None)).unwrap();
         assert_eq!((samples.len(), features, classes), (2, 2, 3));
+    }
+
+    #[test]
+    fn gzip_files_are_decompressed_and_corrupt_ones_named() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"1,2,0\n3,4,1\n").unwrap();
+        std::fs::write(&path, gz.finish().unwrap()).unwrap();
+        let cfg = CsvConfig {
+            path: path.clone(),
+            ..config(Column::Index(-1), None)
+        };
+        let (samples, features, classes) = load_csv(&cfg).unwrap();
+        assert_eq!((samples.len(), features, classes), (2, 2, 2));
+        std::fs::write(&path, b"not gzip at all").unwrap();
+        let err = load_csv(&cfg).unwrap_err().to_string();
+        assert!(err.contains("cannot decompress (gzip)"), "{err}");
+        assert!(err.contains("t.csv.gz"), "{err}");
     }
 
     #[test]

@@ -69,7 +69,41 @@ pub fn load(config: &DataConfig, seed: u64) -> Result<Dataset, DataError> {
         DataSource::Synthetic(s) => (generate(s), s.features, s.classes),
         DataSource::Csv(c) => load_csv(c)?,
     };
-    split(samples, features, classes, config.validation_fraction, seed)
+    let mut dataset = split(samples, features, classes, config.validation_fraction, seed)?;
+    if config.standardize {
+        dataset.standardize();
+    }
+    Ok(dataset)
+}
+
+impl Dataset {
+    /// Scales each feature to mean 0 and standard deviation 1, with the mean and standard
+    /// deviation of the training split only (the validation split must not inform training),
+    /// applied to both splits. A constant feature (standard deviation 0) is only centred.
+    pub fn standardize(&mut self) {
+        let n = self.train.len() as f64;
+        let mut mean = vec![0.0f64; self.features];
+        for s in &self.train {
+            for (m, &x) in mean.iter_mut().zip(&s.features) {
+                *m += f64::from(x) / n;
+            }
+        }
+        let mut var = vec![0.0f64; self.features];
+        for s in &self.train {
+            for ((v, &x), m) in var.iter_mut().zip(&s.features).zip(&mean) {
+                *v += (f64::from(x) - m).powi(2) / n;
+            }
+        }
+        let scale: Vec<f64> = var
+            .iter()
+            .map(|v| if *v > 0.0 { 1.0 / v.sqrt() } else { 1.0 })
+            .collect();
+        for s in self.train.iter_mut().chain(self.valid.iter_mut()) {
+            for ((x, m), k) in s.features.iter_mut().zip(&mean).zip(&scale) {
+                *x = ((f64::from(*x) - m) * k) as f32;
+            }
+        }
+    }
 }
 
 /// Shuffles with `seed` and holds out `validation_fraction` of the samples (at least one).
@@ -125,6 +159,34 @@ mod tests {
             .collect();
         all.sort();
         assert_eq!(all, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn standardizing_uses_the_training_split_only() {
+        let mut d = Dataset {
+            train: vec![
+                Sample {
+                    features: vec![1.0, 5.0],
+                    label: 0,
+                },
+                Sample {
+                    features: vec![3.0, 5.0],
+                    label: 1,
+                },
+            ],
+            valid: vec![Sample {
+                features: vec![100.0, 7.0],
+                label: 0,
+            }],
+            features: 2,
+            classes: 2,
+        };
+        d.standardize();
+        // Training mean (2, 5), standard deviation (1, 0): the validation sample does not
+        // move them, and the constant feature is only centred.
+        assert_eq!(d.train[0].features, vec![-1.0, 0.0]);
+        assert_eq!(d.train[1].features, vec![1.0, 0.0]);
+        assert_eq!(d.valid[0].features, vec![98.0, 2.0]);
     }
 
     #[test]
