@@ -390,6 +390,88 @@ fn a_csv_with_features_on_different_scales_trains_with_only_path_and_label() {
     );
 }
 
+/// An IDX file: magic (two zero bytes, type 0x08, rank), big-endian dimensions, bytes.
+fn idx_bytes(dims: &[u32], data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 0, 0x08, dims.len() as u8];
+    for d in dims {
+        out.extend(d.to_be_bytes());
+    }
+    out.extend(data);
+    out
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+#[test]
+fn idx_files_train_and_corrupt_ones_exit_2_with_one_line() {
+    let env = Env::new();
+    // 300 4x4 images in 3 classes: class c lights up row c, over pixel noise.
+    let n = 300;
+    let mut images = Vec::new();
+    let mut labels = Vec::new();
+    for i in 0..n {
+        let class = (i % 3) as u8;
+        labels.push(class);
+        for px in 0..16u32 {
+            let noise = ((i as u32 * 7919 + px * 104_729) % 61) as u8;
+            images.push(if px / 4 == u32::from(class) {
+                180 + noise
+            } else {
+                noise
+            });
+        }
+    }
+    std::fs::write(
+        env.path("img.idx.gz"),
+        gzip(&idx_bytes(&[n as u32, 4, 4], &images)),
+    )
+    .unwrap();
+    std::fs::write(env.path("lbl.idx"), idx_bytes(&[n as u32], &labels)).unwrap();
+    let config = |images: &str, labels: &str| {
+        format!(
+            "[model]\nhidden = [16]\n[data]\nkind = \"idx\"\nimages = \"{images}\"\n\
+             labels = \"{labels}\"\n[train]\nepochs = 3\nbatch_size = 16\nlr = 0.01\n"
+        )
+    };
+    env.write("idx.toml", &config("img.idx.gz", "lbl.idx"));
+    let run = env.run(&["train", "--config", "idx.toml"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let summary = env.summary("runs/run");
+    assert!(num(&summary, "final_val_accuracy") > 0.9, "{summary}");
+    assert_eq!(
+        num(&summary, "train_samples") + num(&summary, "valid_samples"),
+        300.0
+    );
+
+    // A wrong magic number, truncated data, and a label count that does not match.
+    std::fs::write(env.path("magic.idx"), b"\x08\x03\x00\x00garbage").unwrap();
+    std::fs::write(
+        env.path("short.idx"),
+        &idx_bytes(&[n as u32, 4, 4], &images)[..100],
+    )
+    .unwrap();
+    std::fs::write(env.path("few.idx"), idx_bytes(&[10], &labels[..10])).unwrap();
+    for (name, images, labels, needle) in [
+        ("magic", "magic.idx", "lbl.idx", "magic.idx: not an IDX file"),
+        (
+            "short",
+            "short.idx",
+            "lbl.idx",
+            "short.idx: truncated the data: dimensions [300, 4, 4] need 4800 bytes, the file has 84",
+        ),
+        ("few", "img.idx.gz", "few.idx", "few.idx: holds 10 labels, but img.idx.gz holds 300 images"),
+    ] {
+        env.write(&format!("{name}.toml"), &config(images, labels));
+        env.run(&["train", "--config", &format!("{name}.toml")])
+            .fails_with(2, &[needle]);
+    }
+}
+
 #[test]
 fn malformed_csv_exits_2_naming_line_and_column() {
     let env = Env::new();

@@ -82,7 +82,7 @@ pub enum RawColumn {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawData {
-    /// `synthetic` or `csv`.
+    /// `synthetic`, `csv` or `idx`.
     pub kind: Option<String>,
     /// Synthetic: number of samples.
     pub samples: Option<i64>,
@@ -100,6 +100,10 @@ pub struct RawData {
     pub label_column: Option<RawColumn>,
     /// CSV: whether the first row is a header (detected when absent).
     pub header: Option<bool>,
+    /// IDX: the images file (MNIST format; `.gz` is decompressed).
+    pub images: Option<String>,
+    /// IDX: the labels file.
+    pub labels: Option<String>,
     /// Fraction of samples held out for validation.
     pub validation_fraction: Option<f64>,
     /// Scale each feature to mean 0 and standard deviation 1, with statistics from the

@@ -186,6 +186,8 @@ pub enum DataSource {
     Synthetic(SyntheticConfig),
     /// A CSV file of numeric feature columns and one integer label column.
     Csv(CsvConfig),
+    /// MNIST-format (IDX) image and label files.
+    Idx(IdxConfig),
 }
 
 /// Synthetic classification data.
@@ -213,6 +215,16 @@ pub struct CsvConfig {
     /// Whether the first row is a header; `None` detects it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header: Option<bool>,
+}
+
+/// An IDX dataset: an images file (`[n, ...]`, unsigned bytes or floats) and a labels file
+/// (`[n]`, unsigned bytes), as MNIST and Fashion-MNIST ship them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IdxConfig {
+    /// The images file.
+    pub images: PathBuf,
+    /// The labels file.
+    pub labels: PathBuf,
 }
 
 /// A column named by header or by index.

@@ -296,28 +296,54 @@ fn model(raw: RawModel) -> Result<ModelConfig> {
     }
 }
 
+/// An error if a key is present that only applies with another `data.kind`.
+fn misplaced_key(key: &str, present: bool, with: &str) -> Result<()> {
+    if present {
+        Err(Invalid::new(
+            key,
+            format_args!("only applies with data.kind = \"{with}\""),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 fn data(raw: RawData) -> Result<DataConfig> {
     #[derive(Clone, Copy, PartialEq)]
     enum Kind {
         Synthetic,
         Csv,
+        Idx,
     }
     let kind = choice(
         "data.kind",
         raw.kind.as_deref(),
         Kind::Synthetic,
-        &[("synthetic", Kind::Synthetic), ("csv", Kind::Csv)],
+        &[
+            ("synthetic", Kind::Synthetic),
+            ("csv", Kind::Csv),
+            ("idx", Kind::Idx),
+        ],
     )?;
-    let misplaced = |key: &str, present: bool, with: &str| {
-        if present {
+    let existing = |key: &str, path: Option<String>, kind: &str| -> Result<PathBuf> {
+        let path = path.ok_or_else(|| {
+            Invalid::new(key, format_args!("is required with data.kind = \"{kind}\""))
+        })?;
+        let path = PathBuf::from(path);
+        if path.is_file() {
+            Ok(path)
+        } else {
             Err(Invalid::new(
                 key,
-                format_args!("only applies with data.kind = \"{with}\""),
+                format_args!("names a file that does not exist: {}", path.display()),
             ))
-        } else {
-            Ok(())
         }
     };
+    if kind != Kind::Idx {
+        misplaced_key("data.images", raw.images.is_some(), "idx")?;
+        misplaced_key("data.labels", raw.labels.is_some(), "idx")?;
+    }
+    let misplaced = misplaced_key;
     let source = match kind {
         Kind::Synthetic => {
             misplaced("data.path", raw.path.is_some(), "csv")?;
@@ -354,16 +380,7 @@ fn data(raw: RawData) -> Result<DataConfig> {
             ] {
                 misplaced(key, present, "synthetic")?;
             }
-            let path = raw
-                .path
-                .ok_or_else(|| Invalid::new("data.path", "is required with data.kind = \"csv\""))?;
-            let path = PathBuf::from(path);
-            if !path.is_file() {
-                return Err(Invalid::new(
-                    "data.path",
-                    format_args!("names a file that does not exist: {}", path.display()),
-                ));
-            }
+            let path = existing("data.path", raw.path, "csv")?;
             DataSource::Csv(CsvConfig {
                 path,
                 label_column: match raw.label_column {
@@ -374,10 +391,28 @@ fn data(raw: RawData) -> Result<DataConfig> {
                 header: raw.header,
             })
         }
+        Kind::Idx => {
+            for (key, present, with) in [
+                ("data.samples", raw.samples.is_some(), "synthetic"),
+                ("data.features", raw.features.is_some(), "synthetic"),
+                ("data.classes", raw.classes.is_some(), "synthetic"),
+                ("data.seed", raw.seed.is_some(), "synthetic"),
+                ("data.noise", raw.noise.is_some(), "synthetic"),
+                ("data.path", raw.path.is_some(), "csv"),
+                ("data.label_column", raw.label_column.is_some(), "csv"),
+                ("data.header", raw.header.is_some(), "csv"),
+            ] {
+                misplaced(key, present, with)?;
+            }
+            DataSource::Idx(IdxConfig {
+                images: existing("data.images", raw.images, "idx")?,
+                labels: existing("data.labels", raw.labels, "idx")?,
+            })
+        }
     };
     let standardize = raw
         .standardize
-        .unwrap_or(matches!(source, DataSource::Csv(_)));
+        .unwrap_or(!matches!(source, DataSource::Synthetic(_)));
     Ok(DataConfig {
         source,
         standardize,

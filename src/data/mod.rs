@@ -1,12 +1,14 @@
-//! Datasets and batching: synthetic classification and CSV files, split into training and
+//! Datasets and batching: synthetic classification, CSV files and MNIST-format (IDX) files, split into training and
 //! validation sets, and turned into tensors by a Burn [`Batcher`](burn::data::dataloader::batcher::Batcher).
 
 mod batcher;
 mod csv;
+mod idx;
 mod synthetic;
 
 pub use batcher::{ClassificationBatch, ClassificationBatcher};
 pub use csv::load_csv;
+pub use idx::load_idx;
 pub use synthetic::generate;
 
 use rand::rngs::StdRng;
@@ -68,6 +70,7 @@ pub fn load(config: &DataConfig, seed: u64) -> Result<Dataset, DataError> {
     let (samples, features, classes) = match &config.source {
         DataSource::Synthetic(s) => (generate(s), s.features, s.classes),
         DataSource::Csv(c) => load_csv(c)?,
+        DataSource::Idx(c) => load_idx(c)?,
     };
     let mut dataset = split(samples, features, classes, config.validation_fraction, seed)?;
     if config.standardize {
