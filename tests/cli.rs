@@ -473,6 +473,56 @@ fn idx_files_train_and_corrupt_ones_exit_2_with_one_line() {
 }
 
 #[test]
+fn the_shipped_digits_train_an_mlp_and_a_cnn() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let env = Env::new();
+    for (config, epochs, at_least) in [("digits-mlp", 10, 0.93), ("digits-cnn", 3, 0.9)] {
+        let run = env.run(&[
+            "train",
+            "--config",
+            root.join(format!("configs/{config}.toml"))
+                .to_str()
+                .unwrap(),
+            "--set",
+            &format!(
+                "data.path=\"{}\"",
+                root.join("data/digits.csv.gz").display()
+            ),
+            "--set",
+            &format!("train.epochs={epochs}"),
+        ]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let summary = env.summary(&format!("runs/{config}"));
+        assert_eq!(
+            num(&summary, "train_samples") + num(&summary, "valid_samples"),
+            1797.0
+        );
+        let accuracy = num(&summary, "final_val_accuracy");
+        assert!(
+            accuracy >= at_least,
+            "{config}: {accuracy} after {epochs} epochs"
+        );
+    }
+    // A CNN whose input shape does not match the data says so before training.
+    env.run(&[
+        "train",
+        "--config",
+        root.join("configs/digits-cnn.toml").to_str().unwrap(),
+        "--set",
+        &format!(
+            "data.path=\"{}\"",
+            root.join("data/digits.csv.gz").display()
+        ),
+        "--set",
+        "model.input=[1,8,7]",
+    ])
+    .fails_with(
+        2,
+        &["model.input = [1, 8, 7] is 56 values per sample, but the data has 64 features"],
+    );
+}
+
+#[test]
 fn malformed_csv_exits_2_naming_line_and_column() {
     let env = Env::new();
     env.write("bad.csv", "1,2,0\n3,4,1\n5,oops,0\n");

@@ -58,8 +58,18 @@ pub struct RawDevice {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawModel {
-    /// Model kind; only `mlp` today.
+    /// Model kind: `mlp` or `cnn`.
     pub kind: Option<String>,
+    /// CNN: the input image as `[channels, height, width]`.
+    pub input: Option<Vec<i64>>,
+    /// CNN: output channels of each convolution block.
+    pub channels: Option<Vec<i64>>,
+    /// CNN: square kernel size of every convolution.
+    pub kernel_size: Option<i64>,
+    /// CNN: max-pooling window after each block (1: none).
+    pub pool: Option<i64>,
+    /// CNN: batch normalisation after each convolution.
+    pub batch_norm: Option<bool>,
     /// Hidden layer widths.
     pub hidden: Option<Vec<i64>>,
     /// `relu`, `gelu`, `tanh` or `sigmoid`.

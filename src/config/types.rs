@@ -136,6 +136,29 @@ impl fmt::Display for Execution {
 pub enum ModelConfig {
     /// A multi-layer perceptron.
     Mlp(MlpConfig),
+    /// A small convolutional network.
+    Cnn(CnnConfig),
+}
+
+/// A stack of convolution blocks (convolution with "same" padding, optional batch norm, the
+/// activation, optional max-pooling), then dropout and a linear head. Inputs are each
+/// sample's features read as `[channels, height, width]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CnnConfig {
+    /// The image as `[channels, height, width]`; its product is the number of features.
+    pub input: [usize; 3],
+    /// Output channels of each block.
+    pub channels: Vec<usize>,
+    /// Square kernel size.
+    pub kernel_size: usize,
+    /// Max-pooling window after each block; 1 means none.
+    pub pool: usize,
+    /// Batch normalisation after each convolution.
+    pub batch_norm: bool,
+    /// Non-linearity after each block.
+    pub activation: Activation,
+    /// Dropout before the head, in `[0, 1)`.
+    pub dropout: f64,
 }
 
 /// A multi-layer perceptron: `hidden` linear layers, each followed by the activation and

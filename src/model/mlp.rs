@@ -2,9 +2,9 @@
 
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
-use burn::tensor::activation::{gelu, relu, sigmoid, tanh};
 use burn::tensor::{Device, Tensor};
 
+use super::activate;
 use crate::config::{Activation, MlpConfig};
 
 /// Linear layers with an activation and dropout between them, and a linear head.
@@ -41,13 +41,7 @@ impl Mlp {
     /// Class logits.
     pub fn forward(&self, mut x: Tensor<2>) -> Tensor<2> {
         for layer in &self.hidden {
-            x = layer.forward(x);
-            x = match self.activation {
-                Activation::Relu => relu(x),
-                Activation::Gelu => gelu(x),
-                Activation::Tanh => tanh(x),
-                Activation::Sigmoid => sigmoid(x),
-            };
+            x = activate(self.activation, layer.forward(x));
             x = self.dropout.forward(x);
         }
         self.head.forward(x)

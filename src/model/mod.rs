@@ -1,19 +1,34 @@
 //! Models. [`Model`] is the one type the training loop knows; each kind is a variant.
 
+mod cnn;
 mod mlp;
 
+pub use cnn::Cnn;
 pub use mlp::Mlp;
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Device, Tensor};
 
-use crate::config::ModelConfig;
+use crate::config::{Activation, ModelConfig};
 
 /// Any model tidemark can train: maps `[batch, features]` to class logits `[batch, classes]`.
 #[derive(Module, Debug)]
 pub enum Model {
     /// A multi-layer perceptron.
     Mlp(Mlp),
+    /// A convolutional network.
+    Cnn(Cnn),
+}
+
+/// Applies `activation` element-wise.
+pub(crate) fn activate<const D: usize>(activation: Activation, x: Tensor<D>) -> Tensor<D> {
+    use burn::tensor::activation::{gelu, relu, sigmoid, tanh};
+    match activation {
+        Activation::Relu => relu(x),
+        Activation::Gelu => gelu(x),
+        Activation::Tanh => tanh(x),
+        Activation::Sigmoid => sigmoid(x),
+    }
 }
 
 impl Model {
@@ -21,6 +36,7 @@ impl Model {
     pub fn new(config: &ModelConfig, features: usize, classes: usize, device: &Device) -> Self {
         match config {
             ModelConfig::Mlp(c) => Model::Mlp(Mlp::new(c, features, classes, device)),
+            ModelConfig::Cnn(c) => Model::Cnn(Cnn::new(c, classes, device)),
         }
     }
 
@@ -40,6 +56,7 @@ impl Model {
     pub fn forward(&self, inputs: Tensor<2>) -> Tensor<2> {
         match self {
             Model::Mlp(m) => m.forward(inputs),
+            Model::Cnn(m) => m.forward(inputs),
         }
     }
 }

@@ -106,6 +106,20 @@ impl Trainer {
         reset_peak_resident_set();
 
         let dataset = data::load(&config.data, config.run.seed)?;
+        if let crate::config::ModelConfig::Cnn(cnn) = &config.model {
+            let per_sample: usize = cnn.input.iter().product();
+            if per_sample != dataset.features {
+                return Err(Error::Config(ConfigError {
+                    origin: "[model]".into(),
+                    key: Some("model.input".into()),
+                    message: format!(
+                        "model.input = {:?} is {per_sample} values per sample, but the data has \
+                         {} features",
+                        cnn.input, dataset.features
+                    ),
+                }));
+            }
+        }
         let run_dir = create_run_dir(&config.run.output_dir, &config.run.name)?;
         self.observer
             .message(&format!("run directory: {}", run_dir.display()));

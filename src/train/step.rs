@@ -392,6 +392,40 @@ mod tests {
     }
 
     #[test]
+    fn cnn_accumulation_4x16_matches_the_batch_of_64() {
+        // Without batch norm: each micro-batch normalised by its own statistics would make
+        // the two updates differ by design, as in any framework.
+        let cnn = ModelConfig::Cnn(crate::config::CnnConfig {
+            input: [1, 4, 5],
+            channels: vec![4, 8],
+            kernel_size: 3,
+            pool: 2,
+            batch_norm: false,
+            activation: Activation::Relu,
+            dropout: 0.0,
+        });
+        let device = Device::flex().autodiff();
+        let start = Model::new(&cnn, 20, 5, &device);
+        let data = samples(64);
+        for optimizer in [OptimizerKind::Sgd, OptimizerKind::Adam] {
+            let config = train_config(optimizer, 0.0);
+            let initial = weights(&start);
+            let (large, large_loss) = one_update(&config, start.clone(), &data, &[64]);
+            let (acc, acc_loss) = one_update(&config, start.clone(), &data, &[16, 16, 16, 16]);
+            assert!(
+                max_abs_diff(&initial, &large) > 1e-3,
+                "the update is visible"
+            );
+            let diff = max_abs_diff(&large, &acc);
+            assert!(
+                diff < 1e-5,
+                "{optimizer:?}: 4 x 16 differs from 64 by {diff}"
+            );
+            assert!((large_loss - acc_loss).abs() < 1e-5);
+        }
+    }
+
+    #[test]
     fn summing_unscaled_losses_would_not_match() {
         // Guards the test above against passing vacuously: a plain sum of micro-batch means
         // (what GradientsAccumulator gives unscaled) moves SGD weights four times as far.
