@@ -148,6 +148,8 @@ pub struct RawTrain {
     pub initial_loss_scale: Option<f64>,
     /// Clean optimizer steps after which the loss scale doubles.
     pub loss_scale_growth_interval: Option<i64>,
+    /// Recompute memory-bound activations in the backward pass instead of keeping them.
+    pub gradient_checkpointing: Option<bool>,
 }
 
 /// `[memory]` as written.

@@ -284,6 +284,8 @@ pub struct TrainConfig {
     pub initial_loss_scale: f64,
     /// Clean optimizer steps after which the scale doubles.
     pub loss_scale_growth_interval: usize,
+    /// Burn's gradient checkpointing on the autodiff device (its balanced strategy).
+    pub gradient_checkpointing: bool,
 }
 
 /// The floating-point precision of forward and backward compute.

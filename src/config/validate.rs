@@ -542,6 +542,7 @@ fn train(raw: RawTrain) -> Result<TrainConfig> {
         "a finite number > 0",
     )?;
     Ok(TrainConfig {
+        gradient_checkpointing: raw.gradient_checkpointing.unwrap_or(false),
         precision,
         loss_scaling,
         initial_loss_scale,

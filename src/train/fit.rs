@@ -326,7 +326,10 @@ impl Run<'_> {
     fn train(&mut self, device: &Device, dataset: data::Dataset) -> Result<(), Error> {
         let config = self.config;
         let train_cfg = &config.train;
-        let ad_device = device.clone().autodiff();
+        let ad_device = match train_cfg.gradient_checkpointing {
+            true => device.clone().autodiff().gradient_checkpointing(),
+            false => device.clone().autodiff(),
+        };
         ad_device.seed(config.run.seed);
 
         self.probe.reset_peak();

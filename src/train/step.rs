@@ -246,6 +246,7 @@ mod tests {
             loss_scaling: LossScaling::Off,
             initial_loss_scale: 65536.0,
             loss_scale_growth_interval: 2000,
+            gradient_checkpointing: false,
         }
     }
 
