@@ -554,13 +554,17 @@ fn gradient_checkpointing_keeps_the_losses_and_lowers_the_cnn_peak() {
             .into_iter()
             .find(|s| s["event"] == "epoch")
             .unwrap();
-        (num(&epoch, "loss"), num(&epoch, "peak_bytes_in_use"))
+        // What the step adds above what stays between steps: the per-thread matrix buffers
+        // of the backend, which one more or one fewer worker thread can move by 1 MiB, are in
+        // both figures.
+        let above_rest = num(&epoch, "peak_bytes_in_use") - num(&epoch, "bytes_in_use");
+        (num(&epoch, "loss"), above_rest)
     };
-    let (loss, peak) = run(false);
-    let (loss_gc, peak_gc) = run(true);
+    let (loss, above) = run(false);
+    let (loss_gc, above_gc) = run(true);
     assert!((loss - loss_gc).abs() < 1e-6, "{loss} vs {loss_gc}");
-    // Measured in release: 14.97 MiB without, 14.04 MiB with.
-    assert!(peak_gc < peak - (512 << 10) as f64, "{peak} -> {peak_gc}");
+    // Measured in release: 12.11 MiB without, 10.18 MiB with.
+    assert!(above_gc < above - (1 << 20) as f64, "{above} -> {above_gc}");
 }
 
 #[test]
