@@ -1192,13 +1192,14 @@ fn sweep_gives_memory_back_between_runs_and_shows_it_kept_with_never() {
         let retained = r["retained_bytes_in_use"].as_i64().unwrap().max(0) as f64;
         assert!(retained <= 0.01 * num(r, "peak_bytes_in_use"), "{r}");
     }
-    let rss_after =
-        |rows: &[Value]| num(&rows[2], "rss_after_bytes") - num(&rows[0], "rss_before_bytes");
-    let released = rss_after(&rows);
+    // What the last run leaves held: anonymous resident memory after it ends (the process's
+    // whole resident set also moves with code paged in, by about a MiB between machines).
+    // Measured: 3.0 MiB with between_runs, 9.4-11.1 MiB with never.
+    let released = num(&rows[2], "reserved_at_end");
     let (_, never) = sweep("never");
-    let kept = rss_after(&never);
+    let kept = num(&never[2], "reserved_at_end");
     assert!(
-        kept > released + (1 << 20) as f64,
+        kept > released + (3 << 20) as f64,
         "never keeps freed heap resident: {kept} vs {released}"
     );
 }
