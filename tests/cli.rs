@@ -472,25 +472,35 @@ fn idx_files_train_and_corrupt_ones_exit_2_with_one_line() {
     }
 }
 
-#[test]
-fn the_shipped_digits_train_an_mlp_and_a_cnn() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let env = Env::new();
-    for (config, epochs, at_least) in [("digits-mlp", 10, 0.93), ("digits-cnn", 3, 0.9)] {
-        let run = env.run(&[
+impl Env {
+    /// Trains a shipped digits config (`configs/{config}.toml`, reading `data/digits.csv.gz`
+    /// from the repository) with `overrides` (`key=value`).
+    fn train_digits(&self, config: &str, overrides: &[&str]) -> Run {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let config = root.join(format!("configs/{config}.toml"));
+        let data = format!(
+            "data.path=\"{}\"",
+            root.join("data/digits.csv.gz").display()
+        );
+        let mut args = vec![
             "train",
             "--config",
-            root.join(format!("configs/{config}.toml"))
-                .to_str()
-                .unwrap(),
+            config.to_str().unwrap(),
             "--set",
-            &format!(
-                "data.path=\"{}\"",
-                root.join("data/digits.csv.gz").display()
-            ),
-            "--set",
-            &format!("train.epochs={epochs}"),
-        ]);
+            &data,
+        ];
+        for o in overrides {
+            args.extend(["--set", o]);
+        }
+        self.run(&args)
+    }
+}
+
+#[test]
+fn the_shipped_digits_train_an_mlp_and_a_cnn() {
+    let env = Env::new();
+    for (config, epochs, at_least) in [("digits-mlp", 10, 0.93), ("digits-cnn", 3, 0.9)] {
+        let run = env.train_digits(config, &[&format!("train.epochs={epochs}")]);
         assert_eq!(run.code(), 0, "{}", run.stderr());
         let summary = env.summary(&format!("runs/{config}"));
         assert_eq!(
@@ -504,50 +514,28 @@ fn the_shipped_digits_train_an_mlp_and_a_cnn() {
         );
     }
     // A CNN whose input shape does not match the data says so before training.
-    env.run(&[
-        "train",
-        "--config",
-        root.join("configs/digits-cnn.toml").to_str().unwrap(),
-        "--set",
-        &format!(
-            "data.path=\"{}\"",
-            root.join("data/digits.csv.gz").display()
-        ),
-        "--set",
-        "model.input=[1,8,7]",
-    ])
-    .fails_with(
-        2,
-        &["model.input = [1, 8, 7] is 56 values per sample, but the data has 64 features"],
-    );
+    env.train_digits("digits-cnn", &["model.input=[1,8,7]"])
+        .fails_with(
+            2,
+            &["model.input = [1, 8, 7] is 56 values per sample, but the data has 64 features"],
+        );
 }
 
 #[test]
 fn gradient_checkpointing_keeps_the_losses_and_lowers_the_cnn_peak() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let env = Env::new();
     let run = |checkpointing: bool| {
         let name = format!("gc-{checkpointing}");
-        let run = env.run(&[
-            "train",
-            "--config",
-            root.join("configs/digits-cnn.toml").to_str().unwrap(),
-            "--set",
-            &format!(
-                "data.path=\"{}\"",
-                root.join("data/digits.csv.gz").display()
-            ),
-            "--set",
-            &format!("run.name={name}"),
-            "--set",
-            &format!("train.gradient_checkpointing={checkpointing}"),
-            "--set",
-            "train.epochs=1",
-            "--set",
-            "train.batch_size=256",
-            "--set",
-            "model.channels=[32,64]",
-        ]);
+        let run = env.train_digits(
+            "digits-cnn",
+            &[
+                &format!("run.name={name}"),
+                &format!("train.gradient_checkpointing={checkpointing}"),
+                "train.epochs=1",
+                "train.batch_size=256",
+                "model.channels=[32,64]",
+            ],
+        );
         assert_eq!(run.code(), 0, "{}", run.stderr());
         let epoch = env
             .snapshots(&format!("runs/{name}"))
