@@ -71,6 +71,7 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
     reset_host_peak();
     reset_peak_resident_set();
     let (mut peak_in_use, mut peak_reserved, mut rest_in_use) = (0, 0, 0);
+    let pooled = device_pool_figures(&device).is_some();
     let mut intervals = Vec::new();
     for _epoch in 0..train.epochs {
         let mut batches = loader.iter();
@@ -105,9 +106,10 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
             // Sampled outside the timed interval's work, as tidemark's probe is inside it.
             let (in_use, reserved) = figures(&device);
             peak_reserved = peak_reserved.max(reserved);
-            peak_in_use = peak_in_use.max(match device_pool_figures(&device) {
-                Some(_) => in_use,
-                None => HostCounters::read().peak,
+            peak_in_use = peak_in_use.max(if pooled {
+                in_use
+            } else {
+                HostCounters::read().peak
             });
             rest_in_use = in_use;
         }
