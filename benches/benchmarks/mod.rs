@@ -28,6 +28,7 @@
 
 mod bare;
 mod case;
+mod pipeline;
 
 use std::process::Command;
 
@@ -47,6 +48,8 @@ const OVERHEAD_PAIRS: usize = 4;
 
 /// Processes run for each case in a full run.
 const REPEATS: usize = 5;
+/// Processes run for each input-pipeline case in a full run.
+const PIPELINE_REPEATS: usize = 3;
 
 /// The standard workloads, by config file.
 const WORKLOADS: [(&str, &str); 3] = [
@@ -156,6 +159,14 @@ pub fn main() {
     if let Ok(case) = std::env::var(CASE_VAR) {
         return run_child(&case);
     }
+    if let Ok(case) = std::env::var(pipeline::PIPELINE_VAR) {
+        let result = pipeline::run_child(&case);
+        println!(
+            "RESULT {}",
+            serde_json::to_string(&result).expect("serialise")
+        );
+        return;
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick =
         args.iter().any(|a| a == "--quick") || std::env::var_os("TIDEMARK_BENCH_QUICK").is_some();
@@ -180,6 +191,10 @@ pub fn main() {
                 continue;
             }
             run_workload(workload, config, backend, quick);
+        }
+        let label = format!("pipeline/{backend}");
+        if filter.as_ref().is_none_or(|f| label.contains(f.as_str())) {
+            pipeline::run(backend, quick, if quick { 1 } else { PIPELINE_REPEATS });
         }
     }
 }

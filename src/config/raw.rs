@@ -116,6 +116,9 @@ pub struct RawData {
     pub labels: Option<String>,
     /// Fraction of samples held out for validation.
     pub validation_fraction: Option<f64>,
+    /// Hold out the same fraction of every class (default: on for CSV and IDX files, off for
+    /// synthetic data).
+    pub stratify: Option<bool>,
     /// Scale each feature to mean 0 and standard deviation 1, with statistics from the
     /// training split (default: on for CSV, off for synthetic data).
     pub standardize: Option<bool>,

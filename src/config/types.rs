@@ -195,6 +195,8 @@ pub struct DataConfig {
     pub source: DataSource,
     /// Fraction of samples held out for validation, in `(0, 1)`.
     pub validation_fraction: f64,
+    /// Hold out the same fraction of every class, so both splits keep the class balance.
+    pub stratify: bool,
     /// Scale each feature to mean 0, standard deviation 1, with the training split's statistics.
     pub standardize: bool,
     /// Data-loader worker threads (0 loads on the training thread).

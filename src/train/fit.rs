@@ -2,11 +2,9 @@
 //! applying the memory policies at each phase.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
-use burn::data::dataloader::{DataLoader, DataLoaderBuilder};
-use burn::data::dataset::InMemDataset;
+use burn::data::dataloader::DataLoader;
 use burn::module::Module;
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::tensor::{Device, Tensor};
@@ -20,7 +18,7 @@ use crate::config::{
     to_toml, Backend, ClearPolicy, ConfigError, Execution, MemoryPolicyKind, MemorySize,
     OptimizerKind, Precision, RunConfig,
 };
-use crate::data::{self, ClassificationBatch, ClassificationBatcher, Sample};
+use crate::data::{self, ClassificationBatch};
 use crate::error::Error;
 use crate::memory::{
     device_total_memory, format_bytes, reset_peak_resident_set, resident_set_bytes, Attempt,
@@ -333,14 +331,14 @@ impl Run<'_> {
         ad_device.seed(config.run.seed);
 
         self.probe.reset_peak();
-        let train_loader = loader(
+        let train_loader = data::loader(
             dataset.train,
             train_cfg.batch_size,
             Some(config.run.seed),
             config.data.num_workers,
             &ad_device,
         );
-        let valid_loader = loader(
+        let valid_loader = data::loader(
             dataset.valid,
             train_cfg.batch_size,
             None,
@@ -550,23 +548,6 @@ fn split(group: &[ClassificationBatch], size: usize) -> Vec<ClassificationBatch>
                 .collect()
         })
         .collect()
-}
-
-fn loader(
-    samples: Vec<Sample>,
-    batch_size: usize,
-    shuffle: Option<u64>,
-    workers: usize,
-    device: &Device,
-) -> Arc<dyn DataLoader<ClassificationBatch>> {
-    let mut builder = DataLoaderBuilder::new(ClassificationBatcher)
-        .batch_size(batch_size)
-        .num_workers(workers)
-        .set_device(device.clone());
-    if let Some(seed) = shuffle {
-        builder = builder.shuffle(seed);
-    }
-    builder.build(InMemDataset::new(samples))
 }
 
 /// Mean loss and accuracy of `model` (in inference mode) over `loader`.
