@@ -6,7 +6,9 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use burn::tensor::Device;
-use tidemark::config::{load, ClearPolicy, MemoryPolicyKind, MemorySize, OnLimit, RunConfig};
+use tidemark::config::{
+    load, Backend, ClearPolicy, DataSource, MemoryPolicyKind, MemorySize, OnLimit, RunConfig,
+};
 use tidemark::memory::MemorySource;
 use tidemark::report::{read_snapshots, Event};
 use tidemark::train::{Observer, Trainer};
@@ -37,19 +39,26 @@ impl Observer for StepTimer {
 
 /// The workload's config for `spec`, with its output in `out`.
 pub fn config(spec: &CaseSpec, out: &Path) -> RunConfig {
-    let mut overrides = vec![
-        format!("device.backend={}", spec.backend),
+    workload_config(&spec.config, spec.backend, spec.quick, out)
+}
+
+/// The config file `path` (relative to the crate) on `backend`, with its output in `out`; in a
+/// quick run, one epoch of at most 1024 synthetic samples.
+pub fn workload_config(path: &str, backend: Backend, quick: bool, out: &Path) -> RunConfig {
+    let overrides = [
+        format!("device.backend={backend}"),
         format!("run.output_dir=\"{}\"", out.display()),
-    ];
-    if spec.quick {
-        overrides.extend(["data.samples=1024".into(), "train.epochs=1".into()]);
-    }
-    let overrides: Vec<_> = overrides
-        .iter()
-        .map(|o| tidemark::config::Override::parse(o).expect("a valid override"))
-        .collect();
+    ]
+    .map(|o| tidemark::config::Override::parse(&o).expect("a valid override"));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    load(&root.join(&spec.config), &overrides).expect("the workload config loads")
+    let mut cfg = load(&root.join(path), &overrides).expect("the workload config loads");
+    if quick {
+        cfg.train.epochs = 1;
+        if let DataSource::Synthetic(s) = &mut cfg.data.source {
+            s.samples = s.samples.min(1024);
+        }
+    }
+    cfg
 }
 
 /// The growth case's peak of the figure a limit is checked against: in use on the host,

@@ -16,14 +16,13 @@
 //! step spent on input. With workers it overlaps the step instead, and the training column
 //! shows whether that overlap pays on this machine.
 
-use std::path::Path;
 use std::time::Instant;
 
-use tidemark::config::{load, Backend, ClearPolicy, Override, RunConfig};
+use tidemark::config::{Backend, ClearPolicy};
 use tidemark::data;
 use tidemark::memory::format_bytes;
 
-use super::case::{measured_run, median};
+use super::case::{measured_run, median, workload_config};
 
 /// Environment variable naming the pipeline case a child process runs.
 pub const PIPELINE_VAR: &str = "TIDEMARK_BENCH_PIPELINE";
@@ -52,29 +51,6 @@ pub struct PipelineResult {
     pub note: String,
 }
 
-fn config(config: &str, backend: Backend, workers: usize, quick: bool, out: &Path) -> RunConfig {
-    let mut overrides = vec![
-        format!("device.backend={backend}"),
-        format!("run.output_dir=\"{}\"", out.display()),
-        format!("data.num_workers={workers}"),
-        "memory.clear=\"never\"".to_string(),
-    ];
-    if quick {
-        overrides.push("train.epochs=1".into());
-        if config.contains("bench") {
-            overrides.push("data.samples=1024".into());
-        }
-    }
-    let overrides: Vec<_> = overrides
-        .iter()
-        .map(|o| Override::parse(o).expect("a valid override"))
-        .collect();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut cfg = load(&root.join(config), &overrides).expect("the workload config loads");
-    cfg.memory.clear = ClearPolicy::Never;
-    cfg
-}
-
 /// The child side of one case: `config:backend:workers:quick`.
 pub fn run_child(case: &str) -> PipelineResult {
     let parts: Vec<&str> = case.split(':').collect();
@@ -88,7 +64,9 @@ pub fn run_child(case: &str) -> PipelineResult {
     let workers: usize = workers.parse().expect("a worker count");
     let quick = quick == "1";
     let out = tempfile::tempdir().expect("a temporary directory");
-    let cfg = config(config_path, backend, workers, quick, out.path());
+    let mut cfg = workload_config(config_path, backend, quick, out.path());
+    cfg.data.num_workers = workers;
+    cfg.memory.clear = ClearPolicy::Never;
 
     // The loader alone, built as `Trainer` builds it, on the autodiff device.
     let device = tidemark::backend::select(&cfg.device).expect("the backend is compiled in");
