@@ -918,6 +918,78 @@ fn epoch_losses(snaps: &[Value]) -> Vec<f64> {
         .collect()
 }
 
+/// The run's peak, from its summary (it includes the checkpoints, which epoch peaks do not).
+fn run_peak(env: &Env, run_dir: &str) -> f64 {
+    num(&env.summary(run_dir), "peak_bytes_in_use")
+}
+
+#[test]
+fn a_checkpoint_over_the_limit_fails_after_it_is_complete() {
+    // Parameters spread over three 4 MiB matrices and a small batch: writing Adam's state
+    // (two copies of the parameters at once) holds more than any step.
+    let env = Env::small();
+    let run = |name: &str, extra: &[&str]| {
+        let set_name = format!("run.name={name}");
+        let mut args = vec![
+            "train",
+            "--config",
+            "small.toml",
+            "--quiet",
+            "--set",
+            &set_name,
+            "--set",
+            "model.hidden=[1024, 1024, 1024]",
+            "--set",
+            "data.samples=400",
+            "--set",
+            "train.epochs=1",
+        ];
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let free = run("free", &[]);
+    assert_eq!(free.code(), 0, "{}", free.stderr());
+    let (steps, whole) = (
+        epoch_peak(&env.snapshots("runs/free")),
+        run_peak(&env, "runs/free"),
+    );
+    assert!(
+        whole > steps + 4.0 * 1048576.0,
+        "the checkpoint is the run's peak: {whole} against {steps} in the epoch"
+    );
+    let limit = format!("memory.limit={}", ((steps + whole) / 2.0) as u64);
+    let over = run(
+        "over",
+        &["--set", &limit, "--set", "memory.on_limit=\"shrink\""],
+    );
+    over.fails_with(
+        3,
+        &[
+            "error: memory limit",
+            "peak in use (host) while writing the checkpoint of epoch 1",
+            "the checkpoint is complete on disk",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("runs/over/checkpoints/latest")).unwrap(),
+        "epoch-1"
+    );
+    for file in ["model.bpk", "optimizer.bpk", "meta.json"] {
+        assert!(env
+            .path(&format!("runs/over/checkpoints/epoch-1/{file}"))
+            .is_file());
+    }
+    let snaps = env.snapshots("runs/over");
+    let actions: Vec<&str> = snaps.iter().filter_map(|s| s["action"].as_str()).collect();
+    assert_eq!(
+        actions,
+        ["limit", "cleanup"],
+        "no shrink (a checkpoint does not depend on the micro-batch), then the release"
+    );
+    assert_eq!(snaps.last().unwrap()["event"], "run_end");
+    assert_eq!(env.summary("runs/over")["status"], "failed");
+}
+
 #[test]
 fn memory_limit_fails_with_exit_3_or_shrinks_to_the_same_effective_batch() {
     let env = Env::small();

@@ -239,6 +239,7 @@ mod tests {
             micro_batch: 1,
             accumulation_steps: 1,
             futile_shrink: None,
+            phase: crate::memory::Phase::RunStart,
         });
         assert_eq!(exec.apply(&fail).unwrap(), None);
         assert!(HostCounters::read().installed);

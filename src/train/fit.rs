@@ -371,7 +371,7 @@ impl Run<'_> {
         }
         let usage = self.read_memory()?;
         self.snapshot(Event::RunStart, 0, usage, |_| {})?;
-        self.summary.checkpoint = Some(self.checkpointer.save(0, 0, &model, &optimizer)?);
+        self.checkpoint(0, &model, &optimizer)?;
 
         let micro_batches = self.summary.train_samples.div_ceil(train_cfg.batch_size);
         let steps_per_epoch = micro_batches.div_ceil(train_cfg.accumulation_steps);
@@ -489,8 +489,12 @@ impl Run<'_> {
                 });
             }
             let train_secs = epoch_start.elapsed().as_secs_f64();
+            // Validation in its own window, so that the limit is checked against what it
+            // held (the epoch's peak also holds any attempt that shrank).
+            self.probe.begin_window();
             let eval = evaluate(&model, valid_loader.as_ref(), &valid_loss_fn, &precision)?;
             let usage = self.read_memory()?;
+            let validation = self.probe.observe();
             let sps = samples as f64 / train_secs.max(1e-9);
             throughput.push(sps);
             self.summary.epochs = epoch;
@@ -512,13 +516,9 @@ impl Run<'_> {
             })?;
             self.summary.loss_scale = precision.scaler().map(|s| s.scale());
             self.watch_growth(usage.bytes_in_use);
-            self.summary.checkpoint =
-                Some(
-                    self.checkpointer
-                        .save(epoch, self.summary.steps, &model, &optimizer)?,
-                );
+            self.checkpoint(epoch, &model, &optimizer)?;
             let state = self.state(epoch, self.summary.steps, resting);
-            for action in self.policies.decide(Phase::EpochEnd, &usage, &state) {
+            for action in self.policies.decide(Phase::EpochEnd, &validation, &state) {
                 self.act(action, &state)?;
             }
         }

@@ -1,6 +1,8 @@
 //! The memory side of a run: checks inside each step, the actions policies ask for, the
 //! release and its verification at run end, the growth alarm, snapshots and the picture.
 
+use burn::optim::ModuleOptimizer;
+
 use super::fit::{device_error, Breach, Run};
 use crate::config::ClearPolicy;
 use crate::error::Error;
@@ -8,6 +10,7 @@ use crate::memory::{
     format_bytes, peak_resident_set_bytes, resident_set_bytes, LimitExceeded, MemoryAction,
     MemorySource, MemoryUsage, Phase, RunState,
 };
+use crate::model::Model;
 use crate::report::{check_growth, read_snapshots, render_memory_svg, Event, Retained, Snapshot};
 
 impl Run<'_> {
@@ -108,6 +111,29 @@ impl Run<'_> {
                 // No policy reserves or cleans mid-step.
                 MemoryAction::Reserve { .. } | MemoryAction::Cleanup => {}
             }
+        }
+        Ok(())
+    }
+
+    /// Writes the checkpoint of `epoch` (0: before training), then checks what writing it
+    /// held against the limit. A failure leaves the checkpoint complete on disk.
+    pub(super) fn checkpoint(
+        &mut self,
+        epoch: usize,
+        model: &Model,
+        optimizer: &ModuleOptimizer,
+    ) -> Result<(), Error> {
+        self.probe.begin_window();
+        let saved = self
+            .checkpointer
+            .save(epoch, self.summary.steps, model, optimizer)?;
+        self.summary.checkpoint = Some(saved);
+        let usage = self.probe.observe();
+        self.summary.peak_bytes_in_use =
+            self.summary.peak_bytes_in_use.max(usage.peak_bytes_in_use);
+        let state = self.state(epoch, self.summary.steps, 0);
+        for action in self.policies.decide(Phase::Checkpoint, &usage, &state) {
+            self.act(action, &state)?;
         }
         Ok(())
     }
