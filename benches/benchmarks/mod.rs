@@ -293,41 +293,26 @@ fn overhead(spec: &CaseSpec) -> CaseResult {
 
 /// Prints the interleaved comparison of the bare loop and tidemark's growth run.
 fn print_overhead(spec: &CaseSpec) {
-    let exe = std::env::current_exe().expect("the benchmark binary's path");
-    let output = Command::new(exe)
-        .env(
-            CASE_VAR,
-            format!(
-                "{}:{}:{}:growth:{}",
-                spec.workload,
-                spec.config,
-                spec.backend,
-                u8::from(spec.quick)
-            ),
-        )
-        .env(OVERHEAD_VAR, "1")
-        .env_remove("TIDEMARK_BENCH_QUICK")
-        .output()
-        .expect("start the overhead case");
-    let result: Option<CaseResult> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .and_then(|json| serde_json::from_str(json).ok());
-    match result.and_then(|r| Some((r.median_step_ms?, r.peak_in_use as f64 / 1e6, r.note))) {
-        Some((bare, ours, pairs)) => println!(
+    let case = format!(
+        "{}:{}:{}:growth:{}",
+        spec.workload,
+        spec.config,
+        spec.backend,
+        u8::from(spec.quick)
+    );
+    let result = run_in_child::<CaseResult>(&[(CASE_VAR, case), (OVERHEAD_VAR, "1".into())])
+        .and_then(|r| {
+            let bare = r.median_step_ms.ok_or_else(|| r.note.clone())?;
+            Ok((bare, r.peak_in_use as f64 / 1e6, r.note))
+        });
+    match result {
+        Ok((bare, ours, pairs)) => println!(
             "\nOverhead, measured in one process ({OVERHEAD_PAIRS} alternating pairs of runs \
              after a warm-up pair): bare Burn {bare:.2} ms, tidemark growth {ours:.2} ms per \
              step (medians): {:+.1}%; pair by pair: {pairs}",
             (ours / bare - 1.0) * 100.0
         ),
-        None => println!(
-            "\nOverhead: the interleaved case failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ),
+        Err(why) => println!("\nOverhead: the interleaved case failed: {why}"),
     }
 }
 
@@ -357,44 +342,47 @@ fn print_row(policy: Policy, r: &CaseResult, bare_ms: Option<f64>) {
 
 /// Runs one case in a fresh process and reads its result line.
 fn spawn(spec: &CaseSpec) -> CaseResult {
-    let exe = std::env::current_exe().expect("the benchmark binary's path");
-    let mut command = Command::new(exe);
-    command
-        .env(
-            CASE_VAR,
-            format!(
-                "{}:{}:{}:{}:{}",
-                spec.workload,
-                spec.config,
-                spec.backend,
-                spec.policy.key(),
-                u8::from(spec.quick)
-            ),
-        )
-        .env_remove("TIDEMARK_BENCH_QUICK");
+    let case = format!(
+        "{}:{}:{}:{}:{}",
+        spec.workload,
+        spec.config,
+        spec.backend,
+        spec.policy.key(),
+        u8::from(spec.quick)
+    );
+    let mut vars = vec![(CASE_VAR, case)];
     if let Some(g) = spec.growth {
-        command.env(GROWTH_VAR, serde_json::to_string(&g).expect("serialise"));
+        vars.push((GROWTH_VAR, serde_json::to_string(&g).expect("serialise")));
     }
-    let output = command.output().expect("start a benchmark case");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    match stdout
+    run_in_child(&vars).unwrap_or_else(|note| CaseResult {
+        note,
+        ..CaseResult::default()
+    })
+}
+
+/// Starts this benchmark binary again with `vars` set and reads the `RESULT` line it prints;
+/// if there is none, says why (the exit status and the last line of its stderr).
+pub fn run_in_child<T: serde::de::DeserializeOwned>(vars: &[(&str, String)]) -> Result<T, String> {
+    let exe = std::env::current_exe().expect("the benchmark binary's path");
+    let output = Command::new(exe)
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .env_remove("TIDEMARK_BENCH_QUICK")
+        .output()
+        .map_err(|e| format!("could not start the case: {e}"))?;
+    String::from_utf8_lossy(&output.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("RESULT "))
         .and_then(|json| serde_json::from_str(json).ok())
-    {
-        Some(result) => result,
-        None => CaseResult {
-            note: format!(
+        .ok_or_else(|| {
+            format!(
                 "case failed ({}): {}",
                 output.status,
                 String::from_utf8_lossy(&output.stderr)
                     .lines()
                     .last()
                     .unwrap_or("")
-            ),
-            ..CaseResult::default()
-        },
-    }
+            )
+        })
 }
 
 /// The child side: parse the case, run it, print one `RESULT` line.

@@ -23,6 +23,7 @@ use tidemark::data;
 use tidemark::memory::format_bytes;
 
 use super::case::{measured_run, median, workload_config};
+use super::run_in_child;
 
 /// Environment variable naming the pipeline case a child process runs.
 pub const PIPELINE_VAR: &str = "TIDEMARK_BENCH_PIPELINE";
@@ -159,25 +160,8 @@ pub fn run(backend: Backend, quick: bool, repeats: usize) {
 }
 
 fn spawn(case: &str) -> PipelineResult {
-    let exe = std::env::current_exe().expect("the benchmark binary's path");
-    let output = std::process::Command::new(exe)
-        .env(PIPELINE_VAR, case)
-        .env_remove("TIDEMARK_BENCH_QUICK")
-        .output()
-        .expect("start a pipeline case");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .and_then(|json| serde_json::from_str(json).ok())
-        .unwrap_or_else(|| PipelineResult {
-            note: format!(
-                "case failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-            ),
-            ..PipelineResult::default()
-        })
+    run_in_child(&[(PIPELINE_VAR, case.to_string())]).unwrap_or_else(|note| PipelineResult {
+        note,
+        ..PipelineResult::default()
+    })
 }

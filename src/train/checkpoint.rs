@@ -143,7 +143,12 @@ mod tests {
         let fresh = Model::new(&cfg, 4, 3, &device);
         fresh.initialize();
         let x = burn::tensor::Tensor::<2>::ones([2, 4], &device);
-        let out = |m: &Model| m.forward(x.clone()).into_data().to_vec::<f32>().unwrap();
+        let out = |m: &Model| {
+            m.forward(x.clone())
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap()
+        };
         assert_ne!(out(&fresh), out(&model));
         let loaded = fresh
             .try_load_file(second.join("model.bpk"))
