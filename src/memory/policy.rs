@@ -17,8 +17,8 @@ pub enum Phase {
     Step,
     /// After an epoch's training and validation.
     EpochEnd,
-    /// After a checkpoint is written. Writing one copies the weights and the optimizer state
-    /// into host buffers at once (Burn's records), so on the host it can hold more than any
+    /// After a checkpoint is written. Writing one copies the whole optimizer state into host
+    /// buffers at once (Burn's optimizer record), so on the host it can hold more than any
     /// step: measured on W1, 17.2 to 18.2 MiB above rest against a step's 12.8 MiB.
     Checkpoint,
     /// After the run's tensors are dropped.
@@ -108,9 +108,9 @@ impl LimitExceeded {
             );
         }
         if self.phase == Phase::Checkpoint {
-            return "writing a checkpoint copies the weights and the optimizer state into host \
-                    memory at once, and the checkpoint is complete on disk; raise memory.limit, \
-                    or use a smaller model or train.optimizer = \"sgd\" (no optimizer state)"
+            return "writing a checkpoint copies the whole optimizer state into host memory at \
+                    once, and the checkpoint is complete on disk; raise memory.limit, or use a \
+                    smaller model or train.optimizer = \"sgd\" (no optimizer state)"
                 .into();
         }
         if self.phase == Phase::EpochEnd {
@@ -446,8 +446,8 @@ mod tests {
             (
                 Phase::Checkpoint,
                 "while writing the checkpoint of epoch 2",
-                "writing a checkpoint copies the weights and the optimizer state into host \
-                 memory at once, and the checkpoint is complete on disk",
+                "writing a checkpoint copies the whole optimizer state into host memory at \
+                 once, and the checkpoint is complete on disk",
             ),
             (
                 Phase::EpochEnd,
