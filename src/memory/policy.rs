@@ -251,7 +251,7 @@ impl MemoryPolicy for Limit {
             Phase::RunStart if state.resting_estimate > self.bytes => vec![MemoryAction::Fail(
                 breach(state.resting_estimate, "needed at rest (estimated)"),
             )],
-            // Outside steps: validation (the epoch's figures, read after it) and checkpoints.
+            // Outside steps: validation (in its own window) and checkpoints.
             // Neither can shrink: validation batches do not follow the micro-batch, and a
             // checkpoint's size is the model's.
             Phase::EpochEnd | Phase::Checkpoint => {
