@@ -61,6 +61,14 @@ impl Env {
         self
     }
 
+    /// `tidemark train --config small.toml --set run.name=NAME`, then `extra`.
+    fn train_small(&self, name: &str, extra: &[&str]) -> Run {
+        let set_name = format!("run.name={name}");
+        let mut args = vec!["train", "--config", "small.toml", "--set", &set_name];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
     fn run(&self, args: &[&str]) -> Run {
         let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
             .args(args)
@@ -879,14 +887,8 @@ fn accumulation_through_the_cli_follows_the_large_batch_run() {
 
 /// Epoch peak and epoch losses of a run of SMALL, reshaped so that activations dominate.
 fn wide_batch_run(env: &Env, name: &str, extra: &[&str]) -> (Run, Vec<Value>) {
-    let name_set = format!("run.name={name}");
     let mut args = vec![
-        "train",
-        "--config",
-        "small.toml",
         "--quiet",
-        "--set",
-        name_set.as_str(),
         "--set",
         "data.samples=3000",
         "--set",
@@ -897,7 +899,7 @@ fn wide_batch_run(env: &Env, name: &str, extra: &[&str]) -> (Run, Vec<Value>) {
         "train.batch_size=1200",
     ];
     args.extend_from_slice(extra);
-    let run = env.run(&args);
+    let run = env.train_small(name, &args);
     let snaps = env.snapshots(&format!("runs/{name}"));
     (run, snaps)
 }
@@ -929,14 +931,8 @@ fn a_checkpoint_over_the_limit_fails_after_it_is_complete() {
     // (two copies of the parameters at once) holds more than any step.
     let env = Env::small();
     let run = |name: &str, extra: &[&str]| {
-        let set_name = format!("run.name={name}");
         let mut args = vec![
-            "train",
-            "--config",
-            "small.toml",
             "--quiet",
-            "--set",
-            &set_name,
             "--set",
             "model.hidden=[1024, 1024, 1024]",
             "--set",
@@ -945,7 +941,7 @@ fn a_checkpoint_over_the_limit_fails_after_it_is_complete() {
             "train.epochs=1",
         ];
         args.extend_from_slice(extra);
-        env.run(&args)
+        env.train_small(name, &args)
     };
     let free = run("free", &[]);
     assert_eq!(free.code(), 0, "{}", free.stderr());
@@ -1123,21 +1119,10 @@ fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
 fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
     let env = Env::small();
     let run = |name: &str, extra: &[&str]| {
-        let name = format!("run.name={name}");
         // Wide enough that Adam's moments alone are over 2 MiB.
-        let mut args = vec![
-            "train",
-            "--config",
-            "small.toml",
-            "--set",
-            &name,
-            "--set",
-            "model.hidden=[512,512]",
-            "--set",
-            "train.epochs=2",
-        ];
+        let mut args = vec!["--set", "model.hidden=[512,512]", "--set", "train.epochs=2"];
         args.extend(extra);
-        let run = env.run(&args);
+        let run = env.train_small(name, &args);
         assert_eq!(run.code(), 0, "{}", run.stderr());
     };
     run("growth", &[]);
