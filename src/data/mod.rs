@@ -322,6 +322,16 @@ mod tests {
             );
         }
         assert_eq!(d.valid.len(), 359);
+        // The plain seeded shuffle, for comparison (shown with `-- --nocapture`).
+        data.stratify = false;
+        let plain = per_class(&load(&data, 42).unwrap().valid, 10);
+        let range = |v: &[usize]| (*v.iter().min().unwrap(), *v.iter().max().unwrap());
+        eprintln!(
+            "held out per class: stratified {:?}, plain shuffle {:?}",
+            range(&valid),
+            range(&plain)
+        );
+        assert!(range(&plain).1 - range(&plain).0 > 2, "{plain:?}");
     }
 
     #[test]
