@@ -21,7 +21,7 @@ fn main() -> Result<(), tidemark::Error> {
     let summary = tidemark::Trainer::new(config).run()?;
     println!(
         "val accuracy {:.1}%, peak {} in use, snapshots in {}",
-        100.0 * summary.final_val_accuracy.unwrap_or(0.0),
+        100.0 * summary.metric("val_accuracy").unwrap_or(0.0),
         format_bytes(summary.peak_bytes_in_use),
         summary.run_dir.display()
     );

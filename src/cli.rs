@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, ClearPolicy, Override, RunConfig};
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::report::{Event, Snapshot};
-use crate::train::{EpochProgress, Observer};
+use crate::memory::{EpochProgress, Observer, Warning};
+use crate::report::{format_metric, Event, Snapshot};
 use crate::{Error, Trainer};
 
 /// Train models on Burn with memory you can see: every run writes a memory snapshot per
@@ -202,7 +202,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 fmt_opt(summary.first_loss, 4),
                 fmt_opt(summary.final_loss, 4),
                 summary
-                    .final_val_accuracy
+                    .metric("val_accuracy")
                     .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
                 format_bytes(summary.peak_bytes_in_use),
                 format_bytes(summary.peak_bytes_reserved),
@@ -233,9 +233,13 @@ struct SweepTerminal {
 
 impl Observer for SweepTerminal {
     fn message(&mut self, text: &str) {
-        if text.starts_with("warning") || !self.inner.quiet {
+        if !self.inner.quiet {
             eprintln!("run {}/{}: {text}", self.run, self.runs);
         }
+    }
+
+    fn warning(&mut self, warning: &Warning) {
+        eprintln!("run {}/{}: warning: {warning}", self.run, self.runs);
     }
 
     fn step(&mut self, progress: &EpochProgress) {
@@ -257,6 +261,15 @@ impl Observer for SweepTerminal {
                 format_bytes(r.rss_after_bytes),
             );
         }
+    }
+}
+
+/// A metric's key as the epoch line shows it (`val_accuracy` as `val_acc`, as it always was).
+fn short(key: &str) -> &str {
+    match key {
+        "val_accuracy" => "val_acc",
+        "train_accuracy" => "train_acc",
+        key => key,
     }
 }
 
@@ -286,6 +299,12 @@ impl Observer for Terminal {
         }
     }
 
+    fn warning(&mut self, warning: &Warning) {
+        if !self.quiet {
+            eprintln!("warning: {warning}");
+        }
+    }
+
     fn step(&mut self, p: &EpochProgress) {
         if !self.quiet && self.tty {
             eprint!(
@@ -311,12 +330,18 @@ impl Observer for Terminal {
         match s.event {
             Event::RunStart => eprintln!("start: {memory}"),
             Event::Epoch => eprintln!(
-                "{clear}epoch {}  loss {}  val_loss {}  val_acc {}  {} samples/s  {memory}",
+                "{clear}epoch {}  loss {}  val_loss {}{}  {} samples/s  {memory}",
                 s.epoch,
                 fmt_opt(s.loss, 4),
                 fmt_opt(s.val_loss, 4),
-                s.val_accuracy
-                    .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
+                s.metrics
+                    .iter()
+                    .filter_map(|(k, v)| Some(format!(
+                        "  {} {}",
+                        short(k),
+                        format_metric(k, (*v)?)
+                    )))
+                    .collect::<String>(),
                 fmt_opt(s.samples_per_sec, 0),
             ),
             Event::RunEnd => {

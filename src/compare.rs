@@ -10,8 +10,8 @@ use serde::Serialize;
 use crate::config::{ClearPolicy, MemoryPolicyKind, MemorySize, OnLimit, RunConfig};
 use crate::error::Error;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::report::{read_snapshots, write_atomic, Event, Snapshot};
-use crate::train::{Observer, Trainer};
+use crate::memory::{read_snapshots, write_atomic, Event, Observer, Snapshot};
+use crate::train::Trainer;
 
 /// A policy to compare, by the name used on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -184,7 +184,7 @@ pub fn compare(
                     retained_bytes_reserved: summary.retained.map(|r| r.retained_bytes_reserved),
                     limit_bytes: summary.limit_bytes,
                     micro_batch: Some(summary.micro_batch),
-                    val_accuracy: summary.final_val_accuracy,
+                    val_accuracy: summary.metric("val_accuracy"),
                 }
             }
             // A policy the backend cannot apply, or a run the limit stopped, is a result too.

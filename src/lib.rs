@@ -19,7 +19,7 @@
 //!     .accumulation_steps(2)
 //!     .build()?;
 //! let summary = tidemark::Trainer::new(config).run()?;
-//! println!("{:?} -> {}", summary.final_val_accuracy, summary.run_dir.display());
+//! println!("{:?} -> {}", summary.metric("val_accuracy"), summary.run_dir.display());
 //! # Ok::<(), tidemark::Error>(())
 //! ```
 //!
@@ -42,10 +42,12 @@ pub mod memory;
 pub mod model;
 pub mod report;
 pub mod sweep;
+pub mod task;
 pub mod train;
 
 pub use error::Error;
-pub use report::RunSummary;
+pub use task::Task;
+pub use train::RunSummary;
 pub use train::Trainer;
 
 // Unit tests measure host memory, so their binary counts allocations like the CLI does.

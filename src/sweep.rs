@@ -9,9 +9,10 @@ use serde::Serialize;
 
 use crate::config::RunConfig;
 use crate::error::Error;
+use crate::memory::write_atomic;
+use crate::memory::Observer;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::report::write_atomic;
-use crate::train::{Observer, Trainer};
+use crate::train::Trainer;
 
 /// Tolerance for bytes kept after release, as a share of the run's peak.
 pub const RETAINED_TOLERANCE: f64 = 0.01;

@@ -1616,6 +1616,12 @@ impl tidemark::train::Observer for Leaky {
     fn message(&mut self, text: &str) {
         self.messages.lock().unwrap().push(text.to_string());
     }
+    fn warning(&mut self, warning: &tidemark::train::Warning) {
+        self.messages
+            .lock()
+            .unwrap()
+            .push(format!("warning: {warning}"));
+    }
     fn snapshot(&mut self, s: &tidemark::report::Snapshot) {
         if s.event == tidemark::report::Event::Epoch {
             self.kept.push(std::hint::black_box(vec![1u8; 4 << 20]));

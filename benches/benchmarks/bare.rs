@@ -9,12 +9,13 @@ use burn::data::dataset::InMemDataset;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::Device;
+use tidemark::config::ModelConfig;
 use tidemark::data::{self, ClassificationBatch, ClassificationBatcher};
 use tidemark::memory::{
     device_pool_figures, peak_resident_set_bytes, reset_host_peak, reset_peak_resident_set,
     HostCounters,
 };
-use tidemark::model::Model;
+use tidemark::model::Mlp;
 use tidemark::train::{build_optimizer, MixedPrecision};
 
 use super::case::{config, median};
@@ -53,7 +54,10 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
         .num_workers(cfg.data.num_workers)
         .set_device(ad.clone())
         .build(InMemDataset::new(dataset.train));
-    let mut model = Model::new(&cfg.model, dataset.features, dataset.classes, &ad);
+    let ModelConfig::Mlp(mlp) = &cfg.model else {
+        panic!("the benchmark workloads are MLPs")
+    };
+    let mut model = Mlp::new(mlp, dataset.features, dataset.classes, &ad);
     let mut optimizer = build_optimizer(train);
     let loss_fn = CrossEntropyLossConfig::new().init(&ad);
     // The compute cast for bf16 (W3); no loss scaling.
@@ -86,9 +90,14 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
                 break;
             }
             let samples: usize = group.iter().map(ClassificationBatch::len).sum();
-            let mut accumulator = GradientsAccumulator::<Model>::new();
+            let mut accumulator = GradientsAccumulator::<Mlp>::new();
             for batch in &group {
-                let logits = precision.forward(&model, batch.inputs.clone());
+                let cx = precision.compute();
+                let inputs = cx.input(batch.inputs.clone());
+                let logits = match cx.dtype() {
+                    None => model.forward(inputs),
+                    Some(_) => cx.output(precision.compute_model(&model).forward(inputs)),
+                };
                 let loss = loss_fn
                     .forward(logits, batch.targets.clone())
                     .mul_scalar(batch.len() as f64 / samples as f64);

@@ -4,18 +4,15 @@
 mod batcher;
 mod csv;
 mod idx;
+mod loader;
 mod synthetic;
 
 pub use batcher::{ClassificationBatch, ClassificationBatcher};
 pub use csv::load_csv;
 pub use idx::load_idx;
+pub use loader::{item_loader, loader, Collect};
 pub use synthetic::generate;
 
-use std::sync::Arc;
-
-use burn::data::dataloader::{DataLoader, DataLoaderBuilder};
-use burn::data::dataset::InMemDataset;
-use burn::tensor::Device;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -89,30 +86,6 @@ pub fn load(config: &DataConfig, seed: u64) -> Result<Dataset, DataError> {
         dataset.standardize();
     }
     Ok(dataset)
-}
-
-/// Burn's data loader over `samples`, as training and validation use it: batches of
-/// `batch_size` on `device`, shuffled each epoch from `shuffle`'s seed if given.
-///
-/// With `workers > 0`, Burn's multi-threaded loader builds batches on that many threads and
-/// queues up to 100 of them ahead of the training loop (the `tf.data` prefetch analogue); the
-/// batches then arrive in the order the workers finish them. With 0, each batch is built on
-/// the training thread when the loop asks for it.
-pub fn loader(
-    samples: Vec<Sample>,
-    batch_size: usize,
-    shuffle: Option<u64>,
-    workers: usize,
-    device: &Device,
-) -> Arc<dyn DataLoader<ClassificationBatch>> {
-    let mut builder = DataLoaderBuilder::new(ClassificationBatcher)
-        .batch_size(batch_size)
-        .num_workers(workers)
-        .set_device(device.clone());
-    if let Some(seed) = shuffle {
-        builder = builder.shuffle(seed);
-    }
-    builder.build(InMemDataset::new(samples))
 }
 
 impl Dataset {

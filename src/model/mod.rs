@@ -1,23 +1,43 @@
-//! Models. [`Model`] is the one type the training loop knows; each kind is a variant.
+//! Built-in Burn modules: [`Mlp`], [`Cnn`] and the sequence model [`Lstm`]. Each is a
+//! [`Network`], which the built-in tasks ([`Classify`](crate::task::Classify),
+//! [`Regress`](crate::task::Regress)) train; a user's own module can be one too.
 
 mod cnn;
 mod mlp;
+mod sequence;
 
 pub use cnn::Cnn;
 pub use mlp::Mlp;
+pub use sequence::Lstm;
 
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Tensor;
 
-use crate::config::{Activation, ModelConfig};
+use crate::config::Activation;
 
-/// Any model tidemark can train: maps `[batch, features]` to class logits `[batch, classes]`.
-#[derive(Module, Debug)]
-pub enum Model {
-    /// A multi-layer perceptron.
-    Mlp(Mlp),
-    /// A convolutional network.
-    Cnn(Cnn),
+/// A module that maps `[batch, features]` to `[batch, outputs]`: class logits for
+/// classification, predicted values for regression.
+pub trait Network: Module + 'static {
+    /// The outputs for `inputs`.
+    fn forward(&self, inputs: Tensor<2>) -> Tensor<2>;
+}
+
+impl Network for Mlp {
+    fn forward(&self, inputs: Tensor<2>) -> Tensor<2> {
+        Mlp::forward(self, inputs)
+    }
+}
+
+impl Network for Cnn {
+    fn forward(&self, inputs: Tensor<2>) -> Tensor<2> {
+        Cnn::forward(self, inputs)
+    }
+}
+
+impl Network for Lstm {
+    fn forward(&self, inputs: Tensor<2>) -> Tensor<2> {
+        Lstm::forward(self, inputs)
+    }
 }
 
 /// Applies `activation` element-wise.
@@ -31,32 +51,15 @@ pub(crate) fn activate<const D: usize>(activation: Activation, x: Tensor<D>) -> 
     }
 }
 
-impl Model {
-    /// Builds the configured model for `features` inputs and `classes` outputs on `device`.
-    pub fn new(config: &ModelConfig, features: usize, classes: usize, device: &Device) -> Self {
-        match config {
-            ModelConfig::Mlp(c) => Model::Mlp(Mlp::new(c, features, classes, device)),
-            ModelConfig::Cnn(c) => Model::Cnn(Cnn::new(c, classes, device)),
+/// Allocates every parameter of `model` now. Burn initialises parameters lazily, on first
+/// use; a run calls this before its `run_start` snapshot so that the snapshot shows the
+/// weights.
+pub fn initialize<M: Module>(model: &M) {
+    struct Touch;
+    impl ModuleVisitor for Touch {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            drop(param.val());
         }
     }
-
-    /// Allocates every parameter now. Burn initialises parameters lazily, on first use; a
-    /// run calls this before its `run_start` snapshot so that the snapshot shows the weights.
-    pub fn initialize(&self) {
-        struct Touch;
-        impl ModuleVisitor for Touch {
-            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-                drop(param.val());
-            }
-        }
-        self.visit(&mut Touch);
-    }
-
-    /// Class logits for `inputs`.
-    pub fn forward(&self, inputs: Tensor<2>) -> Tensor<2> {
-        match self {
-            Model::Mlp(m) => m.forward(inputs),
-            Model::Cnn(m) => m.forward(inputs),
-        }
-    }
+    model.visit(&mut Touch);
 }

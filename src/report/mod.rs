@@ -1,25 +1,12 @@
-//! What a run leaves on disk: `snapshots.jsonl` (one memory snapshot per line),
-//! `summary.json` and `memory.svg`, and the growth alarm that watches in-use memory epoch by
-//! epoch.
+//! Readers and renderers of what runs leave on disk: the memory picture (`memory.svg`) and the
+//! text report of `tidemark report`. The files themselves are written by the layers below
+//! (`snapshots.jsonl` by [`crate::memory`], `summary.json` by [`crate::train`]).
 
-mod growth;
-mod plot;
-mod snapshots;
-mod summary;
 mod text;
 
-pub use growth::{check_growth, GrowthAlarm};
-pub use plot::render_memory_svg;
-pub use snapshots::{read_snapshots, Event, Retained, Snapshot, SnapshotWriter};
-pub use summary::{RunStatus, RunSummary};
-pub use text::report;
-
-use std::path::Path;
-
-/// Writes `contents` to `path` through a temporary file and a rename, so a reader (or a crash)
-/// never sees half a file.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, contents)?;
-    std::fs::rename(&tmp, path)
-}
+pub use crate::memory::{
+    check_growth, read_snapshots, render_memory_svg, write_atomic, Event, GrowthAlarm, Retained,
+    Snapshot,
+};
+pub use crate::train::{RunStatus, RunSummary};
+pub use text::{format_metric, report};

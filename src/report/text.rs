@@ -4,12 +4,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::growth::check_growth;
-use super::plot::render_memory_svg;
-use super::snapshots::{read_snapshots, Event};
-use super::summary::{RunStatus, RunSummary};
 use crate::error::Error;
-use crate::memory::{format_bytes, format_signed_bytes};
+use crate::memory::{
+    check_growth, format_bytes, format_signed_bytes, read_snapshots, render_memory_svg, Event,
+};
+use crate::train::{RunStatus, RunSummary};
 
 /// Redraws `<run_dir>/memory.svg` and returns a text summary of the run.
 pub fn report(run_dir: &Path) -> Result<String, Error> {
@@ -50,13 +49,15 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
     if let (Some(first), Some(last)) = (epochs.first(), epochs.last()) {
         let _ = writeln!(
             out,
-            "{} epochs, {} steps; loss {} -> {}; val accuracy {}",
+            "{} epochs, {} steps; loss {} -> {}{}",
             last.epoch,
             last.step,
             first.loss.map_or("-".into(), |l| format!("{l:.4}")),
             last.loss.map_or("-".into(), |l| format!("{l:.4}")),
-            last.val_accuracy
-                .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
+            last.metrics
+                .iter()
+                .filter_map(|(k, v)| Some(format!("; {} {}", k, format_metric(k, (*v)?))))
+                .collect::<String>(),
         );
     }
     let _ = writeln!(
@@ -107,4 +108,13 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
     }
     let _ = writeln!(out, "wrote {}", svg.display());
     Ok(out)
+}
+
+/// A metric as people read it: accuracies as percentages, everything else with four digits.
+pub fn format_metric(key: &str, value: f64) -> String {
+    if key.ends_with("accuracy") {
+        format!("{:.1}%", value * 100.0)
+    } else {
+        format!("{value:.4}")
+    }
 }

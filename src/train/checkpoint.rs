@@ -13,8 +13,7 @@ use burn::store::{BurnpackStore, ModuleSnapshot};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::model::Model;
-use crate::report::write_atomic;
+use crate::memory::write_atomic;
 
 /// Writes checkpoints for one run, keeping the most recent.
 #[derive(Debug, Clone)]
@@ -37,11 +36,11 @@ impl Checkpointer {
     }
 
     /// Saves `model` and `optimizer` as the state after `epoch` (0: before training).
-    pub fn save(
+    pub fn save<M: ModuleSnapshot>(
         &self,
         epoch: usize,
         step: usize,
-        model: &Model,
+        model: &M,
         optimizer: &ModuleOptimizer,
     ) -> Result<PathBuf, Error> {
         let name = format!("epoch-{epoch}");
@@ -110,7 +109,8 @@ pub fn latest_checkpoint(run_dir: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Activation, MlpConfig, ModelConfig};
+    use crate::config::{Activation, MlpConfig};
+    use crate::model::{initialize, Mlp};
     use crate::train::build_optimizer;
     use burn::module::Module;
     use burn::tensor::Device;
@@ -119,12 +119,12 @@ mod tests {
     fn keeps_only_the_latest_complete_epoch_and_it_loads_back() {
         let dir = tempfile::tempdir().unwrap();
         let device = Device::flex().autodiff();
-        let cfg = ModelConfig::Mlp(MlpConfig {
+        let cfg = MlpConfig {
             hidden: vec![8],
             activation: Activation::Relu,
             dropout: 0.0,
-        });
-        let model = Model::new(&cfg, 4, 3, &device);
+        };
+        let model = Mlp::new(&cfg, 4, 3, &device);
         let optimizer = build_optimizer(
             &crate::config::ConfigBuilder::new("t")
                 .build()
@@ -140,10 +140,10 @@ mod tests {
             assert!(second.join(file).is_file(), "{file}");
         }
         // A fresh model, initialised differently, computes what the saved one did once loaded.
-        let fresh = Model::new(&cfg, 4, 3, &device);
-        fresh.initialize();
+        let fresh = Mlp::new(&cfg, 4, 3, &device);
+        initialize(&fresh);
         let x = burn::tensor::Tensor::<2>::ones([2, 4], &device);
-        let out = |m: &Model| {
+        let out = |m: &Mlp| {
             m.forward(x.clone())
                 .into_data()
                 .try_to_vec::<f32>()

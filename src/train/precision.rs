@@ -21,7 +21,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Bool, Device, ExecutionError, FloatDType, Tensor};
 
 use crate::config::{LossScaling, Precision, TrainConfig};
-use crate::model::Model;
+use crate::task::Compute;
 
 /// Consecutive skipped steps after which a run stops: the scale has then fallen by 2^50, and
 /// gradients that are still not finite will not become finite at a smaller one.
@@ -129,16 +129,18 @@ impl MixedPrecision {
         dtype(self.precision)
     }
 
-    /// Class logits in f32, computed in the configured precision from f32 parameters.
-    pub fn forward(&self, model: &Model, inputs: Tensor<2>) -> Tensor<2> {
+    /// The compute copy of `model`: every float parameter cast to the compute type (a clone
+    /// in f32). The casts are autodiff operations, so gradients reach the f32 parameters.
+    pub fn compute_model<M: Module>(&self, model: &M) -> M {
         match self.dtype() {
-            None => model.forward(inputs),
-            Some(dtype) => model
-                .clone()
-                .map(&mut CastParams(dtype))
-                .forward(inputs.cast(dtype))
-                .cast(FloatDType::F32),
+            None => model.clone(),
+            Some(dtype) => model.clone().map(&mut CastParams(dtype)),
         }
+    }
+
+    /// Where a task's float tensors enter and leave the compute precision.
+    pub fn compute(&self) -> Compute {
+        Compute::new(self.dtype())
     }
 
     /// What `backward` is called on: the loss times the current scale.
@@ -151,10 +153,10 @@ impl MixedPrecision {
 
     /// Ends a group: with loss scaling, divides every gradient by the scale, checks them
     /// (one read from the device), and advances the scaler. Without it, always `Apply`.
-    pub fn finish_group(
+    pub fn finish_group<M: Module>(
         &mut self,
         grads: &mut GradientsParams,
-        model: &Model,
+        model: &M,
     ) -> Result<GroupOutcome, ExecutionError> {
         let Some(scaler) = &mut self.scaler else {
             return Ok(GroupOutcome::Apply);

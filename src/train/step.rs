@@ -1,17 +1,16 @@
-//! One optimizer step over a group of micro-batches.
+//! One optimizer step over a group of micro-batches, for any [`Task`].
 
-use burn::nn::loss::CrossEntropyLoss;
+use burn::module::Module;
 use burn::optim::{
     decay::WeightDecayConfig, AdamConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer,
     SgdConfig,
 };
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor};
 
 use super::precision::{GroupOutcome, MixedPrecision};
 use crate::config::{OptimizerKind, TrainConfig};
-use crate::data::ClassificationBatch;
 use crate::memory::MemoryProbe;
-use crate::model::Model;
+use crate::task::{Metric, Task};
 
 /// Builds the configured optimizer.
 pub fn build_optimizer(config: &TrainConfig) -> ModuleOptimizer {
@@ -25,9 +24,9 @@ pub fn build_optimizer(config: &TrainConfig) -> ModuleOptimizer {
 
 /// What a step returns.
 #[derive(Debug)]
-pub struct StepOutput {
+pub struct Stepped<M> {
     /// The updated model.
-    pub model: Model,
+    pub model: M,
     /// Mean loss over every sample of the group (detached), shape `[1]`.
     pub loss: Tensor<1>,
     /// Samples in the group.
@@ -43,12 +42,24 @@ pub struct Accumulated {
     pub grads: GradientsParams,
     /// Mean loss over every sample of the group (detached), shape `[1]`.
     pub loss: Tensor<1>,
+    /// The task's training metrics, each a mean over the group's samples (detached).
+    pub metrics: Vec<Metric>,
     /// Samples in the group.
     pub samples: usize,
 }
 
-/// Runs forward and backward on each micro-batch of `group` and accumulates the gradients
-/// with Burn's [`GradientsAccumulator`].
+/// Cuts each loader batch of `group` into micro-batches of at most `size` items. A short
+/// loader batch (the epoch's last) stays short rather than borrowing from another.
+pub fn micro_batches<I: Clone>(group: &[Vec<I>], size: usize) -> Vec<&[I]> {
+    group
+        .iter()
+        .flat_map(|batch| batch.chunks(size.max(1)))
+        .collect()
+}
+
+/// Runs forward and backward on each micro-batch of `group` (lists of items, batched on
+/// `device` by the task's batcher) and accumulates the gradients with Burn's
+/// [`GradientsAccumulator`].
 ///
 /// The accumulator sums, so each micro-batch's mean loss is weighted by its share of the
 /// group's samples before `backward`. The summed gradient is then the gradient of the mean
@@ -61,37 +72,58 @@ pub struct Accumulated {
 ///
 /// `after_backward` runs after each backward pass, when that micro-batch's activations and
 /// gradients are both alive; an error from it abandons the group (the model is untouched).
-pub fn accumulate_gradients<E>(
-    model: &Model,
-    loss_fn: &CrossEntropyLoss,
-    group: &[ClassificationBatch],
+pub fn accumulate_gradients<T: Task, E>(
+    task: &T,
+    model: &T::Model,
+    group: &[&[T::Item]],
+    device: &Device,
     precision: &MixedPrecision,
     mut after_backward: impl FnMut() -> Result<(), E>,
 ) -> Result<Accumulated, E> {
-    let samples: usize = group.iter().map(ClassificationBatch::len).sum();
-    let mut accumulator = GradientsAccumulator::<Model>::new();
+    let samples: usize = group.iter().map(|items| items.len()).sum();
+    let mut accumulator = GradientsAccumulator::<T::Model>::new();
     let mut total_loss: Option<Tensor<1>> = None;
-    for batch in group {
-        let logits = precision.forward(model, batch.inputs.clone());
-        let loss = loss_fn
-            .forward(logits, batch.targets.clone())
-            .mul_scalar(batch.len() as f64 / samples as f64);
+    let mut metrics: Vec<Metric> = Vec::new();
+    let cx = precision.compute();
+    for items in group {
+        let share = items.len() as f64 / samples as f64;
+        let batch = task.batcher().batch(items.to_vec(), device);
+        let cast;
+        let compute_model = match precision.dtype() {
+            None => model,
+            Some(_) => {
+                cast = precision.compute_model(model);
+                &cast
+            }
+        };
+        let out = task.step(compute_model, batch, &cx);
+        let loss = out.loss.mul_scalar(share);
         // Keep the value, not the graph: a clone of the loss held across `backward` would
         // keep every saved activation alive until the gradients are taken (measured: +5.4 MiB
         // on W1's peak, and slower steps).
         let value = loss.clone().detach();
+        for metric in out.metrics {
+            let weighted = metric.value.detach().mul_scalar(share);
+            match metrics.iter_mut().find(|m| m.name == metric.name) {
+                Some(m) => m.value = m.value.clone() + weighted,
+                None => metrics.push(Metric {
+                    value: weighted,
+                    ..metric
+                }),
+            }
+        }
         let grads = precision.scale_loss(loss).backward();
         after_backward()?;
         accumulator.accumulate(model, GradientsParams::from_grads(grads, model));
-        let loss = value;
         total_loss = Some(match total_loss {
-            Some(sum) => sum + loss,
-            None => loss,
+            Some(sum) => sum + value,
+            None => value,
         });
     }
     Ok(Accumulated {
         grads: accumulator.grads(),
         loss: total_loss.expect("a step has at least one micro-batch"),
+        metrics,
         samples,
     })
 }
@@ -99,16 +131,18 @@ pub fn accumulate_gradients<E>(
 /// [`accumulate_gradients`] then one optimizer update (unless loss scaling skips it),
 /// observing memory after each backward pass and after the update. For loops without memory
 /// policies (benchmarks, tests).
-pub fn accumulated_step(
-    model: Model,
+#[allow(clippy::too_many_arguments)]
+pub fn accumulated_step<T: Task>(
+    task: &T,
+    model: T::Model,
     optimizer: &mut ModuleOptimizer,
     lr: f64,
-    loss_fn: &CrossEntropyLoss,
-    group: &[ClassificationBatch],
+    group: &[&[T::Item]],
+    device: &Device,
     precision: &mut MixedPrecision,
     probe: &mut MemoryProbe,
-) -> Result<StepOutput, burn::tensor::ExecutionError> {
-    let Ok(mut acc) = accumulate_gradients(&model, loss_fn, group, precision, || {
+) -> Result<Stepped<T::Model>, burn::tensor::ExecutionError> {
+    let Ok(mut acc) = accumulate_gradients(task, &model, group, device, precision, || {
         probe.observe();
         Ok::<(), std::convert::Infallible>(())
     });
@@ -118,7 +152,7 @@ pub fn accumulated_step(
         GroupOutcome::Skip => model,
     };
     probe.observe();
-    Ok(StepOutput {
+    Ok(Stepped {
         model,
         loss: acc.loss,
         samples: acc.samples,
@@ -126,18 +160,28 @@ pub fn accumulated_step(
     })
 }
 
+/// Bytes a model of `model`'s size needs at rest once training starts: its f32 parameters,
+/// their gradients (twice with accumulation) and the optimizer's state.
+pub fn resting_bytes<M: Module>(model: &M, config: &TrainConfig) -> u64 {
+    let param_bytes = model.num_params() as u64 * 4;
+    let grad_copies = if config.accumulation_steps > 1 { 2 } else { 1 };
+    let optimizer_copies = match config.optimizer {
+        OptimizerKind::Adam => 2,
+        OptimizerKind::Sgd => 0,
+    };
+    param_bytes * (grad_copies + optimizer_copies)
+}
+
 #[cfg(test)]
 mod tests {
-    use burn::data::dataloader::batcher::Batcher;
     use burn::module::{Module, ModuleVisitor, Param};
-    use burn::nn::loss::CrossEntropyLossConfig;
     use burn::tensor::Device;
 
     use super::*;
-    use crate::config::{
-        Activation, LossScaling, MlpConfig, ModelConfig, Precision, SyntheticConfig,
-    };
-    use crate::data::{generate, ClassificationBatcher, Sample};
+    use crate::config::{Activation, LossScaling, MlpConfig, Precision, SyntheticConfig};
+    use crate::data::{generate, Sample};
+    use crate::model::{Cnn, Mlp, Network};
+    use crate::task::Classify;
     use crate::train::LossScaler;
 
     struct Flatten(Vec<f32>);
@@ -149,7 +193,7 @@ mod tests {
         }
     }
 
-    fn weights(model: &Model) -> Vec<f32> {
+    fn weights<M: Module>(model: &M) -> Vec<f32> {
         let mut v = Flatten(Vec::new());
         model.visit(&mut v);
         v.0
@@ -167,52 +211,62 @@ mod tests {
 
     /// A fresh model. Burn's flex RNG is global and tests run in parallel, so a seed does not
     /// make two initialisations equal; the comparisons below clone one model instead.
-    fn model(device: &Device) -> Model {
-        let model_cfg = ModelConfig::Mlp(MlpConfig {
+    fn model(device: &Device) -> Mlp {
+        let config = MlpConfig {
             hidden: vec![32, 16],
             activation: Activation::Relu,
             dropout: 0.0,
-        });
-        Model::new(&model_cfg, 20, 5, device)
+        };
+        Mlp::new(&config, 20, 5, device)
+    }
+
+    /// The classification task, for its step; the model and data come from the tests.
+    fn task<N: Network>() -> Classify<N> {
+        Classify::new(Vec::new(), Vec::new(), |_| {
+            unreachable!("tests pass their model")
+        })
+    }
+
+    /// `data` cut into consecutive micro-batches of `sizes`.
+    fn cut<'a>(data: &'a [Sample], sizes: &[usize]) -> Vec<&'a [Sample]> {
+        let mut offset = 0;
+        sizes
+            .iter()
+            .map(|&n| {
+                offset += n;
+                &data[offset - n..offset]
+            })
+            .collect()
     }
 
     /// Weights after one optimizer step from `model` over `data` cut into micro-batches of
     /// `sizes`, and the step's loss.
-    fn one_update(
+    fn one_update<N: Network>(
         config: &TrainConfig,
-        model: Model,
+        model: N,
         data: &[Sample],
         sizes: &[usize],
     ) -> (Vec<f32>, f32) {
         one_update_in(&mut MixedPrecision::f32(), config, model, data, sizes)
     }
 
-    fn one_update_in(
+    fn one_update_in<N: Network>(
         precision: &mut MixedPrecision,
         config: &TrainConfig,
-        model: Model,
+        model: N,
         data: &[Sample],
         sizes: &[usize],
     ) -> (Vec<f32>, f32) {
         let device = Device::flex().autodiff();
-        let mut offset = 0;
-        let group: Vec<ClassificationBatch> = sizes
-            .iter()
-            .map(|&n| {
-                let batch = ClassificationBatcher.batch(data[offset..offset + n].to_vec(), &device);
-                offset += n;
-                batch
-            })
-            .collect();
         let mut optimizer = build_optimizer(config);
-        let loss_fn = CrossEntropyLossConfig::new().init(&device);
         let mut probe = MemoryProbe::new(&device);
         let out = accumulated_step(
+            &task::<N>(),
             model,
             &mut optimizer,
             config.lr,
-            &loss_fn,
-            &group,
+            &cut(data, sizes),
+            &device,
             precision,
             &mut probe,
         )
@@ -344,25 +398,22 @@ mod tests {
         let config = train_config(OptimizerKind::Adam, 0.0);
         let device = Device::flex().autodiff();
         let data = samples(256);
-        let group: Vec<ClassificationBatch> = data
-            .chunks(64)
-            .map(|c| ClassificationBatcher.batch(c.to_vec(), &device))
-            .collect();
+        let group: Vec<&[Sample]> = data.chunks(64).collect();
         let mut precision =
             MixedPrecision::new(Precision::F16, Some(LossScaler::new(2f64.powi(40), 2000)));
         let mut optimizer = build_optimizer(&config);
-        let loss_fn = CrossEntropyLossConfig::new().init(&device);
         let mut probe = MemoryProbe::new(&device);
         let mut model = model(&device);
         let (mut skipped, mut applied, mut losses) = (0, 0, Vec::new());
         for _ in 0..40 {
             let before = weights(&model);
             let out = accumulated_step(
+                &task::<Mlp>(),
                 model,
                 &mut optimizer,
                 config.lr,
-                &loss_fn,
                 &group,
+                &device,
                 &mut precision,
                 &mut probe,
             )
@@ -396,7 +447,7 @@ mod tests {
     fn cnn_accumulation_4x16_matches_the_batch_of_64() {
         // Without batch norm: each micro-batch normalised by its own statistics would make
         // the two updates differ by design, as in any framework.
-        let cnn = ModelConfig::Cnn(crate::config::CnnConfig {
+        let cnn = crate::config::CnnConfig {
             input: [1, 4, 5],
             channels: vec![4, 8],
             kernel_size: 3,
@@ -404,9 +455,9 @@ mod tests {
             batch_norm: false,
             activation: Activation::Relu,
             dropout: 0.0,
-        });
+        };
         let device = Device::flex().autodiff();
-        let start = Model::new(&cnn, 20, 5, &device);
+        let start = Cnn::new(&cnn, 5, &device);
         let data = samples(64);
         for optimizer in [OptimizerKind::Sgd, OptimizerKind::Adam] {
             let config = train_config(optimizer, 0.0);

@@ -1,12 +1,11 @@
 //! `summary.json`: the run in one object.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::growth::GrowthAlarm;
-use super::snapshots::Retained;
-use crate::memory::MemorySource;
+use crate::memory::{GrowthAlarm, MemorySource, Retained};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +27,9 @@ pub struct RunSummary {
     /// How the run ended.
     #[serde(flatten)]
     pub status: RunStatus,
+    /// The task trained (`classify`, `regress`, `forecast`, or a user's task name).
+    #[serde(default)]
+    pub task: String,
     /// Backend name.
     pub backend: String,
     /// Where memory figures came from.
@@ -58,8 +60,6 @@ pub struct RunSummary {
     pub final_loss: Option<f64>,
     /// Validation loss after the last epoch.
     pub final_val_loss: Option<f64>,
-    /// Validation accuracy after the last epoch.
-    pub final_val_accuracy: Option<f64>,
     /// Highest `peak_bytes_in_use` of any epoch.
     pub peak_bytes_in_use: u64,
     /// Highest `bytes_reserved` seen.
@@ -88,4 +88,16 @@ pub struct RunSummary {
     pub checkpoint: Option<PathBuf>,
     /// Wall time of the run.
     pub wall_time_s: f64,
+    /// The task's metrics after the last epoch, keyed `final_val_<name>` and
+    /// `final_train_<name>` (`final_val_accuracy`, `final_val_rmse`). Last, so that reading
+    /// the file back gives it only the keys no other field took.
+    #[serde(flatten)]
+    pub final_metrics: BTreeMap<String, f64>,
+}
+
+impl RunSummary {
+    /// A final metric by its epoch key (`val_accuracy`, `val_rmse`), if the task reported it.
+    pub fn metric(&self, key: &str) -> Option<f64> {
+        self.final_metrics.get(&format!("final_{key}")).copied()
+    }
 }

@@ -171,7 +171,6 @@ mod tests {
             step: 0,
             loss: None,
             val_loss: None,
-            val_accuracy: None,
             samples_per_sec: None,
             memory: MemoryUsage {
                 bytes_in_use: in_use,
@@ -189,6 +188,7 @@ mod tests {
             detail: None,
             retained: None,
             elapsed_s: 0.0,
+            metrics: Default::default(),
         }
     }
 

@@ -1,12 +1,13 @@
 //! `snapshots.jsonl`: one JSON object per line, appended as the run goes.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::MemoryUsage;
+use super::usage::MemoryUsage;
 
 /// What a snapshot marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,8 +51,6 @@ pub struct Snapshot {
     pub loss: Option<f64>,
     /// Mean validation loss.
     pub val_loss: Option<f64>,
-    /// Validation accuracy in `[0, 1]`.
-    pub val_accuracy: Option<f64>,
     /// Training samples per second over the epoch.
     pub samples_per_sec: Option<f64>,
     /// Memory figures. `peak_bytes_in_use` is the high-water mark of this epoch (of setup, at
@@ -82,6 +81,18 @@ pub struct Snapshot {
     pub retained: Option<Retained>,
     /// Seconds since the run started.
     pub elapsed_s: f64,
+    /// Epoch events: the task's metrics, `val_<name>` for validation (`val_accuracy`,
+    /// `val_rmse`) and `train_<name>` for training. Last, so that reading a line back gives it
+    /// only the keys no other field took.
+    #[serde(flatten)]
+    pub metrics: BTreeMap<String, Option<f64>>,
+}
+
+impl Snapshot {
+    /// A metric by its key (`val_accuracy`), if present and a number.
+    pub fn metric(&self, key: &str) -> Option<f64> {
+        self.metrics.get(key).copied().flatten()
+    }
 }
 
 /// Appends snapshots to a file, one complete line per write, flushed to disk each time, so
@@ -117,6 +128,14 @@ impl SnapshotWriter {
     }
 }
 
+/// Writes `contents` to `path` through a temporary file and a rename, so a reader (or a crash)
+/// never sees half a file.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Reads every snapshot in a `snapshots.jsonl` file.
 pub fn read_snapshots(path: &Path) -> std::io::Result<Vec<Snapshot>> {
     let reader = BufReader::new(File::open(path)?);
@@ -149,7 +168,6 @@ mod tests {
             step: epoch * 10,
             loss: Some(0.5),
             val_loss: None,
-            val_accuracy: Some(0.9),
             samples_per_sec: Some(1000.0),
             memory: MemoryUsage {
                 bytes_in_use: 10,
@@ -167,6 +185,7 @@ mod tests {
             detail: None,
             retained: None,
             elapsed_s: 1.5,
+            metrics: BTreeMap::from([("val_accuracy".to_string(), Some(0.9))]),
         }
     }
 
@@ -199,6 +218,10 @@ mod tests {
         assert_eq!(value["event"], "epoch");
         assert_eq!(value["source"], "host");
         assert!(value["val_loss"].is_null());
+        assert_eq!(value["val_accuracy"], 0.9);
+        let back: Snapshot = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(back.metric("val_accuracy"), Some(0.9));
+        assert_eq!(back.metrics.len(), 1, "{:?}", back.metrics);
         assert!(value.get("action").is_none() && value.get("retained_bytes_in_use").is_none());
     }
 

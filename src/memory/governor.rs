@@ -1,0 +1,588 @@
+//! The memory governor: one run's probe, policies and executor, the batch layout a limit may
+//! shrink, and the `snapshots.jsonl` it writes. The [`Trainer`](crate::Trainer) drives one;
+//! a hand-written loop can drive its own, at run start, after each step, at each epoch's end
+//! and at run end (see `examples/custom_loop.rs`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::tensor::Device;
+
+use super::executor::{device_total_memory, Executor};
+use super::growth::{check_growth, GrowthAlarm};
+use super::host::{peak_resident_set_bytes, reset_peak_resident_set, resident_set_bytes};
+use super::observer::{Observer, Warning};
+use super::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
+use super::probe::MemoryProbe;
+use super::snapshots::{Event, Retained, Snapshot, SnapshotWriter};
+use super::usage::{format_bytes, MemorySource, MemoryUsage};
+use crate::config::{ClearPolicy, ConfigError, MemoryConfig, MemoryPolicyKind, MemorySize};
+use crate::error::Error;
+
+/// How a step's samples are cut: the configured micro-batch and accumulation, and how many
+/// times a limit has halved the micro-batch since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Samples per loader batch (`train.batch_size`).
+    pub batch_size: usize,
+    /// Loader batches per optimizer step (`train.accumulation_steps`).
+    pub accumulation_steps: usize,
+    /// Each loader batch is split into this many micro-batches (doubled by each shrink).
+    pub factor: usize,
+}
+
+impl Layout {
+    /// The configured layout, unshrunk.
+    pub fn new(batch_size: usize, accumulation_steps: usize) -> Self {
+        Self {
+            batch_size,
+            accumulation_steps,
+            factor: 1,
+        }
+    }
+
+    /// Samples per micro-batch now.
+    pub fn micro_batch(&self) -> usize {
+        self.batch_size.div_ceil(self.factor)
+    }
+
+    /// Micro-batches per optimizer step now.
+    pub fn micro_steps(&self) -> usize {
+        self.accumulation_steps * self.factor
+    }
+}
+
+/// A step that the limit stopped before the optimizer update.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Breach {
+    /// `on_limit = "shrink"`: halve the micro-batch and retry the step.
+    Shrink {
+        /// The figure that breached.
+        observed: u64,
+    },
+    /// Stop the run.
+    Fail(LimitExceeded),
+}
+
+/// An epoch's figures for its snapshot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EpochFigures {
+    /// Mean training loss.
+    pub loss: Option<f64>,
+    /// Mean validation loss.
+    pub val_loss: Option<f64>,
+    /// Training samples per second.
+    pub samples_per_sec: Option<f64>,
+    /// With loss scaling: the scale now, and the steps skipped this epoch.
+    pub loss_scale: Option<(f64, u64)>,
+    /// Metrics by key (`val_accuracy`, `train_mae`, ...).
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// Governs one run's memory.
+pub struct Governor {
+    probe: MemoryProbe,
+    policies: Policies,
+    executor: Executor,
+    clear: ClearPolicy,
+    limit_bytes: Option<u64>,
+    baseline: MemoryUsage,
+    device_init_bytes: i64,
+    rss_before: u64,
+    writer: SnapshotWriter,
+    observer: Box<dyn Observer>,
+    started: Instant,
+    layout: Layout,
+    previous_attempt: Option<Attempt>,
+    step: usize,
+    resting_estimate: u64,
+    epoch_in_use: Vec<u64>,
+    growth_alarm: Option<GrowthAlarm>,
+    peak_bytes_in_use: u64,
+    peak_bytes_reserved: u64,
+    memory_actions: usize,
+    retained: Option<Retained>,
+}
+
+/// A governor before its run directory exists: settings checked, the backend warmed up and the
+/// baseline taken.
+pub struct Prepared {
+    probe: MemoryProbe,
+    policies: Policies,
+    executor: Executor,
+    clear: ClearPolicy,
+    limit_bytes: Option<u64>,
+    baseline: MemoryUsage,
+    device_init_bytes: i64,
+    rss_before: u64,
+    started: Instant,
+}
+
+impl Governor {
+    /// Checks `config` against `device`, warms the backend up and takes the baseline that
+    /// clearing is verified against. Errors here leave nothing on disk.
+    pub fn prepare(config: &MemoryConfig, device: &Device) -> Result<Prepared, Error> {
+        let started = Instant::now();
+        let mut probe = MemoryProbe::new(device);
+        let source = probe.source();
+        let total = device_total_memory(device, source);
+        let policies = Policies::from_config(config, total).map_err(|m| memory_config_error(&m))?;
+        if config.policy == MemoryPolicyKind::Preallocate && source == MemorySource::Host {
+            check_host_reservation(config)?;
+        }
+        // The baseline: the backend's one-time state exists (warm-up), nothing of the run does.
+        let mut executor = Executor::new(device, source);
+        let before_warm_up = probe.read().map_err(Error::device)?;
+        executor
+            .warm_up(config.clear != ClearPolicy::Never)
+            .map_err(Error::device)?;
+        let baseline = probe.read().map_err(Error::device)?;
+        let rss_before = resident_set_bytes().unwrap_or(0);
+        reset_peak_resident_set();
+        Ok(Prepared {
+            probe,
+            policies,
+            executor,
+            clear: config.clear,
+            limit_bytes: config.limit.and_then(|size| size.resolve(total)),
+            baseline,
+            device_init_bytes: baseline.bytes_in_use as i64 - before_warm_up.bytes_in_use as i64,
+            rss_before,
+            started,
+        })
+    }
+
+    /// A governor for a hand-written loop: [`prepare`](Self::prepare), then snapshots in
+    /// `<run_dir>/snapshots.jsonl` (the directory must exist).
+    pub fn new(
+        config: &MemoryConfig,
+        device: &Device,
+        run_dir: &Path,
+        layout: Layout,
+        observer: impl Observer + 'static,
+    ) -> Result<Self, Error> {
+        Self::prepare(config, device)?.open(run_dir, layout, Box::new(observer))
+    }
+
+    /// Where memory figures come from.
+    pub fn source(&self) -> MemorySource {
+        self.probe.source()
+    }
+
+    /// The batch layout now.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The observer, for progress the loop reports itself.
+    pub fn observer(&mut self) -> &mut dyn Observer {
+        self.observer.as_mut()
+    }
+
+    /// The limit in bytes, if one is set.
+    pub fn limit_bytes(&self) -> Option<u64> {
+        self.limit_bytes
+    }
+
+    /// Bytes reserved before the run.
+    pub fn baseline(&self) -> MemoryUsage {
+        self.baseline
+    }
+
+    /// Bytes the backend's warm-up kept (one-time state; about 0 after a process's first run).
+    pub fn device_init_bytes(&self) -> i64 {
+        self.device_init_bytes
+    }
+
+    /// Highest in-use peak and reserved figure recorded so far.
+    pub fn peaks(&self) -> (u64, u64) {
+        (self.peak_bytes_in_use, self.peak_bytes_reserved)
+    }
+
+    /// `memory_action` events written.
+    pub fn memory_actions(&self) -> usize {
+        self.memory_actions
+    }
+
+    /// The growth alarm, once raised.
+    pub fn growth_alarm(&self) -> Option<GrowthAlarm> {
+        self.growth_alarm
+    }
+
+    /// What the run kept, after [`run_end`](Self::run_end).
+    pub fn retained(&self) -> Option<Retained> {
+        self.retained
+    }
+
+    /// Seconds since [`prepare`](Self::prepare).
+    pub fn elapsed_s(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Records the number of optimizer steps taken so far (snapshots carry it).
+    pub fn set_step(&mut self, step: usize) {
+        self.step = step;
+    }
+
+    /// Reads the memory figures now, after waiting for the device.
+    pub fn read(&mut self) -> Result<MemoryUsage, Error> {
+        self.probe.read().map_err(Error::device)
+    }
+
+    fn state(&self, epoch: usize, step: usize) -> RunState {
+        RunState {
+            epoch,
+            step,
+            micro_batch: self.layout.micro_batch(),
+            accumulation_steps: self.layout.micro_steps(),
+            resting_estimate: self.resting_estimate,
+            previous_attempt: self.previous_attempt,
+        }
+    }
+
+    /// Before the first step, with the model built: reserves (preallocation), checks that
+    /// `resting_estimate` bytes (weights, gradients, optimizer state and what is already held)
+    /// fit the limit, and writes the `run_start` snapshot.
+    pub fn run_start(&mut self, resting_estimate: u64) -> Result<(), Error> {
+        let usage = self.read()?;
+        self.resting_estimate = usage.bytes_in_use.max(resting_estimate);
+        let state = self.state(0, 0);
+        self.apply(Phase::RunStart, &usage, &state)?;
+        let usage = self.read()?;
+        self.snapshot(Event::RunStart, 0, usage, |_| {})
+    }
+
+    /// Starts an epoch: the epoch's peak restarts at the current figure.
+    pub fn begin_epoch(&mut self) {
+        self.probe.reset_peak();
+    }
+
+    /// Opens a new limit window (a step, validation, a checkpoint) at the current figure.
+    pub fn begin_window(&mut self) {
+        self.probe.begin_window();
+    }
+
+    /// Starts a step: a new window, and no breached attempt behind it.
+    pub fn begin_step(&mut self) {
+        self.previous_attempt = None;
+        self.probe.begin_window();
+    }
+
+    /// Looks at memory inside or right after step `step` of `epoch` (after a backward pass, after
+    /// the update): a breach of the limit stops the step.
+    pub fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
+        let usage = self.probe.observe();
+        let state = self.state(epoch, step);
+        for action in self.policies.decide(Phase::Step, &usage, &state) {
+            match action {
+                MemoryAction::ShrinkBatch { .. } => {
+                    return Err(Breach::Shrink {
+                        observed: held(&usage).0,
+                    })
+                }
+                MemoryAction::Fail(e) => return Err(Breach::Fail(e)),
+                // No policy reserves or cleans mid-step.
+                MemoryAction::Reserve { .. } | MemoryAction::Cleanup => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// [`check_step`](Self::check_step) for a loop that cannot retry a step: a breach is the
+    /// run's error (a shrink is reported as the limit it would have avoided).
+    pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
+        self.step = step;
+        match self.check_step(epoch, step) {
+            Ok(()) => Ok(()),
+            Err(Breach::Fail(e)) => Err(self.fail(e)),
+            Err(Breach::Shrink { observed }) => {
+                let (limit, state) = (self.limit_bytes.unwrap_or(0), self.state(epoch, step));
+                let measure = held(&self.probe.observe()).1;
+                Err(self.fail(LimitExceeded {
+                    limit,
+                    observed,
+                    measure,
+                    epoch,
+                    step,
+                    micro_batch: state.micro_batch,
+                    accumulation_steps: state.accumulation_steps,
+                    futile_shrink: None,
+                    phase: Phase::Step,
+                }))
+            }
+        }
+    }
+
+    /// Halves the micro-batch (doubling accumulation) after a breach at step `step`, and
+    /// records it; the caller retries the step with [`layout`](Self::layout).
+    pub fn shrink(&mut self, epoch: usize, step: usize, observed: u64) -> Result<(), Error> {
+        let before = self.layout;
+        self.previous_attempt = Some(Attempt {
+            accumulation_steps: before.micro_steps(),
+            observed,
+        });
+        self.layout.factor *= 2;
+        let detail = format!(
+            "{} over the memory limit at step {step} of epoch {epoch}: micro-batch {} -> {}, \
+             accumulation_steps {} -> {} (effective batch unchanged); retrying the step",
+            format_bytes(observed),
+            before.micro_batch(),
+            self.layout.micro_batch(),
+            before.micro_steps(),
+            self.layout.micro_steps(),
+        );
+        self.memory_event(epoch, "shrink", detail)
+    }
+
+    /// Records a breach and turns it into the run's error.
+    pub fn fail(&mut self, e: LimitExceeded) -> Error {
+        if let Err(write_error) = self.memory_event(e.epoch, "limit", e.to_string()) {
+            return write_error;
+        }
+        Error::Limit(e)
+    }
+
+    /// The figures of the window opened by [`begin_window`](Self::begin_window), e.g. around
+    /// validation.
+    pub fn window(&mut self) -> MemoryUsage {
+        self.probe.observe()
+    }
+
+    /// Writes epoch `epoch`'s snapshot with `figures`, and watches for growth.
+    pub fn epoch_snapshot(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
+        let usage = self.read()?;
+        self.snapshot(Event::Epoch, epoch, usage, |s| {
+            s.loss = figures.loss;
+            s.val_loss = figures.val_loss;
+            s.samples_per_sec = figures.samples_per_sec;
+            if let Some((scale, skipped)) = figures.loss_scale {
+                s.loss_scale = Some(scale);
+                s.skipped_steps = Some(skipped);
+            }
+            s.metrics = figures
+                .metrics
+                .into_iter()
+                .map(|(k, v)| (k, Some(v)))
+                .collect();
+        })?;
+        self.watch_growth(usage.bytes_in_use);
+        Ok(())
+    }
+
+    /// Runs `write` (a checkpoint of `epoch`) in its own window and checks what it held
+    /// against the limit. A failure leaves what `write` wrote on disk.
+    pub fn checkpoint<T>(
+        &mut self,
+        epoch: usize,
+        write: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.probe.begin_window();
+        let written = write()?;
+        let usage = self.probe.observe();
+        self.peak_bytes_in_use = self.peak_bytes_in_use.max(usage.peak_bytes_in_use);
+        let state = self.state(epoch, self.step);
+        self.apply(Phase::Checkpoint, &usage, &state)?;
+        Ok(written)
+    }
+
+    /// The end of epoch `epoch`: checks `window` (validation's figures, or the epoch's) against
+    /// the limit and applies `clear = "every_epoch"`.
+    pub fn end_epoch(&mut self, epoch: usize, window: &MemoryUsage) -> Result<(), Error> {
+        let state = self.state(epoch, self.step);
+        self.apply(Phase::EpochEnd, window, &state)
+    }
+
+    /// [`epoch_snapshot`](Self::epoch_snapshot) then [`end_epoch`](Self::end_epoch) over the
+    /// epoch's own figures: the epoch end of a hand-written loop.
+    pub fn epoch_end(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
+        self.epoch_snapshot(epoch, figures)?;
+        let window = self.probe.observe();
+        self.end_epoch(epoch, &window)
+    }
+
+    /// After the run's tensors are gone: applies the `clear` policy, measures what stayed
+    /// against the baseline, warns if it is more than 1% of the peak, and writes `run_end`.
+    pub fn run_end(&mut self, epoch: usize) -> Result<Retained, Error> {
+        let state = self.state(epoch, self.step);
+        let usage = self.read()?;
+        self.apply(Phase::RunEnd, &usage, &state)?;
+        let mut after = self.read()?;
+        let retained = Retained {
+            retained_bytes_in_use: after.bytes_in_use as i64 - self.baseline.bytes_in_use as i64,
+            retained_bytes_reserved: after.bytes_reserved as i64
+                - self.baseline.bytes_reserved as i64,
+            rss_before_bytes: self.rss_before,
+            rss_peak_bytes: peak_resident_set_bytes().unwrap_or(0),
+            rss_after_bytes: resident_set_bytes().unwrap_or(0),
+        };
+        let peak = self.peak_bytes_in_use.max(after.peak_bytes_in_use);
+        let tolerance = (peak / 100) as i64;
+        if retained.retained_bytes_in_use > tolerance {
+            self.observer.warning(&Warning::Retained {
+                bytes: retained.retained_bytes_in_use as u64,
+                peak,
+            });
+        }
+        if self.clear != ClearPolicy::Never
+            && self.probe.source() == MemorySource::CubeclPool
+            && retained.retained_bytes_reserved > tolerance
+        {
+            self.observer.warning(&Warning::PoolsReserved {
+                bytes: retained.retained_bytes_reserved as u64,
+            });
+        }
+        after.peak_bytes_in_use = peak;
+        self.retained = Some(retained);
+        self.snapshot(Event::RunEnd, epoch, after, |s| s.retained = Some(retained))?;
+        Ok(retained)
+    }
+
+    /// Raises (once) and updates the growth alarm from the epoch-end in-use figures.
+    fn watch_growth(&mut self, in_use: u64) {
+        self.epoch_in_use.push(in_use);
+        let Some(mut alarm) = check_growth(&self.epoch_in_use) else {
+            return;
+        };
+        match self.growth_alarm {
+            // Keep the epoch it was first raised at; refresh the slope.
+            Some(raised) => alarm.epoch = raised.epoch,
+            None => self.observer.warning(&Warning::Growth(alarm)),
+        }
+        self.growth_alarm = Some(alarm);
+    }
+
+    /// Applies the policies' decisions at `phase` outside a step.
+    fn apply(&mut self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Result<(), Error> {
+        for action in self.policies.decide(phase, usage, state) {
+            match action {
+                MemoryAction::Fail(e) => return Err(self.fail(e)),
+                MemoryAction::ShrinkBatch { .. } => {}
+                action => {
+                    if let Some(applied) = self.executor.apply(&action).map_err(Error::device)? {
+                        self.memory_event(state.epoch, applied.action, applied.detail)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn memory_event(&mut self, epoch: usize, action: &str, detail: String) -> Result<(), Error> {
+        self.memory_actions += 1;
+        let usage = self.probe.observe();
+        self.snapshot(Event::MemoryAction, epoch, usage, |s| {
+            s.action = Some(action.to_string());
+            s.detail = Some(detail);
+        })
+    }
+
+    fn snapshot(
+        &mut self,
+        event: Event,
+        epoch: usize,
+        memory: MemoryUsage,
+        fill: impl FnOnce(&mut Snapshot),
+    ) -> Result<(), Error> {
+        if event != Event::MemoryAction {
+            self.peak_bytes_in_use = self.peak_bytes_in_use.max(memory.peak_bytes_in_use);
+            self.peak_bytes_reserved = self.peak_bytes_reserved.max(memory.bytes_reserved);
+        }
+        let mut snapshot = Snapshot {
+            event,
+            epoch,
+            step: self.step,
+            loss: None,
+            val_loss: None,
+            samples_per_sec: None,
+            memory,
+            rss_bytes: resident_set_bytes(),
+            loss_scale: None,
+            skipped_steps: None,
+            micro_batch: self.layout.micro_batch(),
+            accumulation_steps: self.layout.micro_steps(),
+            action: None,
+            detail: None,
+            retained: None,
+            elapsed_s: self.started.elapsed().as_secs_f64(),
+            metrics: BTreeMap::new(),
+        };
+        fill(&mut snapshot);
+        self.writer
+            .append(&snapshot)
+            .map_err(|e| Error::io(self.writer.path(), e))?;
+        self.observer.snapshot(&snapshot);
+        Ok(())
+    }
+}
+
+impl Prepared {
+    /// Where memory figures come from.
+    pub fn source(&self) -> MemorySource {
+        self.probe.source()
+    }
+
+    /// Opens `<run_dir>/snapshots.jsonl` and starts governing.
+    pub fn open(
+        self,
+        run_dir: &Path,
+        layout: Layout,
+        observer: Box<dyn Observer>,
+    ) -> Result<Governor, Error> {
+        let path: PathBuf = run_dir.join("snapshots.jsonl");
+        let writer = SnapshotWriter::open(&path).map_err(|e| Error::io(&path, e))?;
+        Ok(Governor {
+            probe: self.probe,
+            policies: self.policies,
+            executor: self.executor,
+            clear: self.clear,
+            limit_bytes: self.limit_bytes,
+            baseline: self.baseline,
+            device_init_bytes: self.device_init_bytes,
+            rss_before: self.rss_before,
+            writer,
+            observer,
+            started: self.started,
+            layout,
+            previous_attempt: None,
+            step: 0,
+            resting_estimate: 0,
+            epoch_in_use: Vec::new(),
+            growth_alarm: None,
+            peak_bytes_in_use: 0,
+            peak_bytes_reserved: 0,
+            memory_actions: 0,
+            retained: None,
+        })
+    }
+}
+
+/// On the host a reservation is taken from the machine's RAM, which other processes share: it
+/// must be a size in bytes, and fit in what is available.
+fn check_host_reservation(config: &MemoryConfig) -> Result<(), Error> {
+    match config.preallocate {
+        Some(MemorySize::Bytes(bytes)) => match super::host::available_host_memory() {
+            Some(available) if bytes > available => Err(memory_config_error(&format!(
+                "memory.preallocate = \"{}\" is more than the {} of RAM available on this machine",
+                format_bytes(bytes),
+                format_bytes(available)
+            ))),
+            _ => Ok(()),
+        },
+        Some(MemorySize::Fraction(share)) => Err(memory_config_error(&format!(
+            "memory.preallocate = {share} is a fraction of device memory, and flex has none of \
+             its own: it would take that share of the machine's RAM from every other \
+             process; give a size such as \"256MiB\" (policy = \"preallocate\" without a size \
+             means 0.75)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn memory_config_error(message: &str) -> Error {
+    Error::Config(ConfigError {
+        origin: "[memory]".into(),
+        key: None,
+        message: message.to_string(),
+    })
+}

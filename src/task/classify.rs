@@ -1,0 +1,83 @@
+//! The built-in classification task: any [`Network`] trained with cross-entropy on labelled
+//! samples, with validation accuracy.
+
+use std::sync::Arc;
+
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::InMemDataset;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::tensor::Device;
+
+use super::{Compute, Splits, StepOutput, Task};
+use crate::data::{ClassificationBatch, ClassificationBatcher, Sample};
+use crate::model::Network;
+
+/// Classification: `[batch, features]` to class logits, cross-entropy loss, `accuracy` as a
+/// validation metric.
+pub struct Classify<N> {
+    build: Box<dyn Fn(&Device) -> N>,
+    data: Splits<Sample>,
+}
+
+impl<N: Network> Classify<N> {
+    /// Trains the network `build` makes on `train`, validating on `valid`.
+    pub fn new(
+        train: Vec<Sample>,
+        valid: Vec<Sample>,
+        build: impl Fn(&Device) -> N + 'static,
+    ) -> Self {
+        Self {
+            build: Box::new(build),
+            data: Splits::new(
+                Arc::new(InMemDataset::new(train)),
+                (!valid.is_empty()).then(|| Arc::new(InMemDataset::new(valid)) as _),
+            ),
+        }
+    }
+}
+
+impl<N: Network> Task for Classify<N> {
+    type Model = N;
+    type Item = Sample;
+    type Batch = ClassificationBatch;
+
+    fn name(&self) -> String {
+        "classify".into()
+    }
+
+    fn model(&self, device: &Device) -> N {
+        (self.build)(device)
+    }
+
+    fn data(&self) -> Splits<Sample> {
+        self.data.clone()
+    }
+
+    fn batcher(&self) -> &dyn Batcher<Sample, ClassificationBatch> {
+        &ClassificationBatcher
+    }
+
+    fn step(&self, model: &N, batch: ClassificationBatch, cx: &Compute) -> StepOutput {
+        let logits = cx.output(model.forward(cx.input(batch.inputs)));
+        let loss = CrossEntropyLossConfig::new()
+            .init(&logits.device())
+            .forward(logits, batch.targets);
+        StepOutput::new(loss)
+    }
+
+    fn valid_step(&self, model: &N, batch: ClassificationBatch, cx: &Compute) -> StepOutput {
+        let n = batch.len();
+        let logits = cx.output(model.forward(cx.input(batch.inputs)));
+        let hits = logits
+            .clone()
+            .argmax(1)
+            .reshape([n])
+            .equal(batch.targets.clone())
+            .float()
+            .mean();
+        let loss = CrossEntropyLossConfig::new()
+            .init(&logits.device())
+            .forward(logits, batch.targets);
+        StepOutput::new(loss).metric("accuracy", hits)
+    }
+}

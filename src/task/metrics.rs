@@ -1,0 +1,138 @@
+//! Named metrics of a step, and their sums over an epoch.
+//!
+//! Sums stay on the device until the epoch ends: reading a value waits for the device, and a
+//! read per step costs the step its overlap with the backend's threads.
+
+use std::collections::BTreeMap;
+
+use burn::tensor::{ExecutionError, Tensor};
+
+/// How an epoch's value is made from its batches' values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduce {
+    /// The sample-weighted mean (accuracy, MAE, a mean loss).
+    Mean,
+    /// The square root of the sample-weighted mean (RMSE, from each batch's mean square).
+    RootMean,
+}
+
+/// One named value of a batch.
+#[derive(Debug, Clone)]
+pub struct Metric {
+    /// The name, e.g. `accuracy`; it appears as `val_accuracy` for validation.
+    pub name: &'static str,
+    /// The batch's value, shape `[1]`.
+    pub value: Tensor<1>,
+    /// How batches combine.
+    pub reduce: Reduce,
+}
+
+impl Metric {
+    /// A metric of a batch.
+    pub fn new(name: &'static str, value: Tensor<1>, reduce: Reduce) -> Self {
+        Self {
+            name,
+            value,
+            reduce,
+        }
+    }
+}
+
+/// An epoch's mean loss and its metrics by name.
+pub type Means = (f64, BTreeMap<String, f64>);
+
+/// Sample-weighted sums of a loss and metrics over an epoch, on the device.
+#[derive(Debug, Default)]
+pub struct MetricSums {
+    loss: Option<Tensor<1>>,
+    metrics: Vec<(&'static str, Reduce, Tensor<1>)>,
+    samples: usize,
+}
+
+impl MetricSums {
+    /// Adds a batch (or step) of `samples` samples: `loss` and each metric are means over it.
+    pub fn add(&mut self, loss: Tensor<1>, metrics: Vec<Metric>, samples: usize) {
+        let weight = samples as f64;
+        let weighted = loss.detach().mul_scalar(weight);
+        self.loss = Some(match self.loss.take() {
+            Some(sum) => sum + weighted,
+            None => weighted,
+        });
+        for metric in metrics {
+            let value = metric.value.detach().mul_scalar(weight);
+            match self.metrics.iter_mut().find(|(n, ..)| *n == metric.name) {
+                Some((_, _, sum)) => *sum = sum.clone() + value,
+                None => self.metrics.push((metric.name, metric.reduce, value)),
+            }
+        }
+        self.samples += samples;
+    }
+
+    /// Samples added so far.
+    pub fn samples(&self) -> usize {
+        self.samples
+    }
+
+    /// The mean loss and each metric's value, read from the device; `None` if nothing was
+    /// added.
+    pub fn finish(self) -> Result<Option<Means>, ExecutionError> {
+        let Some(loss) = self.loss else {
+            return Ok(None);
+        };
+        let n = self.samples.max(1) as f64;
+        let mut values = BTreeMap::new();
+        for (name, reduce, sum) in self.metrics {
+            let mean = read(sum)? / n;
+            let value = match reduce {
+                Reduce::Mean => mean,
+                Reduce::RootMean => mean.max(0.0).sqrt(),
+            };
+            values.insert(name.to_string(), value);
+        }
+        Ok(Some((read(loss)? / n, values)))
+    }
+}
+
+/// Reads a one-element tensor. Reads are where a device reports earlier failures, an
+/// out-of-memory among them.
+pub(crate) fn read(tensor: Tensor<1>) -> Result<f64, ExecutionError> {
+    let data = tensor.try_into_data()?.convert::<f64>();
+    let value = data.iter::<f64>().next().unwrap_or(f64::NAN);
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Device;
+
+    #[test]
+    fn means_are_weighted_by_samples_and_root_means_root_the_mean() {
+        let device = Device::flex();
+        let t = |v: f32| Tensor::<1>::from_floats([v], &device);
+        let mut sums = MetricSums::default();
+        sums.add(
+            t(1.0),
+            vec![
+                Metric::new("acc", t(1.0), Reduce::Mean),
+                Metric::new("rmse", t(4.0), Reduce::RootMean),
+            ],
+            3,
+        );
+        sums.add(
+            t(2.0),
+            vec![
+                Metric::new("acc", t(0.0), Reduce::Mean),
+                Metric::new("rmse", t(16.0), Reduce::RootMean),
+            ],
+            1,
+        );
+        assert_eq!(sums.samples(), 4);
+        let (loss, metrics) = sums.finish().unwrap().unwrap();
+        assert!((loss - 1.25).abs() < 1e-9, "{loss}");
+        assert!((metrics["acc"] - 0.75).abs() < 1e-9);
+        // sqrt((3 * 4 + 16) / 4) = sqrt(7), not (3 * 2 + 4) / 4 = 2.5.
+        assert!((metrics["rmse"] - 7f64.sqrt()).abs() < 1e-6);
+        assert!(MetricSums::default().finish().unwrap().is_none());
+    }
+}

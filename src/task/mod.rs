@@ -1,0 +1,215 @@
+//! The trait a user implements to train any Burn model: [`Task`] maps a batch to a scalar loss
+//! and optional named metrics; tidemark does the rest (backward pass, loss scaling, weighting
+//! micro-batches, accumulation, the optimizer step, memory policies, snapshots, checkpoints).
+//!
+//! The built-in kinds are implementations of the same trait: [`Classify`] (cross-entropy, with
+//! accuracy) and [`Regress`] (mean squared error, with MAE and RMSE), each over any
+//! [`Network`](crate::model::Network).
+//!
+//! A minimal task, for a model that fits `y = 2x` (a doctest, compiled and run):
+//!
+//! ```
+//! use std::sync::Arc;
+//! use burn::data::dataloader::batcher::Batcher;
+//! use burn::data::dataset::{Dataset, InMemDataset};
+//! use burn::nn::{Linear, LinearConfig};
+//! use burn::tensor::{Device, Tensor, TensorData};
+//! use tidemark::task::{Compute, Splits, StepOutput, Task};
+//!
+//! #[derive(burn::module::Module, Debug)]
+//! struct Line { linear: Linear }
+//!
+//! struct Pairs; // (x, y) pairs -> a batch of two [n, 1] tensors
+//! impl Batcher<(f32, f32), (Tensor<2>, Tensor<2>)> for Pairs {
+//!     fn batch(&self, items: Vec<(f32, f32)>, device: &Device) -> (Tensor<2>, Tensor<2>) {
+//!         let n = items.len();
+//!         let (x, y): (Vec<f32>, Vec<f32>) = items.into_iter().unzip();
+//!         let t = |v: Vec<f32>| Tensor::from_data(TensorData::new(v, [n, 1]), device);
+//!         (t(x), t(y))
+//!     }
+//! }
+//!
+//! struct Fit;
+//! impl Task for Fit {
+//!     type Model = Line;
+//!     type Item = (f32, f32);
+//!     type Batch = (Tensor<2>, Tensor<2>);
+//!     fn model(&self, device: &Device) -> Line {
+//!         Line { linear: LinearConfig::new(1, 1).init(device) }
+//!     }
+//!     fn data(&self) -> Splits<(f32, f32)> {
+//!         let pairs = |r: std::ops::Range<i32>| -> Arc<dyn Dataset<(f32, f32)>> {
+//!             Arc::new(InMemDataset::new(r.map(|i| (i as f32 / 64.0, i as f32 / 32.0)).collect()))
+//!         };
+//!         Splits::new(pairs(0..192), Some(pairs(192..256)))
+//!     }
+//!     fn batcher(&self) -> &dyn Batcher<(f32, f32), (Tensor<2>, Tensor<2>)> { &Pairs }
+//!     fn step(&self, model: &Line, (x, y): Self::Batch, cx: &Compute) -> StepOutput {
+//!         let predicted = cx.output(model.linear.forward(cx.input(x)));
+//!         StepOutput::new((predicted - y).powi_scalar(2).mean())
+//!     }
+//! }
+//!
+//! let out = tempfile::tempdir()?;
+//! let config = tidemark::config::ConfigBuilder::new("line")
+//!     .output_dir(out.path())
+//!     .epochs(2)
+//!     .batch_size(32)
+//!     .build()?;
+//! let summary = tidemark::Trainer::new(config).fit(Fit)?;
+//! assert!(summary.final_val_loss.unwrap() < summary.first_loss.unwrap());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod classify;
+pub(crate) mod metrics;
+mod regress;
+
+pub use classify::Classify;
+pub use metrics::{Metric, MetricSums, Reduce};
+pub use regress::{Regress, Row, RowBatch, RowBatcher};
+
+use std::sync::Arc;
+
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::Dataset;
+use burn::module::Module;
+use burn::tensor::{Device, FloatDType, Tensor};
+
+/// Something tidemark can train: a Burn module, the data it learns from, and how a batch
+/// becomes a loss.
+///
+/// tidemark keeps control of the micro-batch size, so that gradient accumulation and
+/// `memory.on_limit = "shrink"` work for every task: it draws *items* from [`Task::data`] in
+/// batches of `train.batch_size`, cuts them into micro-batches, and asks [`Task::batcher`] to
+/// turn each micro-batch into a [`Task::Batch`] on the training device.
+pub trait Task {
+    /// The Burn module being trained.
+    type Model: Module + 'static;
+    /// One sample, as the datasets yield it.
+    type Item: Clone + Send + Sync + std::fmt::Debug + 'static;
+    /// A micro-batch on a device, as the batcher builds it.
+    type Batch;
+
+    /// A short name for the task, shown in the run's `config.toml` and summary.
+    fn name(&self) -> String {
+        "custom".into()
+    }
+
+    /// Builds a freshly initialised model on `device` (an autodiff device during training).
+    fn model(&self, device: &Device) -> Self::Model;
+
+    /// The training and (optional) validation datasets.
+    fn data(&self) -> Splits<Self::Item>;
+
+    /// Turns a list of items into a batch on a device.
+    fn batcher(&self) -> &dyn Batcher<Self::Item, Self::Batch>;
+
+    /// The training step: the mean loss over the batch's samples (shape `[1]`), and any
+    /// metrics worth following. tidemark weights micro-batches by their sample counts, scales
+    /// the loss, calls `backward` and steps the optimizer.
+    ///
+    /// In mixed precision `model` is a low-precision compute copy: pass float inputs through
+    /// [`Compute::input`] and outputs through [`Compute::output`] before the loss (both are
+    /// no-ops in f32).
+    fn step(&self, model: &Self::Model, batch: Self::Batch, cx: &Compute) -> StepOutput;
+
+    /// The validation step, on the model in inference mode. Defaults to [`Task::step`].
+    fn valid_step(&self, model: &Self::Model, batch: Self::Batch, cx: &Compute) -> StepOutput {
+        self.step(model, batch, cx)
+    }
+}
+
+/// The datasets of a task.
+#[derive(Clone)]
+pub struct Splits<I> {
+    /// Samples to train on.
+    pub train: Arc<dyn Dataset<I>>,
+    /// Samples to validate on after each epoch, if any.
+    pub valid: Option<Arc<dyn Dataset<I>>>,
+}
+
+impl<I> Splits<I> {
+    /// Training and validation datasets.
+    pub fn new(train: Arc<dyn Dataset<I>>, valid: Option<Arc<dyn Dataset<I>>>) -> Self {
+        Self { train, valid }
+    }
+}
+
+/// What a training or validation step returns.
+#[derive(Debug, Clone)]
+pub struct StepOutput {
+    /// Mean loss over the batch's samples, shape `[1]`.
+    pub loss: Tensor<1>,
+    /// Named metrics of the batch, each a mean over its samples.
+    pub metrics: Vec<Metric>,
+}
+
+impl StepOutput {
+    /// A step with a loss and no metrics.
+    pub fn new(loss: Tensor<1>) -> Self {
+        Self {
+            loss,
+            metrics: Vec::new(),
+        }
+    }
+
+    /// Adds a metric that is a mean over the batch's samples (accuracy, MAE); the epoch's value
+    /// is the sample-weighted mean.
+    pub fn metric(mut self, name: &'static str, value: Tensor<1>) -> Self {
+        self.metrics.push(Metric::new(name, value, Reduce::Mean));
+        self
+    }
+
+    /// Adds a root-mean metric (RMSE): `mean_square` is the batch's mean of squares, and the
+    /// epoch's value is the square root of their sample-weighted mean, not a mean of roots.
+    pub fn rms_metric(mut self, name: &'static str, mean_square: Tensor<1>) -> Self {
+        self.metrics
+            .push(Metric::new(name, mean_square, Reduce::RootMean));
+        self
+    }
+}
+
+/// The compute precision of a step: where float tensors enter and leave it.
+///
+/// With `train.precision = "bf16"` or `"f16"`, the model a step receives has its parameters
+/// cast to that type (the f32 originals get the gradients); inputs must be cast to match, and
+/// outputs are best cast back to f32 before a loss, as PyTorch's autocast and Keras'
+/// `mixed_float16` policy do.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Compute {
+    dtype: Option<FloatDType>,
+}
+
+impl Compute {
+    /// Full f32 compute.
+    pub fn f32() -> Self {
+        Self { dtype: None }
+    }
+
+    /// Compute in `dtype` (`None`: f32).
+    pub fn new(dtype: Option<FloatDType>) -> Self {
+        Self { dtype }
+    }
+
+    /// The compute dtype, `None` for f32.
+    pub fn dtype(&self) -> Option<FloatDType> {
+        self.dtype
+    }
+
+    /// A float input, cast to the compute precision.
+    pub fn input<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        match self.dtype {
+            Some(dtype) => x.cast(dtype),
+            None => x,
+        }
+    }
+
+    /// An output, cast back to f32.
+    pub fn output<const D: usize>(&self, y: Tensor<D>) -> Tensor<D> {
+        match self.dtype {
+            Some(_) => y.cast(FloatDType::F32),
+            None => y,
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The built-in regression task: any [`Network`] trained with mean squared error on rows of
+//! features and target values, with MAE and RMSE as metrics. Forecasting a series from windows
+//! of its past is this task on windows (see [`crate::data::series`]).
+
+use std::sync::Arc;
+
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::InMemDataset;
+use burn::tensor::{Device, Tensor, TensorData};
+
+use super::{Compute, Splits, StepOutput, Task};
+use crate::model::Network;
+
+/// One row: input features and the values to predict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Inputs.
+    pub features: Vec<f32>,
+    /// Targets.
+    pub targets: Vec<f32>,
+}
+
+/// Rows as tensors: inputs `[n, features]`, targets `[n, targets]`.
+#[derive(Debug, Clone)]
+pub struct RowBatch {
+    /// Inputs.
+    pub inputs: Tensor<2>,
+    /// Targets.
+    pub targets: Tensor<2>,
+}
+
+/// Stacks [`Row`]s into a [`RowBatch`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RowBatcher;
+
+impl Batcher<Row, RowBatch> for RowBatcher {
+    fn batch(&self, items: Vec<Row>, device: &Device) -> RowBatch {
+        let n = items.len();
+        let features = items.first().map_or(0, |r| r.features.len());
+        let outputs = items.first().map_or(0, |r| r.targets.len());
+        let mut inputs = Vec::with_capacity(n * features);
+        let mut targets = Vec::with_capacity(n * outputs);
+        for row in items {
+            inputs.extend_from_slice(&row.features);
+            targets.extend_from_slice(&row.targets);
+        }
+        RowBatch {
+            inputs: Tensor::from_data(TensorData::new(inputs, [n, features]), device),
+            targets: Tensor::from_data(TensorData::new(targets, [n, outputs]), device),
+        }
+    }
+}
+
+/// Regression with mean squared error. `mae` and `rmse` are reported in the targets' own units:
+/// targets that were standardised are scaled back by `unit_scale`.
+pub struct Regress<N> {
+    name: String,
+    build: Box<dyn Fn(&Device) -> N>,
+    data: Splits<Row>,
+    unit_scale: f64,
+}
+
+impl<N: Network> Regress<N> {
+    /// Trains the network `build` makes on `train`, validating on `valid`; `unit_scale` turns a
+    /// target difference back into the data's units (1 if targets are not scaled).
+    pub fn new(
+        train: Vec<Row>,
+        valid: Vec<Row>,
+        unit_scale: f64,
+        build: impl Fn(&Device) -> N + 'static,
+    ) -> Self {
+        Self {
+            name: "regress".into(),
+            build: Box::new(build),
+            data: Splits::new(
+                Arc::new(InMemDataset::new(train)),
+                (!valid.is_empty()).then(|| Arc::new(InMemDataset::new(valid)) as _),
+            ),
+            unit_scale,
+        }
+    }
+
+    /// Renames the task (e.g. `forecast`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    fn output(&self, model: &N, batch: RowBatch, cx: &Compute, metrics: bool) -> StepOutput {
+        let predicted = cx.output(model.forward(cx.input(batch.inputs)));
+        let error = predicted - batch.targets;
+        let square = error.clone().powi_scalar(2).mean();
+        let out = StepOutput::new(square.clone());
+        if !metrics {
+            return out;
+        }
+        let scale = self.unit_scale;
+        out.metric("mae", error.abs().mean().mul_scalar(scale))
+            .rms_metric("rmse", square.mul_scalar(scale * scale))
+    }
+}
+
+impl<N: Network> Task for Regress<N> {
+    type Model = N;
+    type Item = Row;
+    type Batch = RowBatch;
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn model(&self, device: &Device) -> N {
+        (self.build)(device)
+    }
+
+    fn data(&self) -> Splits<Row> {
+        self.data.clone()
+    }
+
+    fn batcher(&self) -> &dyn Batcher<Row, RowBatch> {
+        &RowBatcher
+    }
+
+    fn step(&self, model: &N, batch: RowBatch, cx: &Compute) -> StepOutput {
+        self.output(model, batch, cx, false)
+    }
+
+    fn valid_step(&self, model: &N, batch: RowBatch, cx: &Compute) -> StepOutput {
+        self.output(model, batch, cx, true)
+    }
+}

@@ -1,0 +1,53 @@
+//! The run directory: created fresh for every run (never over another's files), with the
+//! resolved `config.toml` first.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{to_toml, RunConfig};
+use crate::error::Error;
+use crate::memory::write_atomic;
+
+/// `<output_dir>/<name>`, or `<name>-2`, `-3`, ... if that exists: a run never writes over
+/// another run's files.
+pub(super) fn create(output_dir: &Path, name: &str) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(output_dir).map_err(|e| Error::io(output_dir, e))?;
+    for n in 1.. {
+        let dir = match n {
+            1 => output_dir.join(name),
+            n => output_dir.join(format!("{name}-{n}")),
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(&dir, e)),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+/// Writes `config.toml`. With a task defined in code (`builtin` false), the `[model]` and
+/// `[data]` sections say nothing about the run, so they are left out and a comment names the
+/// task instead.
+pub(super) fn write_config(
+    run_dir: &Path,
+    config: &RunConfig,
+    task: &str,
+    builtin: bool,
+) -> Result<(), Error> {
+    let path = run_dir.join("config.toml");
+    let text = match builtin {
+        true => to_toml(config),
+        false => {
+            let full: toml::Table = toml::from_str(&to_toml(config)).expect("config is TOML");
+            let kept: toml::Table = full
+                .into_iter()
+                .filter(|(section, _)| section != "model" && section != "data")
+                .collect();
+            format!(
+                "# model and data: task \"{task}\", defined in code\n{}",
+                toml::to_string(&kept).expect("a TOML table serialises")
+            )
+        }
+    };
+    write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))
+}

@@ -1,0 +1,103 @@
+//! The run's training statistics as they accumulate, turned into the [`RunSummary`] at the end.
+//! The loop's live state is here, not in the summary.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::summary::{RunStatus, RunSummary};
+use crate::memory::Governor;
+
+/// What the epochs have produced so far.
+#[derive(Debug, Default)]
+pub(super) struct Stats {
+    pub(super) epochs: usize,
+    pub(super) steps: usize,
+    pub(super) skipped_steps: u64,
+    pub(super) loss_scale: Option<f64>,
+    pub(super) first_loss: Option<f64>,
+    pub(super) final_loss: Option<f64>,
+    pub(super) final_val_loss: Option<f64>,
+    pub(super) final_metrics: BTreeMap<String, f64>,
+    pub(super) throughput: Vec<f64>,
+    pub(super) checkpoint: Option<PathBuf>,
+    pub(super) train_samples: usize,
+    pub(super) valid_samples: usize,
+}
+
+/// What describes the run, fixed before it starts.
+pub(super) struct Identity {
+    pub(super) name: String,
+    pub(super) run_dir: PathBuf,
+    pub(super) task: String,
+    pub(super) backend: String,
+    pub(super) execution: String,
+    pub(super) precision: String,
+}
+
+impl Stats {
+    /// Records an epoch's losses and metrics (`val_<name>`, `train_<name>`).
+    pub(super) fn epoch(
+        &mut self,
+        epoch: usize,
+        loss: f64,
+        val_loss: Option<f64>,
+        metrics: &BTreeMap<String, f64>,
+        samples_per_sec: f64,
+    ) {
+        self.epochs = epoch;
+        self.first_loss.get_or_insert(loss);
+        self.final_loss = Some(loss);
+        self.final_val_loss = val_loss;
+        self.final_metrics = metrics
+            .iter()
+            .map(|(k, v)| (format!("final_{k}"), *v))
+            .collect();
+        self.throughput.push(samples_per_sec);
+    }
+
+    /// The summary, with the memory figures from `governor`.
+    pub(super) fn summary(
+        self,
+        id: Identity,
+        governor: &Governor,
+        status: RunStatus,
+        wall_time_s: f64,
+    ) -> RunSummary {
+        let (peak_in_use, peak_reserved) = governor.peaks();
+        let layout = governor.layout();
+        RunSummary {
+            name: id.name,
+            run_dir: id.run_dir,
+            status,
+            task: id.task,
+            backend: id.backend,
+            memory_source: governor.source(),
+            execution: id.execution,
+            precision: id.precision,
+            loss_scale: self.loss_scale,
+            skipped_steps: self.skipped_steps,
+            epochs: self.epochs,
+            steps: self.steps,
+            train_samples: self.train_samples,
+            valid_samples: self.valid_samples,
+            first_loss: self.first_loss,
+            final_loss: self.final_loss,
+            final_val_loss: self.final_val_loss,
+            peak_bytes_in_use: peak_in_use,
+            peak_bytes_reserved: peak_reserved,
+            samples_per_sec: (!self.throughput.is_empty())
+                .then(|| self.throughput.iter().sum::<f64>() / self.throughput.len() as f64),
+            micro_batch: layout.micro_batch(),
+            accumulation_steps: layout.micro_steps(),
+            memory_actions: governor.memory_actions(),
+            device_init_bytes: governor.device_init_bytes(),
+            baseline_bytes_reserved: governor.baseline().bytes_reserved,
+            retained: governor.retained(),
+            limit_bytes: governor.limit_bytes(),
+            growth_alarm: governor.growth_alarm(),
+            checkpoint: self.checkpoint,
+            wall_time_s,
+            final_metrics: self.final_metrics,
+        }
+    }
+}

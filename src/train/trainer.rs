@@ -1,0 +1,190 @@
+//! [`Trainer`]: a whole run from a [`RunConfig`] and a [`Task`], writing its run directory as it
+//! goes.
+
+use std::time::Instant;
+
+use super::checkpoint::Checkpointer;
+use super::epochs::Epochs;
+use super::precision;
+use super::stats::{Identity, Stats};
+use super::summary::{RunStatus, RunSummary};
+use super::{builtin, run_dir};
+use crate::backend;
+use crate::config::{Backend, ConfigError, Execution, LossScaling, Precision, RunConfig};
+use crate::error::Error;
+use crate::memory::{
+    read_snapshots, render_memory_svg, write_atomic, Governor, Layout, Observer, Silent, Warning,
+};
+use crate::task::Task;
+
+/// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
+/// [`Task`] ([`fit`](Self::fit)).
+///
+/// ```no_run
+/// let config = tidemark::config::ConfigBuilder::new("demo").build()?;
+/// let summary = tidemark::Trainer::new(config).run()?;
+/// println!("accuracy {:?}", summary.metric("val_accuracy"));
+/// # Ok::<(), tidemark::Error>(())
+/// ```
+pub struct Trainer {
+    config: RunConfig,
+    observer: Box<dyn Observer>,
+}
+
+impl Trainer {
+    /// A trainer for `config` that reports nothing while it runs.
+    pub fn new(config: RunConfig) -> Self {
+        Self {
+            config,
+            observer: Box::new(Silent),
+        }
+    }
+
+    /// Reports progress to `observer`.
+    pub fn observer(mut self, observer: impl Observer + 'static) -> Self {
+        self.observer = Box::new(observer);
+        self
+    }
+
+    /// The configuration this trainer runs.
+    pub fn config(&self) -> &RunConfig {
+        &self.config
+    }
+
+    /// Trains the model `[model]` describes on the data `[data]` describes.
+    pub fn run(self) -> Result<RunSummary, Error> {
+        builtin::run(self)
+    }
+
+    /// Trains `task` under this trainer's `[run]`, `[device]`, `[train]` and `[memory]`
+    /// settings, and returns the summary, also written to `summary.json`.
+    ///
+    /// Errors before the run directory exists (bad device, unusable memory settings) leave
+    /// nothing on disk. After it, every snapshot written so far stays, the latest checkpoint
+    /// stays, a `run_end` event records what the run kept after releasing its memory, and
+    /// `summary.json` has status `failed` with the error.
+    pub fn fit<T: Task>(self, task: T) -> Result<RunSummary, Error> {
+        self.fit_task(task, false)
+    }
+
+    pub(super) fn fit_task<T: Task>(self, task: T, builtin: bool) -> Result<RunSummary, Error> {
+        let started = Instant::now();
+        let Trainer {
+            config,
+            mut observer,
+        } = self;
+        let device = backend::select(&config.device)?;
+        let execution = backend::execution(&config.device)?;
+        let precision = config.train.precision;
+        if !precision::supported(&device, precision) {
+            return Err(unsupported_precision(&config, &device));
+        }
+        let prepared = Governor::prepare(&config.memory, &device)?;
+        let run_dir = run_dir::create(&config.run.output_dir, &config.run.name)?;
+        observer.message(&format!("run directory: {}", run_dir.display()));
+        for note in notes(&config) {
+            observer.message(&note);
+        }
+        run_dir::write_config(&run_dir, &config, &task.name(), builtin)?;
+        let layout = Layout::new(config.train.batch_size, config.train.accumulation_steps);
+        let mut governor = prepared.open(&run_dir, layout, observer)?;
+        let id = Identity {
+            name: config.run.name.clone(),
+            run_dir: run_dir.clone(),
+            task: task.name(),
+            backend: config.device.backend.to_string(),
+            execution: execution.to_string(),
+            precision: precision.to_string(),
+        };
+        let mut stats = Stats::default();
+        let checkpointer = Checkpointer::new(&run_dir);
+        // Every tensor of the run lives inside `train`, so all are dropped when it returns,
+        // whether it succeeded or not; `run_end` then releases and verifies.
+        let result = Epochs {
+            config: &config,
+            task: &task,
+            device: &device,
+            governor: &mut governor,
+            stats: &mut stats,
+            checkpointer: &checkpointer,
+        }
+        .train();
+        let result = result.and(governor.run_end(stats.epochs).map(drop));
+        draw_memory(&mut governor, &id);
+        let status = match &result {
+            Ok(()) => RunStatus::Completed,
+            Err(e) => RunStatus::Failed(e.to_string()),
+        };
+        let summary = stats.summary(id, &governor, status, started.elapsed().as_secs_f64());
+        let path = run_dir.join("summary.json");
+        let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
+        write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
+        result.map(|()| summary)
+    }
+}
+
+/// Lines about how this run computes, for the terminal.
+fn notes(config: &RunConfig) -> Vec<String> {
+    let mut notes = Vec::new();
+    if config.device.backend == Backend::Flex {
+        notes.push(
+            "memory: flex has no device pools; figures are host heap bytes counted by \
+             tidemark's allocator (reserved = the process's anonymous resident memory)"
+                .to_string(),
+        );
+        if config.device.execution == Some(Execution::Fused) {
+            notes.push(
+                "execution: flex has no fused mode (kernel fusion exists for the CubeCL \
+                 backends); this run executes eagerly, as \"eager\" would"
+                    .to_string(),
+            );
+        }
+    }
+    let train = &config.train;
+    if train.precision != Precision::F32 {
+        notes.push(format!(
+            "precision: {} compute, f32 weights and optimizer state{}",
+            train.precision,
+            match train.loss_scaling {
+                LossScaling::Dynamic => {
+                    format!(", dynamic loss scaling from {}", train.initial_loss_scale)
+                }
+                LossScaling::Off => String::new(),
+            }
+        ));
+    }
+    notes
+}
+
+fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {
+    let precision = config.train.precision;
+    Error::Config(ConfigError {
+        origin: "[train]".into(),
+        key: Some("train.precision".into()),
+        message: format!(
+            "train.precision = \"{precision}\" is not supported by the {} device; use \
+             \"f32\"{}",
+            config.device.backend,
+            [Precision::Bf16, Precision::F16]
+                .into_iter()
+                .filter(|&p| p != precision && precision::supported(device, p))
+                .map(|p| format!(" or \"{p}\""))
+                .collect::<String>()
+        ),
+    })
+}
+
+/// Draws `memory.svg` from the snapshots on disk. A picture that cannot be drawn is reported,
+/// not fatal: the snapshots it comes from are intact, and `tidemark report` can draw it again.
+fn draw_memory(governor: &mut Governor, id: &Identity) {
+    let dir = &id.run_dir;
+    let limit = governor.limit_bytes();
+    let drawn = read_snapshots(&dir.join("snapshots.jsonl"))
+        .map_err(|e| e.to_string())
+        .and_then(|snapshots| {
+            render_memory_svg(&snapshots, limit, &id.name, &dir.join("memory.svg"))
+        });
+    if let Err(e) = drawn {
+        governor.observer().warning(&Warning::PictureNotDrawn(e));
+    }
+}
