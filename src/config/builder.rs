@@ -3,7 +3,9 @@
 
 use super::load::ConfigError;
 use super::raw::RawConfig;
-use super::types::{Backend, OptimizerKind, Precision, RunConfig};
+use super::raw::RawSize;
+use super::size::MemorySize;
+use super::types::{Backend, ClearPolicy, OnLimit, OptimizerKind, Precision, RunConfig};
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -114,6 +116,39 @@ impl ConfigBuilder {
         self
     }
 
+    /// A hard memory limit, and what a breach does (`memory.limit`, `memory.on_limit`).
+    pub fn memory_limit(mut self, limit: MemorySize, on_limit: OnLimit) -> Self {
+        self.raw.memory.limit = Some(raw_size(limit));
+        self.raw.memory.on_limit = Some(
+            match on_limit {
+                OnLimit::Fail => "fail",
+                OnLimit::Shrink => "shrink",
+            }
+            .into(),
+        );
+        self
+    }
+
+    /// Reserve `size` up front (`memory.policy = "preallocate"`).
+    pub fn preallocate(mut self, size: MemorySize) -> Self {
+        self.raw.memory.policy = Some("preallocate".into());
+        self.raw.memory.preallocate = Some(raw_size(size));
+        self
+    }
+
+    /// When memory is released and verified (`memory.clear`).
+    pub fn clear(mut self, clear: ClearPolicy) -> Self {
+        self.raw.memory.clear = Some(
+            match clear {
+                ClearPolicy::Never => "never",
+                ClearPolicy::BetweenRuns => "between_runs",
+                ClearPolicy::EveryEpoch => "every_epoch",
+            }
+            .into(),
+        );
+        self
+    }
+
     /// Direct access to every key, for what the typed setters do not cover.
     pub fn raw_mut(&mut self) -> &mut RawConfig {
         &mut self.raw
@@ -126,5 +161,12 @@ impl ConfigBuilder {
             key: Some(invalid.key),
             message: invalid.message,
         })
+    }
+}
+
+fn raw_size(size: MemorySize) -> RawSize {
+    match size {
+        MemorySize::Bytes(bytes) => RawSize::Bytes(bytes.min(i64::MAX as u64) as i64),
+        MemorySize::Fraction(share) => RawSize::Fraction(share),
     }
 }

@@ -13,9 +13,10 @@ use super::executor::{device_total_memory, Executor};
 use super::growth::{check_growth, GrowthAlarm};
 use super::host::{peak_resident_set_bytes, reset_peak_resident_set, resident_set_bytes};
 use super::observer::{Observer, Warning};
+use super::plot::render_memory_svg;
 use super::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 use super::probe::MemoryProbe;
-use super::snapshots::{Event, Retained, Snapshot, SnapshotWriter};
+use super::snapshots::{read_snapshots, Event, Retained, Snapshot, SnapshotWriter};
 use super::usage::{format_bytes, MemorySource, MemoryUsage};
 use crate::config::{ClearPolicy, ConfigError, MemoryConfig, MemoryPolicyKind, MemorySize};
 use crate::error::Error;
@@ -436,6 +437,20 @@ impl Governor {
         self.retained = Some(retained);
         self.snapshot(Event::RunEnd, epoch, after, |s| s.retained = Some(retained))?;
         Ok(retained)
+    }
+
+    /// Draws `memory.svg` beside `snapshots.jsonl`, from the snapshots on disk, titled `title`.
+    /// A picture that cannot be drawn is a warning, not an error: the snapshots it comes from
+    /// are intact, and `tidemark report RUN_DIR` can draw it again.
+    pub fn draw(&mut self, title: &str) {
+        let snapshots = self.writer.path().to_path_buf();
+        let svg = snapshots.with_file_name("memory.svg");
+        let drawn = read_snapshots(&snapshots)
+            .map_err(|e| e.to_string())
+            .and_then(|s| render_memory_svg(&s, self.limit_bytes, title, &svg));
+        if let Err(e) = drawn {
+            self.observer.warning(&Warning::PictureNotDrawn(e));
+        }
     }
 
     /// Raises (once) and updates the growth alarm from the epoch-end in-use figures.

@@ -12,9 +12,7 @@ use super::{builtin, run_dir};
 use crate::backend;
 use crate::config::{Backend, ConfigError, Execution, LossScaling, Precision, RunConfig};
 use crate::error::Error;
-use crate::memory::{
-    read_snapshots, render_memory_svg, write_atomic, Governor, Layout, Observer, Silent, Warning,
-};
+use crate::memory::{write_atomic, Governor, Layout, Observer, Silent};
 use crate::task::Task;
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
@@ -110,7 +108,7 @@ impl Trainer {
         }
         .train();
         let result = result.and(governor.run_end(stats.epochs).map(drop));
-        draw_memory(&mut governor, &id);
+        governor.draw(&id.name);
         let status = match &result {
             Ok(()) => RunStatus::Completed,
             Err(e) => RunStatus::Failed(e.to_string()),
@@ -172,19 +170,4 @@ fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> E
                 .collect::<String>()
         ),
     })
-}
-
-/// Draws `memory.svg` from the snapshots on disk. A picture that cannot be drawn is reported,
-/// not fatal: the snapshots it comes from are intact, and `tidemark report` can draw it again.
-fn draw_memory(governor: &mut Governor, id: &Identity) {
-    let dir = &id.run_dir;
-    let limit = governor.limit_bytes();
-    let drawn = read_snapshots(&dir.join("snapshots.jsonl"))
-        .map_err(|e| e.to_string())
-        .and_then(|snapshots| {
-            render_memory_svg(&snapshots, limit, &id.name, &dir.join("memory.svg"))
-        });
-    if let Err(e) = drawn {
-        governor.observer().warning(&Warning::PictureNotDrawn(e));
-    }
 }

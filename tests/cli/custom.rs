@@ -1,0 +1,217 @@
+//! A model the project has never seen, through the library: the example's own task
+//! (`examples/custom_model/task.rs`), and a second one defined here.
+
+use std::sync::Arc;
+
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::{Dataset, InMemDataset};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::{Device, Tensor, TensorData};
+use tidemark::config::{ConfigBuilder, OptimizerKind};
+use tidemark::memory::MemoryProbe;
+use tidemark::task::{Compute, Splits, StepOutput, Task};
+use tidemark::train::{accumulated_step, build_optimizer, GroupOutcome, MixedPrecision};
+
+use super::*;
+
+#[allow(dead_code)]
+#[path = "../../examples/custom_model/task.rs"]
+mod sales;
+
+struct Flatten(Vec<f32>);
+
+impl ModuleVisitor for Flatten {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        self.0
+            .extend(param.val().into_data().convert::<f32>().iter::<f32>());
+    }
+}
+
+fn weights<M: Module>(model: &M) -> Vec<f32> {
+    let mut v = Flatten(Vec::new());
+    model.visit(&mut v);
+    v.0
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn accumulation_on_the_example_model_gives_the_large_batch_update() {
+    let task = sales::Sales::new(32, 320);
+    let items: Vec<sales::Sale> = task.train.iter().take(64).map(Result::unwrap).collect();
+    let device = Device::flex().autodiff();
+    let start = task.model(&device);
+    let initial = weights(&start);
+    for (optimizer, lr) in [(OptimizerKind::Sgd, 0.5), (OptimizerKind::Adam, 1e-2)] {
+        let config = ConfigBuilder::new("t")
+            .optimizer(optimizer, lr)
+            .build()
+            .unwrap()
+            .train;
+        let update = |sizes: &[usize]| {
+            let mut offset = 0;
+            let group: Vec<&[sales::Sale]> = sizes
+                .iter()
+                .map(|&n| {
+                    offset += n;
+                    &items[offset - n..offset]
+                })
+                .collect();
+            let out = accumulated_step(
+                &task,
+                start.clone(),
+                &mut build_optimizer(&config),
+                lr,
+                &group,
+                &device,
+                &mut MixedPrecision::f32(),
+                &mut MemoryProbe::new(&device),
+            )
+            .unwrap();
+            assert_eq!(out.outcome, GroupOutcome::Apply);
+            (weights(&out.model), out.loss.into_scalar::<f32>())
+        };
+        let (large, large_loss) = update(&[64]);
+        let (accumulated, acc_loss) = update(&[16, 16, 16, 16]);
+        let (uneven, _) = update(&[24, 24, 16]);
+        assert!(
+            max_abs_diff(&initial, &large) > 1e-3,
+            "{optimizer:?}: the update is visible"
+        );
+        for (what, other) in [("4 x 16", &accumulated), ("24 + 24 + 16", &uneven)] {
+            let diff = max_abs_diff(&large, other);
+            assert!(
+                diff < 1e-5,
+                "{optimizer:?}: {what} differs from 64 by {diff}"
+            );
+        }
+        assert!(
+            (large_loss - acc_loss).abs() < 1e-5,
+            "{large_loss} vs {acc_loss}"
+        );
+    }
+}
+
+/// A task unlike any built-in: a model with no bias, on pairs, with its own batcher.
+#[derive(Module, Debug)]
+struct Line {
+    linear: Linear,
+}
+
+struct Pairs;
+
+impl Batcher<(f32, f32), (Tensor<2>, Tensor<2>)> for Pairs {
+    fn batch(&self, items: Vec<(f32, f32)>, device: &Device) -> (Tensor<2>, Tensor<2>) {
+        let n = items.len();
+        let (x, y): (Vec<f32>, Vec<f32>) = items.into_iter().unzip();
+        let t = |v: Vec<f32>| Tensor::from_data(TensorData::new(v, [n, 1]), device);
+        (t(x), t(y))
+    }
+}
+
+struct Fit {
+    samples: i32,
+}
+
+impl Task for Fit {
+    type Model = Line;
+    type Item = (f32, f32);
+    type Batch = (Tensor<2>, Tensor<2>);
+
+    fn name(&self) -> String {
+        "line".into()
+    }
+    fn model(&self, device: &Device) -> Line {
+        Line {
+            linear: LinearConfig::new(1, 1).with_bias(false).init(device),
+        }
+    }
+    fn data(&self) -> Splits<(f32, f32)> {
+        let pairs: Vec<(f32, f32)> = (0..self.samples)
+            .map(|i| {
+                let x = i as f32 / self.samples as f32;
+                (x, 3.0 * x)
+            })
+            .collect();
+        let train: Arc<dyn Dataset<(f32, f32)>> = Arc::new(InMemDataset::new(pairs));
+        Splits::new(train, None)
+    }
+    fn batcher(&self) -> &dyn Batcher<(f32, f32), (Tensor<2>, Tensor<2>)> {
+        &Pairs
+    }
+    fn step(&self, model: &Line, (x, y): Self::Batch, cx: &Compute) -> StepOutput {
+        let predicted = cx.output(model.linear.forward(cx.input(x)));
+        let error = predicted - y;
+        StepOutput::new(error.clone().powi_scalar(2).mean()).metric("mae", error.abs().mean())
+    }
+}
+
+#[test]
+fn a_custom_task_writes_the_whole_run_directory_without_model_or_data_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ConfigBuilder::new("line")
+        .output_dir(dir.path())
+        .epochs(3)
+        .batch_size(16)
+        .accumulation_steps(2)
+        .optimizer(OptimizerKind::Sgd, 0.5)
+        .build()
+        .unwrap();
+    let summary = tidemark::Trainer::new(config)
+        .fit(Fit { samples: 256 })
+        .unwrap();
+    assert_eq!(summary.task, "line");
+    assert_eq!(summary.steps, 3 * 8, "256 samples in steps of 2 x 16");
+    assert_eq!(summary.valid_samples, 0);
+    let (first, last) = (
+        summary.metric("train_mae").unwrap(),
+        summary.first_loss.unwrap(),
+    );
+    assert!(
+        first < 0.2 && summary.final_loss.unwrap() < last / 10.0,
+        "{summary:?}"
+    );
+    assert_eq!(summary.final_val_loss, None, "no validation split");
+    for file in [
+        "snapshots.jsonl",
+        "summary.json",
+        "memory.svg",
+        "checkpoints/latest",
+    ] {
+        assert!(summary.run_dir.join(file).is_file(), "{file}");
+    }
+    let written = std::fs::read_to_string(summary.run_dir.join("config.toml")).unwrap();
+    assert!(
+        written.starts_with("# model and data: task \"line\", defined in code"),
+        "{written}"
+    );
+    assert!(
+        !written.contains("[model]") && !written.contains("[data]"),
+        "{written}"
+    );
+    assert!(
+        written.contains("[train]") && written.contains("[memory]"),
+        "{written}"
+    );
+    let snaps = tidemark::report::read_snapshots(&summary.run_dir.join("snapshots.jsonl")).unwrap();
+    let epochs: Vec<_> = snaps
+        .iter()
+        .filter(|s| s.event == tidemark::report::Event::Epoch)
+        .collect();
+    assert_eq!(epochs.len(), 3);
+    assert!(epochs
+        .iter()
+        .all(|s| s.metric("train_mae").is_some() && s.val_loss.is_none()));
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(summary.run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["task"], "line");
+    assert!(json["final_train_mae"].as_f64().unwrap() < 0.2, "{json}");
+}

@@ -1,0 +1,162 @@
+//! Data sources: CSV, IDX and the shipped digits.
+
+use super::*;
+
+#[test]
+fn csv_data_trains() {
+    let env = Env::new();
+    // Two features; the label is which side of x + y = 0 a point is on.
+    let mut csv = String::from("x,y,label\n");
+    for i in 0..400 {
+        let x = ((i * 37) % 101) as f32 / 50.0 - 1.0;
+        let y = ((i * 53) % 97) as f32 / 48.0 - 1.0;
+        csv.push_str(&format!("{x},{y},{}\n", u8::from(x + y > 0.0)));
+    }
+    env.write("points.csv", &csv);
+    env.write(
+        "csv.toml",
+        "[run]\nname = \"csv\"\n[model]\nhidden = [16]\n[data]\nkind = \"csv\"\npath = \"points.csv\"\n\
+         label_column = \"label\"\nnum_workers = 0\n[train]\nepochs = 8\nbatch_size = 20\nlr = 0.01\n",
+    );
+    let run = env.run(&["train", "--config", "csv.toml", "--quiet"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let summary = env.summary("runs/csv");
+    assert_eq!(summary["train_samples"], 320);
+    assert!(num(&summary, "final_val_accuracy") > 0.85, "{summary}");
+}
+
+#[test]
+fn a_csv_with_features_on_different_scales_trains_with_only_path_and_label() {
+    let env = Env::new();
+    write_badly_scaled_csv(&env, "scaled.csv");
+    env.write(
+        "scaled.toml",
+        "[model]\nhidden = [32]\n[data]\nkind = \"csv\"\npath = \"scaled.csv\"\n\
+         label_column = \"digit\"\n[train]\nepochs = 8\nbatch_size = 32\n",
+    );
+    let accuracy = |name: &str, extra: &[&str]| {
+        let set_name = format!("run.name={name}");
+        let mut args = vec!["train", "--config", "scaled.toml", "--set", &set_name];
+        args.extend(extra);
+        let run = env.run(&args);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        num(&env.summary(&format!("runs/{name}")), "final_val_accuracy")
+    };
+    let standardized = accuracy("default", &[]);
+    let raw = accuracy("raw", &["--set", "data.standardize=false"]);
+    // Shown with `-- --nocapture`; the README quotes it.
+    eprintln!(
+        "validation accuracy: {:.1}% standardised, {:.1}% without",
+        standardized * 100.0,
+        raw * 100.0
+    );
+    assert!(
+        standardized >= 0.88,
+        "standardised by default: {standardized}"
+    );
+    assert!(
+        standardized > raw + 0.1,
+        "standardising matters here: {standardized} against {raw} without"
+    );
+}
+
+#[test]
+fn idx_files_train_and_corrupt_ones_exit_2_with_one_line() {
+    let env = Env::new();
+    // 300 4x4 images in 3 classes: class c lights up row c, over pixel noise.
+    let n = 300;
+    let mut images = Vec::new();
+    let mut labels = Vec::new();
+    for i in 0..n {
+        let class = (i % 3) as u8;
+        labels.push(class);
+        for px in 0..16u32 {
+            let noise = ((i as u32 * 7919 + px * 104_729) % 61) as u8;
+            images.push(if px / 4 == u32::from(class) {
+                180 + noise
+            } else {
+                noise
+            });
+        }
+    }
+    std::fs::write(
+        env.path("img.idx.gz"),
+        gzip(&idx_bytes(&[n as u32, 4, 4], &images)),
+    )
+    .unwrap();
+    std::fs::write(env.path("lbl.idx"), idx_bytes(&[n as u32], &labels)).unwrap();
+    let config = |images: &str, labels: &str| {
+        format!(
+            "[model]\nhidden = [16]\n[data]\nkind = \"idx\"\nimages = \"{images}\"\n\
+             labels = \"{labels}\"\n[train]\nepochs = 3\nbatch_size = 16\nlr = 0.01\n"
+        )
+    };
+    env.write("idx.toml", &config("img.idx.gz", "lbl.idx"));
+    let run = env.run(&["train", "--config", "idx.toml"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let summary = env.summary("runs/run");
+    assert!(num(&summary, "final_val_accuracy") > 0.9, "{summary}");
+    assert_eq!(
+        num(&summary, "train_samples") + num(&summary, "valid_samples"),
+        300.0
+    );
+
+    // A wrong magic number, truncated data, and a label count that does not match.
+    std::fs::write(env.path("magic.idx"), b"\x08\x03\x00\x00garbage").unwrap();
+    std::fs::write(
+        env.path("short.idx"),
+        &idx_bytes(&[n as u32, 4, 4], &images)[..100],
+    )
+    .unwrap();
+    std::fs::write(env.path("few.idx"), idx_bytes(&[10], &labels[..10])).unwrap();
+    for (name, images, labels, needle) in [
+        ("magic", "magic.idx", "lbl.idx", "magic.idx: not an IDX file"),
+        (
+            "short",
+            "short.idx",
+            "lbl.idx",
+            "short.idx: truncated the data: dimensions [300, 4, 4] need 4800 bytes, the file has 84",
+        ),
+        ("few", "img.idx.gz", "few.idx", "few.idx: holds 10 labels, but img.idx.gz holds 300 images"),
+    ] {
+        env.write(&format!("{name}.toml"), &config(images, labels));
+        env.run(&["train", "--config", &format!("{name}.toml")])
+            .fails_with(2, &[needle]);
+    }
+}
+
+#[test]
+fn the_shipped_digits_train_an_mlp_and_a_cnn() {
+    let env = Env::new();
+    for (config, epochs, at_least) in [("digits-mlp", 10, 0.93), ("digits-cnn", 3, 0.9)] {
+        let run = env.train_digits(config, &[&format!("train.epochs={epochs}")]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let summary = env.summary(&format!("runs/{config}"));
+        assert_eq!(
+            num(&summary, "train_samples") + num(&summary, "valid_samples"),
+            1797.0
+        );
+        let accuracy = num(&summary, "final_val_accuracy");
+        assert!(
+            accuracy >= at_least,
+            "{config}: {accuracy} after {epochs} epochs"
+        );
+    }
+    // A CNN whose input shape does not match the data says so before training.
+    env.train_digits("digits-cnn", &["model.input=[1,8,7]"])
+        .fails_with(
+            2,
+            &["model.input = [1, 8, 7] is 56 values per sample, but the data has 64 features"],
+        );
+}
+
+#[test]
+fn malformed_csv_exits_2_naming_line_and_column() {
+    let env = Env::new();
+    env.write("bad.csv", "1,2,0\n3,4,1\n5,oops,0\n");
+    env.write("bad.toml", "[data]\nkind = \"csv\"\npath = \"bad.csv\"\n");
+    env.run(&["train", "--config", "bad.toml"]).fails_with(
+        2,
+        &["bad.csv:3: column 2: expected a finite number, got \"oops\""],
+    );
+}

@@ -1,0 +1,254 @@
+//! Runs the real `tidemark` binary in a temporary directory and checks exit codes, stderr and
+//! the files it writes; and the library from Rust. One test binary, a module per area.
+
+mod custom;
+mod data;
+mod experiments;
+mod memory;
+mod run_dir;
+mod training;
+#[cfg(feature = "wgpu")]
+mod wgpu;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+// The library-level tests below read host memory, as the binary does.
+#[global_allocator]
+static ALLOC: tidemark::memory::CountingAllocator = tidemark::memory::CountingAllocator::new();
+
+/// A temporary working directory with helpers to write configs and run the CLI in it.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+/// A small, fast config: finishes in a few seconds even in a debug build.
+const SMALL: &str = r#"
+[run]
+name = "small"
+seed = 1
+
+[model]
+hidden = [32]
+
+[data]
+kind = "synthetic"
+samples = 1200
+features = 16
+classes = 4
+noise = 1.5
+num_workers = 1
+
+[train]
+epochs = 3
+batch_size = 32
+lr = 0.003
+"#;
+
+impl Env {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A directory holding `small.toml` (the [`SMALL`] config).
+    fn small() -> Self {
+        let env = Self::new();
+        env.write("small.toml", SMALL);
+        env
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn write(&self, rel: &str, contents: &str) -> &Self {
+        std::fs::write(self.path(rel), contents).unwrap();
+        self
+    }
+
+    /// `tidemark train --config small.toml --set run.name=NAME`, then `extra`.
+    fn train_small(&self, name: &str, extra: &[&str]) -> Run {
+        let set_name = format!("run.name={name}");
+        let mut args = vec!["train", "--config", "small.toml", "--set", &set_name];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("RUST_BACKTRACE", "1")
+            // Mesa's Vulkan driver complains on stderr when this is unset.
+            .env("XDG_RUNTIME_DIR", self.dir.path())
+            .output()
+            .unwrap();
+        Run(output)
+    }
+
+    fn snapshots(&self, run_dir: &str) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.path(run_dir).join("snapshots.jsonl")).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn summary(&self, run_dir: &str) -> Value {
+        let text = std::fs::read_to_string(self.path(run_dir).join("summary.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+struct Run(Output);
+
+impl Run {
+    fn code(&self) -> i32 {
+        self.0.status.code().expect("exited normally")
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.0.stderr).into_owned()
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.0.stdout).into_owned()
+    }
+
+    /// Asserts a clean failure: this exit code, exactly one line on stderr containing each of
+    /// `needles`, and no panic.
+    fn fails_with(&self, code: i32, needles: &[&str]) {
+        let stderr = self.stderr();
+        assert_eq!(self.code(), code, "stderr: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("backtrace"),
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "one line expected: {stderr}"
+        );
+        for needle in needles {
+            assert!(stderr.contains(needle), "{needle:?} not in: {stderr}");
+        }
+    }
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {v}"))
+}
+
+/// Writes `samples` as a CSV with a header, the label in a named middle column, and feature
+/// `j` multiplied by 10^(j - 3): scales from 1e-3 to 1e4.
+fn write_badly_scaled_csv(env: &Env, name: &str) {
+    let samples = tidemark::data::generate(&tidemark::config::SyntheticConfig {
+        samples: 1200,
+        features: 8,
+        classes: 4,
+        seed: 5,
+        noise: 1.0,
+    });
+    let mut text = String::from("f0,f1,f2,f3,digit,f4,f5,f6,f7\n");
+    for s in &samples {
+        let cells: Vec<String> = s
+            .features
+            .iter()
+            .enumerate()
+            .map(|(j, x)| format!("{}", x * 10f32.powi(j as i32 - 3)))
+            .collect();
+        text.push_str(&format!(
+            "{},{},{}\n",
+            cells[..4].join(","),
+            s.label,
+            cells[4..].join(",")
+        ));
+    }
+    env.write(name, &text);
+}
+
+/// An IDX file: magic (two zero bytes, type 0x08, rank), big-endian dimensions, bytes.
+fn idx_bytes(dims: &[u32], data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 0, 0x08, dims.len() as u8];
+    for d in dims {
+        out.extend(d.to_be_bytes());
+    }
+    out.extend(data);
+    out
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+impl Env {
+    /// Trains a shipped digits config (`configs/{config}.toml`, reading `data/digits.csv.gz`
+    /// from the repository) with `overrides` (`key=value`).
+    fn train_digits(&self, config: &str, overrides: &[&str]) -> Run {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let config = root.join(format!("configs/{config}.toml"));
+        let data = format!(
+            "data.path=\"{}\"",
+            root.join("data/digits.csv.gz").display()
+        );
+        let mut args = vec![
+            "train",
+            "--config",
+            config.to_str().unwrap(),
+            "--set",
+            &data,
+        ];
+        for o in overrides {
+            args.extend(["--set", o]);
+        }
+        self.run(&args)
+    }
+}
+
+/// Epoch peak and epoch losses of a run of SMALL, reshaped so that activations dominate.
+fn wide_batch_run(env: &Env, name: &str, extra: &[&str]) -> (Run, Vec<Value>) {
+    let mut args = vec![
+        "--quiet",
+        "--set",
+        "data.samples=3000",
+        "--set",
+        "train.epochs=2",
+        "--set",
+        "model.hidden=[256, 256, 256]",
+        "--set",
+        "train.batch_size=1200",
+    ];
+    args.extend_from_slice(extra);
+    let run = env.train_small(name, &args);
+    let snaps = env.snapshots(&format!("runs/{name}"));
+    (run, snaps)
+}
+
+fn epoch_peak(snaps: &[Value]) -> f64 {
+    snaps
+        .iter()
+        .filter(|s| s["event"] == "epoch")
+        .map(|s| num(s, "peak_bytes_in_use"))
+        .fold(0.0, f64::max)
+}
+
+fn epoch_losses(snaps: &[Value]) -> Vec<f64> {
+    snaps
+        .iter()
+        .filter(|s| s["event"] == "epoch")
+        .map(|s| num(s, "loss"))
+        .collect()
+}
+
+/// The run's peak, from its summary (it includes the checkpoints, which epoch peaks do not).
+fn run_peak(env: &Env, run_dir: &str) -> f64 {
+    num(&env.summary(run_dir), "peak_bytes_in_use")
+}

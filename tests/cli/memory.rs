@@ -1,0 +1,341 @@
+//! The memory layer through the binary and the library: limits, shrink, preallocation, the growth alarm.
+
+use super::*;
+
+#[test]
+fn a_checkpoint_over_the_limit_fails_after_it_is_complete() {
+    // Parameters spread over three 4 MiB matrices and a small batch: writing Adam's state
+    // (two copies of the parameters at once) holds more than any step.
+    let env = Env::small();
+    let run = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--quiet",
+            "--set",
+            "model.hidden=[1024, 1024, 1024]",
+            "--set",
+            "data.samples=400",
+            "--set",
+            "train.epochs=1",
+        ];
+        args.extend_from_slice(extra);
+        env.train_small(name, &args)
+    };
+    let free = run("free", &[]);
+    assert_eq!(free.code(), 0, "{}", free.stderr());
+    let (steps, whole) = (
+        epoch_peak(&env.snapshots("runs/free")),
+        run_peak(&env, "runs/free"),
+    );
+    assert!(
+        whole > steps + 4.0 * 1048576.0,
+        "the checkpoint is the run's peak: {whole} against {steps} in the epoch"
+    );
+    let limit = format!("memory.limit={}", ((steps + whole) / 2.0) as u64);
+    let over = run(
+        "over",
+        &["--set", &limit, "--set", "memory.on_limit=\"shrink\""],
+    );
+    over.fails_with(
+        3,
+        &[
+            "error: memory limit",
+            "peak in use (host) while writing the checkpoint of epoch 1",
+            "the checkpoint is complete on disk",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("runs/over/checkpoints/latest")).unwrap(),
+        "epoch-1"
+    );
+    for file in ["model.bpk", "optimizer.bpk", "meta.json"] {
+        assert!(env
+            .path(&format!("runs/over/checkpoints/epoch-1/{file}"))
+            .is_file());
+    }
+    let snaps = env.snapshots("runs/over");
+    let actions: Vec<&str> = snaps.iter().filter_map(|s| s["action"].as_str()).collect();
+    assert_eq!(
+        actions,
+        ["limit", "cleanup"],
+        "no shrink (a checkpoint does not depend on the micro-batch), then the release"
+    );
+    assert_eq!(snaps.last().unwrap()["event"], "run_end");
+    assert_eq!(env.summary("runs/over")["status"], "failed");
+}
+
+#[test]
+fn memory_limit_fails_with_exit_3_or_shrinks_to_the_same_effective_batch() {
+    let env = Env::small();
+    // Measure first, so the limit sits between the two layouts on any machine.
+    let (_, full) = wide_batch_run(&env, "full", &[]);
+    let (_, halved) = wide_batch_run(
+        &env,
+        "halved",
+        &[
+            "--set",
+            "train.batch_size=600",
+            "--set",
+            "train.accumulation_steps=2",
+        ],
+    );
+    let (p_full, p_halved) = (epoch_peak(&full), epoch_peak(&halved));
+    assert!(
+        p_halved < 0.8 * p_full,
+        "halving the micro-batch must lower the peak: {p_halved} vs {p_full}"
+    );
+    let limit = format!("memory.limit={}", ((p_full + p_halved) / 2.0) as u64);
+
+    let (run, snaps) = wide_batch_run(&env, "fail", &["--set", &limit]);
+    run.fails_with(
+        3,
+        &[
+            "error: memory limit",
+            "exceeded",
+            "peak in use (host) at step 1 of epoch 1",
+            "(micro-batch 1200, accumulation_steps 1)",
+            "try train.batch_size = 600 with train.accumulation_steps = 2",
+        ],
+    );
+    let limit_event = snaps
+        .iter()
+        .find(|s| s["event"] == "memory_action" && s["action"] == "limit");
+    assert!(limit_event.is_some(), "the breach is recorded: {snaps:?}");
+    assert_eq!(
+        snaps.last().unwrap()["event"],
+        "run_end",
+        "snapshots are complete after a failure"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("runs/fail/checkpoints/latest")).unwrap(),
+        "epoch-0"
+    );
+    assert!(env
+        .path("runs/fail/checkpoints/epoch-0/model.bpk")
+        .is_file());
+    assert!(env
+        .path("runs/fail/checkpoints/epoch-0/optimizer.bpk")
+        .is_file());
+    let summary = env.summary("runs/fail");
+    assert_eq!(summary["status"], "failed");
+    assert!(
+        summary["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("memory limit"),
+        "{summary}"
+    );
+
+    let (run, snaps) = wide_batch_run(
+        &env,
+        "shrink",
+        &["--set", &limit, "--set", "memory.on_limit=shrink"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let shrinks: Vec<&Value> = snaps.iter().filter(|s| s["action"] == "shrink").collect();
+    assert_eq!(shrinks.len(), 1, "one halving suffices: {shrinks:?}");
+    assert_eq!(
+        (
+            shrinks[0]["micro_batch"].as_u64(),
+            shrinks[0]["accumulation_steps"].as_u64()
+        ),
+        (Some(600), Some(2))
+    );
+    let last = snaps.iter().rfind(|s| s["event"] == "epoch").unwrap();
+    assert_eq!(
+        (
+            last["micro_batch"].as_u64(),
+            last["accumulation_steps"].as_u64()
+        ),
+        (Some(600), Some(2))
+    );
+    // 2400 training samples, effective batch 1200: 2 optimizer steps per epoch, as unshrunk.
+    assert_eq!(last["step"], 4);
+    for (a, b) in epoch_losses(&snaps).iter().zip(epoch_losses(&halved)) {
+        assert!(
+            (a - b).abs() <= 1e-4 * b.abs(),
+            "shrunk run follows the 600 x 2 run: {a} vs {b}"
+        );
+    }
+    let summary = env.summary("runs/shrink");
+    assert_eq!(
+        (
+            summary["micro_batch"].as_u64(),
+            summary["accumulation_steps"].as_u64()
+        ),
+        (Some(600), Some(2))
+    );
+}
+
+#[test]
+fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
+    let env = Env::small();
+    let run = env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--quiet",
+        "--set",
+        "memory.limit=\"1MiB\"",
+    ]);
+    run.fails_with(
+        3,
+        &[
+            "memory limit 1.0 MiB exceeded",
+            "needed at rest (estimated) before training",
+            "parameters, gradients and optimizer state alone exceed it",
+        ],
+    );
+    let snaps = env.snapshots("runs/small");
+    assert!(
+        snaps.iter().all(|s| s["event"] != "epoch"),
+        "no step was taken"
+    );
+}
+
+#[test]
+fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
+    let env = Env::small();
+    let run = |name: &str, extra: &[&str]| {
+        // Wide enough that Adam's moments alone are over 2 MiB.
+        let mut args = vec!["--set", "model.hidden=[512,512]", "--set", "train.epochs=2"];
+        args.extend(extra);
+        let run = env.train_small(name, &args);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+    };
+    run("growth", &[]);
+    run(
+        "pre",
+        &[
+            "--set",
+            "memory.policy=preallocate",
+            "--set",
+            "memory.preallocate=\"64MiB\"",
+        ],
+    );
+    let reserved = |dir: &str, event: &str| -> Vec<f64> {
+        env.snapshots(dir)
+            .iter()
+            .filter(|s| s["event"] == event)
+            .map(|s| num(s, "bytes_reserved"))
+            .collect()
+    };
+    let growth_start = reserved("runs/growth", "run_start")[0];
+    let growth_most = reserved("runs/growth", "epoch")
+        .into_iter()
+        .fold(0.0, f64::max);
+    assert!(
+        growth_most > growth_start + (1 << 20) as f64,
+        "growth takes memory as it goes: {growth_start} -> {growth_most}"
+    );
+    let start = reserved("runs/pre", "run_start")[0];
+    assert!(
+        start >= (64 << 20) as f64 * 0.98,
+        "run_start shows the 64 MiB reservation: {start} (growth started at {growth_start})"
+    );
+    // Training reuses the reserved heap: reserved stays within 1% of the reservation (a few
+    // pages of thread stacks), where growth rose by megabytes.
+    for epoch in reserved("runs/pre", "epoch") {
+        assert!(
+            epoch <= start + (64 << 20) as f64 * 0.01,
+            "reserved rose from {start} to {epoch}"
+        );
+    }
+    let snaps = env.snapshots("runs/pre");
+    let reserve = snaps.iter().find(|s| s["action"] == "reserve").unwrap();
+    assert!(
+        reserve["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("reserved 64.0 MiB of heap: anonymous resident memory"),
+        "{reserve}"
+    );
+    // `between_runs` gives it back.
+    let end = reserved("runs/pre", "run_end")[0];
+    assert!(
+        end < start - (48 << 20) as f64,
+        "released: {start} -> {end}"
+    );
+
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "memory.policy=preallocate",
+    ])
+    .fails_with(
+        2,
+        &["memory.preallocate = 0.75 is a fraction of device memory, and flex has none"],
+    );
+}
+
+/// A user callback that keeps 4 MiB alive per epoch, like a loop that keeps every epoch's
+/// outputs in a list.
+#[derive(Default)]
+struct Leaky {
+    kept: Vec<Vec<u8>>,
+    messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl tidemark::train::Observer for Leaky {
+    fn message(&mut self, text: &str) {
+        self.messages.lock().unwrap().push(text.to_string());
+    }
+    fn warning(&mut self, warning: &tidemark::train::Warning) {
+        self.messages
+            .lock()
+            .unwrap()
+            .push(format!("warning: {warning}"));
+    }
+    fn snapshot(&mut self, s: &tidemark::report::Snapshot) {
+        if s.event == tidemark::report::Event::Epoch {
+            self.kept.push(std::hint::black_box(vec![1u8; 4 << 20]));
+        }
+    }
+}
+
+#[test]
+fn the_growth_alarm_catches_a_leak_after_epoch_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str| {
+        tidemark::config::ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .synthetic(1200, 16, 4)
+            .hidden(&[32])
+            .epochs(4)
+            .batch_size(32)
+            .build()
+            .unwrap()
+    };
+    let leaky = Leaky::default();
+    let messages = leaky.messages.clone();
+    let summary = tidemark::Trainer::new(config("leaky"))
+        .observer(leaky)
+        .run()
+        .unwrap();
+    let alarm = summary.growth_alarm.expect("the leak is caught");
+    assert_eq!(alarm.epoch, 2, "caught after epoch 2");
+    let slope = alarm.slope_bytes_per_epoch / (4 << 20) as f64;
+    assert!(
+        (0.9..1.1).contains(&slope),
+        "slope {} bytes/epoch for a 4 MiB/epoch leak",
+        alarm.slope_bytes_per_epoch
+    );
+    assert!(
+        messages.lock().unwrap().iter().any(|m| m.starts_with(
+            "warning: memory in use grew every epoch: about 4.0 MiB per epoch after epoch 2"
+        )),
+        "{:?}",
+        messages.lock().unwrap()
+    );
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(summary.run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(written["growth_alarm"]["epoch"], 2);
+
+    let clean = tidemark::Trainer::new(config("clean")).run().unwrap();
+    assert_eq!(
+        clean.growth_alarm, None,
+        "a run without a leak raises nothing"
+    );
+}

@@ -1,0 +1,303 @@
+//! The memory layer against real CubeCL pools: wgpu, on Mesa's software Vulkan driver
+//! (lavapipe) where there is no GPU. Built with `cargo test --features wgpu`.
+//!
+//! Without a wgpu adapter each test prints why it was skipped and returns; with
+//! `TIDEMARK_REQUIRE_WGPU=1` (as in CI) a missing adapter fails the test instead.
+
+use super::*;
+use tidemark::config::{Backend, DeviceConfig};
+
+fn adapter_or_skip(test: &str) -> bool {
+    match tidemark::backend::select(&DeviceConfig {
+        backend: Backend::Wgpu,
+        index: 0,
+        execution: None,
+    }) {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("TIDEMARK_REQUIRE_WGPU").is_some() => {
+            panic!("{test}: TIDEMARK_REQUIRE_WGPU is set but no wgpu adapter is available: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipped {test}: {e}");
+            false
+        }
+    }
+}
+
+const POOL: &str = r#"
+[run]
+name = "pool"
+
+[device]
+backend = "wgpu"
+
+[model]
+hidden = [256, 256]
+
+[data]
+kind = "synthetic"
+samples = 1024
+features = 64
+classes = 4
+
+[train]
+epochs = 1
+batch_size = 128
+"#;
+
+fn pool_run(env: &Env, name: &str, extra: &[&str]) -> (Run, Vec<Value>) {
+    let name_set = format!("run.name={name}");
+    let mut args = vec![
+        "train",
+        "--config",
+        "pool.toml",
+        "--quiet",
+        "--set",
+        name_set.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    let run = env.run(&args);
+    let snaps = env.snapshots(&format!("runs/{name}"));
+    (run, snaps)
+}
+
+fn event<'a>(snaps: &'a [Value], event: &str) -> &'a Value {
+    snaps
+        .iter()
+        .find(|s| s["event"] == event)
+        .unwrap_or_else(|| panic!("no {event} in {snaps:?}"))
+}
+
+#[test]
+fn growth_reserves_with_need_and_preallocation_holds() {
+    if !adapter_or_skip("growth_reserves_with_need_and_preallocation_holds") {
+        return;
+    }
+    let env = Env::new();
+    env.write("pool.toml", POOL);
+    let (run, growth) = pool_run(&env, "growth", &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let (start, epoch) = (event(&growth, "run_start"), event(&growth, "epoch"));
+    assert_eq!(epoch["source"], "cubecl-pool");
+    let grew = num(epoch, "bytes_reserved") - num(start, "bytes_reserved");
+    assert!(
+        grew > (4 << 20) as f64,
+        "growth: reserved rises with the first steps by {grew}"
+    );
+
+    let (run, pre) = pool_run(
+        &env,
+        "pre",
+        &[
+            "--set",
+            "memory.policy=preallocate",
+            "--set",
+            "memory.preallocate=\"64MiB\"",
+            "--set",
+            "train.epochs=2",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let reserve = pre
+        .iter()
+        .find(|s| s["action"] == "reserve")
+        .expect("a reserve event");
+    assert!(
+        reserve["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("reserved 64.0 MiB"),
+        "{reserve}"
+    );
+    let start = event(&pre, "run_start");
+    assert!(
+        num(start, "bytes_reserved") >= (64 << 20) as f64,
+        "run_start shows the reservation: {start}"
+    );
+    // Training is served from the reserved pages and the filled launch-metadata cache:
+    // reserved does not rise at all (docs/cubecl-memory.md).
+    let most = pre
+        .iter()
+        .filter(|s| s["event"] == "epoch")
+        .map(|s| num(s, "bytes_reserved"))
+        .fold(0.0, f64::max);
+    assert!(
+        most <= num(start, "bytes_reserved"),
+        "preallocated: reserved rose from {} to {most} (growth rose by {grew})",
+        num(start, "bytes_reserved")
+    );
+}
+
+#[test]
+fn half_precision_runs_where_the_device_has_it_and_is_refused_where_not() {
+    if !adapter_or_skip("half_precision_runs_where_the_device_has_it_and_is_refused_where_not") {
+        return;
+    }
+    let env = Env::new();
+    env.write("pool.toml", POOL);
+    for precision in ["f16", "bf16"] {
+        let run = env.run(&[
+            "train",
+            "--config",
+            "pool.toml",
+            "--set",
+            &format!("run.name={precision}"),
+            "--set",
+            &format!("train.precision={precision}"),
+        ]);
+        if run.code() == 2 {
+            // Lavapipe has f16 but not bf16; a GPU may have both.
+            run.fails_with(
+                2,
+                &[&format!(
+                    "train.precision = \"{precision}\" is not supported by the wgpu device"
+                )],
+            );
+            assert!(!env.path(&format!("runs/{precision}")).exists());
+            continue;
+        }
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let summary = env.summary(&format!("runs/{precision}"));
+        assert_eq!(summary["precision"], precision);
+        assert!(num(&summary, "final_val_accuracy") > 0.5, "{summary}");
+    }
+    assert!(
+        env.path("runs/f16").exists(),
+        "every Vulkan device tidemark targets computes in f16"
+    );
+}
+
+/// Burn 0.22 picks fusion when it is built, so the two execution modes are two binaries:
+/// this one (eager) and one built with `--features wgpu,fused`, named by
+/// `TIDEMARK_FUSED_BIN` (CI builds it; `TIDEMARK_REQUIRE_FUSED=1` makes its absence a
+/// failure). The same run in both must agree epoch by epoch.
+#[test]
+fn eager_and_fused_execution_agree() {
+    if !adapter_or_skip("eager_and_fused_execution_agree") {
+        return;
+    }
+    let Some(fused) = std::env::var_os("TIDEMARK_FUSED_BIN") else {
+        assert!(
+            std::env::var_os("TIDEMARK_REQUIRE_FUSED").is_none(),
+            "TIDEMARK_REQUIRE_FUSED is set but TIDEMARK_FUSED_BIN is not"
+        );
+        eprintln!(
+            "eager_and_fused_execution_agree: skipped (set TIDEMARK_FUSED_BIN to a build \
+             with --features wgpu,fused)"
+        );
+        return;
+    };
+    let env = Env::new();
+    env.write("pool.toml", POOL);
+    let args = |mode: &str| {
+        vec![
+            "train".to_string(),
+            "--config".into(),
+            "pool.toml".into(),
+            "--set".into(),
+            format!("run.name={mode}"),
+            "--set".into(),
+            format!("device.execution={mode}"),
+            "--set".into(),
+            "train.epochs=2".into(),
+        ]
+    };
+    let eager = env.run(&args("eager").iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(eager.code(), 0, "{}", eager.stderr());
+    let run = Command::new(&fused)
+        .args(args("fused"))
+        .current_dir(env.path(""))
+        .env("XDG_RUNTIME_DIR", env.path(""))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(env.summary("runs/eager")["execution"], "eager");
+    assert_eq!(env.summary("runs/fused")["execution"], "fused");
+    let epochs = |dir: &str| -> Vec<Value> {
+        env.snapshots(dir)
+            .into_iter()
+            .filter(|s| s["event"] == "epoch")
+            .collect()
+    };
+    let (e, f) = (epochs("runs/eager"), epochs("runs/fused"));
+    assert_eq!(e.len(), 2);
+    assert_eq!(e.len(), f.len());
+    for (a, b) in e.iter().zip(&f) {
+        for key in ["loss", "val_loss", "val_accuracy"] {
+            let (x, y) = (num(a, key), num(b, key));
+            assert!(
+                (x - y).abs() <= 1e-4 * x.abs().max(1.0),
+                "epoch {}: {key} eager {x} vs fused {y}",
+                a["epoch"]
+            );
+        }
+    }
+}
+
+#[test]
+fn limit_trips_on_pool_figures() {
+    if !adapter_or_skip("limit_trips_on_pool_figures") {
+        return;
+    }
+    let env = Env::new();
+    env.write("pool.toml", POOL);
+    let (_, growth) = pool_run(&env, "growth", &[]);
+    let (start, epoch) = (event(&growth, "run_start"), event(&growth, "epoch"));
+    let limit = ((num(start, "bytes_reserved").max(num(start, "bytes_in_use") * 4.0)
+        + num(epoch, "bytes_reserved"))
+        / 2.0) as u64;
+    let (run, snaps) = pool_run(
+        &env,
+        "limited",
+        &["--set", &format!("memory.limit={limit}")],
+    );
+    run.fails_with(
+        3,
+        &["memory limit", "reserved in the device pools", "of epoch 1"],
+    );
+    assert!(snaps.iter().any(|s| s["action"] == "limit"));
+}
+
+#[test]
+fn between_runs_returns_the_pools_to_baseline_and_never_keeps_them() {
+    if !adapter_or_skip("between_runs_returns_the_pools_to_baseline_and_never_keeps_them") {
+        return;
+    }
+    let env = Env::new();
+    env.write("pool.toml", POOL);
+    let rows = |clear: &str| {
+        let run = env.run(&[
+            "sweep",
+            "--config",
+            "pool.toml",
+            "--runs",
+            "2",
+            "--out",
+            clear,
+            "--set",
+            &format!("memory.clear={clear}"),
+        ]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let text = std::fs::read_to_string(env.path(clear).join("pool-sweep/sweep.json")).unwrap();
+        serde_json::from_str::<Vec<Value>>(&text).unwrap()
+    };
+    let cleared = rows("between_runs");
+    // Device memory goes back exactly, from run 1 on: the warm-up has made the one-time
+    // state, and wgpu's staging buffers (host memory) are not counted.
+    for r in &cleared {
+        assert!(r["retained_bytes_in_use"].as_i64().unwrap() <= 0, "{r}");
+        assert!(r["retained_bytes_reserved"].as_i64().unwrap() <= 0, "{r}");
+    }
+    let kept = rows("never");
+    let peak_reserved = num(&kept[1], "reserved_at_end");
+    assert!(
+        peak_reserved > num(&cleared[1], "reserved_at_end") + (4 << 20) as f64,
+        "never keeps the pages: {} vs {}",
+        peak_reserved,
+        num(&cleared[1], "reserved_at_end")
+    );
+}
