@@ -3,6 +3,7 @@
 //! value.
 
 mod builder;
+pub mod defaults;
 mod load;
 mod raw;
 mod size;
@@ -14,4 +15,4 @@ pub use load::{load, parse, to_toml, ConfigError, Override};
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize};
 pub use types::*;
-pub use validate::{defaults, Invalid};
+pub use validate::Invalid;

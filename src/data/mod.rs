@@ -5,9 +5,10 @@ mod batcher;
 mod csv;
 mod idx;
 mod loader;
+pub mod series;
 mod synthetic;
 
-pub use batcher::{ClassificationBatch, ClassificationBatcher};
+pub use batcher::{ClassificationBatch, ClassificationBatcher, Row, RowBatch, RowBatcher};
 pub use csv::load_csv;
 pub use idx::load_idx;
 pub use loader::{item_loader, loader, Collect};

@@ -67,7 +67,7 @@ mod regress;
 
 pub use classify::Classify;
 pub use metrics::{Metric, MetricSums, Reduce};
-pub use regress::{Regress, Row, RowBatch, RowBatcher};
+pub use regress::Regress;
 
 use std::sync::Arc;
 

@@ -6,50 +6,11 @@ use std::sync::Arc;
 
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::InMemDataset;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Device;
 
 use super::{Compute, Splits, StepOutput, Task};
+use crate::data::{Row, RowBatch, RowBatcher};
 use crate::model::Network;
-
-/// One row: input features and the values to predict.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    /// Inputs.
-    pub features: Vec<f32>,
-    /// Targets.
-    pub targets: Vec<f32>,
-}
-
-/// Rows as tensors: inputs `[n, features]`, targets `[n, targets]`.
-#[derive(Debug, Clone)]
-pub struct RowBatch {
-    /// Inputs.
-    pub inputs: Tensor<2>,
-    /// Targets.
-    pub targets: Tensor<2>,
-}
-
-/// Stacks [`Row`]s into a [`RowBatch`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RowBatcher;
-
-impl Batcher<Row, RowBatch> for RowBatcher {
-    fn batch(&self, items: Vec<Row>, device: &Device) -> RowBatch {
-        let n = items.len();
-        let features = items.first().map_or(0, |r| r.features.len());
-        let outputs = items.first().map_or(0, |r| r.targets.len());
-        let mut inputs = Vec::with_capacity(n * features);
-        let mut targets = Vec::with_capacity(n * outputs);
-        for row in items {
-            inputs.extend_from_slice(&row.features);
-            targets.extend_from_slice(&row.targets);
-        }
-        RowBatch {
-            inputs: Tensor::from_data(TensorData::new(inputs, [n, features]), device),
-            targets: Tensor::from_data(TensorData::new(targets, [n, outputs]), device),
-        }
-    }
-}
 
 /// Regression with mean squared error. `mae` and `rmse` are reported in the targets' own units:
 /// targets that were standardised are scaled back by `unit_scale`.

@@ -1,0 +1,92 @@
+//! `[memory]`.
+
+use super::{choice, Invalid, Result};
+use crate::config::defaults;
+use crate::config::raw::*;
+use crate::config::types::*;
+
+fn size(key: &str, raw: Option<&RawSize>) -> Result<Option<MemorySize>> {
+    raw.map(|r| MemorySize::parse(r).map_err(|m| Invalid::new(key, m)))
+        .transpose()
+}
+
+pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
+    let policy = choice(
+        "memory.policy",
+        raw.policy.as_deref(),
+        MemoryPolicyKind::Growth,
+        &[
+            ("growth", MemoryPolicyKind::Growth),
+            ("preallocate", MemoryPolicyKind::Preallocate),
+        ],
+    )?;
+    let preallocate = size("memory.preallocate", raw.preallocate.as_ref())?;
+    // Kept under `growth` too (unused there), so `--set memory.policy=growth` works on a
+    // config written for preallocation.
+    let preallocate = match policy {
+        MemoryPolicyKind::Growth => preallocate,
+        MemoryPolicyKind::Preallocate => {
+            Some(preallocate.unwrap_or(MemorySize::Fraction(defaults::PREALLOCATE_FRACTION)))
+        }
+    };
+    let limit = size("memory.limit", raw.limit.as_ref())?;
+    let on_limit = choice(
+        "memory.on_limit",
+        raw.on_limit.as_deref(),
+        OnLimit::Fail,
+        &[("fail", OnLimit::Fail), ("shrink", OnLimit::Shrink)],
+    )?;
+    if on_limit == OnLimit::Shrink && limit.is_none() {
+        return Err(Invalid::new(
+            "memory.on_limit",
+            "= \"shrink\" needs memory.limit to be set",
+        ));
+    }
+    let clear = choice(
+        "memory.clear",
+        raw.clear.as_deref(),
+        ClearPolicy::BetweenRuns,
+        &[
+            ("never", ClearPolicy::Never),
+            ("between_runs", ClearPolicy::BetweenRuns),
+            ("every_epoch", ClearPolicy::EveryEpoch),
+        ],
+    )?;
+    if clear == ClearPolicy::EveryEpoch && policy == MemoryPolicyKind::Preallocate {
+        return Err(Invalid::new(
+            "memory.clear",
+            "= \"every_epoch\" would release the preallocated reservation after each epoch; \
+             use \"between_runs\" with memory.policy = \"preallocate\"",
+        ));
+    }
+    if let (
+        MemoryPolicyKind::Preallocate,
+        Some(MemorySize::Bytes(reserve)),
+        Some(MemorySize::Bytes(cap)),
+    ) = (policy, preallocate, limit)
+    {
+        if reserve > cap {
+            return Err(Invalid::new(
+                "memory.preallocate",
+                format_args!(
+                    "({}) is larger than memory.limit ({})",
+                    MemorySize::Bytes(reserve),
+                    MemorySize::Bytes(cap)
+                ),
+            ));
+        }
+    }
+    Ok(MemoryConfig {
+        policy,
+        preallocate,
+        limit,
+        on_limit,
+        clear,
+        snapshot: choice(
+            "memory.snapshot",
+            raw.snapshot.as_deref(),
+            SnapshotEvery::Epoch,
+            &[("epoch", SnapshotEvery::Epoch)],
+        )?,
+    })
+}

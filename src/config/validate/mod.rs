@@ -1,0 +1,144 @@
+//! Raw -> validated, one file per section. Defaults live in [`defaults`](super::defaults).
+
+mod data;
+mod memory;
+mod model;
+mod train;
+
+use std::path::PathBuf;
+
+use super::defaults;
+use super::raw::{RawConfig, RawDevice, RawRun};
+use super::types::*;
+
+/// A key whose value failed validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// Dotted key, e.g. `train.batch_size`.
+    pub key: String,
+    /// What is wrong, starting with the key: `train.batch_size must be > 0, got 0`.
+    pub message: String,
+}
+
+impl Invalid {
+    pub(super) fn new(key: &str, message: impl std::fmt::Display) -> Self {
+        Self {
+            key: key.to_string(),
+            message: format!("{key} {message}"),
+        }
+    }
+}
+
+pub(super) type Result<T> = std::result::Result<T, Invalid>;
+
+pub(super) fn positive(key: &str, value: Option<i64>, default: usize) -> Result<usize> {
+    match value {
+        None => Ok(default),
+        Some(v) if v > 0 => Ok(v as usize),
+        Some(v) => Err(Invalid::new(key, format_args!("must be > 0, got {v}"))),
+    }
+}
+
+pub(super) fn non_negative(key: &str, value: Option<i64>, default: u64) -> Result<u64> {
+    match value {
+        None => Ok(default),
+        Some(v) if v >= 0 => Ok(v as u64),
+        Some(v) => Err(Invalid::new(key, format_args!("must be >= 0, got {v}"))),
+    }
+}
+
+pub(super) fn finite_in(key: &str, value: f64, lo: f64, hi: f64, what: &str) -> Result<f64> {
+    if value.is_finite() && value >= lo && value < hi {
+        Ok(value)
+    } else {
+        Err(Invalid::new(
+            key,
+            format_args!("must be {what}, got {value}"),
+        ))
+    }
+}
+
+pub(super) fn choice<T: Copy>(
+    key: &str,
+    value: Option<&str>,
+    default: T,
+    options: &[(&str, T)],
+) -> Result<T> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    options
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<String> = options.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+            Invalid::new(
+                key,
+                format_args!("must be one of {}, got \"{value}\"", names.join(", ")),
+            )
+        })
+}
+
+fn run(raw: RawRun) -> Result<RunSection> {
+    let name = raw.name.unwrap_or_else(|| defaults::RUN_NAME.into());
+    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+        return Err(Invalid::new(
+            "run.name",
+            format_args!("must be a non-empty directory name without slashes, got \"{name}\""),
+        ));
+    }
+    Ok(RunSection {
+        name,
+        seed: non_negative("run.seed", raw.seed, defaults::SEED)?,
+        output_dir: PathBuf::from(
+            raw.output_dir
+                .unwrap_or_else(|| defaults::OUTPUT_DIR.into()),
+        ),
+    })
+}
+
+fn device(raw: RawDevice) -> Result<DeviceConfig> {
+    let backends: Vec<(&str, Backend)> = Backend::ALL.iter().map(|b| (b.name(), *b)).collect();
+    Ok(DeviceConfig {
+        backend: choice(
+            "device.backend",
+            raw.backend.as_deref(),
+            Backend::Flex,
+            &backends,
+        )?,
+        index: non_negative("device.index", raw.index, 0)? as usize,
+        execution: raw
+            .execution
+            .as_deref()
+            .map(|value| {
+                choice(
+                    "device.execution",
+                    Some(value),
+                    Execution::Eager,
+                    &[("eager", Execution::Eager), ("fused", Execution::Fused)],
+                )
+            })
+            .transpose()?,
+    })
+}
+
+impl TryFrom<RawConfig> for RunConfig {
+    type Error = Invalid;
+
+    fn try_from(raw: RawConfig) -> Result<Self> {
+        let run = run(raw.run)?;
+        let device = device(raw.device)?;
+        Ok(RunConfig {
+            run,
+            device,
+            model: model::model(raw.model)?,
+            data: data::data(raw.data)?,
+            train: train::train(raw.train)?,
+            memory: memory::memory(raw.memory)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,122 @@
+//! `[model]`.
+
+use super::{choice, finite_in, positive, Invalid, Result};
+use crate::config::defaults;
+use crate::config::raw::*;
+use crate::config::types::*;
+
+pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        Mlp,
+        Cnn,
+    }
+    let kind = choice(
+        "model.kind",
+        raw.kind.as_deref(),
+        Kind::Mlp,
+        &[("mlp", Kind::Mlp), ("cnn", Kind::Cnn)],
+    )?;
+    let activation = choice(
+        "model.activation",
+        raw.activation.as_deref(),
+        Activation::Relu,
+        &[
+            ("relu", Activation::Relu),
+            ("gelu", Activation::Gelu),
+            ("tanh", Activation::Tanh),
+            ("sigmoid", Activation::Sigmoid),
+        ],
+    )?;
+    let dropout = finite_in(
+        "model.dropout",
+        raw.dropout.unwrap_or(0.0),
+        0.0,
+        1.0,
+        "in [0, 1)",
+    )?;
+    let widths = |key: &str, values: Vec<i64>| -> Result<Vec<usize>> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| positive(&format!("{key}[{i}]"), Some(w), 0))
+            .collect()
+    };
+    match kind {
+        Kind::Mlp => {
+            for (key, present) in [
+                ("model.input", raw.input.is_some()),
+                ("model.channels", raw.channels.is_some()),
+                ("model.kernel_size", raw.kernel_size.is_some()),
+                ("model.pool", raw.pool.is_some()),
+                ("model.batch_norm", raw.batch_norm.is_some()),
+            ] {
+                if present {
+                    return Err(Invalid::new(key, "only applies with model.kind = \"cnn\""));
+                }
+            }
+            let hidden = match raw.hidden {
+                None => defaults::HIDDEN.to_vec(),
+                Some(values) => widths("model.hidden", values)?,
+            };
+            Ok(ModelConfig::Mlp(MlpConfig {
+                hidden,
+                activation,
+                dropout,
+            }))
+        }
+        Kind::Cnn => {
+            if raw.hidden.is_some() {
+                return Err(Invalid::new(
+                    "model.hidden",
+                    "only applies with model.kind = \"mlp\" (a CNN has model.channels)",
+                ));
+            }
+            let input = raw.input.ok_or_else(|| {
+                Invalid::new(
+                    "model.input",
+                    "is required with model.kind = \"cnn\": [channels, height, width]",
+                )
+            })?;
+            let input: [usize; 3] =
+                widths("model.input", input.clone())?
+                    .try_into()
+                    .map_err(|_| {
+                        Invalid::new(
+                            "model.input",
+                            format_args!("must be [channels, height, width], got {input:?}"),
+                        )
+                    })?;
+            let channels = widths("model.channels", raw.channels.unwrap_or(vec![16, 32]))?;
+            if channels.is_empty() {
+                return Err(Invalid::new("model.channels", "needs at least one block"));
+            }
+            let pool = positive("model.pool", raw.pool, 2)?;
+            let (mut h, mut w) = (input[1], input[2]);
+            for _ in &channels {
+                h /= pool;
+                w /= pool;
+            }
+            if h == 0 || w == 0 {
+                return Err(Invalid::new(
+                    "model.pool",
+                    format_args!(
+                        "= {pool} after each of {} blocks shrinks a {}x{} input to nothing",
+                        channels.len(),
+                        input[1],
+                        input[2]
+                    ),
+                ));
+            }
+            Ok(ModelConfig::Cnn(CnnConfig {
+                input,
+                channels,
+                kernel_size: positive("model.kernel_size", raw.kernel_size, 3)?,
+                pool,
+                batch_norm: raw.batch_norm.unwrap_or(true),
+                activation,
+                dropout,
+            }))
+        }
+    }
+}

@@ -1,0 +1,113 @@
+use super::*;
+use crate::config::RawSize;
+
+fn with(edit: impl FnOnce(&mut RawConfig)) -> std::result::Result<RunConfig, Invalid> {
+    let mut raw = RawConfig::default();
+    edit(&mut raw);
+    RunConfig::try_from(raw)
+}
+
+#[test]
+fn empty_config_takes_the_defaults() {
+    let cfg = with(|_| {}).unwrap();
+    assert_eq!(cfg.train.batch_size, defaults::BATCH_SIZE);
+    assert_eq!(cfg.train.accumulation_steps, 1);
+    assert_eq!(cfg.device.backend, Backend::Flex);
+    assert_eq!(
+        cfg.model,
+        ModelConfig::Mlp(MlpConfig {
+            hidden: vec![1024, 1024],
+            activation: Activation::Relu,
+            dropout: 0.0
+        })
+    );
+    assert!(matches!(cfg.data.source, DataSource::Synthetic(_)));
+}
+
+#[test]
+fn zero_and_negative_sizes_name_the_key_and_value() {
+    let err = with(|r| r.train.batch_size = Some(0)).unwrap_err();
+    assert_eq!(err.message, "train.batch_size must be > 0, got 0");
+    let err = with(|r| r.model.hidden = Some(vec![64, -3])).unwrap_err();
+    assert_eq!(err.key, "model.hidden[1]");
+    assert_eq!(err.message, "model.hidden[1] must be > 0, got -3");
+}
+
+#[test]
+fn unknown_choice_lists_the_options() {
+    let err = with(|r| r.train.optimizer = Some("adamw".into())).unwrap_err();
+    assert_eq!(
+        err.message,
+        "train.optimizer must be one of \"adam\", \"sgd\", got \"adamw\""
+    );
+}
+
+#[test]
+fn keys_of_the_other_data_kind_are_rejected() {
+    let err = with(|r| r.data.path = Some("x.csv".into())).unwrap_err();
+    assert_eq!(
+        err.message,
+        "data.path only applies with data.kind = \"csv\""
+    );
+}
+
+#[test]
+fn missing_csv_file_is_named() {
+    let err = with(|r| {
+        r.data.kind = Some("csv".into());
+        r.data.path = Some("no/such/file.csv".into());
+    })
+    .unwrap_err();
+    assert_eq!(err.key, "data.path");
+    assert!(err.message.contains("no/such/file.csv"), "{}", err.message);
+}
+
+#[test]
+fn memory_section_validates_sizes_and_combinations() {
+    let cfg = with(|r| {
+        r.memory.limit = Some(RawSize::Text("512MiB".into()));
+        r.memory.on_limit = Some("shrink".into());
+    })
+    .unwrap();
+    assert_eq!(cfg.memory.limit, Some(MemorySize::Bytes(512 << 20)));
+    assert_eq!(cfg.memory.on_limit, OnLimit::Shrink);
+    assert_eq!(cfg.memory.clear, ClearPolicy::BetweenRuns);
+    let pre = with(|r| r.memory.policy = Some("preallocate".into())).unwrap();
+    assert_eq!(pre.memory.preallocate, Some(MemorySize::Fraction(0.75)));
+    let err = with(|r| r.memory.limit = Some(RawSize::Text("lots".into()))).unwrap_err();
+    assert_eq!(
+        err.message,
+        "memory.limit must be a size like \"512MiB\" or \"2GB\", got \"lots\""
+    );
+    let err = with(|r| r.memory.on_limit = Some("shrink".into())).unwrap_err();
+    assert_eq!(
+        err.message,
+        "memory.on_limit = \"shrink\" needs memory.limit to be set"
+    );
+    let kept = with(|r| r.memory.preallocate = Some(RawSize::Text("1GiB".into()))).unwrap();
+    assert_eq!(kept.memory.preallocate, Some(MemorySize::Bytes(1 << 30)));
+    let err = with(|r| {
+        r.memory.policy = Some("preallocate".into());
+        r.memory.clear = Some("every_epoch".into());
+    })
+    .unwrap_err();
+    assert_eq!(err.key, "memory.clear");
+    let err = with(|r| {
+        r.memory.policy = Some("preallocate".into());
+        r.memory.preallocate = Some(RawSize::Text("1GiB".into()));
+        r.memory.limit = Some(RawSize::Text("512MiB".into()));
+    })
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "memory.preallocate (1GiB) is larger than memory.limit (512MiB)"
+    );
+}
+
+#[test]
+fn fractions_and_rates_are_range_checked() {
+    assert!(with(|r| r.data.validation_fraction = Some(1.0)).is_err());
+    assert!(with(|r| r.model.dropout = Some(-0.1)).is_err());
+    assert!(with(|r| r.train.lr = Some(f64::NAN)).is_err());
+    assert!(with(|r| r.train.lr = Some(0.0)).is_err());
+}

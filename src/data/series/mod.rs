@@ -1,0 +1,275 @@
+//! Univariate time series from CSV: loading with explicit gaps ([`Gaps`]), supervised
+//! [`windows`] for forecasting with the end of the series held out, and the two
+//! [`baselines`] a model must beat.
+
+mod baselines;
+mod windows;
+
+pub use baselines::{linear_trend, score, score_on_seasonal_subset, seasonal_naive, Errors};
+pub use windows::{standardizer, windows, Window, Windows};
+
+use std::path::{Path, PathBuf};
+
+use super::DataError as SeriesError;
+
+/// A column named by header or by zero-based index (negative counts from the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeriesColumn {
+    /// Zero-based position; -1 is the last column.
+    Index(i64),
+    /// Header name; needs a header row.
+    Name(String),
+}
+
+impl Default for SeriesColumn {
+    /// The last column.
+    fn default() -> Self {
+        Self::Index(-1)
+    }
+}
+
+/// How missing values (empty fields, or "NaN"/"nan"/"NA") are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gaps {
+    /// Refuse: the error names the first missing row (file:line) and the count, and lists the other choices.
+    Error,
+    /// Linear interpolation between the nearest present neighbours (a leading/trailing gap
+    /// takes the nearest present value).
+    ///
+    /// The series is filled as a whole, so a gap just before the holdout is interpolated toward
+    /// the first held-out value; `Previous` never looks ahead (but for a leading gap).
+    Interpolate,
+    /// Carry the last present value forward (a leading gap takes the first present value).
+    Previous,
+    /// Keep the gaps; windows that touch one are dropped (see [`windows`]).
+    Skip,
+}
+
+/// A loaded series: one value per row in file order, None where missing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// One value per row in file order, `None` where missing.
+    pub values: Vec<Option<f32>>,
+    /// How many values are missing.
+    pub missing: usize,
+    /// The value column's header, or "column N" (one-based) in a file without one.
+    pub name: String,
+    /// The file the series came from, for messages.
+    pub path: PathBuf,
+    /// The one-based file line of each value, for messages.
+    pub lines: Vec<usize>,
+}
+
+/// Whether a cell is a missing value rather than a number.
+fn is_missing(cell: &str) -> bool {
+    cell.is_empty() || cell.eq_ignore_ascii_case("nan") || cell.eq_ignore_ascii_case("na")
+}
+
+/// Reads the series in `column` of the CSV at `path`.
+///
+/// With `header: None` the first row is a header if the value column is named, or if its cell
+/// in the value column is neither a number nor a missing value. Only the value column is parsed;
+/// other columns (dates) are ignored. In a one-column file a blank line is a missing value (that
+/// is how pandas writes NaN there); in a wider file blank lines are skipped and a gap is an
+/// empty field.
+pub fn load_series(
+    path: &Path,
+    column: &SeriesColumn,
+    header: Option<bool>,
+) -> Result<Series, SeriesError> {
+    let text = std::fs::read_to_string(path).map_err(|e| SeriesError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    parse(&text, path, column, header)
+}
+
+fn parse(
+    text: &str,
+    path: &Path,
+    column: &SeriesColumn,
+    header: Option<bool>,
+) -> Result<Series, SeriesError> {
+    let file = path.display().to_string();
+    let format = |line: usize, message: String| SeriesError::Format {
+        path: file.clone(),
+        line,
+        message,
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let (bytes, mut scanned, mut line) = (text.as_bytes(), 0, 1);
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record
+            .map_err(|e| format(e.position().map_or(0, |p| p.line() as usize), e.to_string()))?;
+        // The reader's positions do not count the blank lines it skips (a record starts where the
+        // previous one ended), so step over them to find the line the record is really on.
+        let mut start = record
+            .position()
+            .map_or(0, |p| p.byte() as usize)
+            .max(scanned);
+        while bytes.get(start).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
+            start += 1;
+        }
+        line += bytes
+            .get(scanned..start)
+            .map_or(0, |s| s.iter().filter(|&&b| b == b'\n').count());
+        scanned = start;
+        rows.push((line, record));
+    }
+    let Some((first_line, first)) = rows.first() else {
+        return Err(SeriesError::Unusable(format!(
+            "{file}: the file has no rows"
+        )));
+    };
+    let width = first.len();
+    let (col, has_header) = match column {
+        SeriesColumn::Index(i) => {
+            let idx = if *i < 0 { width as i64 + i } else { *i };
+            let col = usize::try_from(idx).ok().filter(|&c| c < width);
+            let col = col.ok_or_else(|| {
+                let message = format!("value column {i} is out of range for {width} column(s)");
+                format(*first_line, message)
+            })?;
+            // Only the value column decides: a headerless file's other columns (ISO dates) need
+            // not be numbers, and taking its first row for a header would lose that row silently.
+            let cell = first.get(col).unwrap_or_default();
+            (
+                col,
+                header.unwrap_or(!is_missing(cell) && cell.parse::<f64>().is_err()),
+            )
+        }
+        SeriesColumn::Name(name) if header != Some(false) => {
+            let col = first.iter().position(|h| h == name).ok_or_else(|| {
+                let names: Vec<&str> = first.iter().collect();
+                let names = names.join(", ");
+                format(
+                    *first_line,
+                    format!("no column named {name:?} (columns: {names})"),
+                )
+            })?;
+            (col, true)
+        }
+        SeriesColumn::Name(name) => {
+            let message = format!("value column {name:?} needs a header row, and header = false");
+            return Err(format(*first_line, message));
+        }
+    };
+    let (name, label) = match has_header.then(|| first.get(col)).flatten() {
+        Some(h) => (h.to_string(), format!("column {} ({h:?})", col + 1)),
+        None => (format!("column {}", col + 1), format!("column {}", col + 1)),
+    };
+    let (mut values, mut lines) = (Vec::new(), Vec::new());
+    let mut previous = if has_header { *first_line } else { 0 };
+    for (line, record) in rows.iter().skip(usize::from(has_header)) {
+        // The CSV reader drops blank lines, which in a one-column file are the missing values.
+        if width == 1 {
+            for gap in previous + 1..*line {
+                values.push(None);
+                lines.push(gap);
+            }
+        }
+        previous = *line;
+        if record.len() != width {
+            let got = record.len();
+            return Err(format(
+                *line,
+                format!("expected {width} field(s) like the first row, got {got}"),
+            ));
+        }
+        let cell = record.get(col).unwrap_or_default();
+        let value = if is_missing(cell) {
+            None
+        } else {
+            let v = cell.parse::<f32>().ok().filter(|v| v.is_finite());
+            Some(v.ok_or_else(|| {
+                format(
+                    *line,
+                    format!("{label}: expected a finite number, got {cell:?}"),
+                )
+            })?)
+        };
+        values.push(value);
+        lines.push(*line);
+    }
+    let missing = values.iter().filter(|v| v.is_none()).count();
+    let present = values.len() - missing;
+    if present < 2 {
+        return Err(SeriesError::Unusable(format!(
+            "{file}: {label} has {present} value(s) in {} row(s); a series needs at least 2",
+            values.len()
+        )));
+    }
+    Ok(Series {
+        values,
+        missing,
+        name,
+        path: path.to_path_buf(),
+        lines,
+    })
+}
+
+impl Series {
+    /// Fills gaps per `gaps`; Error refuses (naming the first missing line and the count), Skip leaves them.
+    pub fn fill(&self, gaps: Gaps) -> Result<Vec<Option<f32>>, SeriesError> {
+        match gaps {
+            Gaps::Interpolate => Ok(fill_gaps(&self.values, true)),
+            Gaps::Previous => Ok(fill_gaps(&self.values, false)),
+            Gaps::Skip => Ok(self.values.clone()),
+            Gaps::Error => match self.values.iter().position(Option::is_none) {
+                None => Ok(self.values.clone()),
+                Some(first) => {
+                    let line = self.lines.get(first).copied().unwrap_or(0);
+                    let count = self.values.iter().filter(|v| v.is_none()).count();
+                    let rows = if count == 1 { "row" } else { "rows" };
+                    Err(SeriesError::Format {
+                        path: self.path.display().to_string(),
+                        line,
+                        message: format!(
+                            "value column {:?} is missing in {count} {rows} (first at line {line}); \
+                             set data.gaps = \"interpolate\", \"previous\" or \"skip\"",
+                            self.name
+                        ),
+                    })
+                }
+            },
+        }
+    }
+}
+
+/// Interpolates (or carries forward) over every gap; values stay `None` only if none is present.
+fn fill_gaps(values: &[Option<f32>], interpolate: bool) -> Vec<Option<f32>> {
+    let present: Vec<(usize, f32)> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.map(|v| (i, v)))
+        .collect();
+    let mut k = 0;
+    let mut out = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        if v.is_some() {
+            out.push(*v);
+            continue;
+        }
+        while present.get(k).is_some_and(|p| p.0 < i) {
+            k += 1;
+        }
+        let before = k.checked_sub(1).and_then(|j| present.get(j));
+        out.push(match (before, present.get(k)) {
+            (Some(&(i0, v0)), Some(&(i1, v1))) if interpolate => {
+                let t = (i - i0) as f64 / (i1 - i0) as f64;
+                Some((f64::from(v0) + (f64::from(v1) - f64::from(v0)) * t) as f32)
+            }
+            (Some(&(_, v0)), _) | (None, Some(&(_, v0))) => Some(v0),
+            (None, None) => None,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
