@@ -193,17 +193,15 @@ fn run(cli: Cli) -> Result<(), Error> {
                 .observer(Terminal::new(quiet))
                 .run()?;
             println!(
-                "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}, val accuracy {}, peak {} in use, \
-                 {} reserved ({}); {}",
+                "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}{}, peak {} in use, {} reserved \
+                 ({}); {}",
                 summary.name,
                 summary.epochs,
                 summary.steps,
                 summary.wall_time_s,
                 fmt_opt(summary.first_loss, 4),
                 fmt_opt(summary.final_loss, 4),
-                summary
-                    .metric("val_accuracy")
-                    .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
+                outcome(&summary),
                 format_bytes(summary.peak_bytes_in_use),
                 format_bytes(summary.peak_bytes_reserved),
                 summary.memory_source,
@@ -212,6 +210,32 @@ fn run(cli: Cli) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// The final validation metrics (`, val accuracy 85.3%`), with the baselines to read them
+/// against.
+fn outcome(summary: &crate::RunSummary) -> String {
+    let mut text = String::new();
+    for (key, value) in &summary.final_metrics {
+        if let Some(name) = key.strip_prefix("final_val_") {
+            text += &format!(", val {name} {}", format_metric(name, *value));
+        }
+    }
+    let baselines: Vec<String> = summary
+        .baselines
+        .iter()
+        .map(|(name, metrics)| {
+            let figures: Vec<String> = metrics
+                .iter()
+                .map(|(k, v)| format!("{k} {}", format_metric(k, *v)))
+                .collect();
+            format!("{name} {}", figures.join(" "))
+        })
+        .collect();
+    if !baselines.is_empty() {
+        text += &format!(" (baselines: {})", baselines.join(", "));
+    }
+    text
 }
 
 fn out_override(out: Option<PathBuf>) -> Vec<Override> {

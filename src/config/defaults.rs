@@ -35,3 +35,7 @@ pub const BATCH_SIZE: usize = 128;
 pub const LR: f64 = 1e-3;
 /// `memory.preallocate` with `policy = "preallocate"`: JAX's default share.
 pub const PREALLOCATE_FRACTION: f64 = 0.75;
+/// `data.season` (series): 1, the naive "same as the last value" forecast.
+pub const SEASON: usize = 1;
+/// `model.hidden` with `kind = "lstm"`.
+pub const LSTM_HIDDEN: [usize; 1] = [32];

@@ -58,7 +58,7 @@ pub struct RawDevice {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawModel {
-    /// Model kind: `mlp` or `cnn`.
+    /// Model kind: `mlp`, `cnn` or `lstm`.
     pub kind: Option<String>,
     /// CNN: the input image as `[channels, height, width]`.
     pub input: Option<Vec<i64>>,
@@ -70,7 +70,7 @@ pub struct RawModel {
     pub pool: Option<i64>,
     /// CNN: batch normalisation after each convolution.
     pub batch_norm: Option<bool>,
-    /// Hidden layer widths.
+    /// Hidden layer widths (mlp), or hidden sizes of the LSTM layers (lstm).
     pub hidden: Option<Vec<i64>>,
     /// `relu`, `gelu`, `tanh` or `sigmoid`.
     pub activation: Option<String>,
@@ -92,7 +92,7 @@ pub enum RawColumn {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawData {
-    /// `synthetic`, `csv` or `idx`.
+    /// `synthetic`, `csv`, `idx` or `series`.
     pub kind: Option<String>,
     /// Synthetic: number of samples.
     pub samples: Option<i64>,
@@ -106,8 +106,23 @@ pub struct RawData {
     pub noise: Option<f64>,
     /// CSV: file path, relative to the working directory.
     pub path: Option<String>,
-    /// CSV: the label column.
+    /// CSV: the label column (classification).
     pub label_column: Option<RawColumn>,
+    /// CSV: the target column (regression, instead of a label).
+    pub target_column: Option<RawColumn>,
+    /// Series: the value column (default: the last).
+    pub column: Option<RawColumn>,
+    /// Series: past values each forecast sees.
+    pub window: Option<i64>,
+    /// Series: values forecast at once (default 1).
+    pub horizon: Option<i64>,
+    /// Series: values at the end held out for validation (default: `validation_fraction` of
+    /// them).
+    pub holdout: Option<i64>,
+    /// Series: `none` (missing values are an error), `interpolate`, `previous` or `skip`.
+    pub gaps: Option<String>,
+    /// Series: the season of the seasonal-naive baseline, in steps.
+    pub season: Option<i64>,
     /// CSV: whether the first row is a header (detected when absent).
     pub header: Option<bool>,
     /// IDX: the images file (MNIST format; `.gz` is decompressed).

@@ -1,14 +1,57 @@
-//! CSV datasets: numeric feature columns and one integer label column.
+//! CSV datasets: numeric feature columns and one target column, an integer class label
+//! (`data.label_column`) or a value to predict (`data.target_column`).
 
-use super::{DataError, Sample};
+use super::{DataError, Row, Sample};
 use crate::config::{Column, CsvConfig};
 
-/// Reads `config.path`. Returns the samples, the number of features and the number of
-/// classes (largest label + 1).
+/// Reads a classification CSV (`config.label_column`). Returns the samples, the number of
+/// features and the number of classes (largest label + 1).
 ///
 /// Whether the first row is a header is detected when `config.header` is unset: it is a
 /// header if any of its cells is not a number. A path ending in `.gz` is decompressed.
 pub fn load_csv(config: &CsvConfig) -> Result<(Vec<Sample>, usize, usize), DataError> {
+    samples(read(config)?, config)
+}
+
+fn samples(
+    (records, features): Records,
+    config: &CsvConfig,
+) -> Result<(Vec<Sample>, usize, usize), DataError> {
+    let classes = records.iter().map(|r| r.1 as usize + 1).max().unwrap_or(0);
+    if classes < 2 {
+        return Err(DataError::Unusable(format!(
+            "{}: every label is 0; need at least 2 classes",
+            config.path.display()
+        )));
+    }
+    let samples = records
+        .into_iter()
+        .map(|(features, label)| Sample {
+            features,
+            label: label as usize,
+        })
+        .collect();
+    Ok((samples, features, classes))
+}
+
+/// Reads a regression CSV (`config.target_column`). Returns the rows (one target each) and the
+/// number of features.
+pub fn load_csv_rows(config: &CsvConfig) -> Result<(Vec<Row>, usize), DataError> {
+    let (records, features) = read(config)?;
+    let rows = records
+        .into_iter()
+        .map(|(features, target)| Row {
+            features,
+            targets: vec![target as f32],
+        })
+        .collect();
+    Ok((rows, features))
+}
+
+/// Each data row's features and target (a label, with a label column), and the feature count.
+type Records = (Vec<(Vec<f32>, f64)>, usize);
+
+fn read(config: &CsvConfig) -> Result<Records, DataError> {
     let path = config.path.display().to_string();
     let io = |message: String| DataError::Io {
         path: path.clone(),
@@ -27,11 +70,16 @@ pub fn load_csv(config: &CsvConfig) -> Result<(Vec<Sample>, usize, usize), DataE
     parse(&text, &path, config)
 }
 
-fn parse(
-    text: &str,
-    path: &str,
-    config: &CsvConfig,
-) -> Result<(Vec<Sample>, usize, usize), DataError> {
+fn parse(text: &str, path: &str, config: &CsvConfig) -> Result<Records, DataError> {
+    let (target_key, target_column, is_label) = match (&config.target_column, &config.label_column)
+    {
+        (Some(column), _) => ("data.target_column", column.clone(), false),
+        (None, column) => (
+            "data.label_column",
+            column.clone().unwrap_or(Column::Index(-1)),
+            true,
+        ),
+    };
     let format = |line: usize, message: String| DataError::Format {
         path: path.to_string(),
         line,
@@ -62,13 +110,13 @@ fn parse(
         .header
         .unwrap_or_else(|| first.iter().any(|cell| cell.parse::<f64>().is_err()));
     let header: Option<Vec<String>> = has_header.then(|| first.iter().map(String::from).collect());
-    let label = match &config.label_column {
+    let label = match &target_column {
         Column::Index(i) => {
             let idx = if *i < 0 { width as i64 + i } else { *i };
             if idx < 0 || idx >= width as i64 {
                 return Err(format(
                     rows[0].0,
-                    format!("data.label_column = {i} is out of range for {width} columns"),
+                    format!("{target_key} = {i} is out of range for {width} columns"),
                 ));
             }
             idx as usize
@@ -77,9 +125,7 @@ fn parse(
             let Some(header) = &header else {
                 return Err(format(
                     rows[0].0,
-                    format!(
-                        "data.label_column = \"{name}\" needs a header row, and this file has none"
-                    ),
+                    format!("{target_key} = \"{name}\" needs a header row, and this file has none"),
                 ));
             };
             header.iter().position(|h| h == name).ok_or_else(|| {
@@ -104,7 +150,6 @@ fn parse(
         None => format!("column {}", c + 1),
     };
     let mut samples = Vec::with_capacity(rows.len());
-    let mut classes = 0;
     for (line, record) in rows.iter().skip(usize::from(has_header)) {
         if record.len() != width {
             return Err(format(
@@ -116,10 +161,10 @@ fn parse(
             ));
         }
         let mut features = Vec::with_capacity(width - 1);
-        let mut class = 0;
+        let mut target = 0.0;
         for (c, cell) in record.iter().enumerate() {
-            if c == label {
-                class = cell.parse::<usize>().map_err(|_| {
+            if c == label && is_label {
+                target = cell.parse::<usize>().map_err(|_| {
                     format(
                         *line,
                         format!(
@@ -127,8 +172,21 @@ fn parse(
                             column_name(c)
                         ),
                     )
-                })?;
-                classes = classes.max(class + 1);
+                })? as f64;
+            } else if c == label {
+                target = cell
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| {
+                        format(
+                            *line,
+                            format!(
+                                "{}: target must be a finite number, got \"{cell}\"",
+                                column_name(c)
+                            ),
+                        )
+                    })?;
             } else {
                 let value = cell
                     .parse::<f32>()
@@ -146,22 +204,14 @@ fn parse(
                 features.push(value);
             }
         }
-        samples.push(Sample {
-            features,
-            label: class,
-        });
+        samples.push((features, target));
     }
     if samples.is_empty() {
         return Err(DataError::Unusable(format!(
             "{path}: the file has a header but no data rows"
         )));
     }
-    if classes < 2 {
-        return Err(DataError::Unusable(format!(
-            "{path}: every label is 0; need at least 2 classes"
-        )));
-    }
-    Ok((samples, width - 1, classes))
+    Ok((samples, width - 1))
 }
 
 #[cfg(test)]
@@ -171,16 +221,42 @@ mod tests {
     fn config(label: Column, header: Option<bool>) -> CsvConfig {
         CsvConfig {
             path: "t.csv".into(),
-            label_column: label,
+            label_column: Some(label),
+            target_column: None,
             header,
         }
+    }
+
+    fn parse_classes(
+        text: &str,
+        path: &str,
+        config: &CsvConfig,
+    ) -> Result<(Vec<Sample>, usize, usize), DataError> {
+        samples(parse(text, path, config)?, config)
+    }
+
+    #[test]
+    fn a_target_column_gives_rows_of_values() {
+        let cfg = CsvConfig {
+            target_column: Some(Column::Name("price".into())),
+            label_column: None,
+            ..config(Column::Index(-1), None)
+        };
+        let (records, features) = parse("a,price,b\n1,2.5,3\n4,-1e3,6\n", "t.csv", &cfg).unwrap();
+        assert_eq!(features, 2);
+        assert_eq!(records[1], (vec![4.0, 6.0], -1000.0));
+        let err = parse("a,price\n1,x\n", "t.csv", &cfg).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t.csv:2: column 2 (\"price\"): target must be a finite number, got \"x\""
+        );
     }
 
     #[test]
     fn detects_a_header_and_finds_the_label_by_name() {
         let text = "a,label,b\n1,0,2\n3,1,4\n";
         let (samples, features, classes) =
-            parse(text, "t.csv", &config(Column::Name("label".into()), None)).unwrap();
+            parse_classes(text, "t.csv", &config(Column::Name("label".into()), None)).unwrap();
         assert_eq!((features, classes), (2, 2));
         assert_eq!(
             samples[1],
@@ -194,7 +270,7 @@ mod tests {
     #[test]
     fn headerless_files_use_the_last_column_by_default() {
         let (samples, features, classes) =
-            parse("1,2,0\n3,4,2\n", "t.csv", &config(Column::Index(-1), None)).unwrap();
+            parse_classes("1,2,0\n3,4,2\n", "t.csv", &config(Column::Index(-1), None)).unwrap();
         assert_eq!((samples.len(), features, classes), (2, 2, 3));
     }
 
@@ -220,17 +296,19 @@ mod tests {
 
     #[test]
     fn errors_name_line_and_column() {
-        let err = parse("1,2,0\n3,x,1\n", "t.csv", &config(Column::Index(-1), None)).unwrap_err();
+        let err =
+            parse_classes("1,2,0\n3,x,1\n", "t.csv", &config(Column::Index(-1), None)).unwrap_err();
         assert_eq!(
             err.to_string(),
             "t.csv:2: column 2: expected a finite number, got \"x\""
         );
-        let err = parse("1,2,0\n3,1\n", "t.csv", &config(Column::Index(-1), None)).unwrap_err();
+        let err =
+            parse_classes("1,2,0\n3,1\n", "t.csv", &config(Column::Index(-1), None)).unwrap_err();
         assert_eq!(
             err.to_string(),
             "t.csv:2: expected 3 columns like the first row, got 2"
         );
-        let err = parse(
+        let err = parse_classes(
             "a,y\n1,-1\n",
             "t.csv",
             &config(Column::Name("y".into()), None),
@@ -240,7 +318,7 @@ mod tests {
             err.to_string(),
             "t.csv:2: column 2 (\"y\"): label must be a non-negative integer, got \"-1\""
         );
-        let err = parse(
+        let err = parse_classes(
             "a,y\n1,1\n",
             "t.csv",
             &config(Column::Name("z".into()), None),
@@ -251,6 +329,6 @@ mod tests {
                 .contains("no column named \"z\" (columns: a, y)"),
             "{err}"
         );
-        assert!(parse("", "t.csv", &config(Column::Index(-1), None)).is_err());
+        assert!(parse_classes("", "t.csv", &config(Column::Index(-1), None)).is_err());
     }
 }

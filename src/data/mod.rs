@@ -1,17 +1,20 @@
-//! Datasets and batching: synthetic classification, CSV files and MNIST-format (IDX) files, split into training and
-//! validation sets, and turned into tensors by a Burn [`Batcher`](burn::data::dataloader::batcher::Batcher).
+//! Datasets and batching: synthetic classification, CSV files (a class label or a value to
+//! predict), MNIST-format (IDX) files and time series, split into training and validation sets,
+//! and turned into tensors by Burn [`Batcher`](burn::data::dataloader::batcher::Batcher)s.
 
 mod batcher;
 mod csv;
 mod idx;
 mod loader;
+mod rows;
 pub mod series;
 mod synthetic;
 
 pub use batcher::{ClassificationBatch, ClassificationBatcher, Row, RowBatch, RowBatcher};
-pub use csv::load_csv;
+pub use csv::{load_csv, load_csv_rows};
 pub use idx::load_idx;
 pub use loader::{item_loader, loader, Collect};
+pub use rows::{load_csv_regression, load_series_forecast, Baseline, RowData};
 pub use synthetic::generate;
 
 use rand::rngs::StdRng;
@@ -68,12 +71,19 @@ pub enum DataError {
     Unusable(String),
 }
 
-/// Loads the configured dataset and splits it with `seed`.
+/// Loads the configured classification dataset and splits it with `seed`. Regression data
+/// (a CSV target column, a series) loads through [`load_csv_regression`] and
+/// [`load_series_forecast`].
 pub fn load(config: &DataConfig, seed: u64) -> Result<Dataset, DataError> {
     let (samples, features, classes) = match &config.source {
         DataSource::Synthetic(s) => (generate(s), s.features, s.classes),
-        DataSource::Csv(c) => load_csv(c)?,
+        DataSource::Csv(c) if c.target_column.is_none() => load_csv(c)?,
         DataSource::Idx(c) => load_idx(c)?,
+        DataSource::Csv(_) | DataSource::Series(_) => {
+            return Err(DataError::Unusable(
+                "this data has values to predict, not classes: load it as rows".into(),
+            ))
+        }
     };
     let mut dataset = split(
         samples,

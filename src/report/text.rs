@@ -56,7 +56,11 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
             last.loss.map_or("-".into(), |l| format!("{l:.4}")),
             last.metrics
                 .iter()
-                .filter_map(|(k, v)| Some(format!("; {} {}", k, format_metric(k, (*v)?))))
+                .filter_map(|(k, v)| Some(format!(
+                    "; {} {}",
+                    k.replacen('_', " ", 1),
+                    format_metric(k, (*v)?)
+                )))
                 .collect::<String>(),
         );
     }

@@ -96,6 +96,17 @@ pub trait Task {
         "custom".into()
     }
 
+    /// Lines worth telling the user before training (what loading the data did).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Simple predictors scored on the validation data, to compare the model with: name, then
+    /// metric name (as in [`StepOutput`]) and value. `summary.json` keeps them as `baselines`.
+    fn baselines(&self) -> Baselines {
+        Baselines::new()
+    }
+
     /// Builds a freshly initialised model on `device` (an autodiff device during training).
     fn model(&self, device: &Device) -> Self::Model;
 
@@ -119,6 +130,9 @@ pub trait Task {
         self.step(model, batch, cx)
     }
 }
+
+/// Baselines by name, each with its metrics by name.
+pub type Baselines = std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>>;
 
 /// The datasets of a task.
 #[derive(Clone)]

@@ -8,7 +8,7 @@ use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::InMemDataset;
 use burn::tensor::Device;
 
-use super::{Compute, Splits, StepOutput, Task};
+use super::{Baselines, Compute, Splits, StepOutput, Task};
 use crate::data::{Row, RowBatch, RowBatcher};
 use crate::model::Network;
 
@@ -19,6 +19,8 @@ pub struct Regress<N> {
     build: Box<dyn Fn(&Device) -> N>,
     data: Splits<Row>,
     unit_scale: f64,
+    notes: Vec<String>,
+    baselines: Baselines,
 }
 
 impl<N: Network> Regress<N> {
@@ -38,7 +40,27 @@ impl<N: Network> Regress<N> {
                 (!valid.is_empty()).then(|| Arc::new(InMemDataset::new(valid)) as _),
             ),
             unit_scale,
+            notes: Vec::new(),
+            baselines: Baselines::new(),
         }
+    }
+
+    /// Lines to show before training.
+    pub fn with_notes(mut self, notes: Vec<String>) -> Self {
+        self.notes = notes;
+        self
+    }
+
+    /// Baselines to compare the model with, each a name and its `mae` and `rmse`.
+    pub fn with_baselines(mut self, baselines: Vec<(String, [(&str, f64); 2])>) -> Self {
+        self.baselines = baselines
+            .into_iter()
+            .map(|(name, metrics)| {
+                let metrics = metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+                (name, metrics)
+            })
+            .collect();
+        self
     }
 
     /// Renames the task (e.g. `forecast`).
@@ -68,6 +90,14 @@ impl<N: Network> Task for Regress<N> {
 
     fn name(&self) -> String {
         self.name.clone()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+
+    fn baselines(&self) -> Baselines {
+        self.baselines.clone()
     }
 
     fn model(&self, device: &Device) -> N {

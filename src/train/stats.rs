@@ -32,6 +32,7 @@ pub(super) struct Identity {
     pub(super) backend: String,
     pub(super) execution: String,
     pub(super) precision: String,
+    pub(super) baselines: crate::task::Baselines,
 }
 
 impl Stats {
@@ -97,6 +98,7 @@ impl Stats {
             growth_alarm: governor.growth_alarm(),
             checkpoint: self.checkpoint,
             wall_time_s,
+            baselines: id.baselines,
             final_metrics: self.final_metrics,
         }
     }

@@ -88,6 +88,10 @@ pub struct RunSummary {
     pub checkpoint: Option<PathBuf>,
     /// Wall time of the run.
     pub wall_time_s: f64,
+    /// Simple predictors scored on the validation data (a forecast's seasonal-naive and
+    /// linear-trend errors), to read the final metrics against.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub baselines: BTreeMap<String, BTreeMap<String, f64>>,
     /// The task's metrics after the last epoch, keyed `final_val_<name>` and
     /// `final_train_<name>` (`final_val_accuracy`, `final_val_rmse`). Last, so that reading
     /// the file back gives it only the keys no other field took.

@@ -80,7 +80,7 @@ impl Trainer {
         let prepared = Governor::prepare(&config.memory, &device)?;
         let run_dir = run_dir::create(&config.run.output_dir, &config.run.name)?;
         observer.message(&format!("run directory: {}", run_dir.display()));
-        for note in notes(&config) {
+        for note in notes(&config).into_iter().chain(task.notes()) {
             observer.message(&note);
         }
         run_dir::write_config(&run_dir, &config, &task.name(), builtin)?;
@@ -93,6 +93,7 @@ impl Trainer {
             backend: config.device.backend.to_string(),
             execution: execution.to_string(),
             precision: precision.to_string(),
+            baselines: task.baselines(),
         };
         let mut stats = Stats::default();
         let checkpointer = Checkpointer::new(&run_dir);

@@ -7,59 +7,106 @@ use crate::config::defaults;
 use crate::config::raw::*;
 use crate::config::types::*;
 
-/// An error if a key is present that only applies with another `data.kind`.
-fn misplaced_key(key: &str, present: bool, with: &str) -> Result<()> {
-    if present {
+/// The keys that only some kinds take, with those kinds.
+const KIND_KEYS: &[(&str, &[&str])] = &[
+    ("samples", &["synthetic"]),
+    ("features", &["synthetic"]),
+    ("classes", &["synthetic"]),
+    ("seed", &["synthetic"]),
+    ("noise", &["synthetic"]),
+    ("path", &["csv", "series"]),
+    ("header", &["csv", "series"]),
+    ("label_column", &["csv"]),
+    ("target_column", &["csv"]),
+    ("images", &["idx"]),
+    ("labels", &["idx"]),
+    ("column", &["series"]),
+    ("window", &["series"]),
+    ("horizon", &["series"]),
+    ("holdout", &["series"]),
+    ("gaps", &["series"]),
+    ("season", &["series"]),
+    ("stratify", &["synthetic", "csv", "idx"]),
+];
+
+/// The kind-specific keys present in `raw`.
+fn present(raw: &RawData) -> Vec<&'static str> {
+    [
+        ("samples", raw.samples.is_some()),
+        ("features", raw.features.is_some()),
+        ("classes", raw.classes.is_some()),
+        ("seed", raw.seed.is_some()),
+        ("noise", raw.noise.is_some()),
+        ("path", raw.path.is_some()),
+        ("header", raw.header.is_some()),
+        ("label_column", raw.label_column.is_some()),
+        ("target_column", raw.target_column.is_some()),
+        ("images", raw.images.is_some()),
+        ("labels", raw.labels.is_some()),
+        ("column", raw.column.is_some()),
+        ("window", raw.window.is_some()),
+        ("horizon", raw.horizon.is_some()),
+        ("holdout", raw.holdout.is_some()),
+        ("gaps", raw.gaps.is_some()),
+        ("season", raw.season.is_some()),
+        ("stratify", raw.stratify.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, here)| here.then_some(key))
+    .collect()
+}
+
+/// An error for the first key of `raw` that does not apply to `kind`.
+fn misplaced(raw: &RawData, kind: &str) -> Result<()> {
+    for key in present(raw) {
+        let (_, kinds) = KIND_KEYS
+            .iter()
+            .find(|(k, _)| *k == key)
+            .expect("every present key is listed");
+        if !kinds.contains(&kind) {
+            let with: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
+            return Err(Invalid::new(
+                &format!("data.{key}"),
+                format_args!("only applies with data.kind = {}", with.join(" or ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn existing(key: &str, path: Option<String>, kind: &str) -> Result<PathBuf> {
+    let path = path.ok_or_else(|| {
+        Invalid::new(key, format_args!("is required with data.kind = \"{kind}\""))
+    })?;
+    let path = PathBuf::from(path);
+    if path.is_file() {
+        Ok(path)
+    } else {
         Err(Invalid::new(
             key,
-            format_args!("only applies with data.kind = \"{with}\""),
+            format_args!("names a file that does not exist: {}", path.display()),
         ))
-    } else {
-        Ok(())
+    }
+}
+
+fn column(raw: RawColumn) -> Column {
+    match raw {
+        RawColumn::Index(i) => Column::Index(i),
+        RawColumn::Name(n) => Column::Name(n),
     }
 }
 
 pub(super) fn data(raw: RawData) -> Result<DataConfig> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Kind {
-        Synthetic,
-        Csv,
-        Idx,
-    }
+    let kinds = ["synthetic", "csv", "idx", "series"];
     let kind = choice(
         "data.kind",
         raw.kind.as_deref(),
-        Kind::Synthetic,
-        &[
-            ("synthetic", Kind::Synthetic),
-            ("csv", Kind::Csv),
-            ("idx", Kind::Idx),
-        ],
+        "synthetic",
+        &kinds.map(|k| (k, k)),
     )?;
-    let existing = |key: &str, path: Option<String>, kind: &str| -> Result<PathBuf> {
-        let path = path.ok_or_else(|| {
-            Invalid::new(key, format_args!("is required with data.kind = \"{kind}\""))
-        })?;
-        let path = PathBuf::from(path);
-        if path.is_file() {
-            Ok(path)
-        } else {
-            Err(Invalid::new(
-                key,
-                format_args!("names a file that does not exist: {}", path.display()),
-            ))
-        }
-    };
-    if kind != Kind::Idx {
-        misplaced_key("data.images", raw.images.is_some(), "idx")?;
-        misplaced_key("data.labels", raw.labels.is_some(), "idx")?;
-    }
-    let misplaced = misplaced_key;
+    misplaced(&raw, kind)?;
     let source = match kind {
-        Kind::Synthetic => {
-            misplaced("data.path", raw.path.is_some(), "csv")?;
-            misplaced("data.label_column", raw.label_column.is_some(), "csv")?;
-            misplaced("data.header", raw.header.is_some(), "csv")?;
+        "synthetic" => {
             let classes = positive("data.classes", raw.classes, defaults::CLASSES)?;
             if classes < 2 {
                 return Err(Invalid::new(
@@ -81,55 +128,49 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
                 )?,
             })
         }
-        Kind::Csv => {
-            for (key, present) in [
-                ("data.samples", raw.samples.is_some()),
-                ("data.features", raw.features.is_some()),
-                ("data.classes", raw.classes.is_some()),
-                ("data.seed", raw.seed.is_some()),
-                ("data.noise", raw.noise.is_some()),
-            ] {
-                misplaced(key, present, "synthetic")?;
+        "csv" => {
+            if raw.label_column.is_some() && raw.target_column.is_some() {
+                return Err(Invalid::new(
+                    "data.target_column",
+                    "makes the run a regression, and data.label_column a classification; set one",
+                ));
             }
-            let path = existing("data.path", raw.path, "csv")?;
+            if raw.target_column.is_some() && raw.stratify == Some(true) {
+                return Err(Invalid::new(
+                    "data.stratify",
+                    "needs classes (data.label_column); a regression target has none",
+                ));
+            }
+            let target_column = raw.target_column.clone().map(column);
             DataSource::Csv(CsvConfig {
-                path,
-                label_column: match raw.label_column {
-                    None => Column::Index(-1),
-                    Some(RawColumn::Index(i)) => Column::Index(i),
-                    Some(RawColumn::Name(n)) => Column::Name(n),
+                path: existing("data.path", raw.path.clone(), "csv")?,
+                label_column: match (&target_column, raw.label_column.clone()) {
+                    (Some(_), _) => None,
+                    (None, label) => Some(label.map_or(Column::Index(-1), column)),
                 },
+                target_column,
                 header: raw.header,
             })
         }
-        Kind::Idx => {
-            for (key, present, with) in [
-                ("data.samples", raw.samples.is_some(), "synthetic"),
-                ("data.features", raw.features.is_some(), "synthetic"),
-                ("data.classes", raw.classes.is_some(), "synthetic"),
-                ("data.seed", raw.seed.is_some(), "synthetic"),
-                ("data.noise", raw.noise.is_some(), "synthetic"),
-                ("data.path", raw.path.is_some(), "csv"),
-                ("data.label_column", raw.label_column.is_some(), "csv"),
-                ("data.header", raw.header.is_some(), "csv"),
-            ] {
-                misplaced(key, present, with)?;
-            }
-            DataSource::Idx(IdxConfig {
-                images: existing("data.images", raw.images, "idx")?,
-                labels: existing("data.labels", raw.labels, "idx")?,
-            })
-        }
+        "idx" => DataSource::Idx(IdxConfig {
+            images: existing("data.images", raw.images.clone(), "idx")?,
+            labels: existing("data.labels", raw.labels.clone(), "idx")?,
+        }),
+        _ => DataSource::Series(series(&raw)?),
     };
     // Files get the treatment real data needs; synthetic data is generated centred, scaled and
     // balanced, and keeps its plain seeded split so that the benchmark workloads stay
-    // comparable from version to version.
+    // comparable from version to version. Only classes can be stratified.
     let from_file = !matches!(source, DataSource::Synthetic(_));
-    let standardize = raw.standardize.unwrap_or(from_file);
+    let classes = match &source {
+        DataSource::Csv(c) => c.target_column.is_none(),
+        DataSource::Series(_) => false,
+        DataSource::Synthetic(_) | DataSource::Idx(_) => true,
+    };
     Ok(DataConfig {
         source,
-        standardize,
-        stratify: raw.stratify.unwrap_or(from_file),
+        standardize: raw.standardize.unwrap_or(from_file),
+        stratify: raw.stratify.unwrap_or(from_file && classes),
         validation_fraction: finite_in(
             "data.validation_fraction",
             raw.validation_fraction
@@ -143,5 +184,39 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
             raw.num_workers,
             defaults::NUM_WORKERS as u64,
         )? as usize,
+    })
+}
+
+fn series(raw: &RawData) -> Result<SeriesConfig> {
+    let window = raw.window.ok_or_else(|| {
+        Invalid::new(
+            "data.window",
+            "is required with data.kind = \"series\": how many past values each forecast sees",
+        )
+    })?;
+    let gaps = choice(
+        "data.gaps",
+        raw.gaps.as_deref(),
+        GapPolicy::Interpolate,
+        &[
+            GapPolicy::None,
+            GapPolicy::Interpolate,
+            GapPolicy::Previous,
+            GapPolicy::Skip,
+        ]
+        .map(|g| (g.name(), g)),
+    )?;
+    Ok(SeriesConfig {
+        path: existing("data.path", raw.path.clone(), "series")?,
+        column: raw.column.clone().map_or(Column::Index(-1), column),
+        header: raw.header,
+        window: positive("data.window", Some(window), 0)?,
+        horizon: positive("data.horizon", raw.horizon, 1)?,
+        holdout: raw
+            .holdout
+            .map(|h| positive("data.holdout", Some(h), 0))
+            .transpose()?,
+        gaps,
+        season: positive("data.season", raw.season, defaults::SEASON)?,
     })
 }

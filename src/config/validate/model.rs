@@ -10,12 +10,13 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
     enum Kind {
         Mlp,
         Cnn,
+        Lstm,
     }
     let kind = choice(
         "model.kind",
         raw.kind.as_deref(),
         Kind::Mlp,
-        &[("mlp", Kind::Mlp), ("cnn", Kind::Cnn)],
+        &[("mlp", Kind::Mlp), ("cnn", Kind::Cnn), ("lstm", Kind::Lstm)],
     )?;
     let activation = choice(
         "model.activation",
@@ -43,6 +44,35 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
             .collect()
     };
     match kind {
+        Kind::Lstm => {
+            for (key, present) in [
+                ("model.input", raw.input.is_some()),
+                ("model.channels", raw.channels.is_some()),
+                ("model.kernel_size", raw.kernel_size.is_some()),
+                ("model.pool", raw.pool.is_some()),
+                ("model.batch_norm", raw.batch_norm.is_some()),
+                ("model.activation", raw.activation.is_some()),
+                ("model.dropout", raw.dropout.is_some()),
+            ] {
+                if present {
+                    return Err(Invalid::new(
+                        key,
+                        "does not apply with model.kind = \"lstm\" (it takes model.hidden)",
+                    ));
+                }
+            }
+            let hidden = match raw.hidden {
+                None => defaults::LSTM_HIDDEN.to_vec(),
+                Some(values) => widths("model.hidden", values)?,
+            };
+            if hidden.is_empty() {
+                return Err(Invalid::new(
+                    "model.hidden",
+                    "needs at least one LSTM layer",
+                ));
+            }
+            Ok(ModelConfig::Lstm(LstmConfig { hidden }))
+        }
         Kind::Mlp => {
             for (key, present) in [
                 ("model.input", raw.input.is_some()),

@@ -1,0 +1,140 @@
+//! The validated configuration. Every value here has passed its checks, so code that takes a
+//! [`RunConfig`] never re-validates. It serialises in the same shape as
+//! [`RawConfig`](super::RawConfig), which is how a run writes its resolved `config.toml`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+mod data;
+mod memory;
+mod model;
+mod train;
+
+pub use super::size::MemorySize;
+pub use data::*;
+pub use memory::*;
+pub use model::*;
+pub use train::*;
+
+/// A complete, validated run configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunConfig {
+    /// `[run]`.
+    pub run: RunSection,
+    /// `[device]`.
+    pub device: DeviceConfig,
+    /// `[model]`.
+    pub model: ModelConfig,
+    /// `[data]`.
+    pub data: DataConfig,
+    /// `[train]`.
+    pub train: TrainConfig,
+    /// `[memory]`.
+    pub memory: MemoryConfig,
+}
+
+/// `[run]`: identity and output location.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSection {
+    /// Run name; also the run directory's name.
+    pub name: String,
+    /// Seed for initialisation and shuffling.
+    pub seed: u64,
+    /// Directory holding run directories.
+    pub output_dir: PathBuf,
+}
+
+impl RunSection {
+    /// The directory this run writes: `<output_dir>/<name>`.
+    pub fn run_dir(&self) -> PathBuf {
+        self.output_dir.join(&self.name)
+    }
+}
+
+/// A compute backend. Which ones can run depends on the cargo features the binary was built
+/// with; see [`crate::backend`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Burn's pure-Rust CPU backend (always compiled in).
+    Flex,
+    /// CubeCL's CPU runtime (feature `cpu`).
+    Cpu,
+    /// NVIDIA CUDA (feature `cuda`).
+    Cuda,
+    /// wgpu: Vulkan, Metal or DirectX (feature `wgpu`).
+    Wgpu,
+}
+
+impl Backend {
+    /// Every backend, in the order the docs list them.
+    pub const ALL: [Backend; 4] = [Backend::Flex, Backend::Cpu, Backend::Cuda, Backend::Wgpu];
+
+    /// The name used in configs and in the cargo feature that enables it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Flex => "flex",
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+            Backend::Wgpu => "wgpu",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `[device]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceConfig {
+    /// The backend to run on.
+    pub backend: Backend,
+    /// Device index within that backend.
+    pub index: usize,
+    /// How operations run; `None`: the way this build runs them ([`Execution::BUILT`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Execution>,
+}
+
+/// How a CubeCL backend executes tensor operations: the stand-in for TensorFlow's eager mode
+/// and `tf.function`.
+///
+/// In Burn 0.22 this is a property of the build, not of a device: with Burn's `fusion` feature
+/// (tidemark's `fused`), CubeCL devices queue operations lazily and run them as fused,
+/// autotuned kernels; without it, every operation launches on its own. flex has one mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Execution {
+    /// One kernel per operation.
+    Eager,
+    /// Burn's fusion: a lazy operation stream compiled into fused, autotuned kernels.
+    Fused,
+}
+
+impl Execution {
+    /// The mode this build runs CubeCL backends in.
+    pub const BUILT: Execution = if cfg!(feature = "fused") {
+        Execution::Fused
+    } else {
+        Execution::Eager
+    };
+
+    /// The name used in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Execution::Eager => "eager",
+            Execution::Fused => "fused",
+        }
+    }
+}
+
+impl fmt::Display for Execution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
