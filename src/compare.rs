@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::config::{ClearPolicy, MemoryPolicyKind, MemorySize, OnLimit, RunConfig};
+use crate::config::{defaults, ClearPolicy, ConfigBuilder, MemorySize, OnLimit, RunConfig};
 use crate::error::Error;
 use crate::memory::{format_bytes, format_signed_bytes};
 use crate::memory::{read_snapshots, write_atomic, Event, Observer, Snapshot};
@@ -111,36 +111,45 @@ pub fn compare(
     let mut rows = Vec::new();
     let mut series = Vec::new();
     for policy in order {
-        let mut cfg = config.clone();
-        cfg.run.output_dir = dir.clone();
-        cfg.run.name = policy.name().into();
-        cfg.memory.policy = MemoryPolicyKind::Growth;
-        cfg.memory.limit = None;
-        cfg.memory.on_limit = OnLimit::Fail;
-        cfg.memory.clear = ClearPolicy::BetweenRuns;
         let peak_share =
             |share: f64| growth.map(|(peak, _, _)| MemorySize::Bytes((peak as f64 * share) as u64));
-        match policy {
-            ComparePolicy::Growth => {}
-            ComparePolicy::Preallocate => {
-                cfg.memory.policy = MemoryPolicyKind::Preallocate;
-                cfg.memory.preallocate = config
+        let base = ConfigBuilder::from_config(config)
+            .name(policy.name())
+            .output_dir(&dir)
+            .growth()
+            .no_memory_limit()
+            .clear(ClearPolicy::BetweenRuns);
+        let variant = match policy {
+            ComparePolicy::Growth => base,
+            ComparePolicy::Preallocate => base.preallocate(
+                config
                     .memory
                     .preallocate
-                    .or(growth.map(|(_, _, reserved)| MemorySize::Bytes(reserved / 4 * 5)));
-            }
-            ComparePolicy::Limit => cfg.memory.limit = config.memory.limit.or(peak_share(1.25)),
+                    .or(growth.map(|(_, _, reserved)| MemorySize::Bytes(reserved / 4 * 5)))
+                    .unwrap_or(MemorySize::Fraction(defaults::PREALLOCATE_FRACTION)),
+            ),
+            ComparePolicy::Limit => match config.memory.limit.or(peak_share(1.25)) {
+                Some(limit) => base.memory_limit(limit, OnLimit::Fail),
+                None => base,
+            },
+            // Without a growth run to size it, there is no limit to shrink under, and the
+            // builder's validation says so in the row.
             ComparePolicy::Shrink => {
-                cfg.memory.limit = growth
-                    .map(|(peak, rest, _)| MemorySize::Bytes(rest + peak.saturating_sub(rest) / 2));
-                cfg.memory.on_limit = OnLimit::Shrink;
+                let mut base = base;
+                if let Some((peak, rest, _)) = growth {
+                    let limit = MemorySize::Bytes(rest + peak.saturating_sub(rest) / 2);
+                    base = base.memory_limit(limit, OnLimit::Shrink);
+                } else {
+                    base.raw_mut().memory.on_limit = Some("shrink".into());
+                }
+                base
             }
-            ComparePolicy::Never => cfg.memory.clear = ClearPolicy::Never,
-        }
-        if cfg.memory.policy == MemoryPolicyKind::Preallocate && cfg.memory.preallocate.is_none() {
-            cfg.memory.preallocate = Some(MemorySize::Fraction(0.75));
-        }
-        let outcome = Trainer::new(cfg).observer(observer(policy)).run();
+            ComparePolicy::Never => base.clear(ClearPolicy::Never),
+        };
+        let outcome = variant
+            .build()
+            .map_err(Error::Config)
+            .and_then(|cfg| Trainer::new(cfg).observer(observer(policy)).run());
         let row = match outcome {
             Ok(summary) => {
                 let snapshots = read_snapshots(&summary.run_dir.join("snapshots.jsonl"))

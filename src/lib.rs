@@ -45,6 +45,9 @@ pub mod sweep;
 pub mod task;
 pub mod train;
 
+#[doc = include_str!("../docs/custom-models.md")]
+pub mod guide {}
+
 pub use error::Error;
 pub use task::Task;
 pub use train::RunSummary;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::config::RunConfig;
+use crate::config::{ConfigBuilder, RunConfig};
 use crate::error::Error;
 use crate::memory::write_atomic;
 use crate::memory::Observer;
@@ -80,10 +80,11 @@ pub fn sweep(
         .join(format!("{}-sweep", config.run.name));
     let mut rows = Vec::with_capacity(runs);
     for run in 1..=runs {
-        let mut cfg = config.clone();
-        cfg.run.output_dir = dir.clone();
-        cfg.run.name = format!("run-{run:02}");
-        cfg.run.seed = config.run.seed + run as u64 - 1;
+        let cfg = ConfigBuilder::from_config(config)
+            .output_dir(&dir)
+            .name(format!("run-{run:02}"))
+            .seed(config.run.seed + run as u64 - 1)
+            .build()?;
         let summary = Trainer::new(cfg).observer(observer(run)).run()?;
         let retained = summary
             .retained

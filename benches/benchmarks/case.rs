@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 use tidemark::config::{
-    load, Backend, ClearPolicy, DataSource, MemoryPolicyKind, MemorySize, OnLimit, RunConfig,
+    load, Backend, ClearPolicy, ConfigBuilder, DataSource, MemorySize, OnLimit, RunConfig,
 };
 use tidemark::memory::MemorySource;
 use tidemark::report::{read_snapshots, Event};
@@ -51,14 +51,23 @@ pub fn workload_config(path: &str, backend: Backend, quick: bool, out: &Path) ->
     ]
     .map(|o| tidemark::config::Override::parse(&o).expect("a valid override"));
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut cfg = load(&root.join(path), &overrides).expect("the workload config loads");
-    if quick {
-        cfg.train.epochs = 1;
-        if let DataSource::Synthetic(s) = &mut cfg.data.source {
-            s.samples = s.samples.min(1024);
-        }
+    let cfg = load(&root.join(path), &overrides).expect("the workload config loads");
+    if !quick {
+        return cfg;
     }
-    cfg
+    variant(&cfg, |mut b| {
+        if let DataSource::Synthetic(s) = &cfg.data.source {
+            b.raw_mut().data.samples = Some(s.samples.min(1024) as i64);
+        }
+        b.epochs(1)
+    })
+}
+
+/// A variant of `cfg`, built and validated again as a file would be.
+pub fn variant(cfg: &RunConfig, edit: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> RunConfig {
+    edit(ConfigBuilder::from_config(cfg))
+        .build()
+        .expect("the benchmark's variant validates")
 }
 
 /// The growth case's peak of the figure a limit is checked against: in use on the host,
@@ -78,43 +87,33 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
 
 pub fn run(spec: &CaseSpec) -> CaseResult {
     let out = tempfile::tempdir().expect("a temporary directory");
-    let mut cfg = config(spec, out.path());
-    cfg.memory.clear = ClearPolicy::Never;
+    let cfg = config(spec, out.path());
+    let base = ConfigBuilder::from_config(&cfg).clear(ClearPolicy::Never);
     let needs_growth = || CaseResult {
         note: "needs the growth case's figures".into(),
         ..CaseResult::default()
     };
-    match spec.policy {
-        Policy::Bare | Policy::Growth => {}
-        Policy::Preallocate => {
-            let Some(g) = spec.growth else {
-                return needs_growth();
-            };
-            cfg.memory.policy = MemoryPolicyKind::Preallocate;
-            cfg.memory.preallocate = Some(MemorySize::Bytes(g.peak_reserved * 5 / 4));
+    let builder = match (spec.policy, spec.growth) {
+        (Policy::Bare | Policy::Growth, _) => base,
+        (Policy::Clear, _) => base.clear(ClearPolicy::BetweenRuns),
+        (Policy::Preallocate | Policy::Limit | Policy::LimitShrink, None) => return needs_growth(),
+        (Policy::Preallocate, Some(g)) => {
+            base.preallocate(MemorySize::Bytes(g.peak_reserved * 5 / 4))
         }
-        Policy::Limit => {
-            let Some(g) = spec.growth else {
-                return needs_growth();
-            };
-            cfg.memory.limit = Some(MemorySize::Bytes(held_peak(spec, g) * 5 / 4));
+        (Policy::Limit, Some(g)) => {
+            base.memory_limit(MemorySize::Bytes(held_peak(spec, g) * 5 / 4), OnLimit::Fail)
         }
-        Policy::LimitShrink => {
-            let Some(g) = spec.growth else {
-                return needs_growth();
-            };
+        (Policy::LimitShrink, Some(g)) => {
             let peak = held_peak(spec, g);
             let rest = g.rest_in_use.min(peak);
-            cfg.memory.limit = Some(MemorySize::Bytes(rest + (peak - rest) / 2));
-            cfg.memory.on_limit = OnLimit::Shrink;
+            base.memory_limit(MemorySize::Bytes(rest + (peak - rest) / 2), OnLimit::Shrink)
         }
-        Policy::Clear => cfg.memory.clear = ClearPolicy::BetweenRuns,
-    }
+    };
+    let cfg = builder.build().expect("the case's config validates");
     // The process's first run pays for one-time state (thread pools, the allocator's
     // thresholds, first-touch page faults) and runs 5-25% slower; the measured run is the
     // second, as in a sweep or any long-lived program. Only `clear` releases in between.
-    let mut first = cfg.clone();
-    first.run.name = format!("{}-first", cfg.run.name);
+    let first = variant(&cfg, |b| b.name(format!("{}-first", cfg.run.name)));
     if let Err(e) = Trainer::new(first).run() {
         return failed(e);
     }
@@ -123,9 +122,7 @@ pub fn run(spec: &CaseSpec) -> CaseResult {
 
 /// The growth policy, `runs` times in this process (each run in its own directory).
 pub fn growth_config(spec: &CaseSpec, out: &Path) -> RunConfig {
-    let mut cfg = config(spec, out);
-    cfg.memory.clear = ClearPolicy::Never;
-    cfg
+    variant(&config(spec, out), |b| b.clear(ClearPolicy::Never))
 }
 
 /// One run of `cfg`, every step timed, with the memory figures of its summary.

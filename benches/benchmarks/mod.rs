@@ -271,8 +271,9 @@ fn overhead(spec: &CaseSpec) -> CaseResult {
     let mut ratios = Vec::new();
     for pair in 0..=OVERHEAD_PAIRS {
         let bare = bare::run_once(spec);
-        let mut cfg = case::growth_config(spec, out.path());
-        cfg.run.name = format!("overhead-{pair}");
+        let cfg = case::variant(&case::growth_config(spec, out.path()), |b| {
+            b.name(format!("overhead-{pair}"))
+        });
         let ours = case::measured_run(cfg);
         if let (true, Some(b), Some(o)) = (pair > 0, bare.median_step_ms, ours.median_step_ms) {
             bare_ms.push(b);
@@ -424,14 +425,14 @@ fn run_child(case: &str) {
 /// update) a probe reading and the policies' decision, with a limit configured so that the
 /// limit policy runs. These are all the per-step calls `Trainer` makes into the layer.
 fn layer_cost_us(backend: Backend) -> f64 {
-    use tidemark::config::{ConfigBuilder, MemorySize};
+    use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
     use tidemark::memory::{MemoryProbe, Phase, Policies, RunState};
 
-    let mut config = ConfigBuilder::new("layer")
+    let config = ConfigBuilder::new("layer")
+        .device(backend, 0)
+        .memory_limit(MemorySize::Bytes(u64::MAX / 2), OnLimit::Fail)
         .build()
         .expect("defaults validate");
-    config.device.backend = backend;
-    config.memory.limit = Some(MemorySize::Bytes(u64::MAX / 2));
     let device = tidemark::backend::select(&config.device).expect("compiled in");
     let policies = Policies::from_config(&config.memory, None).expect("a byte limit");
     let mut probe = MemoryProbe::new(&device);

@@ -18,6 +18,8 @@
 
 use std::time::Instant;
 
+use burn::data::dataloader::batcher::Batcher;
+
 use tidemark::config::{Backend, ClearPolicy};
 use tidemark::data;
 use tidemark::memory::format_bytes;
@@ -65,28 +67,29 @@ pub fn run_child(case: &str) -> PipelineResult {
     let workers: usize = workers.parse().expect("a worker count");
     let quick = quick == "1";
     let out = tempfile::tempdir().expect("a temporary directory");
-    let mut cfg = workload_config(config_path, backend, quick, out.path());
-    cfg.data.num_workers = workers;
-    cfg.memory.clear = ClearPolicy::Never;
+    let cfg = super::case::variant(
+        &workload_config(config_path, backend, quick, out.path()),
+        |b| b.num_workers(workers).clear(ClearPolicy::Never),
+    );
 
     // The loader alone, built as `Trainer` builds it, on the autodiff device.
     let device = tidemark::backend::select(&cfg.device).expect("the backend is compiled in");
     let ad = device.clone().autodiff();
     let dataset = data::load(&cfg.data, cfg.run.seed).expect("the workload's data");
-    let loader = data::loader(
-        dataset.train,
+    let loader = data::item_loader(
+        std::sync::Arc::new(burn::data::dataset::InMemDataset::new(dataset.train)),
         cfg.train.batch_size,
         Some(cfg.run.seed),
         workers,
-        &ad,
     );
     let mut per_batch_us = Vec::new();
     let mut batches_per_epoch = 0;
     for epoch in 0..=LOADER_EPOCHS {
         let start = Instant::now();
         let mut batches = 0;
-        for batch in loader.iter() {
-            std::hint::black_box(batch.expect("a batch"));
+        for items in loader.iter() {
+            let items = items.expect("a batch");
+            std::hint::black_box(data::ClassificationBatcher.batch(items, &ad));
             batches += 1;
         }
         device.sync().expect("device sync");
@@ -98,8 +101,7 @@ pub fn run_child(case: &str) -> PipelineResult {
     drop(loader);
 
     // Training: a warm-up run, then the measured one.
-    let mut first = cfg.clone();
-    first.run.name = format!("{}-first", cfg.run.name);
+    let first = super::case::variant(&cfg, |b| b.name(format!("{}-first", cfg.run.name)));
     if let Err(e) = tidemark::train::Trainer::new(first).run() {
         return PipelineResult {
             note: e.to_string(),

@@ -37,6 +37,26 @@ impl ConfigBuilder {
         Self { raw }
     }
 
+    /// Starts from a validated config, to build a variant of it: the variant is validated
+    /// again, as a file would be (a validated config is never edited in place).
+    pub fn from_config(config: &RunConfig) -> Self {
+        let raw = toml::from_str(&super::to_toml(config))
+            .expect("a validated config reads back as a raw one");
+        Self { raw }
+    }
+
+    /// The run's name (its directory's name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.raw.run.name = Some(name.into());
+        self
+    }
+
+    /// Data-loader worker threads (`data.num_workers`).
+    pub fn num_workers(mut self, workers: usize) -> Self {
+        self.raw.data.num_workers = Some(workers as i64);
+        self
+    }
+
     /// Seed for initialisation and shuffling.
     pub fn seed(mut self, seed: u64) -> Self {
         self.raw.run.seed = Some(seed as i64);
@@ -126,6 +146,19 @@ impl ConfigBuilder {
             }
             .into(),
         );
+        self
+    }
+
+    /// No memory limit (`memory.limit` unset, `memory.on_limit = "fail"`).
+    pub fn no_memory_limit(mut self) -> Self {
+        self.raw.memory.limit = None;
+        self.raw.memory.on_limit = None;
+        self
+    }
+
+    /// Allocate on demand (`memory.policy = "growth"`).
+    pub fn growth(mut self) -> Self {
+        self.raw.memory.policy = Some("growth".into());
         self
     }
 

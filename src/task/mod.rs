@@ -6,60 +6,8 @@
 //! accuracy) and [`Regress`] (mean squared error, with MAE and RMSE), each over any
 //! [`Network`](crate::model::Network).
 //!
-//! A minimal task, for a model that fits `y = 2x` (a doctest, compiled and run):
-//!
-//! ```
-//! use std::sync::Arc;
-//! use burn::data::dataloader::batcher::Batcher;
-//! use burn::data::dataset::{Dataset, InMemDataset};
-//! use burn::nn::{Linear, LinearConfig};
-//! use burn::tensor::{Device, Tensor, TensorData};
-//! use tidemark::task::{Compute, Splits, StepOutput, Task};
-//!
-//! #[derive(burn::module::Module, Debug)]
-//! struct Line { linear: Linear }
-//!
-//! struct Pairs; // (x, y) pairs -> a batch of two [n, 1] tensors
-//! impl Batcher<(f32, f32), (Tensor<2>, Tensor<2>)> for Pairs {
-//!     fn batch(&self, items: Vec<(f32, f32)>, device: &Device) -> (Tensor<2>, Tensor<2>) {
-//!         let n = items.len();
-//!         let (x, y): (Vec<f32>, Vec<f32>) = items.into_iter().unzip();
-//!         let t = |v: Vec<f32>| Tensor::from_data(TensorData::new(v, [n, 1]), device);
-//!         (t(x), t(y))
-//!     }
-//! }
-//!
-//! struct Fit;
-//! impl Task for Fit {
-//!     type Model = Line;
-//!     type Item = (f32, f32);
-//!     type Batch = (Tensor<2>, Tensor<2>);
-//!     fn model(&self, device: &Device) -> Line {
-//!         Line { linear: LinearConfig::new(1, 1).init(device) }
-//!     }
-//!     fn data(&self) -> Splits<(f32, f32)> {
-//!         let pairs = |r: std::ops::Range<i32>| -> Arc<dyn Dataset<(f32, f32)>> {
-//!             Arc::new(InMemDataset::new(r.map(|i| (i as f32 / 64.0, i as f32 / 32.0)).collect()))
-//!         };
-//!         Splits::new(pairs(0..192), Some(pairs(192..256)))
-//!     }
-//!     fn batcher(&self) -> &dyn Batcher<(f32, f32), (Tensor<2>, Tensor<2>)> { &Pairs }
-//!     fn step(&self, model: &Line, (x, y): Self::Batch, cx: &Compute) -> StepOutput {
-//!         let predicted = cx.output(model.linear.forward(cx.input(x)));
-//!         StepOutput::new((predicted - y).powi_scalar(2).mean())
-//!     }
-//! }
-//!
-//! let out = tempfile::tempdir()?;
-//! let config = tidemark::config::ConfigBuilder::new("line")
-//!     .output_dir(out.path())
-//!     .epochs(2)
-//!     .batch_size(32)
-//!     .build()?;
-//! let summary = tidemark::Trainer::new(config).fit(Fit)?;
-//! assert!(summary.final_val_loss.unwrap() < summary.first_loss.unwrap());
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! [`crate::guide`] walks through a minimal task (a doctest) and the contract; the examples
+//! `custom_model` and `custom_loop` are fuller.
 
 mod classify;
 pub(crate) mod metrics;

@@ -215,3 +215,68 @@ fn a_custom_task_writes_the_whole_run_directory_without_model_or_data_keys() {
     assert_eq!(json["task"], "line");
     assert!(json["final_train_mae"].as_f64().unwrap() < 0.2, "{json}");
 }
+
+/// Runs the named test of this binary alone in a child process: the host figures count every
+/// allocation of the process, and the test harness runs other tests on other threads.
+fn alone(test: &str) -> bool {
+    if std::env::var_os("TIDEMARK_ALONE").is_some() {
+        return true;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--test-threads=1", "--nocapture"])
+        .env("TIDEMARK_ALONE", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
+#[test]
+fn trainers_one_after_another_in_one_process_each_report_their_own_figures() {
+    if !alone("custom::trainers_one_after_another_in_one_process_each_report_their_own_figures") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, hidden: &[usize]| {
+        let config = ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .synthetic(2048, 32, 4)
+            .hidden(hidden)
+            .epochs(2)
+            .batch_size(256)
+            .build()
+            .unwrap();
+        tidemark::Trainer::new(config).run().unwrap()
+    };
+    let small = run("small", &[32]);
+    let big = run("big", &[512, 512]);
+    let again = run("small-again", &[32]);
+    // The big run's 0.28 M parameters: weights, gradients and Adam's two moments are 4.5 MiB.
+    assert!(
+        big.peak_bytes_in_use > small.peak_bytes_in_use + (4 << 20),
+        "big {} vs small {}",
+        big.peak_bytes_in_use,
+        small.peak_bytes_in_use
+    );
+    // The same run after the big one reports what it did before it: nothing of the big run
+    // is counted in its peak or in what it retained.
+    let (a, b) = (
+        small.peak_bytes_in_use as f64,
+        again.peak_bytes_in_use as f64,
+    );
+    assert!((a - b).abs() < 0.05 * a, "small {a} then {b}");
+    for s in [&small, &big, &again] {
+        let retained = s.retained.unwrap().retained_bytes_in_use;
+        assert!(
+            retained.unsigned_abs() < s.peak_bytes_in_use / 100,
+            "{}: retained {retained} of a {} peak",
+            s.name,
+            s.peak_bytes_in_use
+        );
+    }
+}
