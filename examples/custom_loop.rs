@@ -89,7 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A batch of 4096 through 512 hidden units does not fit under 40 MiB here; 2048 does.
     let config = ConfigBuilder::new("custom-loop")
         .batch_size(batch)
-        .memory_limit(MemorySize::Bytes(40 << 20), OnLimit::Shrink)
+        .memory_limit(MemorySize::Bytes(28 << 20), OnLimit::Shrink)
         .build()?;
     let run_dir = out.join("custom-loop");
     std::fs::create_dir_all(&run_dir)?;
@@ -103,6 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
 
     let ad = device.clone().autodiff();
+    ad.seed(42);
     let (x, y) = data(samples, &ad);
     let mut model = Net::new(&ad);
     let mut optimizer = build_optimizer(&config.train); // Adam, as configured

@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::env::args().nth(1).unwrap_or_else(|| "runs".into());
     let config = ConfigBuilder::new("custom-model")
         .output_dir(&out)
-        .epochs(4)
+        .epochs(6)
         .batch_size(2048)
         .accumulation_steps(2)
         .optimizer(OptimizerKind::Adam, 3e-3)
@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A limit that a step of 2 x 2048 samples does not fit (about 78 MiB at its peak on
         // flex) but a step of 4 x 1024 does (about 52 MiB): the first step shrinks, then
         // training goes on with the same effective batch.
-        .memory_limit(MemorySize::Bytes(64 << 20), OnLimit::Shrink)
+        .memory_limit(MemorySize::Bytes(12 << 20), OnLimit::Shrink)
         .build()?;
 
     let summary = tidemark::Trainer::new(config)
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .fit(task::Sales::new(256, 16384))?;
     println!(
         "{}: {} epochs; loss {:.4} -> {:.4}, val MAE {:.4}; micro-batch {} x {} after {} memory \
-         action(s); peak {} in use (limit {}); {}",
+         action(s); highest peak {} in use, with the attempt the limit stopped (limit {}); {}",
         summary.name,
         summary.epochs,
         summary.first_loss.unwrap_or(f64::NAN),

@@ -89,8 +89,8 @@ pub fn huber(predicted: Tensor<2>, target: Tensor<2>) -> Tensor<1> {
     (small.clone() * quadratic + (small.neg().add_scalar(1.0)) * linear).mean()
 }
 
-/// `n` sales from a fixed rule plus noise: a smooth function of the features, and a different
-/// offset for every store.
+/// `n` sales from a fixed rule plus noise: a smooth function of the features (mostly linear,
+/// with a sine), and a different offset for every store.
 pub fn sales(n: usize, seed: u64) -> Vec<Sale> {
     let mut rng = StdRng::seed_from_u64(seed);
     let offsets: Vec<f32> = (0..CATEGORIES)
@@ -103,8 +103,9 @@ pub fn sales(n: usize, seed: u64) -> Vec<Sale> {
             let signal: f32 = features
                 .iter()
                 .enumerate()
-                .map(|(i, x)| (x * (i + 1) as f32).sin())
-                .sum();
+                .map(|(i, x)| x * (i + 1) as f32 / 4.0)
+                .sum::<f32>()
+                + (2.0 * features[0]).sin();
             let amount = signal + offsets[store as usize] + rng.random_range(-0.1..0.1);
             Sale {
                 features,

@@ -114,9 +114,10 @@ impl LimitExceeded {
                 .into();
         }
         if self.phase == Phase::EpochEnd {
-            return "validation runs batches of train.batch_size samples without gradients; a \
-                    smaller train.batch_size, with proportionally more \
-                    train.accumulation_steps, makes them smaller"
+            return "validation runs in micro-batches of the training step's size, without \
+                    gradients; a smaller train.batch_size, with proportionally more \
+                    train.accumulation_steps (or memory.on_limit = \"shrink\"), makes them \
+                    smaller"
                 .into();
         }
         if self.phase == Phase::RunStart {
@@ -452,7 +453,7 @@ mod tests {
             (
                 Phase::EpochEnd,
                 "in the validation of epoch 2",
-                "validation runs batches of train.batch_size samples without gradients",
+                "validation runs in micro-batches of the training step's size, without gradients",
             ),
         ] {
             assert!(limit.decide(phase, &under, &STATE).is_empty(), "{phase:?}");

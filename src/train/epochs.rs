@@ -271,12 +271,16 @@ impl<T: Task> Epochs<'_, T> {
         let model = precision.compute_model(&model.valid());
         let cx = precision.compute();
         let mut sums = MetricSums::default();
+        // In micro-batches, like training: a limit that shrank the training step holds for
+        // validation too.
+        let micro = self.governor.layout().micro_batch();
         for items in loader.iter() {
             let items = items.map_err(loader_error)?;
-            let n = items.len();
-            let batch = self.task.batcher().batch(items, self.device);
-            let out = self.task.valid_step(&model, batch, &cx);
-            sums.add(out.loss, out.metrics, n);
+            for chunk in items.chunks(micro) {
+                let batch = self.task.batcher().batch(chunk.to_vec(), self.device);
+                let out = self.task.valid_step(&model, batch, &cx);
+                sums.add(out.loss, out.metrics, chunk.len());
+            }
         }
         sums.finish()
             .map_err(Error::device)?
