@@ -1,13 +1,48 @@
-//! Default values for every optional key, in one place.
+//! Default values for every optional key, in one place. Validation takes them from here; so do
+//! the docs' tables.
 
+use super::types::{
+    Activation, Backend, ClearPolicy, GapPolicy, MemoryPolicyKind, OnLimit, OptimizerKind,
+    Precision, SnapshotEvery,
+};
+
+// [run]
 /// `run.name`.
 pub const RUN_NAME: &str = "run";
 /// `run.seed`.
 pub const SEED: u64 = 42;
 /// `run.output_dir`.
 pub const OUTPUT_DIR: &str = "runs";
-/// `model.hidden`.
+
+// [device]
+/// `device.backend`.
+pub const BACKEND: Backend = Backend::Flex;
+/// `device.index`.
+pub const DEVICE_INDEX: u64 = 0;
+
+// [model]
+/// `model.kind`.
+pub const MODEL_KIND: &str = "mlp";
+/// `model.hidden` (mlp).
 pub const HIDDEN: [usize; 2] = [1024, 1024];
+/// `model.hidden` with `kind = "lstm"`.
+pub const LSTM_HIDDEN: [usize; 1] = [32];
+/// `model.activation`.
+pub const ACTIVATION: Activation = Activation::Relu;
+/// `model.dropout`.
+pub const DROPOUT: f64 = 0.0;
+/// `model.channels` (cnn).
+pub const CHANNELS: [usize; 2] = [16, 32];
+/// `model.kernel_size` (cnn).
+pub const KERNEL_SIZE: usize = 3;
+/// `model.pool` (cnn).
+pub const POOL: usize = 2;
+/// `model.batch_norm` (cnn).
+pub const BATCH_NORM: bool = true;
+
+// [data]
+/// `data.kind`, when no key implies another.
+pub const DATA_KIND: &str = "synthetic";
 /// `data.samples` (synthetic).
 pub const SAMPLES: usize = 8192;
 /// `data.features` (synthetic).
@@ -18,24 +53,55 @@ pub const CLASSES: usize = 10;
 pub const DATA_SEED: u64 = 7;
 /// `data.noise` (synthetic).
 pub const NOISE: f64 = 1.0;
+/// `data.label_column` (csv): the last column.
+pub const LABEL_COLUMN: i64 = -1;
+/// `data.column` (series): the last column.
+pub const SERIES_COLUMN: i64 = -1;
+/// `data.horizon` (series).
+pub const HORIZON: usize = 1;
+/// `data.gaps` (series).
+pub const GAPS: GapPolicy = GapPolicy::Interpolate;
+/// `data.season` (series): 1, the naive "same as the last value" forecast.
+pub const SEASON: usize = 1;
 /// `data.validation_fraction`.
 pub const VALIDATION_FRACTION: f64 = 0.2;
 /// `data.num_workers`.
 pub const NUM_WORKERS: usize = 0;
+// `data.standardize` and `data.stratify` default to on for files and off for synthetic data
+// (stratify: only where there are classes); see `validate::data`.
+
+// [train]
 /// `train.epochs`.
 pub const EPOCHS: usize = 5;
+/// `train.batch_size`.
+pub const BATCH_SIZE: usize = 128;
+/// `train.accumulation_steps`.
+pub const ACCUMULATION_STEPS: usize = 1;
+/// `train.optimizer`.
+pub const OPTIMIZER: OptimizerKind = OptimizerKind::Adam;
+/// `train.lr`.
+pub const LR: f64 = 1e-3;
+/// `train.weight_decay`.
+pub const WEIGHT_DECAY: f64 = 0.0;
+/// `train.precision`.
+pub const PRECISION: Precision = Precision::F32;
+// `train.loss_scaling` defaults to "dynamic" with f16 and "off" otherwise.
 /// `train.initial_loss_scale`: 2^16, as PyTorch's `GradScaler` and TensorFlow's
 /// `LossScaleOptimizer` start.
 pub const INITIAL_LOSS_SCALE: f64 = 65536.0;
 /// `train.loss_scale_growth_interval`, as those two use.
 pub const LOSS_SCALE_GROWTH_INTERVAL: usize = 2000;
-/// `train.batch_size`.
-pub const BATCH_SIZE: usize = 128;
-/// `train.lr`.
-pub const LR: f64 = 1e-3;
+/// `train.gradient_checkpointing`.
+pub const GRADIENT_CHECKPOINTING: bool = false;
+
+// [memory]
+/// `memory.policy`.
+pub const MEMORY_POLICY: MemoryPolicyKind = MemoryPolicyKind::Growth;
 /// `memory.preallocate` with `policy = "preallocate"`: JAX's default share.
 pub const PREALLOCATE_FRACTION: f64 = 0.75;
-/// `data.season` (series): 1, the naive "same as the last value" forecast.
-pub const SEASON: usize = 1;
-/// `model.hidden` with `kind = "lstm"`.
-pub const LSTM_HIDDEN: [usize; 1] = [32];
+/// `memory.on_limit`.
+pub const ON_LIMIT: OnLimit = OnLimit::Fail;
+/// `memory.clear`.
+pub const CLEAR: ClearPolicy = ClearPolicy::BetweenRuns;
+/// `memory.snapshot`.
+pub const SNAPSHOT: SnapshotEvery = SnapshotEvery::Epoch;

@@ -184,6 +184,17 @@ pub fn load_series_forecast(
     let last = series::seasonal_naive(&values, &windows.valid, 1);
     let naive = series::seasonal_naive(&values, &windows.valid, series.season);
     let trend = series::linear_trend(&values, &windows.valid, windows.split);
+    let baseline = |name: String, e: series::Errors| Baseline {
+        name,
+        mae: e.mae,
+        rmse: e.rmse,
+    };
+    let mut baselines = vec![baseline("last_value".into(), last)];
+    // Season 1 is the last value again.
+    if series.season > 1 {
+        baselines.push(baseline(format!("seasonal_naive_{}", series.season), naive));
+    }
+    baselines.push(baseline("linear_trend".into(), trend));
     notes.push(format!(
         "data: {} training and {} held-out windows of {} values; the last {holdout} values \
          are held out",
@@ -198,23 +209,7 @@ pub fn load_series_forecast(
         outputs: series.horizon,
         unit_scale,
         notes,
-        baselines: vec![
-            Baseline {
-                name: "last_value".into(),
-                mae: last.mae,
-                rmse: last.rmse,
-            },
-            Baseline {
-                name: format!("seasonal_naive_{}", series.season),
-                mae: naive.mae,
-                rmse: naive.rmse,
-            },
-            Baseline {
-                name: "linear_trend".into(),
-                mae: trend.mae,
-                rmse: trend.rmse,
-            },
-        ],
+        baselines,
     })
 }
 

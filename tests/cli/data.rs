@@ -160,3 +160,82 @@ fn malformed_csv_exits_2_naming_line_and_column() {
         &["bad.csv:3: column 2: expected a finite number, got \"oops\""],
     );
 }
+
+/// A single-column series with a header, a trend, a 12-step cycle and three gaps.
+fn write_series(env: &Env, name: &str) {
+    let mut csv = String::from("level\n");
+    for t in 0..600 {
+        if [40, 41, 300].contains(&t) {
+            csv.push('\n');
+            continue;
+        }
+        let cycle = (t as f64 * std::f64::consts::TAU / 12.0).sin();
+        let noise = ((t * 7919) % 101) as f64 / 101.0 - 0.5;
+        csv.push_str(&format!(
+            "{:.3}\n",
+            50.0 + 0.05 * t as f64 + 3.0 * cycle + 0.3 * noise
+        ));
+    }
+    env.write(name, &csv);
+}
+
+#[test]
+fn a_series_never_seen_trains_with_path_column_and_window_only() {
+    let env = Env::new();
+    write_series(&env, "level.csv");
+    env.write(
+        "series.toml",
+        "[data]\npath = \"level.csv\"\ncolumn = \"level\"\nwindow = 24\n",
+    );
+    // The default MLP (1024 x 1024) is slow in a debug build; the config file stays three keys.
+    let run = env.run(&[
+        "train",
+        "--config",
+        "series.toml",
+        "--set",
+        "model.hidden=[64]",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr().contains(
+            "data: 3 of 600 values of \"level\" are missing; data.gaps = \"interpolate\""
+        ),
+        "{}",
+        run.stderr()
+    );
+    let summary = env.summary("runs/run");
+    assert_eq!(summary["task"], "forecast");
+    // 20% of 600 values held out: 120 validation windows of one target.
+    assert_eq!(summary["valid_samples"], 120);
+    let rmse = num(&summary, "final_val_rmse");
+    let trend = summary["baselines"]["linear_trend"]["rmse"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        rmse.is_finite() && rmse < trend,
+        "model {rmse}, trend {trend}"
+    );
+    assert!(run.stdout().contains("val rmse"), "{}", run.stdout());
+
+    // No handling of the gaps is an error that names the first one.
+    let run = env.run(&[
+        "train",
+        "--config",
+        "series.toml",
+        "--set",
+        "data.gaps=\"none\"",
+    ]);
+    run.fails_with(
+        2,
+        &["level.csv:42: value column \"level\" is missing in 3 rows (first at line 42)"],
+    );
+    // A window longer than the training part leaves nothing to train on.
+    let run = env.run(&[
+        "train",
+        "--config",
+        "series.toml",
+        "--set",
+        "data.window=500",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+}

@@ -74,6 +74,20 @@ fn misplaced(raw: &RawData, kind: &str) -> Result<()> {
     Ok(())
 }
 
+/// The kind that the keys given imply, when `data.kind` is not set: a `window` is a series, an
+/// `images` file is IDX, a `path` is a CSV; otherwise synthetic data.
+fn implied_kind(raw: &RawData) -> &'static str {
+    if raw.window.is_some() || raw.column.is_some() {
+        "series"
+    } else if raw.images.is_some() || raw.labels.is_some() {
+        "idx"
+    } else if raw.path.is_some() {
+        "csv"
+    } else {
+        defaults::DATA_KIND
+    }
+}
+
 fn existing(key: &str, path: Option<String>, kind: &str) -> Result<PathBuf> {
     let path = path.ok_or_else(|| {
         Invalid::new(key, format_args!("is required with data.kind = \"{kind}\""))
@@ -101,7 +115,7 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
     let kind = choice(
         "data.kind",
         raw.kind.as_deref(),
-        "synthetic",
+        implied_kind(&raw),
         &kinds.map(|k| (k, k)),
     )?;
     misplaced(&raw, kind)?;
@@ -146,7 +160,9 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
                 path: existing("data.path", raw.path.clone(), "csv")?,
                 label_column: match (&target_column, raw.label_column.clone()) {
                     (Some(_), _) => None,
-                    (None, label) => Some(label.map_or(Column::Index(-1), column)),
+                    (None, label) => {
+                        Some(label.map_or(Column::Index(defaults::LABEL_COLUMN), column))
+                    }
                 },
                 target_column,
                 header: raw.header,
@@ -197,7 +213,7 @@ fn series(raw: &RawData) -> Result<SeriesConfig> {
     let gaps = choice(
         "data.gaps",
         raw.gaps.as_deref(),
-        GapPolicy::Interpolate,
+        defaults::GAPS,
         &[
             GapPolicy::None,
             GapPolicy::Interpolate,
@@ -208,10 +224,13 @@ fn series(raw: &RawData) -> Result<SeriesConfig> {
     )?;
     Ok(SeriesConfig {
         path: existing("data.path", raw.path.clone(), "series")?,
-        column: raw.column.clone().map_or(Column::Index(-1), column),
+        column: raw
+            .column
+            .clone()
+            .map_or(Column::Index(defaults::SERIES_COLUMN), column),
         header: raw.header,
         window: positive("data.window", Some(window), 0)?,
-        horizon: positive("data.horizon", raw.horizon, 1)?,
+        horizon: positive("data.horizon", raw.horizon, defaults::HORIZON)?,
         holdout: raw
             .holdout
             .map(|h| positive("data.holdout", Some(h), 0))

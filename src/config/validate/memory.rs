@@ -14,7 +14,7 @@ pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
     let policy = choice(
         "memory.policy",
         raw.policy.as_deref(),
-        MemoryPolicyKind::Growth,
+        defaults::MEMORY_POLICY,
         &[
             ("growth", MemoryPolicyKind::Growth),
             ("preallocate", MemoryPolicyKind::Preallocate),
@@ -33,7 +33,7 @@ pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
     let on_limit = choice(
         "memory.on_limit",
         raw.on_limit.as_deref(),
-        OnLimit::Fail,
+        defaults::ON_LIMIT,
         &[("fail", OnLimit::Fail), ("shrink", OnLimit::Shrink)],
     )?;
     if on_limit == OnLimit::Shrink && limit.is_none() {
@@ -45,7 +45,7 @@ pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
     let clear = choice(
         "memory.clear",
         raw.clear.as_deref(),
-        ClearPolicy::BetweenRuns,
+        defaults::CLEAR,
         &[
             ("never", ClearPolicy::Never),
             ("between_runs", ClearPolicy::BetweenRuns),
@@ -85,7 +85,7 @@ pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
         snapshot: choice(
             "memory.snapshot",
             raw.snapshot.as_deref(),
-            SnapshotEvery::Epoch,
+            defaults::SNAPSHOT,
             &[("epoch", SnapshotEvery::Epoch)],
         )?,
     })

@@ -104,10 +104,10 @@ fn device(raw: RawDevice) -> Result<DeviceConfig> {
         backend: choice(
             "device.backend",
             raw.backend.as_deref(),
-            Backend::Flex,
+            defaults::BACKEND,
             &backends,
         )?,
-        index: non_negative("device.index", raw.index, 0)? as usize,
+        index: non_negative("device.index", raw.index, defaults::DEVICE_INDEX)? as usize,
         execution: raw
             .execution
             .as_deref()

@@ -12,16 +12,17 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
         Cnn,
         Lstm,
     }
-    let kind = choice(
-        "model.kind",
-        raw.kind.as_deref(),
-        Kind::Mlp,
-        &[("mlp", Kind::Mlp), ("cnn", Kind::Cnn), ("lstm", Kind::Lstm)],
-    )?;
+    let kinds = [("mlp", Kind::Mlp), ("cnn", Kind::Cnn), ("lstm", Kind::Lstm)];
+    let default = kinds
+        .iter()
+        .find(|(name, _)| *name == defaults::MODEL_KIND)
+        .map(|(_, kind)| *kind)
+        .expect("the default model kind is a kind");
+    let kind = choice("model.kind", raw.kind.as_deref(), default, &kinds)?;
     let activation = choice(
         "model.activation",
         raw.activation.as_deref(),
-        Activation::Relu,
+        defaults::ACTIVATION,
         &[
             ("relu", Activation::Relu),
             ("gelu", Activation::Gelu),
@@ -31,7 +32,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
     )?;
     let dropout = finite_in(
         "model.dropout",
-        raw.dropout.unwrap_or(0.0),
+        raw.dropout.unwrap_or(defaults::DROPOUT),
         0.0,
         1.0,
         "in [0, 1)",
@@ -117,11 +118,15 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
                             format_args!("must be [channels, height, width], got {input:?}"),
                         )
                     })?;
-            let channels = widths("model.channels", raw.channels.unwrap_or(vec![16, 32]))?;
+            let channels = widths(
+                "model.channels",
+                raw.channels
+                    .unwrap_or(defaults::CHANNELS.map(|c| c as i64).to_vec()),
+            )?;
             if channels.is_empty() {
                 return Err(Invalid::new("model.channels", "needs at least one block"));
             }
-            let pool = positive("model.pool", raw.pool, 2)?;
+            let pool = positive("model.pool", raw.pool, defaults::POOL)?;
             let (mut h, mut w) = (input[1], input[2]);
             for _ in &channels {
                 h /= pool;
@@ -141,9 +146,9 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
             Ok(ModelConfig::Cnn(CnnConfig {
                 input,
                 channels,
-                kernel_size: positive("model.kernel_size", raw.kernel_size, 3)?,
+                kernel_size: positive("model.kernel_size", raw.kernel_size, defaults::KERNEL_SIZE)?,
                 pool,
-                batch_norm: raw.batch_norm.unwrap_or(true),
+                batch_norm: raw.batch_norm.unwrap_or(defaults::BATCH_NORM),
                 activation,
                 dropout,
             }))

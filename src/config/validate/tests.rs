@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::RawSize;
+use crate::config::{RawColumn, RawSize};
 
 fn with(edit: impl FnOnce(&mut RawConfig)) -> std::result::Result<RunConfig, Invalid> {
     let mut raw = RawConfig::default();
@@ -44,11 +44,39 @@ fn unknown_choice_lists_the_options() {
 
 #[test]
 fn keys_of_the_other_data_kind_are_rejected() {
-    let err = with(|r| r.data.path = Some("x.csv".into())).unwrap_err();
+    let err = with(|r| {
+        r.data.kind = Some("synthetic".into());
+        r.data.path = Some("x.csv".into());
+    })
+    .unwrap_err();
     assert_eq!(
         err.message,
-        "data.path only applies with data.kind = \"csv\""
+        "data.path only applies with data.kind = \"csv\" or \"series\""
     );
+    let err = with(|r| {
+        r.data.kind = Some("csv".into());
+        r.data.window = Some(4);
+    })
+    .unwrap_err();
+    assert_eq!(
+        err.message,
+        "data.window only applies with data.kind = \"series\""
+    );
+}
+
+#[test]
+fn the_kind_follows_from_the_keys_when_unset() {
+    let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
+    let series = with(|r| {
+        r.data.path = Some(csv.into());
+        r.data.window = Some(8);
+    })
+    .unwrap();
+    assert!(matches!(series.data.source, DataSource::Series(_)));
+    let table = with(|r| r.data.path = Some(csv.into())).unwrap();
+    assert!(matches!(table.data.source, DataSource::Csv(_)));
+    let err = with(|r| r.data.column = Some(RawColumn::Index(0))).unwrap_err();
+    assert_eq!(err.key, "data.window", "a series needs its window");
 }
 
 #[test]

@@ -16,7 +16,7 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
     let precision = choice(
         "train.precision",
         raw.precision.as_deref(),
-        Precision::F32,
+        defaults::PRECISION,
         &[
             ("f32", Precision::F32),
             ("bf16", Precision::Bf16),
@@ -47,7 +47,9 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         "a finite number > 0",
     )?;
     Ok(TrainConfig {
-        gradient_checkpointing: raw.gradient_checkpointing.unwrap_or(false),
+        gradient_checkpointing: raw
+            .gradient_checkpointing
+            .unwrap_or(defaults::GRADIENT_CHECKPOINTING),
         precision,
         loss_scaling,
         initial_loss_scale,
@@ -58,17 +60,21 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         )?,
         epochs: positive("train.epochs", raw.epochs, defaults::EPOCHS)?,
         batch_size: positive("train.batch_size", raw.batch_size, defaults::BATCH_SIZE)?,
-        accumulation_steps: positive("train.accumulation_steps", raw.accumulation_steps, 1)?,
+        accumulation_steps: positive(
+            "train.accumulation_steps",
+            raw.accumulation_steps,
+            defaults::ACCUMULATION_STEPS,
+        )?,
         optimizer: choice(
             "train.optimizer",
             raw.optimizer.as_deref(),
-            OptimizerKind::Adam,
+            defaults::OPTIMIZER,
             &[("adam", OptimizerKind::Adam), ("sgd", OptimizerKind::Sgd)],
         )?,
         lr,
         weight_decay: finite_in(
             "train.weight_decay",
-            raw.weight_decay.unwrap_or(0.0),
+            raw.weight_decay.unwrap_or(defaults::WEIGHT_DECAY),
             0.0,
             f64::MAX,
             "a finite number >= 0",

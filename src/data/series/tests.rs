@@ -260,7 +260,7 @@ fn skip_drops_exactly_the_windows_touching_a_gap() {
             2,
             3,
             2,
-            "holdout of 2 points is too short for one validation window of horizon 3",
+            "holdout of 2 points is too short for one validation window of data.horizon = 3",
         ),
     ] {
         let err = windows(&full, window, horizon, holdout)

@@ -39,12 +39,14 @@ pub fn windows(
     let unusable = |message: String| Err(SeriesError::Unusable(message));
     if window == 0 || horizon == 0 || holdout == 0 {
         return unusable(format!(
-            "window ({window}), horizon ({horizon}) and holdout ({holdout}) must each be at least 1"
+            "data.window ({window}), data.horizon ({horizon}) and the holdout ({holdout}) must \
+             each be at least 1"
         ));
     }
     if holdout >= n {
         return unusable(format!(
-            "a holdout of {holdout} points leaves nothing to train on in a series of {n}"
+            "a holdout of {holdout} points leaves nothing to train on in a series of {n}; lower \
+             data.holdout (or data.validation_fraction)"
         ));
     }
     let split = n - holdout;
@@ -52,12 +54,14 @@ pub fn windows(
     if split < need {
         return unusable(format!(
             "{split} training points ({n} minus a holdout of {holdout}) are too few for one window \
-             of {window} inputs and {horizon} target(s); that needs {need}"
+             of {window} inputs and {horizon} target(s), which needs {need}; lower data.window, \
+             data.horizon or data.holdout"
         ));
     }
     if holdout < horizon {
         return unusable(format!(
-            "a holdout of {holdout} points is too short for one validation window of horizon {horizon}"
+            "a holdout of {holdout} points is too short for one validation window of \
+             data.horizon = {horizon}"
         ));
     }
     let mut out = Windows {
