@@ -40,6 +40,36 @@ pub fn check_growth(in_use: &[u64]) -> Option<GrowthAlarm> {
     })
 }
 
+/// Epoch-end figures as a run goes, and the alarm once raised.
+#[derive(Debug, Default)]
+pub struct GrowthWatch {
+    in_use: Vec<u64>,
+    alarm: Option<GrowthAlarm>,
+}
+
+impl GrowthWatch {
+    /// Adds the in-use figure after the next epoch; returns the alarm when it is first raised
+    /// (later epochs refresh its slope and keep the epoch it was raised at).
+    pub fn push(&mut self, in_use: u64) -> Option<GrowthAlarm> {
+        self.in_use.push(in_use);
+        let mut alarm = check_growth(&self.in_use)?;
+        let raised = match self.alarm {
+            Some(first) => {
+                alarm.epoch = first.epoch;
+                None
+            }
+            None => Some(alarm),
+        };
+        self.alarm = Some(alarm);
+        raised
+    }
+
+    /// The alarm, once raised.
+    pub fn alarm(&self) -> Option<GrowthAlarm> {
+        self.alarm
+    }
+}
+
 /// Least-squares slope of `values` against their index.
 fn slope(values: &[u64]) -> f64 {
     let n = values.len() as f64;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::snapshots::{Event, Snapshot};
+use super::snapshots::{read_snapshots, Event, Snapshot};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -157,6 +157,12 @@ pub fn render_memory_svg(
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+/// Draws `memory.svg` beside the `snapshots.jsonl` at `snapshots`, from what that file holds.
+pub fn draw_memory_svg(snapshots: &Path, limit: Option<u64>, title: &str) -> Result<(), String> {
+    let read = read_snapshots(snapshots).map_err(|e| e.to_string())?;
+    render_memory_svg(&read, limit, title, &snapshots.with_file_name("memory.svg"))
 }
 
 #[cfg(test)]

@@ -38,6 +38,21 @@ pub struct Retained {
     pub rss_after_bytes: u64,
 }
 
+impl Retained {
+    /// What `after` holds over `baseline`, with the process's resident set: before the run
+    /// (`rss_before`), at its peak and now.
+    pub fn since(baseline: &MemoryUsage, after: &MemoryUsage, rss_before: u64) -> Self {
+        let diff = |a: u64, b: u64| a as i64 - b as i64;
+        Self {
+            retained_bytes_in_use: diff(after.bytes_in_use, baseline.bytes_in_use),
+            retained_bytes_reserved: diff(after.bytes_reserved, baseline.bytes_reserved),
+            rss_before_bytes: rss_before,
+            rss_peak_bytes: super::host::peak_resident_set_bytes().unwrap_or(0),
+            rss_after_bytes: super::host::resident_set_bytes().unwrap_or(0),
+        }
+    }
+}
+
 /// One line of `snapshots.jsonl`. Figures that do not apply to an event are `null`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {

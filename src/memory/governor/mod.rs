@@ -4,82 +4,28 @@
 //! and at run end (see `examples/custom_loop.rs`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use burn::tensor::Device;
 
-use super::executor::{device_total_memory, Executor};
-use super::growth::{check_growth, GrowthAlarm};
-use super::host::{peak_resident_set_bytes, reset_peak_resident_set, resident_set_bytes};
+mod layout;
+mod prepare;
+
+pub use layout::{Breach, EpochFigures, Layout};
+pub use prepare::Prepared;
+
+use super::executor::Executor;
+use super::growth::{GrowthAlarm, GrowthWatch};
+use super::host::resident_set_bytes;
 use super::observer::{Observer, Warning};
-use super::plot::render_memory_svg;
+use super::plot::draw_memory_svg;
 use super::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 use super::probe::MemoryProbe;
-use super::snapshots::{read_snapshots, Event, Retained, Snapshot, SnapshotWriter};
+use super::snapshots::{Event, Retained, Snapshot, SnapshotWriter};
 use super::usage::{format_bytes, MemorySource, MemoryUsage};
-use crate::config::{ClearPolicy, ConfigError, MemoryConfig, MemoryPolicyKind, MemorySize};
+use crate::config::{ClearPolicy, MemoryConfig};
 use crate::error::Error;
-
-/// How a step's samples are cut: the configured micro-batch and accumulation, and how many
-/// times a limit has halved the micro-batch since.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
-    /// Samples per loader batch (`train.batch_size`).
-    pub batch_size: usize,
-    /// Loader batches per optimizer step (`train.accumulation_steps`).
-    pub accumulation_steps: usize,
-    /// Each loader batch is split into this many micro-batches (doubled by each shrink).
-    pub factor: usize,
-}
-
-impl Layout {
-    /// The configured layout, unshrunk.
-    pub fn new(batch_size: usize, accumulation_steps: usize) -> Self {
-        Self {
-            batch_size,
-            accumulation_steps,
-            factor: 1,
-        }
-    }
-
-    /// Samples per micro-batch now.
-    pub fn micro_batch(&self) -> usize {
-        self.batch_size.div_ceil(self.factor)
-    }
-
-    /// Micro-batches per optimizer step now.
-    pub fn micro_steps(&self) -> usize {
-        self.accumulation_steps * self.factor
-    }
-}
-
-/// A step that the limit stopped before the optimizer update.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Breach {
-    /// `on_limit = "shrink"`: halve the micro-batch and retry the step.
-    Shrink {
-        /// The figure that breached.
-        observed: u64,
-    },
-    /// Stop the run.
-    Fail(LimitExceeded),
-}
-
-/// An epoch's figures for its snapshot.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EpochFigures {
-    /// Mean training loss.
-    pub loss: Option<f64>,
-    /// Mean validation loss.
-    pub val_loss: Option<f64>,
-    /// Training samples per second.
-    pub samples_per_sec: Option<f64>,
-    /// With loss scaling: the scale now, and the steps skipped this epoch.
-    pub loss_scale: Option<(f64, u64)>,
-    /// Metrics by key (`val_accuracy`, `train_mae`, ...).
-    pub metrics: BTreeMap<String, f64>,
-}
 
 /// Governs one run's memory.
 pub struct Governor {
@@ -98,60 +44,18 @@ pub struct Governor {
     previous_attempt: Option<Attempt>,
     step: usize,
     resting_estimate: u64,
-    epoch_in_use: Vec<u64>,
-    growth_alarm: Option<GrowthAlarm>,
+    growth: GrowthWatch,
     peak_bytes_in_use: u64,
     peak_bytes_reserved: u64,
     memory_actions: usize,
     retained: Option<Retained>,
 }
 
-/// A governor before its run directory exists: settings checked, the backend warmed up and the
-/// baseline taken.
-pub struct Prepared {
-    probe: MemoryProbe,
-    policies: Policies,
-    executor: Executor,
-    clear: ClearPolicy,
-    limit_bytes: Option<u64>,
-    baseline: MemoryUsage,
-    device_init_bytes: i64,
-    rss_before: u64,
-    started: Instant,
-}
-
 impl Governor {
     /// Checks `config` against `device`, warms the backend up and takes the baseline that
     /// clearing is verified against. Errors here leave nothing on disk.
     pub fn prepare(config: &MemoryConfig, device: &Device) -> Result<Prepared, Error> {
-        let started = Instant::now();
-        let mut probe = MemoryProbe::new(device);
-        let source = probe.source();
-        let total = device_total_memory(device, source);
-        let policies = Policies::from_config(config, total).map_err(|m| memory_config_error(&m))?;
-        if config.policy == MemoryPolicyKind::Preallocate && source == MemorySource::Host {
-            check_host_reservation(config)?;
-        }
-        // The baseline: the backend's one-time state exists (warm-up), nothing of the run does.
-        let mut executor = Executor::new(device, source);
-        let before_warm_up = probe.read().map_err(Error::device)?;
-        executor
-            .warm_up(config.clear != ClearPolicy::Never)
-            .map_err(Error::device)?;
-        let baseline = probe.read().map_err(Error::device)?;
-        let rss_before = resident_set_bytes().unwrap_or(0);
-        reset_peak_resident_set();
-        Ok(Prepared {
-            probe,
-            policies,
-            executor,
-            clear: config.clear,
-            limit_bytes: config.limit.and_then(|size| size.resolve(total)),
-            baseline,
-            device_init_bytes: baseline.bytes_in_use as i64 - before_warm_up.bytes_in_use as i64,
-            rss_before,
-            started,
-        })
+        Prepared::new(config, device)
     }
 
     /// A governor for a hand-written loop: [`prepare`](Self::prepare), then snapshots in
@@ -208,7 +112,7 @@ impl Governor {
 
     /// The growth alarm, once raised.
     pub fn growth_alarm(&self) -> Option<GrowthAlarm> {
-        self.growth_alarm
+        self.growth.alarm()
     }
 
     /// What the run kept, after [`run_end`](Self::run_end).
@@ -290,28 +194,15 @@ impl Governor {
         Ok(())
     }
 
-    /// [`check_step`](Self::check_step) for a loop that cannot retry a step: a breach is the
-    /// run's error (a shrink is reported as the limit it would have avoided).
+    /// After the optimizer update of step `step`, which allocates too (the optimizer's state,
+    /// on the first step): a breach fails the run, or with `on_limit = "shrink"` halves the
+    /// micro-batch from the next step on.
     pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
         self.step = step;
         match self.check_step(epoch, step) {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => Err(self.fail(e)),
-            Err(Breach::Shrink { observed }) => {
-                let (limit, state) = (self.limit_bytes.unwrap_or(0), self.state(epoch, step));
-                let measure = held(&self.probe.observe()).1;
-                Err(self.fail(LimitExceeded {
-                    limit,
-                    observed,
-                    measure,
-                    epoch,
-                    step,
-                    micro_batch: state.micro_batch,
-                    accumulation_steps: state.accumulation_steps,
-                    futile_shrink: None,
-                    phase: Phase::Step,
-                }))
-            }
+            Err(Breach::Shrink { observed }) => self.shrink(epoch, step, observed),
         }
     }
 
@@ -367,7 +258,9 @@ impl Governor {
                 .map(|(k, v)| (k, Some(v)))
                 .collect();
         })?;
-        self.watch_growth(usage.bytes_in_use);
+        if let Some(raised) = self.growth.push(usage.bytes_in_use) {
+            self.observer.warning(&Warning::Growth(raised));
+        }
         Ok(())
     }
 
@@ -409,14 +302,7 @@ impl Governor {
         let usage = self.read()?;
         self.apply(Phase::RunEnd, &usage, &state)?;
         let mut after = self.read()?;
-        let retained = Retained {
-            retained_bytes_in_use: after.bytes_in_use as i64 - self.baseline.bytes_in_use as i64,
-            retained_bytes_reserved: after.bytes_reserved as i64
-                - self.baseline.bytes_reserved as i64,
-            rss_before_bytes: self.rss_before,
-            rss_peak_bytes: peak_resident_set_bytes().unwrap_or(0),
-            rss_after_bytes: resident_set_bytes().unwrap_or(0),
-        };
+        let retained = Retained::since(&self.baseline, &after, self.rss_before);
         let peak = self.peak_bytes_in_use.max(after.peak_bytes_in_use);
         let tolerance = (peak / 100) as i64;
         if retained.retained_bytes_in_use > tolerance {
@@ -443,28 +329,9 @@ impl Governor {
     /// A picture that cannot be drawn is a warning, not an error: the snapshots it comes from
     /// are intact, and `tidemark report RUN_DIR` can draw it again.
     pub fn draw(&mut self, title: &str) {
-        let snapshots = self.writer.path().to_path_buf();
-        let svg = snapshots.with_file_name("memory.svg");
-        let drawn = read_snapshots(&snapshots)
-            .map_err(|e| e.to_string())
-            .and_then(|s| render_memory_svg(&s, self.limit_bytes, title, &svg));
-        if let Err(e) = drawn {
+        if let Err(e) = draw_memory_svg(self.writer.path(), self.limit_bytes, title) {
             self.observer.warning(&Warning::PictureNotDrawn(e));
         }
-    }
-
-    /// Raises (once) and updates the growth alarm from the epoch-end in-use figures.
-    fn watch_growth(&mut self, in_use: u64) {
-        self.epoch_in_use.push(in_use);
-        let Some(mut alarm) = check_growth(&self.epoch_in_use) else {
-            return;
-        };
-        match self.growth_alarm {
-            // Keep the epoch it was first raised at; refresh the slope.
-            Some(raised) => alarm.epoch = raised.epoch,
-            None => self.observer.warning(&Warning::Growth(alarm)),
-        }
-        self.growth_alarm = Some(alarm);
     }
 
     /// Applies the policies' decisions at `phase` outside a step.
@@ -529,75 +396,4 @@ impl Governor {
         self.observer.snapshot(&snapshot);
         Ok(())
     }
-}
-
-impl Prepared {
-    /// Where memory figures come from.
-    pub fn source(&self) -> MemorySource {
-        self.probe.source()
-    }
-
-    /// Opens `<run_dir>/snapshots.jsonl` and starts governing.
-    pub fn open(
-        self,
-        run_dir: &Path,
-        layout: Layout,
-        observer: Box<dyn Observer>,
-    ) -> Result<Governor, Error> {
-        let path: PathBuf = run_dir.join("snapshots.jsonl");
-        let writer = SnapshotWriter::open(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(Governor {
-            probe: self.probe,
-            policies: self.policies,
-            executor: self.executor,
-            clear: self.clear,
-            limit_bytes: self.limit_bytes,
-            baseline: self.baseline,
-            device_init_bytes: self.device_init_bytes,
-            rss_before: self.rss_before,
-            writer,
-            observer,
-            started: self.started,
-            layout,
-            previous_attempt: None,
-            step: 0,
-            resting_estimate: 0,
-            epoch_in_use: Vec::new(),
-            growth_alarm: None,
-            peak_bytes_in_use: 0,
-            peak_bytes_reserved: 0,
-            memory_actions: 0,
-            retained: None,
-        })
-    }
-}
-
-/// On the host a reservation is taken from the machine's RAM, which other processes share: it
-/// must be a size in bytes, and fit in what is available.
-fn check_host_reservation(config: &MemoryConfig) -> Result<(), Error> {
-    match config.preallocate {
-        Some(MemorySize::Bytes(bytes)) => match super::host::available_host_memory() {
-            Some(available) if bytes > available => Err(memory_config_error(&format!(
-                "memory.preallocate = \"{}\" is more than the {} of RAM available on this machine",
-                format_bytes(bytes),
-                format_bytes(available)
-            ))),
-            _ => Ok(()),
-        },
-        Some(MemorySize::Fraction(share)) => Err(memory_config_error(&format!(
-            "memory.preallocate = {share} is a fraction of device memory, and flex has none of \
-             its own: it would take that share of the machine's RAM from every other \
-             process; give a size such as \"256MiB\" (policy = \"preallocate\" without a size \
-             means 0.75)"
-        ))),
-        None => Ok(()),
-    }
-}
-
-fn memory_config_error(message: &str) -> Error {
-    Error::Config(ConfigError {
-        origin: "[memory]".into(),
-        key: None,
-        message: message.to_string(),
-    })
 }

@@ -1,0 +1,187 @@
+//! The hard limit: what it checks, when, and the typed error of a breach.
+
+use std::fmt;
+
+use super::{MemoryAction, MemoryPolicy, Phase, RunState};
+use crate::config::OnLimit;
+use crate::memory::usage::{format_bytes, MemorySource, MemoryUsage};
+
+/// The memory limit was exceeded (or would be, before training starts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitExceeded {
+    /// The limit in bytes.
+    pub limit: u64,
+    /// The figure that exceeded it.
+    pub observed: u64,
+    /// Which figure that is.
+    pub measure: &'static str,
+    /// Epoch (0 before training).
+    pub epoch: usize,
+    /// Optimizer step (0 before training).
+    pub step: usize,
+    /// Micro-batch at the time.
+    pub micro_batch: usize,
+    /// Accumulation steps at the time.
+    pub accumulation_steps: usize,
+    /// With `on_limit = "shrink"`, when shrinking stopped early: what the last halving saved.
+    pub futile_shrink: Option<u64>,
+    /// When it was exceeded: before training, in a step, in validation or in a checkpoint.
+    pub phase: Phase,
+}
+
+impl LimitExceeded {
+    /// A concrete change that would likely fit.
+    pub fn suggestion(&self) -> String {
+        if let Some(saved) = self.futile_shrink {
+            return format!(
+                "the last halving of the micro-batch saved {}, and each further halving saves at \
+                 most half as much, so no micro-batch fits: parameters, gradients and optimizer \
+                 state dominate this peak; raise memory.limit or use a smaller model",
+                format_bytes(saved)
+            );
+        }
+        if self.phase == Phase::Checkpoint {
+            return "writing a checkpoint copies the whole optimizer state into host memory at \
+                    once, and the checkpoint is complete on disk; raise memory.limit, or use a \
+                    smaller model or train.optimizer = \"sgd\" (no optimizer state)"
+                .into();
+        }
+        if self.phase == Phase::EpochEnd {
+            return "validation runs in micro-batches of the training step's size, without \
+                    gradients; a smaller train.batch_size, with proportionally more \
+                    train.accumulation_steps (or memory.on_limit = \"shrink\"), makes them \
+                    smaller"
+                .into();
+        }
+        if self.phase == Phase::RunStart {
+            return "the model's parameters, gradients and optimizer state alone exceed it; \
+                    raise memory.limit or use a smaller model"
+                .into();
+        }
+        if self.micro_batch > 1 {
+            format!(
+                "try train.batch_size = {} with train.accumulation_steps = {} (same effective batch), \
+                 or memory.on_limit = \"shrink\"",
+                self.micro_batch.div_ceil(2),
+                self.accumulation_steps * 2
+            )
+        } else {
+            "the micro-batch is already 1; raise memory.limit or use a smaller model".into()
+        }
+    }
+}
+
+impl fmt::Display for LimitExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let when = match self.phase {
+            Phase::RunStart => "before training".to_string(),
+            Phase::Checkpoint => format!("while writing the checkpoint of epoch {}", self.epoch),
+            Phase::EpochEnd => format!("in the validation of epoch {}", self.epoch),
+            Phase::Step | Phase::RunEnd => format!(
+                "at step {} of epoch {} (micro-batch {}, accumulation_steps {})",
+                self.step, self.epoch, self.micro_batch, self.accumulation_steps
+            ),
+        };
+        write!(
+            f,
+            "memory limit {} exceeded: {} {} {when}; {}",
+            format_bytes(self.limit),
+            format_bytes(self.observed),
+            self.measure,
+            self.suggestion()
+        )
+    }
+}
+
+impl std::error::Error for LimitExceeded {}
+
+/// A hard cap.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    /// The cap in bytes.
+    pub bytes: u64,
+    /// What to do on a breach.
+    pub on_limit: OnLimit,
+}
+
+/// The figure a limit applies to: on the host the exact high-water mark of accounted bytes; on
+/// CubeCL pools what is taken from the device (reserved pages), which bounds the in-use peak.
+pub fn held(usage: &MemoryUsage) -> (u64, &'static str) {
+    match usage.source {
+        MemorySource::Host => (usage.peak_bytes_in_use, "peak in use (host)"),
+        MemorySource::CubeclPool => (
+            usage.bytes_reserved.max(usage.peak_bytes_in_use),
+            "reserved in the device pools",
+        ),
+    }
+}
+
+impl Limit {
+    /// Whether halving the micro-batch again cannot bring `observed` under the limit, and if
+    /// so what the last halving saved. Halving the micro-batch halves activation memory, so
+    /// each halving saves at most half what the one before saved, and all further halvings
+    /// together at most what the last one did. That holds once the previous attempt already
+    /// accumulated (before that, the first halving also adds the accumulated-gradient buffer).
+    fn futile_shrink(&self, observed: u64, state: &RunState) -> Option<u64> {
+        if self.on_limit != OnLimit::Shrink {
+            return None;
+        }
+        let previous = state.previous_attempt?;
+        if previous.accumulation_steps < 2 {
+            return None;
+        }
+        let saved = previous.observed.saturating_sub(observed);
+        (observed.saturating_sub(saved) > self.bytes).then_some(saved)
+    }
+}
+
+impl MemoryPolicy for Limit {
+    fn decide(&self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Vec<MemoryAction> {
+        let breach = |observed: u64, measure: &'static str| LimitExceeded {
+            limit: self.bytes,
+            observed,
+            measure,
+            epoch: state.epoch,
+            step: state.step,
+            micro_batch: state.micro_batch,
+            accumulation_steps: state.accumulation_steps,
+            futile_shrink: None,
+            phase,
+        };
+        match phase {
+            Phase::RunStart if state.resting_estimate > self.bytes => vec![MemoryAction::Fail(
+                breach(state.resting_estimate, "needed at rest (estimated)"),
+            )],
+            // Outside steps: validation (in its own window) and checkpoints.
+            // Neither can shrink: validation batches do not follow the micro-batch, and a
+            // checkpoint's size is the model's.
+            Phase::EpochEnd | Phase::Checkpoint => {
+                let (observed, measure) = held(usage);
+                match observed > self.bytes {
+                    true => vec![MemoryAction::Fail(breach(observed, measure))],
+                    false => Vec::new(),
+                }
+            }
+            Phase::Step => {
+                let (observed, measure) = held(usage);
+                let futile = self.futile_shrink(observed, state);
+                if observed <= self.bytes {
+                    Vec::new()
+                } else if let Some(saved) = futile {
+                    vec![MemoryAction::Fail(LimitExceeded {
+                        futile_shrink: Some(saved),
+                        ..breach(observed, measure)
+                    })]
+                } else if self.on_limit == OnLimit::Shrink && state.micro_batch > 1 {
+                    vec![MemoryAction::ShrinkBatch {
+                        micro_batch: state.micro_batch.div_ceil(2),
+                        accumulation_steps: state.accumulation_steps * 2,
+                    }]
+                } else {
+                    vec![MemoryAction::Fail(breach(observed, measure))]
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+}
