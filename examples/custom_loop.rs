@@ -166,7 +166,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     governor.draw("custom-loop");
     println!(
         "custom-loop: {epochs} epochs, {step} steps; micro-batch {} after {} memory action(s); \
-         peak {} in use (limit {}); retained {} B after release; {}",
+         highest peak {} in use, with the attempt the limit stopped (limit {}); retained {} B after \
+         release; {}",
         governor.layout().micro_batch(),
         governor.memory_actions(),
         format_bytes(governor.peaks().0),
