@@ -70,6 +70,42 @@ fn read(config: &CsvConfig) -> Result<Records, DataError> {
     parse(&text, &path, config)
 }
 
+/// Every record of a CSV text (cells trimmed, rows of any width), with the file line it is on.
+/// The `csv` crate's positions do not count the blank lines it skips (a record starts where the
+/// previous one ended), so the lines are counted here from the byte offsets.
+pub(super) fn records(
+    text: &str,
+    path: &str,
+) -> Result<Vec<(usize, csv::StringRecord)>, DataError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let (bytes, mut scanned, mut line) = (text.as_bytes(), 0, 1);
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| DataError::Format {
+            path: path.to_string(),
+            line: e.position().map_or(0, |p| p.line() as usize),
+            message: e.to_string(),
+        })?;
+        let mut start = record
+            .position()
+            .map_or(0, |p| p.byte() as usize)
+            .max(scanned);
+        while bytes.get(start).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
+            start += 1;
+        }
+        line += bytes
+            .get(scanned..start)
+            .map_or(0, |s| s.iter().filter(|&&b| b == b'\n').count());
+        scanned = start;
+        rows.push((line, record));
+    }
+    Ok(rows)
+}
+
 fn parse(text: &str, path: &str, config: &CsvConfig) -> Result<Records, DataError> {
     let (target_key, target_column, is_label) = match (&config.target_column, &config.label_column)
     {
@@ -85,23 +121,10 @@ fn parse(text: &str, path: &str, config: &CsvConfig) -> Result<Records, DataErro
         line,
         message,
     };
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let mut rows = Vec::new();
-    for record in reader.records() {
-        let record = record.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line() as usize);
-            format(line, e.to_string())
-        })?;
-        let line = record.position().map_or(0, |p| p.line() as usize);
-        if record.iter().all(str::is_empty) {
-            continue;
-        }
-        rows.push((line, record));
-    }
+    let rows: Vec<(usize, csv::StringRecord)> = records(text, path)?
+        .into_iter()
+        .filter(|(_, record)| !record.iter().all(str::is_empty))
+        .collect();
     let Some((_, first)) = rows.first() else {
         return Err(DataError::Unusable(format!("{path}: the file has no rows")));
     };
@@ -292,6 +315,21 @@ mod tests {
         let err = load_csv(&cfg).unwrap_err().to_string();
         assert!(err.contains("cannot decompress (gzip)"), "{err}");
         assert!(err.contains("t.csv.gz"), "{err}");
+    }
+
+    #[test]
+    fn lines_are_counted_past_blank_lines() {
+        // The csv crate numbers the third line 2 here, as it skips the blank one.
+        let err = parse_classes(
+            "1,2,0\n\n3,x,1\n",
+            "t.csv",
+            &config(Column::Index(-1), None),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t.csv:3: column 2: expected a finite number, got \"x\""
+        );
     }
 
     #[test]

@@ -63,3 +63,19 @@ pub fn initialize<M: Module>(model: &M) {
     }
     model.visit(&mut Touch);
 }
+
+/// Every float parameter of `model`, read back as f32 in the module's visiting order: what two
+/// models are compared by (an accumulated update against a large-batch one, a checkpoint
+/// against the model it came from).
+pub fn parameters<M: Module>(model: &M) -> Vec<f32> {
+    struct Flatten(Vec<f32>);
+    impl ModuleVisitor for Flatten {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            self.0
+                .extend(param.val().into_data().convert::<f32>().iter::<f32>());
+        }
+    }
+    let mut all = Flatten(Vec::new());
+    model.visit(&mut all);
+    all.0
+}

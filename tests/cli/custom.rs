@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::{Dataset, InMemDataset};
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor, TensorData};
 use tidemark::config::{ConfigBuilder, OptimizerKind};
 use tidemark::memory::MemoryProbe;
+use tidemark::model::parameters;
 use tidemark::task::{Compute, Splits, StepOutput, Task};
 use tidemark::train::{accumulated_step, build_optimizer, GroupOutcome, MixedPrecision};
 
@@ -19,19 +20,8 @@ use super::*;
 #[path = "../../examples/custom_model/task.rs"]
 mod sales;
 
-struct Flatten(Vec<f32>);
-
-impl ModuleVisitor for Flatten {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.0
-            .extend(param.val().into_data().convert::<f32>().iter::<f32>());
-    }
-}
-
 fn weights<M: Module>(model: &M) -> Vec<f32> {
-    let mut v = Flatten(Vec::new());
-    model.visit(&mut v);
-    v.0
+    parameters(model)
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::{choice, finite_in, non_negative, positive, Invalid, Result};
+use super::{choice, finite_in, misplaced, non_negative, positive, Invalid, Result};
 use crate::config::defaults;
 use crate::config::raw::*;
 use crate::config::types::*;
@@ -56,24 +56,6 @@ fn present(raw: &RawData) -> Vec<&'static str> {
     .collect()
 }
 
-/// An error for the first key of `raw` that does not apply to `kind`.
-fn misplaced(raw: &RawData, kind: &str) -> Result<()> {
-    for key in present(raw) {
-        let (_, kinds) = KIND_KEYS
-            .iter()
-            .find(|(k, _)| *k == key)
-            .expect("every present key is listed");
-        if !kinds.contains(&kind) {
-            let with: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
-            return Err(Invalid::new(
-                &format!("data.{key}"),
-                format_args!("only applies with data.kind = {}", with.join(" or ")),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The kind that the keys given imply, when `data.kind` is not set: a `window` is a series, an
 /// `images` file is IDX, a `path` is a CSV; otherwise synthetic data.
 fn implied_kind(raw: &RawData) -> &'static str {
@@ -118,7 +100,7 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
         implied_kind(&raw),
         &kinds.map(|k| (k, k)),
     )?;
-    misplaced(&raw, kind)?;
+    misplaced("data", KIND_KEYS, &present(&raw), kind)?;
     let source = match kind {
         "synthetic" => {
             let classes = positive("data.classes", raw.classes, defaults::CLASSES)?;

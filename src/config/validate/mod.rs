@@ -58,6 +58,30 @@ pub(super) fn finite_in(key: &str, value: f64, lo: f64, hi: f64, what: &str) -> 
     }
 }
 
+/// An error for the first key in `present` that `table` does not list for `kind` (of
+/// `section`): `model.pool only applies with model.kind = "cnn"`.
+pub(super) fn misplaced(
+    section: &str,
+    table: &[(&str, &[&str])],
+    present: &[&'static str],
+    kind: &str,
+) -> Result<()> {
+    for key in present {
+        let (_, kinds) = table
+            .iter()
+            .find(|(k, _)| k == key)
+            .expect("every present key is listed");
+        if !kinds.contains(&kind) {
+            let with: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
+            return Err(Invalid::new(
+                &format!("{section}.{key}"),
+                format_args!("only applies with {section}.kind = {}", with.join(" or ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn choice<T: Copy>(
     key: &str,
     value: Option<&str>,

@@ -1,12 +1,41 @@
 //! `[model]`.
 
-use super::{choice, finite_in, positive, Invalid, Result};
+use super::{choice, finite_in, misplaced, positive, Invalid, Result};
 use crate::config::defaults;
 use crate::config::raw::*;
 use crate::config::types::*;
 
+/// The keys that only some kinds take, with those kinds.
+const KIND_KEYS: &[(&str, &[&str])] = &[
+    ("hidden", &["mlp", "lstm"]),
+    ("activation", &["mlp", "cnn"]),
+    ("dropout", &["mlp", "cnn"]),
+    ("input", &["cnn"]),
+    ("channels", &["cnn"]),
+    ("kernel_size", &["cnn"]),
+    ("pool", &["cnn"]),
+    ("batch_norm", &["cnn"]),
+];
+
+/// The kind-specific keys present in `raw`.
+fn present(raw: &RawModel) -> Vec<&'static str> {
+    [
+        ("hidden", raw.hidden.is_some()),
+        ("activation", raw.activation.is_some()),
+        ("dropout", raw.dropout.is_some()),
+        ("input", raw.input.is_some()),
+        ("channels", raw.channels.is_some()),
+        ("kernel_size", raw.kernel_size.is_some()),
+        ("pool", raw.pool.is_some()),
+        ("batch_norm", raw.batch_norm.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, here)| here.then_some(key))
+    .collect()
+}
+
 pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
-    #[derive(Clone, Copy, PartialEq)]
+    #[derive(Clone, Copy, PartialEq, Eq)]
     enum Kind {
         Mlp,
         Cnn,
@@ -19,6 +48,11 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
         .map(|(_, kind)| *kind)
         .expect("the default model kind is a kind");
     let kind = choice("model.kind", raw.kind.as_deref(), default, &kinds)?;
+    let name = kinds
+        .iter()
+        .find(|(_, k)| *k == kind)
+        .map_or("", |(n, _)| *n);
+    misplaced("model", KIND_KEYS, &present(&raw), name)?;
     let activation = choice(
         "model.activation",
         raw.activation.as_deref(),
@@ -46,22 +80,6 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
     };
     match kind {
         Kind::Lstm => {
-            for (key, present) in [
-                ("model.input", raw.input.is_some()),
-                ("model.channels", raw.channels.is_some()),
-                ("model.kernel_size", raw.kernel_size.is_some()),
-                ("model.pool", raw.pool.is_some()),
-                ("model.batch_norm", raw.batch_norm.is_some()),
-                ("model.activation", raw.activation.is_some()),
-                ("model.dropout", raw.dropout.is_some()),
-            ] {
-                if present {
-                    return Err(Invalid::new(
-                        key,
-                        "does not apply with model.kind = \"lstm\" (it takes model.hidden)",
-                    ));
-                }
-            }
             let hidden = match raw.hidden {
                 None => defaults::LSTM_HIDDEN.to_vec(),
                 Some(values) => widths("model.hidden", values)?,
@@ -75,17 +93,6 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
             Ok(ModelConfig::Lstm(LstmConfig { hidden }))
         }
         Kind::Mlp => {
-            for (key, present) in [
-                ("model.input", raw.input.is_some()),
-                ("model.channels", raw.channels.is_some()),
-                ("model.kernel_size", raw.kernel_size.is_some()),
-                ("model.pool", raw.pool.is_some()),
-                ("model.batch_norm", raw.batch_norm.is_some()),
-            ] {
-                if present {
-                    return Err(Invalid::new(key, "only applies with model.kind = \"cnn\""));
-                }
-            }
             let hidden = match raw.hidden {
                 None => defaults::HIDDEN.to_vec(),
                 Some(values) => widths("model.hidden", values)?,
@@ -97,12 +104,6 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
             }))
         }
         Kind::Cnn => {
-            if raw.hidden.is_some() {
-                return Err(Invalid::new(
-                    "model.hidden",
-                    "only applies with model.kind = \"mlp\" (a CNN has model.channels)",
-                ));
-            }
             let input = raw.input.ok_or_else(|| {
                 Invalid::new(
                     "model.input",

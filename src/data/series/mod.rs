@@ -96,31 +96,7 @@ fn parse(
         line,
         message,
     };
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let (bytes, mut scanned, mut line) = (text.as_bytes(), 0, 1);
-    let mut rows = Vec::new();
-    for record in reader.records() {
-        let record = record
-            .map_err(|e| format(e.position().map_or(0, |p| p.line() as usize), e.to_string()))?;
-        // The reader's positions do not count the blank lines it skips (a record starts where the
-        // previous one ended), so step over them to find the line the record is really on.
-        let mut start = record
-            .position()
-            .map_or(0, |p| p.byte() as usize)
-            .max(scanned);
-        while bytes.get(start).is_some_and(|b| matches!(b, b'\r' | b'\n')) {
-            start += 1;
-        }
-        line += bytes
-            .get(scanned..start)
-            .map_or(0, |s| s.iter().filter(|&&b| b == b'\n').count());
-        scanned = start;
-        rows.push((line, record));
-    }
+    let rows = super::csv::records(text, &file)?;
     let Some((first_line, first)) = rows.first() else {
         return Err(SeriesError::Unusable(format!(
             "{file}: the file has no rows"

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Instant;
 
 use burn::tensor::Device;
 
@@ -15,13 +14,11 @@ mod prepare;
 pub use layout::{Breach, EpochFigures, Layout};
 pub use prepare::Prepared;
 
-use super::executor::Executor;
 use super::growth::{GrowthAlarm, GrowthWatch};
 use super::host::resident_set_bytes;
 use super::observer::{Observer, Warning};
 use super::plot::draw_memory_svg;
-use super::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
-use super::probe::MemoryProbe;
+use super::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase, RunState};
 use super::snapshots::{Event, Retained, Snapshot, SnapshotWriter};
 use super::usage::{format_bytes, MemorySource, MemoryUsage};
 use crate::config::{ClearPolicy, MemoryConfig};
@@ -29,17 +26,10 @@ use crate::error::Error;
 
 /// Governs one run's memory.
 pub struct Governor {
-    probe: MemoryProbe,
-    policies: Policies,
-    executor: Executor,
-    clear: ClearPolicy,
-    limit_bytes: Option<u64>,
-    baseline: MemoryUsage,
-    device_init_bytes: i64,
-    rss_before: u64,
+    /// The probe, policies and executor, and the baseline they were prepared with.
+    setup: Prepared,
     writer: SnapshotWriter,
     observer: Box<dyn Observer>,
-    started: Instant,
     layout: Layout,
     previous_attempt: Option<Attempt>,
     step: usize,
@@ -72,7 +62,7 @@ impl Governor {
 
     /// Where memory figures come from.
     pub fn source(&self) -> MemorySource {
-        self.probe.source()
+        self.setup.probe.source()
     }
 
     /// The batch layout now.
@@ -87,17 +77,17 @@ impl Governor {
 
     /// The limit in bytes, if one is set.
     pub fn limit_bytes(&self) -> Option<u64> {
-        self.limit_bytes
+        self.setup.limit_bytes
     }
 
     /// Bytes reserved before the run.
     pub fn baseline(&self) -> MemoryUsage {
-        self.baseline
+        self.setup.baseline
     }
 
     /// Bytes the backend's warm-up kept (one-time state; about 0 after a process's first run).
     pub fn device_init_bytes(&self) -> i64 {
-        self.device_init_bytes
+        self.setup.device_init_bytes
     }
 
     /// Highest in-use peak and reserved figure recorded so far.
@@ -122,7 +112,7 @@ impl Governor {
 
     /// Seconds since [`prepare`](Self::prepare).
     pub fn elapsed_s(&self) -> f64 {
-        self.started.elapsed().as_secs_f64()
+        self.setup.started.elapsed().as_secs_f64()
     }
 
     /// Records the number of optimizer steps taken so far (snapshots carry it).
@@ -132,7 +122,7 @@ impl Governor {
 
     /// Reads the memory figures now, after waiting for the device.
     pub fn read(&mut self) -> Result<MemoryUsage, Error> {
-        self.probe.read().map_err(Error::device)
+        self.setup.probe.read().map_err(Error::device)
     }
 
     fn state(&self, epoch: usize, step: usize) -> RunState {
@@ -160,26 +150,26 @@ impl Governor {
 
     /// Starts an epoch: the epoch's peak restarts at the current figure.
     pub fn begin_epoch(&mut self) {
-        self.probe.reset_peak();
+        self.setup.probe.reset_peak();
     }
 
     /// Opens a new limit window (a step, validation, a checkpoint) at the current figure.
     pub fn begin_window(&mut self) {
-        self.probe.begin_window();
+        self.setup.probe.begin_window();
     }
 
     /// Starts a step: a new window, and no breached attempt behind it.
     pub fn begin_step(&mut self) {
         self.previous_attempt = None;
-        self.probe.begin_window();
+        self.setup.probe.begin_window();
     }
 
     /// Looks at memory inside or right after step `step` of `epoch` (after a backward pass, after
     /// the update): a breach of the limit stops the step.
     pub fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
-        let usage = self.probe.observe();
+        let usage = self.setup.probe.observe();
         let state = self.state(epoch, step);
-        for action in self.policies.decide(Phase::Step, &usage, &state) {
+        for action in self.setup.policies.decide(Phase::Step, &usage, &state) {
             match action {
                 MemoryAction::ShrinkBatch { .. } => {
                     return Err(Breach::Shrink {
@@ -238,7 +228,7 @@ impl Governor {
     /// The figures of the window opened by [`begin_window`](Self::begin_window), e.g. around
     /// validation.
     pub fn window(&mut self) -> MemoryUsage {
-        self.probe.observe()
+        self.setup.probe.observe()
     }
 
     /// Writes epoch `epoch`'s snapshot with `figures`, and watches for growth.
@@ -271,9 +261,9 @@ impl Governor {
         epoch: usize,
         write: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
-        self.probe.begin_window();
+        self.setup.probe.begin_window();
         let written = write()?;
-        let usage = self.probe.observe();
+        let usage = self.setup.probe.observe();
         self.peak_bytes_in_use = self.peak_bytes_in_use.max(usage.peak_bytes_in_use);
         let state = self.state(epoch, self.step);
         self.apply(Phase::Checkpoint, &usage, &state)?;
@@ -291,7 +281,7 @@ impl Governor {
     /// epoch's own figures: the epoch end of a hand-written loop.
     pub fn epoch_end(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
         self.epoch_snapshot(epoch, figures)?;
-        let window = self.probe.observe();
+        let window = self.setup.probe.observe();
         self.end_epoch(epoch, &window)
     }
 
@@ -302,7 +292,7 @@ impl Governor {
         let usage = self.read()?;
         self.apply(Phase::RunEnd, &usage, &state)?;
         let mut after = self.read()?;
-        let retained = Retained::since(&self.baseline, &after, self.rss_before);
+        let retained = Retained::since(&self.setup.baseline, &after, self.setup.rss_before);
         let peak = self.peak_bytes_in_use.max(after.peak_bytes_in_use);
         let tolerance = (peak / 100) as i64;
         if retained.retained_bytes_in_use > tolerance {
@@ -311,8 +301,8 @@ impl Governor {
                 peak,
             });
         }
-        if self.clear != ClearPolicy::Never
-            && self.probe.source() == MemorySource::CubeclPool
+        if self.setup.clear != ClearPolicy::Never
+            && self.setup.probe.source() == MemorySource::CubeclPool
             && retained.retained_bytes_reserved > tolerance
         {
             self.observer.warning(&Warning::PoolsReserved {
@@ -329,19 +319,21 @@ impl Governor {
     /// A picture that cannot be drawn is a warning, not an error: the snapshots it comes from
     /// are intact, and `tidemark report RUN_DIR` can draw it again.
     pub fn draw(&mut self, title: &str) {
-        if let Err(e) = draw_memory_svg(self.writer.path(), self.limit_bytes, title) {
+        if let Err(e) = draw_memory_svg(self.writer.path(), self.setup.limit_bytes, title) {
             self.observer.warning(&Warning::PictureNotDrawn(e));
         }
     }
 
     /// Applies the policies' decisions at `phase` outside a step.
     fn apply(&mut self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Result<(), Error> {
-        for action in self.policies.decide(phase, usage, state) {
+        for action in self.setup.policies.decide(phase, usage, state) {
             match action {
                 MemoryAction::Fail(e) => return Err(self.fail(e)),
                 MemoryAction::ShrinkBatch { .. } => {}
                 action => {
-                    if let Some(applied) = self.executor.apply(&action).map_err(Error::device)? {
+                    if let Some(applied) =
+                        self.setup.executor.apply(&action).map_err(Error::device)?
+                    {
                         self.memory_event(state.epoch, applied.action, applied.detail)?;
                     }
                 }
@@ -352,7 +344,7 @@ impl Governor {
 
     fn memory_event(&mut self, epoch: usize, action: &str, detail: String) -> Result<(), Error> {
         self.memory_actions += 1;
-        let usage = self.probe.observe();
+        let usage = self.setup.probe.observe();
         self.snapshot(Event::MemoryAction, epoch, usage, |s| {
             s.action = Some(action.to_string());
             s.detail = Some(detail);
@@ -386,7 +378,7 @@ impl Governor {
             action: None,
             detail: None,
             retained: None,
-            elapsed_s: self.started.elapsed().as_secs_f64(),
+            elapsed_s: self.setup.started.elapsed().as_secs_f64(),
             metrics: BTreeMap::new(),
         };
         fill(&mut snapshot);

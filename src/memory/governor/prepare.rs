@@ -20,15 +20,15 @@ use crate::memory::usage::{format_bytes, MemorySource, MemoryUsage};
 /// A governor before its run directory exists: settings checked, the backend warmed up and the
 /// baseline taken.
 pub struct Prepared {
-    probe: MemoryProbe,
-    policies: Policies,
-    executor: Executor,
-    clear: ClearPolicy,
-    limit_bytes: Option<u64>,
-    baseline: MemoryUsage,
-    device_init_bytes: i64,
-    rss_before: u64,
-    started: Instant,
+    pub(super) probe: MemoryProbe,
+    pub(super) policies: Policies,
+    pub(super) executor: Executor,
+    pub(super) clear: ClearPolicy,
+    pub(super) limit_bytes: Option<u64>,
+    pub(super) baseline: MemoryUsage,
+    pub(super) device_init_bytes: i64,
+    pub(super) rss_before: u64,
+    pub(super) started: Instant,
 }
 
 impl Prepared {
@@ -79,17 +79,9 @@ impl Prepared {
         let path: PathBuf = run_dir.join("snapshots.jsonl");
         let writer = SnapshotWriter::open(&path).map_err(|e| Error::io(&path, e))?;
         Ok(Governor {
-            probe: self.probe,
-            policies: self.policies,
-            executor: self.executor,
-            clear: self.clear,
-            limit_bytes: self.limit_bytes,
-            baseline: self.baseline,
-            device_init_bytes: self.device_init_bytes,
-            rss_before: self.rss_before,
+            setup: self,
             writer,
             observer,
-            started: self.started,
             layout,
             previous_attempt: None,
             step: 0,

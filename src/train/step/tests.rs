@@ -1,28 +1,17 @@
 //! One update over micro-batches against the same update over one batch.
 
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::Module;
 use burn::tensor::Device;
 
 use super::*;
 use crate::config::{Activation, LossScaling, MlpConfig, Precision, SyntheticConfig};
 use crate::data::{generate, Sample};
-use crate::model::{Cnn, Mlp, Network};
+use crate::model::{parameters, Cnn, Mlp, Network};
 use crate::task::Classify;
 use crate::train::LossScaler;
 
-struct Flatten(Vec<f32>);
-
-impl ModuleVisitor for Flatten {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.0
-            .extend(param.val().into_data().convert::<f32>().iter::<f32>());
-    }
-}
-
 fn weights<M: Module>(model: &M) -> Vec<f32> {
-    let mut v = Flatten(Vec::new());
-    model.visit(&mut v);
-    v.0
+    parameters(model)
 }
 
 fn samples(n: usize) -> Vec<Sample> {
