@@ -10,6 +10,11 @@
 //! static ALLOC: tidemark::memory::CountingAllocator = tidemark::memory::CountingAllocator::new();
 //! ```
 //!
+//! The counters are per process: every thread's allocations count, tidemark's or not. Runs
+//! one after another each report their own figures (each measures against a baseline taken at
+//! its start, and each epoch restarts the peak), but two runs at the same time on two threads
+//! would each see the other's bytes.
+//!
 //! It also gives freed heap memory back to the OS ([`trim_host_heap`]): glibc keeps freed
 //! pages in its arenas, so without a trim a process's resident set stays at its peak after a
 //! run has released everything.
@@ -32,7 +37,7 @@ static IN_USE: AtomicU64 = AtomicU64::new(0);
 static PEAK: AtomicU64 = AtomicU64::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
-/// A global allocator that forwards to [`System`] and counts live bytes.
+/// A global allocator that forwards to [`System`] and counts live bytes, for the whole process.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CountingAllocator;
 
