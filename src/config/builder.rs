@@ -182,6 +182,12 @@ impl ConfigBuilder {
         self
     }
 
+    /// Also write a checkpoint every `steps` optimizer steps inside an epoch.
+    pub fn checkpoint_every_steps(mut self, steps: usize) -> Self {
+        self.raw.checkpoint.every_steps = Some(steps as i64);
+        self
+    }
+
     /// Direct access to every key, for what the typed setters do not cover.
     pub fn raw_mut(&mut self) -> &mut RawConfig {
         &mut self.raw

@@ -139,7 +139,9 @@ pub fn parse(text: &str, name: &str, overrides: &[Override]) -> Result<RunConfig
         ConfigError {
             origin,
             key: None,
-            message: format!("invalid TOML: {}", e.message().trim()),
+            // The parser's message can run over lines ("invalid escape sequence", then what
+            // was expected); errors are one line.
+            message: format!("invalid TOML: {}", one_line(e.message())),
         }
     })?;
     for o in overrides {
@@ -153,6 +155,16 @@ pub fn parse(text: &str, name: &str, overrides: &[Override]) -> Result<RunConfig
             source.error(Some(key).filter(|k| k != "."), message)
         })?;
     RunConfig::try_from(raw).map_err(|Invalid { key, message }| source.error(Some(key), message))
+}
+
+/// `text`'s lines, trimmed and joined with "; ".
+fn one_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join("; ")
 }
 
 /// Rewrites serde's wording into one that names the key.

@@ -28,6 +28,17 @@ pub struct RawConfig {
     /// `[memory]`: memory policy and snapshots.
     #[serde(default)]
     pub memory: RawMemory,
+    /// `[checkpoint]`: when checkpoints are written.
+    #[serde(default)]
+    pub checkpoint: RawCheckpoint,
+}
+
+/// `[checkpoint]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCheckpoint {
+    /// Also write a checkpoint every this many optimizer steps inside an epoch.
+    pub every_steps: Option<i64>,
 }
 
 /// `[run]` as written.

@@ -58,24 +58,41 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let bad = || format!("must be a size like \"512MiB\" or \"2GB\", got \"{text}\"");
-    let value: f64 = number.parse().map_err(|_| bad())?;
-    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
-        "kib" => 1024.0,
-        "mib" => 1024.0 * 1024.0,
-        "gib" => 1024.0 * 1024.0 * 1024.0,
-        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
         _ => return Err(bad()),
     };
-    let bytes = (value * scale).round();
-    if !(bytes >= 1.0 && bytes.is_finite()) {
+    let too_large = || format!("must be at most {} bytes, got \"{text}\"", u64::MAX);
+    // Whole numbers in integers, so that every byte count reads back exactly; fractions
+    // ("1.5GB") through f64, rounded to a byte.
+    let bytes = if number.contains('.') {
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        let bytes = (value * scale as f64).round();
+        if bytes >= u64::MAX as f64 {
+            return Err(too_large());
+        }
+        bytes as u64
+    } else {
+        let value: u64 = number
+            .parse()
+            .map_err(|e: std::num::ParseIntError| match e.kind() {
+                std::num::IntErrorKind::PosOverflow => too_large(),
+                _ => bad(),
+            })?;
+        value.checked_mul(scale).ok_or_else(too_large)?
+    };
+    if bytes == 0 {
         return Err(format!("must be > 0, got \"{text}\""));
     }
-    Ok(bytes as u64)
+    Ok(bytes)
 }
 
 impl fmt::Display for MemorySize {
@@ -117,6 +134,16 @@ mod tests {
         assert!(parse_bytes("lots").is_err());
         assert!(parse_bytes("12 parsecs").is_err());
         assert!(parse_bytes("0MiB").is_err());
+        // Found by the config fuzzer: integers read back exactly, and overflow is an error.
+        assert_eq!(parse_bytes("9223372036854775807B"), Ok(i64::MAX as u64));
+        assert_eq!(
+            parse_bytes("18446744073709551615TiB"),
+            Err(format!(
+                "must be at most {} bytes, got \"18446744073709551615TiB\"",
+                u64::MAX
+            ))
+        );
+        assert!(parse_bytes("1e30").is_err());
     }
 
     #[test]

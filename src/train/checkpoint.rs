@@ -1,10 +1,11 @@
 //! Checkpoints: model and optimizer state after each epoch (and before the first), so a run
 //! that stops, for a memory limit or anything else, keeps its last good state on disk.
 //!
-//! Layout: `<run>/checkpoints/epoch-<N>/{model.bpk, optimizer.bpk, meta.json}` written under a
-//! temporary name and renamed into place, then `checkpoints/latest` (the directory name) is
-//! replaced atomically, and only then are older epochs deleted. At every moment the directory
-//! named by `latest` is complete.
+//! Layout: `<run>/checkpoints/epoch-<N>/{model.bpk, optimizer.bpk, meta.json}` after epoch N
+//! (and `step-<S>/` after global step S, inside an epoch, with `checkpoint.every_steps`),
+//! written under a temporary name and renamed into place, then `checkpoints/latest` (the
+//! directory name) is replaced atomically, and only then are older ones deleted. At every moment
+//! the directory named by `latest` is complete.
 
 use std::path::{Path, PathBuf};
 
@@ -21,10 +22,15 @@ pub struct Checkpointer {
     dir: PathBuf,
 }
 
+/// `meta.json`: where in the run the checkpoint stands.
 #[derive(Serialize)]
 struct Meta {
+    /// Epochs completed.
     epoch: usize,
+    /// Optimizer steps completed in the run.
     step: usize,
+    /// Optimizer steps completed in the epoch after `epoch` (0 at an epoch's end).
+    step_in_epoch: usize,
 }
 
 impl Checkpointer {
@@ -35,7 +41,8 @@ impl Checkpointer {
         }
     }
 
-    /// Saves `model` and `optimizer` as the state after `epoch` (0: before training).
+    /// Saves `model` and `optimizer` as the state after `epoch` (0: before training), `step`
+    /// optimizer steps into the run.
     pub fn save<M: ModuleSnapshot>(
         &self,
         epoch: usize,
@@ -43,7 +50,31 @@ impl Checkpointer {
         model: &M,
         optimizer: &ModuleOptimizer,
     ) -> Result<PathBuf, Error> {
-        let name = format!("epoch-{epoch}");
+        self.write(format!("epoch-{epoch}"), epoch, step, 0, model, optimizer)
+    }
+
+    /// Saves the state `step_in_epoch` steps into the epoch after `epoch` (`step` in the run).
+    pub fn save_in_epoch<M: ModuleSnapshot>(
+        &self,
+        epoch: usize,
+        step: usize,
+        step_in_epoch: usize,
+        model: &M,
+        optimizer: &ModuleOptimizer,
+    ) -> Result<PathBuf, Error> {
+        let name = format!("step-{step}");
+        self.write(name, epoch, step, step_in_epoch, model, optimizer)
+    }
+
+    fn write<M: ModuleSnapshot>(
+        &self,
+        name: String,
+        epoch: usize,
+        step: usize,
+        step_in_epoch: usize,
+        model: &M,
+        optimizer: &ModuleOptimizer,
+    ) -> Result<PathBuf, Error> {
         let target = self.dir.join(&name);
         let tmp = self.dir.join(format!("{name}.tmp"));
         let io = |path: &Path, e: std::io::Error| Error::io(path, e);
@@ -71,7 +102,12 @@ impl Checkpointer {
         optimizer
             .save(tmp.join("optimizer.bpk"))
             .map_err(|e| record("optimizer", e))?;
-        let meta = serde_json::to_vec_pretty(&Meta { epoch, step }).expect("meta serialises");
+        let meta = Meta {
+            epoch,
+            step,
+            step_in_epoch,
+        };
+        let meta = serde_json::to_vec_pretty(&meta).expect("meta serialises");
         std::fs::write(tmp.join("meta.json"), meta).map_err(|e| io(&tmp, e))?;
         if target.exists() {
             std::fs::remove_dir_all(&target).map_err(|e| io(&target, e))?;
@@ -83,13 +119,14 @@ impl Checkpointer {
         Ok(target)
     }
 
-    /// Deletes every epoch directory but `keep`.
+    /// Deletes every checkpoint directory but `keep`.
     fn prune(&self, keep: &str) -> Result<(), Error> {
         let entries = std::fs::read_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if name.starts_with("epoch-") && name != keep && !name.ends_with(".tmp") {
+            let checkpoint = name.starts_with("epoch-") || name.starts_with("step-");
+            if checkpoint && name != keep && !name.ends_with(".tmp") {
                 let path = entry.path();
                 std::fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
             }

@@ -162,6 +162,31 @@ impl<T: Task> Epochs<'_, T> {
                 let step_loss = accumulated.loss.clone();
                 sums.add(accumulated.loss, accumulated.metrics, accumulated.samples);
                 self.governor.observer().step_done(epoch, step_in_epoch);
+                // Inside the epoch only: its end writes one anyway.
+                let every = config.checkpoint.every_steps;
+                if step_in_epoch < steps_per_epoch && every.is_some_and(|n| at.step % n == 0) {
+                    // Never a checkpoint of a diverged model; the checkpoint waits for the
+                    // device anyway.
+                    let loss = read(step_loss.clone()).map_err(Error::device)?;
+                    if !loss.is_finite() {
+                        return Err(Error::Diverged {
+                            epoch,
+                            step: at.step,
+                            loss,
+                        });
+                    }
+                    let (checkpointer, governor) = (self.checkpointer, &mut *self.governor);
+                    let saved = governor.checkpoint(epoch, || {
+                        checkpointer.save_in_epoch(
+                            epoch - 1,
+                            at.step,
+                            step_in_epoch,
+                            &model,
+                            &optimizer,
+                        )
+                    })?;
+                    self.stats.checkpoint = Some(saved);
+                }
                 if done || last_report.elapsed() >= REPORT_INTERVAL {
                     last_report = Instant::now();
                     let loss = read(step_loss).map_err(Error::device)?;

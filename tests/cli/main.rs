@@ -4,6 +4,7 @@
 mod custom;
 mod data;
 mod experiments;
+mod fuzz;
 mod memory;
 mod run_dir;
 mod training;

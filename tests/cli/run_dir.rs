@@ -325,3 +325,72 @@ fn every_run_draws_memory_svg_and_report_redraws_it() {
     env.run(&["report", "runs/nothing"])
         .fails_with(1, &["runs/nothing/snapshots.jsonl"]);
 }
+
+/// Records, after every step, which checkpoint `latest` names.
+struct LatestSeen {
+    run_dir: PathBuf,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(usize, usize, String)>>>,
+}
+
+impl tidemark::train::Observer for LatestSeen {
+    fn step_done(&mut self, epoch: usize, step: usize) {
+        let latest =
+            std::fs::read_to_string(self.run_dir.join("checkpoints/latest")).unwrap_or_default();
+        self.seen.lock().unwrap().push((epoch, step, latest));
+    }
+}
+
+#[test]
+fn checkpoints_every_n_steps_inside_epochs_keep_only_the_latest() {
+    let dir = tempfile::tempdir().unwrap();
+    // 960 training samples in steps of 32: 30 steps an epoch.
+    let config = tidemark::config::ConfigBuilder::new("every")
+        .output_dir(dir.path())
+        .synthetic(1200, 16, 4)
+        .hidden(&[32])
+        .epochs(2)
+        .batch_size(32)
+        .checkpoint_every_steps(7)
+        .build()
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let observer = LatestSeen {
+        run_dir: dir.path().join("every"),
+        seen: seen.clone(),
+    };
+    let summary = tidemark::Trainer::new(config)
+        .observer(observer)
+        .run()
+        .unwrap();
+    let seen = seen.lock().unwrap();
+    let at = |epoch: usize, step: usize| {
+        seen.iter()
+            .find(|(e, s, _)| (*e, *s) == (epoch, step))
+            .map(|(.., latest)| latest.clone())
+            .unwrap()
+    };
+    // step_done comes before that step's checkpoint: step 8 sees step 7's.
+    assert_eq!(at(1, 7), "epoch-0");
+    assert_eq!(at(1, 8), "step-7");
+    assert_eq!(at(1, 29), "step-28");
+    // Epoch 1 ends at step 30 with its own checkpoint; step 35 is the 5th of epoch 2.
+    assert_eq!(at(2, 1), "epoch-1");
+    assert_eq!(at(2, 6), "step-35");
+    assert_eq!(at(2, 30), "step-56");
+    let checkpoints = summary.run_dir.join("checkpoints");
+    assert_eq!(
+        std::fs::read_to_string(checkpoints.join("latest")).unwrap(),
+        "epoch-2"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&checkpoints)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["epoch-2", "latest"], "older checkpoints are deleted");
+    let written = std::fs::read_to_string(summary.run_dir.join("config.toml")).unwrap();
+    assert!(
+        written.contains("[checkpoint]\nevery_steps = 7"),
+        "{written}"
+    );
+}

@@ -33,6 +33,18 @@ pub struct RunConfig {
     pub train: TrainConfig,
     /// `[memory]`.
     pub memory: MemoryConfig,
+    /// `[checkpoint]`.
+    pub checkpoint: CheckpointConfig,
+}
+
+/// `[checkpoint]`: checkpoints are written before the first step and after every epoch; this
+/// adds some inside long epochs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CheckpointConfig {
+    /// Also every this many optimizer steps (counted in the run), so that a run stopped inside
+    /// an epoch loses at most that many; `None`: only at epoch ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every_steps: Option<usize>,
 }
 
 /// `[run]`: identity and output location.

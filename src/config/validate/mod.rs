@@ -160,6 +160,13 @@ impl TryFrom<RawConfig> for RunConfig {
             data: data::data(raw.data)?,
             train: train::train(raw.train)?,
             memory: memory::memory(raw.memory)?,
+            checkpoint: CheckpointConfig {
+                every_steps: raw
+                    .checkpoint
+                    .every_steps
+                    .map(|n| positive("checkpoint.every_steps", Some(n), 0))
+                    .transpose()?,
+            },
         })
     }
 }
