@@ -15,7 +15,7 @@ use super::checkpoint::Checkpointer;
 use super::precision::{GroupOutcome, MixedPrecision, MAX_CONSECUTIVE_SKIPS};
 use super::stats::Stats;
 use super::step::{accumulate_gradients, build_optimizer, micro_batches, resting_bytes};
-use crate::config::RunConfig;
+use crate::config::{OnLimit, RunConfig};
 use crate::data::{item_loader, DataError};
 use crate::error::Error;
 use crate::memory::{Breach, EpochFigures, EpochProgress, Governor};
@@ -111,15 +111,17 @@ impl<T: Task> Epochs<'_, T> {
                     step: self.stats.steps + 1,
                 };
                 self.governor.begin_step();
-                // Retry the group with smaller micro-batches until it fits or the limit fails.
+                // Retry the group with smaller micro-batches until it fits or the limit fails;
+                // only then are its items kept for a retry.
+                let retry = config.memory.on_limit == OnLimit::Shrink;
                 let accumulated = loop {
                     let layout = self.governor.layout();
-                    let micro = micro_batches(&group, layout.micro_batch());
+                    let micro = micro_batches(&mut group, layout.micro_batch(), retry);
                     let governor = &mut *self.governor;
                     let attempt = accumulate_gradients(
                         self.task,
                         &model,
-                        &micro,
+                        micro,
                         &ad_device,
                         &precision,
                         || governor.check_step(at.epoch, at.step),

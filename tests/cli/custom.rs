@@ -47,11 +47,11 @@ fn accumulation_on_the_example_model_gives_the_large_batch_update() {
             .train;
         let update = |sizes: &[usize]| {
             let mut offset = 0;
-            let group: Vec<&[sales::Sale]> = sizes
+            let group: Vec<Vec<sales::Sale>> = sizes
                 .iter()
                 .map(|&n| {
                     offset += n;
-                    &items[offset - n..offset]
+                    items[offset - n..offset].to_vec()
                 })
                 .collect();
             let out = accumulated_step(
@@ -59,7 +59,7 @@ fn accumulation_on_the_example_model_gives_the_large_batch_update() {
                 start.clone(),
                 &mut build_optimizer(&config),
                 lr,
-                &group,
+                group,
                 &device,
                 &mut MixedPrecision::f32(),
                 &mut MemoryProbe::new(&device),

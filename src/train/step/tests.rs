@@ -43,13 +43,13 @@ fn task<N: Network>() -> Classify<N> {
 }
 
 /// `data` cut into consecutive micro-batches of `sizes`.
-fn cut<'a>(data: &'a [Sample], sizes: &[usize]) -> Vec<&'a [Sample]> {
+fn cut(data: &[Sample], sizes: &[usize]) -> Vec<Vec<Sample>> {
     let mut offset = 0;
     sizes
         .iter()
         .map(|&n| {
             offset += n;
-            &data[offset - n..offset]
+            data[offset - n..offset].to_vec()
         })
         .collect()
 }
@@ -80,7 +80,7 @@ fn one_update_in<N: Network>(
         model,
         &mut optimizer,
         config.lr,
-        &cut(data, sizes),
+        cut(data, sizes),
         &device,
         precision,
         &mut probe,
@@ -212,7 +212,7 @@ fn overflows_skip_the_step_then_the_scale_settles_and_no_weight_is_ever_nan() {
     let config = train_config(OptimizerKind::Adam, 0.0);
     let device = Device::flex().autodiff();
     let data = samples(256);
-    let group: Vec<&[Sample]> = data.chunks(64).collect();
+    let group: Vec<Vec<Sample>> = data.chunks(64).map(<[Sample]>::to_vec).collect();
     let mut precision =
         MixedPrecision::new(Precision::F16, Some(LossScaler::new(2f64.powi(40), 2000)));
     let mut optimizer = build_optimizer(&config);
@@ -226,7 +226,7 @@ fn overflows_skip_the_step_then_the_scale_settles_and_no_weight_is_ever_nan() {
             model,
             &mut optimizer,
             config.lr,
-            &group,
+            group.clone(),
             &device,
             &mut precision,
             &mut probe,
@@ -307,4 +307,17 @@ fn summing_unscaled_losses_would_not_match() {
         .map(|(a, s)| a + 4.0 * s)
         .collect();
     assert!(max_abs_diff(&once, &scaled) > 1e-3);
+}
+
+#[test]
+fn micro_batches_cut_each_loader_batch_and_move_or_keep_the_items() {
+    let group = vec![vec![1, 2, 3, 4, 5], vec![6, 7]];
+    let expected = vec![vec![1, 2], vec![3, 4], vec![5], vec![6, 7]];
+    let mut kept = group.clone();
+    assert_eq!(micro_batches(&mut kept, 2, true), expected);
+    assert_eq!(kept, group, "kept for a retry");
+    let mut moved = group.clone();
+    assert_eq!(micro_batches(&mut moved, 2, false), expected);
+    assert!(moved.is_empty());
+    assert_eq!(micro_batches(&mut group.clone(), 8, false), group);
 }
