@@ -1,5 +1,5 @@
-//! The command line: `tidemark train` and `tidemark validate`. Thin: it parses arguments,
-//! calls the library, prints, and returns an exit code.
+//! The command line: `train`, `sweep`, `compare`, `report` and `validate`. Thin: it parses
+//! arguments, calls the library, prints, and returns an exit code.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

@@ -1,3 +1,5 @@
+//! Validation against the raw config: defaults, ranges, choices and the keys of other kinds.
+
 use super::*;
 use crate::config::{RawColumn, RawSize};
 

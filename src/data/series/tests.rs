@@ -1,3 +1,5 @@
+//! The series loader on the shipped CO2 file and on files written here, windows, and baselines.
+
 use super::*;
 
 const CO2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
