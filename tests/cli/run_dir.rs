@@ -275,12 +275,17 @@ fn every_shipped_config_validates() {
                 path.display(),
                 String::from_utf8_lossy(&run.stderr)
             );
+            // What a run writes as its config.toml loads back to the same config.
+            let config = tidemark::config::load(&path, &[]).unwrap();
+            let written = tidemark::config::to_toml(&config);
+            let again = tidemark::config::parse(&written, "config.toml", &[]);
+            assert_eq!(again, Ok(config), "{}:\n{written}", path.display());
             seen += 1;
         }
     }
     assert!(
-        seen >= 11,
-        "configs/ and configs/bench/ hold 11 configs, {seen} validated"
+        seen >= 12,
+        "configs/ and configs/bench/ hold 12 configs, {seen} validated"
     );
 }
 

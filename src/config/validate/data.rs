@@ -26,7 +26,6 @@ const KIND_KEYS: &[(&str, &[&str])] = &[
     ("holdout", &["series"]),
     ("gaps", &["series"]),
     ("season", &["series"]),
-    ("stratify", &["synthetic", "csv", "idx"]),
 ];
 
 /// The kind-specific keys present in `raw`.
@@ -49,7 +48,6 @@ fn present(raw: &RawData) -> Vec<&'static str> {
         ("holdout", raw.holdout.is_some()),
         ("gaps", raw.gaps.is_some()),
         ("season", raw.season.is_some()),
-        ("stratify", raw.stratify.is_some()),
     ]
     .into_iter()
     .filter_map(|(key, here)| here.then_some(key))
@@ -131,12 +129,7 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
                     "makes the run a regression, and data.label_column a classification; set one",
                 ));
             }
-            if raw.target_column.is_some() && raw.stratify == Some(true) {
-                return Err(Invalid::new(
-                    "data.stratify",
-                    "needs classes (data.label_column); a regression target has none",
-                ));
-            }
+
             let target_column = raw.target_column.clone().map(column);
             DataSource::Csv(CsvConfig {
                 path: existing("data.path", raw.path.clone(), "csv")?,
@@ -165,6 +158,14 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
         DataSource::Series(_) => false,
         DataSource::Synthetic(_) | DataSource::Idx(_) => true,
     };
+    // `false` is what a run without classes writes back into its config.toml.
+    if !classes && raw.stratify == Some(true) {
+        return Err(Invalid::new(
+            "data.stratify",
+            "needs classes (data.label_column, synthetic or idx data); values to predict have \
+             none",
+        ));
+    }
     Ok(DataConfig {
         source,
         standardize: raw.standardize.unwrap_or(from_file),

@@ -141,3 +141,20 @@ fn fractions_and_rates_are_range_checked() {
     assert!(with(|r| r.train.lr = Some(f64::NAN)).is_err());
     assert!(with(|r| r.train.lr = Some(0.0)).is_err());
 }
+
+#[test]
+fn stratify_needs_classes_but_false_is_always_accepted() {
+    let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
+    let series = |stratify: bool| {
+        with(|r| {
+            r.data.path = Some(csv.into());
+            r.data.window = Some(8);
+            r.data.stratify = Some(stratify);
+        })
+    };
+    // A series run writes `stratify = false` into its config.toml, which must load again.
+    assert!(!series(false).unwrap().data.stratify);
+    let err = series(true).unwrap_err();
+    assert_eq!(err.key, "data.stratify");
+    assert!(err.message.contains("needs classes"), "{}", err.message);
+}
