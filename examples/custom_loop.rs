@@ -108,8 +108,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut model = Net::new(&ad);
     let mut optimizer = build_optimizer(&config.train); // Adam, as configured
     let checkpointer = Checkpointer::new(&run_dir);
-    let held = governor.read()?.bytes_in_use;
-    governor.run_start(held + resting_bytes(&model, &config.train))?;
+    governor.run_start(resting_bytes(&model, &config.train))?;
 
     let mut step = 0;
     for epoch in 1..=epochs {

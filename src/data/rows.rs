@@ -5,9 +5,9 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use super::series::{self, Gaps, SeriesColumn};
+use super::series;
 use super::{load_csv_rows, DataError, Row};
-use crate::config::{Column, CsvConfig, DataConfig, GapPolicy, SeriesConfig};
+use crate::config::{CsvConfig, DataConfig, GapPolicy, SeriesConfig};
 
 /// Rows ready to train on, with how to read the model's errors.
 #[derive(Debug, Clone)]
@@ -125,18 +125,8 @@ pub fn load_series_forecast(
     config: &DataConfig,
     series: &SeriesConfig,
 ) -> Result<RowData, DataError> {
-    let column = match &series.column {
-        Column::Index(i) => SeriesColumn::Index(*i),
-        Column::Name(n) => SeriesColumn::Name(n.clone()),
-    };
-    let loaded = series::load_series(&series.path, &column, series.header)?;
-    let gaps = match series.gaps {
-        GapPolicy::None => Gaps::Error,
-        GapPolicy::Interpolate => Gaps::Interpolate,
-        GapPolicy::Previous => Gaps::Previous,
-        GapPolicy::Skip => Gaps::Skip,
-    };
-    let values = loaded.fill(gaps)?;
+    let loaded = series::load_series(&series.path, &series.column, series.header)?;
+    let values = loaded.fill(series.gaps)?;
     let mut notes = Vec::new();
     if loaded.missing > 0 {
         notes.push(format!(

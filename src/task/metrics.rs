@@ -68,6 +68,29 @@ impl MetricSums {
         self.samples += samples;
     }
 
+    /// Adds everything `other` summed.
+    pub fn merge(&mut self, other: MetricSums) {
+        if let Some(loss) = other.loss {
+            self.loss = Some(match self.loss.take() {
+                Some(sum) => sum + loss,
+                None => loss,
+            });
+        }
+        for (name, reduce, value) in other.metrics {
+            match self.metrics.iter_mut().find(|(n, ..)| *n == name) {
+                Some((_, _, sum)) => *sum = sum.clone() + value,
+                None => self.metrics.push((name, reduce, value)),
+            }
+        }
+        self.samples += other.samples;
+    }
+
+    /// The mean loss so far, on the device (not read); `None` if nothing was added.
+    pub fn mean_loss(&self) -> Option<Tensor<1>> {
+        let loss = self.loss.clone()?;
+        Some(loss.div_scalar(self.samples.max(1) as f64))
+    }
+
     /// Samples added so far.
     pub fn samples(&self) -> usize {
         self.samples

@@ -80,10 +80,8 @@ impl<T: Task> Epochs<'_, T> {
         let mut precision = MixedPrecision::from_config(train_cfg);
 
         // Before the first step: reserve, and check that the resting footprint fits.
-        let held = self.governor.read()?.bytes_in_use;
-        self.governor
-            .run_start(held + resting_bytes(&model, train_cfg))?;
-        self.checkpoint(0, &model, &optimizer)?;
+        self.governor.run_start(resting_bytes(&model, train_cfg))?;
+        self.checkpoint(0, 0, &model, &optimizer)?;
 
         let micro_batches_per_epoch = self.stats.train_samples.div_ceil(train_cfg.batch_size);
         let steps_per_epoch = micro_batches_per_epoch.div_ceil(train_cfg.accumulation_steps);
@@ -132,6 +130,7 @@ impl<T: Task> Epochs<'_, T> {
                     }
                     self.governor.begin_window();
                 };
+                let step_loss = accumulated.loss();
                 let mut grads = accumulated.grads;
                 match precision
                     .finish_group(&mut grads, &model)
@@ -161,15 +160,15 @@ impl<T: Task> Epochs<'_, T> {
                 step_in_epoch += 1;
                 self.stats.steps = at.step;
                 self.governor.set_step(at.step);
-                let step_loss = accumulated.loss.clone();
-                sums.add(accumulated.loss, accumulated.metrics, accumulated.samples);
+                sums.merge(accumulated.sums);
                 self.governor.observer().step_done(epoch, step_in_epoch);
-                // Inside the epoch only: its end writes one anyway.
-                let every = config.checkpoint.every_steps;
-                if step_in_epoch < steps_per_epoch && every.is_some_and(|n| at.step % n == 0) {
-                    // Never a checkpoint of a diverged model; the checkpoint waits for the
-                    // device anyway.
-                    let loss = read(step_loss.clone()).map_err(Error::device)?;
+                // Checkpoints inside the epoch only (its end writes one anyway), and never of
+                // a diverged model: the loss is read first, as for progress.
+                let checkpoint = step_in_epoch < steps_per_epoch
+                    && (config.checkpoint.every_steps).is_some_and(|n| at.step % n == 0);
+                let report = done || last_report.elapsed() >= REPORT_INTERVAL;
+                if checkpoint || report {
+                    let loss = read(step_loss).map_err(Error::device)?;
                     if !loss.is_finite() {
                         return Err(Error::Diverged {
                             epoch,
@@ -177,34 +176,18 @@ impl<T: Task> Epochs<'_, T> {
                             loss,
                         });
                     }
-                    let (checkpointer, governor) = (self.checkpointer, &mut *self.governor);
-                    let saved = governor.checkpoint(epoch, || {
-                        checkpointer.save_in_epoch(
-                            epoch - 1,
-                            at.step,
-                            step_in_epoch,
-                            &model,
-                            &optimizer,
-                        )
-                    })?;
-                    self.stats.checkpoint = Some(saved);
-                }
-                if done || last_report.elapsed() >= REPORT_INTERVAL {
-                    last_report = Instant::now();
-                    let loss = read(step_loss).map_err(Error::device)?;
-                    self.governor.observer().step(&EpochProgress {
-                        epoch,
-                        epochs: train_cfg.epochs,
-                        step: step_in_epoch,
-                        steps: steps_per_epoch,
-                        loss,
-                    });
-                    if !loss.is_finite() {
-                        return Err(Error::Diverged {
+                    if report {
+                        last_report = Instant::now();
+                        self.governor.observer().step(&EpochProgress {
                             epoch,
-                            step: at.step,
+                            epochs: train_cfg.epochs,
+                            step: step_in_epoch,
+                            steps: steps_per_epoch,
                             loss,
                         });
+                    }
+                    if checkpoint {
+                        self.checkpoint(epoch - 1, step_in_epoch, &model, &optimizer)?;
                     }
                 }
                 if done {
@@ -258,7 +241,7 @@ impl<T: Task> Epochs<'_, T> {
                     metrics,
                 },
             )?;
-            self.checkpoint(epoch, &model, &optimizer)?;
+            self.checkpoint(epoch, 0, &model, &optimizer)?;
             self.governor.end_epoch(epoch, &window)?;
         }
         Ok(())
@@ -273,17 +256,20 @@ impl<T: Task> Epochs<'_, T> {
         }
     }
 
-    /// Writes the checkpoint of `epoch` (0: before training) under the limit.
+    /// Writes, under the limit, the checkpoint after `epoch` epochs (0: before training) and
+    /// `step_in_epoch` steps of the next one (0: at the epoch's end).
     fn checkpoint(
         &mut self,
         epoch: usize,
+        step_in_epoch: usize,
         model: &T::Model,
         optimizer: &ModuleOptimizer,
     ) -> Result<(), Error> {
         let (checkpointer, step) = (self.checkpointer, self.stats.steps);
-        let saved = self
-            .governor
-            .checkpoint(epoch, || checkpointer.save(epoch, step, model, optimizer))?;
+        let saved = self.governor.checkpoint(epoch, || match step_in_epoch {
+            0 => checkpointer.save(epoch, step, model, optimizer),
+            n => checkpointer.save_in_epoch(epoch, step, n, model, optimizer),
+        })?;
         self.stats.checkpoint = Some(saved);
         Ok(())
     }
@@ -303,10 +289,11 @@ impl<T: Task> Epochs<'_, T> {
         let micro = self.governor.layout().micro_batch();
         for items in loader.iter() {
             let items = items.map_err(loader_error)?;
-            for chunk in items.chunks(micro) {
-                let batch = self.task.batcher().batch(chunk.to_vec(), self.device);
+            for chunk in micro_batches(&mut vec![items], micro, false) {
+                let n = chunk.len();
+                let batch = self.task.batcher().batch(chunk, self.device);
                 let out = self.task.valid_step(&model, batch, &cx);
-                sums.add(out.loss, out.metrics, chunk.len());
+                sums.add(out.loss, out.metrics, n);
             }
         }
         sums.finish()

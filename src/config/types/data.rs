@@ -59,15 +59,17 @@ pub struct SeriesConfig {
     pub season: usize,
 }
 
-/// What to do about missing values in a series.
+/// What to do about missing values in a series (empty fields, `nan`, `na`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GapPolicy {
-    /// Refuse the file, naming the first missing value's line.
+    /// Refuse the file: the error names the first missing value's line and the count.
     None,
-    /// Fill each gap linearly between its present neighbours.
+    /// Fill each gap linearly between its present neighbours (a leading or trailing gap takes
+    /// the nearest value). The series is filled as a whole, so a gap just before the holdout is
+    /// drawn toward the first held-out value; `Previous` never looks ahead.
     Interpolate,
-    /// Fill each gap with the last present value.
+    /// Fill each gap with the last present value (a leading gap takes the first one).
     Previous,
     /// Keep the gaps; drop every window that touches one.
     Skip,

@@ -1,4 +1,4 @@
-//! The baselines a forecast must beat, and scoring on the held-out windows.
+//! The baselines a forecast must beat, scored on the held-out windows.
 
 use super::windows::Window;
 
@@ -13,12 +13,12 @@ pub struct Errors {
     pub n: usize,
 }
 
-/// Scores every target of every window that `predict(window number, window, target number)` forecasts.
-fn score_with(valid: &[Window], predict: impl Fn(usize, &Window, usize) -> Option<f64>) -> Errors {
+/// Scores every target of every window that `predict(window, target number)` forecasts.
+fn score_with(valid: &[Window], predict: impl Fn(&Window, usize) -> Option<f64>) -> Errors {
     let (mut abs, mut squared, mut n) = (0.0, 0.0, 0);
-    for (k, w) in valid.iter().enumerate() {
+    for w in valid {
         for (j, &target) in w.targets.iter().enumerate() {
-            if let Some(p) = predict(k, w, j) {
+            if let Some(p) = predict(w, j) {
                 let e = p - f64::from(target);
                 abs += e.abs();
                 squared += e * e;
@@ -49,11 +49,11 @@ fn seasonal_source(values: &[Option<f32>], index: usize, j: usize, season: usize
 /// the first `season` targets of a window), from the series the windows were cut from.
 ///
 /// A target whose seasonal predecessor is missing, or lies before the series (or `season` is 0),
-/// is skipped and `n` counts what was scored. With [`Gaps::Interpolate`] or [`Gaps::Previous`]
-/// nothing is missing, so this, [`linear_trend`] and [`score`] all score the same pairs; with
-/// [`Gaps::Skip`] score the model with [`score_on_seasonal_subset`] to compare like with like.
+/// is skipped and `n` counts what was scored. With `data.gaps = "interpolate"` or
+/// `"previous"` nothing is missing, so this, [`linear_trend`] and the model score the same
+/// targets; with `"skip"` this baseline may score fewer of them than the model.
 pub fn seasonal_naive(values: &[Option<f32>], valid: &[Window], season: usize) -> Errors {
-    score_with(valid, |_, w, j| seasonal_source(values, w.index, j, season))
+    score_with(valid, |w, j| seasonal_source(values, w.index, j, season))
 }
 
 /// Linear trend: least squares fit value = a + b * index on the present points before `split`, extrapolated.
@@ -74,29 +74,7 @@ pub fn linear_trend(values: &[Option<f32>], valid: &[Window], split: usize) -> E
     let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
     let b = sxy / sxx;
     let fit = (points.len() >= 2).then_some((my - b * mx, b));
-    score_with(valid, |_, w, j| {
+    score_with(valid, |w, j| {
         fit.map(|(a, b)| a + b * (w.index as f64 + j as f64))
-    })
-}
-
-/// Scores arbitrary predictions (one Vec per window, same length as its targets).
-///
-/// A target without a prediction (a short or missing Vec) is not scored; `n` shows it.
-pub fn score(valid: &[Window], predictions: &[Vec<f32>]) -> Errors {
-    score_with(valid, |k, _, j| {
-        predictions.get(k)?.get(j).map(|&p| f64::from(p))
-    })
-}
-
-/// Scores predictions on exactly the pairs [`seasonal_naive`] scores with the same `values` and `season`.
-pub fn score_on_seasonal_subset(
-    values: &[Option<f32>],
-    valid: &[Window],
-    predictions: &[Vec<f32>],
-    season: usize,
-) -> Errors {
-    score_with(valid, |k, w, j| {
-        seasonal_source(values, w.index, j, season)?;
-        predictions.get(k)?.get(j).map(|&p| f64::from(p))
     })
 }

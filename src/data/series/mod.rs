@@ -1,49 +1,17 @@
-//! Univariate time series from CSV: loading with explicit gaps ([`Gaps`]), supervised
+//! Univariate time series from CSV: loading with explicit gaps ([`GapPolicy`]), supervised
 //! [`windows`] for forecasting with the end of the series held out, and the two
 //! [`baselines`] a model must beat.
 
 mod baselines;
 mod windows;
 
-pub use baselines::{linear_trend, score, score_on_seasonal_subset, seasonal_naive, Errors};
-pub use windows::{standardizer, windows, Window, Windows};
+pub use baselines::{linear_trend, seasonal_naive, Errors};
+pub use windows::{windows, Window, Windows};
 
 use std::path::{Path, PathBuf};
 
 use super::DataError as SeriesError;
-
-/// A column named by header or by zero-based index (negative counts from the end).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SeriesColumn {
-    /// Zero-based position; -1 is the last column.
-    Index(i64),
-    /// Header name; needs a header row.
-    Name(String),
-}
-
-impl Default for SeriesColumn {
-    /// The last column.
-    fn default() -> Self {
-        Self::Index(-1)
-    }
-}
-
-/// How missing values (empty fields, or "NaN"/"nan"/"NA") are handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gaps {
-    /// Refuse: the error names the first missing row (file:line) and the count, and lists the other choices.
-    Error,
-    /// Linear interpolation between the nearest present neighbours (a leading/trailing gap
-    /// takes the nearest present value).
-    ///
-    /// The series is filled as a whole, so a gap just before the holdout is interpolated toward
-    /// the first held-out value; `Previous` never looks ahead (but for a leading gap).
-    Interpolate,
-    /// Carry the last present value forward (a leading gap takes the first present value).
-    Previous,
-    /// Keep the gaps; windows that touch one are dropped (see [`windows`]).
-    Skip,
-}
+use crate::config::{Column, GapPolicy};
 
 /// A loaded series: one value per row in file order, None where missing.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +42,7 @@ fn is_missing(cell: &str) -> bool {
 /// empty field.
 pub fn load_series(
     path: &Path,
-    column: &SeriesColumn,
+    column: &Column,
     header: Option<bool>,
 ) -> Result<Series, SeriesError> {
     let text = std::fs::read_to_string(path).map_err(|e| SeriesError::Io {
@@ -87,7 +55,7 @@ pub fn load_series(
 fn parse(
     text: &str,
     path: &Path,
-    column: &SeriesColumn,
+    column: &Column,
     header: Option<bool>,
 ) -> Result<Series, SeriesError> {
     let file = path.display().to_string();
@@ -104,7 +72,7 @@ fn parse(
     };
     let width = first.len();
     let (col, has_header) = match column {
-        SeriesColumn::Index(i) => {
+        Column::Index(i) => {
             let idx = if *i < 0 { width as i64 + i } else { *i };
             let col = usize::try_from(idx).ok().filter(|&c| c < width);
             let col = col.ok_or_else(|| {
@@ -119,7 +87,7 @@ fn parse(
                 header.unwrap_or(!is_missing(cell) && cell.parse::<f64>().is_err()),
             )
         }
-        SeriesColumn::Name(name) if header != Some(false) => {
+        Column::Name(name) if header != Some(false) => {
             let col = first.iter().position(|h| h == name).ok_or_else(|| {
                 let names: Vec<&str> = first.iter().collect();
                 let names = names.join(", ");
@@ -130,7 +98,7 @@ fn parse(
             })?;
             (col, true)
         }
-        SeriesColumn::Name(name) => {
+        Column::Name(name) => {
             let message = format!("value column {name:?} needs a header row, and header = false");
             return Err(format(*first_line, message));
         }
@@ -191,12 +159,12 @@ fn parse(
 
 impl Series {
     /// Fills gaps per `gaps`; Error refuses (naming the first missing line and the count), Skip leaves them.
-    pub fn fill(&self, gaps: Gaps) -> Result<Vec<Option<f32>>, SeriesError> {
+    pub fn fill(&self, gaps: GapPolicy) -> Result<Vec<Option<f32>>, SeriesError> {
         match gaps {
-            Gaps::Interpolate => Ok(fill_gaps(&self.values, true)),
-            Gaps::Previous => Ok(fill_gaps(&self.values, false)),
-            Gaps::Skip => Ok(self.values.clone()),
-            Gaps::Error => match self.values.iter().position(Option::is_none) {
+            GapPolicy::Interpolate => Ok(fill_gaps(&self.values, true)),
+            GapPolicy::Previous => Ok(fill_gaps(&self.values, false)),
+            GapPolicy::Skip => Ok(self.values.clone()),
+            GapPolicy::None => match self.values.iter().position(Option::is_none) {
                 None => Ok(self.values.clone()),
                 Some(first) => {
                     let line = self.lines.get(first).copied().unwrap_or(0);

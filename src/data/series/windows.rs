@@ -104,23 +104,3 @@ pub fn windows(
     }
     Ok(out)
 }
-
-/// Mean and standard deviation of the present values among the first `split` points (training part only).
-///
-/// The standard deviation is the population one; it is 1 for a constant part, and (0, 1) is
-/// returned when no value is present, so dividing by it is always safe.
-pub fn standardizer(values: &[Option<f32>], split: usize) -> (f64, f64) {
-    let present: Vec<f64> = values
-        .iter()
-        .take(split)
-        .flatten()
-        .map(|&v| f64::from(v))
-        .collect();
-    if present.is_empty() {
-        return (0.0, 1.0);
-    }
-    let n = present.len() as f64;
-    let mean = present.iter().sum::<f64>() / n;
-    let std = (present.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
-    (mean, if std > 0.0 { std } else { 1.0 })
-}

@@ -110,11 +110,6 @@ impl Governor {
         self.retained
     }
 
-    /// Seconds since [`prepare`](Self::prepare).
-    pub fn elapsed_s(&self) -> f64 {
-        self.setup.started.elapsed().as_secs_f64()
-    }
-
     /// Records the number of optimizer steps taken so far (snapshots carry it).
     pub fn set_step(&mut self, step: usize) {
         self.step = step;
@@ -136,12 +131,13 @@ impl Governor {
         }
     }
 
-    /// Before the first step, with the model built: reserves (preallocation), checks that
-    /// `resting_estimate` bytes (weights, gradients, optimizer state and what is already held)
-    /// fit the limit, and writes the `run_start` snapshot.
-    pub fn run_start(&mut self, resting_estimate: u64) -> Result<(), Error> {
+    /// Before the first step, with the model built: reserves (preallocation), checks that what
+    /// is held now plus `to_come` bytes (gradients and optimizer state, which the first step
+    /// allocates; see [`resting_bytes`](crate::train::resting_bytes)) fit the limit, and writes
+    /// the `run_start` snapshot.
+    pub fn run_start(&mut self, to_come: u64) -> Result<(), Error> {
         let usage = self.read()?;
-        self.resting_estimate = usage.bytes_in_use.max(resting_estimate);
+        self.resting_estimate = usage.bytes_in_use + to_come;
         let state = self.state(0, 0);
         self.apply(Phase::RunStart, &usage, &state)?;
         let usage = self.read()?;

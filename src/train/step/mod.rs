@@ -10,7 +10,7 @@ use burn::tensor::{Device, Tensor};
 use super::precision::{GroupOutcome, MixedPrecision};
 use crate::config::{OptimizerKind, TrainConfig};
 use crate::memory::MemoryProbe;
-use crate::task::{Metric, Task};
+use crate::task::{MetricSums, Task};
 
 /// Builds the configured optimizer.
 pub fn build_optimizer(config: &TrainConfig) -> ModuleOptimizer {
@@ -40,12 +40,17 @@ pub struct Stepped<M> {
 pub struct Accumulated {
     /// Gradient of the mean loss over the whole group.
     pub grads: GradientsParams,
-    /// Mean loss over every sample of the group (detached), shape `[1]`.
-    pub loss: Tensor<1>,
-    /// The task's training metrics, each a mean over the group's samples (detached).
-    pub metrics: Vec<Metric>,
-    /// Samples in the group.
-    pub samples: usize,
+    /// The group's loss and training metrics, summed over its samples (detached).
+    pub sums: MetricSums,
+}
+
+impl Accumulated {
+    /// Mean loss over every sample of the group (detached, unscaled), shape `[1]`.
+    pub fn loss(&self) -> Tensor<1> {
+        self.sums
+            .mean_loss()
+            .expect("a step has at least one micro-batch")
+    }
 }
 
 /// Cuts each loader batch of `group` into micro-batches of at most `size` items. A short
@@ -99,11 +104,10 @@ pub fn accumulate_gradients<T: Task, E>(
 ) -> Result<Accumulated, E> {
     let samples: usize = group.iter().map(|items| items.len()).sum();
     let mut accumulator = GradientsAccumulator::<T::Model>::new();
-    let mut total_loss: Option<Tensor<1>> = None;
-    let mut metrics: Vec<Metric> = Vec::new();
+    let mut sums = MetricSums::default();
     let cx = precision.compute();
     for items in group {
-        let share = items.len() as f64 / samples as f64;
+        let n = items.len();
         let batch = task.batcher().batch(items, device);
         let cast;
         let compute_model = match precision.dtype() {
@@ -114,34 +118,18 @@ pub fn accumulate_gradients<T: Task, E>(
             }
         };
         let out = task.step(compute_model, batch, &cx);
-        let loss = out.loss.mul_scalar(share);
         // Keep the value, not the graph: a clone of the loss held across `backward` would
         // keep every saved activation alive until the gradients are taken (measured: +5.4 MiB
         // on W1's peak, and slower steps).
-        let value = loss.clone().detach();
-        for metric in out.metrics {
-            let weighted = metric.value.detach().mul_scalar(share);
-            match metrics.iter_mut().find(|m| m.name == metric.name) {
-                Some(m) => m.value = m.value.clone() + weighted,
-                None => metrics.push(Metric {
-                    value: weighted,
-                    ..metric
-                }),
-            }
-        }
+        sums.add(out.loss.clone().detach(), out.metrics, n);
+        let loss = out.loss.mul_scalar(n as f64 / samples as f64);
         let grads = precision.scale_loss(loss).backward();
         after_backward()?;
         accumulator.accumulate(model, GradientsParams::from_grads(grads, model));
-        total_loss = Some(match total_loss {
-            Some(sum) => sum + value,
-            None => value,
-        });
     }
     Ok(Accumulated {
         grads: accumulator.grads(),
-        loss: total_loss.expect("a step has at least one micro-batch"),
-        metrics,
-        samples,
+        sums,
     })
 }
 
@@ -163,6 +151,7 @@ pub fn accumulated_step<T: Task>(
         probe.observe();
         Ok::<(), std::convert::Infallible>(())
     });
+    let (loss, samples) = (acc.loss(), acc.sums.samples());
     let outcome = precision.finish_group(&mut acc.grads, &model)?;
     let model = match outcome {
         GroupOutcome::Apply => optimizer.step(lr, model, acc.grads),
@@ -171,14 +160,15 @@ pub fn accumulated_step<T: Task>(
     probe.observe();
     Ok(Stepped {
         model,
-        loss: acc.loss,
-        samples: acc.samples,
+        loss,
+        samples,
         outcome,
     })
 }
 
-/// Bytes a model of `model`'s size needs at rest once training starts: its f32 parameters,
-/// their gradients (twice with accumulation) and the optimizer's state.
+/// Bytes that training `model` will add at rest to what its parameters already hold: the f32
+/// gradients (twice with accumulation) and the optimizer's state, which the first step
+/// allocates.
 pub fn resting_bytes<M: Module>(model: &M, config: &TrainConfig) -> u64 {
     let param_bytes = model.num_params() as u64 * 4;
     let grad_copies = if config.accumulation_steps > 1 { 2 } else { 1 };
