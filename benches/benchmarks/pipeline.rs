@@ -1,11 +1,12 @@
 //! The input pipeline: is the data loader ever what a training step waits for?
 //!
-//! For each workload and each `num_workers` (0: batches built on the training thread when the
-//! loop asks; 2: Burn's worker threads, which queue up to 100 batches ahead), one process
+//! For each workload and each `num_workers` (0: items fetched on the training thread when the
+//! loop asks; 2: Burn's worker threads, which queue up to 100 lists of items ahead), one process
 //! measures:
 //!
 //! - **the loader alone**: the training loader exactly as tidemark builds it
-//!   (`tidemark::data::loader`: shuffled, each batch assembled into tensors on the device),
+//!   (`tidemark::data::item_loader`: shuffled lists of items, each made into tensors on the
+//!   device by the batcher, as the training loop does),
 //!   iterated over whole epochs with nothing else running, after one warm-up epoch; the time per
 //!   batch, with the device synchronised at each epoch's end;
 //! - **training**: tidemark's `Trainer` on the same config (growth policy), twice, the second

@@ -4,10 +4,8 @@ use std::sync::Arc;
 
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataloader::{DataLoader, DataLoaderBuilder};
-use burn::data::dataset::{Dataset, InMemDataset};
+use burn::data::dataset::Dataset;
 use burn::tensor::Device;
-
-use super::{ClassificationBatch, ClassificationBatcher, Sample};
 
 /// A batcher that keeps the items as they are: the training loop cuts them into micro-batches
 /// of the size it decides (a memory limit may shrink it mid-run) before the task's own batcher
@@ -44,23 +42,4 @@ where
         builder = builder.shuffle(seed);
     }
     builder.build(dataset)
-}
-
-/// Burn's data loader over labelled `samples` in batches of tensors on `device`: what a
-/// classification run's loader and batcher do together, for benchmarks of the input pipeline.
-pub fn loader(
-    samples: Vec<Sample>,
-    batch_size: usize,
-    shuffle: Option<u64>,
-    workers: usize,
-    device: &Device,
-) -> Arc<dyn DataLoader<ClassificationBatch>> {
-    let mut builder = DataLoaderBuilder::new(ClassificationBatcher)
-        .batch_size(batch_size)
-        .num_workers(workers)
-        .set_device(device.clone());
-    if let Some(seed) = shuffle {
-        builder = builder.shuffle(seed);
-    }
-    builder.build(InMemDataset::new(samples))
 }

@@ -1,12 +1,8 @@
 //! Data for regression: rows of features and target values, from a CSV target column or from
 //! windows of a time series.
 
-use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-
 use super::series;
-use super::{load_csv_rows, DataError, Row};
+use super::{load_csv_rows, moments, shuffle_for_split, DataError, Row};
 use crate::config::{CsvConfig, DataConfig, GapPolicy, SeriesConfig};
 
 /// Rows ready to train on, with how to read the model's errors.
@@ -49,15 +45,8 @@ pub fn load_csv_regression(
     seed: u64,
 ) -> Result<RowData, DataError> {
     let (mut rows, features) = load_csv_rows(csv)?;
-    let n = rows.len();
-    if n < 2 {
-        return Err(DataError::Unusable(format!(
-            "need at least 2 rows to split into training and validation, got {n}"
-        )));
-    }
-    rows.shuffle(&mut StdRng::seed_from_u64(seed));
-    let n_valid = ((n as f64 * config.validation_fraction).round() as usize).clamp(1, n - 1);
-    let valid = rows.split_off(n - n_valid);
+    let (_, n_valid) = shuffle_for_split(&mut rows, config.validation_fraction, seed)?;
+    let valid = rows.split_off(rows.len() - n_valid);
     let mut data = RowData {
         train: rows,
         valid,
@@ -75,12 +64,7 @@ pub fn load_csv_regression(
              deviation {std:.4}; errors are reported in the target's units"
         ));
     }
-    let mean = data
-        .train
-        .iter()
-        .map(|r| f64::from(r.targets[0]))
-        .sum::<f64>()
-        / data.train.len() as f64;
+    let (mean, _) = moments(data.train.iter().map(|r| f64::from(r.targets[0])));
     let (mae, rmse) = errors(data.valid.iter().map(|r| f64::from(r.targets[0]) - mean));
     data.baselines.push(Baseline {
         name: "training_mean".into(),
@@ -93,20 +77,11 @@ pub fn load_csv_regression(
 /// Scales every feature and the target to mean 0, standard deviation 1 with the training
 /// split's statistics; returns the target's mean and standard deviation.
 fn standardize(data: &mut RowData, features: usize) -> (f64, f64) {
-    let column = |rows: &[Row], get: &dyn Fn(&Row) -> f32| -> (f64, f64) {
-        let n = rows.len() as f64;
-        let mean = rows.iter().map(|r| f64::from(get(r))).sum::<f64>() / n;
-        let var = rows
-            .iter()
-            .map(|r| (f64::from(get(r)) - mean).powi(2))
-            .sum::<f64>()
-            / n;
-        (mean, if var > 0.0 { var.sqrt() } else { 1.0 })
-    };
+    let train = &data.train;
     let stats: Vec<(f64, f64)> = (0..features)
-        .map(|j| column(&data.train, &|r| r.features[j]))
+        .map(|j| moments(train.iter().map(|r| f64::from(r.features[j]))))
         .collect();
-    let target = column(&data.train, &|r| r.targets[0]);
+    let target = moments(train.iter().map(|r| f64::from(r.targets[0])));
     for row in data.train.iter_mut().chain(data.valid.iter_mut()) {
         for (x, (mean, std)) in row.features.iter_mut().zip(&stats) {
             *x = ((f64::from(*x) - mean) / std) as f32;
@@ -157,14 +132,10 @@ pub fn load_series_forecast(
     let mut valid: Vec<Row> = windows.valid.iter().map(to_row).collect();
     let mut unit_scale = 1.0;
     if config.standardize {
-        let changes: Vec<f64> = train
+        let changes = train
             .iter()
-            .flat_map(|r| r.targets.iter().map(|&t| f64::from(t)))
-            .collect();
-        let n = changes.len() as f64;
-        let mean = changes.iter().sum::<f64>() / n;
-        let var = changes.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / n;
-        unit_scale = if var > 0.0 { var.sqrt() } else { 1.0 };
+            .flat_map(|r| r.targets.iter().map(|&t| f64::from(t)));
+        unit_scale = moments(changes).1;
         for row in train.iter_mut().chain(valid.iter_mut()) {
             for v in row.features.iter_mut().chain(row.targets.iter_mut()) {
                 *v = (f64::from(*v) / unit_scale) as f32;

@@ -1,10 +1,7 @@
 //! The built-in classification task: any [`Network`] trained with cross-entropy on labelled
 //! samples, with validation accuracy.
 
-use std::sync::Arc;
-
 use burn::data::dataloader::batcher::Batcher;
-use burn::data::dataset::InMemDataset;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::Device;
 
@@ -28,10 +25,7 @@ impl<N: Network> Classify<N> {
     ) -> Self {
         Self {
             build: Box::new(build),
-            data: Splits::new(
-                Arc::new(InMemDataset::new(train)),
-                (!valid.is_empty()).then(|| Arc::new(InMemDataset::new(valid)) as _),
-            ),
+            data: Splits::in_memory(train, valid),
         }
     }
 }

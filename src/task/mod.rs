@@ -20,7 +20,7 @@ pub use regress::Regress;
 use std::sync::Arc;
 
 use burn::data::dataloader::batcher::Batcher;
-use burn::data::dataset::Dataset;
+use burn::data::dataset::{Dataset, InMemDataset};
 use burn::module::Module;
 use burn::tensor::{Device, FloatDType, Tensor};
 
@@ -95,6 +95,14 @@ impl<I> Splits<I> {
     /// Training and validation datasets.
     pub fn new(train: Arc<dyn Dataset<I>>, valid: Option<Arc<dyn Dataset<I>>>) -> Self {
         Self { train, valid }
+    }
+}
+
+impl<I: Clone + Send + Sync + 'static> Splits<I> {
+    /// Items held in memory; an empty `valid` means no validation.
+    pub fn in_memory(train: Vec<I>, valid: Vec<I>) -> Self {
+        let valid = (!valid.is_empty()).then(|| Arc::new(InMemDataset::new(valid)) as _);
+        Self::new(Arc::new(InMemDataset::new(train)), valid)
     }
 }
 

@@ -2,10 +2,7 @@
 //! features and target values, with MAE and RMSE as metrics. Forecasting a series from windows
 //! of its past is this task on windows (see [`crate::data::series`]).
 
-use std::sync::Arc;
-
 use burn::data::dataloader::batcher::Batcher;
-use burn::data::dataset::InMemDataset;
 use burn::tensor::Device;
 
 use super::{Baselines, Compute, Splits, StepOutput, Task};
@@ -35,10 +32,7 @@ impl<N: Network> Regress<N> {
         Self {
             name: "regress".into(),
             build: Box::new(build),
-            data: Splits::new(
-                Arc::new(InMemDataset::new(train)),
-                (!valid.is_empty()).then(|| Arc::new(InMemDataset::new(valid)) as _),
-            ),
+            data: Splits::in_memory(train, valid),
             unit_scale,
             notes: Vec::new(),
             baselines: Baselines::new(),

@@ -242,7 +242,7 @@ impl<T: Task> Epochs<'_, T> {
                 },
             )?;
             self.checkpoint(epoch, 0, &model, &optimizer)?;
-            self.governor.end_epoch(epoch, &window)?;
+            self.governor.close_epoch(epoch, &window)?;
         }
         Ok(())
     }

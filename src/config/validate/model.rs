@@ -35,24 +35,14 @@ fn present(raw: &RawModel) -> Vec<&'static str> {
 }
 
 pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
-    #[derive(Clone, Copy, PartialEq, Eq)]
-    enum Kind {
-        Mlp,
-        Cnn,
-        Lstm,
-    }
-    let kinds = [("mlp", Kind::Mlp), ("cnn", Kind::Cnn), ("lstm", Kind::Lstm)];
-    let default = kinds
-        .iter()
-        .find(|(name, _)| *name == defaults::MODEL_KIND)
-        .map(|(_, kind)| *kind)
-        .expect("the default model kind is a kind");
-    let kind = choice("model.kind", raw.kind.as_deref(), default, &kinds)?;
-    let name = kinds
-        .iter()
-        .find(|(_, k)| *k == kind)
-        .map_or("", |(n, _)| *n);
-    misplaced("model", KIND_KEYS, &present(&raw), name)?;
+    let kinds = ["mlp", "cnn", "lstm"];
+    let kind = choice(
+        "model.kind",
+        raw.kind.as_deref(),
+        defaults::MODEL_KIND,
+        &kinds.map(|k| (k, k)),
+    )?;
+    misplaced("model", KIND_KEYS, &present(&raw), kind)?;
     let activation = choice(
         "model.activation",
         raw.activation.as_deref(),
@@ -79,7 +69,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
             .collect()
     };
     match kind {
-        Kind::Lstm => {
+        "lstm" => {
             let hidden = match raw.hidden {
                 None => defaults::LSTM_HIDDEN.to_vec(),
                 Some(values) => widths("model.hidden", values)?,
@@ -92,7 +82,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
             }
             Ok(ModelConfig::Lstm(LstmConfig { hidden }))
         }
-        Kind::Mlp => {
+        "mlp" => {
             let hidden = match raw.hidden {
                 None => defaults::HIDDEN.to_vec(),
                 Some(values) => widths("model.hidden", values)?,
@@ -103,7 +93,7 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
                 dropout,
             }))
         }
-        Kind::Cnn => {
+        _cnn => {
             let input = raw.input.ok_or_else(|| {
                 Invalid::new(
                     "model.input",

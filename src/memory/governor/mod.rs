@@ -268,17 +268,17 @@ impl Governor {
 
     /// The end of epoch `epoch`: checks `window` (validation's figures, or the epoch's) against
     /// the limit and applies `clear = "every_epoch"`.
-    pub fn end_epoch(&mut self, epoch: usize, window: &MemoryUsage) -> Result<(), Error> {
+    pub fn close_epoch(&mut self, epoch: usize, window: &MemoryUsage) -> Result<(), Error> {
         let state = self.state(epoch, self.step);
         self.apply(Phase::EpochEnd, window, &state)
     }
 
-    /// [`epoch_snapshot`](Self::epoch_snapshot) then [`end_epoch`](Self::end_epoch) over the
+    /// [`epoch_snapshot`](Self::epoch_snapshot) then [`close_epoch`](Self::close_epoch) over the
     /// epoch's own figures: the epoch end of a hand-written loop.
     pub fn epoch_end(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
         self.epoch_snapshot(epoch, figures)?;
         let window = self.setup.probe.observe();
-        self.end_epoch(epoch, &window)
+        self.close_epoch(epoch, &window)
     }
 
     /// After the run's tensors are gone: applies the `clear` policy, measures what stayed
