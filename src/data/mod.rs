@@ -8,6 +8,7 @@ mod idx;
 mod loader;
 mod rows;
 pub mod series;
+mod split;
 mod synthetic;
 
 pub use batcher::{ClassificationBatch, ClassificationBatcher, Row, RowBatch, RowBatcher};
@@ -15,11 +16,10 @@ pub use csv::{load_csv, load_csv_rows};
 pub use idx::load_idx;
 pub use loader::{item_loader, Collect};
 pub use rows::{load_csv_regression, load_series_forecast, Baseline, RowData};
+pub(crate) use split::{moments, shuffle_for_split};
 pub use synthetic::generate;
 
-use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use rand::SeedableRng;
 
 use crate::config::{DataConfig, DataSource};
 
@@ -176,34 +176,6 @@ pub fn split(
         features,
         classes,
     })
-}
-
-/// Shuffles `items` with `seed` and says how many to hold out: `validation_fraction` of them,
-/// at least one, and at least one left to train on. Returns the generator, for later shuffles.
-pub(crate) fn shuffle_for_split<T>(
-    items: &mut [T],
-    validation_fraction: f64,
-    seed: u64,
-) -> Result<(StdRng, usize), DataError> {
-    let n = items.len();
-    if n < 2 {
-        return Err(DataError::Unusable(format!(
-            "need at least 2 samples to split into training and validation, got {n}"
-        )));
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
-    items.shuffle(&mut rng);
-    let n_valid = ((n as f64 * validation_fraction).round() as usize).clamp(1, n - 1);
-    Ok((rng, n_valid))
-}
-
-/// Mean and (population) standard deviation of `values`; the deviation is 1 where it would be
-/// 0, so that dividing by it is always safe.
-pub(crate) fn moments(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
-    let n = values.clone().count().max(1) as f64;
-    let mean = values.clone().sum::<f64>() / n;
-    let var = values.map(|v| (v - mean).powi(2)).sum::<f64>() / n;
-    (mean, if var > 0.0 { var.sqrt() } else { 1.0 })
 }
 
 /// How many samples of each class (`counts`) go to validation so that they add up to `total`
