@@ -2,7 +2,7 @@
 //! arguments, calls the library, prints, and returns an exit code.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -19,6 +19,7 @@ use crate::{Error, Trainer};
 #[command(
     after_help = "Examples:\n  tidemark train --config configs/quickstart.toml\n  \
     tidemark train --config configs/quickstart.toml --set train.batch_size=64 --set train.accumulation_steps=4\n  \
+    tidemark train --resume runs/quickstart --set train.epochs=8\n  \
     tidemark validate --config configs/accumulation.toml\n  \
     tidemark sweep --config configs/sweep.toml --runs 20\n  \
     tidemark compare --config configs/quickstart.toml --policies growth,preallocate,limit\n  \
@@ -33,12 +34,21 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Train a model from a config file and write its run directory.
+    /// Train a model from a config file and write its run directory, or continue a run from
+    /// its latest checkpoint (--resume).
     Train {
-        #[command(flatten)]
-        config: ConfigArgs,
+        /// The TOML config file (with --resume, the run's own config.toml if not given).
+        #[arg(long, short, value_name = "FILE", required_unless_present = "resume")]
+        config: Option<PathBuf>,
+        /// Override any key, e.g. --set train.batch_size=64 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+        /// Continue the run in RUN_DIR from its latest checkpoint, appending to its files;
+        /// only train.epochs, data.num_workers and [memory] and [checkpoint] keys may change.
+        #[arg(long, value_name = "RUN_DIR")]
+        resume: Option<PathBuf>,
         /// Directory that holds run directories (overrides run.output_dir).
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", conflicts_with = "resume")]
         out: Option<PathBuf>,
         /// Print only the final summary.
         #[arg(long, short)]
@@ -96,14 +106,21 @@ struct ConfigArgs {
 
 impl ConfigArgs {
     fn load(&self, extra: Vec<Override>) -> Result<RunConfig, Error> {
-        let mut overrides = self
-            .overrides
-            .iter()
-            .map(|o| Override::parse(o))
-            .collect::<Result<Vec<_>, _>>()?;
-        overrides.extend(extra);
-        Ok(config::load(&self.config, &overrides)?)
+        load_config(&self.config, &self.overrides, extra)
     }
+}
+
+fn load_config(
+    path: &Path,
+    overrides: &[String],
+    extra: Vec<Override>,
+) -> Result<RunConfig, Error> {
+    let mut overrides = overrides
+        .iter()
+        .map(|o| Override::parse(o))
+        .collect::<Result<Vec<_>, _>>()?;
+    overrides.extend(extra);
+    Ok(config::load(path, &overrides)?)
 }
 
 /// Runs the CLI on the process arguments and returns the exit code.
@@ -187,11 +204,35 @@ fn run(cli: Cli) -> Result<(), Error> {
             );
             Ok(())
         }
-        Command::Train { config, out, quiet } => {
-            let resolved = config.load(out_override(out))?;
-            let summary = Trainer::new(resolved)
-                .observer(Terminal::new(quiet))
-                .run()?;
+        Command::Train {
+            config,
+            overrides,
+            resume,
+            out,
+            quiet,
+        } => {
+            let path = match (&config, &resume) {
+                (Some(path), _) => path.clone(),
+                (None, Some(run_dir)) => {
+                    let path = run_dir.join("config.toml");
+                    if !path.is_file() {
+                        return Err(crate::config::ConfigError {
+                            origin: format!("--resume {}", run_dir.display()),
+                            key: None,
+                            message: format!("not a run directory: {} is missing", path.display()),
+                        }
+                        .into());
+                    }
+                    path
+                }
+                (None, None) => unreachable!("clap requires --config without --resume"),
+            };
+            let resolved = load_config(&path, &overrides, out_override(out))?;
+            let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
+            if let Some(run_dir) = resume {
+                trainer = trainer.resume(run_dir);
+            }
+            let summary = trainer.run()?;
             println!(
                 "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}{}, peak {} in use, {} reserved \
                  ({}); {}",
@@ -378,6 +419,10 @@ impl Observer for Terminal {
                 });
                 eprintln!("{clear}end: {memory}{retained}")
             }
+            Event::Resume => eprintln!(
+                "{clear}resume: {}; {memory}",
+                s.detail.as_deref().unwrap_or("")
+            ),
             Event::MemoryAction => eprintln!(
                 "{clear}memory {}: {}",
                 s.action.as_deref().unwrap_or("action"),

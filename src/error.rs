@@ -27,6 +27,14 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
+    /// A checkpoint to resume from is missing, truncated or corrupt.
+    #[error("{}: {message}", path.display())]
+    Checkpoint {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it, on one line.
+        message: String,
+    },
     /// The memory limit was exceeded (`on_limit = "fail"`, or no smaller micro-batch left).
     #[error(transparent)]
     Limit(#[from] LimitExceeded),
@@ -82,19 +90,21 @@ impl Error {
         }
     }
 
+    /// A checkpoint file that cannot be used; `message` is kept to one line.
+    pub fn checkpoint(path: impl AsRef<Path>, message: String) -> Self {
+        Error::Checkpoint {
+            path: path.as_ref().to_path_buf(),
+            message: one_line(&message),
+        }
+    }
+
     /// A device failure; an out-of-memory becomes [`Error::OutOfMemory`].
     pub fn device(e: burn::tensor::ExecutionError) -> Self {
         let text = format!("{e}");
         match crate::memory::oom::out_of_memory_size(&text) {
             Some(size) => Error::OutOfMemory { size },
             // One line: the error's own lines, trimmed and joined.
-            None => Error::Device(
-                text.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ),
+            None => Error::Device(one_line(&text)),
         }
     }
 
@@ -102,7 +112,7 @@ impl Error {
     /// files), 3 for an exceeded memory limit or a device out-of-memory, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Config(_) | Error::Backend(_) | Error::Data(_) => 2,
+            Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
             Error::Limit(_) | Error::OutOfMemory { .. } => 3,
             Error::Io { .. }
             | Error::Device(_)
@@ -110,6 +120,15 @@ impl Error {
             | Error::LossScaleCollapsed { .. } => 1,
         }
     }
+}
+
+/// `text`'s lines, trimmed and joined with spaces.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

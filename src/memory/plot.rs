@@ -12,22 +12,35 @@ const MIB: f64 = 1024.0 * 1024.0;
 type Figure = fn(&Snapshot) -> u64;
 
 /// Where each snapshot sits on the x axis: `run_start` at 0, epoch `e` at `e`, `run_end` half an
-/// epoch after the last, and a memory action a quarter after the snapshot before it.
-fn positions(snapshots: &[Snapshot]) -> Vec<f64> {
+/// epoch after the last, a memory action a quarter after the snapshot before it, and a
+/// `resume` after `e` epochs at `e`. What a resume trains again (the epochs after `e`, and the
+/// stopped part's `run_end`) is left out: the picture shows the run as it stands.
+fn positions(snapshots: &[Snapshot]) -> Vec<(f64, &Snapshot)> {
     let mut last = 0.0;
-    snapshots
-        .iter()
-        .map(|s| {
-            let x = match s.event {
-                Event::RunStart => 0.0,
-                Event::Epoch => s.epoch as f64,
-                Event::RunEnd => s.epoch as f64 + 0.5,
-                Event::MemoryAction => return last + 0.25,
-            };
+    let mut placed: Vec<(f64, &Snapshot)> = Vec::with_capacity(snapshots.len());
+    for s in snapshots {
+        let x = match s.event {
+            Event::RunStart => 0.0,
+            Event::Epoch => s.epoch as f64,
+            Event::RunEnd => s.epoch as f64 + 0.5,
+            Event::MemoryAction => last + 0.25,
+            Event::Resume => {
+                let resumed = s.epoch as f64;
+                placed.retain(|(x, p)| *x <= resumed && p.event != Event::RunEnd);
+                resumed
+            }
+        };
+        if s.event != Event::MemoryAction {
             last = x;
-            x
-        })
-        .collect()
+        }
+        placed.push((x, s));
+    }
+    placed
+}
+
+/// Snapshots drawn as markers rather than points of the lines.
+fn is_marker(s: &Snapshot) -> bool {
+    matches!(s.event, Event::MemoryAction | Event::Resume)
 }
 
 /// Draws in-use, reserved and peak memory per epoch, marks memory actions, and draws `limit`
@@ -39,20 +52,10 @@ pub fn render_memory_svg(
     path: &Path,
 ) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let xs = positions(snapshots);
-    let figures: Vec<(f64, &Snapshot)> = xs
-        .iter()
-        .copied()
-        .zip(snapshots)
-        .filter(|(_, s)| s.event != Event::MemoryAction)
-        .collect();
-    let actions: Vec<(f64, &Snapshot)> = xs
-        .iter()
-        .copied()
-        .zip(snapshots)
-        .filter(|(_, s)| s.event == Event::MemoryAction)
-        .collect();
-    let x_max = xs.iter().copied().fold(1.0, f64::max) + 0.25;
+    let placed = positions(snapshots);
+    let (actions, figures): (Vec<(f64, &Snapshot)>, Vec<(f64, &Snapshot)>) =
+        placed.iter().copied().partition(|(_, s)| is_marker(s));
+    let x_max = placed.iter().map(|(x, _)| *x).fold(1.0, f64::max) + 0.25;
     let y_max = snapshots
         .iter()
         .flat_map(|s| [s.memory.bytes_reserved, s.memory.peak_bytes_in_use])
@@ -139,7 +142,10 @@ pub fn render_memory_svg(
                 grey.stroke_width(1),
             ))
             .map_err(|e| err(&e))?;
-        let label = s.action.as_deref().unwrap_or("action");
+        let label = match s.event {
+            Event::Resume => "resume",
+            _ => s.action.as_deref().unwrap_or("action"),
+        };
         chart
             .draw_series(std::iter::once(Text::new(
                 label.to_string(),
@@ -209,7 +215,28 @@ mod tests {
             snap(Event::MemoryAction, 2, 1, Some("cleanup")),
             snap(Event::RunEnd, 2, 1, None),
         ];
-        assert_eq!(positions(&s), vec![0.25, 0.0, 0.25, 1.0, 2.0, 2.25, 2.5]);
+        let xs: Vec<f64> = positions(&s).iter().map(|(x, _)| *x).collect();
+        assert_eq!(xs, vec![0.25, 0.0, 0.25, 1.0, 2.0, 2.25, 2.5]);
+    }
+
+    #[test]
+    fn a_resume_replaces_what_it_trains_again() {
+        let s = [
+            snap(Event::RunStart, 0, 1, None),
+            snap(Event::Epoch, 1, 1, None),
+            snap(Event::Epoch, 2, 2, None),
+            snap(Event::Epoch, 3, 3, None),
+            snap(Event::RunEnd, 3, 1, None),
+            snap(Event::Resume, 2, 4, None),
+            snap(Event::Epoch, 3, 5, None),
+            snap(Event::RunEnd, 3, 6, None),
+        ];
+        let placed: Vec<(f64, u64)> = positions(&s)
+            .iter()
+            .map(|(x, s)| (*x, s.memory.bytes_in_use))
+            .collect();
+        let expected = [(0.0, 1), (1.0, 1), (2.0, 2), (2.0, 4), (3.0, 5), (3.5, 6)];
+        assert_eq!(placed, expected);
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub enum Event {
     RunEnd,
     /// A memory policy acted: `action` and `detail` say how.
     MemoryAction,
+    /// A run resumed from a checkpoint after `epoch` epochs (and `step` steps): `detail`
+    /// says from which. Snapshots after it replace those of any epoch trained again.
+    Resume,
 }
 
 /// What a run kept after releasing everything, written into its `run_end` event.
@@ -88,7 +91,7 @@ pub struct Snapshot {
     /// `memory_action` events: what was done (`reserve`, `cleanup`, `shrink`, `limit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
-    /// `memory_action` events: details, with the figures.
+    /// `memory_action` and `resume` events: details, with the figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// `run_end` events: what the run kept after releasing everything.

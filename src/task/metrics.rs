@@ -5,10 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use burn::tensor::{ExecutionError, Tensor};
+use burn::tensor::{Device, ExecutionError, Tensor};
+use serde::{Deserialize, Serialize};
 
 /// How an epoch's value is made from its batches' values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Reduce {
     /// The sample-weighted mean (accuracy, MAE, a mean loss).
     Mean,
@@ -45,8 +47,20 @@ pub type Means = (f64, BTreeMap<String, f64>);
 #[derive(Debug, Default)]
 pub struct MetricSums {
     loss: Option<Tensor<1>>,
-    metrics: Vec<(&'static str, Reduce, Tensor<1>)>,
+    metrics: Vec<(String, Reduce, Tensor<1>)>,
     samples: usize,
+}
+
+/// [`MetricSums`] read to the host: what a checkpoint inside an epoch keeps of the epoch so
+/// far, so that a resumed epoch reports the figures an uninterrupted one would.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSums {
+    /// The sample-weighted loss sum.
+    pub loss: f64,
+    /// Each metric's sample-weighted sum.
+    pub metrics: Vec<(String, Reduce, f64)>,
+    /// Samples summed.
+    pub samples: usize,
 }
 
 impl MetricSums {
@@ -62,7 +76,9 @@ impl MetricSums {
             let value = metric.value.detach().mul_scalar(weight);
             match self.metrics.iter_mut().find(|(n, ..)| *n == metric.name) {
                 Some((_, _, sum)) => *sum = sum.clone() + value,
-                None => self.metrics.push((metric.name, metric.reduce, value)),
+                None => self
+                    .metrics
+                    .push((metric.name.to_string(), metric.reduce, value)),
             }
         }
         self.samples += samples;
@@ -110,9 +126,39 @@ impl MetricSums {
                 Reduce::Mean => mean,
                 Reduce::RootMean => mean.max(0.0).sqrt(),
             };
-            values.insert(name.to_string(), value);
+            values.insert(name, value);
         }
         Ok(Some((read(loss)? / n, values)))
+    }
+
+    /// The sums read to the host (waits for the device); `None` if nothing was added.
+    pub fn to_host(&self) -> Result<Option<HostSums>, ExecutionError> {
+        let Some(loss) = &self.loss else {
+            return Ok(None);
+        };
+        let mut metrics = Vec::with_capacity(self.metrics.len());
+        for (name, reduce, sum) in &self.metrics {
+            metrics.push((name.clone(), *reduce, read(sum.clone())?));
+        }
+        Ok(Some(HostSums {
+            loss: read(loss.clone())?,
+            metrics,
+            samples: self.samples,
+        }))
+    }
+
+    /// Sums that start from `host`'s, on `device`.
+    pub fn from_host(host: &HostSums, device: &Device) -> Self {
+        let value = |v: f64| Tensor::<1>::from_floats([v as f32], device);
+        Self {
+            loss: Some(value(host.loss)),
+            metrics: host
+                .metrics
+                .iter()
+                .map(|(name, reduce, sum)| (name.clone(), *reduce, value(*sum)))
+                .collect(),
+            samples: host.samples,
+        }
     }
 }
 

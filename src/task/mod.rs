@@ -14,7 +14,7 @@ pub(crate) mod metrics;
 mod regress;
 
 pub use classify::Classify;
-pub use metrics::{Metric, MetricSums, Reduce};
+pub use metrics::{HostSums, Metric, MetricSums, Reduce};
 pub use regress::Regress;
 
 use std::sync::Arc;

@@ -1,20 +1,24 @@
 //! Checkpoints: model and optimizer state after each epoch (and before the first), so a run
-//! that stops, for a memory limit or anything else, keeps its last good state on disk.
+//! that stops, for a memory limit, a crash or a kill, keeps its last good state on disk and can
+//! resume from it ([`Checkpoint::latest`]).
 //!
 //! Layout: `<run>/checkpoints/epoch-<N>/{model.bpk, optimizer.bpk, meta.json}` after epoch N
 //! (and `step-<S>/` after global step S, inside an epoch, with `checkpoint.every_steps`),
 //! written under a temporary name and renamed into place, then `checkpoints/latest` (the
 //! directory name) is replaced atomically, and only then are older ones deleted. At every moment
-//! the directory named by `latest` is complete.
+//! the directory named by `latest` is complete: a process killed while writing leaves a
+//! `.tmp` directory beside it, which the next write replaces.
 
 use std::path::{Path, PathBuf};
 
 use burn::optim::ModuleOptimizer;
 use burn::store::{BurnpackStore, ModuleSnapshot};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::precision::LossScaler;
 use crate::error::Error;
 use crate::memory::write_atomic;
+use crate::task::metrics::HostSums;
 
 /// Writes checkpoints for one run, keeping the most recent.
 #[derive(Debug, Clone)]
@@ -22,15 +26,56 @@ pub struct Checkpointer {
     dir: PathBuf,
 }
 
-/// `meta.json`: where in the run the checkpoint stands.
-#[derive(Serialize)]
-struct Meta {
+/// `meta.json`: where in the run a checkpoint stands, and what a resume restores besides the
+/// weights and the optimizer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointState {
     /// Epochs completed.
-    epoch: usize,
+    pub epoch: usize,
     /// Optimizer steps completed in the run.
-    step: usize,
+    pub step: usize,
     /// Optimizer steps completed in the epoch after `epoch` (0 at an epoch's end).
-    step_in_epoch: usize,
+    pub step_in_epoch: usize,
+    /// How many micro-batches each loader batch is cut into: 1, doubled by each shrink under
+    /// a memory limit.
+    #[serde(default = "one")]
+    pub layout_factor: usize,
+    /// The dynamic loss scaler, with loss scaling on.
+    #[serde(default)]
+    pub loss_scaler: Option<LossScaler>,
+    /// Steps skipped in the run for non-finite gradients.
+    #[serde(default)]
+    pub skipped_steps: u64,
+    /// Inside an epoch: the epoch's loss and metric sums so far.
+    #[serde(default)]
+    pub epoch_sums: Option<HostSums>,
+    /// Inside an epoch: steps the epoch skipped so far.
+    #[serde(default)]
+    pub epoch_skipped: u64,
+}
+
+fn one() -> usize {
+    1
+}
+
+impl CheckpointState {
+    /// The state after `epoch` epochs and `step` optimizer steps, nothing else recorded.
+    pub fn at_epoch(epoch: usize, step: usize) -> Self {
+        Self {
+            epoch,
+            step,
+            layout_factor: 1,
+            ..Self::default()
+        }
+    }
+
+    /// The checkpoint's directory name: `epoch-<N>` at an epoch's end, `step-<S>` inside one.
+    fn name(&self) -> String {
+        match self.step_in_epoch {
+            0 => format!("epoch-{}", self.epoch),
+            _ => format!("step-{}", self.step),
+        }
+    }
 }
 
 impl Checkpointer {
@@ -50,31 +95,17 @@ impl Checkpointer {
         model: &M,
         optimizer: &ModuleOptimizer,
     ) -> Result<PathBuf, Error> {
-        self.write(format!("epoch-{epoch}"), epoch, step, 0, model, optimizer)
+        self.save_state(&CheckpointState::at_epoch(epoch, step), model, optimizer)
     }
 
-    /// Saves the state `step_in_epoch` steps into the epoch after `epoch` (`step` in the run).
-    pub fn save_in_epoch<M: ModuleSnapshot>(
+    /// Saves `model`, `optimizer` and `state`.
+    pub fn save_state<M: ModuleSnapshot>(
         &self,
-        epoch: usize,
-        step: usize,
-        step_in_epoch: usize,
+        state: &CheckpointState,
         model: &M,
         optimizer: &ModuleOptimizer,
     ) -> Result<PathBuf, Error> {
-        let name = format!("step-{step}");
-        self.write(name, epoch, step, step_in_epoch, model, optimizer)
-    }
-
-    fn write<M: ModuleSnapshot>(
-        &self,
-        name: String,
-        epoch: usize,
-        step: usize,
-        step_in_epoch: usize,
-        model: &M,
-        optimizer: &ModuleOptimizer,
-    ) -> Result<PathBuf, Error> {
+        let name = state.name();
         let target = self.dir.join(&name);
         let tmp = self.dir.join(format!("{name}.tmp"));
         let io = |path: &Path, e: std::io::Error| Error::io(path, e);
@@ -82,16 +113,11 @@ impl Checkpointer {
             std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
         }
         std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-        let record = |what: &str, e: burn::store::RecordError| {
-            Error::Device(format!(
-                "saving the {what} checkpoint in {}: {e:?}",
-                tmp.display()
-            ))
-        };
         // Through burn-store, whose file writer reads each parameter back only when it reaches
         // it: Module::save_file copies the whole model first. Measured on W1 (7.1 MiB of
         // weights, largest tensor 4 MiB), the model's part of a checkpoint then holds 8.0 MiB
-        // above rest instead of 11.1 MiB. Burn's optimizer record has no such path.
+        // above rest instead of 11.1 MiB. Burn's optimizer record has no such path. The store
+        // keeps each parameter's id, which the optimizer's state is keyed by.
         let mut store = BurnpackStore::from_file(tmp.join("model.bpk")).overwrite(true);
         model.save_into(&mut store).map_err(|e| {
             Error::Device(format!(
@@ -99,16 +125,15 @@ impl Checkpointer {
                 tmp.display()
             ))
         })?;
-        optimizer
-            .save(tmp.join("optimizer.bpk"))
-            .map_err(|e| record("optimizer", e))?;
-        let meta = Meta {
-            epoch,
-            step,
-            step_in_epoch,
-        };
-        let meta = serde_json::to_vec_pretty(&meta).expect("meta serialises");
-        std::fs::write(tmp.join("meta.json"), meta).map_err(|e| io(&tmp, e))?;
+        optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| {
+            Error::Device(format!(
+                "saving the optimizer checkpoint in {}: {e:?}",
+                tmp.display()
+            ))
+        })?;
+        let meta = serde_json::to_vec_pretty(state).expect("meta serialises");
+        let meta_path = tmp.join("meta.json");
+        std::fs::write(&meta_path, meta).map_err(|e| io(&meta_path, e))?;
         if target.exists() {
             std::fs::remove_dir_all(&target).map_err(|e| io(&target, e))?;
         }
@@ -137,10 +162,132 @@ impl Checkpointer {
 
 /// The directory of the latest complete checkpoint under `run_dir`, if any.
 pub fn latest_checkpoint(run_dir: &Path) -> Option<PathBuf> {
-    let dir = run_dir.join("checkpoints");
-    let name = std::fs::read_to_string(dir.join("latest")).ok()?;
-    let path = dir.join(name.trim());
-    path.is_dir().then_some(path)
+    Checkpoint::latest(run_dir).ok().map(|c| c.dir)
+}
+
+/// A checkpoint read back from disk, to resume from.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its `meta.json`.
+    pub state: CheckpointState,
+}
+
+impl Checkpoint {
+    /// The checkpoint `<run_dir>/checkpoints/latest` names, with its state read. A missing or
+    /// unreadable file is an [`Error::Checkpoint`] naming it.
+    pub fn latest(run_dir: &Path) -> Result<Self, Error> {
+        let latest = run_dir.join("checkpoints").join("latest");
+        let name = std::fs::read_to_string(&latest).map_err(|e| {
+            let message = match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    "missing: the run has no complete checkpoint to resume from".to_string()
+                }
+                _ => e.to_string(),
+            };
+            Error::checkpoint(&latest, message)
+        })?;
+        let name = name.trim();
+        let valid = (name.starts_with("epoch-") || name.starts_with("step-"))
+            && !name.contains(['/', '\\']);
+        if !valid {
+            let message = format!("names {name:?}, which is not a checkpoint directory");
+            return Err(Error::checkpoint(&latest, message));
+        }
+        let dir = latest.with_file_name(name);
+        let meta = dir.join("meta.json");
+        let text = std::fs::read(&meta).map_err(|e| {
+            let message = match e.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "missing (checkpoints/latest names {name}, which is incomplete or gone)"
+                ),
+                _ => e.to_string(),
+            };
+            Error::checkpoint(&meta, message)
+        })?;
+        let state: CheckpointState = serde_json::from_slice(&text)
+            .map_err(|e| Error::checkpoint(&meta, format!("not a checkpoint's state: {e}")))?;
+        for file in ["model.bpk", "optimizer.bpk"] {
+            let path = dir.join(file);
+            if !path.is_file() {
+                return Err(Error::checkpoint(&path, "missing".to_string()));
+            }
+        }
+        Ok(Self { dir, state })
+    }
+
+    /// One line for the terminal and the `resume` snapshot.
+    pub fn describe(&self) -> String {
+        let state = &self.state;
+        let name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match state.step_in_epoch {
+            0 => format!(
+                "resuming from checkpoints/{name}: {} epochs, {} steps done",
+                state.epoch, state.step
+            ),
+            n => format!(
+                "resuming from checkpoints/{name}: {} epochs and {n} steps of epoch {}, {} steps \
+                 done",
+                state.epoch,
+                state.epoch + 1,
+                state.step
+            ),
+        }
+    }
+
+    /// Loads the saved weights (and parameter ids) into `model`.
+    pub fn load_model<M: ModuleSnapshot>(&self, model: &mut M) -> Result<(), Error> {
+        let path = self.dir.join("model.bpk");
+        let mut store = BurnpackStore::from_file(&path);
+        model
+            .load_from(&mut store)
+            .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e}")))?;
+        Ok(())
+    }
+
+    /// Every saved weight by its parameter path, as f32: to compare two runs' results
+    /// without building their model.
+    pub fn weights(&self) -> Result<std::collections::BTreeMap<String, Vec<f32>>, Error> {
+        use burn::store::ModuleStore;
+        let path = self.dir.join("model.bpk");
+        let bad =
+            |e: &dyn std::fmt::Display| Error::checkpoint(&path, format!("cannot be read: {e}"));
+        let mut store = BurnpackStore::from_file(&path);
+        let tensors = store.get_all_tensors().map_err(|e| bad(&e))?;
+        let mut out = std::collections::BTreeMap::new();
+        for (name, tensor) in tensors {
+            let data = burn::store::bridge::to_data(tensor).map_err(|e| bad(&e))?;
+            let values = data
+                .convert::<f32>()
+                .try_to_vec::<f32>()
+                .map_err(|e| bad(&format!("{e:?}")))?;
+            out.insert(name.clone(), values);
+        }
+        Ok(out)
+    }
+
+    /// Reads both state files through, so that a truncated or corrupt one is found before a
+    /// resumed run touches anything.
+    pub fn verify(&self) -> Result<(), Error> {
+        self.weights()?;
+        let path = self.dir.join("optimizer.bpk");
+        burn::optim::record::OptimizerRecord::load(&path)
+            .map_err(|e| Error::checkpoint(&path, format!("cannot be read: {e:?}")))?;
+        Ok(())
+    }
+
+    /// `optimizer` with the saved state.
+    pub fn load_optimizer(&self, optimizer: ModuleOptimizer) -> Result<ModuleOptimizer, Error> {
+        let path = self.dir.join("optimizer.bpk");
+        optimizer
+            .load(&path)
+            .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e:?}")))
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
-use super::checkpoint::Checkpointer;
+use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer};
 use super::precision::{GroupOutcome, MixedPrecision, MAX_CONSECUTIVE_SKIPS};
 use super::stats::Stats;
 use super::step::{accumulate_gradients, build_optimizer, micro_batches, resting_bytes};
@@ -20,7 +20,7 @@ use crate::data::{item_loader, DataError};
 use crate::error::Error;
 use crate::memory::{Breach, EpochFigures, EpochProgress, Governor};
 use crate::model::initialize;
-use crate::task::metrics::read;
+use crate::task::metrics::{read, HostSums};
 use crate::task::{MetricSums, Task};
 
 /// How often, at most, a step's loss is read for progress and the divergence check. Reading the
@@ -37,6 +37,8 @@ pub(super) struct Epochs<'a, T: Task> {
     pub(super) governor: &'a mut Governor,
     pub(super) stats: &'a mut Stats,
     pub(super) checkpointer: &'a Checkpointer,
+    /// The checkpoint a resumed run continues from.
+    pub(super) resume: Option<&'a Checkpoint>,
 }
 
 /// A training pass's position, for the limit's messages and the progress line.
@@ -54,7 +56,8 @@ impl<T: Task> Epochs<'_, T> {
             true => self.device.clone().autodiff().gradient_checkpointing(),
             false => self.device.clone().autodiff(),
         };
-        ad_device.seed(config.run.seed);
+        let seed = config.run.seed;
+        ad_device.seed(seed);
         self.governor.begin_epoch();
         let splits = self.task.data();
         self.stats.train_samples = splits.train.len();
@@ -78,15 +81,45 @@ impl<T: Task> Epochs<'_, T> {
         initialize(&model);
         let mut optimizer = build_optimizer(train_cfg);
         let mut precision = MixedPrecision::from_config(train_cfg);
-
-        // Before the first step: reserve, and check that the resting footprint fits.
-        self.governor.run_start(resting_bytes(&model, train_cfg))?;
-        self.checkpoint(0, 0, &model, &optimizer)?;
-
+        let to_come = resting_bytes(&model, train_cfg);
         let micro_batches_per_epoch = self.stats.train_samples.div_ceil(train_cfg.batch_size);
         let steps_per_epoch = micro_batches_per_epoch.div_ceil(train_cfg.accumulation_steps);
+
+        // Before the first step: reserve, and check that the resting footprint fits.
+        let start = match self.resume {
+            None => {
+                self.governor.run_start(to_come)?;
+                self.checkpoint(CheckpointState::at_epoch(0, 0), &model, &optimizer)?;
+                CheckpointState::at_epoch(0, 0)
+            }
+            Some(checkpoint) => {
+                let state = checkpoint.state.clone();
+                if state.step_in_epoch >= steps_per_epoch {
+                    let message = format!(
+                        "step_in_epoch = {} but an epoch of this data has {steps_per_epoch} steps",
+                        state.step_in_epoch
+                    );
+                    return Err(Error::checkpoint(checkpoint.dir.join("meta.json"), message));
+                }
+                checkpoint.load_model(&mut model)?;
+                optimizer = checkpoint.load_optimizer(optimizer)?;
+                if let Some(scaler) = &state.loss_scaler {
+                    precision = MixedPrecision::new(train_cfg.precision, Some(scaler.clone()));
+                }
+                self.governor.set_step(state.step);
+                let detail = checkpoint.describe();
+                self.governor.resume_start(state.epoch, to_come, detail)?;
+                // The data order: the loader reshuffles from one generator at each epoch's
+                // start, so the epochs done are started (and dropped) again.
+                for _ in 0..state.epoch {
+                    drop(train_loader.iter());
+                }
+                state
+            }
+        };
+
         let mut last_report = Instant::now();
-        for epoch in 1..=train_cfg.epochs {
+        for epoch in start.epoch + 1..=train_cfg.epochs {
             self.governor.begin_epoch();
             let epoch_start = Instant::now();
             let mut sums = MetricSums::default();
@@ -94,6 +127,20 @@ impl<T: Task> Epochs<'_, T> {
             let mut skipped = 0;
             let mut group = Vec::with_capacity(train_cfg.accumulation_steps);
             let mut batches = train_loader.iter();
+            let mut restored_samples = 0;
+            if epoch == start.epoch + 1 && start.step_in_epoch > 0 {
+                // Inside the epoch: its first steps' batches are drawn and passed over, and
+                // its figures so far come back from the checkpoint.
+                for _ in 0..start.step_in_epoch * train_cfg.accumulation_steps {
+                    batches.next().transpose().map_err(loader_error)?;
+                }
+                if let Some(host) = &start.epoch_sums {
+                    sums = MetricSums::from_host(host, &ad_device);
+                    restored_samples = sums.samples();
+                }
+                step_in_epoch = start.step_in_epoch;
+                skipped = start.epoch_skipped;
+            }
             loop {
                 let next = batches.next().transpose().map_err(loader_error)?;
                 let done = next.is_none();
@@ -113,6 +160,10 @@ impl<T: Task> Epochs<'_, T> {
                 // only then are its items kept for a retry.
                 let retry = config.memory.on_limit == OnLimit::Shrink;
                 let accumulated = loop {
+                    // Dropout draws from the device's generator, whose state cannot be saved:
+                    // it is seeded per step instead, so a resumed run draws what an
+                    // uninterrupted one does.
+                    ad_device.seed(step_seed(seed, at.step));
                     let layout = self.governor.layout();
                     let micro = micro_batches(&mut group, layout.micro_batch(), retry);
                     let governor = &mut *self.governor;
@@ -187,7 +238,11 @@ impl<T: Task> Epochs<'_, T> {
                         });
                     }
                     if checkpoint {
-                        self.checkpoint(epoch - 1, step_in_epoch, &model, &optimizer)?;
+                        let mut state = self.state(epoch - 1, &precision);
+                        state.step_in_epoch = step_in_epoch;
+                        state.epoch_sums = sums.to_host().map_err(Error::device)?;
+                        state.epoch_skipped = skipped;
+                        self.checkpoint(state, &model, &optimizer)?;
                     }
                 }
                 if done {
@@ -207,7 +262,8 @@ impl<T: Task> Epochs<'_, T> {
                     loss: train_loss,
                 });
             }
-            let samples_per_sec = samples as f64 / epoch_start.elapsed().as_secs_f64().max(1e-9);
+            let samples_per_sec =
+                (samples - restored_samples) as f64 / epoch_start.elapsed().as_secs_f64().max(1e-9);
             // Validation in its own window, so that the limit is checked against what it
             // held (the epoch's peak also holds any attempt that shrank).
             self.governor.begin_window();
@@ -241,7 +297,8 @@ impl<T: Task> Epochs<'_, T> {
                     metrics,
                 },
             )?;
-            self.checkpoint(epoch, 0, &model, &optimizer)?;
+            let state = self.state(epoch, &precision);
+            self.checkpoint(state, &model, &optimizer)?;
             self.governor.close_epoch(epoch, &window)?;
         }
         Ok(())
@@ -256,19 +313,30 @@ impl<T: Task> Epochs<'_, T> {
         }
     }
 
-    /// Writes, under the limit, the checkpoint after `epoch` epochs (0: before training) and
-    /// `step_in_epoch` steps of the next one (0: at the epoch's end).
+    /// The run's state after `epoch` epochs, for a checkpoint.
+    fn state(&self, epoch: usize, precision: &MixedPrecision) -> CheckpointState {
+        CheckpointState {
+            epoch,
+            step: self.stats.steps,
+            step_in_epoch: 0,
+            layout_factor: self.governor.layout().factor,
+            loss_scaler: precision.scaler().cloned(),
+            skipped_steps: self.stats.skipped_steps,
+            epoch_sums: None::<HostSums>,
+            epoch_skipped: 0,
+        }
+    }
+
+    /// Writes, under the limit, the checkpoint of `state`.
     fn checkpoint(
         &mut self,
-        epoch: usize,
-        step_in_epoch: usize,
+        state: CheckpointState,
         model: &T::Model,
         optimizer: &ModuleOptimizer,
     ) -> Result<(), Error> {
-        let (checkpointer, step) = (self.checkpointer, self.stats.steps);
-        let saved = self.governor.checkpoint(epoch, || match step_in_epoch {
-            0 => checkpointer.save(epoch, step, model, optimizer),
-            n => checkpointer.save_in_epoch(epoch, step, n, model, optimizer),
+        let checkpointer = self.checkpointer;
+        let saved = self.governor.checkpoint(state.epoch, || {
+            checkpointer.save_state(&state, model, optimizer)
         })?;
         self.stats.checkpoint = Some(saved);
         Ok(())
@@ -300,6 +368,15 @@ impl<T: Task> Epochs<'_, T> {
             .map_err(Error::device)?
             .ok_or_else(|| Error::Data(DataError::Unusable("the validation split is empty".into())))
     }
+}
+
+/// The device generator's seed for step `step` of a run seeded with `seed` (SplitMix64's
+/// finaliser, so that neighbouring steps get unrelated seeds).
+fn step_seed(seed: u64, step: usize) -> u64 {
+    let mut z = seed ^ (step as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 fn loader_error(e: DatasetError) -> Error {

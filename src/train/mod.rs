@@ -6,20 +6,22 @@
 //! - `run_dir`: the run directory and the resolved `config.toml`;
 //! - `epochs`: the epoch loop;
 //! - `step`: one optimizer step over micro-batches; [`precision`]: mixed precision;
-//! - `checkpoint`: kill-safe checkpoints; `stats`: figures that become the summary;
+//! - `checkpoint`: kill-safe checkpoints; `resume`: continuing a run from one;
+//! - `stats`: figures that become the summary;
 //! - `builtin`: the one place that maps a config's model and data to a built-in task.
 
 mod builtin;
 mod checkpoint;
 mod epochs;
 pub mod precision;
+mod resume;
 mod run_dir;
 mod stats;
 mod step;
 mod summary;
 mod trainer;
 
-pub use checkpoint::{latest_checkpoint, Checkpointer};
+pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{
     accumulate_gradients, accumulated_step, build_optimizer, micro_batches, resting_bytes,

@@ -27,8 +27,9 @@ use crate::task::Compute;
 /// gradients that are still not finite will not become finite at a smaller one.
 pub const MAX_CONSECUTIVE_SKIPS: usize = 50;
 
-/// The dynamic loss scale: a pure state machine, advanced once per optimizer step.
-#[derive(Debug, Clone, PartialEq)]
+/// The dynamic loss scale: a pure state machine, advanced once per optimizer step. A
+/// checkpoint keeps it, so a resumed run scales as an uninterrupted one would.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LossScaler {
     scale: f64,
     growth_interval: usize,

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::resume::CODE_TASK_HEADER;
 use crate::config::{to_toml, RunConfig};
 use crate::error::Error;
 use crate::memory::write_atomic;
@@ -44,7 +45,7 @@ pub(super) fn write_config(
                 .filter(|(section, _)| section != "model" && section != "data")
                 .collect();
             format!(
-                "# model and data: task \"{task}\", defined in code\n{}",
+                "{CODE_TASK_HEADER} \"{task}\", defined in code\n{}",
                 toml::to_string(&kept).expect("a TOML table serialises")
             )
         }

@@ -22,6 +22,8 @@ pub(super) struct Stats {
     pub(super) checkpoint: Option<PathBuf>,
     pub(super) train_samples: usize,
     pub(super) valid_samples: usize,
+    /// Highest in-use peak and reserved figure of a resumed run's earlier part.
+    pub(super) earlier_peaks: (u64, u64),
 }
 
 /// What describes the run, fixed before it starts.
@@ -65,6 +67,8 @@ impl Stats {
         wall_time_s: f64,
     ) -> RunSummary {
         let (peak_in_use, peak_reserved) = governor.peaks();
+        let peak_in_use = peak_in_use.max(self.earlier_peaks.0);
+        let peak_reserved = peak_reserved.max(self.earlier_peaks.1);
         let layout = governor.layout();
         RunSummary {
             name: id.name,

@@ -1,12 +1,14 @@
 //! [`Trainer`]: a whole run from a [`RunConfig`] and a [`Task`], writing its run directory as it
 //! goes.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::checkpoint::Checkpointer;
 use super::epochs::Epochs;
 use super::precision;
-use super::stats::{Identity, Stats};
+use super::resume::Resume;
+use super::stats::Identity;
 use super::summary::{RunStatus, RunSummary};
 use super::{builtin, run_dir};
 use crate::backend;
@@ -27,6 +29,7 @@ use crate::task::Task;
 pub struct Trainer {
     config: RunConfig,
     observer: Box<dyn Observer>,
+    resume: Option<PathBuf>,
 }
 
 impl Trainer {
@@ -35,7 +38,22 @@ impl Trainer {
         Self {
             config,
             observer: Box::new(Silent),
+            resume: None,
         }
+    }
+
+    /// Continues the run in `run_dir` from its latest checkpoint instead of starting a new
+    /// one: the weights, the optimizer and loss-scaler state, the micro-batch a limit left,
+    /// the counters and the data order are restored, so that the run goes on as if it had
+    /// never stopped (exactly, on one device with `data.num_workers = 0`). Snapshots are
+    /// appended after a `resume` event; `summary.json` is rewritten at the end.
+    ///
+    /// The config must match the run's `config.toml` except in `train.epochs`,
+    /// `run.output_dir`, `data.num_workers`, `train.gradient_checkpointing` and the
+    /// `[memory]` and `[checkpoint]` keys; anything else is refused, naming the key.
+    pub fn resume(mut self, run_dir: impl Into<PathBuf>) -> Self {
+        self.resume = Some(run_dir.into());
+        self
     }
 
     /// Reports progress to `observer`.
@@ -70,21 +88,35 @@ impl Trainer {
         let Trainer {
             config,
             mut observer,
+            resume,
         } = self;
+        let resume = match resume {
+            Some(dir) => Some(Resume::open(&dir, &config, builtin)?),
+            None => None,
+        };
         let device = backend::select(&config.device)?;
         let execution = backend::execution(&config.device)?;
         let precision = config.train.precision;
         if !precision::supported(&device, precision) {
             return Err(unsupported_precision(&config, &device));
         }
-        let prepared = Governor::prepare(&config.memory, &device)?;
-        let run_dir = run_dir::create(&config.run.output_dir, &config.run.name)?;
+        let mut prepared = Governor::prepare(&config.memory, &device)?;
+        let run_dir = match &resume {
+            Some(resume) => {
+                prepared = prepared.continuing(resume.elapsed_s);
+                resume.run_dir.clone()
+            }
+            None => run_dir::create(&config.run.output_dir, &config.run.name)?,
+        };
         observer.message(&format!("run directory: {}", run_dir.display()));
         for note in notes(&config).into_iter().chain(task.notes()) {
             observer.message(&note);
         }
         run_dir::write_config(&run_dir, &config, &task.name(), builtin)?;
-        let layout = Layout::new(config.train.batch_size, config.train.accumulation_steps);
+        let mut layout = Layout::new(config.train.batch_size, config.train.accumulation_steps);
+        if let Some(resume) = &resume {
+            layout.factor = resume.checkpoint.state.layout_factor.max(1);
+        }
         let mut governor = prepared.open(&run_dir, layout, observer)?;
         let id = Identity {
             name: config.run.name.clone(),
@@ -95,7 +127,7 @@ impl Trainer {
             precision: precision.to_string(),
             baselines: task.baselines(),
         };
-        let mut stats = Stats::default();
+        let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
         let checkpointer = Checkpointer::new(&run_dir);
         // Every tensor of the run lives inside `train`, so all are dropped when it returns,
         // whether it succeeded or not; `run_end` then releases and verifies.
@@ -106,6 +138,7 @@ impl Trainer {
             governor: &mut governor,
             stats: &mut stats,
             checkpointer: &checkpointer,
+            resume: resume.as_ref().map(|r| &r.checkpoint),
         }
         .train();
         let result = result.and(governor.run_end(stats.epochs).map(drop));
@@ -114,7 +147,9 @@ impl Trainer {
             Ok(()) => RunStatus::Completed,
             Err(e) => RunStatus::Failed(e.to_string()),
         };
-        let summary = stats.summary(id, &governor, status, started.elapsed().as_secs_f64());
+        let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
+        let wall_time_s = earlier_s + started.elapsed().as_secs_f64();
+        let summary = stats.summary(id, &governor, status, wall_time_s);
         let path = run_dir.join("summary.json");
         let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
         write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;

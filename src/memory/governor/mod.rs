@@ -136,12 +136,33 @@ impl Governor {
     /// allocates; see [`resting_bytes`](crate::train::resting_bytes)) fit the limit, and writes
     /// the `run_start` snapshot.
     pub fn run_start(&mut self, to_come: u64) -> Result<(), Error> {
+        self.start(Event::RunStart, 0, to_come, None)
+    }
+
+    /// [`run_start`](Self::run_start) for a run that continues after `epoch` epochs: the
+    /// snapshot is a `resume` event, with `detail` saying from where.
+    pub fn resume_start(
+        &mut self,
+        epoch: usize,
+        to_come: u64,
+        detail: String,
+    ) -> Result<(), Error> {
+        self.start(Event::Resume, epoch, to_come, Some(detail))
+    }
+
+    fn start(
+        &mut self,
+        event: Event,
+        epoch: usize,
+        to_come: u64,
+        detail: Option<String>,
+    ) -> Result<(), Error> {
         let usage = self.read()?;
         self.resting_estimate = usage.bytes_in_use + to_come;
-        let state = self.state(0, 0);
+        let state = self.state(epoch, self.step);
         self.apply(Phase::RunStart, &usage, &state)?;
         let usage = self.read()?;
-        self.snapshot(Event::RunStart, 0, usage, |_| {})
+        self.snapshot(event, epoch, usage, |s| s.detail = detail)
     }
 
     /// Starts an epoch: the epoch's peak restarts at the current figure.

@@ -69,6 +69,14 @@ impl Prepared {
         self.probe.source()
     }
 
+    /// For a run that continues one that had been going `elapsed_s` seconds: snapshot times
+    /// go on from there.
+    pub fn continuing(mut self, elapsed_s: f64) -> Self {
+        let earlier = std::time::Duration::from_secs_f64(elapsed_s.max(0.0));
+        self.started = self.started.checked_sub(earlier).unwrap_or(self.started);
+        self
+    }
+
     /// Opens `<run_dir>/snapshots.jsonl` and starts governing.
     pub fn open(
         self,

@@ -1,0 +1,230 @@
+//! Resuming a run from its latest checkpoint: the config checked against the run's own, and the
+//! figures of the epochs already done read back from `snapshots.jsonl`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::checkpoint::Checkpoint;
+use super::stats::Stats;
+use crate::config::{to_toml, ConfigError, RunConfig};
+use crate::error::Error;
+use crate::memory::{read_snapshots, Event, Snapshot};
+
+/// Keys that may differ from the run's `config.toml` on resume: they change where the run
+/// writes, how long it goes on, or how its memory is governed, not what it computes.
+const MAY_CHANGE: &[&str] = &[
+    "run.name",
+    "run.output_dir",
+    "train.epochs",
+    "train.gradient_checkpointing",
+    "data.num_workers",
+    "memory.",
+    "checkpoint.",
+];
+
+/// The first line of a `config.toml` written for a task defined in code.
+pub(super) const CODE_TASK_HEADER: &str = "# model and data: task";
+
+/// A run to continue.
+pub(super) struct Resume {
+    /// The run directory, written into again.
+    pub(super) run_dir: PathBuf,
+    /// The checkpoint it continues from.
+    pub(super) checkpoint: Checkpoint,
+    /// The epoch snapshots of the epochs the checkpoint includes, one per epoch.
+    epochs: Vec<Snapshot>,
+    /// Highest in-use peak and reserved figure recorded before.
+    peaks: (u64, u64),
+    /// Seconds the run had been going, as its last snapshot recorded.
+    pub(super) elapsed_s: f64,
+}
+
+impl Resume {
+    /// Opens `run_dir` to continue under `config`: the config must match the run's own in
+    /// everything but [`MAY_CHANGE`], and the latest checkpoint must be readable.
+    /// With `builtin`, the run must be of a built-in task (one a config describes).
+    pub(super) fn open(run_dir: &Path, config: &RunConfig, builtin: bool) -> Result<Self, Error> {
+        check_config(run_dir, config, builtin)?;
+        let checkpoint = Checkpoint::latest(run_dir)?;
+        checkpoint.verify()?;
+        let done = checkpoint.state.epoch;
+        if checkpoint.state.step_in_epoch == 0 && done >= config.train.epochs {
+            return Err(Error::Config(ConfigError {
+                origin: format!("--resume {}", run_dir.display()),
+                key: Some("train.epochs".into()),
+                message: format!(
+                    "the run has already trained {done} of train.epochs = {} epochs; to train \
+                     further, raise it (--set train.epochs={})",
+                    config.train.epochs,
+                    done + 1
+                ),
+            }));
+        }
+        let path = run_dir.join("snapshots.jsonl");
+        drop_partial_line(&path)?;
+        let snapshots = match path.exists() {
+            true => read_snapshots(&path).map_err(|e| match e.kind() {
+                // The message names the file and line.
+                std::io::ErrorKind::InvalidData => {
+                    let text = e.to_string();
+                    let prefix = format!("{}:", path.display());
+                    let at = text.strip_prefix(&prefix).unwrap_or(&text);
+                    Error::checkpoint(&path, format!("line {at}"))
+                }
+                _ => Error::io(&path, e),
+            })?,
+            false => Vec::new(),
+        };
+        // The last snapshot of each epoch the checkpoint includes: an epoch that a kill cut
+        // off after its snapshot, before its checkpoint, is trained again and recorded again.
+        let mut epochs = BTreeMap::new();
+        for s in &snapshots {
+            if s.event == Event::Epoch && s.epoch <= done {
+                epochs.insert(s.epoch, s.clone());
+            }
+        }
+        let peaks = snapshots.iter().fold((0, 0), |(p, r), s| {
+            (
+                p.max(s.memory.peak_bytes_in_use),
+                r.max(s.memory.bytes_reserved),
+            )
+        });
+        Ok(Self {
+            run_dir: run_dir.to_path_buf(),
+            checkpoint,
+            epochs: epochs.into_values().collect(),
+            peaks,
+            elapsed_s: snapshots.last().map_or(0.0, |s| s.elapsed_s),
+        })
+    }
+
+    /// The statistics of the epochs done, as the run had them when it stopped.
+    pub(super) fn stats(&self) -> Stats {
+        let state = &self.checkpoint.state;
+        let mut stats = Stats::default();
+        for s in &self.epochs {
+            let metrics: BTreeMap<String, f64> = s
+                .metrics
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), (*v)?)))
+                .collect();
+            let loss = s.loss.unwrap_or(f64::NAN);
+            stats.epoch(
+                s.epoch,
+                loss,
+                s.val_loss,
+                &metrics,
+                s.samples_per_sec.unwrap_or(0.0),
+            );
+        }
+        stats.epochs = state.epoch;
+        stats.steps = state.step;
+        stats.skipped_steps = state.skipped_steps;
+        stats.loss_scale = state.loss_scaler.as_ref().map(|s| s.scale());
+        stats.checkpoint = Some(self.checkpoint.dir.clone());
+        stats.earlier_peaks = self.peaks;
+        stats
+    }
+}
+
+/// Refuses `config` if it differs from `<run_dir>/config.toml` in a key that changes what the
+/// run computes. A run of a task defined in code has no `[model]` and `[data]` in its file;
+/// those sections are then the program's business.
+pub(super) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) -> Result<(), Error> {
+    let path = run_dir.join("config.toml");
+    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::Config(ConfigError {
+            origin: format!("--resume {}", run_dir.display()),
+            key: None,
+            message: format!("not a run directory: {} is missing", path.display()),
+        }),
+        _ => Error::io(&path, e),
+    })?;
+    let unreadable = |message: String| {
+        Error::Config(ConfigError {
+            origin: path.display().to_string(),
+            key: None,
+            message,
+        })
+    };
+    let saved: toml::Table = toml::from_str(&text).map_err(|e| unreadable(one_line(&e)))?;
+    let code_task = text.starts_with(CODE_TASK_HEADER);
+    if code_task && builtin {
+        let first = text.lines().next().unwrap_or_default();
+        let task = first
+            .strip_prefix(CODE_TASK_HEADER)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or_default()
+            .trim();
+        return Err(unreadable(format!(
+            "the run trained task {task}, defined in code: resume it from that program, with \
+             Trainer::resume"
+        )));
+    }
+    let now: toml::Table = toml::from_str(&to_toml(config)).expect("config is TOML");
+    let (mut before, mut after) = (BTreeMap::new(), BTreeMap::new());
+    flatten("", &saved, &mut before);
+    flatten("", &now, &mut after);
+    let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    for key in keys {
+        let (old, new) = (before.get(key), after.get(key));
+        let section = key.split('.').next().unwrap_or("");
+        let in_code = code_task && (section == "model" || section == "data");
+        let may_change = MAY_CHANGE
+            .iter()
+            .any(|k| key == k || (k.ends_with('.') && key.starts_with(k)));
+        if old == new || in_code || may_change {
+            continue;
+        }
+        let show = |v: Option<&toml::Value>| v.map_or("unset".to_string(), |v| v.to_string());
+        return Err(Error::Config(ConfigError {
+            origin: format!("--resume {}", run_dir.display()),
+            key: Some(key.clone()),
+            message: format!(
+                "{key} is {} in the run's config.toml but {} here; resuming with it would \
+                 change the model, data or optimizer (only train.epochs, run.output_dir, \
+                 data.num_workers and the [memory] and [checkpoint] keys may change)",
+                show(old),
+                show(new)
+            ),
+        }));
+    }
+    Ok(())
+}
+
+fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
+    for (key, value) in table {
+        let path = format!("{prefix}{key}");
+        match value {
+            toml::Value::Table(inner) => flatten(&format!("{path}."), inner, out),
+            value => {
+                out.insert(path, value.clone());
+            }
+        }
+    }
+}
+
+fn one_line(e: &toml::de::Error) -> String {
+    e.message()
+        .lines()
+        .next()
+        .unwrap_or("invalid TOML")
+        .to_string()
+}
+
+/// A kill in the middle of appending a snapshot can leave a last line without its end; it is
+/// cut off, so the file reads back and the resumed run appends whole lines after it.
+fn drop_partial_line(path: &Path) -> Result<(), Error> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(());
+    };
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(());
+    }
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    file.set_len(keep as u64).map_err(|e| Error::io(path, e))
+}
