@@ -8,6 +8,9 @@ use super::snapshots::{read_snapshots, Event, Snapshot};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// A snapshot and its place on the x axis.
+type Placed<'a> = (f64, &'a Snapshot);
+
 /// Reads one memory figure from a snapshot.
 type Figure = fn(&Snapshot) -> u64;
 
@@ -15,9 +18,9 @@ type Figure = fn(&Snapshot) -> u64;
 /// epoch after the last, a memory action a quarter after the snapshot before it, and a
 /// `resume` after `e` epochs at `e`. What a resume trains again (the epochs after `e`, and the
 /// stopped part's `run_end`) is left out: the picture shows the run as it stands.
-fn positions(snapshots: &[Snapshot]) -> Vec<(f64, &Snapshot)> {
+fn positions(snapshots: &[Snapshot]) -> Vec<Placed<'_>> {
     let mut last = 0.0;
-    let mut placed: Vec<(f64, &Snapshot)> = Vec::with_capacity(snapshots.len());
+    let mut placed: Vec<Placed> = Vec::with_capacity(snapshots.len());
     for s in snapshots {
         let x = match s.event {
             Event::RunStart => 0.0,
@@ -53,7 +56,7 @@ pub fn render_memory_svg(
 ) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let placed = positions(snapshots);
-    let (actions, figures): (Vec<(f64, &Snapshot)>, Vec<(f64, &Snapshot)>) =
+    let (actions, figures): (Vec<Placed>, Vec<Placed>) =
         placed.iter().copied().partition(|(_, s)| is_marker(s));
     let x_max = placed.iter().map(|(x, _)| *x).fold(1.0, f64::max) + 0.25;
     let y_max = snapshots
