@@ -57,13 +57,20 @@ enum Command {
     /// Train the config N times in one process, one run after another, and show what each
     /// run took and what it gave back under the configured memory.clear policy.
     Sweep {
-        #[command(flatten)]
-        config: ConfigArgs,
-        /// Number of runs.
-        #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
-        runs: u32,
-        /// Directory that holds the sweep directory (overrides run.output_dir).
+        /// The TOML config file (with --resume, the sweep's own config.toml if not given).
+        #[arg(long, short, value_name = "FILE", required_unless_present = "resume")]
+        config: Option<PathBuf>,
+        /// Override any key, e.g. --set train.batch_size=64 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+        /// Number of runs [default: 5; with --resume, as planned].
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        runs: Option<u32>,
+        /// Continue the sweep in DIR at the first run that did not finish.
         #[arg(long, value_name = "DIR")]
+        resume: Option<PathBuf>,
+        /// Directory that holds the sweep directory (overrides run.output_dir).
+        #[arg(long, value_name = "DIR", conflicts_with = "resume")]
         out: Option<PathBuf>,
         /// Show every run's epochs, not just one line per run.
         #[arg(long, short)]
@@ -179,19 +186,27 @@ fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Sweep {
             config,
+            overrides,
             runs,
+            resume,
             out,
             verbose,
         } => {
-            let resolved = config.load(out_override(out))?;
-            let runs = runs as usize;
-            let (dir, rows) = crate::sweep::sweep(&resolved, runs, |run| {
+            let path = config_path(config, resume.as_deref())?;
+            let resolved = load_config(&path, &overrides, out_override(out))?;
+            let runs = runs.map(|n| n as usize);
+            let observer = |run, runs| -> Box<dyn Observer> {
                 Box::new(SweepTerminal {
                     run,
                     runs,
                     inner: Terminal::new(!verbose),
                 })
-            })?;
+            };
+            let (dir, rows) = match &resume {
+                Some(dir) => crate::sweep::resume_sweep(dir, &resolved, runs, observer)?,
+                None => crate::sweep::sweep(&resolved, runs.unwrap_or(5), observer)?,
+            };
+            let runs = rows.len();
             println!("{}", crate::sweep::table(&rows));
             let clear = match resolved.memory.clear {
                 ClearPolicy::Never => "never",
@@ -211,22 +226,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             out,
             quiet,
         } => {
-            let path = match (&config, &resume) {
-                (Some(path), _) => path.clone(),
-                (None, Some(run_dir)) => {
-                    let path = run_dir.join("config.toml");
-                    if !path.is_file() {
-                        return Err(crate::config::ConfigError {
-                            origin: format!("--resume {}", run_dir.display()),
-                            key: None,
-                            message: format!("not a run directory: {} is missing", path.display()),
-                        }
-                        .into());
-                    }
-                    path
-                }
-                (None, None) => unreachable!("clap requires --config without --resume"),
-            };
+            let path = config_path(config, resume.as_deref())?;
             let resolved = load_config(&path, &overrides, out_override(out))?;
             let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
             if let Some(run_dir) = resume {
@@ -277,6 +277,28 @@ fn outcome(summary: &crate::RunSummary) -> String {
         text += &format!(" (baselines: {})", baselines.join(", "));
     }
     text
+}
+
+/// The config to load: `--config`'s, or else the `config.toml` in the directory `--resume`
+/// names (clap requires one of them).
+fn config_path(config: Option<PathBuf>, resume: Option<&Path>) -> Result<PathBuf, Error> {
+    if let Some(path) = config {
+        return Ok(path);
+    }
+    let dir = resume.unwrap_or(Path::new("."));
+    let path = dir.join("config.toml");
+    if !path.is_file() {
+        return Err(crate::config::ConfigError {
+            origin: format!("--resume {}", dir.display()),
+            key: None,
+            message: format!(
+                "not a run or sweep directory: {} is missing",
+                path.display()
+            ),
+        }
+        .into());
+    }
+    Ok(path)
 }
 
 fn out_override(out: Option<PathBuf>) -> Vec<Override> {

@@ -3,16 +3,15 @@
 //! and what it gave back.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigBuilder, RunConfig};
+use crate::config::{to_toml, ConfigBuilder, RunConfig};
 use crate::error::Error;
-use crate::memory::write_atomic;
-use crate::memory::Observer;
-use crate::memory::{format_bytes, format_signed_bytes};
-use crate::train::Trainer;
+use crate::memory::{format_bytes, format_signed_bytes, write_atomic, Observer, Retained};
+use crate::train::resume::check_config;
+use crate::train::{run_dir, Checkpoint, RunStatus, RunSummary, Trainer};
 
 /// Tolerance for bytes kept after release, as a share of the run's peak.
 pub const RETAINED_TOLERANCE: f64 = 0.01;
@@ -67,29 +66,120 @@ impl SweepRow {
     }
 }
 
-/// Runs `config` `runs` times. Run `i` is named `run-<i>` with seed `seed + i - 1`, inside
-/// `<output_dir>/<name>-sweep/`. Writes `sweep.json` and `sweep.md` there.
+/// `plan.json` in a sweep's directory: how many runs it is to make (its base config is
+/// `config.toml` beside it).
+#[derive(Debug, Serialize, Deserialize)]
+struct Plan {
+    runs: usize,
+}
+
+/// Runs `config` `runs` times, reporting run `i` of `n` to `observer(i, n)`. Run `i` is named `run-<i>` with seed `seed + i - 1`, inside
+/// `<output_dir>/<name>-sweep/` (`-sweep-2`, ... if that exists). Writes the base config and
+/// the plan there first (for [`resume_sweep`]), then `sweep.json` and `sweep.md`.
 pub fn sweep(
     config: &RunConfig,
     runs: usize,
-    mut observer: impl FnMut(usize) -> Box<dyn Observer>,
+    observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<SweepRow>), Error> {
-    let dir = config
-        .run
-        .output_dir
-        .join(format!("{}-sweep", config.run.name));
+    let name = format!("{}-sweep", config.run.name);
+    let dir = run_dir::create(&config.run.output_dir, &name)?;
+    let path = dir.join("config.toml");
+    write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
+    write_plan(&dir, runs)?;
+    run_all(&dir, config, runs, observer)
+}
+
+/// Continues the sweep in `dir` at the first run that did not finish: completed runs are kept
+/// (their rows come from their `summary.json`), a run that stopped resumes from its latest
+/// checkpoint, and the rest start. `config` must match the sweep's `config.toml` except in
+/// the keys a resumed run may change; `runs`, if given, replaces the planned count.
+pub fn resume_sweep(
+    dir: &Path,
+    config: &RunConfig,
+    runs: Option<usize>,
+    observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
+) -> Result<(PathBuf, Vec<SweepRow>), Error> {
+    check_config(dir, config, true)?;
+    let path = dir.join("plan.json");
+    let planned = std::fs::read(&path)
+        .map_err(|e| Error::io(&path, e))
+        .and_then(|bytes| {
+            serde_json::from_slice::<Plan>(&bytes)
+                .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))
+        })?
+        .runs;
+    let runs = runs.unwrap_or(planned);
+    if runs != planned {
+        write_plan(dir, runs)?;
+    }
+    run_all(dir, config, runs, observer)
+}
+
+fn write_plan(dir: &Path, runs: usize) -> Result<(), Error> {
+    let path = dir.join("plan.json");
+    let json = serde_json::to_vec_pretty(&Plan { runs }).expect("a plan serialises");
+    write_atomic(&path, &json).map_err(|e| Error::io(&path, e))
+}
+
+fn run_all(
+    dir: &Path,
+    config: &RunConfig,
+    runs: usize,
+    mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
+) -> Result<(PathBuf, Vec<SweepRow>), Error> {
     let mut rows = Vec::with_capacity(runs);
     for run in 1..=runs {
         let cfg = ConfigBuilder::from_config(config)
-            .output_dir(&dir)
+            .output_dir(dir)
             .name(format!("run-{run:02}"))
             .seed(config.run.seed + run as u64 - 1)
             .build()?;
-        let summary = Trainer::new(cfg).observer(observer(run)).run()?;
-        let retained = summary
-            .retained
-            .expect("a completed run records what it retained");
-        rows.push(SweepRow {
+        let run_dir = dir.join(&cfg.run.name);
+        let mut observer = observer(run, runs);
+        let summary = match finished(&run_dir, cfg.train.epochs) {
+            Some(summary) => {
+                observer.message(&format!("finished before: {}", run_dir.display()));
+                summary
+            }
+            None => {
+                let trainer = Trainer::new(cfg).observer(observer);
+                match Checkpoint::latest(&run_dir) {
+                    Ok(_) => trainer.resume(&run_dir).run()?,
+                    Err(_) => trainer.run()?,
+                }
+            }
+        };
+        rows.push(SweepRow::of(run, summary));
+    }
+    let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
+    write_atomic(&dir.join("sweep.json"), &json)
+        .map_err(|e| Error::io(dir.join("sweep.json"), e))?;
+    write_atomic(&dir.join("sweep.md"), table(&rows).as_bytes())
+        .map_err(|e| Error::io(dir.join("sweep.md"), e))?;
+    Ok((dir.to_path_buf(), rows))
+}
+
+/// The summary of a run in `run_dir` that completed `epochs` epochs (or more), if there is one.
+fn finished(run_dir: &Path, epochs: usize) -> Option<RunSummary> {
+    let bytes = std::fs::read(run_dir.join("summary.json")).ok()?;
+    let summary: RunSummary = serde_json::from_slice(&bytes).ok()?;
+    (summary.status == RunStatus::Completed
+        && summary.epochs >= epochs
+        && summary.retained.is_some())
+    .then_some(summary)
+}
+
+impl SweepRow {
+    /// Run `run`'s row, from its summary.
+    fn of(run: usize, summary: RunSummary) -> Self {
+        let retained = summary.retained.unwrap_or(Retained {
+            retained_bytes_in_use: 0,
+            retained_bytes_reserved: 0,
+            rss_before_bytes: 0,
+            rss_peak_bytes: 0,
+            rss_after_bytes: 0,
+        });
+        SweepRow {
             run,
             run_dir: summary.run_dir,
             final_loss: summary.final_loss,
@@ -102,14 +192,8 @@ pub fn sweep(
             rss_before_bytes: retained.rss_before_bytes,
             rss_peak_bytes: retained.rss_peak_bytes,
             rss_after_bytes: retained.rss_after_bytes,
-        });
+        }
     }
-    let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
-    write_atomic(&dir.join("sweep.json"), &json)
-        .map_err(|e| Error::io(dir.join("sweep.json"), e))?;
-    write_atomic(&dir.join("sweep.md"), table(&rows).as_bytes())
-        .map_err(|e| Error::io(dir.join("sweep.md"), e))?;
-    Ok((dir, rows))
 }
 
 /// The sweep as a Markdown table, with the release criteria checked per run.

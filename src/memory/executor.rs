@@ -84,6 +84,19 @@ impl Executor {
         }
     }
 
+    /// Lets Burn free what it keeps of graphs that are gone. Burn's autodiff records each
+    /// graph in a process-wide map (`burn-autodiff`'s `runtime::graph::STATE`); entries of
+    /// tensors that never reached a `backward` (a detached loss sum, a validation pass) stay
+    /// there until the next `backward` cleans up orphans. After a W1-sized run that is about
+    /// 10 KiB, which the next run's warm-up would free: one backward pass on a 1×1 tensor frees
+    /// it now, so that what a run keeps is measured after Burn has let go.
+    pub fn settle(&mut self) -> Result<(), ExecutionError> {
+        let device = self.device.clone().autodiff();
+        let x = Tensor::<2>::ones([1, 1], &device).require_grad();
+        drop(x.clone().matmul(x).sum().backward());
+        self.device.sync()
+    }
+
     /// Syncs (the fusion backend's cleanup does not drain its queue), then releases.
     pub fn cleanup(&mut self) -> Result<(), ExecutionError> {
         self.device.sync()?;

@@ -285,7 +285,7 @@ impl<T: Task> Epochs<'_, T> {
                 loss
             });
             self.stats
-                .epoch(epoch, train_loss, val_loss, &metrics, samples_per_sec);
+                .epoch(epoch, train_loss, val_loss, samples_per_sec);
             self.stats.loss_scale = precision.scaler().map(|s| s.scale());
             self.governor.epoch_snapshot(
                 epoch,
@@ -335,10 +335,9 @@ impl<T: Task> Epochs<'_, T> {
         optimizer: &ModuleOptimizer,
     ) -> Result<(), Error> {
         let checkpointer = self.checkpointer;
-        let saved = self.governor.checkpoint(state.epoch, || {
+        self.governor.checkpoint(state.epoch, || {
             checkpointer.save_state(&state, model, optimizer)
         })?;
-        self.stats.checkpoint = Some(saved);
         Ok(())
     }
 

@@ -103,25 +103,13 @@ impl Resume {
         let state = &self.checkpoint.state;
         let mut stats = Stats::default();
         for s in &self.epochs {
-            let metrics: BTreeMap<String, f64> = s
-                .metrics
-                .iter()
-                .filter_map(|(k, v)| Some((k.clone(), (*v)?)))
-                .collect();
             let loss = s.loss.unwrap_or(f64::NAN);
-            stats.epoch(
-                s.epoch,
-                loss,
-                s.val_loss,
-                &metrics,
-                s.samples_per_sec.unwrap_or(0.0),
-            );
+            stats.epoch(s.epoch, loss, s.val_loss, s.samples_per_sec.unwrap_or(0.0));
         }
         stats.epochs = state.epoch;
         stats.steps = state.step;
         stats.skipped_steps = state.skipped_steps;
         stats.loss_scale = state.loss_scaler.as_ref().map(|s| s.scale());
-        stats.checkpoint = Some(self.checkpoint.dir.clone());
         stats.earlier_peaks = self.peaks;
         stats
     }
@@ -130,7 +118,7 @@ impl Resume {
 /// Refuses `config` if it differs from `<run_dir>/config.toml` in a key that changes what the
 /// run computes. A run of a task defined in code has no `[model]` and `[data]` in its file;
 /// those sections are then the program's business.
-pub(super) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) -> Result<(), Error> {
+pub(crate) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) -> Result<(), Error> {
     let path = run_dir.join("config.toml");
     let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::Config(ConfigError {

@@ -10,7 +10,7 @@ use crate::memory::write_atomic;
 
 /// `<output_dir>/<name>`, or `<name>-2`, `-3`, ... if that exists: a run never writes over
 /// another run's files.
-pub(super) fn create(output_dir: &Path, name: &str) -> Result<PathBuf, Error> {
+pub(crate) fn create(output_dir: &Path, name: &str) -> Result<PathBuf, Error> {
     std::fs::create_dir_all(output_dir).map_err(|e| Error::io(output_dir, e))?;
     for n in 1.. {
         let dir = match n {

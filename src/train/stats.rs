@@ -2,12 +2,15 @@
 //! The loop's live state is here, not in the summary.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use super::checkpoint::latest_checkpoint;
 use super::summary::{RunStatus, RunSummary};
-use crate::memory::Governor;
+use crate::memory::{read_snapshots, Event, Governor};
 
-/// What the epochs have produced so far.
+/// What the epochs have produced so far: scalars only, so that the run's own records hold no
+/// heap that grows while it trains (what a run keeps after release is measured to the byte).
+/// The final metrics and the checkpoint are read back from the run directory at the end.
 #[derive(Debug, Default)]
 pub(super) struct Stats {
     pub(super) epochs: usize,
@@ -17,9 +20,8 @@ pub(super) struct Stats {
     pub(super) first_loss: Option<f64>,
     pub(super) final_loss: Option<f64>,
     pub(super) final_val_loss: Option<f64>,
-    pub(super) final_metrics: BTreeMap<String, f64>,
-    pub(super) throughput: Vec<f64>,
-    pub(super) checkpoint: Option<PathBuf>,
+    throughput_sum: f64,
+    throughput_epochs: usize,
     pub(super) train_samples: usize,
     pub(super) valid_samples: usize,
     /// Highest in-use peak and reserved figure of a resumed run's earlier part.
@@ -38,27 +40,24 @@ pub(super) struct Identity {
 }
 
 impl Stats {
-    /// Records an epoch's losses and metrics (`val_<name>`, `train_<name>`).
+    /// Records an epoch's losses and throughput.
     pub(super) fn epoch(
         &mut self,
         epoch: usize,
         loss: f64,
         val_loss: Option<f64>,
-        metrics: &BTreeMap<String, f64>,
         samples_per_sec: f64,
     ) {
         self.epochs = epoch;
         self.first_loss.get_or_insert(loss);
         self.final_loss = Some(loss);
         self.final_val_loss = val_loss;
-        self.final_metrics = metrics
-            .iter()
-            .map(|(k, v)| (format!("final_{k}"), *v))
-            .collect();
-        self.throughput.push(samples_per_sec);
+        self.throughput_sum += samples_per_sec;
+        self.throughput_epochs += 1;
     }
 
-    /// The summary, with the memory figures from `governor`.
+    /// The summary, with the memory figures from `governor`, the last epoch's metrics
+    /// (`val_<name>`, `train_<name>`) from its snapshot, and the latest checkpoint.
     pub(super) fn summary(
         self,
         id: Identity,
@@ -66,6 +65,8 @@ impl Stats {
         status: RunStatus,
         wall_time_s: f64,
     ) -> RunSummary {
+        let final_metrics = final_metrics(governor.snapshots_path(), self.epochs);
+        let checkpoint = latest_checkpoint(&id.run_dir);
         let (peak_in_use, peak_reserved) = governor.peaks();
         let peak_in_use = peak_in_use.max(self.earlier_peaks.0);
         let peak_reserved = peak_reserved.max(self.earlier_peaks.1);
@@ -90,8 +91,8 @@ impl Stats {
             final_val_loss: self.final_val_loss,
             peak_bytes_in_use: peak_in_use,
             peak_bytes_reserved: peak_reserved,
-            samples_per_sec: (!self.throughput.is_empty())
-                .then(|| self.throughput.iter().sum::<f64>() / self.throughput.len() as f64),
+            samples_per_sec: (self.throughput_epochs > 0)
+                .then(|| self.throughput_sum / self.throughput_epochs as f64),
             micro_batch: layout.micro_batch(),
             accumulation_steps: layout.micro_steps(),
             memory_actions: governor.memory_actions(),
@@ -100,10 +101,25 @@ impl Stats {
             retained: governor.retained(),
             limit_bytes: governor.limit_bytes(),
             growth_alarm: governor.growth_alarm(),
-            checkpoint: self.checkpoint,
+            checkpoint,
             wall_time_s,
             baselines: id.baselines,
-            final_metrics: self.final_metrics,
+            final_metrics,
         }
     }
+}
+
+/// Epoch `epoch`'s metrics from the last of its snapshots, keyed `final_<key>`.
+fn final_metrics(snapshots: &Path, epoch: usize) -> BTreeMap<String, f64> {
+    let snapshots = read_snapshots(snapshots).unwrap_or_default();
+    let Some(last) = snapshots
+        .iter()
+        .rfind(|s| s.event == Event::Epoch && s.epoch == epoch)
+    else {
+        return BTreeMap::new();
+    };
+    last.metrics
+        .iter()
+        .filter_map(|(k, v)| Some((format!("final_{k}"), (*v)?)))
+        .collect()
 }

@@ -117,7 +117,7 @@ impl Trainer {
         if let Some(resume) = &resume {
             layout.factor = resume.checkpoint.state.layout_factor.max(1);
         }
-        let mut governor = prepared.open(&run_dir, layout, observer)?;
+        // The run's records first: the governor takes its baseline after them.
         let id = Identity {
             name: config.run.name.clone(),
             run_dir: run_dir.clone(),
@@ -129,6 +129,7 @@ impl Trainer {
         };
         let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
         let checkpointer = Checkpointer::new(&run_dir);
+        let mut governor = prepared.open(&run_dir, layout, observer)?;
         // Every tensor of the run lives inside `train`, so all are dropped when it returns,
         // whether it succeeded or not; `run_end` then releases and verifies.
         let result = Epochs {

@@ -366,7 +366,7 @@ fn resume_refuses_a_config_that_changes_the_run_and_a_run_already_done() {
         ],
     );
     env.run(&["train", "--resume", "runs/none"])
-        .fails_with(2, &["not a run directory", "config.toml is missing"]);
+        .fails_with(2, &["not a run or sweep directory", "config.toml is missing"]);
     assert_eq!(listing(&env.path("runs/done")), before);
     // Harmless keys may change: a memory limit, checkpoint frequency, more epochs.
     let run = resume(&[
@@ -425,4 +425,65 @@ fn listing(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         }
     }
     out
+}
+
+#[test]
+fn a_killed_sweep_resumes_at_the_first_run_that_did_not_finish() {
+    let env = Env::small();
+    let sweep_dir = env.path("runs/small-sweep");
+    let third = sweep_dir.join("run-03");
+    let args = [
+        "sweep",
+        "--config",
+        "small.toml",
+        "--runs",
+        "4",
+        "--set",
+        "train.epochs=2",
+        "--set",
+        "checkpoint.every_steps=5",
+    ];
+    let mut child = spawn(&env, &args);
+    // Killed inside run 3, after its first checkpoint inside an epoch.
+    let inside = || {
+        std::fs::read_to_string(third.join("checkpoints/latest"))
+            .is_ok_and(|name| name.starts_with("step-"))
+    };
+    assert!(
+        kill_when(&mut child, inside),
+        "the sweep ended before run 3"
+    );
+    assert!(!sweep_dir.join("sweep.json").exists());
+    let finished = |i: usize| std::fs::read(sweep_dir.join(format!("run-0{i}/summary.json")));
+    let (first, second) = (finished(1).unwrap(), finished(2).unwrap());
+
+    let run = env.run(&["sweep", "--resume", "runs/small-sweep"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(sweep_dir.join("sweep.json")).unwrap()).unwrap();
+    let dirs: Vec<&str> = rows
+        .iter()
+        .map(|r| r["run_dir"].as_str().unwrap())
+        .collect();
+    assert_eq!(dirs.len(), 4);
+    for (i, dir) in dirs.iter().enumerate() {
+        assert!(dir.ends_with(&format!("run-0{}", i + 1)), "{dirs:?}");
+    }
+    assert_eq!(
+        finished(1).unwrap(),
+        first,
+        "a finished run is kept as it was"
+    );
+    assert_eq!(
+        finished(2).unwrap(),
+        second,
+        "a finished run is kept as it was"
+    );
+    let third = env.snapshots("runs/small-sweep/run-03");
+    assert_eq!(third.iter().filter(|s| s["event"] == "resume").count(), 1);
+    assert_eq!(env.summary("runs/small-sweep/run-03")["epochs"], 2);
+    assert_eq!(
+        env.summary("runs/small-sweep/run-04")["status"],
+        "completed"
+    );
 }

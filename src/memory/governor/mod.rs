@@ -65,6 +65,11 @@ impl Governor {
         self.setup.probe.source()
     }
 
+    /// The `snapshots.jsonl` this governor writes.
+    pub fn snapshots_path(&self) -> &Path {
+        self.writer.path()
+    }
+
     /// The batch layout now.
     pub fn layout(&self) -> Layout {
         self.layout
@@ -305,6 +310,7 @@ impl Governor {
     /// After the run's tensors are gone: applies the `clear` policy, measures what stayed
     /// against the baseline, warns if it is more than 1% of the peak, and writes `run_end`.
     pub fn run_end(&mut self, epoch: usize) -> Result<Retained, Error> {
+        self.setup.executor.settle().map_err(Error::device)?;
         let state = self.state(epoch, self.step);
         let usage = self.read()?;
         self.apply(Phase::RunEnd, &usage, &state)?;

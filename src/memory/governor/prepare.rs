@@ -86,8 +86,13 @@ impl Prepared {
     ) -> Result<Governor, Error> {
         let path: PathBuf = run_dir.join("snapshots.jsonl");
         let writer = SnapshotWriter::open(&path).map_err(|e| Error::io(&path, e))?;
+        drop(path);
+        // The baseline again, now that the run's own records (its directory, this writer, the
+        // caller's) exist: what a run keeps is then what training left, not its bookkeeping.
+        let mut setup = self;
+        setup.baseline = setup.probe.read().map_err(Error::device)?;
         Ok(Governor {
-            setup: self,
+            setup,
             writer,
             observer,
             layout,
