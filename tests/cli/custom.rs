@@ -206,6 +206,51 @@ fn a_custom_task_writes_the_whole_run_directory_without_model_or_data_keys() {
     assert!(json["final_train_mae"].as_f64().unwrap() < 0.2, "{json}");
 }
 
+#[test]
+fn a_custom_task_resumes_from_code_to_the_uninterrupted_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str, epochs: usize| {
+        ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .epochs(epochs)
+            .batch_size(16)
+            .accumulation_steps(2)
+            .optimizer(OptimizerKind::Adam, 0.05)
+            .build()
+            .unwrap()
+    };
+    let whole = tidemark::Trainer::new(config("whole", 3))
+        .fit(Fit { samples: 256 })
+        .unwrap();
+    let part = tidemark::Trainer::new(config("part", 1))
+        .fit(Fit { samples: 256 })
+        .unwrap();
+    assert_eq!(part.steps, 8);
+    let resumed = tidemark::Trainer::new(config("part", 3))
+        .resume(&part.run_dir)
+        .fit(Fit { samples: 256 })
+        .unwrap();
+    assert_eq!(
+        resumed.run_dir, part.run_dir,
+        "the same directory, not a new one"
+    );
+    assert_eq!((resumed.epochs, resumed.steps), (3, 24));
+    let weights = |run: &std::path::Path| {
+        tidemark::train::Checkpoint::latest(run)
+            .unwrap()
+            .weights()
+            .unwrap()
+    };
+    assert_eq!(weights(&resumed.run_dir), weights(&whole.run_dir));
+    assert_eq!(resumed.first_loss, whole.first_loss);
+    assert_eq!(resumed.metric("train_mae"), whole.metric("train_mae"));
+    // The CLI cannot build a task defined in code.
+    let run_dir = part.run_dir.display().to_string();
+    Env::new()
+        .run(&["train", "--resume", &run_dir, "--set", "train.epochs=4"])
+        .fails_with(2, &["the run trained task \"line\", defined in code"]);
+}
+
 /// Runs the named test of this binary alone in a child process: the host figures count every
 /// allocation of the process, and the test harness runs other tests on other threads.
 fn alone(test: &str) -> bool {
