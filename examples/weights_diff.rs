@@ -47,7 +47,10 @@ fn diff(a: &PathBuf, b: &PathBuf) -> Result<(), tidemark::Error> {
         overall = overall.max(max);
     }
     if let Some(extra) = wb.keys().find(|k| !wa.contains_key(*k)) {
-        return Err(tidemark::Error::checkpoint(a, format!("{extra} is missing")));
+        return Err(tidemark::Error::checkpoint(
+            a,
+            format!("{extra} is missing"),
+        ));
     }
     println!("overall max |diff| {overall:e}");
     Ok(())

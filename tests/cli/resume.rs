@@ -365,8 +365,10 @@ fn resume_refuses_a_config_that_changes_the_run_and_a_run_already_done() {
             "--set train.epochs=2",
         ],
     );
-    env.run(&["train", "--resume", "runs/none"])
-        .fails_with(2, &["not a run or sweep directory", "config.toml is missing"]);
+    env.run(&["train", "--resume", "runs/none"]).fails_with(
+        2,
+        &["not a run or sweep directory", "config.toml is missing"],
+    );
     assert_eq!(listing(&env.path("runs/done")), before);
     // Harmless keys may change: a memory limit, checkpoint frequency, more epochs.
     let run = resume(&[
