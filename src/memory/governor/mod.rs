@@ -3,23 +3,22 @@
 //! a hand-written loop can drive its own, at run start, after each step, at each epoch's end
 //! and at run end (see `examples/custom_loop.rs`).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use burn::tensor::Device;
 
 mod layout;
 mod prepare;
+mod record;
 
 pub use layout::{Breach, EpochFigures, Layout};
 pub use prepare::Prepared;
 
 use super::growth::{GrowthAlarm, GrowthWatch};
-use super::host::resident_set_bytes;
 use super::observer::{Observer, Warning};
 use super::plot::draw_memory_svg;
 use super::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase, RunState};
-use super::snapshots::{Event, Retained, Snapshot, SnapshotWriter};
+use super::snapshots::{Event, Retained, SnapshotWriter};
 use super::usage::{format_bytes, MemorySource, MemoryUsage};
 use crate::config::{ClearPolicy, MemoryConfig};
 use crate::error::Error;
@@ -362,53 +361,6 @@ impl Governor {
                 }
             }
         }
-        Ok(())
-    }
-
-    fn memory_event(&mut self, epoch: usize, action: &str, detail: String) -> Result<(), Error> {
-        self.memory_actions += 1;
-        let usage = self.setup.probe.observe();
-        self.snapshot(Event::MemoryAction, epoch, usage, |s| {
-            s.action = Some(action.to_string());
-            s.detail = Some(detail);
-        })
-    }
-
-    fn snapshot(
-        &mut self,
-        event: Event,
-        epoch: usize,
-        memory: MemoryUsage,
-        fill: impl FnOnce(&mut Snapshot),
-    ) -> Result<(), Error> {
-        if event != Event::MemoryAction {
-            self.peak_bytes_in_use = self.peak_bytes_in_use.max(memory.peak_bytes_in_use);
-            self.peak_bytes_reserved = self.peak_bytes_reserved.max(memory.bytes_reserved);
-        }
-        let mut snapshot = Snapshot {
-            event,
-            epoch,
-            step: self.step,
-            loss: None,
-            val_loss: None,
-            samples_per_sec: None,
-            memory,
-            rss_bytes: resident_set_bytes(),
-            loss_scale: None,
-            skipped_steps: None,
-            micro_batch: self.layout.micro_batch(),
-            accumulation_steps: self.layout.micro_steps(),
-            action: None,
-            detail: None,
-            retained: None,
-            elapsed_s: self.setup.started.elapsed().as_secs_f64(),
-            metrics: BTreeMap::new(),
-        };
-        fill(&mut snapshot);
-        self.writer
-            .append(&snapshot)
-            .map_err(|e| Error::io(self.writer.path(), e))?;
-        self.observer.snapshot(&snapshot);
         Ok(())
     }
 }

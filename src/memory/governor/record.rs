@@ -1,0 +1,63 @@
+//! How a governor writes: a snapshot line, and a memory action as one.
+
+use std::collections::BTreeMap;
+
+use super::Governor;
+use crate::error::Error;
+use crate::memory::host::resident_set_bytes;
+use crate::memory::snapshots::{Event, Snapshot};
+use crate::memory::usage::MemoryUsage;
+
+impl Governor {
+    pub(super) fn memory_event(
+        &mut self,
+        epoch: usize,
+        action: &str,
+        detail: String,
+    ) -> Result<(), Error> {
+        self.memory_actions += 1;
+        let usage = self.setup.probe.observe();
+        self.snapshot(Event::MemoryAction, epoch, usage, |s| {
+            s.action = Some(action.to_string());
+            s.detail = Some(detail);
+        })
+    }
+
+    pub(super) fn snapshot(
+        &mut self,
+        event: Event,
+        epoch: usize,
+        memory: MemoryUsage,
+        fill: impl FnOnce(&mut Snapshot),
+    ) -> Result<(), Error> {
+        if event != Event::MemoryAction {
+            self.peak_bytes_in_use = self.peak_bytes_in_use.max(memory.peak_bytes_in_use);
+            self.peak_bytes_reserved = self.peak_bytes_reserved.max(memory.bytes_reserved);
+        }
+        let mut snapshot = Snapshot {
+            event,
+            epoch,
+            step: self.step,
+            loss: None,
+            val_loss: None,
+            samples_per_sec: None,
+            memory,
+            rss_bytes: resident_set_bytes(),
+            loss_scale: None,
+            skipped_steps: None,
+            micro_batch: self.layout.micro_batch(),
+            accumulation_steps: self.layout.micro_steps(),
+            action: None,
+            detail: None,
+            retained: None,
+            elapsed_s: self.setup.started.elapsed().as_secs_f64(),
+            metrics: BTreeMap::new(),
+        };
+        fill(&mut snapshot);
+        self.writer
+            .append(&snapshot)
+            .map_err(|e| Error::io(self.writer.path(), e))?;
+        self.observer.snapshot(&snapshot);
+        Ok(())
+    }
+}
