@@ -30,5 +30,7 @@ pub use plot::render_memory_svg;
 pub use policy::{Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use pools::{device_pool_figures, PoolFigures};
 pub use probe::MemoryProbe;
-pub use snapshots::{read_snapshots, write_atomic, Event, Retained, Snapshot, SnapshotWriter};
+pub use snapshots::{
+    current_epochs, read_snapshots, write_atomic, Event, Retained, Snapshot, SnapshotWriter,
+};
 pub use usage::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};

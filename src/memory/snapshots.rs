@@ -154,6 +154,20 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The epoch snapshots of the run as it stands: where a resume went back to epoch `k`, the
+/// snapshots of later epochs written before it (trained again after it) are left out.
+pub fn current_epochs(snapshots: &[Snapshot]) -> Vec<&Snapshot> {
+    let mut epochs: Vec<&Snapshot> = Vec::new();
+    for s in snapshots {
+        match s.event {
+            Event::Resume => epochs.retain(|e| e.epoch <= s.epoch),
+            Event::Epoch => epochs.push(s),
+            _ => {}
+        }
+    }
+    epochs
+}
+
 /// Reads every snapshot in a `snapshots.jsonl` file.
 pub fn read_snapshots(path: &Path) -> std::io::Result<Vec<Snapshot>> {
     let reader = BufReader::new(File::open(path)?);
@@ -259,6 +273,17 @@ mod tests {
         assert_eq!(value["rss_peak_bytes"], 3);
         let back: Snapshot = serde_json::from_value(value).unwrap();
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn a_resume_leaves_out_the_epochs_it_trains_again() {
+        let mut resume = snapshot(1);
+        resume.event = Event::Resume;
+        let all = [snapshot(1), snapshot(2), resume, snapshot(2), snapshot(3)];
+        let epochs: Vec<*const Snapshot> =
+            current_epochs(&all).into_iter().map(|s| s as _).collect();
+        let expected: Vec<*const Snapshot> = [&all[0], &all[3], &all[4]].map(|s| s as _).to_vec();
+        assert_eq!(epochs, expected);
     }
 
     #[test]

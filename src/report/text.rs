@@ -6,7 +6,8 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::memory::{
-    check_growth, format_bytes, format_signed_bytes, read_snapshots, render_memory_svg, Event,
+    check_growth, current_epochs, format_bytes, format_signed_bytes, read_snapshots,
+    render_memory_svg, Event,
 };
 use crate::train::{RunStatus, RunSummary};
 
@@ -36,10 +37,7 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
     .map_err(|e| Error::Device(format!("drawing {e}")))?;
 
     let mut out = String::new();
-    let epochs: Vec<_> = snapshots
-        .iter()
-        .filter(|s| s.event == Event::Epoch)
-        .collect();
+    let epochs = current_epochs(&snapshots);
     let status = match summary.as_ref().map(|s| &s.status) {
         Some(RunStatus::Completed) => "completed".to_string(),
         Some(RunStatus::Failed(e)) => format!("failed: {e}"),
@@ -78,6 +76,10 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
             format_bytes(s.memory.peak_bytes_in_use),
             format_bytes(s.memory.bytes_reserved)
         );
+    }
+    for s in snapshots.iter().filter(|s| s.event == Event::Resume) {
+        let detail = s.detail.as_deref().unwrap_or("resumed");
+        let _ = writeln!(out, "resume (after epoch {}): {detail}", s.epoch);
     }
     for s in snapshots.iter().filter(|s| s.event == Event::MemoryAction) {
         let _ = writeln!(

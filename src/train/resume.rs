@@ -8,7 +8,7 @@ use super::checkpoint::Checkpoint;
 use super::stats::Stats;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
-use crate::memory::{read_snapshots, Event, Snapshot};
+use crate::memory::{current_epochs, read_snapshots, Snapshot};
 
 /// Keys that may differ from the run's `config.toml` on resume: they change where the run
 /// writes, how long it goes on, or how its memory is governed, not what it computes.
@@ -75,14 +75,13 @@ impl Resume {
             })?,
             false => Vec::new(),
         };
-        // The last snapshot of each epoch the checkpoint includes: an epoch that a kill cut
-        // off after its snapshot, before its checkpoint, is trained again and recorded again.
-        let mut epochs = BTreeMap::new();
-        for s in &snapshots {
-            if s.event == Event::Epoch && s.epoch <= done {
-                epochs.insert(s.epoch, s.clone());
-            }
-        }
+        // The snapshots of the epochs the checkpoint includes: an epoch that a kill cut off
+        // after its snapshot, before its checkpoint, is trained again and recorded again.
+        let epochs: Vec<Snapshot> = current_epochs(&snapshots)
+            .into_iter()
+            .filter(|s| s.epoch <= done)
+            .cloned()
+            .collect();
         let peaks = snapshots.iter().fold((0, 0), |(p, r), s| {
             (
                 p.max(s.memory.peak_bytes_in_use),
@@ -92,7 +91,7 @@ impl Resume {
         Ok(Self {
             run_dir: run_dir.to_path_buf(),
             checkpoint,
-            epochs: epochs.into_values().collect(),
+            epochs,
             peaks,
             elapsed_s: snapshots.last().map_or(0.0, |s| s.elapsed_s),
         })
