@@ -18,6 +18,7 @@ const MAY_CHANGE: &[&str] = &[
     "train.epochs",
     "train.gradient_checkpointing",
     "data.num_workers",
+    "device.index",
     "memory.",
     "checkpoint.",
 ];
@@ -169,14 +170,29 @@ pub(crate) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) ->
             key: Some(key.clone()),
             message: format!(
                 "{key} is {} in the run's config.toml but {} here; resuming with it would \
-                 change the model, data or optimizer (only train.epochs, run.output_dir, \
-                 data.num_workers and the [memory] and [checkpoint] keys may change)",
+                 change the model, data or optimizer (only {} may change)",
                 show(old),
-                show(new)
+                show(new),
+                may_change_in_words()
             ),
         }));
     }
     Ok(())
+}
+
+/// [`MAY_CHANGE`] in words: `train.epochs, ... and the [memory] and [checkpoint] keys`.
+fn may_change_in_words() -> String {
+    let (keys, sections): (Vec<&str>, Vec<&str>) =
+        MAY_CHANGE.iter().partition(|k| !k.ends_with('.'));
+    let sections: Vec<String> = sections
+        .iter()
+        .map(|s| format!("[{}]", s.trim_end_matches('.')))
+        .collect();
+    format!(
+        "{} and the {} keys",
+        keys.join(", "),
+        sections.join(" and ")
+    )
 }
 
 fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {

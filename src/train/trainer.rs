@@ -48,9 +48,9 @@ impl Trainer {
     /// never stopped (exactly, on one device with `data.num_workers = 0`). Snapshots are
     /// appended after a `resume` event; `summary.json` is rewritten at the end.
     ///
-    /// The config must match the run's `config.toml` except in `train.epochs`,
-    /// `run.output_dir`, `data.num_workers`, `train.gradient_checkpointing` and the
-    /// `[memory]` and `[checkpoint]` keys; anything else is refused, naming the key.
+    /// The config must match the run's `config.toml` except in `run.name`, `run.output_dir`,
+    /// `train.epochs`, `train.gradient_checkpointing`, `data.num_workers`, `device.index` and
+    /// the `[memory]` and `[checkpoint]` keys; anything else is refused, naming the key.
     pub fn resume(mut self, run_dir: impl Into<PathBuf>) -> Self {
         self.resume = Some(run_dir.into());
         self
