@@ -49,7 +49,9 @@ impl Resume {
         let checkpoint = Checkpoint::latest(run_dir)?;
         checkpoint.verify()?;
         let done = checkpoint.state.epoch;
-        if checkpoint.state.step_in_epoch == 0 && done >= config.train.epochs {
+        // Inside an epoch (`step_in_epoch` > 0), the run is in epoch `done + 1`, which
+        // `train.epochs` must still include.
+        if done >= config.train.epochs {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", run_dir.display()),
                 key: Some("train.epochs".into()),
