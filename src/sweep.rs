@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{to_toml, ConfigBuilder, RunConfig};
+use crate::config::{to_toml, ConfigBuilder, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::{format_bytes, format_signed_bytes, write_atomic, Observer, Retained};
 use crate::train::resume::check_config;
@@ -102,7 +102,14 @@ pub fn resume_sweep(
     check_config(dir, config, true)?;
     let path = dir.join("plan.json");
     let planned = std::fs::read(&path)
-        .map_err(|e| Error::io(&path, e))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::Config(ConfigError {
+                origin: format!("--resume {}", dir.display()),
+                key: None,
+                message: format!("not a sweep directory: {} is missing", path.display()),
+            }),
+            _ => Error::io(&path, e),
+        })
         .and_then(|bytes| {
             serde_json::from_slice::<Plan>(&bytes)
                 .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))
