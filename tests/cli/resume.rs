@@ -488,4 +488,6 @@ fn a_killed_sweep_resumes_at_the_first_run_that_did_not_finish() {
         env.summary("runs/small-sweep/run-04")["status"],
         "completed"
     );
+    env.run(&["sweep", "--resume", "runs/small-sweep/run-01"])
+        .fails_with(2, &["not a sweep directory", "plan.json is missing"]);
 }
