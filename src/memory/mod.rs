@@ -31,6 +31,7 @@ pub use policy::{Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState
 pub use pools::{device_pool_figures, PoolFigures};
 pub use probe::MemoryProbe;
 pub use snapshots::{
-    current_epochs, read_snapshots, write_atomic, Event, Retained, Snapshot, SnapshotWriter,
+    as_it_stands, current_epochs, read_snapshots, write_atomic, Event, Retained, Snapshot,
+    SnapshotWriter,
 };
 pub use usage::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};

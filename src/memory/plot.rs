@@ -4,7 +4,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::snapshots::{read_snapshots, Event, Snapshot};
+use super::snapshots::{as_it_stands, read_snapshots, Event, Snapshot};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -14,31 +14,24 @@ type Placed<'a> = (f64, &'a Snapshot);
 /// Reads one memory figure from a snapshot.
 type Figure = fn(&Snapshot) -> u64;
 
-/// Where each snapshot sits on the x axis: `run_start` at 0, epoch `e` at `e`, `run_end` half an
-/// epoch after the last, a memory action a quarter after the snapshot before it, and a
-/// `resume` after `e` epochs at `e`. What a resume trains again (the epochs after `e`, and the
-/// stopped part's `run_end`) is left out: the picture shows the run as it stands.
+/// Where each snapshot of the run [as it stands](as_it_stands) sits on the x axis: `run_start`
+/// at 0, epoch `e` at `e`, `run_end` half an epoch after the last, a memory action a quarter
+/// after the snapshot before it, and a `resume` after `e` epochs at `e`.
 fn positions(snapshots: &[Snapshot]) -> Vec<Placed<'_>> {
     let mut last = 0.0;
-    let mut placed: Vec<Placed> = Vec::with_capacity(snapshots.len());
-    for s in snapshots {
-        let x = match s.event {
-            Event::RunStart => 0.0,
-            Event::Epoch => s.epoch as f64,
-            Event::RunEnd => s.epoch as f64 + 0.5,
-            Event::MemoryAction => last + 0.25,
-            Event::Resume => {
-                let resumed = s.epoch as f64;
-                placed.retain(|(x, p)| *x <= resumed && p.event != Event::RunEnd);
-                resumed
-            }
-        };
-        if s.event != Event::MemoryAction {
+    as_it_stands(snapshots)
+        .into_iter()
+        .map(|s| {
+            let x = match s.event {
+                Event::RunStart => 0.0,
+                Event::Epoch | Event::Resume => s.epoch as f64,
+                Event::RunEnd => s.epoch as f64 + 0.5,
+                Event::MemoryAction => return (last + 0.25, s),
+            };
             last = x;
-        }
-        placed.push((x, s));
-    }
-    placed
+            (x, s)
+        })
+        .collect()
 }
 
 /// Snapshots drawn as markers rather than points of the lines.

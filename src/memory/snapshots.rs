@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -123,8 +123,19 @@ pub struct SnapshotWriter {
 
 impl SnapshotWriter {
     /// Opens `path` for appending, creating it if needed.
+    /// A last line without its end (a process killed while appending it) is cut off first,
+    /// so that what is appended starts a line of its own.
     pub fn open(path: &Path) -> std::io::Result<Self> {
-        let file = File::options().create(true).append(true).open(path)?;
+        let file = File::options()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
+        let bytes = std::fs::read(path)?;
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            file.set_len(keep as u64)?;
+        }
         Ok(Self {
             file,
             path: path.to_path_buf(),
@@ -154,30 +165,41 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The epoch snapshots of the run as it stands: where a resume went back to epoch `k`, the
-/// snapshots of later epochs written before it (trained again after it) are left out.
-pub fn current_epochs(snapshots: &[Snapshot]) -> Vec<&Snapshot> {
-    let mut epochs: Vec<&Snapshot> = Vec::new();
+/// The snapshots of the run as it stands. A `resume` after `k` epochs supersedes what was
+/// written before it about later epochs (their `epoch` events and memory actions, trained again
+/// after it) and the stopped part's `run_end`.
+pub fn as_it_stands(snapshots: &[Snapshot]) -> Vec<&Snapshot> {
+    let mut kept: Vec<&Snapshot> = Vec::with_capacity(snapshots.len());
     for s in snapshots {
-        match s.event {
-            Event::Resume => epochs.retain(|e| e.epoch <= s.epoch),
-            Event::Epoch => epochs.push(s),
-            _ => {}
+        if s.event == Event::Resume {
+            kept.retain(|e| e.epoch <= s.epoch && e.event != Event::RunEnd);
         }
+        kept.push(s);
     }
-    epochs
+    kept
+}
+
+/// The epoch snapshots of [`as_it_stands`].
+pub fn current_epochs(snapshots: &[Snapshot]) -> Vec<&Snapshot> {
+    as_it_stands(snapshots)
+        .into_iter()
+        .filter(|s| s.event == Event::Epoch)
+        .collect()
 }
 
 /// Reads every snapshot in a `snapshots.jsonl` file.
+///
+/// A last line without its end is one a process was killed while appending: it is left out
+/// (the writer cuts it off when it next opens the file).
 pub fn read_snapshots(path: &Path) -> std::io::Result<Vec<Snapshot>> {
-    let reader = BufReader::new(File::open(path)?);
+    let text = std::fs::read_to_string(path)?;
+    let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
     let mut out = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        let line = line?;
+    for (i, line) in complete.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let snapshot = serde_json::from_str(&line).map_err(|e| {
+        let snapshot = serde_json::from_str(line).map_err(|e| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("{}:{}: {e}", path.display(), i + 1),
@@ -284,6 +306,58 @@ mod tests {
             current_epochs(&all).into_iter().map(|s| s as _).collect();
         let expected: Vec<*const Snapshot> = [&all[0], &all[3], &all[4]].map(|s| s as _).to_vec();
         assert_eq!(epochs, expected);
+    }
+
+    #[test]
+    fn a_line_cut_off_by_a_kill_is_left_out_and_then_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("snapshots.jsonl");
+        SnapshotWriter::open(&path)
+            .unwrap()
+            .append(&snapshot(1))
+            .unwrap();
+        let mut text = std::fs::read(&path).unwrap();
+        text.extend_from_slice(br#"{"event":"epoch","epo"#);
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(read_snapshots(&path).unwrap(), vec![snapshot(1)]);
+        SnapshotWriter::open(&path)
+            .unwrap()
+            .append(&snapshot(2))
+            .unwrap();
+        assert_eq!(
+            read_snapshots(&path).unwrap(),
+            vec![snapshot(1), snapshot(2)]
+        );
+    }
+
+    #[test]
+    fn a_resume_supersedes_later_epochs_their_actions_and_the_old_end() {
+        let with = |event: Event, epoch: usize| Snapshot {
+            event,
+            ..snapshot(epoch)
+        };
+        let all = [
+            with(Event::RunStart, 0),
+            snapshot(1),
+            with(Event::MemoryAction, 1),
+            snapshot(2),
+            with(Event::MemoryAction, 2),
+            with(Event::RunEnd, 2),
+            with(Event::Resume, 1),
+            snapshot(2),
+        ];
+        let kept: Vec<(Event, usize)> = as_it_stands(&all)
+            .iter()
+            .map(|s| (s.event, s.epoch))
+            .collect();
+        let expected = [
+            (Event::RunStart, 0),
+            (Event::Epoch, 1),
+            (Event::MemoryAction, 1),
+            (Event::Resume, 1),
+            (Event::Epoch, 2),
+        ];
+        assert_eq!(kept, expected);
     }
 
     #[test]

@@ -64,15 +64,17 @@ impl Resume {
             }));
         }
         let path = run_dir.join("snapshots.jsonl");
-        drop_partial_line(&path)?;
         let snapshots = match path.exists() {
             true => read_snapshots(&path).map_err(|e| match e.kind() {
                 // The message names the file and line.
                 std::io::ErrorKind::InvalidData => {
                     let text = e.to_string();
                     let prefix = format!("{}:", path.display());
-                    let at = text.strip_prefix(&prefix).unwrap_or(&text);
-                    Error::checkpoint(&path, format!("line {at}"))
+                    let message = match text.strip_prefix(&prefix) {
+                        Some(at) => format!("line {at}"),
+                        None => text.clone(),
+                    };
+                    Error::checkpoint(&path, message)
                 }
                 _ => Error::io(&path, e),
             })?,
@@ -215,21 +217,4 @@ fn one_line(e: &toml::de::Error) -> String {
         .next()
         .unwrap_or("invalid TOML")
         .to_string()
-}
-
-/// A kill in the middle of appending a snapshot can leave a last line without its end; it is
-/// cut off, so the file reads back and the resumed run appends whole lines after it.
-fn drop_partial_line(path: &Path) -> Result<(), Error> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Ok(());
-    };
-    if bytes.is_empty() || bytes.ends_with(b"\n") {
-        return Ok(());
-    }
-    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
-    file.set_len(keep as u64).map_err(|e| Error::io(path, e))
 }
