@@ -3,6 +3,7 @@
 //! kind.
 
 use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use burn::data::dataloader::DataLoader;
@@ -28,6 +29,9 @@ use crate::task::{MetricSums, Task};
 /// measured on W1 (flex), a read every third step made the median step 20-22 ms against 16 ms
 /// without; so it is read at most once per interval, and at each epoch's end.
 const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Held while a run seeds the device and initialises its model.
+static INITIALISING: Mutex<()> = Mutex::new(());
 
 /// One run's epochs.
 pub(super) struct Epochs<'a, T: Task> {
@@ -57,7 +61,6 @@ impl<T: Task> Epochs<'_, T> {
             false => self.device.clone().autodiff(),
         };
         let seed = config.run.seed;
-        ad_device.seed(seed);
         self.governor.begin_epoch();
         let splits = self.task.data();
         self.stats.train_samples = splits.train.len();
@@ -77,8 +80,16 @@ impl<T: Task> Epochs<'_, T> {
         let valid_loader = splits
             .valid
             .map(|valid| item_loader(valid, train_cfg.batch_size, None, workers));
-        let mut model = self.task.model(&ad_device);
-        initialize(&model);
+        let mut model = {
+            // flex's generator is one per process, and Burn draws a parameter's initial values
+            // when it is first used: a run in another thread could draw in between. The runs
+            // of one process take turns from the seed to the last parameter.
+            let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
+            ad_device.seed(seed);
+            let model = self.task.model(&ad_device);
+            initialize(&model);
+            model
+        };
         let mut optimizer = build_optimizer(train_cfg);
         let mut precision = MixedPrecision::from_config(train_cfg);
         let to_come = resting_bytes(&model, train_cfg);
