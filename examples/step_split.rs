@@ -5,13 +5,15 @@
 //! ```text
 //! cargo run --release --example step_split
 //! RAYON_NUM_THREADS=1 cargo run --release --example step_split   # on one core
+//! cargo run --release --example step_split -- --plain-heap        # glibc's default heap
+//! cargo run --release --example step_split -- --burn-adam         # Burn's Adam, unfused
 //! ```
 
 use std::path::Path;
 use std::time::Instant;
 
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::GradientsParams;
+use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use tidemark::config::{DataSource, ModelConfig};
 use tidemark::model::Mlp;
@@ -29,11 +31,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("configs/bench/w1.toml: expected synthetic data".into());
     };
     let (batch, features, classes) = (config.train.batch_size, data.features, data.classes);
+    // As a run does: glibc keeps freed blocks for reuse instead of mapping each one afresh.
+    // `--plain-heap` leaves glibc's defaults, as a plain Burn program has them.
+    let flag = |name: &str| std::env::args().any(|a| a == name);
+    let (plain_heap, burn_adam) = (flag("--plain-heap"), flag("--burn-adam"));
+    if !plain_heap {
+        tidemark::memory::pool_host_heap();
+    }
     let device = Device::flex();
     let ad = device.clone().autodiff();
     ad.seed(config.run.seed);
     let mut model = Mlp::new(mlp, features, classes, &ad);
-    let mut optimizer = build_optimizer(&config.train);
+    let mut optimizer = match burn_adam {
+        true => AdamConfig::new().init(),
+        false => build_optimizer(&config.train),
+    };
     let loss_fn = CrossEntropyLossConfig::new().init(&ad);
     // Fixed inputs: the step's cost does not depend on the values.
     let x: Vec<f32> = (0..batch * features)
@@ -65,9 +77,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     println!(
         "W1 step, median of {TIMED}: forward {forward:.2} ms, backward {backward:.2} ms, \
-         optimizer {update:.2} ms, sum {:.2} ms (rayon threads: {})",
+         optimizer {update:.2} ms, sum {:.2} ms (rayon threads: {}; heap: {}; {})",
         forward + backward + update,
-        rayon_threads()
+        rayon_threads(),
+        if plain_heap {
+            "glibc's defaults"
+        } else {
+            "pooled"
+        },
+        if burn_adam {
+            "Burn's Adam"
+        } else {
+            "tidemark's optimizer"
+        }
     );
     Ok(())
 }

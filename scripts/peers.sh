@@ -10,7 +10,8 @@
 # tensorflow-cpu from PyPI. Each round runs every contestant once, in its
 # own process, in the same order; the table gives each one's median over the rounds of
 # epoch 2's milliseconds per 256-sample step (epoch wall time / steps, as tidemark's
-# samples_per_sec), and the peers' median single step (synchronised) beside it.
+# samples_per_sec), tidemark's ratio to it (of the medians, and round by round), and the
+# peers' median single step (synchronised) beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -24,22 +25,32 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/pip" install -q tensorflow-cpu || "$venv/bin/pip" install -q tensorflow
 fi
 # TIDEMARK_BIN: another tidemark binary to compare (default: this checkout's release build).
+# TIDEMARK_BASE: a second tidemark binary (say, the build before a change), run in each round
+# too and shown as "tidemark (base)".
 bin=${TIDEMARK_BIN:-}
 if [ -z "$bin" ]; then cargo build --release -q; bin=./target/release/tidemark; fi
+base=${TIDEMARK_BASE:-}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export TF_CPP_MIN_LOG_LEVEL=2
 
-for r in $(seq "$rounds"); do
-  "$bin" train --config configs/bench/w1.toml --out "$out" --quiet \
-    --set "run.name=w1-$r" >/dev/null
-  python3 - "$out/w1-$r/snapshots.jsonl" >>"$out/rows.jsonl" <<'PY'
+tidemark() { # NAME BINARY ROUND
+  "$2" train --config configs/bench/w1.toml --out "$out" --quiet \
+    --set "run.name=$1-$3" >/dev/null
+  python3 - "$out/$1-$3/snapshots.jsonl" "$1" >>"$out/rows.jsonl" <<'PY'
 import json, sys
 epochs = [json.loads(l) for l in open(sys.argv[1]) if '"event":"epoch"' in l]
-print(json.dumps({"peer": "tidemark", "epoch_ms_per_step": 256e3 / epochs[-1]["samples_per_sec"]}))
+print(json.dumps({"peer": sys.argv[2], "epoch_ms_per_step": 256e3 / epochs[-1]["samples_per_sec"]}))
 PY
+}
+
+for r in $(seq "$rounds"); do
+  tidemark tidemark "$bin" "$r"
+  if [ -n "$base" ]; then tidemark tidemark-base "$base" "$r"; fi
   for peer in torch tf tf-eager; do
-    "$venv/bin/python" scripts/peers/w1.py "$peer" >>"$out/rows.jsonl"
+    # TensorFlow's start-up notices go to stderr before its log level applies.
+    "$venv/bin/python" scripts/peers/w1.py "$peer" >>"$out/rows.jsonl" 2>"$out/$peer.err" \
+      || { cat "$out/$peer.err" >&2; exit 1; }
   done
   echo "round $r/$rounds done" >&2
 done
@@ -47,16 +58,28 @@ done
 python3 - "$out/rows.jsonl" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-names = {"tidemark": "tidemark (flex)", "torch": "PyTorch eager",
+# Each contestant runs once a round, in order: its i-th row is round i.
+seen = {}
+for r in rows:
+    r["round"] = seen[r["peer"]] = seen.get(r["peer"], 0) + 1
+ours = {r["round"]: r["epoch_ms_per_step"] for r in rows if r["peer"] == "tidemark"}
+names = {"tidemark": "tidemark (flex)", "tidemark-base": "tidemark (base)",
+         "torch": "PyTorch eager",
          "tf": "TensorFlow tf.function(jit_compile=True)", "tf-eager": "TensorFlow eager"}
 def med(peer, key):
     values = [r[key] for r in rows if r["peer"] == peer and key in r]
     return statistics.median(values) if values else None
 base = med("tidemark", "epoch_ms_per_step")
-print("| W1 | epoch ms/step (median) | tidemark / this | median single step |")
-print("|---|---|---|---|")
+print("| W1 | epoch ms/step (median) | tidemark / this: medians | tidemark / this: round by round, median (min-max) | median single step |")
+print("|---|---|---|---|---|")
 for peer, name in names.items():
     epoch = med(peer, "epoch_ms_per_step")
+    if epoch is None:
+        continue
     step = med(peer, "median_step_ms")
-    print(f"| {name} | {epoch:.2f} | {base / epoch:.2f} | {'-' if step is None else f'{step:.2f}'} |")
+    ratios = [ours[r["round"]] / r["epoch_ms_per_step"] for r in rows
+              if r["peer"] == peer and r["round"] in ours]
+    paired = f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+    print(f"| {name} | {epoch:.2f} | {base / epoch:.2f} | {paired} | "
+          f"{'-' if step is None else f'{step:.2f}'} |")
 PY

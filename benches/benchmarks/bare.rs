@@ -1,6 +1,8 @@
-//! The workload in plain Burn: its data loader, `GradientsAccumulator` and optimizer, with
-//! none of tidemark's memory layer (no probe, no policy checks, no snapshots, no
-//! checkpoints), timed the same way.
+//! The workload in plain Burn: its data loader and `GradientsAccumulator`, with none of
+//! tidemark's memory layer (no probe, no policy checks, no snapshots, no checkpoints), timed the
+//! same way. The optimizer is the one tidemark builds (for Adam, `FusedAdam`), so that the rows
+//! compare the memory layer and not two optimizers; `examples/step_split.rs -- --burn-adam`
+//! times Burn's own Adam.
 
 use std::time::Instant;
 

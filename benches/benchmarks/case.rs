@@ -128,6 +128,7 @@ pub fn growth_config(spec: &CaseSpec, out: &Path) -> RunConfig {
 /// One run of `cfg`, every step timed, with the memory figures of its summary.
 pub fn measured_run(cfg: RunConfig) -> CaseResult {
     let micro_batch = cfg.train.batch_size;
+    let step_samples = (cfg.train.batch_size * cfg.train.accumulation_steps) as f64;
     let device = tidemark::backend::select(&cfg.device).expect("the backend is compiled in");
     let intervals = Rc::new(RefCell::new(Vec::new()));
     let timer = StepTimer {
@@ -165,9 +166,23 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
         note.push(format!("limit {}", tidemark::memory::format_bytes(limit)));
     }
     note.push(format!("run {:.1} s", started.elapsed().as_secs_f64()));
+    let median_step_ms = median(&mut intervals);
+    // The epoch's throughput as time per step's worth of samples, against the median step:
+    // what the epoch spends outside the steps, and on its slow and short steps.
+    let epoch_ms = snapshots
+        .iter()
+        .rfind(|s| s.event == Event::Epoch)
+        .and_then(|s| s.samples_per_sec)
+        .map(|per_sec| step_samples * 1e3 / per_sec);
+    if let (Some(epoch), Some(step)) = (epoch_ms, median_step_ms) {
+        note.push(format!(
+            "last epoch {epoch:.2} ms per step ({:+.1}% on the median)",
+            (epoch / step - 1.0) * 100.0
+        ));
+    }
     CaseResult {
         steps_timed: intervals.len(),
-        median_step_ms: median(&mut intervals),
+        median_step_ms,
         peak_in_use: summary.peak_bytes_in_use,
         rest_in_use,
         peak_reserved,

@@ -22,8 +22,8 @@ pub use governor::{Breach, EpochFigures, Governor, Layout};
 pub use growth::{check_growth, GrowthAlarm};
 pub use host::{
     anonymous_resident_bytes, available_host_memory, host_usage, peak_resident_set_bytes,
-    reserve_host_heap, reset_host_peak, reset_peak_resident_set, resident_set_bytes,
-    trim_host_heap, CountingAllocator, HostCounters, HostReservation,
+    pool_host_heap, reserve_host_heap, reset_host_peak, reset_peak_resident_set,
+    resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters, HostReservation,
 };
 pub use observer::{EpochProgress, Observer, Silent, Warning};
 pub use plot::render_memory_svg;
