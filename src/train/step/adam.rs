@@ -3,8 +3,9 @@
 //! Burn's [`Adam`] updates a parameter in about thirteen tensor operations (two moments, bias
 //! correction, square root, division, the update), each a separate pass over the parameter, four
 //! of them allocating a new buffer. On flex every one of those passes runs on one core: flex
-//! parallelises element-wise work only from 4 M elements. On W1 (1.86 M parameters) that was a
-//! third of the step (`examples/step_split.rs`, `docs/performance.md`).
+//! parallelises element-wise work only from 4 M elements. On W1 (1.86 M parameters) that was
+//! about a fifth of the step, 4.3-5.2 ms against 1.2-1.3 ms fused (`examples/step_split.rs`,
+//! `docs/performance.md`).
 //!
 //! [`FusedAdam`] does the same arithmetic, in the same order and in `f32`, in one loop over the
 //! parameter, its gradient and both moments, split across rayon's threads (flex's own pool). It
