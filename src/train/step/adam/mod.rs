@@ -113,10 +113,8 @@ impl Optimizer for FusedAdam {
             [zeros(), zeros()]
         });
         let constants = Constants::new(self, time, lr);
-        let first = time == 1;
         update(
             &constants,
-            first,
             slice_mut(&mut param),
             slice(&grad),
             slice_mut(&mut m),
@@ -176,27 +174,10 @@ impl Constants {
 /// One chunk of the parameter, its gradient and its two moments.
 type Chunk<'a> = (((&'a mut [f32], &'a [f32]), &'a mut [f32]), &'a mut [f32]);
 
-/// One Adam update of `param` and its moments, in place, split across rayon's threads. On the
-/// `first` step the moments start from the gradient alone (Burn does not multiply zeros).
-fn update(
-    c: &Constants,
-    first: bool,
-    param: &mut [f32],
-    grad: &[f32],
-    m: &mut [f32],
-    v: &mut [f32],
-) {
+/// One Adam update of `param` and its moments, in place, split across rayon's threads.
+fn update(c: &Constants, param: &mut [f32], grad: &[f32], m: &mut [f32], v: &mut [f32]) {
     let arch = pulp::Arch::new();
-    let work = |(((param, grad), m), v): Chunk| {
-        arch.dispatch(Kernel {
-            c,
-            first,
-            param,
-            grad,
-            m,
-            v,
-        })
-    };
+    let work = |chunk: Chunk| arch.dispatch(Kernel { c, chunk });
     if param.len() <= CHUNK {
         // Handing a small parameter to the pool costs more than it saves.
         work((((param, grad), m), v));
@@ -216,11 +197,7 @@ fn update(
 /// does them four lanes at a time.
 struct Kernel<'a> {
     c: &'a Constants,
-    first: bool,
-    param: &'a mut [f32],
-    grad: &'a [f32],
-    m: &'a mut [f32],
-    v: &'a mut [f32],
+    chunk: Chunk<'a>,
 }
 
 impl pulp::WithSimd for Kernel<'_> {
@@ -228,67 +205,22 @@ impl pulp::WithSimd for Kernel<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let Kernel {
-            c,
-            first,
-            param,
-            grad,
-            m,
-            v,
-        } = self;
-        // One loop per case, so that none branches per element.
-        match (first, c.penalty) {
-            (true, None) => lanes(
-                c,
-                param,
-                grad,
-                m,
-                v,
-                |_, g| g,
-                |_, g| g * c.rest_1,
-                |_, g| (g * g) * c.rest_2,
-            ),
-            (false, None) => lanes(
-                c,
-                param,
-                grad,
-                m,
-                v,
-                |_, g| g,
-                |m, g| m * c.beta_1 + g * c.rest_1,
-                |v, g| v * c.beta_2 + (g * g) * c.rest_2,
-            ),
-            (true, Some(penalty)) => lanes(
-                c,
-                param,
-                grad,
-                m,
-                v,
-                // Burn: `tensor.mul_scalar(penalty).add(grad)`.
-                move |p, g| p * penalty + g,
-                |_, g| g * c.rest_1,
-                |_, g| (g * g) * c.rest_2,
-            ),
-            (false, Some(penalty)) => lanes(
-                c,
-                param,
-                grad,
-                m,
-                v,
-                move |p, g| p * penalty + g,
-                |m, g| m * c.beta_1 + g * c.rest_1,
-                |v, g| v * c.beta_2 + (g * g) * c.rest_2,
-            ),
+        let (c, (((param, grad), m), v)) = (self.c, self.chunk);
+        // One loop per case, so that neither branches per element.
+        match c.penalty {
+            None => lanes(c, param, grad, m, v, |_, g| g),
+            // Burn: `tensor.mul_scalar(penalty).add(grad)`.
+            Some(penalty) => lanes(c, param, grad, m, v, move |p, g| p * penalty + g),
         }
     }
 }
 
-/// The element loop: `decay` gives the gradient the moments see, `first` and `second` the new
-/// moments (Burn: `m.mul_scalar(β₁).add(g.mul_scalar(1 - β₁))`, and `g.mul_scalar(1 - β₁)` on
-/// the first step), then `m.mul_scalar(combined).div(v.sqrt().add_scalar(ε'))`, `mul_scalar(lr)`
-/// and `tensor - delta`.
+/// The element loop: `decay` gives the gradient the moments see; then, as Burn,
+/// `m.mul_scalar(β₁).add(g.mul_scalar(1 - β₁))` (and the same for `v` with `g²`),
+/// `m.mul_scalar(combined).div(v.sqrt().add_scalar(ε'))`, `mul_scalar(lr)` and
+/// `tensor - delta`. On the first step the moments are zeros, which gives Burn's
+/// `g.mul_scalar(1 - β₁)` exactly.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn lanes(
     c: &Constants,
     param: &mut [f32],
@@ -296,8 +228,6 @@ fn lanes(
     m: &mut [f32],
     v: &mut [f32],
     decay: impl Fn(f32, f32) -> f32,
-    first: impl Fn(f32, f32) -> f32,
-    second: impl Fn(f32, f32) -> f32,
 ) {
     for (((p, &g), m), v) in param
         .iter_mut()
@@ -306,107 +236,12 @@ fn lanes(
         .zip(v.iter_mut())
     {
         let g = decay(*p, g);
-        *m = first(*m, g);
-        *v = second(*v, g);
+        *m = *m * c.beta_1 + g * c.rest_1;
+        *v = *v * c.beta_2 + (g * g) * c.rest_2;
         let step = (*m * c.combined) / (v.sqrt() + c.epsilon);
         *p -= step * c.lr;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use burn::module::Module;
-    use burn::nn::{Linear, LinearConfig};
-    use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
-    use burn::tensor::{Device, Tensor, TensorData};
-
-    use super::*;
-    use crate::model::parameters;
-
-    /// Two layers: 300 x 200 (60,000 weights, split into two parallel chunks) and 200 x 3 (one
-    /// chunk, the serial path), with biases.
-    #[derive(Module, Debug)]
-    struct Net {
-        a: Linear,
-        b: Linear,
-    }
-
-    fn net(device: &Device) -> Net {
-        Net {
-            a: LinearConfig::new(300, 200).init(device),
-            b: LinearConfig::new(200, 3).init(device),
-        }
-    }
-
-    /// Updates of `model` at `steps`, on inputs fixed by the step.
-    fn train(
-        mut model: Net,
-        optimizer: &mut ModuleOptimizer,
-        steps: std::ops::Range<usize>,
-        lr: f64,
-    ) -> Net {
-        let device = Device::flex().autodiff();
-        for step in steps {
-            // Fixed inputs (flex's generator is shared by the tests running in parallel).
-            let x: Vec<f32> = (0..16 * 300)
-                .map(|i| ((i * 7 + step * 13) % 23) as f32 / 11.0 - 1.0)
-                .collect();
-            let x = Tensor::<2>::from_data(TensorData::new(x, [16, 300]), &device);
-            let y = model
-                .b
-                .forward(burn::tensor::activation::relu(model.a.forward(x)));
-            let loss = y.square().mean();
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            model = optimizer.step(lr, model, grads);
-        }
-        model
-    }
-
-    fn max_diff(a: &Net, b: &Net) -> f32 {
-        let (a, b) = (parameters(a), parameters(b));
-        assert_eq!(a.len(), b.len());
-        a.iter()
-            .zip(&b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max)
-    }
-
-    #[test]
-    fn fused_adam_takes_the_steps_burns_adam_takes() {
-        let device = Device::flex().autodiff();
-        let start = net(&device);
-        for decay in [None, Some(0.01f32)] {
-            let mut burn = AdamConfig::new()
-                .with_weight_decay(decay.map(WeightDecayConfig::new))
-                .init();
-            let mut fused = ModuleOptimizer::from(FusedAdam::new(decay));
-            let expected = train(start.clone(), &mut burn, 0..6, 1e-2);
-            let got = train(start.clone(), &mut fused, 0..6, 1e-2);
-            let moved = max_diff(&start, &expected);
-            let diff = max_diff(&expected, &got);
-            assert!(moved > 1e-2, "{decay:?}: the weights moved by only {moved}");
-            assert!(
-                diff <= 1e-6,
-                "{decay:?}: fused and Burn's Adam differ by {diff}"
-            );
-        }
-    }
-
-    #[test]
-    fn fused_adam_state_is_burns_adam_state() {
-        // Three fused steps, the state saved and loaded into Burn's Adam, three more steps:
-        // the same weights as six steps of Burn's Adam.
-        let device = Device::flex().autodiff();
-        let start = net(&device);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("optimizer.bpk");
-        let mut fused = ModuleOptimizer::from(FusedAdam::new(None));
-        let model = train(start.clone(), &mut fused, 0..3, 1e-2);
-        fused.save(&path).unwrap();
-        let mut burn = AdamConfig::new().init().load(&path).unwrap();
-        let got = train(model, &mut burn, 3..6, 1e-2);
-        let expected = train(start.clone(), &mut AdamConfig::new().init(), 0..6, 1e-2);
-        let diff = max_diff(&expected, &got);
-        assert!(diff <= 1e-6, "resumed in Burn's Adam: differs by {diff}");
-    }
-}
+mod tests;
