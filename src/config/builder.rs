@@ -119,13 +119,7 @@ impl ConfigBuilder {
 
     /// Optimizer and learning rate.
     pub fn optimizer(mut self, kind: OptimizerKind, lr: f64) -> Self {
-        self.raw.train.optimizer = Some(
-            match kind {
-                OptimizerKind::Adam => "adam",
-                OptimizerKind::Sgd => "sgd",
-            }
-            .into(),
-        );
+        self.raw.train.optimizer = Some(kind.name().into());
         self.raw.train.lr = Some(lr);
         self
     }

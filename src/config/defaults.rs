@@ -3,7 +3,7 @@
 
 use super::types::{
     Activation, Backend, ClearPolicy, GapPolicy, MemoryPolicyKind, OnLimit, OptimizerKind,
-    Precision, SnapshotEvery,
+    Precision, ScheduleKind, SnapshotEvery,
 };
 
 // [run]
@@ -93,6 +93,38 @@ pub const INITIAL_LOSS_SCALE: f64 = 65536.0;
 pub const LOSS_SCALE_GROWTH_INTERVAL: usize = 2000;
 /// `train.gradient_checkpointing`.
 pub const GRADIENT_CHECKPOINTING: bool = false;
+/// `train.betas` (`adam`, `adamw`): Burn's and PyTorch's.
+pub const BETAS: [f64; 2] = [0.9, 0.999];
+/// `train.eps` (`adam`, `adamw`, `rmsprop`): Burn's.
+pub const EPS: f64 = 1e-5;
+/// `train.momentum` (`sgd`, `rmsprop`): none, as in PyTorch and Keras.
+pub const MOMENTUM: f64 = 0.0;
+/// `train.nesterov` (`sgd`).
+pub const NESTEROV: bool = false;
+/// `train.alpha` (`rmsprop`): PyTorch's and Burn's.
+pub const RMSPROP_ALPHA: f64 = 0.99;
+
+// [train.schedule]
+/// `train.schedule.kind`.
+pub const SCHEDULE_KIND: ScheduleKind = ScheduleKind::Constant;
+/// `train.schedule.warmup_steps`.
+pub const WARMUP_STEPS: usize = 0;
+/// `train.schedule.min_lr` (`cosine`, `linear`; `step` and `exponential` have no floor).
+pub const MIN_LR: f64 = 0.0;
+/// `train.schedule.gamma` with `kind = "step"`: Burn's and PyTorch's.
+pub const STEP_GAMMA: f64 = 0.1;
+
+// [train.early_stopping]
+/// `train.early_stopping.monitor`.
+pub const MONITOR: &str = "val_loss";
+// `train.early_stopping.mode` defaults to "max" for a monitor with "accuracy" in its name and
+// "min" otherwise.
+/// `train.early_stopping.patience`: Lightning's.
+pub const PATIENCE: usize = 3;
+/// `train.early_stopping.min_delta`.
+pub const MIN_DELTA: f64 = 0.0;
+/// `train.early_stopping.restore_best`.
+pub const RESTORE_BEST: bool = true;
 
 // [memory]
 /// `memory.policy`.

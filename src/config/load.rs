@@ -217,8 +217,11 @@ fn key_offset(text: &str, key: &str) -> Option<usize> {
     let doc = toml_edit::ImDocument::parse(text).ok()?;
     let mut table: &dyn toml_edit::TableLike = doc.as_table();
     let mut found = None;
+    // A key that is not written (a required one, missing) is placed at its table's.
     for part in key.split('.') {
-        let (k, item) = table.get_key_value(part)?;
+        let Some((k, item)) = table.get_key_value(part) else {
+            break;
+        };
         found = k.span().map(|s| s.start).or(found);
         match item.as_table_like() {
             Some(t) => table = t,

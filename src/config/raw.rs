@@ -163,12 +163,26 @@ pub struct RawTrain {
     pub batch_size: Option<i64>,
     /// Micro-batches per optimizer step.
     pub accumulation_steps: Option<i64>,
-    /// `adam` or `sgd`.
+    /// `adam`, `adamw`, `sgd` or `rmsprop`.
     pub optimizer: Option<String>,
-    /// Learning rate.
+    /// Learning rate (the peak, with a schedule).
     pub lr: Option<f64>,
-    /// L2 weight decay.
+    /// Weight decay: L2 for `adam`, `sgd`, `rmsprop`; decoupled for `adamw`.
     pub weight_decay: Option<f64>,
+    /// `adam`, `adamw`: `[beta1, beta2]`.
+    pub betas: Option<Vec<f64>>,
+    /// `adam`, `adamw`, `rmsprop`: the denominator's epsilon.
+    pub eps: Option<f64>,
+    /// `sgd`, `rmsprop`: momentum factor.
+    pub momentum: Option<f64>,
+    /// `sgd`: Nesterov momentum.
+    pub nesterov: Option<bool>,
+    /// `rmsprop`: smoothing constant.
+    pub alpha: Option<f64>,
+    /// Global L2 norm the step's gradient is scaled down to.
+    pub clip_grad_norm: Option<f64>,
+    /// Bound on every gradient element.
+    pub clip_grad_value: Option<f64>,
     /// `f32`, `bf16` or `f16`: the precision forward and backward compute in.
     pub precision: Option<String>,
     /// `dynamic` or `off`.
@@ -179,6 +193,44 @@ pub struct RawTrain {
     pub loss_scale_growth_interval: Option<i64>,
     /// Recompute memory-bound activations in the backward pass instead of keeping them.
     pub gradient_checkpointing: Option<bool>,
+    /// `[train.schedule]`.
+    pub schedule: Option<RawSchedule>,
+    /// `[train.early_stopping]`.
+    pub early_stopping: Option<RawEarlyStopping>,
+}
+
+/// `[train.schedule]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSchedule {
+    /// `constant`, `linear`, `cosine`, `step` or `exponential`.
+    pub kind: Option<String>,
+    /// Optimizer steps of linear warmup.
+    pub warmup_steps: Option<i64>,
+    /// The learning rate's floor.
+    pub min_lr: Option<f64>,
+    /// `cosine`, `linear`: steps of the decay.
+    pub decay_steps: Option<i64>,
+    /// `step`: steps between decays.
+    pub step_size: Option<i64>,
+    /// `step`, `exponential`: the decay factor.
+    pub gamma: Option<f64>,
+}
+
+/// `[train.early_stopping]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEarlyStopping {
+    /// The metric watched (`val_loss`, `val_accuracy`, ...).
+    pub monitor: Option<String>,
+    /// `min` or `max`.
+    pub mode: Option<String>,
+    /// Epochs without improvement before stopping.
+    pub patience: Option<i64>,
+    /// The least change that counts as an improvement.
+    pub min_delta: Option<f64>,
+    /// End on the best epoch's weights.
+    pub restore_best: Option<bool>,
 }
 
 /// `[memory]` as written.

@@ -18,7 +18,7 @@ mod snapshots;
 mod usage;
 
 pub use executor::{device_total_memory, Applied, Executor};
-pub use governor::{Breach, EpochFigures, Governor, Layout};
+pub use governor::{Breach, EpochFigures, Governor, Layout, StepCheck};
 pub use growth::{check_growth, GrowthAlarm};
 pub use host::{
     anonymous_resident_bytes, available_host_memory, host_usage, peak_resident_set_bytes,

@@ -19,6 +19,8 @@ pub struct EpochProgress {
     pub steps: usize,
     /// Most recent step's loss.
     pub loss: f64,
+    /// The learning rate of the most recent step.
+    pub lr: Option<f64>,
 }
 
 /// Something that went wrong without stopping the run.

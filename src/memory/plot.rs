@@ -190,6 +190,8 @@ mod tests {
             rss_bytes: None,
             loss_scale: None,
             skipped_steps: None,
+            lr: None,
+            clipped_steps: None,
             micro_batch: 8,
             accumulation_steps: 1,
             action: action.map(String::from),

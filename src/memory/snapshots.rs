@@ -84,6 +84,12 @@ pub struct Snapshot {
     /// gradients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped_steps: Option<u64>,
+    /// Epoch events: the learning rate of the epoch's last optimizer step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr: Option<f64>,
+    /// Epoch events with gradient clipping: optimizer steps clipped this epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clipped_steps: Option<u64>,
     /// Samples per micro-batch at this point (changes when a limit shrinks it).
     pub micro_batch: usize,
     /// Micro-batches per optimizer step at this point.
@@ -233,6 +239,8 @@ mod tests {
             rss_bytes: Some(30),
             loss_scale: None,
             skipped_steps: None,
+            lr: None,
+            clipped_steps: None,
             micro_batch: 8,
             accumulation_steps: 1,
             action: None,

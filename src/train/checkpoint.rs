@@ -2,12 +2,16 @@
 //! that stops, for a memory limit, a crash or a kill, keeps its last good state on disk and can
 //! resume from it ([`Checkpoint::latest`]).
 //!
-//! Layout: `<run>/checkpoints/epoch-<N>/{model.bpk, optimizer.bpk, meta.json}` after epoch N
-//! (and `step-<S>/` after global step S, inside an epoch, with `checkpoint.every_steps`),
-//! written under a temporary name and renamed into place, then `checkpoints/latest` (the
-//! directory name) is replaced atomically, and only then are older ones deleted. At every moment
-//! the directory named by `latest` is complete: a process killed while writing leaves a
-//! `.tmp` directory beside it, which the next write replaces.
+//! Layout: `<run>/checkpoints/epoch-<N>/{model.bpk, optimizer.bpk, schedule.bpk, meta.json}`
+//! after epoch N (and `step-<S>/` after global step S, inside an epoch, with
+//! `checkpoint.every_steps`), written under a temporary name and renamed into place, then
+//! `checkpoints/latest` (the directory name) is replaced atomically, and only then are older
+//! ones deleted. At every moment the directory named by `latest` is complete: a process killed
+//! while writing leaves a `.tmp` directory beside it, which the next write replaces.
+//!
+//! With early stopping, `checkpoints/best` names the epoch checkpoint of the best epoch so far,
+//! written the same way (the name after the directory is complete); pruning keeps the
+//! directory `best` names as well as the one `latest` names.
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +19,7 @@ use burn::optim::ModuleOptimizer;
 use burn::store::{BurnpackStore, ModuleSnapshot};
 use serde::{Deserialize, Serialize};
 
+use super::decide::{EarlyStopState, Schedule};
 use super::precision::LossScaler;
 use crate::error::Error;
 use crate::memory::write_atomic;
@@ -52,6 +57,18 @@ pub struct CheckpointState {
     /// Inside an epoch: steps the epoch skipped so far.
     #[serde(default)]
     pub epoch_skipped: u64,
+    /// The learning rate of the latest step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lr: Option<f64>,
+    /// Steps clipped in the run.
+    #[serde(default)]
+    pub clipped_steps: u64,
+    /// Inside an epoch: steps the epoch clipped so far.
+    #[serde(default)]
+    pub epoch_clipped: u64,
+    /// With early stopping: its state (the best epoch and the patience used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<EarlyStopState>,
 }
 
 fn one() -> usize {
@@ -105,6 +122,19 @@ impl Checkpointer {
         model: &M,
         optimizer: &ModuleOptimizer,
     ) -> Result<PathBuf, Error> {
+        self.save_run(state, model, optimizer, None, false)
+    }
+
+    /// Saves `model`, `optimizer`, the learning-rate `schedule` and `state`; with `best`, also
+    /// names the checkpoint `checkpoints/best`.
+    pub fn save_run<M: ModuleSnapshot>(
+        &self,
+        state: &CheckpointState,
+        model: &M,
+        optimizer: &ModuleOptimizer,
+        schedule: Option<&Schedule>,
+        best: bool,
+    ) -> Result<PathBuf, Error> {
         let name = state.name();
         let target = self.dir.join(&name);
         let tmp = self.dir.join(format!("{name}.tmp"));
@@ -113,45 +143,30 @@ impl Checkpointer {
             std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
         }
         std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-        // Through burn-store, whose file writer reads each parameter back only when it reaches
-        // it: Module::save_file copies the whole model first. Measured on W1 (7.1 MiB of
-        // weights, largest tensor 4 MiB), the model's part of a checkpoint then holds 8.0 MiB
-        // above rest instead of 11.1 MiB. Burn's optimizer record has no such path. The store
-        // keeps each parameter's id, which the optimizer's state is keyed by.
-        let mut store = BurnpackStore::from_file(tmp.join("model.bpk")).overwrite(true);
-        model.save_into(&mut store).map_err(|e| {
-            Error::Device(format!(
-                "saving the model checkpoint in {}: {e}",
-                tmp.display()
-            ))
-        })?;
-        optimizer.save(tmp.join("optimizer.bpk")).map_err(|e| {
-            Error::Device(format!(
-                "saving the optimizer checkpoint in {}: {e:?}",
-                tmp.display()
-            ))
-        })?;
-        let meta = serde_json::to_vec_pretty(state).expect("meta serialises");
-        let meta_path = tmp.join("meta.json");
-        std::fs::write(&meta_path, meta).map_err(|e| io(&meta_path, e))?;
+        write_files(&tmp, state, model, optimizer, schedule)?;
         if target.exists() {
             std::fs::remove_dir_all(&target).map_err(|e| io(&target, e))?;
         }
         std::fs::rename(&tmp, &target).map_err(|e| io(&target, e))?;
         let latest = self.dir.join("latest");
         write_atomic(&latest, name.as_bytes()).map_err(|e| io(&latest, e))?;
-        self.prune(&name)?;
+        if best {
+            let best = self.dir.join("best");
+            write_atomic(&best, name.as_bytes()).map_err(|e| io(&best, e))?;
+        }
+        let best = std::fs::read_to_string(self.dir.join("best")).unwrap_or_default();
+        self.prune(&[name.as_str(), best.trim()])?;
         Ok(target)
     }
 
-    /// Deletes every checkpoint directory but `keep`.
-    fn prune(&self, keep: &str) -> Result<(), Error> {
+    /// Deletes every checkpoint directory but those in `keep`.
+    fn prune(&self, keep: &[&str]) -> Result<(), Error> {
         let entries = std::fs::read_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
             let checkpoint = name.starts_with("epoch-") || name.starts_with("step-");
-            if checkpoint && name != keep && !name.ends_with(".tmp") {
+            if checkpoint && !keep.contains(&name.as_ref()) && !name.ends_with(".tmp") {
                 let path = entry.path();
                 std::fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
             }
@@ -159,6 +174,45 @@ impl Checkpointer {
         Ok(())
     }
 }
+
+/// Writes a checkpoint's files into `dir`.
+fn write_files<M: ModuleSnapshot>(
+    dir: &Path,
+    state: &CheckpointState,
+    model: &M,
+    optimizer: &ModuleOptimizer,
+    schedule: Option<&Schedule>,
+) -> Result<(), Error> {
+    // Through burn-store, whose file writer reads each parameter back only when it reaches
+    // it: Module::save_file copies the whole model first. Measured on W1 (7.1 MiB of
+    // weights, largest tensor 4 MiB), the model's part of a checkpoint then holds 8.0 MiB
+    // above rest instead of 11.1 MiB. Burn's optimizer record has no such path. The store
+    // keeps each parameter's id, which the optimizer's state is keyed by.
+    let failed = |what: &str, e: &dyn std::fmt::Debug| {
+        Error::Device(format!(
+            "saving the {what} checkpoint in {}: {e:?}",
+            dir.display()
+        ))
+    };
+    let mut store = BurnpackStore::from_file(dir.join("model.bpk")).overwrite(true);
+    model
+        .save_into(&mut store)
+        .map_err(|e| failed("model", &e))?;
+    optimizer
+        .save(dir.join("optimizer.bpk"))
+        .map_err(|e| failed("optimizer", &e))?;
+    if let Some(schedule) = schedule {
+        schedule
+            .save(&dir.join(SCHEDULE_FILE))
+            .map_err(|e| failed("schedule", &e))?;
+    }
+    let meta = serde_json::to_vec_pretty(state).expect("meta serialises");
+    let meta_path = dir.join("meta.json");
+    std::fs::write(&meta_path, meta).map_err(|e| Error::io(&meta_path, e))
+}
+
+/// The learning-rate schedule's state in a checkpoint.
+const SCHEDULE_FILE: &str = "schedule.bpk";
 
 /// The directory of the latest complete checkpoint under `run_dir`, if any.
 pub fn latest_checkpoint(run_dir: &Path) -> Option<PathBuf> {
@@ -178,12 +232,26 @@ impl Checkpoint {
     /// The checkpoint `<run_dir>/checkpoints/latest` names, with its state read. A missing or
     /// unreadable file is an [`Error::Checkpoint`] naming it.
     pub fn latest(run_dir: &Path) -> Result<Self, Error> {
-        let latest = run_dir.join("checkpoints").join("latest");
+        Self::named(run_dir, "latest")
+    }
+
+    /// The checkpoint `<run_dir>/checkpoints/best` names: the best epoch's, with early
+    /// stopping.
+    pub fn best(run_dir: &Path) -> Result<Self, Error> {
+        Self::named(run_dir, "best")
+    }
+
+    /// The checkpoint that `<run_dir>/checkpoints/<pointer>` names.
+    fn named(run_dir: &Path, pointer: &str) -> Result<Self, Error> {
+        let latest = run_dir.join("checkpoints").join(pointer);
         let name = std::fs::read_to_string(&latest).map_err(|e| {
-            let message = match e.kind() {
-                std::io::ErrorKind::NotFound => {
+            let message = match (e.kind(), pointer) {
+                (std::io::ErrorKind::NotFound, "latest") => {
                     "missing: the run has no complete checkpoint to resume from".to_string()
                 }
+                (std::io::ErrorKind::NotFound, _) => format!(
+                    "missing: the run kept no {pointer} checkpoint (early stopping writes one)"
+                ),
                 _ => e.to_string(),
             };
             Error::checkpoint(&latest, message)
@@ -200,7 +268,7 @@ impl Checkpoint {
         let text = std::fs::read(&meta).map_err(|e| {
             let message = match e.kind() {
                 std::io::ErrorKind::NotFound => format!(
-                    "missing (checkpoints/latest names {name}, which is incomplete or gone)"
+                    "missing (checkpoints/{pointer} names {name}, which is incomplete or gone)"
                 ),
                 _ => e.to_string(),
             };
@@ -279,6 +347,19 @@ impl Checkpoint {
         burn::optim::record::OptimizerRecord::load(&path)
             .map_err(|e| Error::checkpoint(&path, format!("cannot be read: {e:?}")))?;
         Ok(())
+    }
+
+    /// `schedule` continued from the saved state; a checkpoint without one (written before
+    /// schedules existed, at a constant rate) is `step` steps into it.
+    pub fn load_schedule(&self, schedule: Schedule) -> Result<Schedule, Error> {
+        let path = self.dir.join(SCHEDULE_FILE);
+        if !path.exists() {
+            return Ok(schedule.skip(self.state.step));
+        }
+        let current = self.state.lr.unwrap_or(schedule.current());
+        schedule
+            .load(&path, current)
+            .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e}")))
     }
 
     /// `optimizer` with the saved state.

@@ -5,14 +5,18 @@
 //! - [`trainer`](Trainer): set-up and preflight, then the run's outcome;
 //! - `run_dir`: the run directory and the resolved `config.toml`;
 //! - `epochs`: the epoch loop;
-//! - `step`: one optimizer step over micro-batches; [`precision`]: mixed precision;
+//! - `step`: one optimizer step over micro-batches, and clipping; [`precision`]: mixed
+//!   precision; `optimizer`: the configured one, from Burn's;
+//! - [`decide`]: the learning-rate schedule and early stopping, as pure decisions;
 //! - `checkpoint`: kill-safe checkpoints; `resume`: continuing a run from one;
 //! - `stats`: figures that become the summary;
 //! - `builtin`: the one place that maps a config's model and data to a built-in task.
 
 mod builtin;
 mod checkpoint;
+pub mod decide;
 mod epochs;
+mod optimizer;
 pub mod precision;
 pub(crate) mod resume;
 pub(crate) mod run_dir;
@@ -22,10 +26,12 @@ mod summary;
 mod trainer;
 
 pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
+pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
+pub use optimizer::build_optimizer;
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{
-    accumulate_gradients, accumulated_step, build_optimizer, micro_batches, resting_bytes,
-    Accumulated, Stepped,
+    accumulate_gradients, accumulated_step, apply_gradients, micro_batches, resting_bytes,
+    Accumulated, Clip, FusedAdam, Stepped, Updated,
 };
 pub use summary::{RunStatus, RunSummary};
 pub use trainer::Trainer;

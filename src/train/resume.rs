@@ -49,6 +49,21 @@ impl Resume {
         let checkpoint = Checkpoint::latest(run_dir)?;
         checkpoint.verify()?;
         let done = checkpoint.state.epoch;
+        if let Some(stopped) = checkpoint
+            .state
+            .early_stop
+            .as_ref()
+            .and_then(|e| e.stopped_at)
+        {
+            return Err(Error::Config(ConfigError {
+                origin: format!("--resume {}", run_dir.display()),
+                key: None,
+                message: format!(
+                    "the run stopped early after epoch {stopped}: its monitored metric had \
+                     stopped improving, so there is nothing to resume"
+                ),
+            }));
+        }
         // Inside an epoch (`step_in_epoch` > 0), the run is in epoch `done + 1`, which
         // `train.epochs` must still include.
         if done >= config.train.epochs {
@@ -113,6 +128,7 @@ impl Resume {
         stats.epochs = state.epoch;
         stats.steps = state.step;
         stats.skipped_steps = state.skipped_steps;
+        stats.clipped_steps = state.clipped_steps;
         stats.loss_scale = state.loss_scaler.as_ref().map(|s| s.scale());
         stats.earlier_peaks = self.peaks;
         stats

@@ -4,8 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::checkpoint::latest_checkpoint;
+use super::checkpoint::{latest_checkpoint, Checkpoint};
+use super::decide::EarlyStopState;
 use super::summary::{RunStatus, RunSummary};
+use crate::config::EarlyStoppingConfig;
 use crate::memory::{read_snapshots, Event, Governor};
 
 /// What the epochs have produced so far: scalars only, so that the run's own records hold no
@@ -17,6 +19,9 @@ pub(super) struct Stats {
     pub(super) steps: usize,
     pub(super) skipped_steps: u64,
     pub(super) loss_scale: Option<f64>,
+    pub(super) clipped_steps: u64,
+    /// With early stopping: its settings and outcome.
+    pub(super) early_stop: Option<(EarlyStoppingConfig, EarlyStopState)>,
     pub(super) first_loss: Option<f64>,
     pub(super) final_loss: Option<f64>,
     pub(super) final_val_loss: Option<f64>,
@@ -66,7 +71,14 @@ impl Stats {
         wall_time_s: f64,
     ) -> RunSummary {
         let final_metrics = final_metrics(governor.snapshots_path(), self.epochs);
-        let checkpoint = latest_checkpoint(&id.run_dir);
+        let best = Checkpoint::best(&id.run_dir).ok().map(|c| c.dir);
+        let early = self.early_stop.as_ref();
+        let restore_best = early.is_some_and(|(config, _)| config.restore_best);
+        let checkpoint = match (restore_best, &best) {
+            (true, Some(best)) => Some(best.clone()),
+            _ => latest_checkpoint(&id.run_dir),
+        };
+        let best_so_far = early.and_then(|(_, state)| state.best);
         let (peak_in_use, peak_reserved) = governor.peaks();
         let peak_in_use = peak_in_use.max(self.earlier_peaks.0);
         let peak_reserved = peak_reserved.max(self.earlier_peaks.1);
@@ -82,6 +94,12 @@ impl Stats {
             precision: id.precision,
             loss_scale: self.loss_scale,
             skipped_steps: self.skipped_steps,
+            clipped_steps: self.clipped_steps,
+            stopped_early: early.is_some_and(|(_, state)| state.stopped_at.is_some()),
+            monitor: early.map(|(config, _)| config.monitor.clone()),
+            best_epoch: best_so_far.map(|(epoch, _)| epoch),
+            best_value: best_so_far.map(|(_, value)| value),
+            best_checkpoint: best,
             epochs: self.epochs,
             steps: self.steps,
             train_samples: self.train_samples,

@@ -46,6 +46,24 @@ pub struct RunSummary {
     /// Optimizer steps skipped for non-finite gradients (loss scaling).
     #[serde(default)]
     pub skipped_steps: u64,
+    /// Optimizer steps whose gradient was clipped (`clip_grad_norm`, `clip_grad_value`).
+    #[serde(default)]
+    pub clipped_steps: u64,
+    /// Whether early stopping ended the run before `train.epochs`.
+    #[serde(default)]
+    pub stopped_early: bool,
+    /// With early stopping: the metric it watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// With early stopping: the epoch with the best value of `monitor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_epoch: Option<usize>,
+    /// With early stopping: that best value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_value: Option<f64>,
+    /// With early stopping: the best epoch's checkpoint (`checkpoints/best`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_checkpoint: Option<PathBuf>,
     /// Epochs completed.
     pub epochs: usize,
     /// Optimizer steps completed.
@@ -84,7 +102,8 @@ pub struct RunSummary {
     pub limit_bytes: Option<u64>,
     /// Raised when in-use memory rose epoch after epoch (a leak), with its slope.
     pub growth_alarm: Option<GrowthAlarm>,
-    /// The latest complete checkpoint.
+    /// The checkpoint holding the run's final weights: the best epoch's with
+    /// `train.early_stopping.restore_best`, else the latest complete one.
     pub checkpoint: Option<PathBuf>,
     /// Wall time of the run.
     pub wall_time_s: f64,

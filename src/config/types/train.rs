@@ -16,10 +16,32 @@ pub struct TrainConfig {
     pub accumulation_steps: usize,
     /// The optimizer.
     pub optimizer: OptimizerKind,
-    /// Learning rate.
+    /// Learning rate: the constant one, or the peak a schedule starts from.
     pub lr: f64,
-    /// L2 weight decay (0 disables it).
+    /// Weight decay (0 disables it): an L2 penalty added to the gradient for `adam`, `sgd`
+    /// and `rmsprop`; decoupled decay of the weights for `adamw`.
     pub weight_decay: f64,
+    /// `adam`, `adamw`: the moment decay rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub betas: Option<[f64; 2]>,
+    /// `adam`, `adamw`, `rmsprop`: the term added to the denominator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eps: Option<f64>,
+    /// `sgd`, `rmsprop`: the momentum factor (0: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub momentum: Option<f64>,
+    /// `sgd`: Nesterov momentum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nesterov: Option<bool>,
+    /// `rmsprop`: the smoothing constant of the squared-gradient average.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// Scale the whole step's gradient down so that its global L2 norm is at most this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clip_grad_norm: Option<f64>,
+    /// Clamp every gradient element to `[-v, v]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clip_grad_value: Option<f64>,
     /// The precision forward and backward compute in; weights and optimizer state stay f32.
     pub precision: Precision,
     /// Whether the loss is scaled to keep small gradients representable.
@@ -30,6 +52,89 @@ pub struct TrainConfig {
     pub loss_scale_growth_interval: usize,
     /// Burn's gradient checkpointing on the autodiff device (its balanced strategy).
     pub gradient_checkpointing: bool,
+    /// `[train.schedule]`: how the learning rate changes per optimizer step; `None`: constant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleConfig>,
+    /// `[train.early_stopping]`: stop when a validation metric stops improving.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_stopping: Option<EarlyStoppingConfig>,
+}
+
+/// `[train.schedule]`: the learning rate per optimizer step, from Burn's schedulers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScheduleConfig {
+    /// The decay after the warmup.
+    pub kind: ScheduleKind,
+    /// Optimizer steps of linear warmup from `lr / warmup_steps` up to `lr` (0: none).
+    pub warmup_steps: usize,
+    /// The floor: where `cosine` and `linear` end, and below which `step` and `exponential`
+    /// do not go. Not with `constant`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_lr: Option<f64>,
+    /// `cosine`, `linear`: optimizer steps from `lr` down to `min_lr`; `None`: the rest of the
+    /// run after the warmup.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decay_steps: Option<usize>,
+    /// `step`: optimizer steps between two decays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_size: Option<usize>,
+    /// `step`, `exponential`: the factor of each decay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<f64>,
+}
+
+/// A learning-rate schedule's shape after the warmup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScheduleKind {
+    /// `lr` throughout.
+    Constant,
+    /// A straight line from `lr` to `min_lr`.
+    Linear,
+    /// Half a cosine from `lr` to `min_lr` (PyTorch's `CosineAnnealingLR`).
+    Cosine,
+    /// `lr` times `gamma` every `step_size` steps.
+    Step,
+    /// `lr` times `gamma` every step.
+    Exponential,
+}
+
+impl ScheduleKind {
+    /// The name used in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScheduleKind::Constant => "constant",
+            ScheduleKind::Linear => "linear",
+            ScheduleKind::Cosine => "cosine",
+            ScheduleKind::Step => "step",
+            ScheduleKind::Exponential => "exponential",
+        }
+    }
+}
+
+/// `[train.early_stopping]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EarlyStoppingConfig {
+    /// The epoch metric watched: `val_loss` or any `val_<metric>` the task reports.
+    pub monitor: String,
+    /// Whether lower or higher is better.
+    pub mode: MonitorMode,
+    /// Epochs without improvement after which the run stops.
+    pub patience: usize,
+    /// The least change that counts as an improvement.
+    pub min_delta: f64,
+    /// End the run on the best epoch's weights (`checkpoints/best`), not the last epoch's.
+    pub restore_best: bool,
+}
+
+/// Which direction of a monitored metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MonitorMode {
+    /// Lower is better (losses, errors).
+    Min,
+    /// Higher is better (accuracy).
+    Max,
 }
 
 /// The floating-point precision of forward and backward compute.
@@ -83,8 +188,24 @@ impl TrainConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizerKind {
-    /// Adam (Kingma and Ba).
+    /// Adam (Kingma and Ba), with weight decay as an L2 penalty.
     Adam,
-    /// Plain stochastic gradient descent.
+    /// AdamW (Loshchilov and Hutter): Adam with decoupled weight decay.
+    Adamw,
+    /// Stochastic gradient descent, with optional (Nesterov) momentum.
     Sgd,
+    /// RMSprop (Hinton), with optional momentum.
+    Rmsprop,
+}
+
+impl OptimizerKind {
+    /// The name used in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            OptimizerKind::Adam => "adam",
+            OptimizerKind::Adamw => "adamw",
+            OptimizerKind::Sgd => "sgd",
+            OptimizerKind::Rmsprop => "rmsprop",
+        }
+    }
 }

@@ -66,6 +66,17 @@ pub(super) fn misplaced(
     present: &[&'static str],
     kind: &str,
 ) -> Result<()> {
+    misplaced_by(section, &format!("{section}.kind"), table, present, kind)
+}
+
+/// As [`misplaced`], with the kind chosen by `selector` (`train.optimizer`).
+pub(super) fn misplaced_by(
+    section: &str,
+    selector: &str,
+    table: &[(&str, &[&str])],
+    present: &[&'static str],
+    kind: &str,
+) -> Result<()> {
     for key in present {
         let (_, kinds) = table
             .iter()
@@ -75,7 +86,7 @@ pub(super) fn misplaced(
             let with: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
             return Err(Invalid::new(
                 &format!("{section}.{key}"),
-                format_args!("only applies with {section}.kind = {}", with.join(" or ")),
+                format_args!("only applies with {selector} = {}", with.join(" or ")),
             ));
         }
     }

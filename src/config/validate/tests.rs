@@ -37,10 +37,10 @@ fn zero_and_negative_sizes_name_the_key_and_value() {
 
 #[test]
 fn unknown_choice_lists_the_options() {
-    let err = with(|r| r.train.optimizer = Some("adamw".into())).unwrap_err();
+    let err = with(|r| r.train.optimizer = Some("adagrad".into())).unwrap_err();
     assert_eq!(
         err.message,
-        "train.optimizer must be one of \"adam\", \"sgd\", got \"adamw\""
+        "train.optimizer must be one of \"adam\", \"adamw\", \"sgd\", \"rmsprop\", got \"adagrad\""
     );
 }
 

@@ -1,9 +1,12 @@
-//! `[train]`.
+//! `[train]`: the loop's own keys, then the optimizer's, the clipping's, and the two tables.
 
 use super::{choice, finite_in, positive, Invalid, Result};
 use crate::config::defaults;
 use crate::config::raw::*;
 use crate::config::types::*;
+
+mod optimizer;
+mod schedule;
 
 pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
     let lr = raw.lr.unwrap_or(defaults::LR);
@@ -46,6 +49,16 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         f64::MAX,
         "a finite number > 0",
     )?;
+    let optimizer = optimizer::optimizer(&raw)?;
+    let (clip_grad_norm, clip_grad_value) = clipping(&raw)?;
+    let schedule = raw
+        .schedule
+        .map(|s| schedule::schedule(s, lr))
+        .transpose()?;
+    let early_stopping = raw
+        .early_stopping
+        .map(schedule::early_stopping)
+        .transpose()?;
     Ok(TrainConfig {
         gradient_checkpointing: raw
             .gradient_checkpointing
@@ -65,19 +78,38 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
             raw.accumulation_steps,
             defaults::ACCUMULATION_STEPS,
         )?,
-        optimizer: choice(
-            "train.optimizer",
-            raw.optimizer.as_deref(),
-            defaults::OPTIMIZER,
-            &[("adam", OptimizerKind::Adam), ("sgd", OptimizerKind::Sgd)],
-        )?,
+        optimizer: optimizer.kind,
         lr,
-        weight_decay: finite_in(
-            "train.weight_decay",
-            raw.weight_decay.unwrap_or(defaults::WEIGHT_DECAY),
-            0.0,
-            f64::MAX,
-            "a finite number >= 0",
-        )?,
+        weight_decay: optimizer.weight_decay,
+        betas: optimizer.betas,
+        eps: optimizer.eps,
+        momentum: optimizer.momentum,
+        nesterov: optimizer.nesterov,
+        alpha: optimizer.alpha,
+        clip_grad_norm,
+        clip_grad_value,
+        schedule,
+        early_stopping,
     })
 }
+
+/// `clip_grad_norm` and `clip_grad_value`: each a finite number > 0, and at most one of them.
+fn clipping(raw: &RawTrain) -> Result<(Option<f64>, Option<f64>)> {
+    let check = |key: &str, value: Option<f64>| {
+        value
+            .map(|v| finite_in(key, v, f64::MIN_POSITIVE, f64::MAX, "a finite number > 0"))
+            .transpose()
+    };
+    let norm = check("train.clip_grad_norm", raw.clip_grad_norm)?;
+    let value = check("train.clip_grad_value", raw.clip_grad_value)?;
+    if norm.is_some() && value.is_some() {
+        return Err(Invalid::new(
+            "train.clip_grad_value",
+            "cannot be set with train.clip_grad_norm; choose one way to clip",
+        ));
+    }
+    Ok((norm, value))
+}
+
+#[cfg(test)]
+mod tests;

@@ -60,6 +60,10 @@ pub struct EpochFigures {
     pub samples_per_sec: Option<f64>,
     /// With loss scaling: the scale now, and the steps skipped this epoch.
     pub loss_scale: Option<(f64, u64)>,
+    /// The learning rate of the epoch's last step.
+    pub lr: Option<f64>,
+    /// With gradient clipping: the steps clipped this epoch.
+    pub clipped_steps: Option<u64>,
     /// Metrics by key (`val_accuracy`, `train_mae`, ...).
     pub metrics: BTreeMap<String, f64>,
 }

@@ -10,9 +10,11 @@ use burn::tensor::Device;
 mod layout;
 mod prepare;
 mod record;
+mod retry;
 
 pub use layout::{Breach, EpochFigures, Layout};
 pub use prepare::Prepared;
+pub use retry::StepCheck;
 
 use super::growth::{GrowthAlarm, GrowthWatch};
 use super::observer::{Observer, Warning};
@@ -259,6 +261,8 @@ impl Governor {
             s.loss = figures.loss;
             s.val_loss = figures.val_loss;
             s.samples_per_sec = figures.samples_per_sec;
+            s.lr = figures.lr;
+            s.clipped_steps = figures.clipped_steps;
             if let Some((scale, skipped)) = figures.loss_scale {
                 s.loss_scale = Some(scale);
                 s.skipped_steps = Some(skipped);

@@ -45,6 +45,8 @@ impl Governor {
             rss_bytes: resident_set_bytes(),
             loss_scale: None,
             skipped_steps: None,
+            lr: None,
+            clipped_steps: None,
             micro_batch: self.layout.micro_batch(),
             accumulation_steps: self.layout.micro_steps(),
             action: None,

@@ -1,31 +1,20 @@
 //! One optimizer step over a group of micro-batches, for any [`Task`].
 
 use burn::module::Module;
-use burn::optim::{
-    decay::WeightDecayConfig, GradientsAccumulator, GradientsParams, ModuleOptimizer, SgdConfig,
-};
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 
+use super::optimizer::state_copies;
 use super::precision::{GroupOutcome, MixedPrecision};
-use crate::config::{OptimizerKind, TrainConfig};
+use crate::config::TrainConfig;
 use crate::memory::MemoryProbe;
 use crate::task::{MetricSums, Task};
 
 mod adam;
+mod clip;
 
 pub use adam::FusedAdam;
-
-/// Builds the configured optimizer. Adam is [`FusedAdam`]: Burn's Adam, in one pass per
-/// parameter on flex.
-pub fn build_optimizer(config: &TrainConfig) -> ModuleOptimizer {
-    let decay = (config.weight_decay > 0.0).then_some(config.weight_decay as f32);
-    match config.optimizer {
-        OptimizerKind::Adam => ModuleOptimizer::from(FusedAdam::new(decay)),
-        OptimizerKind::Sgd => SgdConfig::new()
-            .with_weight_decay(decay.map(WeightDecayConfig::new))
-            .init(),
-    }
-}
+pub use clip::Clip;
 
 /// What a step returns.
 #[derive(Debug)]
@@ -152,22 +141,57 @@ pub fn accumulated_step<T: Task>(
     precision: &mut MixedPrecision,
     probe: &mut MemoryProbe,
 ) -> Result<Stepped<T::Model>, burn::tensor::ExecutionError> {
-    let Ok(mut acc) = accumulate_gradients(task, &model, group, device, precision, || {
+    let Ok(acc) = accumulate_gradients(task, &model, group, device, precision, || {
         probe.observe();
         Ok::<(), std::convert::Infallible>(())
     });
     let (loss, samples) = (acc.loss(), acc.sums.samples());
-    let outcome = precision.finish_group(&mut acc.grads, &model)?;
-    let model = match outcome {
-        GroupOutcome::Apply => optimizer.step(lr, model, acc.grads),
-        GroupOutcome::Skip => model,
-    };
+    let applied = apply_gradients(model, acc.grads, optimizer, precision, None, lr)?;
     probe.observe();
     Ok(Stepped {
-        model,
+        model: applied.model,
         loss,
         samples,
+        outcome: applied.outcome,
+    })
+}
+
+/// What [`apply_gradients`] did.
+#[derive(Debug)]
+pub struct Updated<M> {
+    /// The model after the update (unchanged if skipped).
+    pub model: M,
+    /// Whether the update was applied.
+    pub outcome: GroupOutcome,
+    /// With clipping, on an applied step: 1.0 if the gradient was clipped, else 0.0, on the
+    /// device, shape `[1]`.
+    pub clipped: Option<Tensor<1>>,
+}
+
+/// Ends one optimizer step over a group's accumulated gradient: loss scaling undone and
+/// checked (a step with a non-finite gradient is skipped), then the whole step's gradient
+/// clipped, then one update at `lr`.
+pub fn apply_gradients<M: Module>(
+    model: M,
+    mut grads: GradientsParams,
+    optimizer: &mut ModuleOptimizer,
+    precision: &mut MixedPrecision,
+    clip: Option<Clip>,
+    lr: f64,
+) -> Result<Updated<M>, burn::tensor::ExecutionError> {
+    let outcome = precision.finish_group(&mut grads, &model)?;
+    if outcome == GroupOutcome::Skip {
+        return Ok(Updated {
+            model,
+            outcome,
+            clipped: None,
+        });
+    }
+    let clipped = clip.and_then(|clip| clip.apply(&mut grads, &model));
+    Ok(Updated {
+        model: optimizer.step(lr, model, grads),
         outcome,
+        clipped,
     })
 }
 
@@ -177,11 +201,7 @@ pub fn accumulated_step<T: Task>(
 pub fn resting_bytes<M: Module>(model: &M, config: &TrainConfig) -> u64 {
     let param_bytes = model.num_params() as u64 * 4;
     let grad_copies = if config.accumulation_steps > 1 { 2 } else { 1 };
-    let optimizer_copies = match config.optimizer {
-        OptimizerKind::Adam => 2,
-        OptimizerKind::Sgd => 0,
-    };
-    param_bytes * (grad_copies + optimizer_copies)
+    param_bytes * (grad_copies + state_copies(config))
 }
 
 #[cfg(test)]

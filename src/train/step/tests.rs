@@ -4,10 +4,13 @@ use burn::module::Module;
 use burn::tensor::Device;
 
 use super::*;
-use crate::config::{Activation, LossScaling, MlpConfig, Precision, SyntheticConfig};
+use crate::config::{
+    Activation, LossScaling, MlpConfig, OptimizerKind, Precision, SyntheticConfig,
+};
 use crate::data::{generate, Sample};
 use crate::model::{parameters, Cnn, Mlp, Network};
 use crate::task::Classify;
+use crate::train::build_optimizer;
 use crate::train::LossScaler;
 
 fn weights<M: Module>(model: &M) -> Vec<f32> {
@@ -101,8 +104,8 @@ fn one_update_in<N: Network>(
 fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
     // SGD gets a larger rate so that its single update is as visible as Adam's.
     let lr = match optimizer {
-        OptimizerKind::Adam => 1e-2,
         OptimizerKind::Sgd => 0.5,
+        _ => 1e-2,
     };
     TrainConfig {
         epochs: 1,
@@ -116,6 +119,15 @@ fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
         initial_loss_scale: 65536.0,
         loss_scale_growth_interval: 2000,
         gradient_checkpointing: false,
+        betas: None,
+        eps: None,
+        momentum: None,
+        nesterov: None,
+        alpha: None,
+        clip_grad_norm: None,
+        clip_grad_value: None,
+        schedule: None,
+        early_stopping: None,
     }
 }
 
@@ -156,6 +168,71 @@ fn accumulation_matches_the_large_batch_with_adam() {
 #[test]
 fn accumulation_matches_the_large_batch_with_sgd_and_weight_decay() {
     assert_same_update(&train_config(OptimizerKind::Sgd, 1e-2), &[64, 64, 64, 64]);
+}
+
+/// Weights after one clipped step over `data` in micro-batches of `sizes`, and whether the
+/// step was clipped.
+fn clipped_update(
+    config: &TrainConfig,
+    clip: Clip,
+    model: Mlp,
+    data: &[Sample],
+    sizes: &[usize],
+) -> (Vec<f32>, f32) {
+    let device = Device::flex().autodiff();
+    let mut precision = MixedPrecision::f32();
+    let Ok(acc) = accumulate_gradients(
+        &task::<Mlp>(),
+        &model,
+        cut(data, sizes),
+        &device,
+        &precision,
+        || Ok::<(), std::convert::Infallible>(()),
+    );
+    let mut optimizer = build_optimizer(config);
+    let applied = apply_gradients(
+        model,
+        acc.grads,
+        &mut optimizer,
+        &mut precision,
+        Some(clip),
+        config.lr,
+    )
+    .unwrap();
+    let flag = applied
+        .clipped
+        .expect("a clipped step reports")
+        .into_scalar::<f32>();
+    (weights(&applied.model), flag)
+}
+
+#[test]
+fn clipping_the_accumulated_gradient_equals_clipping_the_large_batch() {
+    let data = samples(256);
+    let start = model(&Device::flex().autodiff());
+    let initial = weights(&start);
+    // Bounds well inside this gradient's norm and largest element, so both clip.
+    for optimizer in [OptimizerKind::Sgd, OptimizerKind::Adamw] {
+        let config = train_config(optimizer, 1e-2);
+        for clip in [Clip::Norm(0.05), Clip::Value(1e-3)] {
+            let (large, large_flag) = clipped_update(&config, clip, start.clone(), &data, &[256]);
+            let (acc, acc_flag) =
+                clipped_update(&config, clip, start.clone(), &data, &[64, 64, 64, 64]);
+            assert_eq!((large_flag, acc_flag), (1.0, 1.0), "{clip:?} clips");
+            let diff = max_abs_diff(&large, &acc);
+            assert!(diff < 1e-5, "{optimizer:?} {clip:?}: differs by {diff}");
+            assert!(
+                max_abs_diff(&initial, &large) > 1e-4,
+                "{clip:?}: the step moved"
+            );
+        }
+    }
+    // Clipping each micro-batch instead would give another update: the bound is applied to
+    // the sum, not to its parts.
+    let config = train_config(OptimizerKind::Sgd, 0.0);
+    let (large, _) = clipped_update(&config, Clip::Norm(0.05), start.clone(), &data, &[256]);
+    let (unclipped, _) = one_update(&config, start, &data, &[256]);
+    assert!(max_abs_diff(&large, &unclipped) > 1e-3);
 }
 
 #[test]

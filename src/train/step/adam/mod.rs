@@ -42,12 +42,21 @@ impl FusedAdam {
     /// Adam with Burn's default constants and `weight_decay` (an L2 penalty added to the
     /// gradient, as [`AdamConfig::with_weight_decay`]).
     pub fn new(weight_decay: Option<f32>) -> Self {
-        let config = AdamConfig::new().with_weight_decay(weight_decay.map(WeightDecayConfig::new));
+        // `AdamConfig`'s defaults (its fields are private; the tests check the two agree).
+        Self::with(0.9, 0.999, 1e-5, weight_decay)
+    }
+
+    /// Adam with moment decay rates `beta_1` and `beta_2`, `epsilon`, and `weight_decay`.
+    pub fn with(beta_1: f32, beta_2: f32, epsilon: f32, weight_decay: Option<f32>) -> Self {
+        let config = AdamConfig::new()
+            .with_beta_1(beta_1)
+            .with_beta_2(beta_2)
+            .with_epsilon(epsilon)
+            .with_weight_decay(weight_decay.map(WeightDecayConfig::new));
         Self {
-            // `AdamConfig`'s defaults (its fields are private; the tests check the two agree).
-            beta_1: 0.9,
-            beta_2: 0.999,
-            epsilon: 1e-5,
+            beta_1,
+            beta_2,
+            epsilon,
             penalty: weight_decay,
             unfused: config.build(),
         }

@@ -78,6 +78,27 @@ fn fused_adam_takes_the_steps_burns_adam_takes() {
 }
 
 #[test]
+fn fused_adam_takes_burns_steps_with_other_betas_and_epsilon() {
+    let device = Device::flex().autodiff();
+    let start = net(&device);
+    let mut burn = AdamConfig::new()
+        .with_beta_1(0.8)
+        .with_beta_2(0.95)
+        .with_epsilon(1e-7)
+        .init();
+    let mut fused = ModuleOptimizer::from(FusedAdam::with(0.8, 0.95, 1e-7, None));
+    let expected = train(start.clone(), &mut burn, 0..6, 1e-2);
+    let got = train(start.clone(), &mut fused, 0..6, 1e-2);
+    let defaults = train(start.clone(), &mut AdamConfig::new().init(), 0..6, 1e-2);
+    assert!(
+        max_diff(&expected, &defaults) > 1e-4,
+        "the constants change the steps"
+    );
+    let diff = max_diff(&expected, &got);
+    assert!(diff <= 1e-6, "fused and Burn's Adam differ by {diff}");
+}
+
+#[test]
 fn fused_adam_state_is_burns_adam_state() {
     // Three fused steps, the state saved and loaded into Burn's Adam, three more steps:
     // the same weights as six steps of Burn's Adam.

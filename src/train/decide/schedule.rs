@@ -1,0 +1,132 @@
+//! [`Schedule`]: the learning rate per optimizer step, from `[train.schedule]`, built from
+//! Burn's schedulers: a linear warmup, then a linear, cosine, step or exponential decay (or a
+//! constant), joined by Burn's sequential scheduler.
+
+use std::path::Path;
+
+use burn::optim::lr_scheduler::constant::ConstantLr;
+use burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
+use burn::optim::lr_scheduler::exponential::ExponentialLrSchedulerConfig;
+use burn::optim::lr_scheduler::linear::LinearLrSchedulerConfig;
+use burn::optim::lr_scheduler::module_lr_scheduler::ModuleLrScheduler;
+use burn::optim::lr_scheduler::sequential::SequentialLrSchedulerConfig;
+use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
+use burn::optim::lr_scheduler::{LrSchedulerConfig, LrSchedulerRecord};
+
+use crate::config::{ScheduleConfig, ScheduleKind, TrainConfig};
+
+/// The learning rate of each optimizer step. Advanced once per optimizer step (not per
+/// micro-batch), and saved with each checkpoint so that a resumed run continues it.
+#[derive(Clone)]
+pub struct Schedule {
+    scheduler: ModuleLrScheduler,
+    /// `step` and `exponential` with `min_lr`: the floor Burn's schedulers do not have.
+    floor: f64,
+    /// The rate of the latest step; the configured one before the first.
+    current: f64,
+}
+
+impl Schedule {
+    /// The schedule `config` describes for a run of `total_steps` optimizer steps (which sets
+    /// how long a `cosine` or `linear` decay lasts when `decay_steps` is not given).
+    pub fn new(config: &TrainConfig, total_steps: usize) -> Self {
+        let lr = config.lr;
+        let Some(schedule) = &config.schedule else {
+            return Self::from_burn(ConstantLr::from(lr).into(), lr, 0.0);
+        };
+        let warmup = schedule.warmup_steps;
+        let decay_steps = schedule
+            .decay_steps
+            .unwrap_or(total_steps.saturating_sub(warmup))
+            .max(1);
+        let (mut schedulers, mut milestones) = (Vec::new(), Vec::new());
+        match warmup {
+            0 => {}
+            // One step of warmup is one step at the rate itself.
+            1 => schedulers.push(LrSchedulerConfig::Constant(lr)),
+            // Steps 1..=w at s * lr / w: Burn's linear scheduler gives `initial` at its first
+            // step and `final` after `num_iters` more.
+            w => schedulers.push(LinearLrSchedulerConfig::new(lr / w as f64, lr, w - 1).into()),
+        }
+        if warmup > 0 {
+            milestones.push(warmup);
+        }
+        schedulers.push(decay(schedule, lr, decay_steps));
+        let scheduler = SequentialLrSchedulerConfig::new(schedulers, milestones)
+            .init()
+            .expect("a validated schedule builds");
+        let floor = match schedule.kind {
+            ScheduleKind::Step | ScheduleKind::Exponential => schedule.min_lr.unwrap_or(0.0),
+            _ => 0.0,
+        };
+        Self::from_burn(scheduler, lr, floor)
+    }
+
+    fn from_burn(scheduler: ModuleLrScheduler, lr: f64, floor: f64) -> Self {
+        Self {
+            scheduler,
+            floor,
+            current: lr,
+        }
+    }
+
+    /// Advances one optimizer step and returns its learning rate.
+    pub fn advance(&mut self) -> f64 {
+        self.current = self.scheduler.step().base().max(self.floor);
+        self.current
+    }
+
+    /// The learning rate of the latest step (the configured rate before the first).
+    pub fn current(&self) -> f64 {
+        self.current
+    }
+
+    /// Writes the scheduler's state (Burn's record, in burnpack) to `path`.
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        self.scheduler
+            .to_record()
+            .save(path)
+            .map_err(|e| format!("{e:?}"))
+    }
+
+    /// This schedule, continued from the state saved at `path`, whose last step ran at
+    /// `current`.
+    pub fn load(self, path: &Path, current: f64) -> Result<Self, String> {
+        let record = LrSchedulerRecord::load(path).map_err(|e| format!("{e:?}"))?;
+        Ok(Self {
+            scheduler: self.scheduler.load_record(record),
+            current,
+            ..self
+        })
+    }
+
+    /// This schedule advanced by `steps` (for a checkpoint that has no saved schedule: one
+    /// written before schedules existed, whose rate was constant).
+    pub fn skip(mut self, steps: usize) -> Self {
+        for _ in 0..steps {
+            self.advance();
+        }
+        self
+    }
+}
+
+/// Burn's scheduler for the part after the warmup.
+fn decay(schedule: &ScheduleConfig, lr: f64, decay_steps: usize) -> LrSchedulerConfig {
+    let min_lr = schedule.min_lr.unwrap_or(0.0);
+    match schedule.kind {
+        ScheduleKind::Constant => LrSchedulerConfig::Constant(lr),
+        ScheduleKind::Linear => LinearLrSchedulerConfig::new(lr, min_lr, decay_steps).into(),
+        ScheduleKind::Cosine => CosineAnnealingLrSchedulerConfig::new(lr, decay_steps)
+            .with_min_lr(min_lr)
+            .into(),
+        ScheduleKind::Step => StepLrSchedulerConfig::new(lr, schedule.step_size.unwrap_or(1))
+            .with_gamma(schedule.gamma.unwrap_or(0.1))
+            .into(),
+        ScheduleKind::Exponential => {
+            ExponentialLrSchedulerConfig::new(lr, schedule.gamma.unwrap_or(1.0)).into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

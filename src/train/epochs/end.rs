@@ -1,0 +1,174 @@
+//! The end of an epoch: its figures, validation, the snapshot, then the decisions (is this the
+//! best epoch? stop now?) carried out in its checkpoint; and the end of the run.
+
+use std::collections::BTreeMap;
+
+use super::pass::Tally;
+use super::setup::Run;
+use super::Epochs;
+use crate::config::ConfigError;
+use crate::error::Error;
+use crate::memory::EpochFigures;
+use crate::task::metrics::Means;
+use crate::task::Task;
+use crate::train::decide::Verdict;
+
+/// An epoch's training and validation figures.
+struct Figures {
+    loss: f64,
+    val_loss: Option<f64>,
+    /// `train_<name>` and `val_<name>`.
+    metrics: BTreeMap<String, f64>,
+}
+
+impl<T: Task> Epochs<'_, T> {
+    /// Ends epoch `epoch`; returns whether early stopping ends the run here.
+    pub(super) fn end_epoch(
+        &mut self,
+        run: &mut Run<T>,
+        epoch: usize,
+        tally: Tally,
+    ) -> Result<bool, Error> {
+        let clipped = tally.clipped()?;
+        let samples = tally.sums.samples();
+        let trained = (samples - tally.restored_samples) as f64;
+        let samples_per_sec = trained / tally.started.elapsed().as_secs_f64().max(1e-9);
+        let (loss, train_metrics) = tally
+            .sums
+            .finish()
+            .map_err(Error::device)?
+            .unwrap_or((f64::NAN, BTreeMap::new()));
+        // The in-epoch check reads the loss about once a second; this one sees every step.
+        if samples > 0 && !loss.is_finite() {
+            return Err(Error::Diverged {
+                epoch,
+                step: self.stats.steps,
+                loss,
+            });
+        }
+        // Validation in its own window, so that the limit is checked against what it held
+        // (the epoch's peak also holds any attempt that shrank).
+        self.governor.begin_window();
+        let validation = self.validate(run)?;
+        let window = self.governor.window();
+        let figures = Figures::new(loss, train_metrics, validation);
+        self.stats
+            .epoch(epoch, loss, figures.val_loss, samples_per_sec);
+        self.stats.loss_scale = run.precision.scaler().map(|s| s.scale());
+        self.stats.clipped_steps += clipped;
+        self.governor.epoch_snapshot(
+            epoch,
+            EpochFigures {
+                loss: Some(loss),
+                val_loss: figures.val_loss,
+                samples_per_sec: Some(samples_per_sec),
+                loss_scale: run.precision.scaler().map(|s| (s.scale(), tally.skipped)),
+                lr: Some(run.schedule.current()),
+                clipped_steps: run.clip.map(|_| clipped),
+                metrics: figures.metrics.clone(),
+            },
+        )?;
+        let verdict = self.decide(run, epoch, &figures)?;
+        let state = self.state(run, epoch);
+        self.checkpoint(run, state, verdict == Some(Verdict::Improved))?;
+        self.governor.close_epoch(epoch, &window)?;
+        Ok(verdict == Some(Verdict::Stop))
+    }
+
+    /// Early stopping's verdict on epoch `epoch`, with the stop told to the user.
+    fn decide(
+        &mut self,
+        run: &mut Run<T>,
+        epoch: usize,
+        figures: &Figures,
+    ) -> Result<Option<Verdict>, Error> {
+        let Some(early) = &mut run.early_stop else {
+            return Ok(None);
+        };
+        let monitor = early.config().monitor.clone();
+        let value = figures
+            .get(&monitor)
+            .ok_or_else(|| unknown_monitor(&monitor, figures))?;
+        let verdict = early.observe(epoch, value);
+        if verdict == Verdict::Stop {
+            let (best_epoch, best) = early.state().best.unwrap_or((0, f64::NAN));
+            let message = format!(
+                "early stopping: {monitor} has not improved for {} epochs (best {best:.4} at \
+                 epoch {best_epoch}); stopping after epoch {epoch}",
+                early.state().waited
+            );
+            self.governor.observer().message(&message);
+        }
+        Ok(Some(verdict))
+    }
+
+    /// After the last epoch: the statistics keep early stopping's outcome, and the user is told
+    /// which weights the run ends on.
+    pub(super) fn finish(&mut self, run: &Run<T>) {
+        let Some(early) = &run.early_stop else {
+            return;
+        };
+        self.stats.early_stop = Some((early.config().clone(), early.state().clone()));
+        if let (true, Some((epoch, value))) = (early.config().restore_best, early.state().best) {
+            let message = format!(
+                "best epoch {epoch} ({} {value:.4}): the run's final weights, in \
+                 checkpoints/best",
+                early.config().monitor
+            );
+            self.governor.observer().message(&message);
+        }
+    }
+}
+
+impl Figures {
+    fn new(loss: f64, train_metrics: BTreeMap<String, f64>, validation: Option<Means>) -> Self {
+        let mut metrics: BTreeMap<String, f64> = train_metrics
+            .into_iter()
+            .map(|(k, v)| (format!("train_{k}"), v))
+            .collect();
+        let val_loss = validation.map(|(val_loss, val_metrics)| {
+            metrics.extend(
+                val_metrics
+                    .into_iter()
+                    .map(|(k, v)| (format!("val_{k}"), v)),
+            );
+            val_loss
+        });
+        Self {
+            loss,
+            val_loss,
+            metrics,
+        }
+    }
+
+    /// A figure by its snapshot key: `val_loss`, `loss`, or a metric's.
+    fn get(&self, key: &str) -> Option<f64> {
+        match key {
+            "loss" => Some(self.loss),
+            "val_loss" => self.val_loss,
+            _ => self.metrics.get(key).copied(),
+        }
+    }
+
+    /// The keys early stopping may watch.
+    fn validation_keys(&self) -> Vec<String> {
+        let metrics = self.metrics.keys().filter(|k| k.starts_with("val_"));
+        self.val_loss
+            .map(|_| "val_loss".to_string())
+            .into_iter()
+            .chain(metrics.cloned())
+            .collect()
+    }
+}
+
+fn unknown_monitor(monitor: &str, figures: &Figures) -> Error {
+    Error::Config(ConfigError {
+        origin: "[train.early_stopping]".into(),
+        key: Some("train.early_stopping.monitor".into()),
+        message: format!(
+            "train.early_stopping.monitor = \"{monitor}\" is not a figure this task reports; \
+             it reports {}",
+            figures.validation_keys().join(", ")
+        ),
+    })
+}

@@ -1,0 +1,111 @@
+//! The epoch loop, in phases, each in its own file: set-up (`setup`), the start or the restore
+//! of a checkpoint (`restore`), an epoch's steps (`pass`), one step with its shrink retry
+//! (`step`), validation (`validate`), and the end of an epoch with its decisions (`end`).
+//! Generic over the [`Task`]; nothing here knows a model kind.
+
+mod end;
+mod pass;
+mod restore;
+mod setup;
+mod step;
+mod validate;
+
+use burn::data::dataset::DatasetError;
+use burn::tensor::Device;
+
+use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer};
+use super::stats::Stats;
+use crate::config::RunConfig;
+use crate::data::DataError;
+use crate::error::Error;
+use crate::memory::Governor;
+use crate::task::Task;
+
+use setup::Run;
+
+/// One run's epochs.
+pub(super) struct Epochs<'a, T: Task> {
+    pub(super) config: &'a RunConfig,
+    pub(super) task: &'a T,
+    pub(super) device: &'a Device,
+    pub(super) governor: &'a mut Governor,
+    pub(super) stats: &'a mut Stats,
+    pub(super) checkpointer: &'a Checkpointer,
+    /// The checkpoint a resumed run continues from.
+    pub(super) resume: Option<&'a Checkpoint>,
+}
+
+/// A training pass's position, for the limit's messages and the progress line.
+#[derive(Clone, Copy)]
+struct Position {
+    epoch: usize,
+    step: usize,
+}
+
+impl<T: Task> Epochs<'_, T> {
+    /// Trains every epoch still to do, or until early stopping ends the run.
+    pub(super) fn train(mut self) -> Result<(), Error> {
+        self.governor.begin_epoch();
+        let mut run = self.set_up()?;
+        let start = self.start(&mut run)?;
+        for epoch in start.epoch + 1..=self.config.train.epochs {
+            self.governor.begin_epoch();
+            let resumed = (epoch == start.epoch + 1 && start.step_in_epoch > 0).then_some(&start);
+            let tally = self.pass(&mut run, epoch, resumed)?;
+            if self.end_epoch(&mut run, epoch, tally)? {
+                break;
+            }
+        }
+        self.finish(&run);
+        Ok(())
+    }
+
+    /// The run's state after `epoch` epochs, for a checkpoint.
+    fn state(&self, run: &Run<T>, epoch: usize) -> CheckpointState {
+        CheckpointState {
+            epoch,
+            step: self.stats.steps,
+            layout_factor: self.governor.layout().factor,
+            loss_scaler: run.precision.scaler().cloned(),
+            skipped_steps: self.stats.skipped_steps,
+            lr: Some(run.schedule.current()),
+            clipped_steps: self.stats.clipped_steps,
+            early_stop: run.early_stop.as_ref().map(|e| e.state().clone()),
+            ..CheckpointState::default()
+        }
+    }
+
+    /// Writes, under the limit, the checkpoint of `state`; with `best`, it also becomes
+    /// `checkpoints/best`.
+    fn checkpoint(
+        &mut self,
+        run: &Run<T>,
+        state: CheckpointState,
+        best: bool,
+    ) -> Result<(), Error> {
+        let checkpointer = self.checkpointer;
+        self.governor.checkpoint(state.epoch, || {
+            checkpointer.save_run(
+                &state,
+                run.model(),
+                &run.optimizer,
+                Some(&run.schedule),
+                best,
+            )
+        })?;
+        Ok(())
+    }
+}
+
+/// The device generator's seed for step `step` of a run seeded with `seed` (SplitMix64's
+/// finaliser, so that neighbouring steps get unrelated seeds).
+fn step_seed(seed: u64, step: usize) -> u64 {
+    let mut z = seed ^ (step as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn loader_error(e: DatasetError) -> Error {
+    Error::Data(DataError::Unusable(format!("data loader: {e}")))
+}

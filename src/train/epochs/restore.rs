@@ -1,0 +1,78 @@
+//! Before the first step: a new run checks its resting footprint and writes checkpoint 0; a
+//! resumed one loads its checkpoint (weights, optimizer, schedule, loss scaler, early
+//! stopping) and replays the data order up to it.
+
+use super::setup::Run;
+use super::{loader_error, Epochs};
+use crate::error::Error;
+use crate::task::{MetricSums, Task};
+use crate::train::checkpoint::CheckpointState;
+use crate::train::decide::EarlyStop;
+use crate::train::precision::MixedPrecision;
+
+impl<T: Task> Epochs<'_, T> {
+    /// Where the run starts: epoch 0 for a new run, the checkpoint's state for a resumed one.
+    pub(super) fn start(&mut self, run: &mut Run<T>) -> Result<CheckpointState, Error> {
+        let Some(checkpoint) = self.resume else {
+            self.governor.run_start(run.to_come)?;
+            let state = self.state(run, 0);
+            self.checkpoint(run, state.clone(), false)?;
+            return Ok(state);
+        };
+        let state = checkpoint.state.clone();
+        if state.step_in_epoch >= run.steps_per_epoch {
+            let message = format!(
+                "step_in_epoch = {} but an epoch of this data has {} steps",
+                state.step_in_epoch, run.steps_per_epoch
+            );
+            return Err(Error::checkpoint(checkpoint.dir.join("meta.json"), message));
+        }
+        checkpoint.load_model(run.model_mut())?;
+        run.optimizer = checkpoint.load_optimizer(run.optimizer.clone())?;
+        run.schedule = checkpoint.load_schedule(run.schedule.clone())?;
+        if let Some(scaler) = &state.loss_scaler {
+            let precision = self.config.train.precision;
+            run.precision = MixedPrecision::new(precision, Some(scaler.clone()));
+        }
+        if let Some(early) = &mut run.early_stop {
+            let saved = state.early_stop.clone().unwrap_or_default();
+            *early = EarlyStop::new(early.config().clone(), saved);
+        }
+        self.governor.set_step(state.step);
+        let detail = checkpoint.describe();
+        self.governor
+            .resume_start(state.epoch, run.to_come, detail)?;
+        // The data order: the loader reshuffles from one generator at each epoch's start, so
+        // the epochs done are started (and dropped) again.
+        for _ in 0..state.epoch {
+            drop(run.train_loader.iter());
+        }
+        Ok(state)
+    }
+}
+
+/// Inside an epoch: the checkpoint's figures of the epoch so far, and how many loader batches
+/// its steps took (to be drawn and passed over).
+pub(super) fn inside_epoch(
+    state: &CheckpointState,
+    accumulation_steps: usize,
+    device: &burn::tensor::Device,
+) -> (MetricSums, usize) {
+    let sums = state
+        .epoch_sums
+        .as_ref()
+        .map(|host| MetricSums::from_host(host, device))
+        .unwrap_or_default();
+    (sums, state.step_in_epoch * accumulation_steps)
+}
+
+/// Passes over `n` batches of `batches`.
+pub(super) fn skip_batches<I, B>(batches: &mut B, n: usize) -> Result<(), Error>
+where
+    B: Iterator<Item = Result<I, burn::data::dataset::DatasetError>> + ?Sized,
+{
+    for _ in 0..n {
+        batches.next().transpose().map_err(loader_error)?;
+    }
+    Ok(())
+}

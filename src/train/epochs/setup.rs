@@ -1,0 +1,148 @@
+//! Set-up: the loaders, the model (seeded and initialised), the optimizer, the precision, the
+//! schedule, clipping and early stopping, everything a run trains with.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use burn::data::dataloader::DataLoader;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+
+use super::Epochs;
+use crate::config::{ConfigError, EarlyStoppingConfig};
+use crate::data::{item_loader, DataError};
+use crate::error::Error;
+use crate::model::initialize;
+use crate::task::Task;
+use crate::train::decide::{EarlyStop, EarlyStopState, Schedule};
+use crate::train::optimizer::build_optimizer;
+use crate::train::precision::MixedPrecision;
+use crate::train::step::{resting_bytes, Clip};
+
+/// Held while a run seeds the device and initialises its model.
+static INITIALISING: Mutex<()> = Mutex::new(());
+
+/// Batches of items, as the loaders yield them.
+pub(super) type Loader<T> = Arc<dyn DataLoader<Vec<<T as Task>::Item>>>;
+
+/// Everything a run trains with.
+pub(super) struct Run<T: Task> {
+    /// The autodiff device the steps run on.
+    pub(super) device: Device,
+    pub(super) train_loader: Loader<T>,
+    pub(super) valid_loader: Option<Loader<T>>,
+    /// `None` only while an update holds it.
+    model: Option<T::Model>,
+    pub(super) optimizer: ModuleOptimizer,
+    pub(super) precision: MixedPrecision,
+    pub(super) schedule: Schedule,
+    pub(super) clip: Option<Clip>,
+    pub(super) early_stop: Option<EarlyStop>,
+    /// Optimizer steps in a full epoch.
+    pub(super) steps_per_epoch: usize,
+    /// Bytes the first step will add at rest (gradients, optimizer state).
+    pub(super) to_come: u64,
+    /// When progress was last shown.
+    pub(super) last_report: Instant,
+}
+
+impl<T: Task> Run<T> {
+    /// The model being trained.
+    pub(super) fn model(&self) -> &T::Model {
+        self.model
+            .as_ref()
+            .expect("the model is back after every update")
+    }
+
+    pub(super) fn model_mut(&mut self) -> &mut T::Model {
+        self.model
+            .as_mut()
+            .expect("the model is back after every update")
+    }
+
+    /// Replaces the model by `update` of it.
+    pub(super) fn update<E>(
+        &mut self,
+        update: impl FnOnce(&mut Self, T::Model) -> Result<T::Model, E>,
+    ) -> Result<(), E> {
+        let model = self
+            .model
+            .take()
+            .expect("the model is back after every update");
+        let model = update(self, model)?;
+        self.model = Some(model);
+        Ok(())
+    }
+}
+
+impl<T: Task> Epochs<'_, T> {
+    /// Builds the run: data first (an empty training split fails before any model exists).
+    pub(super) fn set_up(&mut self) -> Result<Run<T>, Error> {
+        let config = self.config;
+        let train = &config.train;
+        let device = match train.gradient_checkpointing {
+            true => self.device.clone().autodiff().gradient_checkpointing(),
+            false => self.device.clone().autodiff(),
+        };
+        let splits = self.task.data();
+        self.stats.train_samples = splits.train.len();
+        self.stats.valid_samples = splits.valid.as_ref().map_or(0, |v| v.len());
+        if self.stats.train_samples == 0 {
+            return Err(Error::Data(DataError::Unusable(
+                "the training split is empty".into(),
+            )));
+        }
+        if let Some(early) = &train.early_stopping {
+            if splits.valid.is_none() {
+                return Err(needs_validation(early));
+            }
+        }
+        let workers = config.data.num_workers;
+        let seed = config.run.seed;
+        let train_loader = item_loader(splits.train, train.batch_size, Some(seed), workers);
+        let valid_loader = splits
+            .valid
+            .map(|valid| item_loader(valid, train.batch_size, None, workers));
+        let model = {
+            // flex's generator is one per process, and Burn draws a parameter's initial values
+            // when it is first used: a run in another thread could draw in between. The runs
+            // of one process take turns from the seed to the last parameter.
+            let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
+            device.seed(seed);
+            let model = self.task.model(&device);
+            initialize(&model);
+            model
+        };
+        let micro_batches = self.stats.train_samples.div_ceil(train.batch_size);
+        let steps_per_epoch = micro_batches.div_ceil(train.accumulation_steps);
+        Ok(Run {
+            to_come: resting_bytes(&model, train),
+            device,
+            train_loader,
+            valid_loader,
+            model: Some(model),
+            optimizer: build_optimizer(train),
+            precision: MixedPrecision::from_config(train),
+            schedule: Schedule::new(train, steps_per_epoch * train.epochs),
+            clip: Clip::from_config(train),
+            early_stop: train
+                .early_stopping
+                .clone()
+                .map(|c| EarlyStop::new(c, EarlyStopState::default())),
+            steps_per_epoch,
+            last_report: Instant::now(),
+        })
+    }
+}
+
+fn needs_validation(early: &EarlyStoppingConfig) -> Error {
+    Error::Config(ConfigError {
+        origin: "[train.early_stopping]".into(),
+        key: Some("train.early_stopping.monitor".into()),
+        message: format!(
+            "train.early_stopping.monitor = \"{}\" needs a validation split, and this task has \
+             none (set data.validation_fraction > 0, or give the task validation data)",
+            early.monitor
+        ),
+    })
+}

@@ -1,0 +1,84 @@
+//! One optimizer step: the group's gradients under the memory limit (retried with smaller
+//! micro-batches when it asks, through [`Governor::run_step`](crate::memory::Governor::run_step)),
+//! then the update at the schedule's rate, clipped, and the step's figures.
+
+use burn::tensor::Tensor;
+
+use super::pass::Tally;
+use super::setup::Run;
+use super::{step_seed, Epochs, Position};
+use crate::config::OnLimit;
+use crate::error::Error;
+use crate::task::Task;
+use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
+use crate::train::step::{accumulate_gradients, apply_gradients, micro_batches};
+
+impl<T: Task> Epochs<'_, T> {
+    /// Trains one optimizer step over `group` (emptied), and returns its loss, on the device.
+    pub(super) fn step(
+        &mut self,
+        run: &mut Run<T>,
+        group: &mut Vec<Vec<T::Item>>,
+        at: Position,
+        tally: &mut Tally,
+    ) -> Result<Tensor<1>, Error> {
+        // Only a step that a limit may shrink and retry keeps its items for the retry.
+        let retry = self.config.memory.on_limit == OnLimit::Shrink;
+        let (task, seed) = (self.task, self.config.run.seed);
+        let accumulated = self.governor.run_step(at.epoch, at.step, |micro, check| {
+            // Dropout draws from the device's generator, whose state cannot be saved: it is
+            // seeded per step instead, so a resumed run draws what an uninterrupted one does.
+            run.device.seed(step_seed(seed, at.step));
+            let micro = micro_batches(group, micro, retry);
+            let (model, precision) = (run.model(), &run.precision);
+            accumulate_gradients(task, model, micro, &run.device, precision, || check.check())
+        })?;
+        group.clear();
+        let loss = accumulated.loss();
+        let lr = run.schedule.advance();
+        let mut outcome = GroupOutcome::Apply;
+        run.update(|run, model| {
+            let clip = run.clip;
+            let updated = apply_gradients(
+                model,
+                accumulated.grads,
+                &mut run.optimizer,
+                &mut run.precision,
+                clip,
+                lr,
+            )
+            .map_err(Error::device)?;
+            outcome = updated.outcome;
+            if let Some(flag) = updated.clipped {
+                tally.add_clipped(flag);
+            }
+            Ok::<_, Error>(updated.model)
+        })?;
+        if outcome == GroupOutcome::Skip {
+            self.skipped(run, at, tally)?;
+        }
+        // The update allocates too (optimizer state on the first step).
+        self.governor.after_step(at.epoch, at.step)?;
+        tally.steps += 1;
+        self.stats.steps = at.step;
+        tally.sums.merge(accumulated.sums);
+        self.governor.observer().step_done(at.epoch, tally.steps);
+        Ok(loss)
+    }
+
+    /// Counts a step that loss scaling skipped, and stops a run whose scale has collapsed.
+    fn skipped(&mut self, run: &Run<T>, at: Position, tally: &mut Tally) -> Result<(), Error> {
+        tally.skipped += 1;
+        self.stats.skipped_steps += 1;
+        let scaler = run.precision.scaler().expect("only loss scaling skips");
+        if scaler.consecutive_skips() >= MAX_CONSECUTIVE_SKIPS {
+            return Err(Error::LossScaleCollapsed {
+                epoch: at.epoch,
+                step: at.step,
+                skips: scaler.consecutive_skips(),
+                scale: scaler.scale(),
+            });
+        }
+        Ok(())
+    }
+}
