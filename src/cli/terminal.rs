@@ -90,8 +90,9 @@ impl Observer for Terminal {
 
     fn step(&mut self, p: &EpochProgress) {
         if !self.quiet && self.tty {
+            let lr = p.lr.map_or(String::new(), |lr| format!("  lr {lr:.2e}"));
             eprint!(
-                "\repoch {}/{}  step {}/{}  loss {:.4}   ",
+                "\repoch {}/{}  step {}/{}  loss {:.4}{lr}   ",
                 p.epoch, p.epochs, p.step, p.steps, p.loss
             );
             let _ = std::io::stderr().flush();
@@ -113,7 +114,7 @@ impl Observer for Terminal {
         match s.event {
             Event::RunStart => eprintln!("start: {memory}"),
             Event::Epoch => eprintln!(
-                "{clear}epoch {}  loss {}  val_loss {}{}  {} samples/s  {memory}",
+                "{clear}epoch {}  loss {}  val_loss {}{}  lr {}{}  {} samples/s  {memory}",
                 s.epoch,
                 fmt_opt(s.loss, 4),
                 fmt_opt(s.val_loss, 4),
@@ -125,6 +126,9 @@ impl Observer for Terminal {
                         format_metric(k, (*v)?)
                     )))
                     .collect::<String>(),
+                s.lr.map_or("-".into(), |lr| format!("{lr:.2e}")),
+                s.clipped_steps
+                    .map_or(String::new(), |n| format!("  clipped {n}")),
                 fmt_opt(s.samples_per_sec, 0),
             ),
             Event::RunEnd => {

@@ -6,6 +6,7 @@ mod data;
 mod experiments;
 mod fuzz;
 mod memory;
+mod recipe;
 mod resume;
 mod run_dir;
 mod training;

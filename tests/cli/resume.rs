@@ -42,12 +42,12 @@ every_steps = 3
 
 const STEPS: usize = 90;
 
-fn weights(run_dir: &Path) -> BTreeMap<String, Vec<f32>> {
+pub(super) fn weights(run_dir: &Path) -> BTreeMap<String, Vec<f32>> {
     Checkpoint::latest(run_dir).unwrap().weights().unwrap()
 }
 
 /// The largest difference between two runs' final weights.
-fn max_difference(a: &Path, b: &Path) -> f32 {
+pub(super) fn max_difference(a: &Path, b: &Path) -> f32 {
     let (a, b) = (weights(a), weights(b));
     assert_eq!(
         a.keys().collect::<Vec<_>>(),
@@ -63,7 +63,7 @@ fn max_difference(a: &Path, b: &Path) -> f32 {
         .fold(0.0, f32::max)
 }
 
-fn spawn(env: &Env, args: &[&str]) -> Child {
+pub(super) fn spawn(env: &Env, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(args)
         .current_dir(env.path(""))
@@ -85,7 +85,7 @@ fn latest_step(run_dir: &Path) -> Option<usize> {
 
 /// Kills `child` with SIGKILL once `ready` holds (polled), and says whether it was still
 /// running then.
-fn kill_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
+pub(super) fn kill_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         if child.try_wait().unwrap().is_some() {

@@ -119,7 +119,7 @@ pub struct EarlyStoppingConfig {
     pub monitor: String,
     /// Whether lower or higher is better.
     pub mode: MonitorMode,
-    /// Epochs without improvement after which the run stops.
+    /// Epochs in a row without improvement after which the run stops.
     pub patience: usize,
     /// The least change that counts as an improvement.
     pub min_delta: f64,

@@ -12,12 +12,13 @@ use crate::config::{EarlyStoppingConfig, MonitorMode};
 pub enum Verdict {
     /// The best so far: this epoch's checkpoint becomes `checkpoints/best`.
     Improved,
-    /// No improvement; `waited` epochs in a row now, fewer than the patience allows.
+    /// No improvement; `waited` epochs in a row now, fewer than the patience.
     Wait {
         /// Epochs without improvement, this one included.
         waited: usize,
     },
-    /// No improvement for more epochs than the patience: stop after this epoch.
+    /// No improvement for `patience` epochs in a row: stop after this epoch (Keras's and
+    /// Lightning's rule).
     Stop,
 }
 
@@ -64,7 +65,7 @@ impl EarlyStop {
             return Verdict::Improved;
         }
         self.state.waited += 1;
-        if self.state.waited > self.config.patience {
+        if self.state.waited >= self.config.patience {
             self.state.stopped_at = Some(epoch);
             return Verdict::Stop;
         }
@@ -113,7 +114,7 @@ mod tests {
 
     #[test]
     fn stops_after_patience_epochs_without_improvement() {
-        let mut s = stop(MonitorMode::Min, 2, 0.0);
+        let mut s = stop(MonitorMode::Min, 3, 0.0);
         let got = verdicts(&mut s, &[1.0, 0.8, 0.9, 0.85, 0.81]);
         use Verdict::*;
         assert_eq!(
@@ -132,7 +133,7 @@ mod tests {
 
     #[test]
     fn an_improvement_resets_the_wait_and_min_delta_must_be_beaten() {
-        let mut s = stop(MonitorMode::Min, 1, 0.05);
+        let mut s = stop(MonitorMode::Min, 2, 0.05);
         use Verdict::*;
         // 0.97 is better than 1.0 but not by more than 0.05.
         let got = verdicts(&mut s, &[1.0, 0.97, 0.9, 0.89, 0.88]);
@@ -162,7 +163,7 @@ mod tests {
 
     #[test]
     fn a_restored_state_keeps_the_patience_count() {
-        let mut first = stop(MonitorMode::Min, 2, 0.0);
+        let mut first = stop(MonitorMode::Min, 3, 0.0);
         verdicts(&mut first, &[1.0, 1.1]);
         let saved: EarlyStopState =
             serde_json::from_str(&serde_json::to_string(first.state()).unwrap()).unwrap();
