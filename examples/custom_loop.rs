@@ -3,9 +3,9 @@
 //! inside each step, at each epoch's end and at run end, returns the same typed limit error,
 //! performs the clear, and writes the same `snapshots.jsonl` (and `memory.svg`).
 //!
-//! The loop here does its own batching, so it also does its own shrinking: when a step breaches
-//! the limit with `on_limit = "shrink"`, the governor records it and the loop retries the step
-//! with the halved micro-batch the governor's layout now gives.
+//! The loop here does its own batching; `Governor::run_step` runs each step with the
+//! micro-batch size the limit allows, and when a step breaches the limit with
+//! `on_limit = "shrink"`, records it and runs the step again with the halved size.
 //!
 //!     cargo run --release --example custom_loop [-- OUTPUT_DIR]
 
@@ -17,8 +17,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
 use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
 use tidemark::memory::{
-    format_bytes, Breach, CountingAllocator, EpochFigures, Governor, Layout, Observer, Snapshot,
-    Warning,
+    format_bytes, CountingAllocator, EpochFigures, Governor, Layout, Observer, Snapshot, Warning,
 };
 use tidemark::train::{build_optimizer, resting_bytes, Checkpointer};
 
@@ -117,14 +116,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for start in (0..samples).step_by(batch) {
             step += 1;
             let rows = batch.min(samples - start);
-            governor.begin_step();
-            // One optimizer step over `rows` samples, in micro-batches of the governor's size;
-            // a shrink retries the step with smaller ones.
-            let (grads, loss) = loop {
-                let micro = governor.layout().micro_batch();
+            // One optimizer step over `rows` samples, in micro-batches of the size the governor
+            // gives; `run_step` retries it with smaller ones when the limit asks to shrink.
+            let (grads, loss) = governor.run_step(epoch, step, |micro, check| {
                 let mut accumulator = GradientsAccumulator::<Net>::new();
                 let mut loss = 0.0;
-                let mut breach = None;
                 for offset in (start..start + rows).step_by(micro) {
                     let n = micro.min(start + rows - offset);
                     let xb = x.clone().narrow(0, offset, n);
@@ -134,19 +130,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .mul_scalar(n as f64 / rows as f64);
                     loss += l.clone().into_scalar::<f32>() as f64;
                     let grads = GradientsParams::from_grads(l.backward(), &model);
-                    if let Err(b) = governor.check_step(epoch, step) {
-                        breach = Some(b);
-                        break;
-                    }
+                    check.check()?;
                     accumulator.accumulate(&model, grads);
                 }
-                match breach {
-                    None => break (accumulator.grads(), loss),
-                    Some(Breach::Shrink { observed }) => governor.shrink(epoch, step, observed)?,
-                    Some(Breach::Fail(e)) => return Err(governor.fail(e).into()),
-                }
-                governor.begin_window();
-            };
+                Ok((accumulator.grads(), loss))
+            })?;
             model = optimizer.step(1e-3, model, grads);
             governor.after_step(epoch, step)?;
             loss_sum += loss * rows as f64;

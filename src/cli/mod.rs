@@ -278,6 +278,23 @@ fn outcome(summary: &crate::RunSummary) -> String {
     if !baselines.is_empty() {
         text += &format!(" (baselines: {})", baselines.join(", "));
     }
+    let ends_on_best =
+        summary.checkpoint.is_some() && summary.checkpoint == summary.best_checkpoint;
+    if let (Some(epoch), Some(monitor), Some(value)) =
+        (summary.best_epoch, &summary.monitor, summary.best_value)
+    {
+        let stopped = if summary.stopped_early {
+            "stopped early; "
+        } else {
+            ""
+        };
+        let weights = if ends_on_best {
+            ", whose weights it ends on"
+        } else {
+            ""
+        };
+        text += &format!(" ({stopped}best epoch {epoch}, {monitor} {value:.4}{weights})");
+    }
     text
 }
 
