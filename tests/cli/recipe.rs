@@ -3,12 +3,10 @@
 //! uninterrupted run's weights; early stopping stops where the monitor says, and the best
 //! checkpoint holds that epoch's weights.
 
-use std::path::Path;
-
 use serde_json::Value;
 use tidemark::train::Checkpoint;
 
-use super::resume::{kill_when, max_difference, spawn};
+use super::resume::{kill_when, latest_step_of, max_difference, spawn};
 use super::{num, Env};
 
 /// 960 training samples in loader batches of 16, two per step: 30 steps an epoch. A warmup of
@@ -74,15 +72,6 @@ fn expected_lr(s: usize) -> f64 {
     min_lr + 0.5 * (lr - min_lr) * (1.0 + (t * std::f64::consts::PI).cos())
 }
 
-fn latest_step(run_dir: &Path) -> Option<usize> {
-    let name = std::fs::read_to_string(run_dir.join("checkpoints/latest")).ok()?;
-    match name.trim().split_once('-')? {
-        ("step", s) => s.parse().ok(),
-        ("epoch", e) => e.parse::<usize>().ok().map(|e| e * STEPS_PER_EPOCH),
-        _ => None,
-    }
-}
-
 #[test]
 fn the_recipe_killed_mid_epoch_resumes_to_the_uninterrupted_weights() {
     let env = Env::new();
@@ -121,7 +110,7 @@ fn the_recipe_killed_mid_epoch_resumes_to_the_uninterrupted_weights() {
         ],
     );
     let killed = kill_when(&mut child, || {
-        latest_step(&victim).is_some_and(|s| s >= target)
+        latest_step_of(&victim, STEPS_PER_EPOCH).is_some_and(|s| s >= target)
     });
     assert!(killed, "the run ended before step {target}");
     let resumed = env.run(&["train", "--resume", "runs/victim"]);

@@ -73,14 +73,19 @@ pub(super) fn spawn(env: &Env, args: &[&str]) -> Child {
         .unwrap()
 }
 
-/// The step of the checkpoint `checkpoints/latest` names (epoch-N counts as N epochs of steps).
-fn latest_step(run_dir: &Path) -> Option<usize> {
+/// The step of the checkpoint `checkpoints/latest` names (epoch-N counts as N epochs of
+/// `steps_per_epoch` steps).
+pub(super) fn latest_step_of(run_dir: &Path, steps_per_epoch: usize) -> Option<usize> {
     let name = std::fs::read_to_string(run_dir.join("checkpoints/latest")).ok()?;
     match name.trim().split_once('-')? {
         ("step", s) => s.parse().ok(),
-        ("epoch", e) => e.parse::<usize>().ok().map(|e| e * STEPS / 3),
+        ("epoch", e) => e.parse::<usize>().ok().map(|e| e * steps_per_epoch),
         _ => None,
     }
+}
+
+fn latest_step(run_dir: &Path) -> Option<usize> {
+    latest_step_of(run_dir, STEPS / 3)
 }
 
 /// Kills `child` with SIGKILL once `ready` holds (polled), and says whether it was still

@@ -93,6 +93,13 @@ pub(super) fn misplaced_by(
     Ok(())
 }
 
+/// The keys of `keys` that are set.
+pub(super) fn present(keys: &[(&'static str, bool)]) -> Vec<&'static str> {
+    keys.iter()
+        .filter_map(|&(key, set)| set.then_some(key))
+        .collect()
+}
+
 pub(super) fn choice<T: Copy>(
     key: &str,
     value: Option<&str>,

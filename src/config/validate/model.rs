@@ -19,7 +19,7 @@ const KIND_KEYS: &[(&str, &[&str])] = &[
 
 /// The kind-specific keys present in `raw`.
 fn present(raw: &RawModel) -> Vec<&'static str> {
-    [
+    super::present(&[
         ("hidden", raw.hidden.is_some()),
         ("activation", raw.activation.is_some()),
         ("dropout", raw.dropout.is_some()),
@@ -28,10 +28,7 @@ fn present(raw: &RawModel) -> Vec<&'static str> {
         ("kernel_size", raw.kernel_size.is_some()),
         ("pool", raw.pool.is_some()),
         ("batch_norm", raw.batch_norm.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(key, here)| here.then_some(key))
-    .collect()
+    ])
 }
 
 pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {

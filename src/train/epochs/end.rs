@@ -15,7 +15,6 @@ use crate::train::decide::Verdict;
 
 /// An epoch's training and validation figures.
 struct Figures {
-    loss: f64,
     val_loss: Option<f64>,
     /// `train_<name>` and `val_<name>`.
     metrics: BTreeMap<String, f64>,
@@ -51,7 +50,7 @@ impl<T: Task> Epochs<'_, T> {
         self.governor.begin_window();
         let validation = self.validate(run)?;
         let window = self.governor.window();
-        let figures = Figures::new(loss, train_metrics, validation);
+        let figures = Figures::new(train_metrics, validation);
         self.stats
             .epoch(epoch, loss, figures.val_loss, samples_per_sec);
         self.stats.loss_scale = run.precision.scaler().map(|s| s.scale());
@@ -121,7 +120,7 @@ impl<T: Task> Epochs<'_, T> {
 }
 
 impl Figures {
-    fn new(loss: f64, train_metrics: BTreeMap<String, f64>, validation: Option<Means>) -> Self {
+    fn new(train_metrics: BTreeMap<String, f64>, validation: Option<Means>) -> Self {
         let mut metrics: BTreeMap<String, f64> = train_metrics
             .into_iter()
             .map(|(k, v)| (format!("train_{k}"), v))
@@ -134,17 +133,12 @@ impl Figures {
             );
             val_loss
         });
-        Self {
-            loss,
-            val_loss,
-            metrics,
-        }
+        Self { val_loss, metrics }
     }
 
-    /// A figure by its snapshot key: `val_loss`, `loss`, or a metric's.
+    /// A validation figure by its snapshot key: `val_loss` or a metric's.
     fn get(&self, key: &str) -> Option<f64> {
         match key {
-            "loss" => Some(self.loss),
             "val_loss" => self.val_loss,
             _ => self.metrics.get(key).copied(),
         }

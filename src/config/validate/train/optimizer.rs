@@ -1,6 +1,6 @@
 //! The optimizer's keys: each applies to some optimizers only, and gets its default there.
 
-use super::super::{choice, finite_in, misplaced_by, Invalid, Result};
+use super::super::{choice, finite_in, misplaced_by, present, Invalid, Result};
 use crate::config::defaults;
 use crate::config::raw::RawTrain;
 use crate::config::types::OptimizerKind;
@@ -37,16 +37,13 @@ pub(super) fn optimizer(raw: &RawTrain) -> Result<Optimizer> {
             ("rmsprop", OptimizerKind::Rmsprop),
         ],
     )?;
-    let present: Vec<&'static str> = [
+    let present = present(&[
         ("betas", raw.betas.is_some()),
         ("eps", raw.eps.is_some()),
         ("momentum", raw.momentum.is_some()),
         ("nesterov", raw.nesterov.is_some()),
         ("alpha", raw.alpha.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(key, set)| set.then_some(key))
-    .collect();
+    ]);
     misplaced_by("train", "train.optimizer", KEYS, &present, kind.name())?;
     let takes = |key: &str| {
         KEYS.iter()

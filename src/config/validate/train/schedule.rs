@@ -1,6 +1,8 @@
 //! `[train.schedule]` and `[train.early_stopping]`.
 
-use super::super::{choice, finite_in, misplaced, non_negative, positive, Invalid, Result};
+use super::super::{
+    choice, finite_in, misplaced, non_negative, positive, present, Invalid, Result,
+};
 use crate::config::defaults;
 use crate::config::raw::{RawEarlyStopping, RawSchedule};
 use crate::config::types::{EarlyStoppingConfig, MonitorMode, ScheduleConfig, ScheduleKind};
@@ -26,15 +28,12 @@ pub(super) fn schedule(raw: RawSchedule, lr: f64) -> Result<ScheduleConfig> {
             ("exponential", ScheduleKind::Exponential),
         ],
     )?;
-    let present: Vec<&'static str> = [
+    let present = present(&[
         ("min_lr", raw.min_lr.is_some()),
         ("decay_steps", raw.decay_steps.is_some()),
         ("step_size", raw.step_size.is_some()),
         ("gamma", raw.gamma.is_some()),
-    ]
-    .into_iter()
-    .filter_map(|(key, set)| set.then_some(key))
-    .collect();
+    ]);
     misplaced("train.schedule", KEYS, &present, kind.name())?;
     let warmup_steps = non_negative(
         "train.schedule.warmup_steps",

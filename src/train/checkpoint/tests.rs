@@ -1,0 +1,90 @@
+//! Checkpoints keep the latest complete epoch, and it loads back.
+
+use super::*;
+use crate::config::{Activation, MlpConfig};
+use crate::model::{initialize, Mlp};
+use crate::train::build_optimizer;
+use burn::module::Module;
+use burn::tensor::Device;
+
+#[test]
+fn keeps_only_the_latest_complete_epoch_and_it_loads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let device = Device::flex().autodiff();
+    let cfg = MlpConfig {
+        hidden: vec![8],
+        activation: Activation::Relu,
+        dropout: 0.0,
+    };
+    let model = Mlp::new(&cfg, 4, 3, &device);
+    let optimizer = build_optimizer(
+        &crate::config::ConfigBuilder::new("t")
+            .build()
+            .unwrap()
+            .train,
+    );
+    let ckpt = Checkpointer::new(dir.path());
+    ckpt.save(0, 0, &model, &optimizer).unwrap();
+    let second = ckpt.save(1, 10, &model, &optimizer).unwrap();
+    assert_eq!(latest_checkpoint(dir.path()), Some(second.clone()));
+    assert!(!dir.path().join("checkpoints/epoch-0").exists());
+    for file in ["model.bpk", "optimizer.bpk", "meta.json"] {
+        assert!(second.join(file).is_file(), "{file}");
+    }
+    // A fresh model, initialised differently, computes what the saved one did once loaded.
+    let fresh = Mlp::new(&cfg, 4, 3, &device);
+    initialize(&fresh);
+    let x = burn::tensor::Tensor::<2>::ones([2, 4], &device);
+    let out = |m: &Mlp| {
+        m.forward(x.clone())
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap()
+    };
+    assert_ne!(out(&fresh), out(&model));
+    let loaded = fresh
+        .try_load_file(second.join("model.bpk"))
+        .expect("the checkpoint loads");
+    assert_eq!(out(&loaded), out(&model));
+}
+
+#[test]
+fn the_best_checkpoint_is_kept_beside_the_latest_until_a_better_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let device = Device::flex().autodiff();
+    let cfg = MlpConfig {
+        hidden: vec![4],
+        activation: Activation::Relu,
+        dropout: 0.0,
+    };
+    let model = Mlp::new(&cfg, 3, 2, &device);
+    let config = crate::config::ConfigBuilder::new("t").build().unwrap();
+    let optimizer = build_optimizer(&config.train);
+    let ckpt = Checkpointer::new(dir.path());
+    let save = |epoch: usize, best: bool| {
+        let state = CheckpointState::at_epoch(epoch, epoch * 10);
+        ckpt.save_run(&state, &model, &optimizer, None, best)
+            .unwrap();
+    };
+    let names = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path().join("checkpoints"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert!(Checkpoint::best(dir.path())
+        .unwrap_err()
+        .to_string()
+        .contains("kept no best checkpoint"));
+    save(1, true);
+    save(2, false);
+    save(3, false);
+    assert_eq!(names(), ["best", "epoch-1", "epoch-3", "latest"]);
+    assert_eq!(Checkpoint::best(dir.path()).unwrap().state.epoch, 1);
+    assert_eq!(Checkpoint::latest(dir.path()).unwrap().state.epoch, 3);
+    save(4, true);
+    assert_eq!(names(), ["best", "epoch-4", "latest"]);
+    assert_eq!(Checkpoint::best(dir.path()).unwrap().state.epoch, 4);
+}
