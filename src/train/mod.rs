@@ -4,17 +4,17 @@
 //!
 //! - [`trainer`](Trainer): set-up and preflight, then the run's outcome;
 //! - `run_dir`: the run directory and the resolved `config.toml`;
-//! - `epochs`: the epoch loop;
+//! - `epochs`: the epoch loop, in phases (set-up, restore, step with retry, validation, epoch end);
 //! - `step`: one optimizer step over micro-batches, and clipping; [`precision`]: mixed
 //!   precision; `optimizer`: the configured one, from Burn's;
-//! - [`decide`]: the learning-rate schedule and early stopping, as pure decisions;
+//! - `decide`: the learning-rate [`Schedule`] and [`EarlyStop`], as pure decisions;
 //! - `checkpoint`: kill-safe checkpoints; `resume`: continuing a run from one;
 //! - `stats`: figures that become the summary;
 //! - `builtin`: the one place that maps a config's model and data to a built-in task.
 
 mod builtin;
 mod checkpoint;
-pub mod decide;
+mod decide;
 mod epochs;
 mod optimizer;
 pub mod precision;
