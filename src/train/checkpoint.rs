@@ -349,12 +349,13 @@ impl Checkpoint {
         Ok(())
     }
 
-    /// `schedule` continued from the saved state; a checkpoint without one (written before
-    /// schedules existed, at a constant rate) is `step` steps into it.
+    /// `schedule` continued from the saved state. A checkpoint without one was written before
+    /// schedules existed, so its run had none (resume refuses to add one): the constant rate
+    /// has no state to restore.
     pub fn load_schedule(&self, schedule: Schedule) -> Result<Schedule, Error> {
         let path = self.dir.join(SCHEDULE_FILE);
         if !path.exists() {
-            return Ok(schedule.skip(self.state.step));
+            return Ok(schedule);
         }
         let current = self.state.lr.unwrap_or(schedule.current());
         schedule

@@ -155,7 +155,10 @@ pub(crate) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) ->
             message,
         })
     };
-    let saved: toml::Table = toml::from_str(&text).map_err(|e| unreadable(one_line(&e)))?;
+    // Through the current validation, so that keys written after the run's version (at their
+    // defaults) compare equal to a file that lacks them.
+    let saved = crate::config::parse(&text, &path.display().to_string(), &[])?;
+    let saved: toml::Table = toml::from_str(&to_toml(&saved)).expect("config is TOML");
     let code_task = text.starts_with(CODE_TASK_HEADER);
     if code_task && builtin {
         let first = text.lines().next().unwrap_or_default();
@@ -227,10 +230,34 @@ fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::V
     }
 }
 
-fn one_line(e: &toml::de::Error) -> String {
-    e.message()
-        .lines()
-        .next()
-        .unwrap_or("invalid TOML")
-        .to_string()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigBuilder;
+
+    #[test]
+    fn a_config_written_before_newer_keys_existed_still_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ConfigBuilder::new("t").build().unwrap();
+        let text = to_toml(&config);
+        // A run written before `train.betas` and `train.eps` existed has neither key.
+        let mut table: toml::Table = toml::from_str(&text).unwrap();
+        let train = table["train"].as_table_mut().unwrap();
+        assert!(train.remove("betas").is_some() && train.remove("eps").is_some());
+        let old = toml::to_string(&table).unwrap();
+        std::fs::write(dir.path().join("config.toml"), old).unwrap();
+        check_config(dir.path(), &config, true).unwrap();
+        // A key that changes the run is still refused.
+        let mut raw = ConfigBuilder::from_config(&config);
+        raw.raw_mut().train.betas = Some(vec![0.8, 0.9]);
+        let err = check_config(dir.path(), &raw.build().unwrap(), true).unwrap_err();
+        assert_eq!(err_key(&err), Some("train.betas"));
+    }
+
+    fn err_key(e: &Error) -> Option<&str> {
+        match e {
+            Error::Config(c) => c.key.as_deref(),
+            _ => None,
+        }
+    }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tidemark::train::Checkpoint;
 
 use super::resume::{kill_when, latest_step_of, max_difference, spawn};
-use super::{num, Env};
+use super::{num, Env, Run};
 
 /// 960 training samples in loader batches of 16, two per step: 30 steps an epoch. A warmup of
 /// 10 steps into a cosine over 140; checkpoints every 4 steps.
@@ -72,18 +72,22 @@ fn expected_lr(s: usize) -> f64 {
     min_lr + 0.5 * (lr - min_lr) * (1.0 + (t * std::f64::consts::PI).cos())
 }
 
+/// Trains the recipe with `--set` each of `sets`, and checks that it completed.
+fn train(env: &Env, sets: &[&str]) -> Run {
+    env.write("recipe.toml", RECIPE);
+    let mut args = vec!["train", "--config", "recipe.toml"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let run = env.run(&args);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    run
+}
+
 #[test]
 fn the_recipe_killed_mid_epoch_resumes_to_the_uninterrupted_weights() {
     let env = Env::new();
-    env.write("recipe.toml", RECIPE);
-    let reference = env.run(&[
-        "train",
-        "--config",
-        "recipe.toml",
-        "--set",
-        "run.name=reference",
-    ]);
-    assert_eq!(reference.code(), 0, "{}", reference.stderr());
+    train(&env, &["run.name=reference"]);
     let summary = env.summary("runs/reference");
     let steps = summary["steps"].as_u64().unwrap() as usize;
     assert!(
@@ -157,15 +161,7 @@ fn the_recipe_killed_mid_epoch_resumes_to_the_uninterrupted_weights() {
 #[test]
 fn the_schedule_steps_once_per_optimizer_step() {
     let env = Env::new();
-    env.write("recipe.toml", RECIPE);
-    let run = env.run(&[
-        "train",
-        "--config",
-        "recipe.toml",
-        "--set",
-        "train.early_stopping.patience=50",
-    ]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    train(&env, &["train.early_stopping.patience=50"]);
     let snapshots = env.snapshots("runs/recipe");
     let epochs = epochs(&snapshots);
     assert_eq!(epochs.len(), 5);
@@ -190,26 +186,15 @@ fn the_schedule_steps_once_per_optimizer_step() {
 #[test]
 fn early_stopping_stops_where_the_monitor_says_and_best_holds_that_epochs_weights() {
     let env = Env::new();
-    env.write("recipe.toml", RECIPE);
     // A high rate and no decay overfit the noisy classes within a few epochs.
     let overfit = [
-        "--set",
-        "train.epochs=30",
-        "--set",
         "train.lr=0.05",
-        "--set",
         "train.clip_grad_norm=100",
-        "--set",
         "train.schedule.warmup_steps=0",
-        "--set",
         "train.schedule.decay_steps=100000",
-        "--set",
         "model.dropout=0.0",
     ];
-    let mut args = vec!["train", "--config", "recipe.toml"];
-    args.extend_from_slice(&overfit);
-    let run = env.run(&args);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let run = train(&env, &[&overfit[..], &["train.epochs=30"]].concat());
     let snapshots = env.snapshots("runs/recipe");
     let val: Vec<f64> = epochs(&snapshots)
         .iter()
@@ -252,16 +237,13 @@ fn early_stopping_stops_where_the_monitor_says_and_best_holds_that_epochs_weight
     );
     // The same run trained for exactly `best` epochs, without early stopping, ends on the
     // weights checkpoints/best holds.
-    let mut args = vec!["train", "--config", "recipe.toml", "--set", "run.name=upto"];
-    args.extend_from_slice(&overfit);
     let epochs_set = format!("train.epochs={best}");
-    args.extend_from_slice(&["--set", &epochs_set]);
-    env.write(
-        "recipe.toml",
-        &RECIPE.replace("patience = 2", "patience = 1000"),
-    );
-    let upto = env.run(&args);
-    assert_eq!(upto.code(), 0, "{}", upto.stderr());
+    let upto = [
+        "run.name=upto",
+        "train.early_stopping.patience=1000",
+        &epochs_set,
+    ];
+    train(&env, &[&overfit[..], &upto].concat());
     let kept = Checkpoint::best(&env.path("runs/recipe")).unwrap();
     assert_eq!(kept.state.epoch, best);
     let trained = Checkpoint::latest(&env.path("runs/upto")).unwrap();

@@ -5,6 +5,7 @@ use crate::config::defaults;
 use crate::config::raw::*;
 use crate::config::types::*;
 
+mod early_stopping;
 mod optimizer;
 mod schedule;
 
@@ -57,7 +58,7 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         .transpose()?;
     let early_stopping = raw
         .early_stopping
-        .map(schedule::early_stopping)
+        .map(early_stopping::early_stopping)
         .transpose()?;
     Ok(TrainConfig {
         gradient_checkpointing: raw

@@ -13,7 +13,7 @@ use burn::optim::lr_scheduler::sequential::SequentialLrSchedulerConfig;
 use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
 use burn::optim::lr_scheduler::{LrSchedulerConfig, LrSchedulerRecord};
 
-use crate::config::{ScheduleConfig, ScheduleKind, TrainConfig};
+use crate::config::{defaults, ScheduleConfig, ScheduleKind, TrainConfig};
 
 /// The learning rate of each optimizer step. Advanced once per optimizer step (not per
 /// micro-batch), and saved with each checkpoint so that a resumed run continues it.
@@ -99,15 +99,6 @@ impl Schedule {
             ..self
         })
     }
-
-    /// This schedule advanced by `steps` (for a checkpoint that has no saved schedule: one
-    /// written before schedules existed, whose rate was constant).
-    pub fn skip(mut self, steps: usize) -> Self {
-        for _ in 0..steps {
-            self.advance();
-        }
-        self
-    }
 }
 
 /// Burn's scheduler for the part after the warmup.
@@ -120,7 +111,7 @@ fn decay(schedule: &ScheduleConfig, lr: f64, decay_steps: usize) -> LrSchedulerC
             .with_min_lr(min_lr)
             .into(),
         ScheduleKind::Step => StepLrSchedulerConfig::new(lr, schedule.step_size.unwrap_or(1))
-            .with_gamma(schedule.gamma.unwrap_or(0.1))
+            .with_gamma(schedule.gamma.unwrap_or(defaults::STEP_GAMMA))
             .into(),
         ScheduleKind::Exponential => {
             ExponentialLrSchedulerConfig::new(lr, schedule.gamma.unwrap_or(1.0)).into()

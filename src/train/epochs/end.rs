@@ -101,14 +101,15 @@ impl<T: Task> Epochs<'_, T> {
         Ok(Some(verdict))
     }
 
-    /// After the last epoch: the statistics keep early stopping's outcome, and the user is told
-    /// which weights the run ends on.
-    pub(super) fn finish(&mut self, run: &Run<T>) {
+    /// At the run's end: the statistics keep early stopping's outcome and, after a run that
+    /// `completed`, the user is told which weights it ends on.
+    pub(super) fn finish(&mut self, run: &Run<T>, completed: bool) {
         let Some(early) = &run.early_stop else {
             return;
         };
         self.stats.early_stop = Some((early.config().clone(), early.state().clone()));
-        if let (true, Some((epoch, value))) = (early.config().restore_best, early.state().best) {
+        let best = early.state().best.filter(|_| completed);
+        if let (true, Some((epoch, value))) = (early.config().restore_best, best) {
             let message = format!(
                 "best epoch {epoch} ({} {value:.4}): the run's final weights, in \
                  checkpoints/best",

@@ -44,19 +44,26 @@ struct Position {
 
 impl<T: Task> Epochs<'_, T> {
     /// Trains every epoch still to do, or until early stopping ends the run.
+    /// A run that fails still records early stopping's outcome so far (its best checkpoint)
+    /// for the summary.
     pub(super) fn train(mut self) -> Result<(), Error> {
         self.governor.begin_epoch();
         let mut run = self.set_up()?;
-        let start = self.start(&mut run)?;
+        let result = self.epochs(&mut run);
+        self.finish(&run, result.is_ok());
+        result
+    }
+
+    fn epochs(&mut self, run: &mut Run<T>) -> Result<(), Error> {
+        let start = self.start(run)?;
         for epoch in start.epoch + 1..=self.config.train.epochs {
             self.governor.begin_epoch();
             let resumed = (epoch == start.epoch + 1 && start.step_in_epoch > 0).then_some(&start);
-            let tally = self.pass(&mut run, epoch, resumed)?;
-            if self.end_epoch(&mut run, epoch, tally)? {
+            let tally = self.pass(run, epoch, resumed)?;
+            if self.end_epoch(run, epoch, tally)? {
                 break;
             }
         }
-        self.finish(&run);
         Ok(())
     }
 

@@ -60,18 +60,18 @@ impl<T: Task> Run<T> {
             .expect("the model is back after every update")
     }
 
-    /// Replaces the model by `update` of it.
-    pub(super) fn update<E>(
+    /// Replaces the model by what `update` makes of it, and returns what else it returns.
+    pub(super) fn update<R, E>(
         &mut self,
-        update: impl FnOnce(&mut Self, T::Model) -> Result<T::Model, E>,
-    ) -> Result<(), E> {
+        update: impl FnOnce(&mut Self, T::Model) -> Result<(T::Model, R), E>,
+    ) -> Result<R, E> {
         let model = self
             .model
             .take()
             .expect("the model is back after every update");
-        let model = update(self, model)?;
+        let (model, rest) = update(self, model)?;
         self.model = Some(model);
-        Ok(())
+        Ok(rest)
     }
 }
 

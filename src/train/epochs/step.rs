@@ -36,24 +36,16 @@ impl<T: Task> Epochs<'_, T> {
         group.clear();
         let loss = accumulated.loss();
         let lr = run.schedule.advance();
-        let mut outcome = GroupOutcome::Apply;
-        run.update(|run, model| {
-            let clip = run.clip;
-            let updated = apply_gradients(
-                model,
-                accumulated.grads,
-                &mut run.optimizer,
-                &mut run.precision,
-                clip,
-                lr,
-            )
-            .map_err(Error::device)?;
-            outcome = updated.outcome;
-            if let Some(flag) = updated.clipped {
-                tally.add_clipped(flag);
-            }
-            Ok::<_, Error>(updated.model)
+        let grads = accumulated.grads;
+        let (outcome, clipped) = run.update(|run, model| {
+            let (optimizer, precision) = (&mut run.optimizer, &mut run.precision);
+            let updated = apply_gradients(model, grads, optimizer, precision, run.clip, lr)
+                .map_err(Error::device)?;
+            Ok::<_, Error>((updated.model, (updated.outcome, updated.clipped)))
         })?;
+        if let Some(flag) = clipped {
+            tally.add_clipped(flag);
+        }
         if outcome == GroupOutcome::Skip {
             self.skipped(run, at, tally)?;
         }

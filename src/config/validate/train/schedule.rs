@@ -1,11 +1,9 @@
-//! `[train.schedule]` and `[train.early_stopping]`.
+//! `[train.schedule]`: the kind, and the keys each kind takes.
 
-use super::super::{
-    choice, finite_in, misplaced, non_negative, positive, present, Invalid, Result,
-};
+use super::super::{choice, misplaced, non_negative, positive, present, Invalid, Result};
 use crate::config::defaults;
-use crate::config::raw::{RawEarlyStopping, RawSchedule};
-use crate::config::types::{EarlyStoppingConfig, MonitorMode, ScheduleConfig, ScheduleKind};
+use crate::config::raw::RawSchedule;
+use crate::config::types::{ScheduleConfig, ScheduleKind};
 
 /// Which kinds take each key (`warmup_steps` goes with every kind).
 const KEYS: &[(&str, &[&str])] = &[
@@ -16,6 +14,28 @@ const KEYS: &[(&str, &[&str])] = &[
 ];
 
 pub(super) fn schedule(raw: RawSchedule, lr: f64) -> Result<ScheduleConfig> {
+    let kind = kind(&raw)?;
+    let warmup_steps = non_negative(
+        "train.schedule.warmup_steps",
+        raw.warmup_steps,
+        defaults::WARMUP_STEPS as u64,
+    )? as usize;
+    check_lr(kind, warmup_steps, lr)?;
+    Ok(ScheduleConfig {
+        kind,
+        warmup_steps,
+        min_lr: min_lr(kind, raw.min_lr, lr)?,
+        decay_steps: raw
+            .decay_steps
+            .map(|n| positive("train.schedule.decay_steps", Some(n), 1))
+            .transpose()?,
+        step_size: step_size(kind, raw.step_size)?,
+        gamma: gamma(kind, raw.gamma)?,
+    })
+}
+
+/// The kind, with every key present checked against it.
+fn kind(raw: &RawSchedule) -> Result<ScheduleKind> {
     let kind = choice(
         "train.schedule.kind",
         raw.kind.as_deref(),
@@ -35,13 +55,12 @@ pub(super) fn schedule(raw: RawSchedule, lr: f64) -> Result<ScheduleConfig> {
         ("gamma", raw.gamma.is_some()),
     ]);
     misplaced("train.schedule", KEYS, &present, kind.name())?;
-    let warmup_steps = non_negative(
-        "train.schedule.warmup_steps",
-        raw.warmup_steps,
-        defaults::WARMUP_STEPS as u64,
-    )? as usize;
-    // Burn's linear, cosine and exponential schedulers (and the linear warmup) take a learning
-    // rate in (0, 1].
+    Ok(kind)
+}
+
+/// Burn's linear, cosine and exponential schedulers (and the linear warmup) take a learning
+/// rate in (0, 1].
+fn check_lr(kind: ScheduleKind, warmup_steps: usize, lr: f64) -> Result<()> {
     let bounded = warmup_steps > 1
         || matches!(
             kind,
@@ -57,102 +76,59 @@ pub(super) fn schedule(raw: RawSchedule, lr: f64) -> Result<ScheduleConfig> {
             ),
         ));
     }
-    let min_lr = match kind {
-        ScheduleKind::Constant => None,
-        ScheduleKind::Linear | ScheduleKind::Cosine => Some(raw.min_lr.unwrap_or(defaults::MIN_LR)),
-        ScheduleKind::Step | ScheduleKind::Exponential => raw.min_lr,
-    };
-    if let Some(min_lr) = min_lr {
-        if !(min_lr.is_finite() && (0.0..=lr).contains(&min_lr)) {
-            return Err(Invalid::new(
-                "train.schedule.min_lr",
-                format_args!("must be in [0, train.lr = {lr}], got {min_lr}"),
-            ));
-        }
-    }
-    let step_size = match kind {
-        ScheduleKind::Step => match raw.step_size {
-            None => {
-                return Err(Invalid::new(
-                    "train.schedule.step_size",
-                    "is required with kind = \"step\": the optimizer steps between two decays",
-                ))
-            }
-            some => Some(positive("train.schedule.step_size", some, 1)?),
-        },
-        _ => None,
-    };
-    let gamma =
-        match kind {
-            ScheduleKind::Step => Some(raw.gamma.unwrap_or(defaults::STEP_GAMMA)),
-            ScheduleKind::Exponential => match raw.gamma {
-                Some(gamma) => Some(gamma),
-                None => return Err(Invalid::new(
-                    "train.schedule.gamma",
-                    "is required with kind = \"exponential\": the factor the lr is multiplied by \
-                     every step",
-                )),
-            },
-            _ => None,
-        };
-    if let Some(gamma) = gamma {
-        if !(gamma.is_finite() && gamma > 0.0 && gamma <= 1.0) {
-            return Err(Invalid::new(
-                "train.schedule.gamma",
-                format_args!("must be in (0, 1], got {gamma}"),
-            ));
-        }
-    }
-    let decay_steps = raw
-        .decay_steps
-        .map(|n| positive("train.schedule.decay_steps", Some(n), 1))
-        .transpose()?;
-    Ok(ScheduleConfig {
-        kind,
-        warmup_steps,
-        min_lr,
-        decay_steps,
-        step_size,
-        gamma,
-    })
+    Ok(())
 }
 
-pub(super) fn early_stopping(raw: RawEarlyStopping) -> Result<EarlyStoppingConfig> {
-    let monitor = raw.monitor.unwrap_or_else(|| defaults::MONITOR.into());
-    if !monitor.starts_with("val_") || monitor.len() == 4 {
+/// Where a decay ends (`linear`, `cosine`: default 0) or its floor (`step`, `exponential`).
+fn min_lr(kind: ScheduleKind, raw: Option<f64>, lr: f64) -> Result<Option<f64>> {
+    let min_lr = match kind {
+        ScheduleKind::Constant => return Ok(None),
+        ScheduleKind::Linear | ScheduleKind::Cosine => raw.unwrap_or(defaults::MIN_LR),
+        ScheduleKind::Step | ScheduleKind::Exponential => match raw {
+            Some(min_lr) => min_lr,
+            None => return Ok(None),
+        },
+    };
+    if !(min_lr.is_finite() && (0.0..=lr).contains(&min_lr)) {
         return Err(Invalid::new(
-            "train.early_stopping.monitor",
-            format_args!(
-                "must name a validation metric, like \"val_loss\" or \"val_accuracy\"; got \
-                 \"{monitor}\""
-            ),
+            "train.schedule.min_lr",
+            format_args!("must be in [0, train.lr = {lr}], got {min_lr}"),
         ));
     }
-    let natural = match monitor.contains("accuracy") {
-        true => MonitorMode::Max,
-        false => MonitorMode::Min,
+    Ok(Some(min_lr))
+}
+
+/// `step`'s steps between two decays: required.
+fn step_size(kind: ScheduleKind, raw: Option<i64>) -> Result<Option<usize>> {
+    match (kind, raw) {
+        (ScheduleKind::Step, None) => Err(Invalid::new(
+            "train.schedule.step_size",
+            "is required with kind = \"step\": the optimizer steps between two decays",
+        )),
+        (ScheduleKind::Step, some) => Ok(Some(positive("train.schedule.step_size", some, 1)?)),
+        _ => Ok(None),
+    }
+}
+
+/// The decay factor: `step`'s (default 0.1) and `exponential`'s (required), in (0, 1].
+fn gamma(kind: ScheduleKind, raw: Option<f64>) -> Result<Option<f64>> {
+    let gamma = match (kind, raw) {
+        (ScheduleKind::Step, raw) => raw.unwrap_or(defaults::STEP_GAMMA),
+        (ScheduleKind::Exponential, Some(gamma)) => gamma,
+        (ScheduleKind::Exponential, None) => {
+            return Err(Invalid::new(
+                "train.schedule.gamma",
+                "is required with kind = \"exponential\": the factor the lr is multiplied by \
+                 every step",
+            ))
+        }
+        _ => return Ok(None),
     };
-    let mode = choice(
-        "train.early_stopping.mode",
-        raw.mode.as_deref(),
-        natural,
-        &[("min", MonitorMode::Min), ("max", MonitorMode::Max)],
-    )?;
-    Ok(EarlyStoppingConfig {
-        monitor,
-        mode,
-        patience: non_negative(
-            "train.early_stopping.patience",
-            raw.patience,
-            defaults::PATIENCE as u64,
-        )? as usize,
-        min_delta: finite_in(
-            "train.early_stopping.min_delta",
-            raw.min_delta.unwrap_or(defaults::MIN_DELTA),
-            0.0,
-            f64::MAX,
-            "a finite number >= 0",
-        )?,
-        restore_best: raw.restore_best.unwrap_or(defaults::RESTORE_BEST),
-    })
+    if !(gamma.is_finite() && gamma > 0.0 && gamma <= 1.0) {
+        return Err(Invalid::new(
+            "train.schedule.gamma",
+            format_args!("must be in (0, 1], got {gamma}"),
+        ));
+    }
+    Ok(Some(gamma))
 }
