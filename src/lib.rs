@@ -32,12 +32,14 @@
 #![deny(unsafe_code)]
 
 pub mod backend;
+mod builtin;
 #[doc(hidden)]
 pub mod cli;
 pub mod compare;
 pub mod config;
 pub mod data;
 mod error;
+pub mod inference;
 pub mod memory;
 pub mod model;
 pub mod report;

@@ -99,7 +99,7 @@ pub fn resume_sweep(
     runs: Option<usize>,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<SweepRow>), Error> {
-    check_config(dir, config, true)?;
+    check_config(dir, config, crate::builtin::SECTIONS)?;
     let path = dir.join("plan.json");
     let planned = std::fs::read(&path)
         .map_err(|e| match e.kind() {

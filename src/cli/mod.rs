@@ -1,4 +1,5 @@
-//! The command line: `train`, `sweep`, `compare`, `report` and `validate`. Thin: it parses
+//! The command line: `train`, `evaluate`, `predict`, `sweep`, `compare`, `report` and
+//! `validate`. Thin: it parses
 //! arguments, calls the library, prints, and returns an exit code.
 
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use crate::memory::{format_bytes, Observer};
 use crate::report::format_metric;
 use crate::{Error, Trainer};
 
+mod inference;
 mod terminal;
 
 use terminal::{fmt_opt, SweepTerminal, Terminal};
@@ -25,7 +27,9 @@ use terminal::{fmt_opt, SweepTerminal, Terminal};
     tidemark validate --config configs/accumulation.toml\n  \
     tidemark sweep --config configs/sweep.toml --runs 20\n  \
     tidemark compare --config configs/quickstart.toml --policies growth,preallocate,limit\n  \
-    tidemark report runs/quickstart\n\n\
+    tidemark report runs/quickstart\n  \
+    tidemark evaluate runs/recipe --checkpoint best\n  \
+    tidemark predict runs/co2-lstm --data data/co2-weekly.csv --out forecast.csv\n\n\
     Exit codes: 0 success, 2 bad usage, config, device choice or data file, 3 memory limit \
     exceeded or device out of memory, 1 any other failure."
 )]
@@ -55,6 +59,38 @@ enum Command {
         /// Print only the final summary.
         #[arg(long, short)]
         quiet: bool,
+    },
+    /// Score a finished run's model on its validation split, or on a file laid out like its
+    /// data, and write evaluation.json in the run directory.
+    Evaluate {
+        /// The run directory.
+        #[arg(value_name = "RUN_DIR")]
+        run_dir: PathBuf,
+        /// A file laid out like the run's data, with its label or target column [default: the
+        /// run's validation split].
+        #[arg(long, value_name = "PATH")]
+        data: Option<PathBuf>,
+        /// best, latest, or a checkpoint directory such as epoch-3 [default: the run's final
+        /// weights, as summary.json names them].
+        #[arg(long, value_name = "NAME")]
+        checkpoint: Option<String>,
+    },
+    /// Write a finished run's outputs for every input of a file, as CSV: the class and its
+    /// probabilities, the predicted value, or a series' next values.
+    Predict {
+        /// The run directory.
+        #[arg(value_name = "RUN_DIR")]
+        run_dir: PathBuf,
+        /// A file laid out like the run's data; the label or target column may be left out.
+        #[arg(long, value_name = "PATH")]
+        data: PathBuf,
+        /// The CSV file to write.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// best, latest, or a checkpoint directory such as epoch-3 [default: the run's final
+        /// weights].
+        #[arg(long, value_name = "NAME")]
+        checkpoint: Option<String>,
     },
     /// Train the config N times in one process, one run after another, and show what each
     /// run took and what it gave back under the configured memory.clear policy.
@@ -176,6 +212,17 @@ fn run(cli: Cli) -> Result<(), Error> {
             );
             Ok(())
         }
+        Command::Evaluate {
+            run_dir,
+            data,
+            checkpoint,
+        } => inference::evaluate(&run_dir, data, checkpoint),
+        Command::Predict {
+            run_dir,
+            data,
+            out,
+            checkpoint,
+        } => inference::predict(&run_dir, &data, &out, checkpoint),
         Command::Report { run_dir } => {
             print!("{}", crate::report::report(&run_dir)?);
             Ok(())

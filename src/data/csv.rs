@@ -51,14 +51,52 @@ pub fn load_csv_rows(config: &CsvConfig) -> Result<(Vec<Row>, usize), DataError>
 /// Each data row's features and target (a label, with a label column), and the feature count.
 type Records = (Vec<(Vec<f32>, f64)>, usize);
 
+/// A data row's features and, where the file has the column, its label or target.
+pub type InputRow = (Vec<f32>, Option<f64>);
+
 fn read(config: &CsvConfig) -> Result<Records, DataError> {
     let path = config.path.display().to_string();
+    parse(&read_text(&config.path)?, &path, config)
+}
+
+/// Reads a CSV laid out like `config`'s training file, to score or predict on: with its label
+/// or target column (each row's value is `Some`), or without it (`None`: every column is a
+/// feature). `features` is the training data's count; any other width is refused, naming the
+/// file, the line and the columns expected.
+pub fn load_csv_inputs(config: &CsvConfig, features: usize) -> Result<Vec<InputRow>, DataError> {
+    let path = config.path.display().to_string();
+    let text = read_text(&config.path)?;
+    let rows = data_rows(&text, &path)?;
+    let width = rows[0].1.len();
+    let (column, _) = target_of(config);
+    let with_target = match width {
+        w if w == features + 1 => true,
+        w if w == features => false,
+        _ => {
+            let message = format!(
+                "{width} columns, but the run's data has {} ({features} features and {column});                  a file to predict on may leave the {column} out",
+                features + 1
+            );
+            return Err(DataError::Format {
+                path,
+                line: rows[0].0,
+                message,
+            });
+        }
+    };
+    let layout = Layout::of(&rows, &path, config, with_target)?;
+    layout.values(&rows, &path)
+}
+
+/// The file's text: decompressed if its name ends in `.gz`.
+fn read_text(file: &std::path::Path) -> Result<String, DataError> {
+    let path = file.display().to_string();
     let io = |message: String| DataError::Io {
         path: path.clone(),
         message,
     };
-    let bytes = std::fs::read(&config.path).map_err(|e| io(e.to_string()))?;
-    let bytes = if config.path.extension().is_some_and(|e| e == "gz") {
+    let bytes = std::fs::read(file).map_err(|e| io(e.to_string()))?;
+    let bytes = if file.extension().is_some_and(|e| e == "gz") {
         let mut text = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
             .map_err(|e| io(format!("cannot decompress (gzip): {e}")))?;
@@ -66,8 +104,7 @@ fn read(config: &CsvConfig) -> Result<Records, DataError> {
     } else {
         bytes
     };
-    let text = String::from_utf8(bytes).map_err(|e| io(format!("not UTF-8 text: {e}")))?;
-    parse(&text, &path, config)
+    String::from_utf8(bytes).map_err(|e| io(format!("not UTF-8 text: {e}")))
 }
 
 /// Every record of a CSV text (cells trimmed, rows of any width), with the file line it is on.
@@ -107,134 +144,193 @@ pub(super) fn records(
 }
 
 fn parse(text: &str, path: &str, config: &CsvConfig) -> Result<Records, DataError> {
-    let (target_key, target_column, is_label) = match (&config.target_column, &config.label_column)
-    {
-        (Some(column), _) => ("data.target_column", column.clone(), false),
+    let rows = data_rows(text, path)?;
+    let layout = Layout::of(&rows, path, config, true)?;
+    let records = layout.values(&rows, path)?;
+    let features = layout.width - 1;
+    let records = records
+        .into_iter()
+        .map(|(f, t)| (f, t.expect("a layout with a target reads one per row")))
+        .collect();
+    Ok((records, features))
+}
+
+/// The config key of the target column and the column it names (the last, by default).
+fn target_of(config: &CsvConfig) -> (&'static str, Column) {
+    match (&config.target_column, &config.label_column) {
+        (Some(column), _) => ("data.target_column", column.clone()),
         (None, column) => (
             "data.label_column",
             column.clone().unwrap_or(Column::Index(-1)),
-            true,
         ),
-    };
-    let format = |line: usize, message: String| DataError::Format {
-        path: path.to_string(),
-        line,
-        message,
-    };
+    }
+}
+
+/// The records that are not blank, with their lines; an error if there are none.
+fn data_rows(text: &str, path: &str) -> Result<Vec<(usize, csv::StringRecord)>, DataError> {
     let rows: Vec<(usize, csv::StringRecord)> = records(text, path)?
         .into_iter()
         .filter(|(_, record)| !record.iter().all(str::is_empty))
         .collect();
-    let Some((_, first)) = rows.first() else {
+    if rows.is_empty() {
         return Err(DataError::Unusable(format!("{path}: the file has no rows")));
-    };
-    let width = first.len();
-    let has_header = config
-        .header
-        .unwrap_or_else(|| first.iter().any(|cell| cell.parse::<f64>().is_err()));
-    let header: Option<Vec<String>> = has_header.then(|| first.iter().map(String::from).collect());
-    let label = match &target_column {
-        Column::Index(i) => {
-            let idx = if *i < 0 { width as i64 + i } else { *i };
-            if idx < 0 || idx >= width as i64 {
-                return Err(format(
-                    rows[0].0,
-                    format!("{target_key} = {i} is out of range for {width} columns"),
-                ));
-            }
-            idx as usize
+    }
+    Ok(rows)
+}
+
+/// How a file's columns are read: its header, its width and its target column.
+struct Layout {
+    header: Option<Vec<String>>,
+    width: usize,
+    /// The target column, and whether it holds class labels (else values).
+    target: Option<(usize, bool)>,
+}
+
+impl Layout {
+    /// The layout of `rows` under `config`; `with_target` false reads every column as a
+    /// feature.
+    fn of(
+        rows: &[(usize, csv::StringRecord)],
+        path: &str,
+        config: &CsvConfig,
+        with_target: bool,
+    ) -> Result<Self, DataError> {
+        let (line, first) = &rows[0];
+        let width = first.len();
+        let has_header = config
+            .header
+            .unwrap_or_else(|| first.iter().any(|cell| cell.parse::<f64>().is_err()));
+        let header: Option<Vec<String>> =
+            has_header.then(|| first.iter().map(String::from).collect());
+        let format = |message: String| DataError::Format {
+            path: path.to_string(),
+            line: *line,
+            message,
+        };
+        let mut layout = Layout {
+            header,
+            width,
+            target: None,
+        };
+        if !with_target {
+            return Ok(layout);
         }
-        Column::Name(name) => {
-            let Some(header) = &header else {
-                return Err(format(
-                    rows[0].0,
-                    format!("{target_key} = \"{name}\" needs a header row, and this file has none"),
-                ));
-            };
-            header.iter().position(|h| h == name).ok_or_else(|| {
-                format(
-                    rows[0].0,
+        let (key, column) = target_of(config);
+        let index = layout.column(key, &column).map_err(format)?;
+        if width < 2 {
+            return Err(format(format!(
+                "need at least one feature column and a label column, got {width} column(s)"
+            )));
+        }
+        layout.target = Some((index, config.target_column.is_none()));
+        Ok(layout)
+    }
+
+    /// The index of `column` (the value of config key `key`).
+    fn column(&self, key: &str, column: &Column) -> Result<usize, String> {
+        let width = self.width;
+        match column {
+            Column::Index(i) => {
+                let idx = if *i < 0 { width as i64 + i } else { *i };
+                usize::try_from(idx)
+                    .ok()
+                    .filter(|&c| c < width)
+                    .ok_or_else(|| format!("{key} = {i} is out of range for {width} columns"))
+            }
+            Column::Name(name) => {
+                let Some(header) = &self.header else {
+                    return Err(format!(
+                        "{key} = \"{name}\" needs a header row, and this file has none"
+                    ));
+                };
+                header.iter().position(|h| h == name).ok_or_else(|| {
                     format!(
                         "no column named \"{name}\" (columns: {})",
                         header.join(", ")
-                    ),
-                )
-            })?
-        }
-    };
-    if width < 2 {
-        return Err(format(
-            rows[0].0,
-            format!("need at least one feature column and a label column, got {width} column(s)"),
-        ));
-    }
-    let column_name = |c: usize| match &header {
-        Some(h) => format!("column {} (\"{}\")", c + 1, h[c]),
-        None => format!("column {}", c + 1),
-    };
-    let mut samples = Vec::with_capacity(rows.len());
-    for (line, record) in rows.iter().skip(usize::from(has_header)) {
-        if record.len() != width {
-            return Err(format(
-                *line,
-                format!(
-                    "expected {width} columns like the first row, got {}",
-                    record.len()
-                ),
-            ));
-        }
-        let mut features = Vec::with_capacity(width - 1);
-        let mut target = 0.0;
-        for (c, cell) in record.iter().enumerate() {
-            if c == label && is_label {
-                target = cell.parse::<usize>().map_err(|_| {
-                    format(
-                        *line,
-                        format!(
-                            "{}: label must be a non-negative integer, got \"{cell}\"",
-                            column_name(c)
-                        ),
                     )
-                })? as f64;
-            } else if c == label {
-                target = cell
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite())
-                    .ok_or_else(|| {
-                        format(
-                            *line,
-                            format!(
-                                "{}: target must be a finite number, got \"{cell}\"",
-                                column_name(c)
-                            ),
-                        )
-                    })?;
-            } else {
-                let value = cell
-                    .parse::<f32>()
-                    .ok()
-                    .filter(|v| v.is_finite())
-                    .ok_or_else(|| {
-                        format(
-                            *line,
-                            format!(
-                                "{}: expected a finite number, got \"{cell}\"",
-                                column_name(c)
-                            ),
-                        )
-                    })?;
-                features.push(value);
+                })
             }
         }
-        samples.push((features, target));
     }
-    if samples.is_empty() {
-        return Err(DataError::Unusable(format!(
-            "{path}: the file has a header but no data rows"
-        )));
+
+    /// `column 2 ("price")`, or `column 2` without a header.
+    fn name(&self, c: usize) -> String {
+        match &self.header {
+            Some(h) => format!("column {} (\"{}\")", c + 1, h[c]),
+            None => format!("column {}", c + 1),
+        }
     }
-    Ok((samples, width - 1))
+
+    /// Every data row's features and target.
+    fn values(
+        &self,
+        rows: &[(usize, csv::StringRecord)],
+        path: &str,
+    ) -> Result<Vec<InputRow>, DataError> {
+        let skip = usize::from(self.header.is_some());
+        let records = rows
+            .iter()
+            .skip(skip)
+            .map(|(line, record)| {
+                self.row(record).map_err(|message| DataError::Format {
+                    path: path.to_string(),
+                    line: *line,
+                    message,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if records.is_empty() {
+            return Err(DataError::Unusable(format!(
+                "{path}: the file has a header but no data rows"
+            )));
+        }
+        Ok(records)
+    }
+
+    /// One row's features and target.
+    fn row(&self, record: &csv::StringRecord) -> Result<(Vec<f32>, Option<f64>), String> {
+        if record.len() != self.width {
+            return Err(format!(
+                "expected {} columns like the first row, got {}",
+                self.width,
+                record.len()
+            ));
+        }
+        let mut features = Vec::with_capacity(self.width);
+        let mut target = None;
+        for (c, cell) in record.iter().enumerate() {
+            match self.target {
+                Some((t, true)) if t == c => target = Some(self.label(c, cell)?),
+                Some((t, false)) if t == c => target = Some(self.target(c, cell)?),
+                _ => features.push(self.feature(c, cell)?),
+            }
+        }
+        Ok((features, target))
+    }
+
+    fn label(&self, c: usize, cell: &str) -> Result<f64, String> {
+        cell.parse::<usize>().map(|l| l as f64).map_err(|_| {
+            format!(
+                "{}: label must be a non-negative integer, got \"{cell}\"",
+                self.name(c)
+            )
+        })
+    }
+
+    fn target(&self, c: usize, cell: &str) -> Result<f64, String> {
+        let value = cell.parse::<f64>().ok().filter(|v| v.is_finite());
+        value.ok_or_else(|| {
+            format!(
+                "{}: target must be a finite number, got \"{cell}\"",
+                self.name(c)
+            )
+        })
+    }
+
+    fn feature(&self, c: usize, cell: &str) -> Result<f32, String> {
+        let value = cell.parse::<f32>().ok().filter(|v| v.is_finite());
+        value.ok_or_else(|| format!("{}: expected a finite number, got \"{cell}\"", self.name(c)))
+    }
 }
 
 #[cfg(test)]

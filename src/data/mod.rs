@@ -7,15 +7,17 @@ mod csv;
 mod idx;
 mod loader;
 mod rows;
+mod scaling;
 pub mod series;
 mod split;
 mod synthetic;
 
 pub use batcher::{ClassificationBatch, ClassificationBatcher, Row, RowBatch, RowBatcher};
-pub use csv::{load_csv, load_csv_rows};
+pub use csv::{load_csv, load_csv_inputs, load_csv_rows, InputRow};
 pub use idx::load_idx;
 pub use loader::{item_loader, Collect};
 pub use rows::{load_csv_regression, load_series_forecast, Baseline, RowData};
+pub use scaling::{FeatureScaling, RowScaling};
 pub(crate) use split::{moments, shuffle_for_split};
 pub use synthetic::generate;
 
@@ -104,27 +106,9 @@ impl Dataset {
     /// deviation of the training split only (the validation split must not inform training),
     /// applied to both splits. A constant feature (standard deviation 0) is only centred.
     pub fn standardize(&mut self) {
-        let n = self.train.len() as f64;
-        let mut mean = vec![0.0f64; self.features];
-        for s in &self.train {
-            for (m, &x) in mean.iter_mut().zip(&s.features) {
-                *m += f64::from(x) / n;
-            }
-        }
-        let mut var = vec![0.0f64; self.features];
-        for s in &self.train {
-            for ((v, &x), m) in var.iter_mut().zip(&s.features).zip(&mean) {
-                *v += (f64::from(x) - m).powi(2) / n;
-            }
-        }
-        let scale: Vec<f64> = var
-            .iter()
-            .map(|v| if *v > 0.0 { 1.0 / v.sqrt() } else { 1.0 })
-            .collect();
+        let scaling = FeatureScaling::fit(&self.train, self.features);
         for s in self.train.iter_mut().chain(self.valid.iter_mut()) {
-            for ((x, m), k) in s.features.iter_mut().zip(&mean).zip(&scale) {
-                *x = ((f64::from(*x) - m) * k) as f32;
-            }
+            scaling.apply(&mut s.features);
         }
     }
 }

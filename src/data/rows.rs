@@ -2,7 +2,7 @@
 //! windows of a time series.
 
 use super::series;
-use super::{load_csv_rows, moments, shuffle_for_split, DataError, Row};
+use super::{load_csv_rows, moments, shuffle_for_split, DataError, Row, RowScaling};
 use crate::config::{CsvConfig, DataConfig, GapPolicy, SeriesConfig};
 
 /// Rows ready to train on, with how to read the model's errors.
@@ -77,18 +77,11 @@ pub fn load_csv_regression(
 /// Scales every feature and the target to mean 0, standard deviation 1 with the training
 /// split's statistics; returns the target's mean and standard deviation.
 fn standardize(data: &mut RowData, features: usize) -> (f64, f64) {
-    let train = &data.train;
-    let stats: Vec<(f64, f64)> = (0..features)
-        .map(|j| moments(train.iter().map(|r| f64::from(r.features[j]))))
-        .collect();
-    let target = moments(train.iter().map(|r| f64::from(r.targets[0])));
+    let scaling = RowScaling::fit(&data.train, features);
     for row in data.train.iter_mut().chain(data.valid.iter_mut()) {
-        for (x, (mean, std)) in row.features.iter_mut().zip(&stats) {
-            *x = ((f64::from(*x) - mean) / std) as f32;
-        }
-        row.targets[0] = ((f64::from(row.targets[0]) - target.0) / target.1) as f32;
+        scaling.apply(row);
     }
-    target
+    scaling.target
 }
 
 /// Forecasting rows from a series: each row's features are a window of past values and its

@@ -13,6 +13,7 @@ use crate::model::Network;
 /// validation metric.
 pub struct Classify<N> {
     build: Box<dyn Fn(&Device) -> N>,
+    sections: &'static [&'static str],
     data: Splits<Sample>,
 }
 
@@ -25,8 +26,17 @@ impl<N: Network> Classify<N> {
     ) -> Self {
         Self {
             build: Box::new(build),
+            sections: &[],
             data: Splits::in_memory(train, valid),
         }
+    }
+}
+
+impl<N: Network> Classify<N> {
+    /// Says that the config's `sections` describe this task (see [`Task::config_sections`]).
+    pub(crate) fn owning(mut self, sections: &'static [&'static str]) -> Self {
+        self.sections = sections;
+        self
     }
 }
 
@@ -37,6 +47,10 @@ impl<N: Network> Task for Classify<N> {
 
     fn name(&self) -> String {
         "classify".into()
+    }
+
+    fn config_sections(&self) -> &'static [&'static str] {
+        self.sections
     }
 
     fn model(&self, device: &Device) -> N {

@@ -12,10 +12,12 @@
 mod classify;
 pub(crate) mod metrics;
 mod regress;
+pub(crate) mod score;
 
 pub use classify::Classify;
 pub use metrics::{HostSums, Metric, MetricSums, Reduce};
 pub use regress::Regress;
+pub use score::{evaluate, Score};
 
 use std::sync::Arc;
 
@@ -42,6 +44,14 @@ pub trait Task {
     /// A short name for the task, shown in the run's `config.toml` and summary.
     fn name(&self) -> String {
         "custom".into()
+    }
+
+    /// The config sections that describe this task: the run's `config.toml` keeps them, and a
+    /// resume compares them. A built-in task that a config builds owns `[data]` and `[model]`;
+    /// a task defined in code owns none (the default), so those sections, which say nothing
+    /// about its run, are left out of `config.toml`.
+    fn config_sections(&self) -> &'static [&'static str] {
+        &[]
     }
 
     /// Lines worth telling the user before training (what loading the data did).

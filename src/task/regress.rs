@@ -14,6 +14,7 @@ use crate::model::Network;
 pub struct Regress<N> {
     name: String,
     build: Box<dyn Fn(&Device) -> N>,
+    sections: &'static [&'static str],
     data: Splits<Row>,
     unit_scale: f64,
     notes: Vec<String>,
@@ -32,6 +33,7 @@ impl<N: Network> Regress<N> {
         Self {
             name: "regress".into(),
             build: Box::new(build),
+            sections: &[],
             data: Splits::in_memory(train, valid),
             unit_scale,
             notes: Vec::new(),
@@ -54,6 +56,12 @@ impl<N: Network> Regress<N> {
                 (name, metrics)
             })
             .collect();
+        self
+    }
+
+    /// Says that the config's `sections` describe this task (see [`Task::config_sections`]).
+    pub(crate) fn owning(mut self, sections: &'static [&'static str]) -> Self {
+        self.sections = sections;
         self
     }
 
@@ -84,6 +92,10 @@ impl<N: Network> Task for Regress<N> {
 
     fn name(&self) -> String {
         self.name.clone()
+    }
+
+    fn config_sections(&self) -> &'static [&'static str] {
+        self.sections
     }
 
     fn notes(&self) -> Vec<String> {

@@ -214,6 +214,26 @@ fn write_files<M: ModuleSnapshot>(
 /// The learning-rate schedule's state in a checkpoint.
 const SCHEDULE_FILE: &str = "schedule.bpk";
 
+/// The names in `<run_dir>/checkpoints`: `best` and `latest` first, then the checkpoints in
+/// the order they were written.
+fn checkpoint_names(run_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(run_dir.join("checkpoints"))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.ends_with(".tmp"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort_by_key(|name| {
+        let (kind, n) = name.split_once('-').unwrap_or((name, ""));
+        let pointer = matches!(name.as_str(), "best" | "latest");
+        (!pointer, kind.to_string(), n.parse::<u64>().unwrap_or(0))
+    });
+    names
+}
+
 /// The directory of the latest complete checkpoint under `run_dir`, if any.
 pub fn latest_checkpoint(run_dir: &Path) -> Option<PathBuf> {
     Checkpoint::latest(run_dir).ok().map(|c| c.dir)
@@ -263,7 +283,42 @@ impl Checkpoint {
             let message = format!("names {name:?}, which is not a checkpoint directory");
             return Err(Error::checkpoint(&latest, message));
         }
-        let dir = latest.with_file_name(name);
+        Self::at(latest.with_file_name(name), pointer)
+    }
+
+    /// The checkpoint `name` names in `<run_dir>/checkpoints`: `latest`, `best`, or a
+    /// checkpoint directory (`epoch-3`, `step-120`). An unknown name is a config error that
+    /// lists the names there are.
+    pub fn open(run_dir: &Path, name: &str) -> Result<Self, Error> {
+        if matches!(name, "latest" | "best") {
+            return Self::named(run_dir, name);
+        }
+        let dir = run_dir.join("checkpoints").join(name);
+        let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
+        if plain && dir.join("meta.json").is_file() {
+            return Self::at(dir, name);
+        }
+        let names = checkpoint_names(run_dir);
+        Err(Error::Config(crate::config::ConfigError {
+            origin: "--checkpoint".into(),
+            key: None,
+            message: format!(
+                "no checkpoint named {name:?} in {} (there are: {})",
+                run_dir.join("checkpoints").display(),
+                match names.is_empty() {
+                    true => "none".to_string(),
+                    false => names.join(", "),
+                }
+            ),
+        }))
+    }
+
+    /// The checkpoint in `dir`, reached through `pointer` (`latest`, `best`, or its own name).
+    fn at(dir: PathBuf, pointer: &str) -> Result<Self, Error> {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let meta = dir.join("meta.json");
         let text = std::fs::read(&meta).map_err(|e| {
             let message = match e.kind() {

@@ -9,10 +9,8 @@
 //!   precision; `optimizer`: the configured one, from Burn's;
 //! - `decide`: the learning-rate [`Schedule`] and [`EarlyStop`], as pure decisions;
 //! - `checkpoint`: kill-safe checkpoints; `resume`: continuing a run from one;
-//! - `stats`: figures that become the summary;
-//! - `builtin`: the one place that maps a config's model and data to a built-in task.
+//! - `stats`: figures that become the summary.
 
-mod builtin;
 mod checkpoint;
 mod decide;
 mod epochs;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::checkpoint::Checkpoint;
 use super::stats::Stats;
+use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::{current_epochs, read_snapshots, Snapshot};
@@ -43,9 +44,10 @@ pub(super) struct Resume {
 impl Resume {
     /// Opens `run_dir` to continue under `config`: the config must match the run's own in
     /// everything but [`MAY_CHANGE`], and the latest checkpoint must be readable.
-    /// With `builtin`, the run must be of a built-in task (one a config describes).
-    pub(super) fn open(run_dir: &Path, config: &RunConfig, builtin: bool) -> Result<Self, Error> {
-        check_config(run_dir, config, builtin)?;
+    /// `owned`: the config sections that describe the task being resumed
+    /// ([`Task::config_sections`](crate::task::Task::config_sections)).
+    pub(super) fn open(run_dir: &Path, config: &RunConfig, owned: &[&str]) -> Result<Self, Error> {
+        check_config(run_dir, config, owned)?;
         let checkpoint = Checkpoint::latest(run_dir)?;
         checkpoint.verify()?;
         let done = checkpoint.state.epoch;
@@ -137,8 +139,13 @@ impl Resume {
 
 /// Refuses `config` if it differs from `<run_dir>/config.toml` in a key that changes what the
 /// run computes. A run of a task defined in code has no `[model]` and `[data]` in its file;
-/// those sections are then the program's business.
-pub(crate) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) -> Result<(), Error> {
+/// those sections are then the program's business. `owned`: the sections the task being resumed
+/// is described by.
+pub(crate) fn check_config(
+    run_dir: &Path,
+    config: &RunConfig,
+    owned: &[&str],
+) -> Result<(), Error> {
     let path = run_dir.join("config.toml");
     let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::Config(ConfigError {
@@ -159,14 +166,8 @@ pub(crate) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) ->
     // defaults) compare equal to a file that lacks them.
     let saved = crate::config::parse(&text, &path.display().to_string(), &[])?;
     let saved: toml::Table = toml::from_str(&to_toml(&saved)).expect("config is TOML");
-    let code_task = text.starts_with(CODE_TASK_HEADER);
-    if code_task && builtin {
-        let first = text.lines().next().unwrap_or_default();
-        let task = first
-            .strip_prefix(CODE_TASK_HEADER)
-            .and_then(|rest| rest.split(',').next())
-            .unwrap_or_default()
-            .trim();
+    let task_in_code = code_task(&text);
+    if let (Some(task), false) = (task_in_code, owned.is_empty()) {
         return Err(unreadable(format!(
             "the run trained task {task}, defined in code: resume it from that program, with \
              Trainer::resume"
@@ -180,7 +181,8 @@ pub(crate) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) ->
     for key in keys {
         let (old, new) = (before.get(key), after.get(key));
         let section = key.split('.').next().unwrap_or("");
-        let in_code = code_task && (section == "model" || section == "data");
+        let in_code =
+            task_in_code.is_some() && TASK_SECTIONS.contains(&section) && !owned.contains(&section);
         let may_change = MAY_CHANGE
             .iter()
             .any(|k| key == k || (k.ends_with('.') && key.starts_with(k)));
@@ -201,6 +203,13 @@ pub(crate) fn check_config(run_dir: &Path, config: &RunConfig, builtin: bool) ->
         }));
     }
     Ok(())
+}
+
+/// The name of the task a run's `config.toml` (`text`) says was defined in code, if it says so.
+pub(crate) fn code_task(text: &str) -> Option<&str> {
+    let first = text.lines().next()?;
+    let rest = first.strip_prefix(CODE_TASK_HEADER)?;
+    Some(rest.split(',').next().unwrap_or_default().trim())
 }
 
 /// [`MAY_CHANGE`] in words: `train.epochs, ... and the [memory] and [checkpoint] keys`.
@@ -246,11 +255,11 @@ mod tests {
         assert!(train.remove("betas").is_some() && train.remove("eps").is_some());
         let old = toml::to_string(&table).unwrap();
         std::fs::write(dir.path().join("config.toml"), old).unwrap();
-        check_config(dir.path(), &config, true).unwrap();
+        check_config(dir.path(), &config, TASK_SECTIONS).unwrap();
         // A key that changes the run is still refused.
         let mut raw = ConfigBuilder::from_config(&config);
         raw.raw_mut().train.betas = Some(vec![0.8, 0.9]);
-        let err = check_config(dir.path(), &raw.build().unwrap(), true).unwrap_err();
+        let err = check_config(dir.path(), &raw.build().unwrap(), TASK_SECTIONS).unwrap_err();
         assert_eq!(err_key(&err), Some("train.betas"));
     }
 

@@ -4,9 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use super::resume::CODE_TASK_HEADER;
+use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, RunConfig};
 use crate::error::Error;
 use crate::memory::write_atomic;
+use crate::task::Task;
 
 /// `<output_dir>/<name>`, or `<name>-2`, `-3`, ... if that exists: a run never writes over
 /// another run's files.
@@ -26,26 +28,29 @@ pub(crate) fn create(output_dir: &Path, name: &str) -> Result<PathBuf, Error> {
     unreachable!("the loop returns")
 }
 
-/// Writes `config.toml`. With a task defined in code (`builtin` false), the `[model]` and
-/// `[data]` sections say nothing about the run, so they are left out and a comment names the
-/// task instead.
-pub(super) fn write_config(
+/// Writes `config.toml`. The `[model]` and `[data]` sections of a task defined in code (one
+/// that does not own them, [`Task::config_sections`]) say nothing about the run, so they are
+/// left out and a comment names the task instead.
+pub(super) fn write_config<T: Task>(
     run_dir: &Path,
     config: &RunConfig,
-    task: &str,
-    builtin: bool,
+    task: &T,
 ) -> Result<(), Error> {
     let path = run_dir.join("config.toml");
-    let text = match builtin {
+    let owned = task.config_sections();
+    let text = match TASK_SECTIONS.iter().all(|s| owned.contains(s)) {
         true => to_toml(config),
         false => {
             let full: toml::Table = toml::from_str(&to_toml(config)).expect("config is TOML");
             let kept: toml::Table = full
                 .into_iter()
-                .filter(|(section, _)| section != "model" && section != "data")
+                .filter(|(section, _)| {
+                    !TASK_SECTIONS.contains(&section.as_str()) || owned.contains(&section.as_str())
+                })
                 .collect();
             format!(
-                "{CODE_TASK_HEADER} \"{task}\", defined in code\n{}",
+                "{CODE_TASK_HEADER} \"{}\", defined in code\n{}",
+                task.name(),
                 toml::to_string(&kept).expect("a TOML table serialises")
             )
         }

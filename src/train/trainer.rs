@@ -8,14 +8,16 @@ use super::checkpoint::Checkpointer;
 use super::epochs::Epochs;
 use super::precision;
 use super::resume::Resume;
+use super::run_dir;
 use super::stats::Identity;
 use super::summary::{RunStatus, RunSummary};
-use super::{builtin, run_dir};
 use crate::backend;
+use crate::builtin::{self, Visit};
 use crate::config::{Backend, ConfigError, Execution, LossScaling, Precision, RunConfig};
 use crate::error::Error;
 use crate::memory::{write_atomic, Governor, Layout, Observer, Silent};
-use crate::task::Task;
+use crate::model::Network;
+use crate::task::{Classify, Regress, Task};
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
 /// [`Task`] ([`fit`](Self::fit)).
@@ -69,7 +71,9 @@ impl Trainer {
 
     /// Trains the model `[model]` describes on the data `[data]` describes.
     pub fn run(self) -> Result<RunSummary, Error> {
-        builtin::run(self)
+        let loaded = builtin::load(&self.config)?;
+        let config = self.config.clone();
+        builtin::visit(&config, loaded, self)
     }
 
     /// Trains `task` under this trainer's `[run]`, `[device]`, `[train]` and `[memory]`
@@ -80,10 +84,6 @@ impl Trainer {
     /// stays, a `run_end` event records what the run kept after releasing its memory, and
     /// `summary.json` has status `failed` with the error.
     pub fn fit<T: Task>(self, task: T) -> Result<RunSummary, Error> {
-        self.fit_task(task, false)
-    }
-
-    pub(super) fn fit_task<T: Task>(self, task: T, builtin: bool) -> Result<RunSummary, Error> {
         let started = Instant::now();
         let Trainer {
             config,
@@ -91,7 +91,7 @@ impl Trainer {
             resume,
         } = self;
         let resume = match resume {
-            Some(dir) => Some(Resume::open(&dir, &config, builtin)?),
+            Some(dir) => Some(Resume::open(&dir, &config, task.config_sections())?),
             None => None,
         };
         let device = backend::select(&config.device)?;
@@ -112,7 +112,7 @@ impl Trainer {
         for note in notes(&config).into_iter().chain(task.notes()) {
             observer.message(&note);
         }
-        run_dir::write_config(&run_dir, &config, &task.name(), builtin)?;
+        run_dir::write_config(&run_dir, &config, &task)?;
         let mut layout = Layout::new(config.train.batch_size, config.train.accumulation_steps);
         if let Some(resume) = &resume {
             layout.factor = resume.checkpoint.state.layout_factor.max(1);
@@ -155,6 +155,19 @@ impl Trainer {
         let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
         write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
         result.map(|()| summary)
+    }
+}
+
+/// A built-in task is trained like any other.
+impl Visit for Trainer {
+    type Output = RunSummary;
+
+    fn classify<N: Network>(self, task: Classify<N>) -> Result<RunSummary, Error> {
+        self.fit(task)
+    }
+
+    fn regress<N: Network>(self, task: Regress<N>) -> Result<RunSummary, Error> {
+        self.fit(task)
     }
 }
 

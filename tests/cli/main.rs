@@ -5,6 +5,7 @@ mod custom;
 mod data;
 mod experiments;
 mod fuzz;
+mod inference;
 mod memory;
 mod recipe;
 mod resume;

@@ -4,10 +4,10 @@ use burn::module::Module;
 
 use super::setup::{Loader, Run};
 use super::{loader_error, Epochs};
-use crate::data::DataError;
 use crate::error::Error;
 use crate::task::metrics::Means;
-use crate::task::{MetricSums, Task};
+use crate::task::score::score_batches;
+use crate::task::Task;
 use crate::train::step::micro_batches;
 
 impl<T: Task> Epochs<'_, T> {
@@ -21,22 +21,23 @@ impl<T: Task> Epochs<'_, T> {
 
     fn validate_on(&mut self, run: &Run<T>, loader: &Loader<T>) -> Result<Means, Error> {
         let model = run.precision.compute_model(&run.model().valid());
-        let cx = run.precision.compute();
-        let mut sums = MetricSums::default();
         // In micro-batches, like training: a limit that shrank the training step holds for
         // validation too.
         let micro = self.governor.layout().micro_batch();
-        for items in loader.iter() {
-            let items = items.map_err(loader_error)?;
-            for chunk in micro_batches(&mut vec![items], micro, false) {
-                let n = chunk.len();
-                let batch = self.task.batcher().batch(chunk, self.device);
-                let out = self.task.valid_step(&model, batch, &cx);
-                sums.add(out.loss, out.metrics, n);
-            }
-        }
-        sums.finish()
-            .map_err(Error::device)?
-            .ok_or_else(|| Error::Data(DataError::Unusable("the validation split is empty".into())))
+        let batches = loader.iter().flat_map(|items| match items {
+            Ok(items) => micro_batches(&mut vec![items], micro, false)
+                .into_iter()
+                .map(Ok)
+                .collect(),
+            Err(e) => vec![Err(loader_error(e))],
+        });
+        let score = score_batches(
+            self.task,
+            &model,
+            &run.precision.compute(),
+            self.device,
+            batches,
+        )?;
+        Ok((score.loss, score.metrics))
     }
 }

@@ -1,18 +1,25 @@
 //! The built-in tasks, from a config's `[model]` and `[data]`: the one place that maps a model
-//! kind and a data kind to types. Everything after it is generic over the task.
+//! kind and a data kind to types. Training, `evaluate` and `predict` reach the task through a
+//! [`Visit`]or, so that everything after this module is generic over the network.
+
+mod inputs;
+
+pub(crate) use inputs::{inputs, Inputs, Readout};
 
 use burn::tensor::Device;
 
-use super::summary::RunSummary;
-use super::trainer::Trainer;
 use crate::config::{ConfigError, DataSource, ModelConfig, RunConfig};
 use crate::data::{self, Dataset, RowData};
 use crate::error::Error;
 use crate::model::{Cnn, Lstm, Mlp, Network};
 use crate::task::{Classify, Regress};
 
+/// The config sections that describe a task: a built-in task owns them (its run's
+/// `config.toml` keeps them), a task defined in code none.
+pub(crate) const SECTIONS: &[&str] = &["data", "model"];
+
 /// What the configured data is for.
-enum Loaded {
+pub(crate) enum Loaded {
     /// Labelled samples: classification.
     Classes(Dataset),
     /// Values to predict: regression (`task` names which).
@@ -29,13 +36,40 @@ impl Loaded {
     }
 }
 
-/// Loads the configured data, builds the configured task and trains it.
-pub(super) fn run(trainer: Trainer) -> Result<RunSummary, Error> {
-    let config = trainer.config();
-    let loaded = load(config)?;
+/// What to do with a built-in task once its network's type is known.
+pub(crate) trait Visit {
+    /// What the visit gives.
+    type Output;
+    /// A classification task.
+    fn classify<N: Network>(self, task: Classify<N>) -> Result<Self::Output, Error>;
+    /// A regression (or forecasting) task.
+    fn regress<N: Network>(self, task: Regress<N>) -> Result<Self::Output, Error>;
+}
+
+/// Loads the configured data, split and scaled as training sees it.
+pub(crate) fn load(config: &RunConfig) -> Result<Loaded, Error> {
+    let data = &config.data;
+    Ok(match &data.source {
+        DataSource::Csv(csv) if csv.target_column.is_some() => Loaded::Rows(
+            data::load_csv_regression(data, csv, config.run.seed)?,
+            "regress",
+        ),
+        DataSource::Series(series) => {
+            Loaded::Rows(data::load_series_forecast(data, series)?, "forecast")
+        }
+        _ => Loaded::Classes(data::load(data, config.run.seed)?),
+    })
+}
+
+/// Builds the task `config` describes over `loaded` and hands it to `visitor`.
+pub(crate) fn visit<V: Visit>(
+    config: &RunConfig,
+    loaded: Loaded,
+    visitor: V,
+) -> Result<V::Output, Error> {
     let (features, outputs) = loaded.shape();
     match config.model.clone() {
-        ModelConfig::Mlp(mlp) => fit(trainer, loaded, move |device| {
+        ModelConfig::Mlp(mlp) => task(loaded, visitor, move |device| {
             Mlp::new(&mlp, features, outputs, device)
         }),
         ModelConfig::Cnn(cnn) => {
@@ -51,40 +85,29 @@ pub(super) fn run(trainer: Trainer) -> Result<RunSummary, Error> {
                     ),
                 }));
             }
-            fit(trainer, loaded, move |device| {
+            task(loaded, visitor, move |device| {
                 Cnn::new(&cnn, outputs, device)
             })
         }
-        ModelConfig::Lstm(lstm) => fit(trainer, loaded, move |device| {
+        ModelConfig::Lstm(lstm) => task(loaded, visitor, move |device| {
             Lstm::new(&lstm.hidden, outputs, device)
         }),
     }
 }
 
-fn load(config: &RunConfig) -> Result<Loaded, Error> {
-    let data = &config.data;
-    Ok(match &data.source {
-        DataSource::Csv(csv) if csv.target_column.is_some() => Loaded::Rows(
-            data::load_csv_regression(data, csv, config.run.seed)?,
-            "regress",
-        ),
-        DataSource::Series(series) => {
-            Loaded::Rows(data::load_series_forecast(data, series)?, "forecast")
-        }
-        _ => Loaded::Classes(data::load(data, config.run.seed)?),
-    })
-}
-
-fn fit<N: Network>(
-    trainer: Trainer,
+fn task<N: Network, V: Visit>(
     loaded: Loaded,
+    visitor: V,
     build: impl Fn(&Device) -> N + 'static,
-) -> Result<RunSummary, Error> {
+) -> Result<V::Output, Error> {
     match loaded {
-        Loaded::Classes(d) => trainer.fit_task(Classify::new(d.train, d.valid, build), true),
+        Loaded::Classes(d) => {
+            visitor.classify(Classify::new(d.train, d.valid, build).owning(SECTIONS))
+        }
         Loaded::Rows(rows, name) => {
             let task = Regress::new(rows.train, rows.valid, rows.unit_scale, build)
                 .named(name)
+                .owning(SECTIONS)
                 .with_notes(rows.notes)
                 .with_baselines(
                     rows.baselines
@@ -92,7 +115,7 @@ fn fit<N: Network>(
                         .map(|b| (b.name, [("mae", b.mae), ("rmse", b.rmse)]))
                         .collect(),
                 );
-            trainer.fit_task(task, true)
+            visitor.regress(task)
         }
     }
 }

@@ -1,0 +1,85 @@
+//! `tidemark evaluate`: a finished run's model scored on its validation split or on a file,
+//! written to `evaluation.json`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Trained;
+use crate::builtin::{self, Visit};
+use crate::error::Error;
+use crate::memory::write_atomic;
+use crate::model::Network;
+use crate::task::{Classify, Regress, Score, Task};
+
+/// A run's model scored on some data.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluation {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// The checkpoint whose weights were scored (`epoch-3`).
+    pub checkpoint: String,
+    /// The file scored, or `None` for the run's own validation split.
+    pub data: Option<PathBuf>,
+    /// The loss and the task's metrics.
+    #[serde(flatten)]
+    pub score: Score,
+}
+
+impl Evaluation {
+    /// What was scored, in words: the file, or `validation split`.
+    pub fn source(&self) -> String {
+        match &self.data {
+            Some(path) => path.display().to_string(),
+            None => "validation split".into(),
+        }
+    }
+}
+
+/// Scores `run`'s model on `data` (a file laid out like the run's own data), or on the run's
+/// validation split without one, and writes `<run_dir>/evaluation.json`.
+pub fn evaluate(run: &Trained, data: Option<&Path>) -> Result<Evaluation, Error> {
+    let loaded = match data {
+        Some(path) => builtin::inputs(&run.config, path)?.labelled(path, &run.config)?,
+        None => builtin::load(&run.config)?,
+    };
+    let score = builtin::visit(&run.config, loaded, Scorer(run))?;
+    let evaluation = Evaluation {
+        run_dir: run.run_dir.clone(),
+        checkpoint: run.checkpoint_name.clone(),
+        data: data.map(Path::to_path_buf),
+        score,
+    };
+    let path = run.run_dir.join("evaluation.json");
+    let json = serde_json::to_vec_pretty(&evaluation).expect("an evaluation serialises");
+    write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
+    Ok(evaluation)
+}
+
+/// Scores the task's validation items with the run's weights.
+struct Scorer<'a>(&'a Trained);
+
+impl Scorer<'_> {
+    fn score<T: Task>(&self, task: T) -> Result<Score, Error> {
+        let run = self.0;
+        let model = run.model(|device| task.model(device))?;
+        let Some(valid) = task.data().valid else {
+            return Err(Error::Data(crate::data::DataError::Unusable(
+                "there is nothing to score: the data has no validation items".into(),
+            )));
+        };
+        crate::task::evaluate(&task, &model, valid.as_ref(), run.batch_size(), &run.device)
+    }
+}
+
+impl Visit for Scorer<'_> {
+    type Output = Score;
+
+    fn classify<N: Network>(self, task: Classify<N>) -> Result<Score, Error> {
+        self.score(task)
+    }
+
+    fn regress<N: Network>(self, task: Regress<N>) -> Result<Score, Error> {
+        self.score(task)
+    }
+}

@@ -1,0 +1,103 @@
+//! Using a finished run of a built-in task: [`evaluate`] scores its model on data and
+//! [`predict`] writes its outputs for every input. Both read the run's `config.toml`, load one
+//! of its checkpoints, and prepare a file exactly as the run's training prepared its own data.
+//!
+//! A task defined in code is scored from Rust with [`crate::task::evaluate`], the function both
+//! use.
+
+mod evaluate;
+mod predict;
+
+pub use evaluate::{evaluate, Evaluation};
+pub use predict::{predict, Predictions};
+
+use std::path::{Path, PathBuf};
+
+use burn::module::Module;
+use burn::store::ModuleSnapshot;
+use burn::tensor::Device;
+
+use crate::config::{ConfigError, RunConfig};
+use crate::error::Error;
+use crate::model::initialize;
+use crate::train::Checkpoint;
+
+/// A finished run, opened to use its model.
+pub struct Trained {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Its `config.toml`.
+    pub config: RunConfig,
+    /// The checkpoint whose weights are used.
+    pub checkpoint: Checkpoint,
+    /// That checkpoint's directory name (`epoch-3`).
+    pub checkpoint_name: String,
+    device: Device,
+}
+
+impl Trained {
+    /// Opens `run_dir` with the checkpoint `checkpoint` names (`best`, `latest` or a directory
+    /// such as `epoch-3`); `None`: the run's final weights, the checkpoint its `summary.json`
+    /// names (the best epoch's under early stopping with `restore_best`), else `latest`.
+    pub fn open(run_dir: &Path, checkpoint: Option<&str>) -> Result<Self, Error> {
+        let path = run_dir.join("config.toml");
+        let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::Config(ConfigError {
+                origin: run_dir.display().to_string(),
+                key: None,
+                message: format!("not a run directory: {} is missing", path.display()),
+            }),
+            _ => Error::io(&path, e),
+        })?;
+        if let Some(task) = crate::train::resume::code_task(&text) {
+            return Err(Error::Config(ConfigError {
+                origin: path.display().to_string(),
+                key: None,
+                message: format!(
+                    "the run trained task {task}, defined in code: score its model from Rust \
+                     with tidemark::task::evaluate"
+                ),
+            }));
+        }
+        let config = crate::config::parse(&text, &path.display().to_string(), &[])?;
+        let name = match checkpoint {
+            Some(name) => name.to_string(),
+            None => final_checkpoint(run_dir).unwrap_or_else(|| "latest".into()),
+        };
+        let checkpoint = Checkpoint::open(run_dir, &name)?;
+        let checkpoint_name = checkpoint
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or(name);
+        let device = crate::backend::select(&config.device)?;
+        Ok(Self {
+            run_dir: run_dir.to_path_buf(),
+            config,
+            checkpoint,
+            checkpoint_name,
+            device,
+        })
+    }
+
+    /// The model `build` makes, with the checkpoint's weights, on the run's device.
+    fn model<M: Module + ModuleSnapshot>(&self, build: impl Fn(&Device) -> M) -> Result<M, Error> {
+        let mut model = build(&self.device);
+        initialize(&model);
+        self.checkpoint.load_model(&mut model)?;
+        Ok(model)
+    }
+
+    /// Items per forward pass: the run's batch size.
+    fn batch_size(&self) -> usize {
+        self.config.train.batch_size
+    }
+}
+
+/// The directory name of the checkpoint `summary.json` says holds the run's final weights.
+fn final_checkpoint(run_dir: &Path) -> Option<String> {
+    let text = std::fs::read(run_dir.join("summary.json")).ok()?;
+    let summary: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let dir = Path::new(summary.get("checkpoint")?.as_str()?);
+    Some(dir.file_name()?.to_string_lossy().into_owned())
+}
