@@ -1,7 +1,11 @@
 //! What the CLI shows while it trains: progress and one line per epoch on stderr ([`Terminal`]),
 //! and one line per run of a sweep ([`SweepTerminal`]).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
+
+use std::time::Duration;
+
+use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::memory::{format_bytes, format_signed_bytes};
 use crate::memory::{EpochProgress, Observer, Warning};
@@ -17,12 +21,14 @@ pub(super) struct SweepTerminal {
 impl Observer for SweepTerminal {
     fn message(&mut self, text: &str) {
         if !self.inner.quiet {
-            eprintln!("run {}/{}: {text}", self.run, self.runs);
+            let line = format!("run {}/{}: {text}", self.run, self.runs);
+            self.inner.println(&line);
         }
     }
 
     fn warning(&mut self, warning: &Warning) {
-        eprintln!("run {}/{}: warning: {warning}", self.run, self.runs);
+        let line = format!("run {}/{}: warning: {warning}", self.run, self.runs);
+        self.inner.println(&line);
     }
 
     fn step(&mut self, progress: &EpochProgress) {
@@ -32,7 +38,7 @@ impl Observer for SweepTerminal {
     fn snapshot(&mut self, s: &Snapshot) {
         self.inner.snapshot(s);
         if let (Event::RunEnd, Some(r)) = (s.event, s.retained) {
-            eprintln!(
+            let line = format!(
                 "run {}/{}: peak {} in use; after release {} in use ({} vs before), RSS {} -> {} -> {}",
                 self.run,
                 self.runs,
@@ -43,6 +49,7 @@ impl Observer for SweepTerminal {
                 format_bytes(r.rss_peak_bytes),
                 format_bytes(r.rss_after_bytes),
             );
+            self.inner.println(&line);
         }
     }
 }
@@ -60,10 +67,15 @@ pub(super) fn fmt_opt(value: Option<f64>, digits: usize) -> String {
     value.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
 
-/// Progress on stderr: an updating line within each epoch on a terminal, one line per epoch.
+/// Progress on stderr. On a terminal, an `indicatif` bar for the steps of the epoch, with the
+/// epoch, samples/s, the epoch's ETA, the loss, the lr and the memory in use (against the
+/// limit, with one); every other line prints above it. Elsewhere (a log, `2>file`), plain lines
+/// only: no bar, no control characters.
 pub(super) struct Terminal {
     quiet: bool,
     tty: bool,
+    /// The bar of the epoch it counts.
+    bar: Option<(ProgressBar, usize)>,
 }
 
 impl Terminal {
@@ -71,32 +83,91 @@ impl Terminal {
         Self {
             quiet,
             tty: std::io::stderr().is_terminal(),
+            bar: None,
         }
     }
+
+    /// Prints `text` on its own line: above the bar while one is shown.
+    pub(super) fn println(&self, text: &str) {
+        match &self.bar {
+            Some((bar, _)) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    /// Removes the bar (at an epoch's end, and before the run's last lines).
+    fn clear_bar(&mut self) {
+        if let Some((bar, _)) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// The bar for `p`'s epoch, started if it is a new one.
+    fn bar_for(&mut self, p: &EpochProgress) -> &ProgressBar {
+        if self
+            .bar
+            .as_ref()
+            .is_some_and(|(_, epoch)| *epoch != p.epoch)
+        {
+            self.clear_bar();
+        }
+        let (bar, _) = self.bar.get_or_insert_with(|| {
+            let bar =
+                ProgressBar::with_draw_target(Some(p.steps as u64), ProgressDrawTarget::stderr());
+            let style =
+                ProgressStyle::with_template("epoch {prefix} [{bar:24}] {pos}/{len}  {msg}")
+                    .expect("a valid template")
+                    .progress_chars("=> ");
+            bar.set_style(style);
+            bar.set_prefix(format!("{}/{}", p.epoch, p.epochs));
+            (bar, p.epoch)
+        });
+        bar
+    }
+}
+
+/// The bar's message:
+/// `loss 0.5421  lr 3.00e-3  2406 samples/s  mem 8.4 MiB / 64.0 MiB  eta 12s (run 1m 40s)`.
+fn progress_message(p: &EpochProgress) -> String {
+    let lr = p.lr.map_or(String::new(), |lr| format!("  lr {lr:.2e}"));
+    let memory = match (p.bytes_in_use, p.limit_bytes) {
+        (Some(used), Some(limit)) => {
+            format!("  mem {} / {}", format_bytes(used), format_bytes(limit))
+        }
+        (Some(used), None) => format!("  mem {}", format_bytes(used)),
+        _ => String::new(),
+    };
+    let eta = |s: f64| HumanDuration(Duration::from_secs_f64(s.max(0.0)));
+    format!(
+        "loss {:.4}{lr}  {:.0} samples/s{memory}  eta {} (run {})",
+        p.loss,
+        p.samples_per_sec,
+        eta(p.epoch_eta_s),
+        eta(p.run_eta_s)
+    )
 }
 
 impl Observer for Terminal {
     fn message(&mut self, text: &str) {
         if !self.quiet {
-            eprintln!("{text}");
+            self.println(text);
         }
     }
 
     fn warning(&mut self, warning: &Warning) {
         if !self.quiet {
-            eprintln!("warning: {warning}");
+            self.println(&format!("warning: {warning}"));
         }
     }
 
     fn step(&mut self, p: &EpochProgress) {
-        if !self.quiet && self.tty {
-            let lr = p.lr.map_or(String::new(), |lr| format!("  lr {lr:.2e}"));
-            eprint!(
-                "\repoch {}/{}  step {}/{}  loss {:.4}{lr}   ",
-                p.epoch, p.epochs, p.step, p.steps, p.loss
-            );
-            let _ = std::io::stderr().flush();
+        if self.quiet || !self.tty {
+            return;
         }
+        let message = progress_message(p);
+        let bar = self.bar_for(p);
+        bar.set_position(p.step as u64);
+        bar.set_message(message);
     }
 
     fn snapshot(&mut self, s: &Snapshot) {
@@ -110,11 +181,13 @@ impl Observer for Terminal {
             format_bytes(s.memory.bytes_reserved),
             s.memory.source
         );
-        let clear = if self.tty { "\r\x1b[2K" } else { "" };
-        match s.event {
-            Event::RunStart => eprintln!("start: {memory}"),
-            Event::Epoch => eprintln!(
-                "{clear}epoch {}  loss {}  val_loss {}{}  lr {}{}  {} samples/s  {memory}",
+        if matches!(s.event, Event::Epoch | Event::RunEnd) {
+            self.clear_bar();
+        }
+        let line = match s.event {
+            Event::RunStart => format!("start: {memory}"),
+            Event::Epoch => format!(
+                "epoch {}  loss {}  val_loss {}{}  lr {}{}  {} samples/s  {memory}",
                 s.epoch,
                 fmt_opt(s.loss, 4),
                 fmt_opt(s.val_loss, 4),
@@ -139,17 +212,15 @@ impl Observer for Terminal {
                         format_signed_bytes(r.retained_bytes_reserved)
                     )
                 });
-                eprintln!("{clear}end: {memory}{retained}")
+                format!("end: {memory}{retained}")
             }
-            Event::Resume => eprintln!(
-                "{clear}resume: {}; {memory}",
-                s.detail.as_deref().unwrap_or("")
-            ),
-            Event::MemoryAction => eprintln!(
-                "{clear}memory {}: {}",
+            Event::Resume => format!("resume: {}; {memory}", s.detail.as_deref().unwrap_or("")),
+            Event::MemoryAction => format!(
+                "memory {}: {}",
                 s.action.as_deref().unwrap_or("action"),
                 s.detail.as_deref().unwrap_or("")
             ),
-        }
+        };
+        self.println(&line);
     }
 }

@@ -7,7 +7,7 @@ use super::snapshots::Snapshot;
 use super::usage::format_bytes;
 
 /// Progress within an epoch.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct EpochProgress {
     /// Current epoch (1-based).
     pub epoch: usize,
@@ -21,6 +21,16 @@ pub struct EpochProgress {
     pub loss: f64,
     /// The learning rate of the most recent step.
     pub lr: Option<f64>,
+    /// Training samples per second in this epoch so far (steps only, not validation).
+    pub samples_per_sec: f64,
+    /// Seconds until this epoch's steps are done, at this epoch's pace so far.
+    pub epoch_eta_s: f64,
+    /// Seconds until the run's last step, at this epoch's pace (validation not counted).
+    pub run_eta_s: f64,
+    /// Bytes in use now, as the memory figures count them.
+    pub bytes_in_use: Option<u64>,
+    /// The memory limit, if one is set.
+    pub limit_bytes: Option<u64>,
 }
 
 /// Something that went wrong without stopping the run.

@@ -33,6 +33,8 @@ pub(super) struct Tally {
     clipped_before: u64,
     /// Samples the epoch had trained before a resume inside it (not timed now).
     pub(super) restored_samples: usize,
+    /// Steps the epoch had done before a resume inside it.
+    restored_steps: usize,
     pub(super) started: Instant,
 }
 
@@ -45,6 +47,7 @@ impl Tally {
             clipped: None,
             clipped_before: 0,
             restored_samples: 0,
+            restored_steps: 0,
             started: Instant::now(),
         }
     }
@@ -55,6 +58,21 @@ impl Tally {
             Some(sum) => sum.add(flag),
             None => flag,
         });
+    }
+
+    /// The epoch's pace in this process so far: samples/s, and the seconds left to the end
+    /// of the epoch's steps and of the run's (`epochs_after` more epochs of `steps` steps).
+    fn pace(&self, steps: usize, epochs_after: usize) -> EpochProgress {
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-9);
+        let samples = self.sums.samples() - self.restored_samples;
+        let per_step = seconds / (self.steps - self.restored_steps).max(1) as f64;
+        let epoch_eta_s = steps.saturating_sub(self.steps) as f64 * per_step;
+        EpochProgress {
+            samples_per_sec: samples as f64 / seconds,
+            epoch_eta_s,
+            run_eta_s: epoch_eta_s + (epochs_after * steps) as f64 * per_step,
+            ..EpochProgress::default()
+        }
     }
 
     /// Steps clipped in the epoch so far (one read from the device).
@@ -87,6 +105,7 @@ impl<T: Task> Epochs<'_, T> {
             tally.restored_samples = sums.samples();
             tally.sums = sums;
             tally.steps = state.step_in_epoch;
+            tally.restored_steps = state.step_in_epoch;
             tally.skipped = state.epoch_skipped;
             tally.clipped_before = state.epoch_clipped;
         }
@@ -142,14 +161,20 @@ impl<T: Task> Epochs<'_, T> {
         }
         if report {
             run.last_report = Instant::now();
-            self.governor.observer().step(&EpochProgress {
+            // The loss read has waited for the device already.
+            let in_use = self.governor.read()?.bytes_in_use;
+            let progress = EpochProgress {
                 epoch: at.epoch,
                 epochs: self.config.train.epochs,
                 step: tally.steps,
                 steps: run.steps_per_epoch,
                 loss,
                 lr: Some(run.schedule.current()),
-            });
+                bytes_in_use: Some(in_use),
+                limit_bytes: self.governor.limit_bytes(),
+                ..tally.pace(run.steps_per_epoch, self.config.train.epochs - at.epoch)
+            };
+            self.governor.observer().step(&progress);
         }
         if checkpoint {
             let state = CheckpointState {
