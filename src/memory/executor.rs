@@ -253,6 +253,7 @@ mod tests {
             accumulation_steps: 1,
             futile_shrink: None,
             phase: crate::memory::Phase::RunStart,
+            breakdown: None,
         });
         assert_eq!(exec.apply(&fail).unwrap(), None);
         assert!(HostCounters::read().installed);

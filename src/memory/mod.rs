@@ -4,6 +4,7 @@
 //! [`Governor`] that runs them over a training run and writes `snapshots.jsonl`. A hand-written
 //! training loop uses the [`Governor`] directly.
 
+mod breakdown;
 mod executor;
 mod governor;
 mod growth;
@@ -17,6 +18,7 @@ mod probe;
 mod snapshots;
 mod usage;
 
+pub use breakdown::{Breakdown, Footprint};
 pub use executor::{device_total_memory, Applied, Executor};
 pub use governor::{Breach, EpochFigures, Governor, Layout, StepCheck};
 pub use growth::{check_growth, GrowthAlarm};

@@ -192,6 +192,7 @@ mod tests {
             skipped_steps: None,
             lr: None,
             clipped_steps: None,
+            breakdown: None,
             micro_batch: 8,
             accumulation_steps: 1,
             action: action.map(String::from),

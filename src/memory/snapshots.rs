@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::breakdown::Breakdown;
 use super::usage::MemoryUsage;
 
 /// What a snapshot marks.
@@ -90,6 +91,9 @@ pub struct Snapshot {
     /// Epoch events with gradient clipping: optimizer steps clipped this epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clipped_steps: Option<u64>,
+    /// Epoch events: the epoch's peak by category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
     /// Samples per micro-batch at this point (changes when a limit shrinks it).
     pub micro_batch: usize,
     /// Micro-batches per optimizer step at this point.
@@ -241,6 +245,7 @@ mod tests {
             skipped_steps: None,
             lr: None,
             clipped_steps: None,
+            breakdown: None,
             micro_batch: 8,
             accumulation_steps: 1,
             action: None,

@@ -77,6 +77,19 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
             format_bytes(s.memory.bytes_reserved)
         );
     }
+    if let Some(peak) = epochs
+        .iter()
+        .filter(|s| s.breakdown.is_some())
+        .max_by_key(|s| s.memory.peak_bytes_in_use)
+    {
+        let breakdown = peak.breakdown.as_ref().expect("filtered");
+        let _ = writeln!(
+            out,
+            "peak of epoch {} ({}) by category: {breakdown}",
+            peak.epoch,
+            format_bytes(peak.memory.peak_bytes_in_use)
+        );
+    }
     for s in snapshots.iter().filter(|s| s.event == Event::Resume) {
         let detail = s.detail.as_deref().unwrap_or("resumed");
         let _ = writeln!(out, "resume (after epoch {}): {detail}", s.epoch);

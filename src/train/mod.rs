@@ -28,8 +28,8 @@ pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
 pub use optimizer::build_optimizer;
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{
-    accumulate_gradients, accumulated_step, apply_gradients, micro_batches, resting_bytes,
-    Accumulated, Clip, FusedAdam, Stepped, Updated,
+    accumulate_gradients, accumulated_step, apply_gradients, footprint, micro_batches,
+    resting_bytes, Accumulated, Clip, FusedAdam, Stepped, Updated,
 };
 pub use summary::{RunStatus, RunSummary};
 pub use trainer::Trainer;

@@ -2,13 +2,13 @@
 //! The loop's live state is here, not in the summary.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::checkpoint::{latest_checkpoint, Checkpoint};
 use super::decide::EarlyStopState;
 use super::summary::{RunStatus, RunSummary};
 use crate::config::EarlyStoppingConfig;
-use crate::memory::{read_snapshots, Event, Governor};
+use crate::memory::{current_epochs, read_snapshots, Breakdown, Event, Governor, Snapshot};
 
 /// What the epochs have produced so far: scalars only, so that the run's own records hold no
 /// heap that grows while it trains (what a run keeps after release is measured to the byte).
@@ -70,7 +70,8 @@ impl Stats {
         status: RunStatus,
         wall_time_s: f64,
     ) -> RunSummary {
-        let final_metrics = final_metrics(governor.snapshots_path(), self.epochs);
+        let snapshots = read_snapshots(governor.snapshots_path()).unwrap_or_default();
+        let final_metrics = final_metrics(&snapshots, self.epochs);
         let best = Checkpoint::best(&id.run_dir).ok().map(|c| c.dir);
         let early = self.early_stop.as_ref();
         let restore_best = early.is_some_and(|(config, _)| config.restore_best);
@@ -119,6 +120,7 @@ impl Stats {
             retained: governor.retained(),
             limit_bytes: governor.limit_bytes(),
             growth_alarm: governor.growth_alarm(),
+            breakdown: peak_breakdown(&snapshots),
             checkpoint,
             wall_time_s,
             baselines: id.baselines,
@@ -128,8 +130,16 @@ impl Stats {
 }
 
 /// Epoch `epoch`'s metrics from the last of its snapshots, keyed `final_<key>`.
-fn final_metrics(snapshots: &Path, epoch: usize) -> BTreeMap<String, f64> {
-    let snapshots = read_snapshots(snapshots).unwrap_or_default();
+/// The breakdown of the epoch with the highest peak, among the epochs that count.
+pub(crate) fn peak_breakdown(snapshots: &[Snapshot]) -> Option<Breakdown> {
+    current_epochs(snapshots)
+        .into_iter()
+        .filter(|s| s.breakdown.is_some())
+        .max_by_key(|s| s.memory.peak_bytes_in_use)
+        .and_then(|s| s.breakdown.clone())
+}
+
+fn final_metrics(snapshots: &[Snapshot], epoch: usize) -> BTreeMap<String, f64> {
     let Some(last) = snapshots
         .iter()
         .rfind(|s| s.event == Event::Epoch && s.epoch == epoch)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{GrowthAlarm, MemorySource, Retained};
+use crate::memory::{Breakdown, GrowthAlarm, MemorySource, Retained};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +102,9 @@ pub struct RunSummary {
     pub limit_bytes: Option<u64>,
     /// Raised when in-use memory rose epoch after epoch (a leak), with its slope.
     pub growth_alarm: Option<GrowthAlarm>,
+    /// The peak of the epoch with the highest peak, by category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
     /// The checkpoint holding the run's final weights: the best epoch's with
     /// `train.early_stopping.restore_best`, else the latest complete one.
     pub checkpoint: Option<PathBuf>,

@@ -15,7 +15,7 @@ use crate::backend;
 use crate::builtin::{self, Visit};
 use crate::config::{Backend, ConfigError, Execution, LossScaling, Precision, RunConfig};
 use crate::error::Error;
-use crate::memory::{write_atomic, Governor, Layout, Observer, Silent};
+use crate::memory::{write_atomic, Governor, HostCounters, Layout, Observer, Silent};
 use crate::model::Network;
 use crate::task::{Classify, Regress, Task};
 
@@ -32,6 +32,8 @@ pub struct Trainer {
     config: RunConfig,
     observer: Box<dyn Observer>,
     resume: Option<PathBuf>,
+    /// The built-in task's dataset bytes, counted by the allocator as it loaded.
+    data_bytes: Option<u64>,
 }
 
 impl Trainer {
@@ -41,6 +43,7 @@ impl Trainer {
             config,
             observer: Box::new(Silent),
             resume: None,
+            data_bytes: None,
         }
     }
 
@@ -70,8 +73,15 @@ impl Trainer {
     }
 
     /// Trains the model `[model]` describes on the data `[data]` describes.
-    pub fn run(self) -> Result<RunSummary, Error> {
+    pub fn run(mut self) -> Result<RunSummary, Error> {
+        let before = HostCounters::read();
         let loaded = builtin::load(&self.config)?;
+        let after = HostCounters::read();
+        // Counted only with tidemark's allocator installed (the CLI's), and only on this
+        // thread's watch: another run loading at the same time would be counted too.
+        self.data_bytes = after
+            .installed
+            .then(|| after.in_use.saturating_sub(before.in_use));
         let config = self.config.clone();
         builtin::visit(&config, loaded, self)
     }
@@ -89,6 +99,7 @@ impl Trainer {
             config,
             mut observer,
             resume,
+            data_bytes,
         } = self;
         let resume = match resume {
             Some(dir) => Some(Resume::open(&dir, &config, task.config_sections())?),
@@ -140,6 +151,7 @@ impl Trainer {
             stats: &mut stats,
             checkpointer: &checkpointer,
             resume: resume.as_ref().map(|r| &r.checkpoint),
+            data_bytes,
         }
         .train();
         let result = result.and(governor.run_end(stats.epochs).map(drop));

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::memory::Footprint;
+
 use crate::memory::policy::LimitExceeded;
 
 /// How a step's samples are cut: the configured micro-batch and accumulation, and how many
@@ -66,4 +68,6 @@ pub struct EpochFigures {
     pub clipped_steps: Option<u64>,
     /// Metrics by key (`val_accuracy`, `train_mae`, ...).
     pub metrics: BTreeMap<String, f64>,
+    /// What the run's tensors hold by kind, for the snapshot's `breakdown`.
+    pub footprint: Option<Footprint>,
 }

@@ -16,6 +16,7 @@ pub use layout::{Breach, EpochFigures, Layout};
 pub use prepare::Prepared;
 pub use retry::StepCheck;
 
+use super::breakdown::{Breakdown, Footprint};
 use super::growth::{GrowthAlarm, GrowthWatch};
 use super::observer::{Observer, Warning};
 use super::plot::draw_memory_svg;
@@ -40,6 +41,8 @@ pub struct Governor {
     peak_bytes_reserved: u64,
     memory_actions: usize,
     retained: Option<Retained>,
+    /// What the run's tensors hold by kind, for a breach's breakdown.
+    footprint: Option<Footprint>,
 }
 
 impl Governor {
@@ -240,8 +243,20 @@ impl Governor {
         self.memory_event(epoch, "shrink", detail)
     }
 
+    /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),
+    /// so that a limit error breaks its peak down by category.
+    pub fn set_footprint(&mut self, footprint: Footprint) {
+        self.footprint = Some(footprint);
+    }
+
     /// Records a breach and turns it into the run's error.
-    pub fn fail(&mut self, e: LimitExceeded) -> Error {
+    pub fn fail(&mut self, mut e: LimitExceeded) -> Error {
+        if let Some(f) = &self.footprint {
+            // At rest the run holds what it held at the start plus the optimizer's state; the
+            // gradients are part of the step's transient.
+            let rest = self.resting_estimate.saturating_sub(f.gradients);
+            e.breakdown = Some(Box::new(Breakdown::of(f, rest.min(e.observed), e.observed)));
+        }
         if let Err(write_error) = self.memory_event(e.epoch, "limit", e.to_string()) {
             return write_error;
         }
@@ -263,6 +278,9 @@ impl Governor {
             s.samples_per_sec = figures.samples_per_sec;
             s.lr = figures.lr;
             s.clipped_steps = figures.clipped_steps;
+            s.breakdown = figures
+                .footprint
+                .map(|f| Breakdown::of(&f, usage.bytes_in_use, usage.peak_bytes_in_use));
             if let Some((scale, skipped)) = figures.loss_scale {
                 s.loss_scale = Some(scale);
                 s.skipped_steps = Some(skipped);

@@ -104,6 +104,7 @@ impl Prepared {
             peak_bytes_reserved: 0,
             memory_actions: 0,
             retained: None,
+            footprint: None,
         })
     }
 }

@@ -47,6 +47,7 @@ impl Governor {
             skipped_steps: None,
             lr: None,
             clipped_steps: None,
+            breakdown: None,
             micro_batch: self.layout.micro_batch(),
             accumulation_steps: self.layout.micro_steps(),
             action: None,

@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::{MemoryAction, MemoryPolicy, Phase, RunState};
 use crate::config::OnLimit;
+use crate::memory::breakdown::Breakdown;
 use crate::memory::usage::{format_bytes, MemorySource, MemoryUsage};
 
 /// The memory limit was exceeded (or would be, before training starts).
@@ -27,6 +28,8 @@ pub struct LimitExceeded {
     pub futile_shrink: Option<u64>,
     /// When it was exceeded: before training, in a step, in validation or in a checkpoint.
     pub phase: Phase,
+    /// The figure by category, where the run's footprint is known.
+    pub breakdown: Option<Box<Breakdown>>,
 }
 
 impl LimitExceeded {
@@ -82,9 +85,13 @@ impl fmt::Display for LimitExceeded {
                 self.step, self.epoch, self.micro_batch, self.accumulation_steps
             ),
         };
+        let breakdown = self
+            .breakdown
+            .as_ref()
+            .map_or(String::new(), |b| format!("; by category: {b}"));
         write!(
             f,
-            "memory limit {} exceeded: {} {} {when}; {}",
+            "memory limit {} exceeded: {} {} {when}{breakdown}; {}",
             format_bytes(self.limit),
             format_bytes(self.observed),
             self.measure,
@@ -147,6 +154,7 @@ impl MemoryPolicy for Limit {
             accumulation_steps: state.accumulation_steps,
             futile_shrink: None,
             phase,
+            breakdown: None,
         };
         match phase {
             Phase::RunStart if state.resting_estimate > self.bytes => vec![MemoryAction::Fail(

@@ -243,6 +243,7 @@ fn limit_message_names_values_and_suggests_a_fix() {
         accumulation_steps: 1,
         futile_shrink: None,
         phase: Phase::Step,
+        breakdown: None,
     };
     assert_eq!(
         e.to_string(),

@@ -65,6 +65,7 @@ impl<T: Task> Epochs<'_, T> {
                 lr: Some(run.schedule.current()),
                 clipped_steps: run.clip.map(|_| clipped),
                 metrics: figures.metrics.clone(),
+                footprint: Some(run.footprint),
             },
         )?;
         let verdict = self.decide(run, epoch, &figures)?;

@@ -33,6 +33,8 @@ pub(super) struct Epochs<'a, T: Task> {
     pub(super) checkpointer: &'a Checkpointer,
     /// The checkpoint a resumed run continues from.
     pub(super) resume: Option<&'a Checkpoint>,
+    /// The dataset's bytes, where the allocator counted them as it loaded.
+    pub(super) data_bytes: Option<u64>,
 }
 
 /// A training pass's position, for the limit's messages and the progress line.

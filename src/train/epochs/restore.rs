@@ -13,6 +13,7 @@ use crate::train::precision::MixedPrecision;
 impl<T: Task> Epochs<'_, T> {
     /// Where the run starts: epoch 0 for a new run, the checkpoint's state for a resumed one.
     pub(super) fn start(&mut self, run: &mut Run<T>) -> Result<CheckpointState, Error> {
+        self.governor.set_footprint(run.footprint);
         let Some(checkpoint) = self.resume else {
             self.governor.run_start(run.to_come)?;
             let state = self.state(run, 0);

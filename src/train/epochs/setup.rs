@@ -12,12 +12,13 @@ use super::Epochs;
 use crate::config::{ConfigError, EarlyStoppingConfig};
 use crate::data::{item_loader, DataError};
 use crate::error::Error;
+use crate::memory::{Footprint, MemorySource};
 use crate::model::initialize;
 use crate::task::Task;
 use crate::train::decide::{EarlyStop, EarlyStopState, Schedule};
 use crate::train::optimizer::build_optimizer;
 use crate::train::precision::MixedPrecision;
-use crate::train::step::{resting_bytes, Clip};
+use crate::train::step::{footprint, Clip};
 
 /// Held while a run seeds the device and initialises its model.
 static INITIALISING: Mutex<()> = Mutex::new(());
@@ -42,6 +43,8 @@ pub(super) struct Run<T: Task> {
     pub(super) steps_per_epoch: usize,
     /// Bytes the first step will add at rest (gradients, optimizer state).
     pub(super) to_come: u64,
+    /// What the run's tensors hold by kind.
+    pub(super) footprint: Footprint,
     /// When progress was last shown.
     pub(super) last_report: Instant,
 }
@@ -115,8 +118,15 @@ impl<T: Task> Epochs<'_, T> {
         };
         let micro_batches = self.stats.train_samples.div_ceil(train.batch_size);
         let steps_per_epoch = micro_batches.div_ceil(train.accumulation_steps);
+        // The dataset's bytes are in the figures only where they are host bytes.
+        let data = match self.governor.source() {
+            MemorySource::Host => self.data_bytes,
+            MemorySource::CubeclPool => Some(0),
+        };
+        let footprint = footprint(&model, train, data);
         Ok(Run {
-            to_come: resting_bytes(&model, train),
+            to_come: footprint.gradients + footprint.optimizer,
+            footprint,
             device,
             train_loader,
             valid_loader,

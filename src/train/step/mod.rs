@@ -1,13 +1,13 @@
 //! One optimizer step over a group of micro-batches, for any [`Task`].
 
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 
 use super::optimizer::state_copies;
 use super::precision::{GroupOutcome, MixedPrecision};
-use crate::config::TrainConfig;
-use crate::memory::MemoryProbe;
+use crate::config::{Precision, TrainConfig};
+use crate::memory::{Footprint, MemoryProbe};
 use crate::task::{MetricSums, Task};
 
 mod adam;
@@ -199,9 +199,42 @@ pub fn apply_gradients<M: Module>(
 /// gradients (twice with accumulation) and the optimizer's state, which the first step
 /// allocates.
 pub fn resting_bytes<M: Module>(model: &M, config: &TrainConfig) -> u64 {
-    let param_bytes = model.num_params() as u64 * 4;
-    let grad_copies = if config.accumulation_steps > 1 { 2 } else { 1 };
-    param_bytes * (grad_copies + state_copies(config))
+    let f = footprint(model, config, None);
+    f.gradients + f.optimizer
+}
+
+/// What training `model` under `config` holds by kind, from the parameters' sizes: the
+/// weights (and a compute copy of 2 bytes a value in bf16 or f16), the gradient sets a step
+/// holds (f32; two with accumulation, the sum and the micro-batch's own) and the optimizer's
+/// state; `data`: the dataset's bytes, where counted.
+pub fn footprint<M: Module>(model: &M, config: &TrainConfig, data: Option<u64>) -> Footprint {
+    let params = model.num_params() as u64;
+    let copy = match config.precision {
+        Precision::F32 => 0,
+        Precision::Bf16 | Precision::F16 => params * 2,
+    };
+    let grad_sets = if config.accumulation_steps > 1 { 2 } else { 1 };
+    Footprint {
+        weights: parameter_bytes(model),
+        compute_copy: copy,
+        gradients: params * 4 * grad_sets,
+        optimizer: params * 4 * state_copies(config),
+        data,
+    }
+}
+
+/// The bytes of `model`'s float parameters, each at its own dtype's size.
+fn parameter_bytes<M: Module>(model: &M) -> u64 {
+    struct Bytes(u64);
+    impl ModuleVisitor for Bytes {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            let value = param.val();
+            self.0 += (value.shape().num_elements() * value.dtype().size()) as u64;
+        }
+    }
+    let mut bytes = Bytes(0);
+    model.visit(&mut bytes);
+    bytes.0
 }
 
 #[cfg(test)]

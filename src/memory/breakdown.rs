@@ -1,0 +1,186 @@
+//! Where an epoch's peak went: bytes by category.
+//!
+//! The loop knows three categories from the tensors' own sizes before the first step: the
+//! weights (and the low-precision copy a mixed-precision step makes of them), the gradients (one f32 set, two with
+//! accumulation: the sum so far and the micro-batch's own) and the optimizer's state. On flex
+//! it also knows the dataset's bytes, counted by the allocator as it loaded. What the epoch's
+//! figures add is the rest:
+//!
+//! - `other` = in use at the epoch's end − weights − optimizer − data: the backend's
+//!   workspace, the process's own allocations, anything held between steps;
+//! - the step's transient = peak − in use at the epoch's end, of which the gradients and the
+//!   compute copy (counted with the weights) are parts and `activations` the remainder (the
+//!   forward's saved tensors, the batch in flight).
+//!
+//! The split of the transient is a model (marked `estimated`): whether a whole gradient set is
+//! alive at the moment of the peak depends on the backward pass.
+
+use serde::{Deserialize, Serialize};
+
+use super::usage::format_bytes;
+
+/// What a run's tensors hold by kind, known before its first step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Footprint {
+    /// The parameters.
+    pub weights: u64,
+    /// Their low-precision copy in mixed precision, made for each step (0 in f32).
+    pub compute_copy: u64,
+    /// The gradient sets a step holds at once.
+    pub gradients: u64,
+    /// The optimizer's state once it has stepped.
+    pub optimizer: u64,
+    /// The dataset held in memory, where it is counted (`None`: not known).
+    pub data: Option<u64>,
+}
+
+/// An epoch's peak by category, in bytes. The categories sum to the peak unless the known
+/// ones exceed what was in use (then `other` is 0 and the sum is over).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// Parameters, and their compute copy during a mixed-precision step.
+    pub weights: u64,
+    /// Gradients held at the step's peak.
+    pub gradients: u64,
+    /// The optimizer's state.
+    pub optimizer: u64,
+    /// The dataset held in memory.
+    pub data: u64,
+    /// The step's transient beyond the gradients: activations saved for backward, the batch.
+    pub activations: u64,
+    /// Everything else in use: the backend's workspace and the process's own allocations.
+    pub other: u64,
+    /// The categories that are estimates rather than counts.
+    pub estimated: Vec<String>,
+}
+
+impl Breakdown {
+    /// The breakdown of a peak of `peak` bytes, with `rest` in use after the epoch (no step
+    /// running), for a run whose tensors hold `footprint`.
+    pub fn of(footprint: &Footprint, rest: u64, peak: u64) -> Self {
+        let data = footprint.data.unwrap_or(0);
+        let known = footprint.weights + footprint.optimizer + data;
+        let transient = peak.saturating_sub(rest);
+        let gradients = footprint.gradients.min(transient);
+        let copy = footprint.compute_copy.min(transient - gradients);
+        let mut estimated = vec!["gradients".to_string(), "activations".to_string()];
+        if footprint.data.is_none() {
+            estimated.push("data".into());
+        }
+        Self {
+            weights: footprint.weights + copy,
+            gradients,
+            optimizer: footprint.optimizer,
+            data,
+            activations: transient - gradients - copy,
+            other: rest.saturating_sub(known),
+            estimated,
+        }
+    }
+
+    /// The categories' sum.
+    pub fn total(&self) -> u64 {
+        self.weights + self.gradients + self.optimizer + self.data + self.activations + self.other
+    }
+
+    /// The categories by name, largest first.
+    pub fn ranked(&self) -> Vec<(&'static str, u64)> {
+        let mut all = vec![
+            ("weights", self.weights),
+            ("gradients", self.gradients),
+            ("optimizer", self.optimizer),
+            ("data", self.data),
+            ("activations", self.activations),
+            ("other", self.other),
+        ];
+        all.sort_by_key(|&(_, bytes)| std::cmp::Reverse(bytes));
+        all
+    }
+}
+
+/// `activations 40.0 MiB (40%), weights 10.0 MiB (10%), ... (estimated: gradients, activations)`:
+/// the categories largest first, the empty ones left out.
+impl std::fmt::Display for Breakdown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total = self.total().max(1) as f64;
+        let parts: Vec<String> = self
+            .ranked()
+            .into_iter()
+            .filter(|(_, bytes)| *bytes > 0)
+            .map(|(name, bytes)| {
+                let share = 100.0 * bytes as f64 / total;
+                format!("{name} {} ({share:.0}%)", format_bytes(bytes))
+            })
+            .collect();
+        write!(f, "{}", parts.join(", "))?;
+        if !self.estimated.is_empty() {
+            write!(f, " (estimated: {})", self.estimated.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn the_transient_is_split_into_gradients_and_activations_and_the_rest_into_other() {
+        let footprint = Footprint {
+            weights: 10 * MIB,
+            compute_copy: 0,
+            gradients: 20 * MIB,
+            optimizer: 20 * MIB,
+            data: Some(5 * MIB),
+        };
+        let b = Breakdown::of(&footprint, 40 * MIB, 100 * MIB);
+        assert_eq!(
+            (b.gradients, b.activations, b.other),
+            (20 * MIB, 40 * MIB, 5 * MIB)
+        );
+        assert_eq!(b.total(), 100 * MIB);
+        assert_eq!(b.ranked()[0], ("activations", 40 * MIB));
+        assert_eq!(b.estimated, ["gradients", "activations"]);
+        assert_eq!(
+            b.to_string(),
+            "activations 40.0 MiB (40%), gradients 20.0 MiB (20%), optimizer 20.0 MiB (20%), \
+             weights 10.0 MiB (10%), data 5.0 MiB (5%), other 5.0 MiB (5%) \
+             (estimated: gradients, activations)"
+        );
+    }
+
+    #[test]
+    fn a_transient_smaller_than_a_gradient_set_is_all_gradients() {
+        let footprint = Footprint {
+            weights: 10 * MIB,
+            compute_copy: 0,
+            gradients: 10 * MIB,
+            optimizer: 0,
+            data: None,
+        };
+        let b = Breakdown::of(&footprint, 12 * MIB, 16 * MIB);
+        assert_eq!((b.gradients, b.activations, b.other), (4 * MIB, 0, 2 * MIB));
+        assert_eq!(b.total(), 16 * MIB);
+        assert!(b.estimated.contains(&"data".to_string()));
+        // Known categories over what was in use: other is 0 and the sum is over the peak.
+        let b = Breakdown::of(&footprint, 8 * MIB, 8 * MIB);
+        assert_eq!((b.other, b.total()), (0, 10 * MIB));
+    }
+
+    #[test]
+    fn a_compute_copy_is_part_of_the_transient_and_counted_with_the_weights() {
+        let footprint = Footprint {
+            weights: 8 * MIB,
+            compute_copy: 4 * MIB,
+            gradients: 8 * MIB,
+            optimizer: 16 * MIB,
+            data: Some(0),
+        };
+        // At rest: weights and moments, 24 MiB; the step adds gradients, the copy and 10 MiB.
+        let b = Breakdown::of(&footprint, 24 * MIB, 46 * MIB);
+        assert_eq!((b.weights, b.gradients, b.activations), (12 * MIB, 8 * MIB, 10 * MIB));
+        assert_eq!((b.other, b.total()), (0, 46 * MIB));
+    }
+}
