@@ -180,7 +180,10 @@ mod tests {
         };
         // At rest: weights and moments, 24 MiB; the step adds gradients, the copy and 10 MiB.
         let b = Breakdown::of(&footprint, 24 * MIB, 46 * MIB);
-        assert_eq!((b.weights, b.gradients, b.activations), (12 * MIB, 8 * MIB, 10 * MIB));
+        assert_eq!(
+            (b.weights, b.gradients, b.activations),
+            (12 * MIB, 8 * MIB, 10 * MIB)
+        );
         assert_eq!((b.other, b.total()), (0, 46 * MIB));
     }
 }
