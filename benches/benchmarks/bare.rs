@@ -140,5 +140,6 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
         retained_in_use: Some(after as i64 - before as i64),
         retained_reserved: None,
         note: "no probe, policy or snapshots; dropped, not cleaned up".into(),
+        breakdown: None,
     }
 }

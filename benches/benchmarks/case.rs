@@ -72,11 +72,41 @@ pub fn variant(cfg: &RunConfig, edit: impl FnOnce(ConfigBuilder) -> ConfigBuilde
 
 /// The growth case's peak of the figure a limit is checked against: in use on the host,
 /// reserved in CubeCL pools (`tidemark::memory::policy::held`).
-fn held_peak(spec: &CaseSpec, g: super::GrowthFigures) -> u64 {
+fn held_peak(spec: &CaseSpec, g: &super::GrowthFigures) -> u64 {
     match spec.backend {
         tidemark::config::Backend::Flex => g.peak_in_use,
         _ => g.peak_reserved.max(g.peak_in_use),
     }
+}
+
+/// A limit the workload's step breaks and a step of half its micro-batch fits: halfway between
+/// the growth run's peak and the peak its breakdown predicts for half the micro-batch (half
+/// the activations, and a second gradient set where accumulation starts). An error says why
+/// halving cannot help.
+fn shrink_limit(
+    spec: &CaseSpec,
+    g: &super::GrowthFigures,
+    cfg: &tidemark::config::RunConfig,
+) -> Result<u64, String> {
+    let peak = held_peak(spec, g);
+    let Some(b) = &g.breakdown else {
+        let rest = g.rest_in_use.min(peak);
+        return Ok(rest + (peak - rest) / 2);
+    };
+    let second_set = match cfg.train.accumulation_steps {
+        1 => b.gradients,
+        _ => 0,
+    };
+    let halved = (peak + second_set).saturating_sub(b.activations / 2);
+    if halved >= peak {
+        return Err(format!(
+            "no shrink row: half the micro-batch saves at most {} of activations and adds a \
+             {} gradient set",
+            tidemark::memory::format_bytes(b.activations / 2),
+            tidemark::memory::format_bytes(second_set)
+        ));
+    }
+    Ok(halved + (peak - halved) / 2)
 }
 
 /// The median of `values` (sorted in place).
@@ -93,7 +123,7 @@ pub fn run(spec: &CaseSpec) -> CaseResult {
         note: "needs the growth case's figures".into(),
         ..CaseResult::default()
     };
-    let builder = match (spec.policy, spec.growth) {
+    let builder = match (spec.policy, &spec.growth) {
         (Policy::Bare | Policy::Growth, _) => base,
         (Policy::Clear, _) => base.clear(ClearPolicy::BetweenRuns),
         (Policy::Preallocate | Policy::Limit | Policy::LimitShrink, None) => return needs_growth(),
@@ -103,11 +133,15 @@ pub fn run(spec: &CaseSpec) -> CaseResult {
         (Policy::Limit, Some(g)) => {
             base.memory_limit(MemorySize::Bytes(held_peak(spec, g) * 5 / 4), OnLimit::Fail)
         }
-        (Policy::LimitShrink, Some(g)) => {
-            let peak = held_peak(spec, g);
-            let rest = g.rest_in_use.min(peak);
-            base.memory_limit(MemorySize::Bytes(rest + (peak - rest) / 2), OnLimit::Shrink)
-        }
+        (Policy::LimitShrink, Some(g)) => match shrink_limit(spec, g, &cfg) {
+            Ok(limit) => base.memory_limit(MemorySize::Bytes(limit), OnLimit::Shrink),
+            Err(note) => {
+                return CaseResult {
+                    note,
+                    ..CaseResult::default()
+                }
+            }
+        },
     };
     let cfg = builder.build().expect("the case's config validates");
     // The process's first run pays for one-time state (thread pools, the allocator's
@@ -192,6 +226,7 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
         retained_in_use: summary.retained.map(|r| r.retained_bytes_in_use),
         retained_reserved: summary.retained.map(|r| r.retained_bytes_reserved),
         note: note.join("; "),
+        breakdown: summary.breakdown.clone(),
     }
 }
 

@@ -35,7 +35,7 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 use tidemark::backend::compiled_backends;
 use tidemark::config::Backend;
-use tidemark::memory::{format_bytes, format_signed_bytes};
+use tidemark::memory::{format_bytes, format_signed_bytes, Breakdown};
 
 /// Environment variable naming the case a child process runs.
 const CASE_VAR: &str = "TIDEMARK_BENCH_CASE";
@@ -128,11 +128,13 @@ pub struct CaseSpec {
 }
 
 /// The growth case's figures, which size the limits and the reservation.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GrowthFigures {
     pub peak_in_use: u64,
     pub rest_in_use: u64,
     pub peak_reserved: u64,
+    /// The growth run's highest peak by category.
+    pub breakdown: Option<Breakdown>,
 }
 
 /// What a case measured.
@@ -148,6 +150,8 @@ pub struct CaseResult {
     pub retained_reserved: Option<i64>,
     /// Why the case did not run, or what else happened (a shrink).
     pub note: String,
+    /// The run's highest peak by category.
+    pub breakdown: Option<Breakdown>,
 }
 
 pub fn main() {
@@ -215,7 +219,7 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
             backend,
             policy,
             quick,
-            growth,
+            growth: growth.clone(),
         };
         // Machine noise between processes is larger than the differences measured, so each
         // case runs several times.
@@ -243,6 +247,7 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
                 peak_in_use: result.peak_in_use,
                 rest_in_use: result.rest_in_use,
                 peak_reserved: result.peak_reserved,
+                breakdown: result.breakdown.clone(),
             });
         }
         if policy == Policy::Bare {
@@ -352,7 +357,7 @@ fn spawn(spec: &CaseSpec) -> CaseResult {
         u8::from(spec.quick)
     );
     let mut vars = vec![(CASE_VAR, case)];
-    if let Some(g) = spec.growth {
+    if let Some(g) = &spec.growth {
         vars.push((GROWTH_VAR, serde_json::to_string(&g).expect("serialise")));
     }
     run_in_child(&vars).unwrap_or_else(|note| CaseResult {

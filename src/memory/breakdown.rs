@@ -26,23 +26,63 @@ pub struct Footprint {
     pub weights: u64,
     /// Their low-precision copy in mixed precision, made for each step (0 in f32).
     pub compute_copy: u64,
-    /// The gradient sets a step holds at once.
+    /// The gradient sets a step holds at once during its backward passes.
     pub gradients: u64,
+    /// How many sets that is: 1, or 2 with accumulation (the sum and the micro-batch's own).
+    pub gradient_sets: u64,
     /// The optimizer's state once it has stepped.
     pub optimizer: u64,
     /// The dataset held in memory, where it is counted (`None`: not known).
     pub data: Option<u64>,
 }
 
+/// Where in an epoch its peak fell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeakPhase {
+    /// In a step's forward and backward passes.
+    #[default]
+    Backward,
+    /// In the optimizer's update, after the backward passes.
+    Update,
+    /// Outside the steps: validation or a checkpoint.
+    Outside,
+}
+
+/// The highest figures of an epoch's steps, by phase: where its peak fell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StepPeaks {
+    /// The highest peak of the forward and backward passes.
+    pub backward: u64,
+    /// The highest peak up to the end of an update.
+    pub update: u64,
+}
+
+impl StepPeaks {
+    /// Where `peak` fell.
+    pub fn phase_of(&self, peak: u64) -> PeakPhase {
+        if peak <= self.backward {
+            PeakPhase::Backward
+        } else if peak <= self.update {
+            PeakPhase::Update
+        } else {
+            PeakPhase::Outside
+        }
+    }
+}
+
 /// An epoch's peak by category, in bytes. The categories sum to the peak unless the known
 /// ones exceed what was in use (then `other` is 0 and the sum is over).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Breakdown {
+    /// Where the peak fell: `backward`, `update` or `outside` (validation, a checkpoint).
+    #[serde(default)]
+    pub phase: PeakPhase,
     /// Parameters, and their compute copy during a mixed-precision step.
     pub weights: u64,
     /// Gradients held at the step's peak.
     pub gradients: u64,
-    /// The optimizer's state.
+    /// The optimizer's state, and the update's temporaries when the peak is in the update.
     pub optimizer: u64,
     /// The dataset held in memory.
     pub data: u64,
@@ -55,26 +95,50 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
-    /// The breakdown of a peak of `peak` bytes, with `rest` in use after the epoch (no step
-    /// running), for a run whose tensors hold `footprint`.
-    pub fn of(footprint: &Footprint, rest: u64, peak: u64) -> Self {
+    /// The breakdown of a peak of `peak` bytes that fell in `phase`, with `rest` in use after
+    /// the epoch (no step running), for a run whose tensors hold `footprint`.
+    ///
+    /// In the backward passes the transient is the gradient sets, the compute copy and the
+    /// activations. In the update the activations are gone: one gradient set (the step's sum)
+    /// and the update's temporaries, counted with the optimizer. Outside the steps
+    /// (validation) it is activations alone.
+    pub fn of(footprint: &Footprint, rest: u64, peak: u64, phase: PeakPhase) -> Self {
         let data = footprint.data.unwrap_or(0);
         let known = footprint.weights + footprint.optimizer + data;
         let transient = peak.saturating_sub(rest);
-        let gradients = footprint.gradients.min(transient);
-        let copy = footprint.compute_copy.min(transient - gradients);
-        let mut estimated = vec!["gradients".to_string(), "activations".to_string()];
+        let one_set = footprint.gradients / footprint.gradient_sets.max(1);
+        let (gradients, copy, update) = match phase {
+            PeakPhase::Backward => {
+                let gradients = footprint.gradients.min(transient);
+                (
+                    gradients,
+                    footprint.compute_copy.min(transient - gradients),
+                    0,
+                )
+            }
+            PeakPhase::Update => {
+                let gradients = one_set.min(transient);
+                (gradients, 0, transient - gradients)
+            }
+            PeakPhase::Outside => (0, 0, 0),
+        };
+        let mut estimated = match phase {
+            PeakPhase::Backward => vec!["gradients", "activations"],
+            PeakPhase::Update => vec!["gradients", "optimizer"],
+            PeakPhase::Outside => vec!["activations"],
+        };
         if footprint.data.is_none() {
-            estimated.push("data".into());
+            estimated.push("data");
         }
         Self {
+            phase,
             weights: footprint.weights + copy,
             gradients,
-            optimizer: footprint.optimizer,
+            optimizer: footprint.optimizer + update,
             data,
-            activations: transient - gradients - copy,
+            activations: transient - gradients - copy - update,
             other: rest.saturating_sub(known),
-            estimated,
+            estimated: estimated.into_iter().map(String::from).collect(),
         }
     }
 
@@ -112,7 +176,12 @@ impl std::fmt::Display for Breakdown {
                 format!("{name} {} ({share:.0}%)", format_bytes(bytes))
             })
             .collect();
-        write!(f, "{}", parts.join(", "))?;
+        let at = match self.phase {
+            PeakPhase::Backward => "in the backward pass",
+            PeakPhase::Update => "in the optimizer's update",
+            PeakPhase::Outside => "outside the steps",
+        };
+        write!(f, "{at}: {}", parts.join(", "))?;
         if !self.estimated.is_empty() {
             write!(f, " (estimated: {})", self.estimated.join(", "))?;
         }
@@ -132,10 +201,11 @@ mod tests {
             weights: 10 * MIB,
             compute_copy: 0,
             gradients: 20 * MIB,
+            gradient_sets: 1,
             optimizer: 20 * MIB,
             data: Some(5 * MIB),
         };
-        let b = Breakdown::of(&footprint, 40 * MIB, 100 * MIB);
+        let b = Breakdown::of(&footprint, 40 * MIB, 100 * MIB, PeakPhase::Backward);
         assert_eq!(
             (b.gradients, b.activations, b.other),
             (20 * MIB, 40 * MIB, 5 * MIB)
@@ -145,7 +215,7 @@ mod tests {
         assert_eq!(b.estimated, ["gradients", "activations"]);
         assert_eq!(
             b.to_string(),
-            "activations 40.0 MiB (40%), gradients 20.0 MiB (20%), optimizer 20.0 MiB (20%), \
+            "in the backward pass: activations 40.0 MiB (40%), gradients 20.0 MiB (20%), optimizer 20.0 MiB (20%), \
              weights 10.0 MiB (10%), data 5.0 MiB (5%), other 5.0 MiB (5%) \
              (estimated: gradients, activations)"
         );
@@ -157,15 +227,16 @@ mod tests {
             weights: 10 * MIB,
             compute_copy: 0,
             gradients: 10 * MIB,
+            gradient_sets: 1,
             optimizer: 0,
             data: None,
         };
-        let b = Breakdown::of(&footprint, 12 * MIB, 16 * MIB);
+        let b = Breakdown::of(&footprint, 12 * MIB, 16 * MIB, PeakPhase::Backward);
         assert_eq!((b.gradients, b.activations, b.other), (4 * MIB, 0, 2 * MIB));
         assert_eq!(b.total(), 16 * MIB);
         assert!(b.estimated.contains(&"data".to_string()));
         // Known categories over what was in use: other is 0 and the sum is over the peak.
-        let b = Breakdown::of(&footprint, 8 * MIB, 8 * MIB);
+        let b = Breakdown::of(&footprint, 8 * MIB, 8 * MIB, PeakPhase::Backward);
         assert_eq!((b.other, b.total()), (0, 10 * MIB));
     }
 
@@ -175,15 +246,46 @@ mod tests {
             weights: 8 * MIB,
             compute_copy: 4 * MIB,
             gradients: 8 * MIB,
+            gradient_sets: 1,
             optimizer: 16 * MIB,
             data: Some(0),
         };
         // At rest: weights and moments, 24 MiB; the step adds gradients, the copy and 10 MiB.
-        let b = Breakdown::of(&footprint, 24 * MIB, 46 * MIB);
+        let b = Breakdown::of(&footprint, 24 * MIB, 46 * MIB, PeakPhase::Backward);
         assert_eq!(
             (b.weights, b.gradients, b.activations),
             (12 * MIB, 8 * MIB, 10 * MIB)
         );
         assert_eq!((b.other, b.total()), (0, 46 * MIB));
+    }
+
+    #[test]
+    fn a_peak_in_the_update_holds_one_gradient_set_and_the_updates_temporaries() {
+        let footprint = Footprint {
+            weights: 8 * MIB,
+            compute_copy: 0,
+            gradients: 16 * MIB,
+            gradient_sets: 2,
+            optimizer: 16 * MIB,
+            data: Some(0),
+        };
+        let peaks = StepPeaks {
+            backward: 40 * MIB,
+            update: 44 * MIB,
+        };
+        assert_eq!(peaks.phase_of(44 * MIB), PeakPhase::Update);
+        assert_eq!(peaks.phase_of(40 * MIB), PeakPhase::Backward);
+        assert_eq!(peaks.phase_of(45 * MIB), PeakPhase::Outside);
+        let b = Breakdown::of(&footprint, 24 * MIB, 44 * MIB, PeakPhase::Update);
+        assert_eq!(
+            (b.gradients, b.optimizer, b.activations),
+            (8 * MIB, 28 * MIB, 0)
+        );
+        assert_eq!(b.total(), 44 * MIB);
+        assert!(b
+            .to_string()
+            .starts_with("in the optimizer's update: optimizer 28.0 MiB"));
+        let b = Breakdown::of(&footprint, 24 * MIB, 30 * MIB, PeakPhase::Outside);
+        assert_eq!((b.gradients, b.activations), (0, 6 * MIB));
     }
 }

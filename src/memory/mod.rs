@@ -18,7 +18,7 @@ mod probe;
 mod snapshots;
 mod usage;
 
-pub use breakdown::{Breakdown, Footprint};
+pub use breakdown::{Breakdown, Footprint, PeakPhase, StepPeaks};
 pub use executor::{device_total_memory, Applied, Executor};
 pub use governor::{Breach, EpochFigures, Governor, Layout, StepCheck};
 pub use growth::{check_growth, GrowthAlarm};

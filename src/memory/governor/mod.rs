@@ -16,7 +16,7 @@ pub use layout::{Breach, EpochFigures, Layout};
 pub use prepare::Prepared;
 pub use retry::StepCheck;
 
-use super::breakdown::{Breakdown, Footprint};
+use super::breakdown::{Breakdown, Footprint, PeakPhase, StepPeaks};
 use super::growth::{GrowthAlarm, GrowthWatch};
 use super::observer::{Observer, Warning};
 use super::plot::draw_memory_svg;
@@ -43,6 +43,8 @@ pub struct Governor {
     retained: Option<Retained>,
     /// What the run's tensors hold by kind, for a breach's breakdown.
     footprint: Option<Footprint>,
+    /// The epoch's highest step figures by phase: where its peak fell.
+    step_peaks: StepPeaks,
 }
 
 impl Governor {
@@ -177,6 +179,7 @@ impl Governor {
     /// Starts an epoch: the epoch's peak restarts at the current figure.
     pub fn begin_epoch(&mut self) {
         self.setup.probe.reset_peak();
+        self.step_peaks = StepPeaks::default();
     }
 
     /// Opens a new limit window (a step, validation, a checkpoint) at the current figure.
@@ -215,6 +218,8 @@ impl Governor {
     /// micro-batch from the next step on.
     pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
         self.step = step;
+        let peak = self.setup.probe.observe().peak_bytes_in_use;
+        self.step_peaks.update = self.step_peaks.update.max(peak);
         match self.check_step(epoch, step) {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => Err(self.fail(e)),
@@ -251,11 +256,24 @@ impl Governor {
 
     /// Records a breach and turns it into the run's error.
     pub fn fail(&mut self, mut e: LimitExceeded) -> Error {
-        if let Some(f) = &self.footprint {
-            // At rest the run holds what it held at the start plus the optimizer's state; the
-            // gradients are part of the step's transient.
-            let rest = self.resting_estimate.saturating_sub(f.gradients);
-            e.breakdown = Some(Box::new(Breakdown::of(f, rest.min(e.observed), e.observed)));
+        if let Some(full) = self.footprint {
+            // Before the first update the optimizer has no state yet.
+            let state = if self.step == 0 { 0 } else { full.optimizer };
+            let f = Footprint {
+                optimizer: state,
+                ..full
+            };
+            // At rest: what the run held at the start and the optimizer's state once it
+            // exists; the gradients are part of the step's transient.
+            let rest = self
+                .resting_estimate
+                .saturating_sub(full.gradients + full.optimizer - state);
+            let phase = match e.phase {
+                Phase::RunStart | Phase::Step | Phase::RunEnd => PeakPhase::Backward,
+                Phase::EpochEnd | Phase::Checkpoint => PeakPhase::Outside,
+            };
+            let breakdown = Breakdown::of(&f, rest.min(e.observed), e.observed, phase);
+            e.breakdown = Some(Box::new(breakdown));
         }
         if let Err(write_error) = self.memory_event(e.epoch, "limit", e.to_string()) {
             return write_error;
@@ -272,15 +290,17 @@ impl Governor {
     /// Writes epoch `epoch`'s snapshot with `figures`, and watches for growth.
     pub fn epoch_snapshot(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
         let usage = self.read()?;
+        let step_peaks = self.step_peaks;
         self.snapshot(Event::Epoch, epoch, usage, |s| {
             s.loss = figures.loss;
             s.val_loss = figures.val_loss;
             s.samples_per_sec = figures.samples_per_sec;
             s.lr = figures.lr;
             s.clipped_steps = figures.clipped_steps;
-            s.breakdown = figures
-                .footprint
-                .map(|f| Breakdown::of(&f, usage.bytes_in_use, usage.peak_bytes_in_use));
+            s.breakdown = figures.footprint.map(|f| {
+                let peak = usage.peak_bytes_in_use;
+                Breakdown::of(&f, usage.bytes_in_use, peak, step_peaks.phase_of(peak))
+            });
             if let Some((scale, skipped)) = figures.loss_scale {
                 s.loss_scale = Some(scale);
                 s.skipped_steps = Some(skipped);

@@ -105,6 +105,7 @@ impl Prepared {
             memory_actions: 0,
             retained: None,
             footprint: None,
+            step_peaks: Default::default(),
         })
     }
 }

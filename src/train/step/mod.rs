@@ -218,6 +218,7 @@ pub fn footprint<M: Module>(model: &M, config: &TrainConfig, data: Option<u64>) 
         weights: parameter_bytes(model),
         compute_copy: copy,
         gradients: params * 4 * grad_sets,
+        gradient_sets: grad_sets,
         optimizer: params * 4 * state_copies(config),
         data,
     }
