@@ -138,8 +138,7 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
             1.0 - peak_in_use.min(peak_reserved) as f64 / peak_reserved.max(1) as f64,
         ),
         retained_in_use: Some(after as i64 - before as i64),
-        retained_reserved: None,
         note: "no probe, policy or snapshots; dropped, not cleaned up".into(),
-        breakdown: None,
+        ..CaseResult::default()
     }
 }

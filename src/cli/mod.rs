@@ -274,32 +274,40 @@ fn run(cli: Cli) -> Result<(), Error> {
             resume,
             out,
             quiet,
-        } => {
-            let path = config_path(config, resume.as_deref())?;
-            let resolved = load_config(&path, &overrides, out_override(out))?;
-            let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
-            if let Some(run_dir) = resume {
-                trainer = trainer.resume(run_dir);
-            }
-            let summary = trainer.run()?;
-            println!(
-                "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}{}, peak {} in use, {} reserved \
-                 ({}); {}",
-                summary.name,
-                summary.epochs,
-                summary.steps,
-                summary.wall_time_s,
-                fmt_opt(summary.first_loss, 4),
-                fmt_opt(summary.final_loss, 4),
-                outcome(&summary),
-                format_bytes(summary.peak_bytes_in_use),
-                format_bytes(summary.peak_bytes_reserved),
-                summary.memory_source,
-                summary.run_dir.display(),
-            );
-            Ok(())
-        }
+        } => train(config, &overrides, resume, out, quiet),
     }
+}
+
+/// `tidemark train`: trains (or resumes) and prints the run's one-line outcome.
+fn train(
+    config: Option<PathBuf>,
+    overrides: &[String],
+    resume: Option<PathBuf>,
+    out: Option<PathBuf>,
+    quiet: bool,
+) -> Result<(), Error> {
+    let path = config_path(config, resume.as_deref())?;
+    let resolved = load_config(&path, overrides, out_override(out))?;
+    let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
+    if let Some(run_dir) = resume {
+        trainer = trainer.resume(run_dir);
+    }
+    let summary = trainer.run()?;
+    println!(
+        "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}{}, peak {} in use, {} reserved ({}); {}",
+        summary.name,
+        summary.epochs,
+        summary.steps,
+        summary.wall_time_s,
+        fmt_opt(summary.first_loss, 4),
+        fmt_opt(summary.final_loss, 4),
+        outcome(&summary),
+        format_bytes(summary.peak_bytes_in_use),
+        format_bytes(summary.peak_bytes_reserved),
+        summary.memory_source,
+        summary.run_dir.display(),
+    );
+    Ok(())
 }
 
 /// The final validation metrics (`, val accuracy 85.3%`), with the baselines to read them

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::error::Error;
 use crate::memory::{
     check_growth, current_epochs, format_bytes, format_signed_bytes, read_snapshots,
-    render_memory_svg, Event,
+    render_memory_svg, Event, Snapshot,
 };
 use crate::train::{RunStatus, RunSummary};
 
@@ -77,19 +77,7 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
             format_bytes(s.memory.bytes_reserved)
         );
     }
-    if let Some(peak) = epochs
-        .iter()
-        .filter(|s| s.breakdown.is_some())
-        .max_by_key(|s| s.memory.peak_bytes_in_use)
-    {
-        let breakdown = peak.breakdown.as_ref().expect("filtered");
-        let _ = writeln!(
-            out,
-            "peak of epoch {} ({}) by category: {breakdown}",
-            peak.epoch,
-            format_bytes(peak.memory.peak_bytes_in_use)
-        );
-    }
+    out += &peak_breakdown(&epochs);
     for s in snapshots.iter().filter(|s| s.event == Event::Resume) {
         let detail = s.detail.as_deref().unwrap_or("resumed");
         let _ = writeln!(out, "resume (after epoch {}): {detail}", s.epoch);
@@ -127,6 +115,23 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
     }
     let _ = writeln!(out, "wrote {}", svg.display());
     Ok(out)
+}
+
+/// `peak of epoch 2 (91.0 MiB) by category: ...` for the epoch with the highest peak, if the
+/// snapshots have a breakdown.
+fn peak_breakdown(epochs: &[&Snapshot]) -> String {
+    let peak = epochs
+        .iter()
+        .filter(|s| s.breakdown.is_some())
+        .max_by_key(|s| s.memory.peak_bytes_in_use);
+    let Some((s, breakdown)) = peak.and_then(|s| Some((s, s.breakdown.as_ref()?))) else {
+        return String::new();
+    };
+    format!(
+        "peak of epoch {} ({}) by category: {breakdown}\n",
+        s.epoch,
+        format_bytes(s.memory.peak_bytes_in_use)
+    )
 }
 
 /// A metric as people read it: accuracies as percentages, everything else with four digits.
