@@ -127,7 +127,7 @@ impl Terminal {
 }
 
 /// The bar's message:
-/// `loss 0.5421  lr 3.00e-3  2406 samples/s  mem 8.4 MiB / 64.0 MiB  eta 12s (run 1m 40s)`.
+/// `loss 0.5421  lr 3.00e-3  2406 samples/s  mem 8.4 MiB / 64.0 MiB  eta 12 seconds (run 2 minutes)`.
 fn progress_message(p: &EpochProgress) -> String {
     let lr = p.lr.map_or(String::new(), |lr| format!("  lr {lr:.2e}"));
     let memory = match (p.bytes_in_use, p.limit_bytes) {
@@ -137,7 +137,7 @@ fn progress_message(p: &EpochProgress) -> String {
         (Some(used), None) => format!("  mem {}", format_bytes(used)),
         _ => String::new(),
     };
-    let eta = |s: f64| HumanDuration(Duration::from_secs_f64(s.max(0.0)));
+    let eta = |s: f64| HumanDuration(Duration::from_secs_f64(s.clamp(0.0, 1e9)));
     format!(
         "loss {:.4}{lr}  {:.0} samples/s{memory}  eta {} (run {})",
         p.loss,
