@@ -137,6 +137,7 @@ impl ConfigBuilder {
             match on_limit {
                 OnLimit::Fail => "fail",
                 OnLimit::Shrink => "shrink",
+                OnLimit::Fit => "fit",
             }
             .into(),
         );

@@ -5,6 +5,7 @@ mod breakdown;
 mod custom;
 mod data;
 mod experiments;
+mod fit;
 mod fuzz;
 mod inference;
 mod memory;

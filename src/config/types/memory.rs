@@ -41,6 +41,10 @@ pub enum OnLimit {
     Fail,
     /// Halve the micro-batch and double the accumulation steps, then retry the step.
     Shrink,
+    /// Before the first step, probe the step at the configured micro-batch and at halves of
+    /// it, and train at the largest that fits with a margin (the effective batch kept through
+    /// accumulation); then enforce the limit as `Fail` does.
+    Fit,
 }
 
 /// When memory is released back to the device or the OS.

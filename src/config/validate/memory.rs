@@ -34,12 +34,28 @@ pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
         "memory.on_limit",
         raw.on_limit.as_deref(),
         defaults::ON_LIMIT,
-        &[("fail", OnLimit::Fail), ("shrink", OnLimit::Shrink)],
+        &[
+            ("fail", OnLimit::Fail),
+            ("shrink", OnLimit::Shrink),
+            ("fit", OnLimit::Fit),
+        ],
     )?;
-    if on_limit == OnLimit::Shrink && limit.is_none() {
+    if on_limit != OnLimit::Fail && limit.is_none() {
+        let name = if on_limit == OnLimit::Shrink {
+            "shrink"
+        } else {
+            "fit"
+        };
         return Err(Invalid::new(
             "memory.on_limit",
-            "= \"shrink\" needs memory.limit to be set",
+            format!("= \"{name}\" needs memory.limit to be set"),
+        ));
+    }
+    if on_limit == OnLimit::Fit && policy == MemoryPolicyKind::Preallocate {
+        return Err(Invalid::new(
+            "memory.on_limit",
+            "= \"fit\" probes steps that may not fit and then gives their memory back, which \
+             would give a preallocated reservation back too; use memory.policy = \"growth\"",
         ));
     }
     let clear = choice(

@@ -248,6 +248,20 @@ impl Governor {
         self.memory_event(epoch, "shrink", detail)
     }
 
+    /// Gives back what is free (the device pools' free pages, the host heap's) and reads the
+    /// figures again: after `fit`'s probes, which allocate at sizes the run will not use.
+    pub fn release(&mut self) -> Result<MemoryUsage, Error> {
+        self.setup.executor.cleanup().map_err(Error::device)?;
+        self.read()
+    }
+
+    /// `on_limit = "fit"`, before the first step: cuts each loader batch into `factor`
+    /// micro-batches from now on, and records why (`detail`) as a `fit` memory action.
+    pub fn fit_layout(&mut self, factor: usize, detail: String) -> Result<(), Error> {
+        self.layout.factor = factor.max(1);
+        self.memory_event(0, "fit", detail)
+    }
+
     /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),
     /// so that a limit error breaks its peak down by category.
     pub fn set_footprint(&mut self, footprint: Footprint) {
@@ -257,10 +271,20 @@ impl Governor {
     /// Records a breach and turns it into the run's error.
     pub fn fail(&mut self, mut e: LimitExceeded) -> Error {
         if let Some(full) = self.footprint {
-            // Before the first update the optimizer has no state yet.
-            let state = if self.step == 0 { 0 } else { full.optimizer };
+            // Before the first update the optimizer has no state yet; a probe before training
+            // (`on_limit = "fit"`, step 0) counts the state the first update will allocate.
+            let probe = e.phase == Phase::Step && e.step == 0;
+            let state = if self.step == 0 && !probe {
+                0
+            } else {
+                full.optimizer
+            };
+            // The gradient sets of the layout at the breach, which a shrink or a fit changed.
+            let sets = if e.accumulation_steps > 1 { 2 } else { 1 };
             let f = Footprint {
                 optimizer: state,
+                gradients: full.gradients / full.gradient_sets.max(1) * sets,
+                gradient_sets: sets,
                 ..full
             };
             // At rest: what the run held at the start and the optimizer's state once it

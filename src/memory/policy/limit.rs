@@ -80,6 +80,10 @@ impl fmt::Display for LimitExceeded {
             Phase::RunStart => "before training".to_string(),
             Phase::Checkpoint => format!("while writing the checkpoint of epoch {}", self.epoch),
             Phase::EpochEnd => format!("in the validation of epoch {}", self.epoch),
+            Phase::Step if self.step == 0 => format!(
+                "in a probe before training (micro-batch {}, accumulation_steps {})",
+                self.micro_batch, self.accumulation_steps
+            ),
             Phase::Step | Phase::RunEnd => format!(
                 "at step {} of epoch {} (micro-batch {}, accumulation_steps {})",
                 self.step, self.epoch, self.micro_batch, self.accumulation_steps

@@ -4,6 +4,7 @@
 //! Generic over the [`Task`]; nothing here knows a model kind.
 
 mod end;
+mod fit;
 mod pass;
 mod restore;
 mod setup;

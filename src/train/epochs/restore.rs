@@ -4,6 +4,7 @@
 
 use super::setup::Run;
 use super::{loader_error, Epochs};
+use crate::config::OnLimit;
 use crate::error::Error;
 use crate::task::{MetricSums, Task};
 use crate::train::checkpoint::CheckpointState;
@@ -16,6 +17,9 @@ impl<T: Task> Epochs<'_, T> {
         self.governor.set_footprint(run.footprint);
         let Some(checkpoint) = self.resume else {
             self.governor.run_start(run.to_come)?;
+            if self.config.memory.on_limit == OnLimit::Fit {
+                self.fit(run)?;
+            }
             let state = self.state(run, 0);
             self.checkpoint(run, state.clone(), false)?;
             return Ok(state);
