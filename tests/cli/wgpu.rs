@@ -301,3 +301,42 @@ fn between_runs_returns_the_pools_to_baseline_and_never_keeps_them() {
         num(&cleared[1], "reserved_at_end")
     );
 }
+
+/// `on_limit = "fit"` reads a probe as the limit does on pools: by the pages it took.
+#[test]
+fn fit_sizes_the_micro_batch_by_the_pool_pages_a_probe_takes() {
+    if !adapter_or_skip("fit_sizes_the_micro_batch_by_the_pool_pages_a_probe_takes") {
+        return;
+    }
+    let env = Env::new();
+    env.write(
+        "pool.toml",
+        &POOL
+            .replace("hidden = [256, 256]", "hidden = [256, 256, 256, 256]")
+            .replace("samples = 1024", "samples = 4096")
+            .replace("batch_size = 128", "batch_size = 2048"),
+    );
+    let (run, _) = pool_run(&env, "growth", &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let reserved = num(&env.summary("runs/growth"), "peak_bytes_reserved") as u64;
+    // The growth run's own pages: with the margin, the full micro-batch no longer fits.
+    let limit = format!("memory.limit={reserved}");
+    let (run, snaps) = pool_run(
+        &env,
+        "fit",
+        &["--set", &limit, "--set", "memory.on_limit=\"fit\""],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let actions: Vec<&str> = snaps
+        .iter()
+        .filter_map(|s| s["action"].as_str())
+        .filter(|a| *a != "cleanup")
+        .collect();
+    assert_eq!(actions, ["fit"], "{snaps:?}");
+    let summary = env.summary("runs/fit");
+    assert!(summary["micro_batch"].as_u64().unwrap() < 2048, "{summary}");
+    assert!(
+        num(&summary, "peak_bytes_reserved") as u64 <= reserved,
+        "{summary}"
+    );
+}

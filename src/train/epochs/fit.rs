@@ -16,7 +16,8 @@ use super::setup::Run;
 use super::Epochs;
 use crate::data::DataError;
 use crate::error::Error;
-use crate::memory::policy::{LimitExceeded, Phase};
+use crate::memory::policy::{held, LimitExceeded, Phase};
+use crate::memory::MemorySource;
 use crate::memory::{format_bytes, format_signed_bytes};
 use crate::task::Task;
 use crate::train::step::accumulate_gradients;
@@ -89,7 +90,12 @@ impl<T: Task> Epochs<'_, T> {
             return Err(self.governor.fail(LimitExceeded {
                 limit,
                 observed: chosen.peak,
-                measure: "peak in use with the optimizer's state to come",
+                measure: match self.governor.source() {
+                    MemorySource::Host => "peak in use with the optimizer's state to come",
+                    MemorySource::CubeclPool => {
+                        "reserved in the device pools with the optimizer's state to come"
+                    }
+                },
                 epoch: 0,
                 step: 0,
                 micro_batch: chosen.micro_batch,
@@ -123,8 +129,9 @@ impl<T: Task> Epochs<'_, T> {
             .map_err(|e| Error::Data(DataError::Unusable(format!("data item: {e}"))))
     }
 
-    /// The peak of a step at `micro_batch` (its first two micro-batches when `micro_steps` >
-    /// 1), plus the optimizer state the first update allocates.
+    /// The peak of a step at `micro_batch`, as the limit reads it (in use on the host,
+    /// reserved pages on CubeCL), plus the optimizer state the first update allocates. With
+    /// accumulation (`micro_steps` over one) the probe runs two micro-batches.
     fn probe(
         &mut self,
         run: &Run<T>,
@@ -137,6 +144,8 @@ impl<T: Task> Epochs<'_, T> {
             .take(micro_steps.min(2))
             .map(<[T::Item]>::to_vec)
             .collect();
+        // Each probe starts from what the run holds, the pages of the one before given back.
+        self.governor.release()?;
         self.governor.begin_window();
         let governor = &mut *self.governor;
         let probed = accumulate_gradients(
@@ -151,9 +160,10 @@ impl<T: Task> Epochs<'_, T> {
             },
         )?;
         drop(probed);
-        // After the device's queue, the figures of this probe's window alone.
+        // After the device's queue, the figures of this probe's window alone, as the limit
+        // reads them (on CubeCL the pages the probe took).
         self.governor.read()?;
-        let peak = self.governor.window().peak_bytes_in_use;
+        let (peak, _) = held(&self.governor.window());
         Ok(peak + run.footprint.optimizer)
     }
 }
