@@ -270,35 +270,7 @@ impl Governor {
 
     /// Records a breach and turns it into the run's error.
     pub fn fail(&mut self, mut e: LimitExceeded) -> Error {
-        if let Some(full) = self.footprint {
-            // Before the first update the optimizer has no state yet; a probe before training
-            // (`on_limit = "fit"`, step 0) counts the state the first update will allocate.
-            let probe = e.phase == Phase::Step && e.step == 0;
-            let state = if self.step == 0 && !probe {
-                0
-            } else {
-                full.optimizer
-            };
-            // The gradient sets of the layout at the breach, which a shrink or a fit changed.
-            let sets = if e.accumulation_steps > 1 { 2 } else { 1 };
-            let f = Footprint {
-                optimizer: state,
-                gradients: full.gradients / full.gradient_sets.max(1) * sets,
-                gradient_sets: sets,
-                ..full
-            };
-            // At rest: what the run held at the start and the optimizer's state once it
-            // exists; the gradients are part of the step's transient.
-            let rest = self
-                .resting_estimate
-                .saturating_sub(full.gradients + full.optimizer - state);
-            let phase = match e.phase {
-                Phase::RunStart | Phase::Step | Phase::RunEnd => PeakPhase::Backward,
-                Phase::EpochEnd | Phase::Checkpoint => PeakPhase::Outside,
-            };
-            let breakdown = Breakdown::of(&f, rest.min(e.observed), e.observed, phase);
-            e.breakdown = Some(Box::new(breakdown));
-        }
+        e.breakdown = self.breach_breakdown(&e).map(Box::new);
         if let Err(write_error) = self.memory_event(e.epoch, "limit", e.to_string()) {
             return write_error;
         }
@@ -309,6 +281,37 @@ impl Governor {
     /// validation.
     pub fn window(&mut self) -> MemoryUsage {
         self.setup.probe.observe()
+    }
+
+    /// The figure of breach `e` by category, where the run's footprint is known.
+    fn breach_breakdown(&self, e: &LimitExceeded) -> Option<Breakdown> {
+        let full = self.footprint?;
+        // Before the first update the optimizer has no state yet; a probe before training
+        // (`on_limit = "fit"`, step 0) counts the state the first update will allocate.
+        let probe = e.phase == Phase::Step && e.step == 0;
+        let state = if self.step == 0 && !probe {
+            0
+        } else {
+            full.optimizer
+        };
+        // The gradient sets of the layout at the breach, which a shrink or a fit changed.
+        let sets = if e.accumulation_steps > 1 { 2 } else { 1 };
+        let f = Footprint {
+            optimizer: state,
+            gradients: full.gradients / full.gradient_sets.max(1) * sets,
+            gradient_sets: sets,
+            ..full
+        };
+        // At rest: what the run held at the start and the optimizer's state once it exists;
+        // the gradients are part of the step's transient.
+        let rest = self
+            .resting_estimate
+            .saturating_sub(full.gradients + full.optimizer - state);
+        let phase = match e.phase {
+            Phase::RunStart | Phase::Step | Phase::RunEnd => PeakPhase::Backward,
+            Phase::EpochEnd | Phase::Checkpoint => PeakPhase::Outside,
+        };
+        Some(Breakdown::of(&f, rest.min(e.observed), e.observed, phase))
     }
 
     /// Writes epoch `epoch`'s snapshot with `figures`, and watches for growth.
