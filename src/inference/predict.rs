@@ -11,10 +11,10 @@ use burn::tensor::Tensor;
 use super::Trained;
 use crate::builtin::{self, Inputs, Readout, Visit};
 use crate::config::DataSource;
-use crate::data::DataError;
 use crate::error::Error;
 use crate::memory::write_atomic;
 use crate::model::Network;
+use crate::task::score::items;
 use crate::task::{Classify, Regress, Task};
 
 /// What `predict` wrote.
@@ -80,10 +80,7 @@ impl Writer<'_> {
     ) -> Result<Vec<Vec<f32>>, Error> {
         let model = self.run.model(|device| task.model(device))?;
         let items = match task.data().valid {
-            Some(valid) => (0..valid.len())
-                .map(|i| valid.get(i))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| Error::Data(DataError::Unusable(format!("data item: {e}"))))?,
+            Some(valid) => items(valid.as_ref(), 0..valid.len())?,
             None => Vec::new(),
         };
         let mut rows = Vec::with_capacity(items.len());

@@ -45,14 +45,21 @@ pub fn evaluate<T: Task>(
     device: &Device,
 ) -> Result<Score, Error> {
     let size = batch_size.max(1);
-    let batches = (0..data.len()).step_by(size).map(|start| {
-        let end = (start + size).min(data.len());
-        (start..end)
-            .map(|i| data.get(i))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Error::Data(DataError::Unusable(format!("data item: {e}"))))
-    });
+    let batches = (0..data.len())
+        .step_by(size)
+        .map(|start| items(data, start..(start + size).min(data.len())));
     score_batches(task, model, &Compute::f32(), device, batches)
+}
+
+/// The items of `data` at `range`, read from the dataset itself (no loader, no shuffling).
+pub(crate) fn items<I>(
+    data: &dyn Dataset<I>,
+    range: std::ops::Range<usize>,
+) -> Result<Vec<I>, Error> {
+    range
+        .map(|i| data.get(i))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::Data(DataError::Unusable(format!("data item: {e}"))))
 }
 
 /// Scores `model` on `batches` of items in the compute precision `cx`; an error if there are

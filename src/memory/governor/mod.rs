@@ -193,16 +193,28 @@ impl Governor {
         self.setup.probe.begin_window();
     }
 
-    /// Looks at memory inside or right after step `step` of `epoch` (after a backward pass, after
-    /// the update): a breach of the limit stops the step.
+    /// Looks at memory inside step `step` of `epoch`, after a backward pass: a breach of the
+    /// limit stops the step. The figure counts as the backward passes' peak (the breakdown's
+    /// `phase`).
     pub fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
         let usage = self.setup.probe.observe();
+        self.step_peaks.backward = self.step_peaks.backward.max(usage.peak_bytes_in_use);
+        self.check_usage(epoch, step, &usage)
+    }
+
+    /// Checks `usage`, read in step `step` of `epoch`, against the policies.
+    fn check_usage(
+        &mut self,
+        epoch: usize,
+        step: usize,
+        usage: &MemoryUsage,
+    ) -> Result<(), Breach> {
         let state = self.state(epoch, step);
-        for action in self.setup.policies.decide(Phase::Step, &usage, &state) {
+        for action in self.setup.policies.decide(Phase::Step, usage, &state) {
             match action {
                 MemoryAction::ShrinkBatch { .. } => {
                     return Err(Breach::Shrink {
-                        observed: held(&usage).0,
+                        observed: held(usage).0,
                     })
                 }
                 MemoryAction::Fail(e) => return Err(Breach::Fail(e)),
@@ -218,9 +230,9 @@ impl Governor {
     /// micro-batch from the next step on.
     pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
         self.step = step;
-        let peak = self.setup.probe.observe().peak_bytes_in_use;
-        self.step_peaks.update = self.step_peaks.update.max(peak);
-        match self.check_step(epoch, step) {
+        let usage = self.setup.probe.observe();
+        self.step_peaks.update = self.step_peaks.update.max(usage.peak_bytes_in_use);
+        match self.check_usage(epoch, step, &usage) {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => Err(self.fail(e)),
             Err(Breach::Shrink { observed }) => self.shrink(epoch, step, observed),

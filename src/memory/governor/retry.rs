@@ -42,12 +42,7 @@ impl Governor {
                 step,
             };
             match attempt(micro_batch, &mut check) {
-                Ok(done) => {
-                    // The backward passes' peak, before the update adds its own.
-                    let peak = self.setup.probe.observe().peak_bytes_in_use;
-                    self.step_peaks.backward = self.step_peaks.backward.max(peak);
-                    return Ok(done);
-                }
+                Ok(done) => return Ok(done),
                 Err(Breach::Shrink { observed }) => self.shrink(epoch, step, observed)?,
                 Err(Breach::Fail(e)) => return Err(self.fail(e)),
             }

@@ -14,11 +14,11 @@
 
 use super::setup::Run;
 use super::Epochs;
-use crate::data::DataError;
 use crate::error::Error;
 use crate::memory::policy::{held, LimitExceeded, Phase};
 use crate::memory::MemorySource;
 use crate::memory::{format_bytes, format_signed_bytes};
+use crate::task::score::items;
 use crate::task::Task;
 use crate::train::step::accumulate_gradients;
 
@@ -123,10 +123,7 @@ impl<T: Task> Epochs<'_, T> {
     fn probe_items(&self) -> Result<Vec<T::Item>, Error> {
         let train = self.task.data().train;
         let n = (2 * self.config.train.batch_size).min(train.len());
-        (0..n)
-            .map(|i| train.get(i))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Error::Data(DataError::Unusable(format!("data item: {e}"))))
+        items(train.as_ref(), 0..n)
     }
 
     /// The peak of a step at `micro_batch`, as the limit reads it (in use on the host,
