@@ -35,10 +35,25 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
         &svg,
     )
     .map_err(|e| Error::Device(format!("drawing {e}")))?;
-
-    let mut out = String::new();
     let epochs = current_epochs(&snapshots);
-    let status = match summary.as_ref().map(|s| &s.status) {
+    let mut out = outcome(run_dir, &name, summary.as_ref(), &epochs);
+    out += &epoch_table(&epochs);
+    out += &peak_breakdown(&epochs);
+    out += &events(&snapshots);
+    out += &growth(&epochs);
+    let _ = writeln!(out, "wrote {}", svg.display());
+    Ok(out)
+}
+
+/// The run's status, and its epochs, steps, losses and last metrics.
+fn outcome(
+    run_dir: &Path,
+    name: &str,
+    summary: Option<&RunSummary>,
+    epochs: &[&Snapshot],
+) -> String {
+    let mut out = String::new();
+    let status = match summary.map(|s| &s.status) {
         Some(RunStatus::Completed) => "completed".to_string(),
         Some(RunStatus::Failed(e)) => format!("failed: {e}"),
         None => "no summary.json (the run did not finish)".to_string(),
@@ -62,12 +77,16 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
                 .collect::<String>(),
         );
     }
-    let _ = writeln!(
-        out,
-        "{:>6}  {:>11}  {:>11}  {:>11}",
+    out
+}
+
+/// In use, peak and reserved per epoch.
+fn epoch_table(epochs: &[&Snapshot]) -> String {
+    let mut out = format!(
+        "{:>6}  {:>11}  {:>11}  {:>11}\n",
         "epoch", "in use", "peak", "reserved"
     );
-    for s in &epochs {
+    for s in epochs {
         let _ = writeln!(
             out,
             "{:>6}  {:>11}  {:>11}  {:>11}",
@@ -77,7 +96,12 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
             format_bytes(s.memory.bytes_reserved)
         );
     }
-    out += &peak_breakdown(&epochs);
+    out
+}
+
+/// Resumes, memory actions, and what the run kept after release.
+fn events(snapshots: &[Snapshot]) -> String {
+    let mut out = String::new();
     for s in snapshots.iter().filter(|s| s.event == Event::Resume) {
         let detail = s.detail.as_deref().unwrap_or("resumed");
         let _ = writeln!(out, "resume (after epoch {}): {detail}", s.epoch);
@@ -99,22 +123,20 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
             format_signed_bytes(r.retained_bytes_reserved)
         );
     }
+    out
+}
+
+/// The growth alarm's verdict on the epochs' in-use figures.
+fn growth(epochs: &[&Snapshot]) -> String {
     let in_use: Vec<u64> = epochs.iter().map(|s| s.memory.bytes_in_use).collect();
     match check_growth(&in_use) {
-        Some(alarm) => {
-            let _ = writeln!(
-                out,
-                "growth alarm: in use rose every epoch, about {} per epoch (raised at epoch {})",
-                format_bytes(alarm.slope_bytes_per_epoch.max(0.0) as u64),
-                alarm.epoch
-            );
-        }
-        None => {
-            let _ = writeln!(out, "growth alarm: none");
-        }
+        Some(alarm) => format!(
+            "growth alarm: in use rose every epoch, about {} per epoch (raised at epoch {})\n",
+            format_bytes(alarm.slope_bytes_per_epoch.max(0.0) as u64),
+            alarm.epoch
+        ),
+        None => "growth alarm: none\n".to_string(),
     }
-    let _ = writeln!(out, "wrote {}", svg.display());
-    Ok(out)
 }
 
 /// `peak of epoch 2 (91.0 MiB) by category: ...` for the epoch with the highest peak, if the

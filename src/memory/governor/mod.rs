@@ -8,6 +8,7 @@ use std::path::Path;
 use burn::tensor::Device;
 
 mod layout;
+mod limit;
 mod prepare;
 mod record;
 mod retry;
@@ -16,13 +17,13 @@ pub use layout::{Breach, EpochFigures, Layout};
 pub use prepare::Prepared;
 pub use retry::StepCheck;
 
-use super::breakdown::{Breakdown, Footprint, PeakPhase, StepPeaks};
+use super::breakdown::{Breakdown, Footprint, StepPeaks};
 use super::growth::{GrowthAlarm, GrowthWatch};
 use super::observer::{Observer, Warning};
 use super::plot::draw_memory_svg;
-use super::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase, RunState};
+use super::policy::{Attempt, MemoryAction, Phase, RunState};
 use super::snapshots::{Event, Retained, SnapshotWriter};
-use super::usage::{format_bytes, MemorySource, MemoryUsage};
+use super::usage::{MemorySource, MemoryUsage};
 use crate::config::{ClearPolicy, MemoryConfig};
 use crate::error::Error;
 
@@ -193,137 +194,10 @@ impl Governor {
         self.setup.probe.begin_window();
     }
 
-    /// Looks at memory inside step `step` of `epoch`, after a backward pass: a breach of the
-    /// limit stops the step. The figure counts as the backward passes' peak (the breakdown's
-    /// `phase`).
-    pub fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
-        let usage = self.setup.probe.observe();
-        self.step_peaks.backward = self.step_peaks.backward.max(usage.peak_bytes_in_use);
-        self.check_usage(epoch, step, &usage)
-    }
-
-    /// Checks `usage`, read in step `step` of `epoch`, against the policies.
-    fn check_usage(
-        &mut self,
-        epoch: usize,
-        step: usize,
-        usage: &MemoryUsage,
-    ) -> Result<(), Breach> {
-        let state = self.state(epoch, step);
-        for action in self.setup.policies.decide(Phase::Step, usage, &state) {
-            match action {
-                MemoryAction::ShrinkBatch { .. } => {
-                    return Err(Breach::Shrink {
-                        observed: held(usage).0,
-                    })
-                }
-                MemoryAction::Fail(e) => return Err(Breach::Fail(e)),
-                // No policy reserves or cleans mid-step.
-                MemoryAction::Reserve { .. } | MemoryAction::Cleanup => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// After the optimizer update of step `step`, which allocates too (the optimizer's state,
-    /// on the first step): a breach fails the run, or with `on_limit = "shrink"` halves the
-    /// micro-batch from the next step on.
-    pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
-        self.step = step;
-        let usage = self.setup.probe.observe();
-        self.step_peaks.update = self.step_peaks.update.max(usage.peak_bytes_in_use);
-        match self.check_usage(epoch, step, &usage) {
-            Ok(()) => Ok(()),
-            Err(Breach::Fail(e)) => Err(self.fail(e)),
-            Err(Breach::Shrink { observed }) => self.shrink(epoch, step, observed),
-        }
-    }
-
-    /// Halves the micro-batch (doubling accumulation) after a breach at step `step`, and
-    /// records it; the caller retries the step with [`layout`](Self::layout).
-    pub fn shrink(&mut self, epoch: usize, step: usize, observed: u64) -> Result<(), Error> {
-        let before = self.layout;
-        self.previous_attempt = Some(Attempt {
-            accumulation_steps: before.micro_steps(),
-            observed,
-        });
-        self.layout.factor *= 2;
-        let detail = format!(
-            "{} over the memory limit at step {step} of epoch {epoch}: micro-batch {} -> {}, \
-             accumulation_steps {} -> {} (effective batch unchanged); retrying the step",
-            format_bytes(observed),
-            before.micro_batch(),
-            self.layout.micro_batch(),
-            before.micro_steps(),
-            self.layout.micro_steps(),
-        );
-        self.memory_event(epoch, "shrink", detail)
-    }
-
-    /// Gives back what is free (the device pools' free pages, the host heap's) and reads the
-    /// figures again: after `fit`'s probes, which allocate at sizes the run will not use.
-    pub fn release(&mut self) -> Result<MemoryUsage, Error> {
-        self.setup.executor.cleanup().map_err(Error::device)?;
-        self.read()
-    }
-
-    /// `on_limit = "fit"`, before the first step: cuts each loader batch into `factor`
-    /// micro-batches from now on, and records why (`detail`) as a `fit` memory action.
-    pub fn fit_layout(&mut self, factor: usize, detail: String) -> Result<(), Error> {
-        self.layout.factor = factor.max(1);
-        self.memory_event(0, "fit", detail)
-    }
-
-    /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),
-    /// so that a limit error breaks its peak down by category.
-    pub fn set_footprint(&mut self, footprint: Footprint) {
-        self.footprint = Some(footprint);
-    }
-
-    /// Records a breach and turns it into the run's error.
-    pub fn fail(&mut self, mut e: LimitExceeded) -> Error {
-        e.breakdown = self.breach_breakdown(&e).map(Box::new);
-        if let Err(write_error) = self.memory_event(e.epoch, "limit", e.to_string()) {
-            return write_error;
-        }
-        Error::Limit(e)
-    }
-
     /// The figures of the window opened by [`begin_window`](Self::begin_window), e.g. around
     /// validation.
     pub fn window(&mut self) -> MemoryUsage {
         self.setup.probe.observe()
-    }
-
-    /// The figure of breach `e` by category, where the run's footprint is known.
-    fn breach_breakdown(&self, e: &LimitExceeded) -> Option<Breakdown> {
-        let full = self.footprint?;
-        // Before the first update the optimizer has no state yet; a probe before training
-        // (`on_limit = "fit"`, step 0) counts the state the first update will allocate.
-        let probe = e.phase == Phase::Step && e.step == 0;
-        let state = if self.step == 0 && !probe {
-            0
-        } else {
-            full.optimizer
-        };
-        // The gradient sets of the layout at the breach, which a shrink or a fit changed.
-        let sets = if e.accumulation_steps > 1 { 2 } else { 1 };
-        let f = Footprint {
-            optimizer: state,
-            gradients: full.gradients / full.gradient_sets.max(1) * sets,
-            gradient_sets: sets,
-            ..full
-        };
-        // At rest: what the run held at the start and the optimizer's state once it exists;
-        // the gradients are part of the step's transient.
-        let rest = self
-            .resting_estimate
-            .saturating_sub(full.gradients + full.optimizer - state);
-        let phase = match e.phase {
-            Phase::RunStart | Phase::Step | Phase::RunEnd => PeakPhase::Backward,
-            Phase::EpochEnd | Phase::Checkpoint => PeakPhase::Outside,
-        };
-        Some(Breakdown::of(&f, rest.min(e.observed), e.observed, phase))
     }
 
     /// Writes epoch `epoch`'s snapshot with `figures`, and watches for growth.

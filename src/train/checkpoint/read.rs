@@ -1,0 +1,224 @@
+//! Reading checkpoints back: the one `latest` or `best` names, or one by its directory name,
+//! with its state, and its model, optimizer and schedule loaded from it.
+
+use std::path::{Path, PathBuf};
+
+use burn::optim::ModuleOptimizer;
+use burn::store::{BurnpackStore, ModuleSnapshot};
+
+use super::{CheckpointState, SCHEDULE_FILE};
+use crate::error::Error;
+use crate::train::decide::Schedule;
+
+/// The names in `<run_dir>/checkpoints`: `best` and `latest` first, then the checkpoints in
+/// the order they were written.
+fn checkpoint_names(run_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(run_dir.join("checkpoints"))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.ends_with(".tmp"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort_by_key(|name| {
+        let (kind, n) = name.split_once('-').unwrap_or((name, ""));
+        let pointer = matches!(name.as_str(), "best" | "latest");
+        (!pointer, kind.to_string(), n.parse::<u64>().unwrap_or(0))
+    });
+    names
+}
+
+/// The directory of the latest complete checkpoint under `run_dir`, if any.
+pub fn latest_checkpoint(run_dir: &Path) -> Option<PathBuf> {
+    Checkpoint::latest(run_dir).ok().map(|c| c.dir)
+}
+
+/// A checkpoint read back from disk, to resume from.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its `meta.json`.
+    pub state: CheckpointState,
+}
+
+impl Checkpoint {
+    /// The checkpoint `<run_dir>/checkpoints/latest` names, with its state read. A missing or
+    /// unreadable file is an [`Error::Checkpoint`] naming it.
+    pub fn latest(run_dir: &Path) -> Result<Self, Error> {
+        Self::named(run_dir, "latest")
+    }
+
+    /// The checkpoint `<run_dir>/checkpoints/best` names: the best epoch's, with early
+    /// stopping.
+    pub fn best(run_dir: &Path) -> Result<Self, Error> {
+        Self::named(run_dir, "best")
+    }
+
+    /// The checkpoint that `<run_dir>/checkpoints/<pointer>` names.
+    fn named(run_dir: &Path, pointer: &str) -> Result<Self, Error> {
+        let latest = run_dir.join("checkpoints").join(pointer);
+        let name = std::fs::read_to_string(&latest).map_err(|e| {
+            let message = match (e.kind(), pointer) {
+                (std::io::ErrorKind::NotFound, "latest") => {
+                    "missing: the run has no complete checkpoint to resume from".to_string()
+                }
+                (std::io::ErrorKind::NotFound, _) => format!(
+                    "missing: the run kept no {pointer} checkpoint (early stopping writes one)"
+                ),
+                _ => e.to_string(),
+            };
+            Error::checkpoint(&latest, message)
+        })?;
+        let name = name.trim();
+        let valid = (name.starts_with("epoch-") || name.starts_with("step-"))
+            && !name.contains(['/', '\\']);
+        if !valid {
+            let message = format!("names {name:?}, which is not a checkpoint directory");
+            return Err(Error::checkpoint(&latest, message));
+        }
+        Self::at(latest.with_file_name(name), pointer)
+    }
+
+    /// The checkpoint `name` names in `<run_dir>/checkpoints`: `latest`, `best`, or a
+    /// checkpoint directory (`epoch-3`, `step-120`). An unknown name is a config error that
+    /// lists the names there are.
+    pub fn open(run_dir: &Path, name: &str) -> Result<Self, Error> {
+        if matches!(name, "latest" | "best") {
+            return Self::named(run_dir, name);
+        }
+        let dir = run_dir.join("checkpoints").join(name);
+        let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
+        if plain && dir.join("meta.json").is_file() {
+            return Self::at(dir, name);
+        }
+        let names = checkpoint_names(run_dir);
+        Err(Error::Config(crate::config::ConfigError {
+            origin: "--checkpoint".into(),
+            key: None,
+            message: format!(
+                "no checkpoint named {name:?} in {} (there are: {})",
+                run_dir.join("checkpoints").display(),
+                match names.is_empty() {
+                    true => "none".to_string(),
+                    false => names.join(", "),
+                }
+            ),
+        }))
+    }
+
+    /// The checkpoint in `dir`, reached through `pointer` (`latest`, `best`, or its own name).
+    fn at(dir: PathBuf, pointer: &str) -> Result<Self, Error> {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let meta = dir.join("meta.json");
+        let text = std::fs::read(&meta).map_err(|e| {
+            let message = match e.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "missing (checkpoints/{pointer} names {name}, which is incomplete or gone)"
+                ),
+                _ => e.to_string(),
+            };
+            Error::checkpoint(&meta, message)
+        })?;
+        let state: CheckpointState = serde_json::from_slice(&text)
+            .map_err(|e| Error::checkpoint(&meta, format!("not a checkpoint's state: {e}")))?;
+        for file in ["model.bpk", "optimizer.bpk"] {
+            let path = dir.join(file);
+            if !path.is_file() {
+                return Err(Error::checkpoint(&path, "missing".to_string()));
+            }
+        }
+        Ok(Self { dir, state })
+    }
+
+    /// One line for the terminal and the `resume` snapshot.
+    pub fn describe(&self) -> String {
+        let state = &self.state;
+        let name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match state.step_in_epoch {
+            0 => format!(
+                "resuming from checkpoints/{name}: {} epochs, {} steps done",
+                state.epoch, state.step
+            ),
+            n => format!(
+                "resuming from checkpoints/{name}: {} epochs and {n} steps of epoch {}, {} steps \
+                 done",
+                state.epoch,
+                state.epoch + 1,
+                state.step
+            ),
+        }
+    }
+
+    /// Loads the saved weights (and parameter ids) into `model`.
+    pub fn load_model<M: ModuleSnapshot>(&self, model: &mut M) -> Result<(), Error> {
+        let path = self.dir.join("model.bpk");
+        let mut store = BurnpackStore::from_file(&path);
+        model
+            .load_from(&mut store)
+            .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e}")))?;
+        Ok(())
+    }
+
+    /// Every saved weight by its parameter path, as f32: to compare two runs' results
+    /// without building their model.
+    pub fn weights(&self) -> Result<std::collections::BTreeMap<String, Vec<f32>>, Error> {
+        use burn::store::ModuleStore;
+        let path = self.dir.join("model.bpk");
+        let bad =
+            |e: &dyn std::fmt::Display| Error::checkpoint(&path, format!("cannot be read: {e}"));
+        let mut store = BurnpackStore::from_file(&path);
+        let tensors = store.get_all_tensors().map_err(|e| bad(&e))?;
+        let mut out = std::collections::BTreeMap::new();
+        for (name, tensor) in tensors {
+            let data = burn::store::bridge::to_data(tensor).map_err(|e| bad(&e))?;
+            let values = data
+                .convert::<f32>()
+                .try_to_vec::<f32>()
+                .map_err(|e| bad(&format!("{e:?}")))?;
+            out.insert(name.clone(), values);
+        }
+        Ok(out)
+    }
+
+    /// Reads both state files through, so that a truncated or corrupt one is found before a
+    /// resumed run touches anything.
+    pub fn verify(&self) -> Result<(), Error> {
+        self.weights()?;
+        let path = self.dir.join("optimizer.bpk");
+        burn::optim::record::OptimizerRecord::load(&path)
+            .map_err(|e| Error::checkpoint(&path, format!("cannot be read: {e:?}")))?;
+        Ok(())
+    }
+
+    /// `schedule` continued from the saved state. A checkpoint without one was written before
+    /// schedules existed, so its run had none (resume refuses to add one): the constant rate
+    /// has no state to restore.
+    pub fn load_schedule(&self, schedule: Schedule) -> Result<Schedule, Error> {
+        let path = self.dir.join(SCHEDULE_FILE);
+        if !path.exists() {
+            return Ok(schedule);
+        }
+        let current = self.state.lr.unwrap_or(schedule.current());
+        schedule
+            .load(&path, current)
+            .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e}")))
+    }
+
+    /// `optimizer` with the saved state.
+    pub fn load_optimizer(&self, optimizer: ModuleOptimizer) -> Result<ModuleOptimizer, Error> {
+        let path = self.dir.join("optimizer.bpk");
+        optimizer
+            .load(&path)
+            .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e:?}")))
+    }
+}
