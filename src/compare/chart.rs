@@ -2,50 +2,32 @@
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::ComparePolicy;
 use crate::memory::{Event, Snapshot};
 
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A policy's line: the policy, its limit, its snapshots.
+type Series = (ComparePolicy, Option<u64>, Vec<Snapshot>);
+
+/// The chart's plotting area.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+const PALETTE: [RGBColor; 5] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+];
+
 /// Peak in use per epoch, one line per policy, and each limit as a horizontal line.
-pub(super) fn chart(
-    series: &[(ComparePolicy, Option<u64>, Vec<Snapshot>)],
-    name: &str,
-    path: &Path,
-) -> Result<(), String> {
-    const MIB: f64 = 1024.0 * 1024.0;
+pub(super) fn chart(series: &[Series], name: &str, path: &Path) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let figure = |snaps: &[Snapshot], reserved: bool| -> Vec<(f64, f64)> {
-        snaps
-            .iter()
-            .filter(|s| matches!(s.event, Event::RunStart | Event::Epoch))
-            .map(|s| {
-                let bytes = if reserved {
-                    s.memory.bytes_reserved
-                } else {
-                    s.memory.peak_bytes_in_use
-                };
-                (s.epoch as f64, bytes as f64 / MIB)
-            })
-            .collect()
-    };
-    let points = |snaps: &[Snapshot]| figure(snaps, false);
-    let x_max = series
-        .iter()
-        .flat_map(|(_, _, s)| points(s))
-        .map(|p| p.0)
-        .fold(1.0, f64::max);
-    let y_max = series
-        .iter()
-        .flat_map(|(_, limit, s)| {
-            points(s)
-                .into_iter()
-                .chain(figure(s, true))
-                .map(|p| p.1)
-                .chain(limit.map(|l| l as f64 / MIB))
-        })
-        .fold(1.0, f64::max)
-        * 1.15;
+    let (x_max, y_max) = bounds(series);
     let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let source = series
@@ -70,49 +52,13 @@ pub(super) fn chart(
         .x_label_formatter(&|x| format!("{x:.0}"))
         .draw()
         .map_err(|e| err(&e))?;
-    let palette = [
-        RGBColor(31, 119, 180),
-        RGBColor(255, 127, 14),
-        RGBColor(44, 160, 44),
-        RGBColor(214, 39, 40),
-        RGBColor(148, 103, 189),
-    ];
-    // Policies often have the same peak in use, and their lines would hide one another; each
-    // is drawn thinner than the one before it, so identical lines show as nested bands.
-    let widths = |i: usize| (2 * (series.len() - i)) as u32;
-    for (i, (policy, limit, snaps)) in series.iter().enumerate() {
-        let color = palette[i % palette.len()];
-        let width = widths(i);
-        chart
-            .draw_series(LineSeries::new(points(snaps), color.stroke_width(width)))
-            .map_err(|e| err(&e))?
-            .label(policy.name())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
-            });
-        chart
-            .draw_series(DashedLineSeries::new(
-                figure(snaps, true),
-                2,
-                4,
-                color.stroke_width(2),
-            ))
+    for (i, line) in series.iter().enumerate() {
+        // Policies often have the same peak in use, and their lines would hide one another;
+        // each is drawn thinner than the one before it, so identical lines show as nested
+        // bands.
+        let width = (2 * (series.len() - i)) as u32;
+        draw_policy(&mut chart, line, PALETTE[i % PALETTE.len()], width, x_max)
             .map_err(|e| err(&e))?;
-        if let Some(limit) = limit {
-            let y = *limit as f64 / MIB;
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(-0.1, y), (x_max + 0.1, y)],
-                    8,
-                    5,
-                    color.stroke_width(1),
-                ))
-                .map_err(|e| err(&e))?
-                .label(format!("{}: limit {:.1} MiB", policy.name(), y))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(1))
-                });
-        }
     }
     chart
         .configure_series_labels()
@@ -123,5 +69,83 @@ pub(super) fn chart(
         .draw()
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Each epoch (and run start) as (epoch, MiB): the peak in use, or with `reserved` the bytes
+/// reserved.
+fn points(snaps: &[Snapshot], reserved: bool) -> Vec<(f64, f64)> {
+    snaps
+        .iter()
+        .filter(|s| matches!(s.event, Event::RunStart | Event::Epoch))
+        .map(|s| {
+            let bytes = if reserved {
+                s.memory.bytes_reserved
+            } else {
+                s.memory.peak_bytes_in_use
+            };
+            (s.epoch as f64, bytes as f64 / MIB)
+        })
+        .collect()
+}
+
+/// The last epoch, and the highest figure or limit with room above it.
+fn bounds(series: &[Series]) -> (f64, f64) {
+    let x_max = series
+        .iter()
+        .flat_map(|(_, _, s)| points(s, false))
+        .map(|p| p.0)
+        .fold(1.0, f64::max);
+    let y_max = series
+        .iter()
+        .flat_map(|(_, limit, s)| {
+            points(s, false)
+                .into_iter()
+                .chain(points(s, true))
+                .map(|p| p.1)
+                .chain(limit.map(|l| l as f64 / MIB))
+        })
+        .fold(1.0, f64::max)
+        * 1.15;
+    (x_max, y_max)
+}
+
+/// One policy: its peak in use (solid, labelled), its reserved bytes (dotted) and its limit.
+fn draw_policy(
+    chart: &mut Chart<'_, '_>,
+    (policy, limit, snaps): &Series,
+    color: RGBColor,
+    width: u32,
+    x_max: f64,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    chart
+        .draw_series(LineSeries::new(
+            points(snaps, false),
+            color.stroke_width(width),
+        ))?
+        .label(policy.name())
+        .legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
+        });
+    chart.draw_series(DashedLineSeries::new(
+        points(snaps, true),
+        2,
+        4,
+        color.stroke_width(2),
+    ))?;
+    if let Some(limit) = limit {
+        let y = *limit as f64 / MIB;
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(-0.1, y), (x_max + 0.1, y)],
+                8,
+                5,
+                color.stroke_width(1),
+            ))?
+            .label(format!("{}: limit {:.1} MiB", policy.name(), y))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(1))
+            });
+    }
     Ok(())
 }

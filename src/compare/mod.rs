@@ -2,15 +2,15 @@
 //! a table (`compare.md`, `compare.json`) and a chart (`compare.svg`) of what each costs.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::config::{defaults, ClearPolicy, ConfigBuilder, MemorySize, OnLimit, RunConfig};
 use crate::error::Error;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::memory::{read_snapshots, write_atomic, Event, Observer};
-use crate::train::Trainer;
+use crate::memory::{read_snapshots, write_atomic, Event, MemorySource, Observer, Snapshot};
+use crate::train::{RunSummary, Trainer};
 
 mod chart;
 
@@ -95,6 +95,10 @@ pub struct CompareRow {
     pub val_accuracy: Option<f64>,
 }
 
+/// The growth run's (peak of the figure limits apply to, in use at the end of its last
+/// epoch, peak reserved): what the other policies are sized from.
+type Growth = (u64, u64, u64);
+
 /// Runs `config` under each of `policies`, inside `<output_dir>/<name>-compare/`, and writes
 /// the table and chart there. The growth run, which sizes the limits, always runs first.
 pub fn compare(
@@ -108,120 +112,39 @@ pub fn compare(
         .join(format!("{}-compare", config.run.name));
     let mut order: Vec<ComparePolicy> = vec![ComparePolicy::Growth];
     order.extend(policies.iter().filter(|p| **p != ComparePolicy::Growth));
-    // (peak of the figure limits apply to, in use at the end of the last epoch, peak reserved)
-    // of the growth run.
-    let mut growth: Option<(u64, u64, u64)> = None;
+    let mut growth: Option<Growth> = None;
     let mut rows = Vec::new();
     let mut series = Vec::new();
     for policy in order {
-        let peak_share =
-            |share: f64| growth.map(|(peak, _, _)| MemorySize::Bytes((peak as f64 * share) as u64));
-        let base = ConfigBuilder::from_config(config)
-            .name(policy.name())
-            .output_dir(&dir)
-            .growth()
-            .no_memory_limit()
-            .clear(ClearPolicy::BetweenRuns);
-        let variant = match policy {
-            ComparePolicy::Growth => base,
-            ComparePolicy::Preallocate => base.preallocate(
-                config
-                    .memory
-                    .preallocate
-                    .or(growth.map(|(_, _, reserved)| MemorySize::Bytes(reserved / 4 * 5)))
-                    .unwrap_or(MemorySize::Fraction(defaults::PREALLOCATE_FRACTION)),
-            ),
-            ComparePolicy::Limit => match config.memory.limit.or(peak_share(1.25)) {
-                Some(limit) => base.memory_limit(limit, OnLimit::Fail),
-                None => base,
-            },
-            // Without a growth run to size it, there is no limit to shrink under, and the
-            // builder's validation says so in the row.
-            ComparePolicy::Shrink => {
-                let mut base = base;
-                if let Some((peak, rest, _)) = growth {
-                    let limit = MemorySize::Bytes(rest + peak.saturating_sub(rest) / 2);
-                    base = base.memory_limit(limit, OnLimit::Shrink);
-                } else {
-                    base.raw_mut().memory.on_limit = Some("shrink".into());
-                }
-                base
-            }
-            ComparePolicy::Never => base.clear(ClearPolicy::Never),
-        };
-        let outcome = variant
+        let outcome = variant(config, policy, &dir, growth)
             .build()
             .map_err(Error::Config)
             .and_then(|cfg| Trainer::new(cfg).observer(observer(policy)).run());
         let row = match outcome {
             Ok(summary) => {
-                let snapshots = read_snapshots(&summary.run_dir.join("snapshots.jsonl"))
-                    .map_err(|e| Error::io(summary.run_dir.join("snapshots.jsonl"), e))?;
-                // Reserved at the peak: the pools' high-water mark, or on the host the peak
-                // resident set (epoch-end RSS misses large blocks glibc already unmapped).
-                let peak_reserved = match summary.memory_source {
-                    crate::memory::MemorySource::Host => summary
-                        .peak_bytes_reserved
-                        .max(summary.retained.map_or(0, |r| r.rss_peak_bytes)),
-                    crate::memory::MemorySource::CubeclPool => summary.peak_bytes_reserved,
-                };
+                let path = summary.run_dir.join("snapshots.jsonl");
+                let snapshots = read_snapshots(&path).map_err(|e| Error::io(&path, e))?;
+                let row = completed_row(policy, &summary);
                 if policy == ComparePolicy::Growth {
-                    let rest = snapshots
-                        .iter()
-                        .rfind(|s| s.event == Event::Epoch)
-                        .map_or(0, |s| s.memory.bytes_in_use);
-                    // The figure a limit is checked against (`memory::policy::held`): on the
-                    // host the peak in use, on CubeCL what the pools reserve.
-                    let held = match summary.memory_source {
-                        crate::memory::MemorySource::Host => summary.peak_bytes_in_use,
-                        crate::memory::MemorySource::CubeclPool => {
-                            summary.peak_bytes_reserved.max(summary.peak_bytes_in_use)
-                        }
-                    };
-                    growth = Some((held, rest, peak_reserved));
+                    growth = Some(growth_figures(
+                        &summary,
+                        &snapshots,
+                        row.peak_bytes_reserved,
+                    ));
                 }
-                series.push((policy, summary.limit_bytes, snapshots.clone()));
-                CompareRow {
-                    policy,
-                    status: "completed".into(),
-                    run_dir: Some(summary.run_dir.clone()),
-                    samples_per_sec: summary.samples_per_sec,
-                    peak_bytes_in_use: summary.peak_bytes_in_use,
-                    peak_bytes_reserved: peak_reserved,
-                    fragmentation: Some(
-                        1.0 - summary.peak_bytes_in_use.min(peak_reserved) as f64
-                            / peak_reserved.max(1) as f64,
-                    ),
-                    retained_bytes_in_use: summary.retained.map(|r| r.retained_bytes_in_use),
-                    retained_bytes_reserved: summary.retained.map(|r| r.retained_bytes_reserved),
-                    limit_bytes: summary.limit_bytes,
-                    micro_batch: Some(summary.micro_batch),
-                    val_accuracy: summary.metric("val_accuracy"),
+                if policies.contains(&policy) {
+                    series.push((policy, summary.limit_bytes, snapshots));
                 }
+                row
             }
             // A policy the backend cannot apply, or a run the limit stopped, is a result too.
             Err(e @ (Error::Config(_) | Error::Limit(_) | Error::OutOfMemory { .. })) => {
-                CompareRow {
-                    policy,
-                    status: e.to_string(),
-                    run_dir: None,
-                    samples_per_sec: None,
-                    peak_bytes_in_use: 0,
-                    peak_bytes_reserved: 0,
-                    fragmentation: None,
-                    retained_bytes_in_use: None,
-                    retained_bytes_reserved: None,
-                    limit_bytes: None,
-                    micro_batch: None,
-                    val_accuracy: None,
-                }
+                failed_row(policy, &e)
             }
             Err(e) => return Err(e),
         };
         if policies.contains(&policy) {
             rows.push(row);
-        } else {
-            series.retain(|(p, _, _)| *p != policy);
         }
     }
     let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
@@ -233,6 +156,111 @@ pub fn compare(
     chart(&series, &config.run.name, &dir.join("compare.svg"))
         .map_err(|e| Error::Device(format!("drawing {e}")))?;
     Ok((dir, rows))
+}
+
+/// `config` under `policy`, in `dir`, sized from the growth run where it needs to be.
+fn variant(
+    config: &RunConfig,
+    policy: ComparePolicy,
+    dir: &Path,
+    growth: Option<Growth>,
+) -> ConfigBuilder {
+    let peak_share =
+        |share: f64| growth.map(|(peak, _, _)| MemorySize::Bytes((peak as f64 * share) as u64));
+    let base = ConfigBuilder::from_config(config)
+        .name(policy.name())
+        .output_dir(dir)
+        .growth()
+        .no_memory_limit()
+        .clear(ClearPolicy::BetweenRuns);
+    match policy {
+        ComparePolicy::Growth => base,
+        ComparePolicy::Preallocate => base.preallocate(
+            config
+                .memory
+                .preallocate
+                .or(growth.map(|(_, _, reserved)| MemorySize::Bytes(reserved / 4 * 5)))
+                .unwrap_or(MemorySize::Fraction(defaults::PREALLOCATE_FRACTION)),
+        ),
+        ComparePolicy::Limit => match config.memory.limit.or(peak_share(1.25)) {
+            Some(limit) => base.memory_limit(limit, OnLimit::Fail),
+            None => base,
+        },
+        // Without a growth run to size it, there is no limit to shrink under, and the
+        // builder's validation says so in the row.
+        ComparePolicy::Shrink => {
+            let mut base = base;
+            if let Some((peak, rest, _)) = growth {
+                let limit = MemorySize::Bytes(rest + peak.saturating_sub(rest) / 2);
+                base = base.memory_limit(limit, OnLimit::Shrink);
+            } else {
+                base.raw_mut().memory.on_limit = Some("shrink".into());
+            }
+            base
+        }
+        ComparePolicy::Never => base.clear(ClearPolicy::Never),
+    }
+}
+
+/// The growth run's figures that size the other policies.
+fn growth_figures(summary: &RunSummary, snapshots: &[Snapshot], peak_reserved: u64) -> Growth {
+    let rest = snapshots
+        .iter()
+        .rfind(|s| s.event == Event::Epoch)
+        .map_or(0, |s| s.memory.bytes_in_use);
+    // The figure a limit is checked against (`memory::policy::held`): on the host the peak in
+    // use, on CubeCL what the pools reserve.
+    let held = match summary.memory_source {
+        MemorySource::Host => summary.peak_bytes_in_use,
+        MemorySource::CubeclPool => summary.peak_bytes_reserved.max(summary.peak_bytes_in_use),
+    };
+    (held, rest, peak_reserved)
+}
+
+/// The row of a run that completed.
+fn completed_row(policy: ComparePolicy, summary: &RunSummary) -> CompareRow {
+    // Reserved at the peak: the pools' high-water mark, or on the host the peak resident set
+    // (epoch-end RSS misses large blocks glibc already unmapped).
+    let peak_reserved = match summary.memory_source {
+        MemorySource::Host => summary
+            .peak_bytes_reserved
+            .max(summary.retained.map_or(0, |r| r.rss_peak_bytes)),
+        MemorySource::CubeclPool => summary.peak_bytes_reserved,
+    };
+    CompareRow {
+        policy,
+        status: "completed".into(),
+        run_dir: Some(summary.run_dir.clone()),
+        samples_per_sec: summary.samples_per_sec,
+        peak_bytes_in_use: summary.peak_bytes_in_use,
+        peak_bytes_reserved: peak_reserved,
+        fragmentation: Some(
+            1.0 - summary.peak_bytes_in_use.min(peak_reserved) as f64 / peak_reserved.max(1) as f64,
+        ),
+        retained_bytes_in_use: summary.retained.map(|r| r.retained_bytes_in_use),
+        retained_bytes_reserved: summary.retained.map(|r| r.retained_bytes_reserved),
+        limit_bytes: summary.limit_bytes,
+        micro_batch: Some(summary.micro_batch),
+        val_accuracy: summary.metric("val_accuracy"),
+    }
+}
+
+/// The row of a run that could not run or stopped, saying why.
+fn failed_row(policy: ComparePolicy, e: &Error) -> CompareRow {
+    CompareRow {
+        policy,
+        status: e.to_string(),
+        run_dir: None,
+        samples_per_sec: None,
+        peak_bytes_in_use: 0,
+        peak_bytes_reserved: 0,
+        fragmentation: None,
+        retained_bytes_in_use: None,
+        retained_bytes_reserved: None,
+        limit_bytes: None,
+        micro_batch: None,
+        val_accuracy: None,
+    }
 }
 
 fn opt_bytes(b: Option<u64>) -> String {

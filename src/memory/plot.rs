@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::snapshots::{as_it_stands, read_snapshots, Event, Snapshot};
@@ -91,6 +92,30 @@ pub fn render_memory_svg(
         .draw()
         .map_err(|e| err(&e))?;
 
+    draw_figures(&mut chart, &figures).map_err(|e| err(&e))?;
+    if let Some(limit) = limit {
+        draw_limit(&mut chart, limit, x_max).map_err(|e| err(&e))?;
+    }
+    draw_markers(&mut chart, &actions, y_max).map_err(|e| err(&e))?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// The chart's plotting area.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// What drawing on the SVG can fail with.
+type DrawError = DrawingAreaErrorKind<std::io::Error>;
+
+/// In use, reserved and peak in use, each a labelled line with a dot per point.
+fn draw_figures(chart: &mut Chart<'_, '_>, figures: &[Placed]) -> Result<(), DrawError> {
     let blue = RGBColor(31, 119, 180);
     let orange = RGBColor(255, 127, 14);
     let red = RGBColor(214, 39, 40);
@@ -105,59 +130,55 @@ pub fn render_memory_svg(
             .map(|(x, s)| (*x, value(s) as f64 / MIB))
             .collect();
         chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(|e| err(&e))?
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
             .label(name)
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
-        chart
-            .draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(p, 3, color.filled())),
-            )
-            .map_err(|e| err(&e))?;
+        chart.draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, 3, color.filled())),
+        )?;
     }
-    if let Some(limit) = limit {
-        let y = limit as f64 / MIB;
-        chart
-            .draw_series(LineSeries::new(
-                vec![(-0.25, y), (x_max, y)],
-                BLACK.stroke_width(2),
-            ))
-            .map_err(|e| err(&e))?
-            .label(format!("limit {:.1} MiB", y))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
-    }
+    Ok(())
+}
+
+/// The limit as a labelled horizontal line.
+fn draw_limit(chart: &mut Chart<'_, '_>, limit: u64, x_max: f64) -> Result<(), DrawError> {
+    let y = limit as f64 / MIB;
+    chart
+        .draw_series(LineSeries::new(
+            vec![(-0.25, y), (x_max, y)],
+            BLACK.stroke_width(2),
+        ))?
+        .label(format!("limit {:.1} MiB", y))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
+    Ok(())
+}
+
+/// Memory actions and resumes as grey vertical lines with their names.
+fn draw_markers(
+    chart: &mut Chart<'_, '_>,
+    actions: &[Placed],
+    y_max: f64,
+) -> Result<(), DrawError> {
     let grey = RGBColor(120, 120, 120);
-    for (x, s) in &actions {
-        chart
-            .draw_series(LineSeries::new(
-                vec![(*x, 0.0), (*x, y_max * 0.92)],
-                grey.stroke_width(1),
-            ))
-            .map_err(|e| err(&e))?;
+    for (x, s) in actions {
+        chart.draw_series(LineSeries::new(
+            vec![(*x, 0.0), (*x, y_max * 0.92)],
+            grey.stroke_width(1),
+        ))?;
         let label = match s.event {
             Event::Resume => "resume",
             _ => s.action.as_deref().unwrap_or("action"),
         };
-        chart
-            .draw_series(std::iter::once(Text::new(
-                label.to_string(),
-                (*x, y_max * 0.95),
-                ("sans-serif", 13).into_font().color(&grey),
-            )))
-            .map_err(|e| err(&e))?;
+        chart.draw_series(std::iter::once(Text::new(
+            label.to_string(),
+            (*x, y_max * 0.95),
+            ("sans-serif", 13).into_font().color(&grey),
+        )))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
     Ok(())
 }
 

@@ -58,88 +58,88 @@ pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
         1.0,
         "in [0, 1)",
     )?;
-    let widths = |key: &str, values: Vec<i64>| -> Result<Vec<usize>> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, &w)| positive(&format!("{key}[{i}]"), Some(w), 0))
-            .collect()
-    };
     match kind {
-        "lstm" => {
-            let hidden = match raw.hidden {
-                None => defaults::LSTM_HIDDEN.to_vec(),
-                Some(values) => widths("model.hidden", values)?,
-            };
-            if hidden.is_empty() {
-                return Err(Invalid::new(
-                    "model.hidden",
-                    "needs at least one LSTM layer",
-                ));
-            }
-            Ok(ModelConfig::Lstm(LstmConfig { hidden }))
-        }
-        "mlp" => {
-            let hidden = match raw.hidden {
+        "lstm" => lstm(raw.hidden),
+        "mlp" => Ok(ModelConfig::Mlp(MlpConfig {
+            hidden: match raw.hidden {
                 None => defaults::HIDDEN.to_vec(),
                 Some(values) => widths("model.hidden", values)?,
-            };
-            Ok(ModelConfig::Mlp(MlpConfig {
-                hidden,
-                activation,
-                dropout,
-            }))
-        }
-        _cnn => {
-            let input = raw.input.ok_or_else(|| {
-                Invalid::new(
-                    "model.input",
-                    "is required with model.kind = \"cnn\": [channels, height, width]",
-                )
-            })?;
-            let input: [usize; 3] =
-                widths("model.input", input.clone())?
-                    .try_into()
-                    .map_err(|_| {
-                        Invalid::new(
-                            "model.input",
-                            format_args!("must be [channels, height, width], got {input:?}"),
-                        )
-                    })?;
-            let channels = widths(
-                "model.channels",
-                raw.channels
-                    .unwrap_or(defaults::CHANNELS.map(|c| c as i64).to_vec()),
-            )?;
-            if channels.is_empty() {
-                return Err(Invalid::new("model.channels", "needs at least one block"));
-            }
-            let pool = positive("model.pool", raw.pool, defaults::POOL)?;
-            let (mut h, mut w) = (input[1], input[2]);
-            for _ in &channels {
-                h /= pool;
-                w /= pool;
-            }
-            if h == 0 || w == 0 {
-                return Err(Invalid::new(
-                    "model.pool",
-                    format_args!(
-                        "= {pool} after each of {} blocks shrinks a {}x{} input to nothing",
-                        channels.len(),
-                        input[1],
-                        input[2]
-                    ),
-                ));
-            }
-            Ok(ModelConfig::Cnn(CnnConfig {
-                input,
-                channels,
-                kernel_size: positive("model.kernel_size", raw.kernel_size, defaults::KERNEL_SIZE)?,
-                pool,
-                batch_norm: raw.batch_norm.unwrap_or(defaults::BATCH_NORM),
-                activation,
-                dropout,
-            }))
-        }
+            },
+            activation,
+            dropout,
+        })),
+        _cnn => cnn(raw, activation, dropout),
     }
+}
+
+/// `values`, each a positive width named `key[i]`.
+fn widths(key: &str, values: Vec<i64>) -> Result<Vec<usize>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| positive(&format!("{key}[{i}]"), Some(w), 0))
+        .collect()
+}
+
+fn lstm(hidden: Option<Vec<i64>>) -> Result<ModelConfig> {
+    let hidden = match hidden {
+        None => defaults::LSTM_HIDDEN.to_vec(),
+        Some(values) => widths("model.hidden", values)?,
+    };
+    if hidden.is_empty() {
+        return Err(Invalid::new(
+            "model.hidden",
+            "needs at least one LSTM layer",
+        ));
+    }
+    Ok(ModelConfig::Lstm(LstmConfig { hidden }))
+}
+
+fn cnn(raw: RawModel, activation: Activation, dropout: f64) -> Result<ModelConfig> {
+    let input = raw.input.ok_or_else(|| {
+        Invalid::new(
+            "model.input",
+            "is required with model.kind = \"cnn\": [channels, height, width]",
+        )
+    })?;
+    let input: [usize; 3] = widths("model.input", input.clone())?
+        .try_into()
+        .map_err(|_| {
+            Invalid::new(
+                "model.input",
+                format_args!("must be [channels, height, width], got {input:?}"),
+            )
+        })?;
+    let channels = widths(
+        "model.channels",
+        raw.channels
+            .unwrap_or(defaults::CHANNELS.map(|c| c as i64).to_vec()),
+    )?;
+    if channels.is_empty() {
+        return Err(Invalid::new("model.channels", "needs at least one block"));
+    }
+    let pool = positive("model.pool", raw.pool, defaults::POOL)?;
+    let shrink = pool
+        .checked_pow(channels.len() as u32)
+        .unwrap_or(usize::MAX);
+    if input[1] / shrink == 0 || input[2] / shrink == 0 {
+        return Err(Invalid::new(
+            "model.pool",
+            format_args!(
+                "= {pool} after each of {} blocks shrinks a {}x{} input to nothing",
+                channels.len(),
+                input[1],
+                input[2]
+            ),
+        ));
+    }
+    Ok(ModelConfig::Cnn(CnnConfig {
+        input,
+        channels,
+        kernel_size: positive("model.kernel_size", raw.kernel_size, defaults::KERNEL_SIZE)?,
+        pool,
+        batch_norm: raw.batch_norm.unwrap_or(defaults::BATCH_NORM),
+        activation,
+        dropout,
+    }))
 }

@@ -71,38 +71,7 @@ fn parse(
         )));
     };
     let width = first.len();
-    let (col, has_header) = match column {
-        Column::Index(i) => {
-            let idx = if *i < 0 { width as i64 + i } else { *i };
-            let col = usize::try_from(idx).ok().filter(|&c| c < width);
-            let col = col.ok_or_else(|| {
-                let message = format!("value column {i} is out of range for {width} column(s)");
-                format(*first_line, message)
-            })?;
-            // Only the value column decides: a headerless file's other columns (ISO dates) need
-            // not be numbers, and taking its first row for a header would lose that row silently.
-            let cell = first.get(col).unwrap_or_default();
-            (
-                col,
-                header.unwrap_or(!is_missing(cell) && cell.parse::<f64>().is_err()),
-            )
-        }
-        Column::Name(name) if header != Some(false) => {
-            let col = first.iter().position(|h| h == name).ok_or_else(|| {
-                let names: Vec<&str> = first.iter().collect();
-                let names = names.join(", ");
-                format(
-                    *first_line,
-                    format!("no column named {name:?} (columns: {names})"),
-                )
-            })?;
-            (col, true)
-        }
-        Column::Name(name) => {
-            let message = format!("value column {name:?} needs a header row, and header = false");
-            return Err(format(*first_line, message));
-        }
-    };
+    let (col, has_header) = value_column(first, *first_line, column, header, &file)?;
     let (name, label) = match has_header.then(|| first.get(col)).flatten() {
         Some(h) => (h.to_string(), format!("column {} ({h:?})", col + 1)),
         None => (format!("column {}", col + 1), format!("column {}", col + 1)),
@@ -155,6 +124,52 @@ fn parse(
         path: path.to_path_buf(),
         lines,
     })
+}
+
+/// The value column's index in a file whose first row is `first` (on line `line`), and whether
+/// that row is a header.
+fn value_column(
+    first: &csv::StringRecord,
+    line: usize,
+    column: &Column,
+    header: Option<bool>,
+    file: &str,
+) -> Result<(usize, bool), SeriesError> {
+    let format = |message: String| SeriesError::Format {
+        path: file.to_string(),
+        line,
+        message,
+    };
+    let width = first.len();
+    match column {
+        Column::Index(i) => {
+            let idx = if *i < 0 { width as i64 + i } else { *i };
+            let col = usize::try_from(idx).ok().filter(|&c| c < width);
+            let col = col.ok_or_else(|| {
+                format(format!(
+                    "value column {i} is out of range for {width} column(s)"
+                ))
+            })?;
+            // Only the value column decides: a headerless file's other columns (ISO dates) need
+            // not be numbers, and taking its first row for a header would lose that row silently.
+            let cell = first.get(col).unwrap_or_default();
+            Ok((
+                col,
+                header.unwrap_or(!is_missing(cell) && cell.parse::<f64>().is_err()),
+            ))
+        }
+        Column::Name(name) if header != Some(false) => {
+            let col = first.iter().position(|h| h == name).ok_or_else(|| {
+                let names: Vec<&str> = first.iter().collect();
+                let names = names.join(", ");
+                format(format!("no column named {name:?} (columns: {names})"))
+            })?;
+            Ok((col, true))
+        }
+        Column::Name(name) => Err(format(format!(
+            "value column {name:?} needs a header row, and header = false"
+        ))),
+    }
 }
 
 impl Series {
