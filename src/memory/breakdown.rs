@@ -54,7 +54,7 @@ pub enum PeakPhase {
 pub struct StepPeaks {
     /// The highest peak of the forward and backward passes.
     pub backward: u64,
-    /// The highest peak up to the end of an update.
+    /// The highest peak of the updates alone (each in its own window).
     pub update: u64,
 }
 

@@ -91,9 +91,11 @@ impl Executor {
     /// 10 KiB, which the next run's warm-up would free: one backward pass on a 1×1 tensor frees
     /// it now, so that what a run keeps is measured after Burn has let go.
     pub fn settle(&mut self) -> Result<(), ExecutionError> {
-        let device = self.device.clone().autodiff();
-        let x = Tensor::<2>::ones([1, 1], &device).require_grad();
-        drop(x.clone().matmul(x).sum().backward());
+        let plain = self.device.clone().autodiff();
+        for device in [plain.clone(), plain.gradient_checkpointing()] {
+            let x = Tensor::<2>::ones([1, 1], &device).require_grad();
+            drop(x.clone().matmul(x).sum().backward());
+        }
         self.device.sync()
     }
 
@@ -254,6 +256,7 @@ mod tests {
             futile_shrink: None,
             phase: crate::memory::Phase::RunStart,
             breakdown: None,
+            advice: None,
         });
         assert_eq!(exec.apply(&fail).unwrap(), None);
         assert!(HostCounters::read().installed);

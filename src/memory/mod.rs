@@ -4,6 +4,7 @@
 //! [`Governor`] that runs them over a training run and writes `snapshots.jsonl`. A hand-written
 //! training loop uses the [`Governor`] directly.
 
+mod advice;
 mod breakdown;
 mod executor;
 mod governor;
@@ -18,6 +19,7 @@ mod probe;
 mod snapshots;
 mod usage;
 
+pub use advice::{Advice, AdviceRecord, Effect, Estimate, Lever, LeverRecord, Peaks};
 pub use breakdown::{Breakdown, Footprint, PeakPhase, StepPeaks};
 pub use executor::{device_total_memory, Applied, Executor};
 pub use governor::{Breach, EpochFigures, Governor, Layout, StepCheck};

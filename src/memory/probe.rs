@@ -100,6 +100,18 @@ impl MemoryProbe {
         self.open_window();
     }
 
+    /// The epoch's peak so far, the open window's included.
+    pub fn epoch_peak(&mut self) -> u64 {
+        self.observe().peak_bytes_in_use.max(self.epoch_peak)
+    }
+
+    /// Both windows restart at the current figure, with `peak` as the epoch's peak so far:
+    /// what ran since [`epoch_peak`](Self::epoch_peak) was read counts for nothing.
+    pub fn restart_at(&mut self, peak: u64) {
+        self.reset_peak();
+        self.epoch_peak = peak;
+    }
+
     /// Starts a new epoch: both windows restart at the current figure.
     pub fn reset_peak(&mut self) {
         self.epoch_peak = 0;

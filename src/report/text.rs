@@ -39,6 +39,9 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
     let mut out = outcome(run_dir, &name, summary.as_ref(), &epochs);
     out += &epoch_table(&epochs);
     out += &peak_breakdown(&epochs);
+    if let Some(advice) = summary.as_ref().and_then(|s| s.advice.as_ref()) {
+        out += &advice.table();
+    }
     out += &events(&snapshots);
     out += &growth(&epochs);
     let _ = writeln!(out, "wrote {}", svg.display());

@@ -8,7 +8,7 @@ use super::checkpoint::{latest_checkpoint, Checkpoint};
 use super::decide::EarlyStopState;
 use super::summary::{RunStatus, RunSummary};
 use crate::config::EarlyStoppingConfig;
-use crate::memory::{current_epochs, read_snapshots, Breakdown, Event, Governor, Snapshot};
+use crate::memory::{current_epochs, read_snapshots, Advice, Breakdown, Event, Governor, Snapshot};
 
 /// What the epochs have produced so far: scalars only, so that the run's own records hold no
 /// heap that grows while it trains (what a run keeps after release is measured to the byte).
@@ -29,6 +29,8 @@ pub(super) struct Stats {
     throughput_epochs: usize,
     pub(super) train_samples: usize,
     pub(super) valid_samples: usize,
+    /// The memory advisor's estimates, after the epochs (plain numbers, no heap).
+    pub(super) advice: Option<Advice>,
     /// Highest in-use peak and reserved figure of a resumed run's earlier part.
     pub(super) earlier_peaks: (u64, u64),
 }
@@ -121,6 +123,7 @@ impl Stats {
             limit_bytes: governor.limit_bytes(),
             growth_alarm: governor.growth_alarm(),
             breakdown: peak_breakdown(&snapshots),
+            advice: self.advice.map(|a| a.record()),
             checkpoint,
             wall_time_s,
             baselines: id.baselines,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{Breakdown, GrowthAlarm, MemorySource, Retained};
+use crate::memory::{AdviceRecord, Breakdown, GrowthAlarm, MemorySource, Retained};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +105,9 @@ pub struct RunSummary {
     /// The peak of the epoch with the highest peak, by category.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<Breakdown>,
+    /// The memory advisor's levers, by what each would save on the training peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<AdviceRecord>,
     /// The checkpoint holding the run's final weights: the best epoch's with
     /// `train.early_stopping.restore_best`, else the latest complete one.
     pub checkpoint: Option<PathBuf>,

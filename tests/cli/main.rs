@@ -1,6 +1,7 @@
 //! Runs the real `tidemark` binary in a temporary directory and checks exit codes, stderr and
 //! the files it writes; and the library from Rust. One test binary, a module per area.
 
+mod advisor;
 mod breakdown;
 mod custom;
 mod data;

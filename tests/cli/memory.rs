@@ -93,7 +93,8 @@ fn memory_limit_fails_with_exit_3_or_shrinks_to_the_same_effective_batch() {
             "exceeded",
             "peak in use (host) at step 1 of epoch 1",
             "(micro-batch 1200, accumulation_steps 1)",
-            "try train.batch_size = 600 with train.accumulation_steps = 2",
+            "accumulation x2 saves",
+            "(--set train.batch_size=600 --set train.accumulation_steps=2)",
         ],
     );
     let limit_event = snaps

@@ -3,6 +3,7 @@
 
 use super::{Breach, Governor};
 use crate::error::Error;
+use crate::memory::advice::Peaks;
 use crate::memory::breakdown::{Breakdown, Footprint, PeakPhase};
 use crate::memory::format_bytes;
 use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
@@ -14,7 +15,7 @@ impl Governor {
     /// `phase`).
     pub fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
         let usage = self.setup.probe.observe();
-        self.step_peaks.backward = self.step_peaks.backward.max(usage.peak_bytes_in_use);
+        self.record_peak(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.check_usage(epoch, step, &usage)
     }
 
@@ -41,18 +42,57 @@ impl Governor {
         Ok(())
     }
 
+    /// Between step `step`'s backward passes and its update: the passes' figure so far (with
+    /// the sum of the last micro-batch's gradients) counts as the backward passes' peak and
+    /// is checked, and the update gets its own window, so that its figure is the update's
+    /// alone (the breakdown's `phase`, the advisor's phases).
+    pub fn before_update(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
+        let usage = self.setup.probe.observe();
+        self.record_peak(PeakPhase::Backward, usage.peak_bytes_in_use);
+        self.settle(epoch, step, &usage)?;
+        self.setup.probe.begin_window();
+        Ok(())
+    }
+
     /// After the optimizer update of step `step`, which allocates too (the optimizer's state,
     /// on the first step): a breach fails the run, or with `on_limit = "shrink"` halves the
     /// micro-batch from the next step on.
     pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
         self.step = step;
         let usage = self.setup.probe.observe();
-        self.step_peaks.update = self.step_peaks.update.max(usage.peak_bytes_in_use);
-        match self.check_usage(epoch, step, &usage) {
+        self.record_peak(PeakPhase::Update, usage.peak_bytes_in_use);
+        self.settle(epoch, step, &usage)
+    }
+
+    /// Checks `usage` outside an attempt at a step: a breach fails the run, or halves the
+    /// micro-batch from the next step on.
+    fn settle(&mut self, epoch: usize, step: usize, usage: &MemoryUsage) -> Result<(), Error> {
+        match self.check_usage(epoch, step, usage) {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => Err(self.fail(e)),
             Err(Breach::Shrink { observed }) => self.shrink(epoch, step, observed),
         }
+    }
+
+    /// Records a step's figure `peak` in `phase`, for the epoch's and the run's peaks.
+    fn record_peak(&mut self, phase: PeakPhase, peak: u64) {
+        // Before the first update (step 0 done) the optimizer has no state yet.
+        let (epoch, run) = match phase {
+            PeakPhase::Update => (
+                &mut self.step_peaks.update,
+                &mut self.run_peaks.steps.update,
+            ),
+            _ if self.step == 0 => (
+                &mut self.step_peaks.backward,
+                &mut self.run_peaks.first_step,
+            ),
+            _ => (
+                &mut self.step_peaks.backward,
+                &mut self.run_peaks.steps.backward,
+            ),
+        };
+        *epoch = (*epoch).max(peak);
+        *run = (*run).max(peak);
     }
 
     /// Halves the micro-batch (doubling accumulation) after a breach at step `step`, and
@@ -83,6 +123,17 @@ impl Governor {
         self.read()
     }
 
+    /// Opens a stretch whose figures count for no epoch and not for the run's peak (the
+    /// advisor's probes); returns what [`end_aside`](Self::end_aside) restores.
+    pub fn begin_aside(&mut self) -> u64 {
+        self.setup.probe.epoch_peak()
+    }
+
+    /// Closes the stretch opened by [`begin_aside`](Self::begin_aside).
+    pub fn end_aside(&mut self, epoch_peak: u64) {
+        self.setup.probe.restart_at(epoch_peak);
+    }
+
     /// `on_limit = "fit"`, before the first step: cuts each loader batch into `factor`
     /// micro-batches from now on, and records why (`detail`) as a `fit` memory action.
     pub fn fit_layout(&mut self, factor: usize, detail: String) -> Result<(), Error> {
@@ -94,6 +145,11 @@ impl Governor {
     /// so that a limit error breaks its peak down by category.
     pub fn set_footprint(&mut self, footprint: Footprint) {
         self.footprint = Some(footprint);
+    }
+
+    /// The run's highest figures so far by phase, where the advisor's estimates start.
+    pub fn run_peaks(&self) -> Peaks {
+        self.run_peaks
     }
 
     /// Records a breach and turns it into the run's error.

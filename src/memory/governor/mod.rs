@@ -17,6 +17,7 @@ pub use layout::{Breach, EpochFigures, Layout};
 pub use prepare::Prepared;
 pub use retry::StepCheck;
 
+use super::advice::Peaks;
 use super::breakdown::{Breakdown, Footprint, StepPeaks};
 use super::growth::{GrowthAlarm, GrowthWatch};
 use super::observer::{Observer, Warning};
@@ -46,6 +47,8 @@ pub struct Governor {
     footprint: Option<Footprint>,
     /// The epoch's highest step figures by phase: where its peak fell.
     step_peaks: StepPeaks,
+    /// The run's highest step figures by phase, and its highest epoch peak: for the advisor.
+    run_peaks: Peaks,
 }
 
 impl Governor {
@@ -204,6 +207,7 @@ impl Governor {
     pub fn epoch_snapshot(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
         let usage = self.read()?;
         let step_peaks = self.step_peaks;
+        self.run_peaks.training = self.run_peaks.training.max(usage.peak_bytes_in_use);
         self.snapshot(Event::Epoch, epoch, usage, |s| {
             s.loss = figures.loss;
             s.val_loss = figures.val_loss;

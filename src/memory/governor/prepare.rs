@@ -106,6 +106,7 @@ impl Prepared {
             retained: None,
             footprint: None,
             step_peaks: Default::default(),
+            run_peaks: Default::default(),
         })
     }
 }

@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::{MemoryAction, MemoryPolicy, Phase, RunState};
 use crate::config::OnLimit;
+use crate::memory::advice::AdviceRecord;
 use crate::memory::breakdown::Breakdown;
 use crate::memory::usage::{format_bytes, MemorySource, MemoryUsage};
 
@@ -30,6 +31,8 @@ pub struct LimitExceeded {
     pub phase: Phase,
     /// The figure by category, where the run's footprint is known.
     pub breakdown: Option<Box<Breakdown>>,
+    /// The memory advisor's levers, estimated at the breach, where it could probe.
+    pub advice: Option<Box<AdviceRecord>>,
 }
 
 impl LimitExceeded {
@@ -93,13 +96,45 @@ impl fmt::Display for LimitExceeded {
             .breakdown
             .as_ref()
             .map_or(String::new(), |b| format!("; by category: {b}"));
+        let advice = match &self.advice {
+            Some(advice) => self.advised(advice),
+            None => self.suggestion(),
+        };
         write!(
             f,
-            "memory limit {} exceeded: {} {} {when}{breakdown}; {}",
+            "memory limit {} exceeded: {} {} {when}{breakdown}; {advice}",
             format_bytes(self.limit),
             format_bytes(self.observed),
             self.measure,
-            self.suggestion()
+        )
+    }
+}
+
+impl LimitExceeded {
+    /// The advisor's levers that would each bring the peak under the limit, or the one that
+    /// saves most, then the policies that act on their own.
+    fn advised(&self, advice: &AdviceRecord) -> String {
+        let fitting = advice.helping(Some(self.limit));
+        let levers = if fitting.is_empty() {
+            match advice.helping(None).first() {
+                Some(best) => format!(
+                    "the memory advisor finds no single change that fits; the most it \
+                     estimates is: {best}"
+                ),
+                None => "the memory advisor finds no change to the step that lowers this peak; \
+                         raise memory.limit or use a smaller model"
+                    .into(),
+            }
+        } else {
+            let best: Vec<&str> = fitting.iter().take(3).map(String::as_str).collect();
+            format!(
+                "the memory advisor estimates that each of these fits alone: {}",
+                best.join("; ")
+            )
+        };
+        format!(
+            "{levers}; or memory.on_limit = \"fit\" (picks the micro-batch before the first \
+             step) or \"shrink\""
         )
     }
 }
@@ -159,6 +194,7 @@ impl MemoryPolicy for Limit {
             futile_shrink: None,
             phase,
             breakdown: None,
+            advice: None,
         };
         match phase {
             Phase::RunStart if state.resting_estimate > self.bytes => vec![MemoryAction::Fail(

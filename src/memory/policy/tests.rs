@@ -244,6 +244,7 @@ fn limit_message_names_values_and_suggests_a_fix() {
         futile_shrink: None,
         phase: Phase::Step,
         breakdown: None,
+        advice: None,
     };
     assert_eq!(
         e.to_string(),

@@ -12,15 +12,14 @@
 //! and what the probes kept is measured and recorded. Preallocation is refused with `"fit"`:
 //! the release would give its reservation back.
 
+use super::probe::StepUnder;
 use super::setup::Run;
 use super::Epochs;
 use crate::error::Error;
-use crate::memory::policy::{held, LimitExceeded, Phase};
+use crate::memory::policy::{LimitExceeded, Phase};
 use crate::memory::MemorySource;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::task::score::items;
 use crate::task::Task;
-use crate::train::step::accumulate_gradients;
 
 /// The share of the limit a fitted step may not use: room for what one step's probe does not
 /// see (the update's temporaries, validation).
@@ -72,7 +71,11 @@ impl<T: Task> Epochs<'_, T> {
         let mut factor = 1;
         loop {
             let micro_batch = batch.div_ceil(factor);
-            let peak = self.probe(run, &items, micro_batch, accumulation * factor)?;
+            let at = StepUnder::run_as_configured(run);
+            let peak = self
+                .probe(&at, &items, micro_batch, accumulation * factor)?
+                .held
+                + run.footprint.optimizer;
             probes.push(Probe { micro_batch, peak });
             if peak <= budget || micro_batch == 1 || futile(&probes, accumulation, budget) {
                 break;
@@ -103,6 +106,7 @@ impl<T: Task> Epochs<'_, T> {
                 futile_shrink: (chosen.micro_batch > 1).then(|| last_saving(&probes)),
                 phase: Phase::Step,
                 breakdown: None,
+                advice: None,
             }));
         }
         let detail = format!(
@@ -117,50 +121,5 @@ impl<T: Task> Epochs<'_, T> {
             format_signed_bytes(kept),
         );
         self.governor.fit_layout(factor, detail)
-    }
-
-    /// The first items of the training data: two micro-batches' worth at the configured size.
-    fn probe_items(&self) -> Result<Vec<T::Item>, Error> {
-        let train = self.task.data().train;
-        let n = (2 * self.config.train.batch_size).min(train.len());
-        items(train.as_ref(), 0..n)
-    }
-
-    /// The peak of a step at `micro_batch`, as the limit reads it (in use on the host,
-    /// reserved pages on CubeCL), plus the optimizer state the first update allocates. With
-    /// accumulation (`micro_steps` over one) the probe runs two micro-batches.
-    fn probe(
-        &mut self,
-        run: &Run<T>,
-        items: &[T::Item],
-        micro_batch: usize,
-        micro_steps: usize,
-    ) -> Result<u64, Error> {
-        let group: Vec<Vec<T::Item>> = items
-            .chunks(micro_batch)
-            .take(micro_steps.min(2))
-            .map(<[T::Item]>::to_vec)
-            .collect();
-        // Each probe starts from what the run holds, the pages of the one before given back.
-        self.governor.release()?;
-        self.governor.begin_window();
-        let governor = &mut *self.governor;
-        let probed = accumulate_gradients(
-            self.task,
-            run.model(),
-            group,
-            &run.device,
-            &run.precision,
-            || {
-                governor.window();
-                Ok::<(), Error>(())
-            },
-        )?;
-        drop(probed);
-        // After the device's queue, the figures of this probe's window alone, as the limit
-        // reads them (on CubeCL the pages the probe took).
-        self.governor.read()?;
-        let (peak, _) = held(&self.governor.window());
-        Ok(peak + run.footprint.optimizer)
     }
 }

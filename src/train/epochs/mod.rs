@@ -3,9 +3,11 @@
 //! (`step`), validation (`validate`), and the end of an epoch with its decisions (`end`).
 //! Generic over the [`Task`]; nothing here knows a model kind.
 
+mod advise;
 mod end;
 mod fit;
 mod pass;
+mod probe;
 mod restore;
 mod setup;
 mod step;
@@ -53,6 +55,7 @@ impl<T: Task> Epochs<'_, T> {
         self.governor.begin_epoch();
         let mut run = self.set_up()?;
         let result = self.epochs(&mut run);
+        let result = self.advise_run(&run, result);
         self.finish(&run, result.is_ok());
         result
     }

@@ -106,16 +106,7 @@ impl<T: Task> Epochs<'_, T> {
         let valid_loader = splits
             .valid
             .map(|valid| item_loader(valid, train.batch_size, None, workers));
-        let model = {
-            // flex's generator is one per process, and Burn draws a parameter's initial values
-            // when it is first used: a run in another thread could draw in between. The runs
-            // of one process take turns from the seed to the last parameter.
-            let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
-            device.seed(seed);
-            let model = self.task.model(&device);
-            initialize(&model);
-            model
-        };
+        let model = self.fresh_model(&device);
         let micro_batches = self.stats.train_samples.div_ceil(train.batch_size);
         let steps_per_epoch = micro_batches.div_ceil(train.accumulation_steps);
         // The dataset's bytes are in the figures only where they are host bytes.
@@ -142,6 +133,20 @@ impl<T: Task> Epochs<'_, T> {
             steps_per_epoch,
             last_report: Instant::now(),
         })
+    }
+}
+
+impl<T: Task> Epochs<'_, T> {
+    /// The task's model on `device`, initialised from the run's seed.
+    pub(super) fn fresh_model(&self, device: &Device) -> T::Model {
+        // flex's generator is one per process, and Burn draws a parameter's initial values
+        // when it is first used: a run in another thread could draw in between. The runs of
+        // one process take turns from the seed to the last parameter.
+        let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
+        device.seed(self.config.run.seed);
+        let model = self.task.model(device);
+        initialize(&model);
+        model
     }
 }
 

@@ -34,6 +34,7 @@ impl<T: Task> Epochs<'_, T> {
             accumulate_gradients(task, model, micro, &run.device, precision, || check.check())
         })?;
         group.clear();
+        self.governor.before_update(at.epoch, at.step)?;
         let loss = accumulated.loss();
         let lr = run.schedule.advance();
         let grads = accumulated.grads;

@@ -1,0 +1,139 @@
+//! The advisor's probes: after the epochs, or at a breach of the limit inside a step, one
+//! probed step per lever estimates what it would save ([`Advice`]). The estimates go into the
+//! statistics (for `summary.json` and `tidemark report`) and into the breach's error.
+//!
+//! A probe changes nothing the run keeps (see [`probe`](super::probe)) and gives nothing back
+//! (what the run's `memory.clear` does is left to the run's end). A probe that fails (a device out of memory) leaves the run's
+//! outcome as it was and is told to the user.
+
+use std::panic::{self, AssertUnwindSafe};
+
+use super::probe::StepUnder;
+use super::setup::Run;
+use super::Epochs;
+use crate::config::Precision;
+use crate::error::Error;
+use crate::memory::policy::Phase;
+use crate::memory::{Advice, Effect, Lever, Peaks};
+use crate::task::Task;
+use crate::train::precision::{self, MixedPrecision};
+
+impl<T: Task> Epochs<'_, T> {
+    /// After the epochs, whatever `result` they had: the advice for a run that completed, or
+    /// that breached its limit in a step (then also in the error).
+    pub(super) fn advise_run(
+        &mut self,
+        run: &Run<T>,
+        result: Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut peaks = self.governor.run_peaks();
+        match result {
+            Ok(()) => {
+                self.stats.advice = self.advise_or_tell(run, peaks);
+                Ok(())
+            }
+            // Not after `fit` found no micro-batch (step 0): its error says what it probed.
+            Err(Error::Limit(mut e)) if e.phase == Phase::Step && e.step > 0 => {
+                // Before the first update the optimizer's state is still to come: the
+                // steps after it will hold it.
+                let to_come = if self.stats.steps == 0 {
+                    peaks.first_step = peaks.first_step.max(e.observed);
+                    run.footprint.optimizer
+                } else {
+                    0
+                };
+                peaks.steps.backward = peaks.steps.backward.max(e.observed + to_come);
+                self.stats.advice = self.advise_or_tell(run, peaks);
+                e.advice = self.stats.advice.map(|a| Box::new(a.record()));
+                Err(Error::Limit(e))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`advise`](Self::advise), or `None` with the user told why not.
+    fn advise_or_tell(&mut self, run: &Run<T>, peaks: Peaks) -> Option<Advice> {
+        let aside = self.governor.begin_aside();
+        // The run is over: a backend that refuses a probe (a panic) must not lose its summary.
+        let advice = panic::catch_unwind(AssertUnwindSafe(|| self.advise(run, peaks)))
+            .unwrap_or_else(|_| Err(Error::Device("a probe panicked".into())));
+        self.governor.end_aside(aside);
+        match advice {
+            Ok(advice) => Some(advice),
+            Err(e) => {
+                let text =
+                    format!("the memory advisor's probes failed, so there is no advice: {e}");
+                self.governor.observer().message(&text);
+                None
+            }
+        }
+    }
+
+    /// Probes each lever that applies to this run, whose phases peaked at `peaks`.
+    fn advise(&mut self, run: &Run<T>, peaks: Peaks) -> Result<Advice, Error> {
+        let items = self.probe_items()?;
+        let layout = self.governor.layout();
+        let (batch, steps) = (layout.micro_batch(), layout.micro_steps());
+        let configured = StepUnder::run_as_configured(run);
+        let base = self
+            .probe_in_place(&configured, &items, batch, steps)?
+            .transient;
+        let mut advice = Advice::new(peaks);
+        let footprint = run.footprint;
+        let one_set = footprint.gradients / footprint.gradient_sets.max(1);
+        for k in [2, 4].into_iter().filter(|&k| batch >= k) {
+            let micro_batch = batch.div_ceil(k);
+            let with = self
+                .probe(&configured, &items, micro_batch, steps * k)?
+                .transient;
+            let lever = Lever::Accumulation {
+                k,
+                micro_batch,
+                steps: steps * k,
+            };
+            let adds = if steps == 1 { one_set } else { 0 };
+            advice.add(lever, Effect::Transient { base, with }, adds);
+        }
+        if batch >= 2 {
+            let micro_batch = batch.div_ceil(2);
+            let with = self
+                .probe(&configured, &items, micro_batch, steps)?
+                .transient;
+            let lever = Lever::SmallerMicroBatch { micro_batch };
+            advice.add(lever, Effect::Transient { base, with }, 0);
+        }
+        if !self.config.train.gradient_checkpointing {
+            let device = run.device.clone().gradient_checkpointing();
+            // A model made on that device: every tensor it holds (parameters, running
+            // statistics) under the device's strategy, and the same sizes as the run's.
+            let model = self.fresh_model(&device);
+            let at = StepUnder {
+                model: &model,
+                device: &device,
+                precision: &run.precision,
+            };
+            let with = self.probe_in_place(&at, &items, batch, steps)?.transient;
+            advice.add(Lever::Checkpointing, Effect::Transient { base, with }, 0);
+        }
+        let f32 = self.config.train.precision == Precision::F32;
+        if f32 && precision::supported(&run.device, Precision::Bf16) {
+            let bf16 = MixedPrecision::new(Precision::Bf16, None);
+            // A fresh model: the run's own has running statistics (a batch norm's) that f32
+            // training wrote, which a bf16 step would mix with bf16 values.
+            let model = self.fresh_model(&run.device);
+            let at = StepUnder {
+                model: &model,
+                device: &run.device,
+                precision: &bf16,
+            };
+            let with = self.probe_in_place(&at, &items, batch, steps)?.transient;
+            let copy = footprint.weights / 2;
+            advice.add(Lever::Bf16, Effect::Transient { base, with }, copy);
+        }
+        if footprint.optimizer > 0 {
+            let state = footprint.optimizer;
+            advice.add(Lever::Sgd, Effect::State(state), state);
+        }
+        Ok(advice)
+    }
+}
