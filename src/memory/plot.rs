@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::snapshots::{as_it_stands, read_snapshots, Event, Snapshot};
@@ -64,6 +65,7 @@ pub fn render_memory_svg(
 
     let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (root, legend_area) = root.split_horizontally(760);
     let source = snapshots
         .first()
         .map_or("".into(), |s| s.memory.source.to_string());
@@ -92,18 +94,13 @@ pub fn render_memory_svg(
         .draw()
         .map_err(|e| err(&e))?;
 
-    draw_figures(&mut chart, &figures).map_err(|e| err(&e))?;
+    let mut legend = Vec::new();
+    draw_figures(&mut chart, &figures, &mut legend).map_err(|e| err(&e))?;
     if let Some(limit) = limit {
-        draw_limit(&mut chart, limit, x_max).map_err(|e| err(&e))?;
+        draw_limit(&mut chart, limit, x_max, &mut legend).map_err(|e| err(&e))?;
     }
-    draw_markers(&mut chart, &actions, y_max).map_err(|e| err(&e))?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
+    draw_markers(&mut chart, &actions, y_max, x_max + 0.25).map_err(|e| err(&e))?;
+    draw_legend(&legend_area, &legend).map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
@@ -114,8 +111,17 @@ type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64
 /// What drawing on the SVG can fail with.
 type DrawError = DrawingAreaErrorKind<std::io::Error>;
 
-/// In use, reserved and peak in use, each a labelled line with a dot per point.
-fn draw_figures(chart: &mut Chart<'_, '_>, figures: &[Placed]) -> Result<(), DrawError> {
+/// A legend entry: its text and colour.
+type Entry = (String, RGBColor);
+
+/// In use, reserved and peak in use, each a line with a dot per point. The after-release point
+/// (`run_end`) has no peak of its own (its figure is the run's): the peak line stops at the
+/// last epoch, and the point shows what is held after release.
+fn draw_figures(
+    chart: &mut Chart<'_, '_>,
+    figures: &[Placed],
+    legend: &mut Vec<Entry>,
+) -> Result<(), DrawError> {
     let blue = RGBColor(31, 119, 180);
     let orange = RGBColor(255, 127, 14);
     let red = RGBColor(214, 39, 40);
@@ -127,33 +133,53 @@ fn draw_figures(chart: &mut Chart<'_, '_>, figures: &[Placed]) -> Result<(), Dra
     for (name, color, value) in series {
         let points: Vec<(f64, f64)> = figures
             .iter()
+            .filter(|(_, s)| name != "peak in use" || s.event != Event::RunEnd)
             .map(|(x, s)| (*x, value(s) as f64 / MIB))
             .collect();
-        chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
-            .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        chart.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?;
         chart.draw_series(
             points
                 .into_iter()
                 .map(|p| Circle::new(p, 3, color.filled())),
         )?;
+        legend.push((name.to_string(), color));
     }
     Ok(())
 }
 
-/// The limit as a labelled horizontal line.
-fn draw_limit(chart: &mut Chart<'_, '_>, limit: u64, x_max: f64) -> Result<(), DrawError> {
+/// The limit as a horizontal line.
+fn draw_limit(
+    chart: &mut Chart<'_, '_>,
+    limit: u64,
+    x_max: f64,
+    legend: &mut Vec<Entry>,
+) -> Result<(), DrawError> {
     let y = limit as f64 / MIB;
-    chart
-        .draw_series(LineSeries::new(
-            vec![(-0.25, y), (x_max, y)],
-            BLACK.stroke_width(2),
-        ))?
-        .label(format!("limit {:.1} MiB", y))
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
+    chart.draw_series(LineSeries::new(
+        vec![(-0.25, y), (x_max, y)],
+        BLACK.stroke_width(2),
+    ))?;
+    legend.push((format!("limit {y:.1} MiB"), BLACK));
+    Ok(())
+}
+
+/// The legend, in its own strip beside the chart: it covers no line and no label.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    legend: &[Entry],
+) -> Result<(), DrawError> {
+    for (i, (text, color)) in legend.iter().enumerate() {
+        let y = 60 + 22 * i as i32;
+        area.draw(&PathElement::new(
+            vec![(4, y), (26, y)],
+            color.stroke_width(2),
+        ))?;
+        area.draw(&Text::new(
+            text.clone(),
+            (32, y - 7),
+            ("sans-serif", 13).into_font().color(&BLACK),
+        ))?;
+    }
     Ok(())
 }
 
@@ -162,11 +188,14 @@ fn draw_markers(
     chart: &mut Chart<'_, '_>,
     actions: &[Placed],
     y_max: f64,
+    x_span: f64,
 ) -> Result<(), DrawError> {
     let grey = RGBColor(120, 120, 120);
-    for (x, s) in actions {
+    for ((x, s), row) in actions.iter().zip(label_rows(actions, x_span)) {
+        // Each row of labels sits 5% of the height below the one above.
+        let top = y_max * (0.95 - 0.05 * row as f64);
         chart.draw_series(LineSeries::new(
-            vec![(*x, 0.0), (*x, y_max * 0.92)],
+            vec![(*x, 0.0), (*x, top - y_max * 0.03)],
             grey.stroke_width(1),
         ))?;
         let label = match s.event {
@@ -175,11 +204,28 @@ fn draw_markers(
         };
         chart.draw_series(std::iter::once(Text::new(
             label.to_string(),
-            (*x, y_max * 0.95),
+            (*x, top),
             ("sans-serif", 13).into_font().color(&grey),
         )))?;
     }
     Ok(())
+}
+
+/// The row of each marker's label (0 at the top): a label goes on the first row where it
+/// starts at least a tenth of the x span after the label before it, so that none overlap.
+fn label_rows(actions: &[Placed], x_span: f64) -> Vec<usize> {
+    let mut ends: Vec<f64> = Vec::new();
+    actions
+        .iter()
+        .map(|(x, _)| {
+            let row = ends.iter().position(|&end| *x >= end).unwrap_or(ends.len());
+            if row == ends.len() {
+                ends.push(0.0);
+            }
+            ends[row] = x + 0.1 * x_span;
+            row
+        })
+        .collect()
 }
 
 /// Draws `memory.svg` beside the `snapshots.jsonl` at `snapshots`, from what that file holds.
@@ -237,6 +283,20 @@ mod tests {
         ];
         let xs: Vec<f64> = positions(&s).iter().map(|(x, _)| *x).collect();
         assert_eq!(xs, vec![0.25, 0.0, 0.25, 1.0, 2.0, 2.25, 2.5]);
+    }
+
+    #[test]
+    fn labels_close_together_go_on_rows_below_each_other() {
+        let s = [
+            snap(Event::MemoryAction, 0, 1, Some("fit")),
+            snap(Event::MemoryAction, 0, 1, Some("shrink")),
+            snap(Event::MemoryAction, 1, 1, Some("cleanup")),
+            snap(Event::MemoryAction, 3, 1, Some("cleanup")),
+        ];
+        let placed: Vec<Placed> = [0.25, 0.3, 0.5, 3.25].into_iter().zip(&s).collect();
+        assert_eq!(label_rows(&placed, 4.0), [0, 1, 2, 0]);
+        // Wide apart, all on the top row.
+        assert_eq!(label_rows(&placed, 0.5), [0, 0, 0, 0]);
     }
 
     #[test]

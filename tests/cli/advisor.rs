@@ -4,28 +4,8 @@
 
 use serde_json::Value;
 
+use super::fit::WIDE;
 use super::{num, Env};
-
-/// Activations dominate: four layers of 128 over a batch of 2048.
-const WIDE: &str = r#"
-[run]
-name = "wide"
-seed = 3
-
-[model]
-hidden = [128, 128, 128, 128]
-
-[data]
-kind = "synthetic"
-samples = 4096
-features = 32
-classes = 4
-num_workers = 0
-
-[train]
-epochs = 1
-batch_size = 2048
-"#;
 
 /// Parameters dominate: two layers of 512 over a batch of 16.
 const DEEP: &str = r#"

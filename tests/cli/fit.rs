@@ -7,7 +7,7 @@ use super::resume::max_difference;
 use super::{num, Env};
 
 /// Activations dominate: four layers of 128 over micro-batches of 2048.
-const WIDE: &str = r#"
+pub(super) const WIDE: &str = r#"
 [run]
 name = "wide"
 seed = 3

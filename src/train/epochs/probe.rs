@@ -64,8 +64,8 @@ impl<T: Task> Epochs<'_, T> {
         micro_batch: usize,
         micro_steps: usize,
     ) -> Result<Probed, Error> {
-        let start = self.governor.release()?.bytes_in_use;
-        self.probe_from(start, at, items, micro_batch, micro_steps)
+        self.governor.release()?;
+        self.probe_in_place(at, items, micro_batch, micro_steps)
     }
 
     /// [`probe`](Self::probe) without giving anything back first: its transient only.
@@ -77,17 +77,6 @@ impl<T: Task> Epochs<'_, T> {
         micro_steps: usize,
     ) -> Result<Probed, Error> {
         let start = self.governor.read()?.bytes_in_use;
-        self.probe_from(start, at, items, micro_batch, micro_steps)
-    }
-
-    fn probe_from(
-        &mut self,
-        start: u64,
-        at: &StepUnder<'_, T>,
-        items: &[T::Item],
-        micro_batch: usize,
-        micro_steps: usize,
-    ) -> Result<Probed, Error> {
         let group: Vec<Vec<T::Item>> = items
             .chunks(micro_batch.max(1))
             .take(micro_steps.min(2))
