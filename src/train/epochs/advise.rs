@@ -3,8 +3,8 @@
 //! statistics (for `summary.json` and `tidemark report`) and into the breach's error.
 //!
 //! A probe changes nothing the run keeps (see [`probe`](super::probe)) and gives nothing back
-//! (what the run's `memory.clear` does is left to the run's end). A probe that fails (a device out of memory) leaves the run's
-//! outcome as it was and is told to the user.
+//! (what the run's `memory.clear` does is left to the run's end). A probe that fails (a device
+//! out of memory) leaves the run's outcome as it was and is told to the user.
 
 use std::panic::{self, AssertUnwindSafe};
 
