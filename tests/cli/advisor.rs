@@ -166,6 +166,31 @@ fn on_a_parameter_heavy_model_accumulation_and_bf16_cannot_help_and_the_report_s
 }
 
 #[test]
+fn on_sgd_with_momentum_the_lever_turns_momentum_off_and_saves_the_buffer() {
+    let env = Env::new();
+    env.write("deep.toml", DEEP);
+    let momentum = [
+        "train.optimizer=\"sgd\"".to_string(),
+        "train.momentum=0.9".to_string(),
+        "train.nesterov=true".to_string(),
+    ];
+    let base = train(&env, "deep.toml", "base", &momentum);
+    let levers = levers(&base);
+    let lever = lever(&levers, "SGD without momentum");
+    assert_eq!(sets(lever), ["train.momentum=0", "train.nesterov=false"]);
+    // One f32 buffer the size of the parameters.
+    let params = (32 * 512 + 512) + (512 * 512 + 512) + (512 * 4 + 4);
+    assert_eq!(num(lever, "saves"), (4 * params) as f64);
+    let with: Vec<String> = momentum.iter().cloned().chain(sets(lever)).collect();
+    let measured = num(&base["advice"], "peak")
+        - num(&train(&env, "deep.toml", "plain", &with)["advice"], "peak");
+    assert!(
+        (measured - (4 * params) as f64).abs() <= 0.01 * num(&base["advice"], "peak"),
+        "{measured}"
+    );
+}
+
+#[test]
 fn a_breach_names_the_levers_that_fit_and_the_first_one_does() {
     let env = Env::new();
     env.write("wide.toml", WIDE);

@@ -39,7 +39,11 @@ pub enum Lever {
     /// bf16 compute over the f32 weights, which costs a bf16 copy of them in each step.
     Bf16,
     /// SGD without momentum in place of an optimizer with state.
-    Sgd,
+    Sgd {
+        /// The run already uses SGD, with momentum: the lever turns momentum off (and
+        /// Nesterov's, which needs it) rather than switching optimizers.
+        momentum: bool,
+    },
 }
 
 /// How a lever changes the run's memory.
@@ -106,8 +110,6 @@ impl Peaks {
 /// The levers estimated for one run, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Advice {
-    /// The training peak the savings are taken from.
-    pub peak: u64,
     peaks: Peaks,
     levers: [Option<Estimate>; LEVERS],
 }
@@ -116,14 +118,18 @@ impl Advice {
     /// No levers yet, for a run whose phases peaked at `peaks`.
     pub fn new(peaks: Peaks) -> Self {
         Self {
-            peak: peaks
-                .training
-                .max(peaks.first_step)
-                .max(peaks.steps.backward)
-                .max(peaks.steps.update),
             peaks,
             levers: [None; LEVERS],
         }
+    }
+
+    /// The training peak the savings are taken from: the highest of its phases.
+    pub fn peak(&self) -> u64 {
+        let p = &self.peaks;
+        p.training
+            .max(p.first_step)
+            .max(p.steps.backward)
+            .max(p.steps.update)
     }
 
     /// Adds `lever`, which has `effect` and adds `adds` bytes while it saves.
@@ -134,7 +140,7 @@ impl Advice {
         };
         let estimate = Estimate {
             lever,
-            saves: self.peak as i64 - after,
+            saves: self.peak() as i64 - after,
             adds,
         };
         if let Some(free) = self.levers.iter_mut().find(|l| l.is_none()) {
@@ -152,7 +158,7 @@ impl Advice {
     /// Its form for `summary.json`, a report and an error.
     pub fn record(&self) -> AdviceRecord {
         AdviceRecord {
-            peak: self.peak,
+            peak: self.peak(),
             levers: self.estimates().map(LeverRecord::from).collect(),
         }
     }
@@ -211,7 +217,11 @@ mod tests {
             },
             10 * MIB,
         );
-        advice.add(Lever::Sgd, Effect::State(8 * MIB), 8 * MIB);
+        advice.add(
+            Lever::Sgd { momentum: false },
+            Effect::State(8 * MIB),
+            8 * MIB,
+        );
         let saves: Vec<i64> = advice.estimates().map(|e| e.saves / MIB as i64).collect();
         assert_eq!(saves, [40, 30, 8, -5]);
         let record = advice.record();
@@ -241,10 +251,14 @@ mod tests {
             },
             0,
         );
-        advice.add(Lever::Sgd, Effect::State(6 * MIB), 6 * MIB);
+        advice.add(
+            Lever::Sgd { momentum: false },
+            Effect::State(6 * MIB),
+            6 * MIB,
+        );
         let saves: Vec<i64> = advice.estimates().map(|e| e.saves / MIB as i64).collect();
         assert_eq!(saves, [6, 0]);
-        assert_eq!(advice.peak, 90 * MIB);
+        assert_eq!(advice.peak(), 90 * MIB);
     }
 
     #[test]
@@ -254,7 +268,11 @@ mod tests {
             first_step: 100 * MIB,
             ..peaks(97, 60, 100)
         });
-        advice.add(Lever::Sgd, Effect::State(10 * MIB), 10 * MIB);
+        advice.add(
+            Lever::Sgd { momentum: false },
+            Effect::State(10 * MIB),
+            10 * MIB,
+        );
         let half = Lever::SmallerMicroBatch { micro_batch: 8 };
         advice.add(
             half,

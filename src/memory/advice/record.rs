@@ -54,10 +54,21 @@ impl From<&Estimate> for LeverRecord {
                 vec!["train.precision=bf16".to_string()],
                 format!("counts the bf16 copy of the weights ({adds})"),
             ),
-            Lever::Sgd => (
+            Lever::Sgd { momentum: false } => (
                 "SGD in place of the optimizer".to_string(),
                 vec!["train.optimizer=sgd".to_string()],
-                format!("drops the optimizer's state ({adds})"),
+                format!(
+                    "drops the optimizer's state ({adds}); keys only the optimizer takes \
+                     (train.betas, train.eps, train.alpha) must go from the config"
+                ),
+            ),
+            Lever::Sgd { momentum: true } => (
+                "SGD without momentum".to_string(),
+                vec![
+                    "train.momentum=0".to_string(),
+                    "train.nesterov=false".to_string(),
+                ],
+                format!("drops the momentum buffer ({adds})"),
             ),
         };
         Self {

@@ -49,7 +49,7 @@ impl Governor {
     pub fn before_update(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
         let usage = self.setup.probe.observe();
         self.record_peak(PeakPhase::Backward, usage.peak_bytes_in_use);
-        self.settle(epoch, step, &usage)?;
+        self.enforce(epoch, step, &usage)?;
         self.setup.probe.begin_window();
         Ok(())
     }
@@ -61,12 +61,12 @@ impl Governor {
         self.step = step;
         let usage = self.setup.probe.observe();
         self.record_peak(PeakPhase::Update, usage.peak_bytes_in_use);
-        self.settle(epoch, step, &usage)
+        self.enforce(epoch, step, &usage)
     }
 
     /// Checks `usage` outside an attempt at a step: a breach fails the run, or halves the
     /// micro-batch from the next step on.
-    fn settle(&mut self, epoch: usize, step: usize, usage: &MemoryUsage) -> Result<(), Error> {
+    fn enforce(&mut self, epoch: usize, step: usize, usage: &MemoryUsage) -> Result<(), Error> {
         match self.check_usage(epoch, step, usage) {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => Err(self.fail(e)),

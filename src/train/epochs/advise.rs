@@ -11,7 +11,7 @@ use std::panic::{self, AssertUnwindSafe};
 use super::probe::StepUnder;
 use super::setup::Run;
 use super::Epochs;
-use crate::config::Precision;
+use crate::config::{OptimizerKind, Precision};
 use crate::error::Error;
 use crate::memory::policy::Phase;
 use crate::memory::{Advice, Effect, Lever, Peaks};
@@ -84,7 +84,7 @@ impl<T: Task> Epochs<'_, T> {
         for k in [2, 4].into_iter().filter(|&k| batch >= k) {
             let micro_batch = batch.div_ceil(k);
             let with = self
-                .probe(&configured, &items, micro_batch, steps * k)?
+                .probe_in_place(&configured, &items, micro_batch, steps * k)?
                 .transient;
             let lever = Lever::Accumulation {
                 k,
@@ -97,7 +97,7 @@ impl<T: Task> Epochs<'_, T> {
         if batch >= 2 {
             let micro_batch = batch.div_ceil(2);
             let with = self
-                .probe(&configured, &items, micro_batch, steps)?
+                .probe_in_place(&configured, &items, micro_batch, steps)?
                 .transient;
             let lever = Lever::SmallerMicroBatch { micro_batch };
             advice.add(lever, Effect::Transient { base, with }, 0);
@@ -132,7 +132,8 @@ impl<T: Task> Epochs<'_, T> {
         }
         if footprint.optimizer > 0 {
             let state = footprint.optimizer;
-            advice.add(Lever::Sgd, Effect::State(state), state);
+            let momentum = self.config.train.optimizer == OptimizerKind::Sgd;
+            advice.add(Lever::Sgd { momentum }, Effect::State(state), state);
         }
         Ok(advice)
     }
