@@ -150,7 +150,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     drop((model, optimizer, x, y));
     let retained = governor.run_end(epochs)?;
-    governor.draw("custom-loop");
+    governor.draw("custom-loop", None);
     println!(
         "custom-loop: {epochs} epochs, {step} steps; micro-batch {} after {} memory action(s); \
          highest peak {} in use, with the attempt the limit stopped (limit {}); retained {} B after \

@@ -12,11 +12,11 @@ mod growth;
 mod host;
 mod observer;
 pub mod oom;
-mod plot;
 pub mod policy;
 mod pools;
 mod probe;
 mod snapshots;
+mod trace;
 mod usage;
 
 pub use advice::{Advice, AdviceRecord, Effect, Estimate, Lever, LeverRecord, Peaks};
@@ -30,7 +30,6 @@ pub use host::{
     resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters, HostReservation,
 };
 pub use observer::{EpochProgress, Observer, Silent, Warning};
-pub use plot::render_memory_svg;
 pub use policy::{Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use pools::{device_pool_figures, PoolFigures};
 pub use probe::MemoryProbe;
@@ -38,4 +37,5 @@ pub use snapshots::{
     as_it_stands, current_epochs, read_snapshots, write_atomic, Event, Retained, Snapshot,
     SnapshotWriter,
 };
+pub use trace::{StepSample, StepTrace, POINTS_PER_EPOCH};
 pub use usage::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};

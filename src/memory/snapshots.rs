@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::breakdown::Breakdown;
+use super::trace::StepSample;
 use super::usage::MemoryUsage;
 
 /// What a snapshot marks.
@@ -94,6 +95,10 @@ pub struct Snapshot {
     /// Epoch events: the epoch's peak by category.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<Breakdown>,
+    /// Epoch events: memory per optimizer step over the epoch, in a bounded number of points
+    /// (see [`StepTrace`](super::trace::StepTrace)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepSample>>,
     /// Samples per micro-batch at this point (changes when a limit shrinks it).
     pub micro_batch: usize,
     /// Micro-batches per optimizer step at this point.
@@ -246,6 +251,7 @@ mod tests {
             lr: None,
             clipped_steps: None,
             breakdown: None,
+            steps: None,
             micro_batch: 8,
             accumulation_steps: 1,
             action: None,

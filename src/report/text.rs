@@ -4,10 +4,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::{render_memory_svg, PictureOf};
 use crate::error::Error;
 use crate::memory::{
-    check_growth, current_epochs, format_bytes, format_signed_bytes, read_snapshots,
-    render_memory_svg, Event, Snapshot,
+    check_growth, current_epochs, format_bytes, format_signed_bytes, read_snapshots, Event,
+    Snapshot,
 };
 use crate::train::{RunStatus, RunSummary};
 
@@ -28,13 +29,12 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
         |s| s.name.clone(),
     );
     let svg = run_dir.join("memory.svg");
-    render_memory_svg(
-        &snapshots,
-        summary.as_ref().and_then(|s| s.limit_bytes),
-        &name,
-        &svg,
-    )
-    .map_err(|e| Error::Device(format!("drawing {e}")))?;
+    let of = PictureOf {
+        title: &name,
+        limit: summary.as_ref().and_then(|s| s.limit_bytes),
+        monitor: summary.as_ref().and_then(|s| s.monitor.as_deref()),
+    };
+    render_memory_svg(&snapshots, of, &svg).map_err(|e| Error::Device(format!("drawing {e}")))?;
     let epochs = current_epochs(&snapshots);
     let mut out = outcome(run_dir, &name, summary.as_ref(), &epochs);
     out += &epoch_table(&epochs);

@@ -155,7 +155,12 @@ impl Trainer {
         }
         .train();
         let result = result.and(governor.run_end(stats.epochs).map(drop));
-        governor.draw(&id.name);
+        let monitor = config
+            .train
+            .early_stopping
+            .as_ref()
+            .map(|e| e.monitor.as_str());
+        governor.draw(&id.name, monitor);
         let status = match &result {
             Ok(()) => RunStatus::Completed,
             Err(e) => RunStatus::Failed(e.to_string()),

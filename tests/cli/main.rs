@@ -10,6 +10,7 @@ mod fit;
 mod fuzz;
 mod inference;
 mod memory;
+mod picture;
 mod recipe;
 mod resume;
 mod run_dir;

@@ -304,7 +304,7 @@ fn every_run_draws_memory_svg_and_report_redraws_it() {
     let svg_path = env.path("runs/small/memory.svg");
     let svg = std::fs::read_to_string(&svg_path).unwrap();
     for text in [
-        "small: memory per epoch (host)",
+        "small: memory per step and epoch (host)",
         "in use",
         "reserved",
         "peak in use",

@@ -7,6 +7,7 @@ use crate::memory::advice::Peaks;
 use crate::memory::breakdown::{Breakdown, Footprint, PeakPhase};
 use crate::memory::format_bytes;
 use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
+use crate::memory::trace::StepSample;
 use crate::memory::usage::MemoryUsage;
 
 impl Governor {
@@ -61,6 +62,11 @@ impl Governor {
         self.step = step;
         let usage = self.setup.probe.observe();
         self.record_peak(PeakPhase::Update, usage.peak_bytes_in_use);
+        self.trace.push(StepSample {
+            step,
+            peak: self.step_peak,
+            in_use: usage.bytes_in_use,
+        });
         self.enforce(epoch, step, &usage)
     }
 
@@ -93,6 +99,7 @@ impl Governor {
         };
         *epoch = (*epoch).max(peak);
         *run = (*run).max(peak);
+        self.step_peak = self.step_peak.max(peak);
     }
 
     /// Halves the micro-batch (doubling accumulation) after a breach at step `step`, and

@@ -21,9 +21,9 @@ use super::advice::Peaks;
 use super::breakdown::{Breakdown, Footprint, StepPeaks};
 use super::growth::{GrowthAlarm, GrowthWatch};
 use super::observer::{Observer, Warning};
-use super::plot::draw_memory_svg;
 use super::policy::{Attempt, MemoryAction, Phase, RunState};
 use super::snapshots::{Event, Retained, SnapshotWriter};
+use super::trace::StepTrace;
 use super::usage::{MemorySource, MemoryUsage};
 use crate::config::{ClearPolicy, MemoryConfig};
 use crate::error::Error;
@@ -49,6 +49,10 @@ pub struct Governor {
     step_peaks: StepPeaks,
     /// The run's highest step figures by phase, and its highest epoch peak: for the advisor.
     run_peaks: Peaks,
+    /// The highest figure of the step under way, for its point of the step trace.
+    step_peak: u64,
+    /// The epoch's memory per step.
+    trace: StepTrace,
 }
 
 impl Governor {
@@ -194,6 +198,7 @@ impl Governor {
     /// Starts a step: a new window, and no breached attempt behind it.
     pub fn begin_step(&mut self) {
         self.previous_attempt = None;
+        self.step_peak = 0;
         self.setup.probe.begin_window();
     }
 
@@ -207,6 +212,7 @@ impl Governor {
     pub fn epoch_snapshot(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
         let usage = self.read()?;
         let step_peaks = self.step_peaks;
+        let steps = Some(self.trace.take()).filter(|t| !t.is_empty());
         self.run_peaks.training = self.run_peaks.training.max(usage.peak_bytes_in_use);
         self.snapshot(Event::Epoch, epoch, usage, |s| {
             s.loss = figures.loss;
@@ -214,6 +220,7 @@ impl Governor {
             s.samples_per_sec = figures.samples_per_sec;
             s.lr = figures.lr;
             s.clipped_steps = figures.clipped_steps;
+            s.steps = steps;
             s.breakdown = figures.footprint.map(|f| {
                 let peak = usage.peak_bytes_in_use;
                 Breakdown::of(&f, usage.bytes_in_use, peak, step_peaks.phase_of(peak))
@@ -296,11 +303,17 @@ impl Governor {
         Ok(retained)
     }
 
-    /// Draws `memory.svg` beside `snapshots.jsonl`, from the snapshots on disk, titled `title`.
+    /// Draws `memory.svg` beside `snapshots.jsonl`, from the snapshots on disk, titled `title`,
+    /// with `monitor` (the monitored validation metric; `val_loss` when `None`) under memory.
     /// A picture that cannot be drawn is a warning, not an error: the snapshots it comes from
     /// are intact, and `tidemark report RUN_DIR` can draw it again.
-    pub fn draw(&mut self, title: &str) {
-        if let Err(e) = draw_memory_svg(self.writer.path(), self.setup.limit_bytes, title) {
+    pub fn draw(&mut self, title: &str, monitor: Option<&str>) {
+        let of = crate::report::PictureOf {
+            title,
+            limit: self.setup.limit_bytes,
+            monitor,
+        };
+        if let Err(e) = crate::report::draw_memory_svg(self.writer.path(), of) {
             self.observer.warning(&Warning::PictureNotDrawn(e));
         }
     }

@@ -107,6 +107,8 @@ impl Prepared {
             footprint: None,
             step_peaks: Default::default(),
             run_peaks: Default::default(),
+            step_peak: 0,
+            trace: Default::default(),
         })
     }
 }

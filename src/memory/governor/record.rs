@@ -48,6 +48,7 @@ impl Governor {
             lr: None,
             clipped_steps: None,
             breakdown: None,
+            steps: None,
             micro_batch: self.layout.micro_batch(),
             accumulation_steps: self.layout.micro_steps(),
             action: None,

@@ -1,0 +1,200 @@
+//! The memory panel: each epoch's peak by category as a stacked bar over the epoch, memory per
+//! step as lines, the figures at run start, each epoch's end and after release as dots, the
+//! limit, and memory actions as labelled vertical lines.
+
+use plotters::prelude::*;
+
+use super::place::Placed;
+use super::{Chart, DrawError, Entry, Mark, MIB};
+use crate::memory::{Breakdown, Event, StepSample};
+
+const BLUE: RGBColor = RGBColor(31, 119, 180);
+const ORANGE: RGBColor = RGBColor(255, 127, 14);
+const RED: RGBColor = RGBColor(214, 39, 40);
+const GREY: RGBColor = RGBColor(110, 110, 110);
+
+/// A breakdown category: its name, colour, and bytes.
+type Category = (&'static str, RGBColor, fn(&Breakdown) -> u64);
+
+/// The breakdown's categories, bottom to top, with their colours.
+const CATEGORIES: [Category; 6] = [
+    ("weights", RGBColor(174, 199, 232), |b| b.weights),
+    ("gradients", RGBColor(255, 187, 120), |b| b.gradients),
+    ("optimizer", RGBColor(152, 223, 138), |b| b.optimizer),
+    ("data", RGBColor(197, 176, 213), |b| b.data),
+    ("activations", RGBColor(255, 152, 150), |b| b.activations),
+    ("other", RGBColor(210, 210, 210), |b| b.other),
+];
+
+/// What the memory panel draws.
+pub struct MemoryPanel<'a> {
+    /// The snapshots that are points of the lines (not markers), placed.
+    pub figures: &'a [Placed<'a>],
+    /// Memory actions and resumes, placed.
+    pub actions: &'a [Placed<'a>],
+    /// The step trace, placed.
+    pub steps: &'a [(f64, StepSample)],
+    pub limit: Option<u64>,
+    pub x_max: f64,
+    pub y_max: f64,
+}
+
+impl MemoryPanel<'_> {
+    /// Draws everything, adding legend entries to `legend`.
+    pub fn draw(
+        &self,
+        chart: &mut Chart<'_, '_>,
+        legend: &mut Vec<Entry>,
+    ) -> Result<(), DrawError> {
+        self.draw_breakdowns(chart, legend)?;
+        self.draw_in_use(chart, legend)?;
+        self.draw_peaks(chart, legend)?;
+        self.draw_reserved(chart, legend)?;
+        if let Some(limit) = self.limit {
+            let y = limit as f64 / MIB;
+            let line = vec![(-0.25, y), (self.x_max, y)];
+            chart.draw_series(LineSeries::new(line, BLACK.stroke_width(2)))?;
+            legend.push((format!("limit {y:.1} MiB"), BLACK, Mark::Line));
+        }
+        self.draw_markers(chart)
+    }
+
+    /// Each epoch's peak by category, stacked over the epoch's width.
+    fn draw_breakdowns(
+        &self,
+        chart: &mut Chart<'_, '_>,
+        legend: &mut Vec<Entry>,
+    ) -> Result<(), DrawError> {
+        let bars: Vec<(f64, &Breakdown)> = self
+            .figures
+            .iter()
+            .filter(|(_, s)| s.event == Event::Epoch)
+            .filter_map(|(x, s)| Some((*x, s.breakdown.as_ref()?)))
+            .collect();
+        if bars.is_empty() {
+            return Ok(());
+        }
+        for (x, breakdown) in &bars {
+            let mut bottom = 0.0;
+            for (_, color, bytes) in CATEGORIES {
+                let top = bottom + bytes(breakdown) as f64 / MIB;
+                let corners = [(x - 0.97, bottom), (x - 0.03, top)];
+                chart.draw_series(std::iter::once(Rectangle::new(corners, color.filled())))?;
+                bottom = top;
+            }
+        }
+        for (name, color, _) in CATEGORIES.iter().rev() {
+            legend.push((format!("peak: {name}"), *color, Mark::Fill));
+        }
+        Ok(())
+    }
+
+    /// In use: at run start, after each step's update, at each epoch's end and after release.
+    fn draw_in_use(
+        &self,
+        chart: &mut Chart<'_, '_>,
+        legend: &mut Vec<Entry>,
+    ) -> Result<(), DrawError> {
+        let dots: Vec<(f64, f64)> = self
+            .figures
+            .iter()
+            .map(|(x, s)| (*x, s.memory.bytes_in_use as f64 / MIB))
+            .collect();
+        let mut line: Vec<(f64, f64)> = dots.clone();
+        line.extend(self.steps.iter().map(|(x, p)| (*x, p.in_use as f64 / MIB)));
+        line.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart.draw_series(LineSeries::new(line, BLUE.stroke_width(2)))?;
+        chart.draw_series(dots.into_iter().map(|p| Circle::new(p, 3, BLUE.filled())))?;
+        legend.push(("in use".into(), BLUE, Mark::Line));
+        Ok(())
+    }
+
+    /// The peak per step; without a step trace (a hand-written loop that records none), each
+    /// epoch's peak. The after-release point has no peak of its own.
+    fn draw_peaks(
+        &self,
+        chart: &mut Chart<'_, '_>,
+        legend: &mut Vec<Entry>,
+    ) -> Result<(), DrawError> {
+        let (points, name): (Vec<(f64, f64)>, &str) = if self.steps.is_empty() {
+            let epochs = self
+                .figures
+                .iter()
+                .filter(|(_, s)| s.event != Event::RunEnd)
+                .map(|(x, s)| (*x, s.memory.peak_bytes_in_use as f64 / MIB));
+            (epochs.collect(), "peak in use")
+        } else {
+            let steps = self.steps.iter().map(|(x, p)| (*x, p.peak as f64 / MIB));
+            (steps.collect(), "peak in use per step")
+        };
+        chart.draw_series(LineSeries::new(points.clone(), RED.stroke_width(1)))?;
+        if self.steps.is_empty() || points.len() < 2 {
+            chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, RED.filled())))?;
+        }
+        legend.push((name.into(), RED, Mark::Line));
+        Ok(())
+    }
+
+    /// Reserved, at the snapshots.
+    fn draw_reserved(
+        &self,
+        chart: &mut Chart<'_, '_>,
+        legend: &mut Vec<Entry>,
+    ) -> Result<(), DrawError> {
+        let points: Vec<(f64, f64)> = self
+            .figures
+            .iter()
+            .map(|(x, s)| (*x, s.memory.bytes_reserved as f64 / MIB))
+            .collect();
+        let style = ORANGE.stroke_width(1);
+        chart.draw_series(DashedLineSeries::new(points.clone(), 6, 4, style))?;
+        chart.draw_series(
+            points
+                .into_iter()
+                .map(|p| Circle::new(p, 2, ORANGE.filled())),
+        )?;
+        legend.push(("reserved".into(), ORANGE, Mark::Dashed));
+        Ok(())
+    }
+
+    /// Memory actions and resumes as grey vertical lines with their names.
+    fn draw_markers(&self, chart: &mut Chart<'_, '_>) -> Result<(), DrawError> {
+        let (y_max, x_span) = (self.y_max, self.x_max + 0.25);
+        for ((x, s), row) in self.actions.iter().zip(label_rows(self.actions, x_span)) {
+            // Each row of labels sits 5% of the height below the one above.
+            let top = y_max * (0.96 - 0.05 * row as f64);
+            let line = vec![(*x, 0.0), (*x, top - y_max * 0.035)];
+            chart.draw_series(LineSeries::new(line, GREY.stroke_width(1)))?;
+            let font = ("sans-serif", 13).into_font().color(&GREY);
+            let text = Text::new(marker_label(s), (*x, top), font);
+            chart.draw_series(std::iter::once(text))?;
+        }
+        Ok(())
+    }
+}
+
+/// A marker's label: the action, and for one that changed the micro-batch, the new size.
+fn marker_label(s: &crate::memory::Snapshot) -> String {
+    match (s.event, s.action.as_deref()) {
+        (Event::Resume, _) => "resume".into(),
+        (_, Some(action @ ("shrink" | "fit"))) => format!("{action} to {}", s.micro_batch),
+        (_, action) => action.unwrap_or("action").into(),
+    }
+}
+
+/// The row of each marker's label (0 at the top): a label goes on the first row where it
+/// starts at least a tenth of the x span after the label before it, so that none overlap.
+pub fn label_rows(actions: &[Placed], x_span: f64) -> Vec<usize> {
+    let mut ends: Vec<f64> = Vec::new();
+    actions
+        .iter()
+        .map(|(x, _)| {
+            let row = ends.iter().position(|&end| *x >= end).unwrap_or(ends.len());
+            if row == ends.len() {
+                ends.push(0.0);
+            }
+            ends[row] = x + 0.12 * x_span;
+            row
+        })
+        .collect()
+}
