@@ -16,10 +16,11 @@ use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
 use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
-use tidemark::memory::{
-    format_bytes, CountingAllocator, EpochFigures, Governor, Layout, Observer, Snapshot, Warning,
-};
+use tidemark::memory::{format_bytes, CountingAllocator};
+use tidemark::record::{Observer, Snapshot, Warning};
+use tidemark::report::{draw_memory_svg, PictureOf};
 use tidemark::train::{build_optimizer, resting_bytes, Checkpointer};
+use tidemark::train::{EpochFigures, Governor, Layout};
 
 // Host memory accounting, as the `tidemark` binary has it: on flex the limit is measured in it.
 #[global_allocator]
@@ -150,15 +151,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     drop((model, optimizer, x, y));
     let retained = governor.run_end(epochs)?;
-    governor.draw("custom-loop", None);
+    let picture = PictureOf {
+        title: "custom-loop",
+        limit: governor.control().limit_bytes(),
+        monitor: None,
+    };
+    draw_memory_svg(governor.snapshots_path(), picture)?;
     println!(
         "custom-loop: {epochs} epochs, {step} steps; micro-batch {} after {} memory action(s); \
          highest peak {} in use, with the attempt the limit stopped (limit {}); retained {} B after \
          release; {}",
         governor.layout().micro_batch(),
-        governor.memory_actions(),
-        format_bytes(governor.peaks().0),
-        format_bytes(governor.limit_bytes().unwrap_or(0)),
+        governor.stats().memory_actions,
+        format_bytes(governor.stats().peak_bytes_in_use),
+        format_bytes(governor.control().limit_bytes().unwrap_or(0)),
         retained.retained_bytes_in_use,
         run_dir.display()
     );

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::backend::BackendError;
 use crate::config::ConfigError;
 use crate::data::DataError;
-use crate::memory::LimitExceeded;
+use crate::memory::{LimitExceeded, MemoryError};
 
 /// Anything that stops a run.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +129,20 @@ fn one_line(text: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The memory layer's failures: its settings are `[memory]`'s, its device errors the device's.
+impl From<MemoryError> for Error {
+    fn from(e: MemoryError) -> Self {
+        match e {
+            MemoryError::Settings(message) => Error::Config(ConfigError {
+                origin: "[memory]".into(),
+                key: None,
+                message,
+            }),
+            MemoryError::Device(e) => Error::device(e),
+        }
+    }
 }
 
 #[cfg(test)]

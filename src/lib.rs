@@ -23,9 +23,10 @@
 //! # Ok::<(), tidemark::Error>(())
 //! ```
 //!
-//! Modules, in dependency order: [`config`] -> [`backend`] -> [`memory`] -> [`data`],
-//! [`model`] -> [`report`] -> [`train`] -> [`sweep`], [`compare`]. The `cli` module is the
-//! binary's and uses them all.
+//! Modules, in dependency order: [`config`] -> [`backend`] -> [`memory`] -> [`record`] ->
+//! [`report`] -> [`data`], [`model`], [`task`] -> [`train`] -> [`sweep`], [`compare`]. The
+//! `cli` module is the binary's and uses them all. Each type has one path: a snapshot is
+//! [`record::Snapshot`], the governor [`train::Governor`].
 #![warn(missing_docs)]
 // `forbid` cannot be relaxed per module; `deny` can, and only `memory::host` does, with its
 // reason in its docs.
@@ -42,6 +43,7 @@ mod error;
 pub mod inference;
 pub mod memory;
 pub mod model;
+pub mod record;
 pub mod report;
 pub mod sweep;
 pub mod task;
@@ -52,7 +54,6 @@ pub mod guide {}
 
 pub use error::Error;
 pub use task::Task;
-pub use train::RunSummary;
 pub use train::Trainer;
 
 // Unit tests measure host memory, so their binary counts allocations like the CLI does.

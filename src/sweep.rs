@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{to_toml, ConfigBuilder, ConfigError, RunConfig};
 use crate::error::Error;
-use crate::memory::{format_bytes, format_signed_bytes, write_atomic, Observer, Retained};
+use crate::memory::{format_bytes, format_signed_bytes};
+use crate::record::{write_atomic, Observer, Retained};
+use crate::record::{RunStatus, RunSummary};
 use crate::train::resume::check_config;
-use crate::train::{run_dir, Checkpoint, RunStatus, RunSummary, Trainer};
+use crate::train::{run_dir, Checkpoint, Trainer};
 
 /// Tolerance for bytes kept after release, as a share of the run's peak.
 pub const RETAINED_TOLERANCE: f64 = 0.01;

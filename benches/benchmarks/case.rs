@@ -10,8 +10,9 @@ use tidemark::config::{
     load, Backend, ClearPolicy, ConfigBuilder, DataSource, MemorySize, OnLimit, RunConfig,
 };
 use tidemark::memory::MemorySource;
-use tidemark::report::{read_snapshots, Event};
-use tidemark::train::{Observer, Trainer};
+use tidemark::record::Observer;
+use tidemark::record::{read_snapshots, Event};
+use tidemark::train::Trainer;
 use tidemark::Error;
 
 use super::{CaseResult, CaseSpec, Policy};

@@ -10,7 +10,8 @@
 mod task;
 
 use tidemark::config::{ConfigBuilder, MemorySize, OnLimit, OptimizerKind, Precision};
-use tidemark::memory::{format_bytes, CountingAllocator, EpochProgress, Observer, Snapshot};
+use tidemark::memory::{format_bytes, CountingAllocator};
+use tidemark::record::{EpochProgress, Observer, Snapshot};
 
 // Opt in to host memory accounting, as the `tidemark` binary does: on flex it is what the
 // limit is measured against.
@@ -24,7 +25,7 @@ impl Observer for Print {
     fn message(&mut self, text: &str) {
         eprintln!("{text}");
     }
-    fn warning(&mut self, warning: &tidemark::memory::Warning) {
+    fn warning(&mut self, warning: &tidemark::record::Warning) {
         eprintln!("warning: {warning}");
     }
     fn step(&mut self, _: &EpochProgress) {}

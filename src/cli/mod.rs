@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, ClearPolicy, Override, RunConfig};
-use crate::memory::{format_bytes, Observer};
+use crate::memory::format_bytes;
+use crate::record::Observer;
 use crate::report::format_metric;
 use crate::{Error, Trainer};
 
@@ -312,7 +313,7 @@ fn train(
 
 /// The final validation metrics (`, val accuracy 85.3%`), with the baselines to read them
 /// against.
-fn outcome(summary: &crate::RunSummary) -> String {
+fn outcome(summary: &crate::record::RunSummary) -> String {
     let mut text = String::new();
     for (key, value) in &summary.final_metrics {
         if let Some(name) = key.strip_prefix("final_val_") {

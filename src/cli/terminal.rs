@@ -8,8 +8,9 @@ use std::time::Duration;
 use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::memory::{EpochProgress, Observer, Warning};
-use crate::report::{format_metric, Event, Snapshot};
+use crate::record::{EpochProgress, Observer, Warning};
+use crate::record::{Event, Snapshot};
+use crate::report::format_metric;
 
 /// One line per run of a sweep (plus everything `Terminal` shows, when verbose).
 pub(super) struct SweepTerminal {

@@ -6,7 +6,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::ComparePolicy;
-use crate::memory::{Event, Snapshot};
+use crate::record::{Event, Snapshot};
 
 const MIB: f64 = 1024.0 * 1024.0;
 

@@ -8,9 +8,11 @@ use serde::Serialize;
 
 use crate::config::{defaults, ClearPolicy, ConfigBuilder, MemorySize, OnLimit, RunConfig};
 use crate::error::Error;
+use crate::memory::MemorySource;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::memory::{read_snapshots, write_atomic, Event, MemorySource, Observer, Snapshot};
-use crate::train::{RunSummary, Trainer};
+use crate::record::RunSummary;
+use crate::record::{read_snapshots, write_atomic, Event, Observer, Snapshot};
+use crate::train::Trainer;
 
 mod chart;
 

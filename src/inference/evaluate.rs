@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::Trained;
 use crate::builtin::{self, Visit};
 use crate::error::Error;
-use crate::memory::write_atomic;
 use crate::model::Network;
+use crate::record::write_atomic;
 use crate::task::{Classify, Regress, Score, Task};
 
 /// A run's model scored on some data.

@@ -12,8 +12,8 @@ use super::Trained;
 use crate::builtin::{self, Inputs, Readout, Visit};
 use crate::config::DataSource;
 use crate::error::Error;
-use crate::memory::write_atomic;
 use crate::model::Network;
+use crate::record::write_atomic;
 use crate::task::score::items;
 use crate::task::{Classify, Regress, Task};
 

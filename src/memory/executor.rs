@@ -71,6 +71,9 @@ impl Executor {
         if self.source == MemorySource::Host {
             pool_host_heap();
         }
+        if self.source == MemorySource::Host {
+            warm_every_thread(&self.device);
+        }
         let device = self.device.clone().autodiff();
         for n in [32, 512] {
             let x = Tensor::<2>::ones([n, n], &device).require_grad();
@@ -210,6 +213,22 @@ fn cube_total_memory(device: &Device) -> Option<u64> {
 #[cfg(not(any(feature = "cuda", feature = "cpu", feature = "wgpu")))]
 fn cube_total_memory(_device: &Device) -> Option<u64> {
     None
+}
+
+/// Makes every thread that may multiply matrices on flex allocate its packing buffer now, for
+/// the baseline. gemm keeps one per thread (`gemm-common`'s `L2_SLAB`, the size of the L2
+/// cache) from that thread's first product on, for the life of the process. Which of rayon's
+/// workers take part in a large product is up to the scheduler, so without this a run's peak
+/// holds one more buffer in some processes than in others (measured: 2 MiB, in every other
+/// run of a parameter-heavy MLP). A product below burn-flex's parallel threshold runs on the
+/// thread that calls it: one on each worker, and one here.
+fn warm_every_thread(device: &Device) {
+    let product = || {
+        let x = Tensor::<2>::ones([160, 160], device);
+        drop(x.clone().matmul(x).into_data());
+    };
+    rayon::broadcast(|_| product());
+    product();
 }
 
 #[cfg(test)]

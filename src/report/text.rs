@@ -6,11 +6,9 @@ use std::path::Path;
 
 use super::{render_memory_svg, PictureOf};
 use crate::error::Error;
-use crate::memory::{
-    check_growth, current_epochs, format_bytes, format_signed_bytes, read_snapshots, Event,
-    Snapshot,
-};
-use crate::train::{RunStatus, RunSummary};
+use crate::memory::{format_bytes, format_signed_bytes};
+use crate::record::{check_growth, current_epochs, read_snapshots, Event, Snapshot};
+use crate::record::{RunStatus, RunSummary};
 
 /// Redraws `<run_dir>/memory.svg` and returns a text summary of the run.
 pub fn report(run_dir: &Path) -> Result<String, Error> {

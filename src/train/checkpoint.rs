@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::decide::{EarlyStopState, Schedule};
 use super::precision::LossScaler;
 use crate::error::Error;
-use crate::memory::write_atomic;
+use crate::record::write_atomic;
 use crate::task::metrics::HostSums;
 
 mod read;

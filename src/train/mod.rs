@@ -1,6 +1,6 @@
 //! The training loop, for any [`Task`](crate::task::Task): eager autodiff steps, gradient
 //! accumulation that averages like one large batch, mixed precision, validation, checkpoints,
-//! and the memory [`Governor`](crate::memory::Governor) at every phase.
+//! and the memory [`Governor`](crate::train::Governor) at every phase.
 //!
 //! - [`trainer`](Trainer): set-up and preflight, then the run's outcome;
 //! - `run_dir`: the run directory and the resolved `config.toml`;
@@ -9,18 +9,21 @@
 //!   precision; `optimizer`: the configured one, from Burn's;
 //! - `decide`: the learning-rate [`Schedule`] and [`EarlyStop`], as pure decisions;
 //! - `checkpoint`: kill-safe checkpoints; `resume`: continuing a run from one;
-//! - `stats`: figures that become the summary.
+//! - `governor`: the [`Governor`], which drives the memory layer's
+//!   [`Control`](crate::memory::Control) over a run: the batch layout a limit may shrink, the
+//!   step under the limit, the run's memory statistics;
+//! - `stats`: figures that become the [summary](crate::record::RunSummary).
 
 mod checkpoint;
 mod decide;
 mod epochs;
+mod governor;
 mod optimizer;
 pub mod precision;
 pub(crate) mod resume;
 pub(crate) mod run_dir;
 mod stats;
 mod step;
-mod summary;
 mod trainer;
 
 pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
@@ -31,7 +34,6 @@ pub use step::{
     accumulate_gradients, accumulated_step, apply_gradients, footprint, micro_batches,
     resting_bytes, Accumulated, Clip, FusedAdam, Stepped, Updated,
 };
-pub use summary::{RunStatus, RunSummary};
 pub use trainer::Trainer;
 
-pub use crate::memory::{EpochProgress, Observer, Silent, Warning};
+pub use governor::{Breach, EpochFigures, Governor, Layout, Prepared, StepCheck};

@@ -9,7 +9,7 @@ use super::stats::Stats;
 use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
-use crate::memory::{current_epochs, read_snapshots, Snapshot};
+use crate::record::{current_epochs, read_snapshots, Snapshot};
 
 /// Keys that may differ from the run's `config.toml` on resume: they change where the run
 /// writes, how long it goes on, or how its memory is governed, not what it computes.

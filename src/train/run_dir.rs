@@ -7,7 +7,7 @@ use super::resume::CODE_TASK_HEADER;
 use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, RunConfig};
 use crate::error::Error;
-use crate::memory::write_atomic;
+use crate::record::write_atomic;
 use crate::task::Task;
 
 /// `<output_dir>/<name>`, or `<name>-2`, `-3`, ... if that exists: a run never writes over

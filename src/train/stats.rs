@@ -6,9 +6,11 @@ use std::path::PathBuf;
 
 use super::checkpoint::{latest_checkpoint, Checkpoint};
 use super::decide::EarlyStopState;
-use super::summary::{RunStatus, RunSummary};
 use crate::config::EarlyStoppingConfig;
-use crate::memory::{current_epochs, read_snapshots, Advice, Breakdown, Event, Governor, Snapshot};
+use crate::memory::{Advice, Breakdown};
+use crate::record::{current_epochs, read_snapshots, Event, Snapshot};
+use crate::record::{RunStatus, RunSummary};
+use crate::train::Governor;
 
 /// What the epochs have produced so far: scalars only, so that the run's own records hold no
 /// heap that grows while it trains (what a run keeps after release is measured to the byte).
@@ -82,7 +84,8 @@ impl Stats {
             _ => latest_checkpoint(&id.run_dir),
         };
         let best_so_far = early.and_then(|(_, state)| state.best);
-        let (peak_in_use, peak_reserved) = governor.peaks();
+        let memory = governor.stats();
+        let (peak_in_use, peak_reserved) = (memory.peak_bytes_in_use, memory.peak_bytes_reserved);
         let peak_in_use = peak_in_use.max(self.earlier_peaks.0);
         let peak_reserved = peak_reserved.max(self.earlier_peaks.1);
         let layout = governor.layout();
@@ -92,7 +95,7 @@ impl Stats {
             status,
             task: id.task,
             backend: id.backend,
-            memory_source: governor.source(),
+            memory_source: governor.control().source(),
             execution: id.execution,
             precision: id.precision,
             loss_scale: self.loss_scale,
@@ -116,12 +119,12 @@ impl Stats {
                 .then(|| self.throughput_sum / self.throughput_epochs as f64),
             micro_batch: layout.micro_batch(),
             accumulation_steps: layout.micro_steps(),
-            memory_actions: governor.memory_actions(),
-            device_init_bytes: governor.device_init_bytes(),
-            baseline_bytes_reserved: governor.baseline().bytes_reserved,
-            retained: governor.retained(),
-            limit_bytes: governor.limit_bytes(),
-            growth_alarm: governor.growth_alarm(),
+            memory_actions: memory.memory_actions,
+            device_init_bytes: governor.control().device_init_bytes(),
+            baseline_bytes_reserved: governor.control().baseline().bytes_reserved,
+            retained: memory.retained,
+            limit_bytes: governor.control().limit_bytes(),
+            growth_alarm: memory.growth_alarm(),
             breakdown: peak_breakdown(&snapshots),
             advice: self.advice.map(|a| a.record()),
             checkpoint,

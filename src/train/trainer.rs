@@ -10,14 +10,17 @@ use super::precision;
 use super::resume::Resume;
 use super::run_dir;
 use super::stats::Identity;
-use super::summary::{RunStatus, RunSummary};
 use crate::backend;
 use crate::builtin::{self, Visit};
 use crate::config::{Backend, ConfigError, Execution, LossScaling, Precision, RunConfig};
 use crate::error::Error;
-use crate::memory::{write_atomic, Governor, HostCounters, Layout, Observer, Silent};
+use crate::memory::HostCounters;
 use crate::model::Network;
+use crate::record::{write_atomic, Observer, Silent, Warning};
+use crate::record::{RunStatus, RunSummary};
+use crate::report::{draw_memory_svg, PictureOf};
 use crate::task::{Classify, Regress, Task};
+use crate::train::{Governor, Layout};
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
 /// [`Task`] ([`fit`](Self::fit)).
@@ -155,12 +158,7 @@ impl Trainer {
         }
         .train();
         let result = result.and(governor.run_end(stats.epochs).map(drop));
-        let monitor = config
-            .train
-            .early_stopping
-            .as_ref()
-            .map(|e| e.monitor.as_str());
-        governor.draw(&id.name, monitor);
+        draw(&mut governor, &config, &id.name);
         let status = match &result {
             Ok(()) => RunStatus::Completed,
             Err(e) => RunStatus::Failed(e.to_string()),
@@ -237,4 +235,22 @@ fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> E
                 .collect::<String>()
         ),
     })
+}
+
+/// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture
+/// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
+/// and `tidemark report RUN_DIR` can draw it again.
+fn draw(governor: &mut Governor, config: &RunConfig, title: &str) {
+    let of = PictureOf {
+        title,
+        limit: governor.control().limit_bytes(),
+        monitor: config
+            .train
+            .early_stopping
+            .as_ref()
+            .map(|e| e.monitor.as_str()),
+    };
+    if let Err(e) = draw_memory_svg(governor.snapshots_path(), of) {
+        governor.observer().warning(&Warning::PictureNotDrawn(e));
+    }
 }

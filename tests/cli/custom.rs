@@ -190,10 +190,10 @@ fn a_custom_task_writes_the_whole_run_directory_without_model_or_data_keys() {
         written.contains("[train]") && written.contains("[memory]"),
         "{written}"
     );
-    let snaps = tidemark::report::read_snapshots(&summary.run_dir.join("snapshots.jsonl")).unwrap();
+    let snaps = tidemark::record::read_snapshots(&summary.run_dir.join("snapshots.jsonl")).unwrap();
     let epochs: Vec<_> = snaps
         .iter()
-        .filter(|s| s.event == tidemark::report::Event::Epoch)
+        .filter(|s| s.event == tidemark::record::Event::Epoch)
         .collect();
     assert_eq!(epochs.len(), 3);
     assert!(epochs

@@ -278,18 +278,18 @@ struct Leaky {
     messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
-impl tidemark::train::Observer for Leaky {
+impl tidemark::record::Observer for Leaky {
     fn message(&mut self, text: &str) {
         self.messages.lock().unwrap().push(text.to_string());
     }
-    fn warning(&mut self, warning: &tidemark::train::Warning) {
+    fn warning(&mut self, warning: &tidemark::record::Warning) {
         self.messages
             .lock()
             .unwrap()
             .push(format!("warning: {warning}"));
     }
-    fn snapshot(&mut self, s: &tidemark::report::Snapshot) {
-        if s.event == tidemark::report::Event::Epoch {
+    fn snapshot(&mut self, s: &tidemark::record::Snapshot) {
+        if s.event == tidemark::record::Event::Epoch {
             self.kept.push(std::hint::black_box(vec![1u8; 4 << 20]));
         }
     }

@@ -337,7 +337,7 @@ struct LatestSeen {
     seen: std::sync::Arc<std::sync::Mutex<Vec<(usize, usize, String)>>>,
 }
 
-impl tidemark::train::Observer for LatestSeen {
+impl tidemark::record::Observer for LatestSeen {
     fn step_done(&mut self, epoch: usize, step: usize) {
         let latest =
             std::fs::read_to_string(self.run_dir.join("checkpoints/latest")).unwrap_or_default();

@@ -6,7 +6,8 @@ use plotters::prelude::*;
 
 use super::place::Placed;
 use super::{Chart, DrawError, Entry, Mark, MIB};
-use crate::memory::{Breakdown, Event, StepSample};
+use crate::memory::Breakdown;
+use crate::record::{Event, StepSample};
 
 const BLUE: RGBColor = RGBColor(31, 119, 180);
 const ORANGE: RGBColor = RGBColor(255, 127, 14);
@@ -174,7 +175,7 @@ impl MemoryPanel<'_> {
 }
 
 /// A marker's label: the action, and for one that changed the micro-batch, the new size.
-fn marker_label(s: &crate::memory::Snapshot) -> String {
+fn marker_label(s: &crate::record::Snapshot) -> String {
     match (s.event, s.action.as_deref()) {
         (Event::Resume, _) => "resume".into(),
         (_, Some(action @ ("shrink" | "fit"))) => format!("{action} to {}", s.micro_batch),

@@ -12,7 +12,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::memory::{read_snapshots, Event, Snapshot};
+use crate::record::{read_snapshots, Event, Snapshot};
 use memory::MemoryPanel;
 use place::{positions, step_points, Placed};
 use training::{panels, Panel};
@@ -85,7 +85,7 @@ fn draw_memory(
     area: &Area<'_>,
     snapshots: &[Snapshot],
     placed: &[Placed],
-    steps: &[(f64, crate::memory::StepSample)],
+    steps: &[(f64, crate::record::StepSample)],
     of: PictureOf,
     x_max: f64,
 ) -> Result<(), DrawError> {
@@ -227,7 +227,8 @@ pub fn draw_memory_svg(snapshots: &Path, of: PictureOf) -> Result<(), String> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::memory::{Breakdown, MemorySource, MemoryUsage, PeakPhase, StepSample};
+    use crate::memory::{Breakdown, MemorySource, MemoryUsage, PeakPhase};
+    use crate::record::StepSample;
 
     pub fn snap(event: Event, epoch: usize, in_use: u64, action: Option<&str>) -> Snapshot {
         Snapshot {

@@ -2,7 +2,7 @@
 //! `e`, its steps in between by their step count, `run_end` (after release) half an epoch
 //! after the last, and a memory action at its step, or a quarter after the snapshot before it.
 
-use crate::memory::{as_it_stands, Event, Snapshot, StepSample};
+use crate::record::{as_it_stands, Event, Snapshot, StepSample};
 
 /// A snapshot and its place on the x axis.
 pub type Placed<'a> = (f64, &'a Snapshot);

@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 
 use super::{Entry, Mark};
-use crate::memory::Snapshot;
+use crate::record::Snapshot;
 
 /// A line of a panel: its name, colour and points.
 pub type Line = (String, RGBColor, Vec<(f64, f64)>);

@@ -26,7 +26,7 @@ impl<T: Task> Epochs<'_, T> {
         run: &Run<T>,
         result: Result<(), Error>,
     ) -> Result<(), Error> {
-        let mut peaks = self.governor.run_peaks();
+        let mut peaks = self.governor.stats().run_peaks;
         match result {
             Ok(()) => {
                 self.stats.advice = self.advise_or_tell(run, peaks);
@@ -53,11 +53,11 @@ impl<T: Task> Epochs<'_, T> {
 
     /// [`advise`](Self::advise), or `None` with the user told why not.
     fn advise_or_tell(&mut self, run: &Run<T>, peaks: Peaks) -> Option<Advice> {
-        let aside = self.governor.begin_aside();
+        let aside = self.governor.control_mut().probe().epoch_peak();
         // The run is over: a backend that refuses a probe (a panic) must not lose its summary.
         let advice = panic::catch_unwind(AssertUnwindSafe(|| self.advise(run, peaks)))
             .unwrap_or_else(|_| Err(Error::Device("a probe panicked".into())));
-        self.governor.end_aside(aside);
+        self.governor.control_mut().probe().restart_at(aside);
         match advice {
             Ok(advice) => Some(advice),
             Err(e) => {

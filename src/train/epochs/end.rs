@@ -8,10 +8,10 @@ use super::setup::Run;
 use super::Epochs;
 use crate::config::ConfigError;
 use crate::error::Error;
-use crate::memory::EpochFigures;
 use crate::task::metrics::Means;
 use crate::task::Task;
 use crate::train::decide::Verdict;
+use crate::train::EpochFigures;
 
 /// An epoch's training and validation figures.
 struct Figures {
@@ -47,9 +47,9 @@ impl<T: Task> Epochs<'_, T> {
         }
         // Validation in its own window, so that the limit is checked against what it held
         // (the epoch's peak also holds any attempt that shrank).
-        self.governor.begin_window();
+        self.governor.control_mut().begin_window();
         let validation = self.validate(run)?;
-        let window = self.governor.window();
+        let window = self.governor.control_mut().window();
         let figures = Figures::new(train_metrics, validation);
         self.stats
             .epoch(epoch, loss, figures.val_loss, samples_per_sec);

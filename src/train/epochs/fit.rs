@@ -58,11 +58,12 @@ impl<T: Task> Epochs<'_, T> {
     pub(super) fn fit(&mut self, run: &mut Run<T>) -> Result<(), Error> {
         let limit = self
             .governor
+            .control()
             .limit_bytes()
             .expect("validated: fit needs a limit");
         let budget = (limit as f64 * (1.0 - MARGIN)) as u64;
         let items = self.probe_items()?;
-        let before = self.governor.read()?.bytes_in_use;
+        let before = self.governor.control_mut().read()?.bytes_in_use;
         let (batch, accumulation) = (
             self.config.train.batch_size,
             self.config.train.accumulation_steps,
@@ -82,7 +83,7 @@ impl<T: Task> Epochs<'_, T> {
             }
             factor *= 2;
         }
-        let kept = self.governor.release()?.bytes_in_use as i64 - before as i64;
+        let kept = self.governor.control_mut().release()?.bytes_in_use as i64 - before as i64;
         let chosen = probes.last().expect("one probe at least");
         let tried = probes
             .iter()
@@ -93,7 +94,7 @@ impl<T: Task> Epochs<'_, T> {
             return Err(self.governor.fail(LimitExceeded {
                 limit,
                 observed: chosen.peak,
-                measure: match self.governor.source() {
+                measure: match self.governor.control().source() {
                     MemorySource::Host => "peak in use with the optimizer's state to come",
                     MemorySource::CubeclPool => {
                         "reserved in the device pools with the optimizer's state to come"

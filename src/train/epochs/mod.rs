@@ -21,8 +21,8 @@ use super::stats::Stats;
 use crate::config::RunConfig;
 use crate::data::DataError;
 use crate::error::Error;
-use crate::memory::Governor;
 use crate::task::Task;
+use crate::train::Governor;
 
 use setup::Run;
 

@@ -9,7 +9,7 @@ use super::restore::{inside_epoch, skip_batches};
 use super::setup::Run;
 use super::{loader_error, Epochs, Position};
 use crate::error::Error;
-use crate::memory::EpochProgress;
+use crate::record::EpochProgress;
 use crate::task::metrics::read;
 use crate::task::{MetricSums, Task};
 use crate::train::checkpoint::CheckpointState;
@@ -162,7 +162,7 @@ impl<T: Task> Epochs<'_, T> {
         if report {
             run.last_report = Instant::now();
             // The loss read has waited for the device already.
-            let in_use = self.governor.read()?.bytes_in_use;
+            let in_use = self.governor.control_mut().read()?.bytes_in_use;
             let progress = EpochProgress {
                 epoch: at.epoch,
                 epochs: self.config.train.epochs,
@@ -171,7 +171,7 @@ impl<T: Task> Epochs<'_, T> {
                 loss,
                 lr: Some(run.schedule.current()),
                 bytes_in_use: Some(in_use),
-                limit_bytes: self.governor.limit_bytes(),
+                limit_bytes: self.governor.control().limit_bytes(),
                 ..tally.pace(run.steps_per_epoch, self.config.train.epochs - at.epoch)
             };
             self.governor.observer().step(&progress);

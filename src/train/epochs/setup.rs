@@ -110,7 +110,7 @@ impl<T: Task> Epochs<'_, T> {
         let micro_batches = self.stats.train_samples.div_ceil(train.batch_size);
         let steps_per_epoch = micro_batches.div_ceil(train.accumulation_steps);
         // The dataset's bytes are in the figures only where they are host bytes.
-        let data = match self.governor.source() {
+        let data = match self.governor.control().source() {
             MemorySource::Host => self.data_bytes,
             MemorySource::CubeclPool => Some(0),
         };

@@ -1,5 +1,5 @@
 //! One optimizer step: the group's gradients under the memory limit (retried with smaller
-//! micro-batches when it asks, through [`Governor::run_step`](crate::memory::Governor::run_step)),
+//! micro-batches when it asks, through [`Governor::run_step`](crate::train::Governor::run_step)),
 //! then the update at the schedule's rate, clipped, and the step's figures.
 
 use burn::tensor::Tensor;

@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::breakdown::Breakdown;
 use super::trace::StepSample;
-use super::usage::MemoryUsage;
+use crate::memory::{Breakdown, MemoryUsage};
 
 /// What a snapshot marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,8 +51,8 @@ impl Retained {
             retained_bytes_in_use: diff(after.bytes_in_use, baseline.bytes_in_use),
             retained_bytes_reserved: diff(after.bytes_reserved, baseline.bytes_reserved),
             rss_before_bytes: rss_before,
-            rss_peak_bytes: super::host::peak_resident_set_bytes().unwrap_or(0),
-            rss_after_bytes: super::host::resident_set_bytes().unwrap_or(0),
+            rss_peak_bytes: crate::memory::peak_resident_set_bytes().unwrap_or(0),
+            rss_after_bytes: crate::memory::resident_set_bytes().unwrap_or(0),
         }
     }
 }

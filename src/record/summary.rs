@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::memory::{AdviceRecord, Breakdown, GrowthAlarm, MemorySource, Retained};
+use crate::memory::{AdviceRecord, Breakdown, MemorySource};
+use crate::record::{GrowthAlarm, Retained};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

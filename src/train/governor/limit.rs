@@ -3,19 +3,18 @@
 
 use super::{Breach, Governor};
 use crate::error::Error;
-use crate::memory::advice::Peaks;
-use crate::memory::breakdown::{Breakdown, Footprint, PeakPhase};
 use crate::memory::format_bytes;
 use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
-use crate::memory::trace::StepSample;
-use crate::memory::usage::MemoryUsage;
+use crate::memory::MemoryUsage;
+use crate::memory::{Breakdown, Footprint, PeakPhase};
+use crate::record::StepSample;
 
 impl Governor {
     /// Looks at memory inside step `step` of `epoch`, after a backward pass: a breach of the
     /// limit stops the step. The figure counts as the backward passes' peak (the breakdown's
     /// `phase`).
     pub fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
-        let usage = self.setup.probe.observe();
+        let usage = self.control.probe().observe();
         self.record_peak(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.check_usage(epoch, step, &usage)
     }
@@ -28,7 +27,7 @@ impl Governor {
         usage: &MemoryUsage,
     ) -> Result<(), Breach> {
         let state = self.state(epoch, step);
-        for action in self.setup.policies.decide(Phase::Step, usage, &state) {
+        for action in self.control.decide(Phase::Step, usage, &state) {
             match action {
                 MemoryAction::ShrinkBatch { .. } => {
                     return Err(Breach::Shrink {
@@ -48,10 +47,10 @@ impl Governor {
     /// is checked, and the update gets its own window, so that its figure is the update's
     /// alone (the breakdown's `phase`, the advisor's phases).
     pub fn before_update(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
-        let usage = self.setup.probe.observe();
+        let usage = self.control.probe().observe();
         self.record_peak(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.enforce(epoch, step, &usage)?;
-        self.setup.probe.begin_window();
+        self.control.probe().begin_window();
         Ok(())
     }
 
@@ -60,7 +59,7 @@ impl Governor {
     /// micro-batch from the next step on.
     pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
         self.step = step;
-        let usage = self.setup.probe.observe();
+        let usage = self.control.probe().observe();
         self.record_peak(PeakPhase::Update, usage.peak_bytes_in_use);
         self.trace.push(StepSample {
             step,
@@ -86,15 +85,15 @@ impl Governor {
         let (epoch, run) = match phase {
             PeakPhase::Update => (
                 &mut self.step_peaks.update,
-                &mut self.run_peaks.steps.update,
+                &mut self.stats.run_peaks.steps.update,
             ),
             _ if self.step == 0 => (
                 &mut self.step_peaks.backward,
-                &mut self.run_peaks.first_step,
+                &mut self.stats.run_peaks.first_step,
             ),
             _ => (
                 &mut self.step_peaks.backward,
-                &mut self.run_peaks.steps.backward,
+                &mut self.stats.run_peaks.steps.backward,
             ),
         };
         *epoch = (*epoch).max(peak);
@@ -123,24 +122,6 @@ impl Governor {
         self.memory_event(epoch, "shrink", detail)
     }
 
-    /// Gives back what is free (the device pools' free pages, the host heap's) and reads the
-    /// figures again: after `fit`'s probes, which allocate at sizes the run will not use.
-    pub fn release(&mut self) -> Result<MemoryUsage, Error> {
-        self.setup.executor.cleanup().map_err(Error::device)?;
-        self.read()
-    }
-
-    /// Opens a stretch whose figures count for no epoch and not for the run's peak (the
-    /// advisor's probes); returns what [`end_aside`](Self::end_aside) restores.
-    pub fn begin_aside(&mut self) -> u64 {
-        self.setup.probe.epoch_peak()
-    }
-
-    /// Closes the stretch opened by [`begin_aside`](Self::begin_aside).
-    pub fn end_aside(&mut self, epoch_peak: u64) {
-        self.setup.probe.restart_at(epoch_peak);
-    }
-
     /// `on_limit = "fit"`, before the first step: cuts each loader batch into `factor`
     /// micro-batches from now on, and records why (`detail`) as a `fit` memory action.
     pub fn fit_layout(&mut self, factor: usize, detail: String) -> Result<(), Error> {
@@ -152,11 +133,6 @@ impl Governor {
     /// so that a limit error breaks its peak down by category.
     pub fn set_footprint(&mut self, footprint: Footprint) {
         self.footprint = Some(footprint);
-    }
-
-    /// The run's highest figures so far by phase, where the advisor's estimates start.
-    pub fn run_peaks(&self) -> Peaks {
-        self.run_peaks
     }
 
     /// Records a breach and turns it into the run's error.

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use super::Governor;
 use crate::error::Error;
-use crate::memory::host::resident_set_bytes;
-use crate::memory::snapshots::{Event, Snapshot};
-use crate::memory::usage::MemoryUsage;
+use crate::memory::resident_set_bytes;
+use crate::memory::MemoryUsage;
+use crate::record::{Event, Snapshot};
 
 impl Governor {
     pub(super) fn memory_event(
@@ -15,8 +15,8 @@ impl Governor {
         action: &str,
         detail: String,
     ) -> Result<(), Error> {
-        self.memory_actions += 1;
-        let usage = self.setup.probe.observe();
+        self.stats.memory_actions += 1;
+        let usage = self.control.probe().observe();
         self.snapshot(Event::MemoryAction, epoch, usage, |s| {
             s.action = Some(action.to_string());
             s.detail = Some(detail);
@@ -31,8 +31,10 @@ impl Governor {
         fill: impl FnOnce(&mut Snapshot),
     ) -> Result<(), Error> {
         if event != Event::MemoryAction {
-            self.peak_bytes_in_use = self.peak_bytes_in_use.max(memory.peak_bytes_in_use);
-            self.peak_bytes_reserved = self.peak_bytes_reserved.max(memory.bytes_reserved);
+            self.stats.peak_bytes_in_use =
+                self.stats.peak_bytes_in_use.max(memory.peak_bytes_in_use);
+            self.stats.peak_bytes_reserved =
+                self.stats.peak_bytes_reserved.max(memory.bytes_reserved);
         }
         let mut snapshot = Snapshot {
             event,
@@ -54,7 +56,7 @@ impl Governor {
             action: None,
             detail: None,
             retained: None,
-            elapsed_s: self.setup.started.elapsed().as_secs_f64(),
+            elapsed_s: self.started.elapsed().as_secs_f64(),
             metrics: BTreeMap::new(),
         };
         fill(&mut snapshot);

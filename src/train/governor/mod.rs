@@ -1,7 +1,10 @@
-//! The memory governor: one run's probe, policies and executor, the batch layout a limit may
-//! shrink, and the `snapshots.jsonl` it writes. The [`Trainer`](crate::Trainer) drives one;
-//! a hand-written loop can drive its own, at run start, after each step, at each epoch's end
-//! and at run end (see `examples/custom_loop.rs`).
+//! The memory governor: the memory layer's [`Control`] (probe, policies, executor) driven over
+//! one run's phases, with what belongs to the run rather than the device: the batch layout a
+//! limit may shrink (`layout`), a step under the limit and its retry (`retry`, `limit`), the
+//! records it writes (`record`: `snapshots.jsonl` and each epoch's step trace) and the run's
+//! memory statistics (`stats`). The [`Trainer`](crate::Trainer) drives one; a hand-written
+//! loop can drive its own, at run start, after each step, at each epoch's end and at run end
+//! (see `examples/custom_loop.rs`). Drawing is [`crate::report`]'s.
 
 use std::path::Path;
 
@@ -12,43 +15,38 @@ mod limit;
 mod prepare;
 mod record;
 mod retry;
+mod stats;
 
 pub use layout::{Breach, EpochFigures, Layout};
 pub use prepare::Prepared;
 pub use retry::StepCheck;
+pub use stats::MemoryStats;
 
-use super::advice::Peaks;
-use super::breakdown::{Breakdown, Footprint, StepPeaks};
-use super::growth::{GrowthAlarm, GrowthWatch};
-use super::observer::{Observer, Warning};
-use super::policy::{Attempt, MemoryAction, Phase, RunState};
-use super::snapshots::{Event, Retained, SnapshotWriter};
-use super::trace::StepTrace;
-use super::usage::{MemorySource, MemoryUsage};
 use crate::config::{ClearPolicy, MemoryConfig};
 use crate::error::Error;
+use crate::memory::{
+    Attempt, Breakdown, Control, Footprint, MemoryAction, MemorySource, MemoryUsage, Phase,
+    RunState, StepPeaks,
+};
+use crate::record::{Event, Observer, Retained, SnapshotWriter, StepTrace, Warning};
 
 /// Governs one run's memory.
 pub struct Governor {
-    /// The probe, policies and executor, and the baseline they were prepared with.
-    setup: Prepared,
+    /// The memory layer: the probe, policies and executor, and the baseline.
+    control: Control,
+    /// When the run started, for the snapshots' `elapsed_s`.
+    started: std::time::Instant,
     writer: SnapshotWriter,
     observer: Box<dyn Observer>,
     layout: Layout,
     previous_attempt: Option<Attempt>,
     step: usize,
     resting_estimate: u64,
-    growth: GrowthWatch,
-    peak_bytes_in_use: u64,
-    peak_bytes_reserved: u64,
-    memory_actions: usize,
-    retained: Option<Retained>,
+    stats: MemoryStats,
     /// What the run's tensors hold by kind, for a breach's breakdown.
     footprint: Option<Footprint>,
     /// The epoch's highest step figures by phase: where its peak fell.
     step_peaks: StepPeaks,
-    /// The run's highest step figures by phase, and its highest epoch peak: for the advisor.
-    run_peaks: Peaks,
     /// The highest figure of the step under way, for its point of the step trace.
     step_peak: u64,
     /// The epoch's memory per step.
@@ -74,9 +72,15 @@ impl Governor {
         Self::prepare(config, device)?.open(run_dir, layout, Box::new(observer))
     }
 
-    /// Where memory figures come from.
-    pub fn source(&self) -> MemorySource {
-        self.setup.probe.source()
+    /// The memory layer: where figures come from, the limit, the baseline.
+    pub fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// The memory layer, to read figures and open windows (validation, the advisor's and
+    /// `fit`'s probes) outside the run's phases.
+    pub fn control_mut(&mut self) -> &mut Control {
+        &mut self.control
     }
 
     /// The `snapshots.jsonl` this governor writes.
@@ -94,39 +98,10 @@ impl Governor {
         self.observer.as_mut()
     }
 
-    /// The limit in bytes, if one is set.
-    pub fn limit_bytes(&self) -> Option<u64> {
-        self.setup.limit_bytes
-    }
-
-    /// Bytes reserved before the run.
-    pub fn baseline(&self) -> MemoryUsage {
-        self.setup.baseline
-    }
-
-    /// Bytes the backend's warm-up kept (one-time state; about 0 after a process's first run).
-    pub fn device_init_bytes(&self) -> i64 {
-        self.setup.device_init_bytes
-    }
-
-    /// Highest in-use peak and reserved figure recorded so far.
-    pub fn peaks(&self) -> (u64, u64) {
-        (self.peak_bytes_in_use, self.peak_bytes_reserved)
-    }
-
-    /// `memory_action` events written.
-    pub fn memory_actions(&self) -> usize {
-        self.memory_actions
-    }
-
-    /// The growth alarm, once raised.
-    pub fn growth_alarm(&self) -> Option<GrowthAlarm> {
-        self.growth.alarm()
-    }
-
-    /// What the run kept, after [`run_end`](Self::run_end).
-    pub fn retained(&self) -> Option<Retained> {
-        self.retained
+    /// What the governor has counted over the run: peaks, memory actions, growth, what
+    /// stayed after release.
+    pub fn stats(&self) -> &MemoryStats {
+        &self.stats
     }
 
     /// Records the number of optimizer steps taken so far (snapshots carry it).
@@ -135,8 +110,8 @@ impl Governor {
     }
 
     /// Reads the memory figures now, after waiting for the device.
-    pub fn read(&mut self) -> Result<MemoryUsage, Error> {
-        self.setup.probe.read().map_err(Error::device)
+    fn read(&mut self) -> Result<MemoryUsage, Error> {
+        self.control.probe().read().map_err(Error::device)
     }
 
     fn state(&self, epoch: usize, step: usize) -> RunState {
@@ -186,26 +161,20 @@ impl Governor {
 
     /// Starts an epoch: the epoch's peak restarts at the current figure.
     pub fn begin_epoch(&mut self) {
-        self.setup.probe.reset_peak();
+        self.control.probe().reset_peak();
         self.step_peaks = StepPeaks::default();
     }
 
     /// Opens a new limit window (a step, validation, a checkpoint) at the current figure.
-    pub fn begin_window(&mut self) {
-        self.setup.probe.begin_window();
+    fn begin_window(&mut self) {
+        self.control.probe().begin_window();
     }
 
     /// Starts a step: a new window, and no breached attempt behind it.
     pub fn begin_step(&mut self) {
         self.previous_attempt = None;
         self.step_peak = 0;
-        self.setup.probe.begin_window();
-    }
-
-    /// The figures of the window opened by [`begin_window`](Self::begin_window), e.g. around
-    /// validation.
-    pub fn window(&mut self) -> MemoryUsage {
-        self.setup.probe.observe()
+        self.control.probe().begin_window();
     }
 
     /// Writes epoch `epoch`'s snapshot with `figures`, and watches for growth.
@@ -213,7 +182,7 @@ impl Governor {
         let usage = self.read()?;
         let step_peaks = self.step_peaks;
         let steps = Some(self.trace.take()).filter(|t| !t.is_empty());
-        self.run_peaks.training = self.run_peaks.training.max(usage.peak_bytes_in_use);
+        self.stats.run_peaks.training = self.stats.run_peaks.training.max(usage.peak_bytes_in_use);
         self.snapshot(Event::Epoch, epoch, usage, |s| {
             s.loss = figures.loss;
             s.val_loss = figures.val_loss;
@@ -235,7 +204,7 @@ impl Governor {
                 .map(|(k, v)| (k, Some(v)))
                 .collect();
         })?;
-        if let Some(raised) = self.growth.push(usage.bytes_in_use) {
+        if let Some(raised) = self.stats.growth.push(usage.bytes_in_use) {
             self.observer.warning(&Warning::Growth(raised));
         }
         Ok(())
@@ -248,10 +217,10 @@ impl Governor {
         epoch: usize,
         write: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
-        self.setup.probe.begin_window();
+        self.control.probe().begin_window();
         let written = write()?;
-        let usage = self.setup.probe.observe();
-        self.peak_bytes_in_use = self.peak_bytes_in_use.max(usage.peak_bytes_in_use);
+        let usage = self.control.probe().observe();
+        self.stats.peak_bytes_in_use = self.stats.peak_bytes_in_use.max(usage.peak_bytes_in_use);
         let state = self.state(epoch, self.step);
         self.apply(Phase::Checkpoint, &usage, &state)?;
         Ok(written)
@@ -268,20 +237,20 @@ impl Governor {
     /// epoch's own figures: the epoch end of a hand-written loop.
     pub fn epoch_end(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
         self.epoch_snapshot(epoch, figures)?;
-        let window = self.setup.probe.observe();
+        let window = self.control.probe().observe();
         self.close_epoch(epoch, &window)
     }
 
     /// After the run's tensors are gone: applies the `clear` policy, measures what stayed
     /// against the baseline, warns if it is more than 1% of the peak, and writes `run_end`.
     pub fn run_end(&mut self, epoch: usize) -> Result<Retained, Error> {
-        self.setup.executor.settle().map_err(Error::device)?;
+        self.control.settle()?;
         let state = self.state(epoch, self.step);
         let usage = self.read()?;
         self.apply(Phase::RunEnd, &usage, &state)?;
         let mut after = self.read()?;
-        let retained = Retained::since(&self.setup.baseline, &after, self.setup.rss_before);
-        let peak = self.peak_bytes_in_use.max(after.peak_bytes_in_use);
+        let retained = Retained::since(&self.control.baseline(), &after, self.control.rss_before());
+        let peak = self.stats.peak_bytes_in_use.max(after.peak_bytes_in_use);
         let tolerance = (peak / 100) as i64;
         if retained.retained_bytes_in_use > tolerance {
             self.observer.warning(&Warning::Retained {
@@ -289,8 +258,8 @@ impl Governor {
                 peak,
             });
         }
-        if self.setup.clear != ClearPolicy::Never
-            && self.setup.probe.source() == MemorySource::CubeclPool
+        if self.control.clear() != ClearPolicy::Never
+            && self.control.probe().source() == MemorySource::CubeclPool
             && retained.retained_bytes_reserved > tolerance
         {
             self.observer.warning(&Warning::PoolsReserved {
@@ -298,36 +267,19 @@ impl Governor {
             });
         }
         after.peak_bytes_in_use = peak;
-        self.retained = Some(retained);
+        self.stats.retained = Some(retained);
         self.snapshot(Event::RunEnd, epoch, after, |s| s.retained = Some(retained))?;
         Ok(retained)
     }
 
-    /// Draws `memory.svg` beside `snapshots.jsonl`, from the snapshots on disk, titled `title`,
-    /// with `monitor` (the monitored validation metric; `val_loss` when `None`) under memory.
-    /// A picture that cannot be drawn is a warning, not an error: the snapshots it comes from
-    /// are intact, and `tidemark report RUN_DIR` can draw it again.
-    pub fn draw(&mut self, title: &str, monitor: Option<&str>) {
-        let of = crate::report::PictureOf {
-            title,
-            limit: self.setup.limit_bytes,
-            monitor,
-        };
-        if let Err(e) = crate::report::draw_memory_svg(self.writer.path(), of) {
-            self.observer.warning(&Warning::PictureNotDrawn(e));
-        }
-    }
-
     /// Applies the policies' decisions at `phase` outside a step.
     fn apply(&mut self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Result<(), Error> {
-        for action in self.setup.policies.decide(phase, usage, state) {
+        for action in self.control.decide(phase, usage, state) {
             match action {
                 MemoryAction::Fail(e) => return Err(self.fail(e)),
                 MemoryAction::ShrinkBatch { .. } => {}
                 action => {
-                    if let Some(applied) =
-                        self.setup.executor.apply(&action).map_err(Error::device)?
-                    {
+                    if let Some(applied) = self.control.execute(&action)? {
                         self.memory_event(state.epoch, applied.action, applied.detail)?;
                     }
                 }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::growth::GrowthAlarm;
 use super::snapshots::Snapshot;
-use super::usage::format_bytes;
+use crate::memory::format_bytes;
 
 /// Progress within an epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

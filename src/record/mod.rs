@@ -1,0 +1,19 @@
+//! What a run records: `snapshots.jsonl` as it goes (one [`Snapshot`] per line, each epoch's
+//! with its [`StepTrace`] points), the [`Observer`] that shows progress, the growth watch over
+//! the epochs' in-use figures, and `summary.json` ([`RunSummary`]) at the end. Written by the
+//! training loop ([`crate::train`]), read by [`crate::report`], `compare` and `sweep`.
+
+mod growth;
+mod observer;
+mod snapshots;
+mod summary;
+mod trace;
+
+pub use growth::{check_growth, GrowthAlarm, GrowthWatch};
+pub use observer::{EpochProgress, Observer, Silent, Warning};
+pub use snapshots::{
+    as_it_stands, current_epochs, read_snapshots, write_atomic, Event, Retained, Snapshot,
+    SnapshotWriter,
+};
+pub use summary::{RunStatus, RunSummary};
+pub use trace::{StepSample, StepTrace, POINTS_PER_EPOCH};

@@ -1,0 +1,76 @@
+//! A governor's set-up, before the run directory exists: the memory layer's [`Control`] set up
+//! (settings checked against the device, the backend warmed up, the baseline taken), and the
+//! clock the snapshots' times count from.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::tensor::Device;
+
+use super::{Governor, Layout};
+use crate::config::MemoryConfig;
+use crate::error::Error;
+use crate::memory::{Control, MemorySource};
+use crate::record::{Observer, SnapshotWriter};
+
+/// A governor before its run directory exists.
+pub struct Prepared {
+    pub(super) control: Control,
+    pub(super) started: Instant,
+}
+
+impl Prepared {
+    /// Checks `config` against `device`, warms the backend up and takes the baseline.
+    pub(super) fn new(config: &MemoryConfig, device: &Device) -> Result<Self, Error> {
+        let started = Instant::now();
+        let control = Control::new(config, device)?;
+        Ok(Self { control, started })
+    }
+
+    /// Where memory figures come from.
+    pub fn source(&self) -> MemorySource {
+        self.control.source()
+    }
+
+    /// For a run that continues one that had been going `elapsed_s` seconds: snapshot times
+    /// go on from there.
+    pub fn continuing(mut self, elapsed_s: f64) -> Self {
+        let earlier = std::time::Duration::from_secs_f64(elapsed_s.max(0.0));
+        self.started = self.started.checked_sub(earlier).unwrap_or(self.started);
+        self
+    }
+
+    /// Opens `<run_dir>/snapshots.jsonl` and starts governing.
+    pub fn open(
+        self,
+        run_dir: &Path,
+        layout: Layout,
+        observer: Box<dyn Observer>,
+    ) -> Result<Governor, Error> {
+        let path: PathBuf = run_dir.join("snapshots.jsonl");
+        let writer = SnapshotWriter::open(&path).map_err(|e| Error::io(&path, e))?;
+        drop(path);
+        // The baseline again, now that the run's own records (its directory, this writer, the
+        // caller's) exist: what a run keeps is then what training left, not its bookkeeping.
+        let Prepared {
+            mut control,
+            started,
+        } = self;
+        control.rebaseline()?;
+        Ok(Governor {
+            control,
+            started,
+            writer,
+            observer,
+            layout,
+            previous_attempt: None,
+            step: 0,
+            resting_estimate: 0,
+            stats: Default::default(),
+            footprint: None,
+            step_peaks: Default::default(),
+            step_peak: 0,
+            trace: Default::default(),
+        })
+    }
+}
