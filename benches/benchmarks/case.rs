@@ -101,7 +101,7 @@ fn shrink_limit(
     let halved = (peak + second_set).saturating_sub(b.activations / 2);
     if halved >= peak {
         return Err(format!(
-            "no shrink row: half the micro-batch saves at most {} of activations and adds a \
+            "not sized: half the micro-batch saves at most {} of activations and adds a \
              {} gradient set",
             tidemark::memory::format_bytes(b.activations / 2),
             tidemark::memory::format_bytes(second_set)
@@ -127,15 +127,23 @@ pub fn run(spec: &CaseSpec) -> CaseResult {
     let builder = match (spec.policy, &spec.growth) {
         (Policy::Bare | Policy::Growth, _) => base,
         (Policy::Clear, _) => base.clear(ClearPolicy::BetweenRuns),
-        (Policy::Preallocate | Policy::Limit | Policy::LimitShrink, None) => return needs_growth(),
+        (Policy::Preallocate | Policy::Limit | Policy::LimitShrink | Policy::LimitFit, None) => {
+            return needs_growth()
+        }
         (Policy::Preallocate, Some(g)) => {
             base.preallocate(MemorySize::Bytes(g.peak_reserved * 5 / 4))
         }
         (Policy::Limit, Some(g)) => {
             base.memory_limit(MemorySize::Bytes(held_peak(spec, g) * 5 / 4), OnLimit::Fail)
         }
-        (Policy::LimitShrink, Some(g)) => match shrink_limit(spec, g, &cfg) {
-            Ok(limit) => base.memory_limit(MemorySize::Bytes(limit), OnLimit::Shrink),
+        (Policy::LimitShrink | Policy::LimitFit, Some(g)) => match shrink_limit(spec, g, &cfg) {
+            Ok(limit) => {
+                let on_limit = match spec.policy {
+                    Policy::LimitFit => OnLimit::Fit,
+                    _ => OnLimit::Shrink,
+                };
+                base.memory_limit(MemorySize::Bytes(limit), on_limit)
+            }
             Err(note) => {
                 return CaseResult {
                     note,

@@ -52,10 +52,11 @@ const REPEATS: usize = 5;
 const PIPELINE_REPEATS: usize = 3;
 
 /// The standard workloads, by config file.
-const WORKLOADS: [(&str, &str); 3] = [
+const WORKLOADS: [(&str, &str); 4] = [
     ("W1", "configs/bench/w1.toml"),
     ("W2", "configs/bench/w2.toml"),
     ("W3", "configs/bench/w3.toml"),
+    ("W4", "configs/bench/w4.toml"),
 ];
 
 /// A row of the table, by name.
@@ -75,17 +76,20 @@ pub enum Policy {
     /// A limit it does not fit in (halfway between growth's resting in-use and that peak), with
     /// `on_limit = "shrink"`.
     LimitShrink,
+    /// The same limit with `on_limit = "fit"`: the micro-batch picked before the first step.
+    LimitFit,
     /// Growth with `clear = "between_runs"`: the second of two runs in one process.
     Clear,
 }
 
 impl Policy {
-    const ALL: [Policy; 6] = [
+    const ALL: [Policy; 7] = [
         Policy::Bare,
         Policy::Growth,
         Policy::Preallocate,
         Policy::Limit,
         Policy::LimitShrink,
+        Policy::LimitFit,
         Policy::Clear,
     ];
 
@@ -96,6 +100,7 @@ impl Policy {
             Policy::Preallocate => "preallocate",
             Policy::Limit => "limit (fits)",
             Policy::LimitShrink => "limit + shrink",
+            Policy::LimitFit => "limit + fit",
             Policy::Clear => "clear between runs",
         }
     }
@@ -107,6 +112,7 @@ impl Policy {
             Policy::Preallocate => "preallocate",
             Policy::Limit => "limit",
             Policy::LimitShrink => "limit-shrink",
+            Policy::LimitFit => "limit-fit",
             Policy::Clear => "clear",
         }
     }
