@@ -132,10 +132,23 @@ impl LimitExceeded {
                 best.join("; ")
             )
         };
-        format!(
-            "{levers}; or memory.on_limit = \"fit\" (picks the micro-batch before the first \
-             step) or \"shrink\""
-        )
+        format!("{levers}{}", self.policies_left())
+    }
+
+    /// What the limit policies can still do: nothing more where a shrink was futile or `fit`'s
+    /// probes found nothing (a probe is a breach at step 0), `fit` or `shrink` otherwise.
+    fn policies_left(&self) -> String {
+        match self.futile_shrink {
+            Some(saved) => format!(
+                "; shrinking stopped: the last halving of the micro-batch saved {}, and each \
+                 further halving saves at most half as much",
+                format_bytes(saved)
+            ),
+            None if self.phase == Phase::Step && self.step == 0 => String::new(),
+            None => "; or memory.on_limit = \"fit\" (picks the micro-batch before the first \
+                     step) or \"shrink\""
+                .into(),
+        }
     }
 }
 

@@ -255,6 +255,50 @@ fn limit_message_names_values_and_suggests_a_fix() {
 }
 
 #[test]
+fn a_breach_after_a_futile_shrink_does_not_suggest_shrinking_again() {
+    let mut advice = crate::memory::Advice::new(crate::memory::Peaks {
+        training: 80 << 20,
+        ..Default::default()
+    });
+    advice.add(
+        crate::memory::Lever::Sgd { momentum: false },
+        crate::memory::Effect::State(20 << 20),
+        20 << 20,
+    );
+    let mut e = LimitExceeded {
+        limit: 70 << 20,
+        observed: 71 << 20,
+        measure: "peak in use (host)",
+        epoch: 1,
+        step: 2,
+        micro_batch: 32,
+        accumulation_steps: 8,
+        futile_shrink: Some(28 << 10),
+        phase: Phase::Step,
+        breakdown: None,
+        advice: Some(Box::new(advice.record())),
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("SGD in place of the optimizer saves 20.0 MiB"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "; shrinking stopped: the last halving of the micro-batch saved 28.0 KiB, and each \
+             further halving saves at most half as much"
+        ),
+        "{text}"
+    );
+    // Without a shrink behind it, the policies that act on their own are offered.
+    e.futile_shrink = None;
+    assert!(e.to_string().ends_with("or \"shrink\""), "{e}");
+    // A probe of `fit` (step 0) found nothing: neither is offered again.
+    e.step = 0;
+    assert!(!e.to_string().contains("on_limit"), "{e}");
+}
+
+#[test]
 fn clear_policies_clean_at_the_right_phases() {
     let u = usage(MemorySource::Host, 0, 0, 0);
     let at =
