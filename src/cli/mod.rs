@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, ClearPolicy, Override, RunConfig};
+use crate::config::{self, ClearPolicy, ConfigError, Override, RunConfig};
 use crate::memory::format_bytes;
 use crate::record::Observer;
 use crate::report::format_metric;
+use crate::sweep::{SearchPlan, Space, Swept};
 use crate::{Error, Trainer};
 
 mod inference;
@@ -252,21 +253,26 @@ fn run(cli: Cli) -> Result<(), Error> {
                     inner: Terminal::new(!verbose),
                 })
             };
-            let (dir, rows) = match &resume {
+            let (dir, swept) = match &resume {
                 Some(dir) => crate::sweep::resume_sweep(dir, &resolved, runs, observer)?,
-                None => crate::sweep::sweep(&resolved, runs.unwrap_or(5), observer)?,
+                None => match search_space(&path, &overrides, runs)? {
+                    Some(space) => {
+                        let (dir, rows) = crate::sweep::search(&resolved, &space, observer)?;
+                        let plan = SearchPlan {
+                            monitor: space.monitor,
+                            mode: space.mode,
+                            trials: vec![],
+                        };
+                        (dir, Swept::Search(rows, plan))
+                    }
+                    None => {
+                        let (dir, rows) =
+                            crate::sweep::sweep(&resolved, runs.unwrap_or(5), observer)?;
+                        (dir, Swept::Runs(rows))
+                    }
+                },
             };
-            let runs = rows.len();
-            println!("{}", crate::sweep::table(&rows));
-            let clear = match resolved.memory.clear {
-                ClearPolicy::Never => "never",
-                ClearPolicy::BetweenRuns => "between_runs",
-                ClearPolicy::EveryEpoch => "every_epoch",
-            };
-            println!(
-                "sweep: {runs} runs with memory.clear = \"{clear}\"; {}",
-                dir.display()
-            );
+            print_sweep(&dir, &swept, &resolved);
             Ok(())
         }
         Command::Train {
@@ -276,6 +282,64 @@ fn run(cli: Cli) -> Result<(), Error> {
             out,
             quiet,
         } => train(config, &overrides, resume, out, quiet),
+    }
+}
+
+/// The `[sweep]` table of the config file at `path`, checked, if it has one. `--runs` repeats
+/// one config, so it does not go with one.
+fn search_space(
+    path: &Path,
+    overrides: &[String],
+    runs: Option<usize>,
+) -> Result<Option<Space>, Error> {
+    let overrides = overrides
+        .iter()
+        .map(|o| Override::parse(o))
+        .collect::<Result<Vec<_>, _>>()?;
+    let table = config::load_table(path, &overrides)?;
+    let Some(sweep) = table.get("sweep") else {
+        return Ok(None);
+    };
+    if runs.is_some() {
+        return Err(Error::Config(ConfigError {
+            origin: path.display().to_string(),
+            key: Some("sweep".into()),
+            message: "--runs repeats one config, and this file has a [sweep] table: its trials \
+                      come from the table (sweep.trials for a random search)"
+                .into(),
+        }));
+    }
+    Ok(Some(Space::from_table(sweep, &path.display().to_string())?))
+}
+
+/// A sweep's table and its one-line outcome.
+fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
+    let clear = match config.memory.clear {
+        ClearPolicy::Never => "never",
+        ClearPolicy::BetweenRuns => "between_runs",
+        ClearPolicy::EveryEpoch => "every_epoch",
+    };
+    match swept {
+        Swept::Runs(rows) => {
+            println!("{}", crate::sweep::table(rows));
+            println!(
+                "sweep: {} runs with memory.clear = \"{clear}\"; {}",
+                rows.len(),
+                dir.display()
+            );
+        }
+        Swept::Search(rows, plan) => {
+            print!(
+                "{}",
+                crate::sweep::ranking(rows, &plan.monitor, plan.mode, dir)
+            );
+            let failed = rows.iter().filter(|r| r.rank.is_none()).count();
+            println!(
+                "sweep: {} trials ({failed} failed) with memory.clear = \"{clear}\"; {}",
+                rows.len(),
+                dir.display()
+            );
+        }
     }
 }
 

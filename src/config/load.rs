@@ -128,6 +128,30 @@ pub fn parse(text: &str, name: &str, overrides: &[Override]) -> Result<RunConfig
         text,
         overrides,
     };
+    let table = table_of(text, name, overrides)?;
+    let raw: RawConfig =
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let key = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            let message = describe_serde_error(&key, &inner);
+            source.error(Some(key).filter(|k| k != "."), message)
+        })?;
+    RunConfig::try_from(raw).map_err(|Invalid { key, message }| source.error(Some(key), message))
+}
+
+/// The config file at `path` as a TOML table, with `overrides` applied and not validated: for
+/// the tables that are not a run's config (`[sweep]`).
+pub fn load_table(path: &Path, overrides: &[Override]) -> Result<toml::Table, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        origin: path.display().to_string(),
+        key: None,
+        message: format!("cannot read config file: {e}"),
+    })?;
+    table_of(&text, &path.display().to_string(), overrides)
+}
+
+/// `text` (named `name` in errors) parsed as TOML, with `overrides` applied.
+fn table_of(text: &str, name: &str, overrides: &[Override]) -> Result<toml::Table, ConfigError> {
     let mut table: toml::Table = toml::from_str(text).map_err(|e| {
         let origin = match e.span() {
             Some(span) => {
@@ -147,14 +171,7 @@ pub fn parse(text: &str, name: &str, overrides: &[Override]) -> Result<RunConfig
     for o in overrides {
         set(&mut table, o)?;
     }
-    let raw: RawConfig =
-        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-            let key = e.path().to_string();
-            let inner = e.into_inner().to_string();
-            let message = describe_serde_error(&key, &inner);
-            source.error(Some(key).filter(|k| k != "."), message)
-        })?;
-    RunConfig::try_from(raw).map_err(|Invalid { key, message }| source.error(Some(key), message))
+    Ok(table)
 }
 
 /// `text`'s lines, trimmed and joined with "; ".

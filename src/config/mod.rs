@@ -11,7 +11,7 @@ mod types;
 mod validate;
 
 pub use builder::ConfigBuilder;
-pub use load::{load, parse, to_toml, ConfigError, Override};
+pub use load::{load, load_table, parse, to_toml, ConfigError, Override};
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize};
 pub use types::*;

@@ -31,6 +31,10 @@ pub struct RawConfig {
     /// `[checkpoint]`: when checkpoints are written.
     #[serde(default)]
     pub checkpoint: RawCheckpoint,
+    /// `[sweep]`: what `tidemark sweep` searches over; read and checked by
+    /// [`crate::sweep::Space`], not part of a run's config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<toml::Value>,
 }
 
 /// `[checkpoint]` as written.

@@ -14,6 +14,7 @@ mod picture;
 mod recipe;
 mod resume;
 mod run_dir;
+mod search;
 mod training;
 #[cfg(feature = "wgpu")]
 mod wgpu;

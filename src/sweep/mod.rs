@@ -1,6 +1,15 @@
-//! `tidemark sweep`: N trainings one after another in one process, each with its own run
-//! directory and seed, under the configured `clear` policy, and a table of what each run took
-//! and what it gave back.
+//! `tidemark sweep`: trainings one after another in one process, each with its own run
+//! directory, under the configured `clear` policy, and a table of what each run took and what
+//! it gave back. With a `[sweep]` table in the config, a search ([`search`]): its trials
+//! ranked by the monitored metric; without, N runs of the same config with new seeds.
+
+mod rank;
+mod search;
+mod space;
+
+pub use rank::{rank, ranking, TrialRow};
+pub use search::{run_trials, search, trial_configs, SearchPlan};
+pub use space::{Domain, Method, Space, Trial};
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,9 +29,12 @@ pub const RETAINED_TOLERANCE: f64 = 0.01;
 /// Tolerance for resident memory kept after release (runs 2..N), as a share of what the run
 /// added at its peak.
 pub const RSS_TOLERANCE: f64 = 0.05;
+/// Resident memory kept that is noise whatever the run added: the resident set moves by whole
+/// pages and allocator chunks, so a run that adds 100 KiB and keeps 100 KiB has not leaked.
+pub const RSS_NOISE_BYTES: u64 = 1 << 20;
 
 /// One run of a sweep.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepRow {
     /// 1-based run number.
     pub run: usize,
@@ -63,16 +75,36 @@ impl SweepRow {
 
     /// Whether this run meets both release criteria (the RSS one from run 2 on).
     pub fn released(&self) -> bool {
+        let kept = self.rss_after_bytes.saturating_sub(self.rss_before_bytes);
         self.retained_share() <= RETAINED_TOLERANCE
-            && (self.run == 1 || self.rss_share() <= RSS_TOLERANCE)
+            && (self.run == 1 || kept <= RSS_NOISE_BYTES || self.rss_share() <= RSS_TOLERANCE)
     }
 }
 
-/// `plan.json` in a sweep's directory: how many runs it is to make (its base config is
-/// `config.toml` beside it).
+/// `plan.json` in a sweep's directory: how many runs it is to make, or a search's trials
+/// (its base config is `config.toml` beside it).
 #[derive(Debug, Serialize, Deserialize)]
 struct Plan {
     runs: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    search: Option<SearchPlan>,
+}
+
+impl Plan {
+    fn search(plan: SearchPlan) -> Self {
+        Plan {
+            runs: plan.trials.len(),
+            search: Some(plan),
+        }
+    }
+}
+
+/// What a resumed sweep finished with.
+pub enum Swept {
+    /// Runs of the same config.
+    Runs(Vec<SweepRow>),
+    /// A search's trials, ranked.
+    Search(Vec<TrialRow>, SearchPlan),
 }
 
 /// Runs `config` `runs` times, reporting run `i` of `n` to `observer(i, n)`. Run `i` is named `run-<i>` with seed `seed + i - 1`, inside
@@ -87,7 +119,7 @@ pub fn sweep(
     let dir = run_dir::create(&config.run.output_dir, &name)?;
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
-    write_plan(&dir, runs)?;
+    write_plan(&dir, &Plan { runs, search: None })?;
     run_all(&dir, config, runs, observer)
 }
 
@@ -100,33 +132,47 @@ pub fn resume_sweep(
     config: &RunConfig,
     runs: Option<usize>,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
-) -> Result<(PathBuf, Vec<SweepRow>), Error> {
+) -> Result<(PathBuf, Swept), Error> {
     check_config(dir, config, crate::builtin::SECTIONS)?;
-    let path = dir.join("plan.json");
-    let planned = std::fs::read(&path)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::Config(ConfigError {
+    let plan = read_plan(dir)?;
+    if let Some(search) = plan.search {
+        if runs.is_some() {
+            return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", dir.display()),
                 key: None,
-                message: format!("not a sweep directory: {} is missing", path.display()),
-            }),
-            _ => Error::io(&path, e),
-        })
-        .and_then(|bytes| {
-            serde_json::from_slice::<Plan>(&bytes)
-                .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))
-        })?
-        .runs;
-    let runs = runs.unwrap_or(planned);
-    if runs != planned {
-        write_plan(dir, runs)?;
+                message: "--runs repeats one config; this sweep is a search, whose trials \
+                          come from its [sweep] table"
+                    .into(),
+            }));
+        }
+        let (dir, rows) = run_trials(dir, config, &search, observer)?;
+        return Ok((dir, Swept::Search(rows, search)));
     }
-    run_all(dir, config, runs, observer)
+    let runs = runs.unwrap_or(plan.runs);
+    if runs != plan.runs {
+        write_plan(dir, &Plan { runs, search: None })?;
+    }
+    let (dir, rows) = run_all(dir, config, runs, observer)?;
+    Ok((dir, Swept::Runs(rows)))
 }
 
-fn write_plan(dir: &Path, runs: usize) -> Result<(), Error> {
+fn read_plan(dir: &Path) -> Result<Plan, Error> {
     let path = dir.join("plan.json");
-    let json = serde_json::to_vec_pretty(&Plan { runs }).expect("a plan serialises");
+    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::Config(ConfigError {
+            origin: format!("--resume {}", dir.display()),
+            key: None,
+            message: format!("not a sweep directory: {} is missing", path.display()),
+        }),
+        _ => Error::io(&path, e),
+    })?;
+    serde_json::from_slice::<Plan>(&bytes)
+        .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))
+}
+
+fn write_plan(dir: &Path, plan: &Plan) -> Result<(), Error> {
+    let path = dir.join("plan.json");
+    let json = serde_json::to_vec_pretty(plan).expect("a plan serialises");
     write_atomic(&path, &json).map_err(|e| Error::io(&path, e))
 }
 
@@ -169,7 +215,7 @@ fn run_all(
 }
 
 /// The summary of a run in `run_dir` that completed `epochs` epochs (or more), if there is one.
-fn finished(run_dir: &Path, epochs: usize) -> Option<RunSummary> {
+pub(crate) fn finished(run_dir: &Path, epochs: usize) -> Option<RunSummary> {
     let bytes = std::fs::read(run_dir.join("summary.json")).ok()?;
     let summary: RunSummary = serde_json::from_slice(&bytes).ok()?;
     (summary.status == RunStatus::Completed
@@ -180,7 +226,7 @@ fn finished(run_dir: &Path, epochs: usize) -> Option<RunSummary> {
 
 impl SweepRow {
     /// Run `run`'s row, from its summary.
-    fn of(run: usize, summary: RunSummary) -> Self {
+    pub(crate) fn of(run: usize, summary: RunSummary) -> Self {
         let retained = summary.retained.unwrap_or(Retained {
             retained_bytes_in_use: 0,
             retained_bytes_reserved: 0,
@@ -240,7 +286,7 @@ pub fn table(rows: &[SweepRow]) -> String {
     let _ = writeln!(
         out,
         "\nCriteria: retained in use <= {:.0}% of the run's peak; RSS kept <= {:.0}% of what the run \
-         added (runs 2..N). RSS held since start: resident set after the run minus before run 1. {}",
+         added, or under 1 MiB (runs 2..N). RSS held since start: resident set after the run minus before run 1. {}",
         RETAINED_TOLERANCE * 100.0,
         RSS_TOLERANCE * 100.0,
         if failed.is_empty() {
@@ -276,6 +322,10 @@ mod tests {
         assert!(row(2, 10, (100, 300, 110)).released());
         assert!(!row(2, 11, (100, 300, 100)).released(), "1.1% retained");
         assert!(!row(2, 0, (100, 300, 111)).released(), "5.5% of RSS kept");
+        // A small run's resident set moving by less than 1 MiB is noise, not a leak.
+        let mib = 1 << 20;
+        assert!(row(2, 0, (100 * mib, 100 * mib + 1, 101 * mib)).released());
+        assert!(!row(2, 0, (100 * mib, 140 * mib, 102 * mib + 1)).released());
         assert!(
             row(1, 0, (100, 300, 200)).released(),
             "run 1 may keep one-time state"

@@ -1,0 +1,193 @@
+//! A search's trials ranked by the monitored metric, as `sweep.md` and the terminal show them:
+//! the best config named, each trial's values, what it took and gave back, and whether it
+//! released its memory.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{SweepRow, RETAINED_TOLERANCE, RSS_TOLERANCE};
+use crate::config::MonitorMode;
+use crate::memory::{format_bytes, format_signed_bytes};
+
+/// One trial of a search.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrialRow {
+    /// 1 for the best; `None` for a trial without a monitored value (failed).
+    pub rank: Option<usize>,
+    /// 1-based trial number.
+    pub trial: usize,
+    /// Its directory's name, `trial-007`.
+    pub name: String,
+    /// The varied keys' values, as TOML writes them.
+    pub values: BTreeMap<String, String>,
+    /// `completed` or `failed`.
+    pub status: String,
+    /// Why it failed.
+    pub reason: Option<String>,
+    /// Its value of the monitored metric.
+    pub monitored: Option<f64>,
+    /// What it took and gave back (absent if it failed before its run directory existed).
+    pub memory: Option<SweepRow>,
+}
+
+impl TrialRow {
+    /// Whether it kept memory beyond the tolerances after its release.
+    pub fn kept_memory(&self) -> bool {
+        self.memory.as_ref().is_some_and(|m| !m.released())
+    }
+}
+
+/// Orders `rows` best first by their monitored value (`mode`), failed trials last in trial
+/// order, and numbers the ranks.
+pub fn rank(rows: &mut [TrialRow], mode: MonitorMode) {
+    rows.sort_by(|a, b| match (a.monitored, b.monitored) {
+        (Some(x), Some(y)) => match mode {
+            MonitorMode::Min => x.total_cmp(&y),
+            MonitorMode::Max => y.total_cmp(&x),
+        }
+        .then(a.trial.cmp(&b.trial)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.trial.cmp(&b.trial),
+    });
+    for (i, row) in rows.iter_mut().enumerate() {
+        row.rank = row.monitored.map(|_| i + 1);
+    }
+}
+
+/// The ranked table, with the best config named (its `config.toml` under `dir`).
+pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) -> String {
+    let mode_name = match mode {
+        MonitorMode::Min => "lower is better",
+        MonitorMode::Max => "higher is better",
+    };
+    let mut out = format!("Trials ranked by {monitor} ({mode_name}):\n\n");
+    let keys: Vec<&String> = rows
+        .first()
+        .map(|r| r.values.keys().collect())
+        .unwrap_or_default();
+    let head: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "| rank | trial | {} | {monitor} | status | peak in use | retained in use | released |",
+        head.join(" | ")
+    );
+    let _ = writeln!(out, "|{}", "---|".repeat(keys.len() + 7));
+    for r in rows {
+        let values: Vec<&str> = keys
+            .iter()
+            .map(|k| r.values.get(*k).map_or("-", String::as_str))
+            .collect();
+        let memory = r.memory.as_ref();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.rank.map_or("-".into(), |n| n.to_string()),
+            r.name,
+            values.join(" | "),
+            r.monitored.map_or("-".into(), |v| format!("{v:.4}")),
+            match &r.reason {
+                Some(reason) => format!("failed: {reason}"),
+                None => r.status.clone(),
+            },
+            memory.map_or("-".into(), |m| format_bytes(m.peak_bytes_in_use)),
+            memory.map_or("-".into(), |m| format_signed_bytes(m.retained_bytes_in_use)),
+            match memory {
+                Some(m) if m.released() => "yes",
+                Some(_) => "NO",
+                None => "-",
+            },
+        );
+    }
+    let _ = writeln!(out);
+    match rows.iter().find(|r| r.rank == Some(1)) {
+        Some(best) => {
+            let values: Vec<String> = best
+                .values
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "Best: {} ({}), {monitor} {:.4}; its config: {}",
+                best.name,
+                values.join(", "),
+                best.monitored.unwrap_or(f64::NAN),
+                dir.join(&best.name).join("config.toml").display()
+            );
+        }
+        None => {
+            let _ = writeln!(out, "No trial completed with a value of {monitor}.");
+        }
+    }
+    let kept: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.kept_memory())
+        .map(|r| r.name.as_str())
+        .collect();
+    let _ = writeln!(
+        out,
+        "Released: retained in use <= {:.0}% of the trial's peak, resident memory kept <= {:.0}% of \
+         what it added or under 1 MiB (from the second trial on). {}",
+        RETAINED_TOLERANCE * 100.0,
+        RSS_TOLERANCE * 100.0,
+        match kept.is_empty() {
+            true => "Every trial released its memory.".to_string(),
+            false => format!("Trials that kept memory: {}.", kept.join(", ")),
+        }
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(trial: usize, monitored: Option<f64>) -> TrialRow {
+        TrialRow {
+            rank: None,
+            trial,
+            name: format!("trial-{trial:03}"),
+            values: [("train.lr".to_string(), format!("0.{trial}"))].into(),
+            status: if monitored.is_some() {
+                "completed"
+            } else {
+                "failed"
+            }
+            .into(),
+            reason: monitored
+                .is_none()
+                .then(|| "memory limit exceeded".to_string()),
+            monitored,
+            memory: None,
+        }
+    }
+
+    #[test]
+    fn trials_rank_by_the_monitor_and_failed_ones_go_last() {
+        let mut rows = vec![
+            row(1, Some(0.5)),
+            row(2, None),
+            row(3, Some(0.2)),
+            row(4, Some(0.9)),
+        ];
+        rank(&mut rows, MonitorMode::Min);
+        let order: Vec<(usize, Option<usize>)> = rows.iter().map(|r| (r.trial, r.rank)).collect();
+        assert_eq!(order, [(3, Some(1)), (1, Some(2)), (4, Some(3)), (2, None)]);
+        rank(&mut rows, MonitorMode::Max);
+        assert_eq!(rows[0].trial, 4);
+        let text = ranking(&rows, "val_accuracy", MonitorMode::Max, Path::new("s"));
+        assert!(
+            text.contains("| 1 | trial-004 | 0.4 | 0.9000 | completed |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| - | trial-002 | 0.2 | - | failed: memory limit exceeded |"),
+            "{text}"
+        );
+        assert!(text.contains("Best: trial-004 (train.lr = 0.4), val_accuracy 0.9000; its config: s/trial-004/config.toml"), "{text}");
+    }
+}

@@ -1,0 +1,437 @@
+//! The `[sweep]` table: what a search varies, how it draws its trials, and what it ranks
+//! them by. Read from the config file by `tidemark sweep` (`tidemark train` ignores it).
+//!
+//! ```toml
+//! [sweep]
+//! method = "random"          # or "grid": every combination of the lists
+//! trials = 20                # random only
+//! seed = 7                   # random draws (default 0)
+//! monitor = "val_loss"       # default; mode "min" ("max" for an accuracy)
+//!
+//! [sweep.vary]
+//! train.lr = { min = 1e-4, max = 1e-2, log = true }   # random only
+//! model.hidden = [[64], [128], [256, 256]]
+//! ```
+
+use std::collections::BTreeMap;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ConfigError, MonitorMode};
+
+/// How a search picks its trials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// Every combination of the listed values, in key order.
+    Grid,
+    /// `trials` draws, from the seed.
+    Random,
+}
+
+/// What one key takes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Domain {
+    /// One of these values.
+    Values(Vec<toml::Value>),
+    /// A number in `[min, max]`, uniform or (with `log`) log-uniform; integers when both ends
+    /// are.
+    Range {
+        /// The lowest value.
+        min: f64,
+        /// The highest value.
+        max: f64,
+        /// Log-uniform (for rates and decays).
+        log: bool,
+        /// Whole numbers (both ends are integers).
+        int: bool,
+    },
+}
+
+/// A validated `[sweep]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Space {
+    /// Grid or random.
+    pub method: Method,
+    /// Trials drawn (random) or combinations (grid).
+    pub trials: usize,
+    /// The random draws' seed.
+    pub seed: u64,
+    /// The metric trials are ranked by (`val_loss`, `val_accuracy`, ...).
+    pub monitor: String,
+    /// Whether lower or higher is better.
+    pub mode: MonitorMode,
+    /// The keys varied, in order, with what each takes.
+    pub vary: Vec<(String, Domain)>,
+}
+
+/// One trial: the value of each varied key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// 1-based.
+    pub number: usize,
+    /// Each varied key's value.
+    pub values: BTreeMap<String, toml::Value>,
+}
+
+impl Trial {
+    /// Its run directory's name: `trial-007`.
+    pub fn name(&self) -> String {
+        format!("trial-{:03}", self.number)
+    }
+
+    /// `train.lr = 0.001, model.hidden = [64]`.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .values
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", literal(v)))
+            .collect();
+        parts.join(", ")
+    }
+}
+
+/// A value as TOML writes it inline.
+pub fn literal(value: &toml::Value) -> String {
+    match value {
+        toml::Value::Float(f) => format!("{f}"),
+        other => other.to_string(),
+    }
+}
+
+/// The keys a `[sweep]` table may hold.
+const KEYS: [&str; 6] = ["method", "trials", "seed", "monitor", "mode", "vary"];
+
+impl Space {
+    /// Validates the `[sweep]` table `table` of the config file `origin`.
+    pub fn from_table(table: &toml::Value, origin: &str) -> Result<Space, ConfigError> {
+        let fail = |key: &str, message: String| ConfigError {
+            origin: origin.to_string(),
+            key: Some(key.to_string()),
+            message: format!("{key}: {message}"),
+        };
+        let table = table
+            .as_table()
+            .ok_or_else(|| fail("sweep", "must be a table".into()))?;
+        if let Some(unknown) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(fail(
+                &format!("sweep.{unknown}"),
+                format!("unknown key (expected one of {})", KEYS.join(", ")),
+            ));
+        }
+        let method = match table.get("method").map(|m| m.as_str()) {
+            None | Some(Some("grid")) => Method::Grid,
+            Some(Some("random")) => Method::Random,
+            Some(_) => {
+                return Err(fail(
+                    "sweep.method",
+                    format!("must be \"grid\" or \"random\", got {}", table["method"]),
+                ))
+            }
+        };
+        let vary = vary(table.get("vary"), method).map_err(|(k, m)| fail(&k, m))?;
+        let trials =
+            trials(table.get("trials"), method, &vary).map_err(|m| fail("sweep.trials", m))?;
+        let seed = match table.get("seed") {
+            None => 0,
+            Some(toml::Value::Integer(s)) if *s >= 0 => *s as u64,
+            Some(other) => {
+                return Err(fail(
+                    "sweep.seed",
+                    format!("must be an integer >= 0, got {other}"),
+                ))
+            }
+        };
+        let monitor = match table.get("monitor") {
+            None => "val_loss".to_string(),
+            Some(toml::Value::String(m)) if m.starts_with("val_") && m.len() > 4 => m.clone(),
+            Some(other) => {
+                return Err(fail(
+                    "sweep.monitor",
+                    format!("must name a validation metric, like \"val_loss\" or \"val_accuracy\"; got {other}"),
+                ))
+            }
+        };
+        let mode = match table.get("mode").map(|m| m.as_str()) {
+            None if monitor.contains("accuracy") => MonitorMode::Max,
+            None => MonitorMode::Min,
+            Some(Some("min")) => MonitorMode::Min,
+            Some(Some("max")) => MonitorMode::Max,
+            Some(_) => {
+                return Err(fail(
+                    "sweep.mode",
+                    format!("must be \"min\" or \"max\", got {}", table["mode"]),
+                ))
+            }
+        };
+        Ok(Space {
+            method,
+            trials,
+            seed,
+            monitor,
+            mode,
+            vary,
+        })
+    }
+
+    /// The trials, in order: a grid's combinations (the last key varying fastest), or the
+    /// random draws from the seed (the same seed draws the same trials).
+    pub fn trials(&self) -> Vec<Trial> {
+        match self.method {
+            Method::Grid => self.grid(),
+            Method::Random => self.random(),
+        }
+    }
+
+    fn grid(&self) -> Vec<Trial> {
+        let mut combos: Vec<BTreeMap<String, toml::Value>> = vec![BTreeMap::new()];
+        for (key, domain) in &self.vary {
+            let Domain::Values(values) = domain else {
+                unreachable!("validated: a grid takes lists")
+            };
+            combos = combos
+                .into_iter()
+                .flat_map(|combo| {
+                    values.iter().map(move |v| {
+                        let mut next = combo.clone();
+                        next.insert(key.clone(), v.clone());
+                        next
+                    })
+                })
+                .collect();
+        }
+        combos
+            .into_iter()
+            .enumerate()
+            .map(|(i, values)| Trial {
+                number: i + 1,
+                values,
+            })
+            .collect()
+    }
+
+    fn random(&self) -> Vec<Trial> {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        (1..=self.trials)
+            .map(|number| Trial {
+                number,
+                values: self
+                    .vary
+                    .iter()
+                    .map(|(key, domain)| (key.clone(), draw(domain, &mut rng)))
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+/// One draw from `domain`.
+fn draw(domain: &Domain, rng: &mut StdRng) -> toml::Value {
+    match domain {
+        Domain::Values(values) => values[rng.random_range(0..values.len())].clone(),
+        Domain::Range { min, max, log, int } => {
+            let u: f64 = rng.random();
+            let x = match log {
+                true => (min.ln() + u * (max.ln() - min.ln())).exp(),
+                false => min + u * (max - min),
+            };
+            match int {
+                true => toml::Value::Integer(x.round().clamp(*min, *max) as i64),
+                false => toml::Value::Float(x),
+            }
+        }
+    }
+}
+
+/// `[sweep.vary]` flattened to dotted keys: a table of `min`, `max` (and `log`) is a range, a
+/// list is values, any other table nests keys (`train.lr = ...` is `[sweep.vary.train]`).
+fn vary(
+    table: Option<&toml::Value>,
+    method: Method,
+) -> Result<Vec<(String, Domain)>, (String, String)> {
+    let Some(toml::Value::Table(table)) = table else {
+        return Err((
+            "sweep.vary".into(),
+            "must be a table of the keys to vary, e.g. train.lr = [1e-3, 1e-4]".into(),
+        ));
+    };
+    let mut out = Vec::new();
+    flatten(table, "", method, &mut out)?;
+    if out.is_empty() {
+        return Err(("sweep.vary".into(), "names no key to vary".into()));
+    }
+    Ok(out)
+}
+
+fn flatten(
+    table: &toml::Table,
+    prefix: &str,
+    method: Method,
+    out: &mut Vec<(String, Domain)>,
+) -> Result<(), (String, String)> {
+    for (k, v) in table {
+        let key = format!("{prefix}{k}");
+        let at = format!("sweep.vary.{key}");
+        match v {
+            toml::Value::Array(values) if values.is_empty() => {
+                return Err((at, "an empty list gives no trials".into()))
+            }
+            toml::Value::Array(values) => out.push((key, Domain::Values(values.clone()))),
+            toml::Value::Table(t) if t.contains_key("min") || t.contains_key("max") => {
+                if method == Method::Grid {
+                    return Err((
+                        at,
+                        "a range needs method = \"random\"; a grid takes a list of values".into(),
+                    ));
+                }
+                out.push((key, range(t).map_err(|m| (at, m))?));
+            }
+            toml::Value::Table(t) => flatten(t, &format!("{key}."), method, out)?,
+            other => {
+                return Err((
+                    at,
+                    format!("must be a list of values or a range {{ min, max, log }}, got {other}"),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn range(t: &toml::Table) -> Result<Domain, String> {
+    if let Some(unknown) = t
+        .keys()
+        .find(|k| !["min", "max", "log"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown key {unknown} in a range (expected min, max, log)"
+        ));
+    }
+    let end = |name: &str| match t.get(name) {
+        Some(toml::Value::Integer(i)) => Ok((*i as f64, true)),
+        Some(toml::Value::Float(f)) if f.is_finite() => Ok((*f, false)),
+        Some(other) => Err(format!("{name} must be a number, got {other}")),
+        None => Err(format!("a range needs {name}")),
+    };
+    let ((min, int_min), (max, int_max)) = (end("min")?, end("max")?);
+    let log = match t.get("log") {
+        None => false,
+        Some(toml::Value::Boolean(b)) => *b,
+        Some(other) => return Err(format!("log must be true or false, got {other}")),
+    };
+    if min >= max {
+        return Err(format!("min ({min}) must be below max ({max})"));
+    }
+    if log && min <= 0.0 {
+        return Err(format!("a log range needs min > 0, got {min}"));
+    }
+    Ok(Domain::Range {
+        min,
+        max,
+        log,
+        int: int_min && int_max,
+    })
+}
+
+/// `sweep.trials`: required for random, and the number of combinations for a grid.
+fn trials(
+    value: Option<&toml::Value>,
+    method: Method,
+    vary: &[(String, Domain)],
+) -> Result<usize, String> {
+    match (method, value) {
+        (Method::Random, Some(toml::Value::Integer(n))) if *n >= 1 => Ok(*n as usize),
+        (Method::Random, Some(other)) => Err(format!("must be an integer >= 1, got {other}")),
+        (Method::Random, None) => {
+            Err("method = \"random\" needs trials, the number of draws".into())
+        }
+        (Method::Grid, None) => Ok(vary
+            .iter()
+            .map(|(_, d)| match d {
+                Domain::Values(v) => v.len(),
+                Domain::Range { .. } => 1,
+            })
+            .product()),
+        (Method::Grid, Some(_)) => Err(
+            "a grid runs every combination of its lists; remove trials, or use method = \"random\""
+                .into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn space(text: &str) -> Result<Space, ConfigError> {
+        let table: toml::Table = toml::from_str(text).unwrap();
+        Space::from_table(&table["sweep"], "s.toml")
+    }
+
+    #[test]
+    fn a_grid_runs_every_combination_with_the_last_key_fastest() {
+        let s = space(
+            "[sweep]\n[sweep.vary]\ntrain.lr = [0.1, 0.01]\nmodel.hidden = [[4], [8], [16]]\n",
+        )
+        .unwrap();
+        assert_eq!(s.trials, 6);
+        let trials = s.trials();
+        assert_eq!(trials.len(), 6);
+        assert_eq!(trials[0].describe(), "model.hidden = [4], train.lr = 0.1");
+        assert_eq!(trials[1].describe(), "model.hidden = [4], train.lr = 0.01");
+        assert_eq!(trials[5].describe(), "model.hidden = [16], train.lr = 0.01");
+        assert_eq!(trials[5].name(), "trial-006");
+        assert_eq!((s.monitor.as_str(), s.mode), ("val_loss", MonitorMode::Min));
+    }
+
+    #[test]
+    fn random_draws_stay_in_range_and_repeat_from_the_seed() {
+        let text =
+            "[sweep]\nmethod = \"random\"\ntrials = 200\nseed = 3\nmonitor = \"val_accuracy\"\n\
+                    [sweep.vary]\ntrain.lr = { min = 1e-4, max = 1e-2, log = true }\n\
+                    train.batch_size = { min = 16, max = 64 }\n";
+        let s = space(text).unwrap();
+        assert_eq!(s.mode, MonitorMode::Max);
+        let trials = s.trials();
+        assert_eq!(trials, space(text).unwrap().trials());
+        let lrs: Vec<f64> = trials
+            .iter()
+            .map(|t| t.values["train.lr"].as_float().unwrap())
+            .collect();
+        assert!(lrs.iter().all(|lr| (1e-4..=1e-2).contains(lr)));
+        // Log-uniform: about half the draws below the geometric middle, 1e-3.
+        let low = lrs.iter().filter(|lr| **lr < 1e-3).count();
+        assert!((70..130).contains(&low), "{low} of 200 below 1e-3");
+        let sizes: Vec<i64> = trials
+            .iter()
+            .map(|t| t.values["train.batch_size"].as_integer().unwrap())
+            .collect();
+        assert!(sizes.iter().all(|b| (16..=64).contains(b)));
+        let other = space(&text.replace("seed = 3", "seed = 4"))
+            .unwrap()
+            .trials();
+        assert_ne!(trials, other);
+    }
+
+    #[test]
+    fn bad_tables_name_the_key() {
+        let cases = [
+            ("[sweep]\nmethod = \"bayes\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.method: must be \"grid\" or \"random\""),
+            ("[sweep]\n[sweep.vary]\ntrain.lr = { min = 0.1, max = 1.0 }\n", "sweep.vary.train.lr: a range needs method = \"random\""),
+            ("[sweep]\nmethod = \"random\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: method = \"random\" needs trials"),
+            ("[sweep]\nmethod = \"random\"\ntrials = 2\n[sweep.vary]\ntrain.lr = { min = 0.0, max = 1.0, log = true }\n", "sweep.vary.train.lr: a log range needs min > 0"),
+            ("[sweep]\n[sweep.vary]\ntrain.lr = []\n", "sweep.vary.train.lr: an empty list gives no trials"),
+            ("[sweep]\ntrails = 3\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trails: unknown key"),
+            ("[sweep]\nmonitor = \"loss\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.monitor: must name a validation metric"),
+        ];
+        for (text, needle) in cases {
+            let e = space(text).unwrap_err();
+            assert!(
+                e.to_string().starts_with(&format!("s.toml: {needle}")),
+                "{e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! `tidemark sweep` with a `[sweep]` table: a grid or a random search, each trial in its own
+//! directory with its resolved config, checked before any trains, ranked by the monitored
+//! metric, failed trials recorded, and memory released between trials.
+
+use serde_json::Value;
+
+use super::{num, Env, SMALL};
+
+fn sweep_json(env: &Env, dir: &str) -> Value {
+    let text = std::fs::read_to_string(env.path(dir).join("sweep.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_grid_trains_every_combination_ranks_them_and_names_the_best_config() {
+    let env = Env::new();
+    let config = format!(
+        "{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = [0.01, 0.0001]\nmodel.hidden = [[8], [32]]\n"
+    );
+    env.write("grid.toml", &config);
+    let run = env.run(&["sweep", "--config", "grid.toml", "--set", "train.epochs=2"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let out = run.stdout();
+    assert!(out.contains("sweep: 4 trials (0 failed)"), "{out}");
+    let json = sweep_json(&env, "runs/small-sweep");
+    assert_eq!(json["monitor"], "val_loss");
+    let trials = json["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 4);
+    // Ranked: ranks 1..4, each val_loss no lower than the one before.
+    let values: Vec<f64> = trials.iter().map(|t| num(t, "monitored")).collect();
+    assert!(values.windows(2).all(|w| w[0] <= w[1]), "{values:?}");
+    let ranks: Vec<u64> = trials.iter().map(|t| t["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [1, 2, 3, 4]);
+    // Each trial's directory holds its resolved config with the trial's values, and the
+    // monitored value is its summary's.
+    for t in trials {
+        let name = t["name"].as_str().unwrap();
+        let dir = env.path("runs/small-sweep").join(name);
+        let resolved = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+        let cfg = tidemark::config::parse(&resolved, "config.toml", &[]).unwrap();
+        assert_eq!(
+            format!("{}", cfg.train.lr),
+            t["values"]["train.lr"].as_str().unwrap()
+        );
+        let summary = env.summary(&format!("runs/small-sweep/{name}"));
+        assert_eq!(num(&summary, "final_val_loss"), num(t, "monitored"));
+        // Released between trials: nothing kept in use beyond 1% of the trial's peak.
+        let memory = &t["memory"];
+        assert!(num(memory, "retained_bytes_in_use") <= 0.01 * num(memory, "peak_bytes_in_use"));
+    }
+    let best = trials[0]["name"].as_str().unwrap();
+    assert!(out.contains(&format!("Best: {best} (")), "{out}");
+    let md = std::fs::read_to_string(env.path("runs/small-sweep/sweep.md")).unwrap();
+    assert!(
+        md.contains("| rank | trial | model.hidden | train.lr | val_loss |"),
+        "{md}"
+    );
+    assert!(md.contains("Every trial released its memory."), "{md}");
+}
+
+#[test]
+fn a_random_search_draws_the_same_trials_from_its_seed_and_resumes_them() {
+    let env = Env::new();
+    let config = format!(
+        "{SMALL}\n[sweep]\nmethod = \"random\"\ntrials = 3\nseed = 11\nmonitor = \"val_accuracy\"\n\
+         [sweep.vary]\ntrain.lr = {{ min = 0.0001, max = 0.01, log = true }}\n"
+    );
+    env.write("random.toml", &config);
+    let args = [
+        "sweep",
+        "--config",
+        "random.toml",
+        "--set",
+        "train.epochs=1",
+    ];
+    assert_eq!(env.run(&args).code(), 0);
+    assert_eq!(env.run(&args).code(), 0);
+    let lrs = |dir: &str| -> Vec<String> {
+        let plan: Value = serde_json::from_str(
+            &std::fs::read_to_string(env.path(dir).join("plan.json")).unwrap(),
+        )
+        .unwrap();
+        let trials = plan["search"]["trials"].as_array().unwrap().clone();
+        trials
+            .iter()
+            .map(|t| t["values"]["train.lr"].to_string())
+            .collect()
+    };
+    let first = lrs("runs/small-sweep");
+    assert_eq!(first.len(), 3);
+    assert_eq!(
+        first,
+        lrs("runs/small-sweep-2"),
+        "the same seed draws the same trials"
+    );
+    for lr in &first {
+        let lr: f64 = lr.parse().unwrap();
+        assert!((1e-4..=1e-2).contains(&lr), "{lr}");
+    }
+    // Higher accuracy ranks first.
+    let json = sweep_json(&env, "runs/small-sweep");
+    let values: Vec<f64> = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| num(t, "monitored"))
+        .collect();
+    assert!(values.windows(2).all(|w| w[0] >= w[1]), "{values:?}");
+    // A resumed search keeps its finished trials and trains none again.
+    let summary = env.path("runs/small-sweep/trial-002/summary.json");
+    let written = std::fs::metadata(&summary).unwrap().modified().unwrap();
+    std::fs::remove_file(env.path("runs/small-sweep/sweep.json")).unwrap();
+    let resumed = env.run(&["sweep", "--resume", "runs/small-sweep"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    assert_eq!(
+        std::fs::metadata(&summary).unwrap().modified().unwrap(),
+        written
+    );
+    assert_eq!(
+        sweep_json(&env, "runs/small-sweep")["trials"],
+        json["trials"]
+    );
+}
+
+#[test]
+fn a_bad_value_in_the_table_fails_before_anything_trains() {
+    let env = Env::new();
+    let config = format!("{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = [0.001, -0.5]\n");
+    env.write("bad.toml", &config);
+    env.run(&["sweep", "--config", "bad.toml"])
+        .fails_with(2, &["[sweep] trial-002", "train.lr=-0.5", "train.lr"]);
+    assert!(!env.path("runs").exists(), "nothing trained, no directory");
+    let range =
+        format!("{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = {{ min = 0.001, max = 0.1 }}\n");
+    env.write("range.toml", &range);
+    env.run(&["sweep", "--config", "range.toml"]).fails_with(
+        2,
+        &[
+            "range.toml",
+            "sweep.vary.train.lr: a range needs method = \"random\"",
+        ],
+    );
+    env.run(&["sweep", "--config", "range.toml", "--runs", "3"])
+        .fails_with(2, &["--runs repeats one config"]);
+}
+
+#[test]
+fn a_failed_trial_is_recorded_with_its_reason_and_the_search_goes_on() {
+    let env = Env::new();
+    // The second trial's limit is below what the model holds at rest.
+    let config = format!(
+        "{SMALL}\n[memory]\non_limit = \"fail\"\n[sweep]\n[sweep.vary]\nmemory.limit = [\"1GiB\", \"64KiB\"]\n"
+    );
+    env.write("fail.toml", &config);
+    let run = env.run(&["sweep", "--config", "fail.toml", "--set", "train.epochs=1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stdout().contains("sweep: 2 trials (1 failed)"),
+        "{}",
+        run.stdout()
+    );
+    let json = sweep_json(&env, "runs/small-sweep");
+    let trials = json["trials"].as_array().unwrap();
+    assert_eq!(trials[0]["name"], "trial-001");
+    assert_eq!(trials[0]["rank"], 1);
+    assert_eq!(trials[1]["status"], "failed");
+    assert!(trials[1]["rank"].is_null());
+    let reason = trials[1]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("memory limit 64.0 KiB exceeded"),
+        "{reason}"
+    );
+}
