@@ -6,17 +6,16 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, ClearPolicy, ConfigError, Override, RunConfig};
+use crate::config::{self, Override, RunConfig};
 use crate::memory::format_bytes;
-use crate::record::Observer;
 use crate::report::format_metric;
-use crate::sweep::{SearchPlan, Space, Swept};
 use crate::{Error, Trainer};
 
 mod inference;
+mod sweep;
 mod terminal;
 
-use terminal::{fmt_opt, SweepTerminal, Terminal};
+use terminal::{fmt_opt, Terminal};
 
 /// Train models on Burn with memory you can see: every run writes a memory snapshot per
 /// epoch to <output_dir>/<run.name>/snapshots.jsonl.
@@ -115,6 +114,15 @@ enum Command {
         /// Show every run's epochs, not just one line per run.
         #[arg(long, short)]
         verbose: bool,
+        /// Train only shard I of N of a search's trials (every N-th, from trial I+1), into the
+        /// sweep directory all shards share; read from a Slurm job array or a Kubernetes
+        /// Indexed Job when not given. `tidemark report DIR` merges the shards.
+        #[arg(long, value_name = "I/N", conflicts_with_all = ["resume", "runs"])]
+        shard: Option<String>,
+        /// The number of shards, where the scheduler gives only the index (a Kubernetes
+        /// Indexed Job's JOB_COMPLETION_INDEX: the Job's completions).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        shards: Option<u32>,
     },
     /// Train the config under several memory policies and compare their cost in one table
     /// (compare.md, compare.json) and one chart (compare.svg).
@@ -128,9 +136,11 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
-    /// Redraw a run's memory.svg from its snapshots and print a short summary of the run.
+    /// Redraw a run's memory.svg from its snapshots and print a short summary of the run; for a
+    /// search's sweep directory, rank every trial, merged from all its shards.
     Report {
-        /// The run directory (holds snapshots.jsonl).
+        /// The run directory (holds snapshots.jsonl), or a search's sweep directory: its
+        /// trials ranked, merged from every shard.
         #[arg(value_name = "RUN_DIR")]
         run_dir: PathBuf,
     },
@@ -225,6 +235,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             out,
             checkpoint,
         } => inference::predict(&run_dir, &data, &out, checkpoint),
+        Command::Report { run_dir } if run_dir.join("plan.json").is_file() => {
+            sweep::report(&run_dir)
+        }
         Command::Report { run_dir } => {
             print!("{}", crate::report::report(&run_dir)?);
             Ok(())
@@ -242,39 +255,18 @@ fn run(cli: Cli) -> Result<(), Error> {
             resume,
             out,
             verbose,
-        } => {
-            let path = config_path(config, resume.as_deref())?;
-            let resolved = load_config(&path, &overrides, out_override(out))?;
-            let runs = runs.map(|n| n as usize);
-            let observer = |run, runs| -> Box<dyn Observer> {
-                Box::new(SweepTerminal {
-                    run,
-                    runs,
-                    inner: Terminal::new(!verbose),
-                })
-            };
-            let (dir, swept) = match &resume {
-                Some(dir) => crate::sweep::resume_sweep(dir, &resolved, runs, observer)?,
-                None => match search_space(&path, &overrides, runs)? {
-                    Some(space) => {
-                        let (dir, rows) = crate::sweep::search(&resolved, &space, observer)?;
-                        let plan = SearchPlan {
-                            monitor: space.monitor,
-                            mode: space.mode,
-                            trials: vec![],
-                        };
-                        (dir, Swept::Search(rows, plan))
-                    }
-                    None => {
-                        let (dir, rows) =
-                            crate::sweep::sweep(&resolved, runs.unwrap_or(5), observer)?;
-                        (dir, Swept::Runs(rows))
-                    }
-                },
-            };
-            print_sweep(&dir, &swept, &resolved);
-            Ok(())
-        }
+            shard,
+            shards,
+        } => sweep::run(sweep::SweepArgs {
+            path: config_path(config, resume.as_deref())?,
+            overrides,
+            runs: runs.map(|n| n as usize),
+            resume,
+            out: out_override(out),
+            verbose,
+            shard,
+            shards: shards.map(|n| n as usize),
+        }),
         Command::Train {
             config,
             overrides,
@@ -282,64 +274,6 @@ fn run(cli: Cli) -> Result<(), Error> {
             out,
             quiet,
         } => train(config, &overrides, resume, out, quiet),
-    }
-}
-
-/// The `[sweep]` table of the config file at `path`, checked, if it has one. `--runs` repeats
-/// one config, so it does not go with one.
-fn search_space(
-    path: &Path,
-    overrides: &[String],
-    runs: Option<usize>,
-) -> Result<Option<Space>, Error> {
-    let overrides = overrides
-        .iter()
-        .map(|o| Override::parse(o))
-        .collect::<Result<Vec<_>, _>>()?;
-    let table = config::load_table(path, &overrides)?;
-    let Some(sweep) = table.get("sweep") else {
-        return Ok(None);
-    };
-    if runs.is_some() {
-        return Err(Error::Config(ConfigError {
-            origin: path.display().to_string(),
-            key: Some("sweep".into()),
-            message: "--runs repeats one config, and this file has a [sweep] table: its trials \
-                      come from the table (sweep.trials for a random search)"
-                .into(),
-        }));
-    }
-    Ok(Some(Space::from_table(sweep, &path.display().to_string())?))
-}
-
-/// A sweep's table and its one-line outcome.
-fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
-    let clear = match config.memory.clear {
-        ClearPolicy::Never => "never",
-        ClearPolicy::BetweenRuns => "between_runs",
-        ClearPolicy::EveryEpoch => "every_epoch",
-    };
-    match swept {
-        Swept::Runs(rows) => {
-            println!("{}", crate::sweep::table(rows));
-            println!(
-                "sweep: {} runs with memory.clear = \"{clear}\"; {}",
-                rows.len(),
-                dir.display()
-            );
-        }
-        Swept::Search(rows, plan) => {
-            print!(
-                "{}",
-                crate::sweep::ranking(rows, &plan.monitor, plan.mode, dir)
-            );
-            let failed = rows.iter().filter(|r| r.rank.is_none()).count();
-            println!(
-                "sweep: {} trials ({failed} failed) with memory.clear = \"{clear}\"; {}",
-                rows.len(),
-                dir.display()
-            );
-        }
     }
 }
 

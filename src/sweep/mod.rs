@@ -5,10 +5,12 @@
 
 mod rank;
 mod search;
+mod shard;
 mod space;
 
 pub use rank::{rank, ranking, TrialRow};
-pub use search::{run_trials, search, trial_configs, SearchPlan};
+pub use search::{merge, run_trials, search, trial_configs, SearchPlan};
+pub use shard::Shard;
 pub use space::{Domain, Method, Space, Trial};
 
 use std::fmt::Write as _;
@@ -145,7 +147,7 @@ pub fn resume_sweep(
                     .into(),
             }));
         }
-        let (dir, rows) = run_trials(dir, config, &search, observer)?;
+        let (dir, rows) = run_trials(dir, config, &search, None, observer)?;
         return Ok((dir, Swept::Search(rows, search)));
     }
     let runs = runs.unwrap_or(plan.runs);
@@ -319,18 +321,22 @@ mod tests {
 
     #[test]
     fn criteria_follow_the_documented_shares() {
-        assert!(row(2, 10, (100, 300, 110)).released());
-        assert!(!row(2, 11, (100, 300, 100)).released(), "1.1% retained");
-        assert!(!row(2, 0, (100, 300, 111)).released(), "5.5% of RSS kept");
-        // A small run's resident set moving by less than 1 MiB is noise, not a leak.
         let mib = 1 << 20;
+        let rss = |before: u64, peak: u64, after: u64| (before * mib, peak * mib, after * mib);
+        assert!(row(2, 10, rss(100, 300, 110)).released());
+        assert!(!row(2, 11, rss(100, 300, 100)).released(), "1.1% retained");
+        assert!(
+            !row(2, 0, rss(100, 300, 111)).released(),
+            "5.5% of RSS kept"
+        );
+        // A small run's resident set moving by 1 MiB or less is noise, not a leak.
         assert!(row(2, 0, (100 * mib, 100 * mib + 1, 101 * mib)).released());
         assert!(!row(2, 0, (100 * mib, 140 * mib, 102 * mib + 1)).released());
         assert!(
-            row(1, 0, (100, 300, 200)).released(),
+            row(1, 0, rss(100, 300, 200)).released(),
             "run 1 may keep one-time state"
         );
-        assert!((row(2, 0, (100, 300, 150)).rss_share() - 0.25).abs() < 1e-9);
+        assert!((row(2, 0, rss(100, 300, 150)).rss_share() - 0.25).abs() < 1e-9);
     }
 
     #[test]

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::rank::{rank, ranking, TrialRow};
+use super::shard::Shard;
 use super::space::{literal, Space, Trial};
-use super::{finished, write_plan, Plan, SweepRow};
+use super::{finished, read_plan, write_plan, Plan, SweepRow};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunStatus, RunSummary};
@@ -71,41 +72,69 @@ fn in_trial(e: ConfigError, trial: &Trial) -> ConfigError {
     ConfigError { origin, ..e }
 }
 
-/// Plans and runs the search of `space` over `config`, in `<output_dir>/<name>-sweep/`.
+/// Plans and runs the search of `space` over `config`, in `<output_dir>/<name>-sweep/` (a new
+/// directory; with a `shard`, the one directory every shard shares, trained only in this
+/// shard's trials).
 pub fn search(
     config: &RunConfig,
     space: &Space,
+    shard: Option<Shard>,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let trials = space.trials();
     // Every trial is checked before the sweep's directory exists.
     trial_configs(config, &trials, &config.run.output_dir)?;
-    let dir = run_dir::create(
-        &config.run.output_dir,
-        &format!("{}-sweep", config.run.name),
-    )?;
-    let path = dir.join("config.toml");
-    write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
+    let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
         monitor: space.monitor.clone(),
         mode: space.mode,
         trials,
     };
+    let dir = match shard {
+        None => run_dir::create(&config.run.output_dir, &name)?,
+        Some(_) => shared_dir(&config.run.output_dir.join(&name), &plan)?,
+    };
+    let path = dir.join("config.toml");
+    write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
-    run_trials(&dir, config, &plan, observer)
+    run_trials(&dir, config, &plan, shard, observer)
 }
 
-/// Trains the plan's trials that have not finished, and writes the ranking.
+/// The sweep directory shards share: created by the first, and refused if an earlier search
+/// with other trials planned it.
+fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    if dir.join("plan.json").is_file() {
+        let earlier = read_plan(dir)?.search;
+        if earlier.as_ref().map(|p| (&p.trials, &p.monitor)) != Some((&plan.trials, &plan.monitor))
+        {
+            return Err(Error::Config(ConfigError {
+                origin: dir.display().to_string(),
+                key: None,
+                message: "holds a sweep with other trials; shards of one search share its \
+                          directory, so give this search another run.name or run.output_dir"
+                    .into(),
+            }));
+        }
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// Trains the plan's trials (a `shard`'s only) that have not finished, and writes their
+/// ranking: `sweep.json` and `sweep.md`, or a shard's own `shard-I-of-N.json`, which
+/// `tidemark report` merges.
 pub fn run_trials(
     dir: &Path,
     config: &RunConfig,
     plan: &SearchPlan,
+    shard: Option<Shard>,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let configs = trial_configs(config, &plan.trials, dir)?;
     let n = configs.len();
     let mut rows = Vec::with_capacity(n);
-    for (trial, cfg) in plan.trials.iter().zip(configs) {
+    let mine = plan.trials.iter().zip(configs);
+    for (trial, cfg) in mine.filter(|(t, _)| shard.is_none_or(|s| s.includes(t.number))) {
         let run_dir = dir.join(trial.name());
         let mut observer = observer(trial.number, n);
         let outcome = match finished(&run_dir, cfg.train.epochs) {
@@ -121,29 +150,59 @@ pub fn run_trials(
                 }
             }
         };
-        rows.push(row(trial, &run_dir, outcome, &plan.monitor));
+        let (summary, error) = match outcome {
+            Ok(summary) => (Some(summary), None),
+            // A run that fails still writes its summary, with its memory figures, when it
+            // got as far as its run directory.
+            Err(e) => (read_summary(&run_dir), Some(e.to_string())),
+        };
+        rows.push(row(trial, summary, error, &plan.monitor));
     }
     rank(&mut rows, plan.mode);
-    write_results(dir, plan, &rows)?;
+    match shard {
+        None => write_results(dir, plan, &rows)?,
+        Some(shard) => {
+            let path = dir.join(format!("{}.json", shard.name()));
+            let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
+            write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
+        }
+    }
     Ok((dir.to_path_buf(), rows))
 }
 
-/// A trial's row: its summary's figures, or what stopped it.
+/// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever shard
+/// or process trained them), ranked; writes `sweep.json` and `sweep.md` from them.
+pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
+    let plan = read_plan(dir)?.search.ok_or_else(|| {
+        Error::Config(ConfigError {
+            origin: dir.display().to_string(),
+            key: None,
+            message: "a sweep of runs, not a search: its table is sweep.md".into(),
+        })
+    })?;
+    let mut rows: Vec<TrialRow> = plan
+        .trials
+        .iter()
+        .map(|t| row(t, read_summary(&dir.join(t.name())), None, &plan.monitor))
+        .collect();
+    rank(&mut rows, plan.mode);
+    write_results(dir, &plan, &rows)?;
+    Ok((rows, plan))
+}
+
+/// A trial's row: its summary's figures, or what stopped it (`error`, or the summary's).
 fn row(
     trial: &Trial,
-    run_dir: &Path,
-    outcome: Result<RunSummary, Error>,
+    summary: Option<RunSummary>,
+    error: Option<String>,
     monitor: &str,
 ) -> TrialRow {
-    // A run that fails still writes its summary, with its memory figures, when it got as far
-    // as its run directory.
-    let (summary, reason) = match outcome {
-        Ok(summary) => (Some(summary), None),
-        Err(e) => (read_summary(run_dir), Some(e.to_string())),
+    let (status, reason) = match (summary.as_ref().map(|s| &s.status), error) {
+        (Some(RunStatus::Completed), _) => ("completed", None),
+        (_, Some(e)) => ("failed", Some(e)),
+        (Some(RunStatus::Failed(e)), None) => ("failed", Some(e.clone())),
+        (None, None) => ("not run", None),
     };
-    let completed = summary
-        .as_ref()
-        .is_some_and(|s| s.status == RunStatus::Completed);
     TrialRow {
         rank: None,
         trial: trial.number,
@@ -153,11 +212,11 @@ fn row(
             .iter()
             .map(|(k, v)| (k.clone(), literal(v)))
             .collect(),
-        status: if completed { "completed" } else { "failed" }.into(),
-        reason: reason.filter(|_| !completed),
+        status: status.into(),
+        reason,
         monitored: summary
             .as_ref()
-            .filter(|_| completed)
+            .filter(|_| status == "completed")
             .and_then(|s| monitored(s, monitor)),
         memory: summary.map(|s| SweepRow::of(trial.number, s)),
     }

@@ -171,3 +171,113 @@ fn a_failed_trial_is_recorded_with_its_reason_and_the_search_goes_on() {
         "{reason}"
     );
 }
+
+/// The ranking in `sweep.json` as (trial, monitored value) pairs.
+fn ranking(json: &Value) -> Vec<(String, f64)> {
+    let trials = json["trials"].as_array().unwrap();
+    trials
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_string(), num(t, "monitored")))
+        .collect()
+}
+
+#[test]
+fn three_shards_at_once_give_the_ranking_of_one_process() {
+    let env = Env::new();
+    let config = format!(
+        "{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = [0.01, 0.003, 0.001]\nmodel.hidden = [[8], [16]]\n"
+    );
+    env.write("grid.toml", &config);
+    let common = ["sweep", "--config", "grid.toml", "--set", "train.epochs=1"];
+    let whole = env.run(&[&common[..], &["--out", "one"]].concat());
+    assert_eq!(whole.code(), 0, "{}", whole.stderr());
+    // Three processes at once, each told its shard the way a scheduler does: the first two by
+    // a Slurm job array's variables, the third by a Kubernetes Indexed Job's index.
+    let shards: Vec<std::process::Child> = [
+        vec![
+            ("SLURM_ARRAY_TASK_ID", "1"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ],
+        vec![
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+        ],
+        vec![("JOB_COMPLETION_INDEX", "2")],
+    ]
+    .into_iter()
+    .map(|vars| {
+        let mut args: Vec<&str> = common.to_vec();
+        args.extend(["--out", "shared", "--shards", "3"]);
+        std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(&args)
+            .envs(vars)
+            .current_dir(env.path("."))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    })
+    .collect();
+    for child in shards {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let dir = "shared/small-sweep";
+    for shard in [
+        "shard-0-of-3.json",
+        "shard-1-of-3.json",
+        "shard-2-of-3.json",
+    ] {
+        let rows: Value =
+            serde_json::from_str(&std::fs::read_to_string(env.path(dir).join(shard)).unwrap())
+                .unwrap();
+        assert_eq!(
+            rows.as_array().unwrap().len(),
+            2,
+            "{shard}: every third of 6 trials"
+        );
+    }
+    let report = env.run(&["report", dir]);
+    assert_eq!(report.code(), 0, "{}", report.stderr());
+    assert!(
+        report
+            .stdout()
+            .contains("report: 6 trials: 6 completed, 0 failed, 0 not run yet"),
+        "{}",
+        report.stdout()
+    );
+    let merged = ranking(&sweep_json(&env, dir));
+    let one = ranking(&sweep_json(&env, "one/small-sweep"));
+    assert_eq!(merged.len(), 6);
+    assert_eq!(
+        merged, one,
+        "same trials, same seeds, same metrics, same order"
+    );
+}
+
+#[test]
+fn a_shard_refuses_a_directory_planned_with_other_trials() {
+    let env = Env::new();
+    env.write(
+        "a.toml",
+        &format!("{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = [0.01, 0.001]\n"),
+    );
+    env.write(
+        "b.toml",
+        &format!("{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = [0.02, 0.002]\n"),
+    );
+    let shard = ["--set", "train.epochs=1", "--shard", "0/2"];
+    assert_eq!(
+        env.run(&[&["sweep", "--config", "a.toml"][..], &shard].concat())
+            .code(),
+        0
+    );
+    env.run(&[&["sweep", "--config", "b.toml"][..], &shard].concat())
+        .fails_with(2, &["runs/small-sweep", "holds a sweep with other trials"]);
+}

@@ -1,0 +1,144 @@
+//! `tidemark sweep`: N runs of one config, or a search when the config has a `[sweep]` table
+//! (sharded over a cluster's job array when asked), and the table it prints.
+
+use std::path::{Path, PathBuf};
+
+use super::load_config;
+use super::terminal::{SweepTerminal, Terminal};
+use crate::config::{self, ClearPolicy, ConfigError, Override, RunConfig};
+use crate::record::Observer;
+use crate::sweep::{SearchPlan, Shard, Space, Swept};
+use crate::Error;
+
+/// `tidemark sweep`'s arguments.
+pub(super) struct SweepArgs {
+    pub path: PathBuf,
+    pub overrides: Vec<String>,
+    pub runs: Option<usize>,
+    pub resume: Option<PathBuf>,
+    pub out: Vec<Override>,
+    pub verbose: bool,
+    pub shard: Option<String>,
+    pub shards: Option<usize>,
+}
+
+/// Runs the sweep, and prints its table and one-line outcome.
+pub(super) fn run(args: SweepArgs) -> Result<(), Error> {
+    let resolved = load_config(&args.path, &args.overrides, args.out)?;
+    let verbose = args.verbose;
+    let observer = |run, runs| -> Box<dyn Observer> {
+        Box::new(SweepTerminal {
+            run,
+            runs,
+            inner: Terminal::new(!verbose),
+        })
+    };
+    let (dir, swept) = match &args.resume {
+        Some(dir) => crate::sweep::resume_sweep(dir, &resolved, args.runs, observer)?,
+        None => match search_space(&args.path, &args.overrides, args.runs)? {
+            Some(space) => {
+                let shard = shard(args.shard.as_deref(), args.shards)?;
+                let (dir, rows) = crate::sweep::search(&resolved, &space, shard, observer)?;
+                let plan = SearchPlan {
+                    monitor: space.monitor,
+                    mode: space.mode,
+                    trials: vec![],
+                };
+                (dir, Swept::Search(rows, plan))
+            }
+            None => {
+                let runs = args.runs.unwrap_or(5);
+                let (dir, rows) = crate::sweep::sweep(&resolved, runs, observer)?;
+                (dir, Swept::Runs(rows))
+            }
+        },
+    };
+    print_sweep(&dir, &swept, &resolved);
+    Ok(())
+}
+
+/// This process's shard: `--shard`'s, or the scheduler's (Slurm, Kubernetes), or none.
+fn shard(flag: Option<&str>, shards: Option<usize>) -> Result<Option<Shard>, Error> {
+    match flag {
+        Some(text) => Ok(Some(Shard::parse(text)?)),
+        None => Ok(Shard::from_env(|name| std::env::var(name).ok(), shards)?),
+    }
+}
+
+/// The `[sweep]` table of the config file at `path`, checked, if it has one. `--runs` repeats
+/// one config, so it does not go with one.
+fn search_space(
+    path: &Path,
+    overrides: &[String],
+    runs: Option<usize>,
+) -> Result<Option<Space>, Error> {
+    let overrides = overrides
+        .iter()
+        .map(|o| Override::parse(o))
+        .collect::<Result<Vec<_>, _>>()?;
+    let table = config::load_table(path, &overrides)?;
+    let Some(sweep) = table.get("sweep") else {
+        return Ok(None);
+    };
+    if runs.is_some() {
+        return Err(Error::Config(ConfigError {
+            origin: path.display().to_string(),
+            key: Some("sweep".into()),
+            message: "--runs repeats one config, and this file has a [sweep] table: its trials \
+                      come from the table (sweep.trials for a random search)"
+                .into(),
+        }));
+    }
+    Ok(Some(Space::from_table(sweep, &path.display().to_string())?))
+}
+
+/// A sweep's table and its one-line outcome.
+fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
+    let clear = match config.memory.clear {
+        ClearPolicy::Never => "never",
+        ClearPolicy::BetweenRuns => "between_runs",
+        ClearPolicy::EveryEpoch => "every_epoch",
+    };
+    match swept {
+        Swept::Runs(rows) => {
+            println!("{}", crate::sweep::table(rows));
+            println!(
+                "sweep: {} runs with memory.clear = \"{clear}\"; {}",
+                rows.len(),
+                dir.display()
+            );
+        }
+        Swept::Search(rows, plan) => {
+            print!(
+                "{}",
+                crate::sweep::ranking(rows, &plan.monitor, plan.mode, dir)
+            );
+            let failed = rows.iter().filter(|r| r.status == "failed").count();
+            println!(
+                "sweep: {} trials ({failed} failed) with memory.clear = \"{clear}\"; {}",
+                rows.len(),
+                dir.display()
+            );
+        }
+    }
+}
+
+/// `tidemark report SWEEP_DIR` for a search: every trial, whichever shard trained it, ranked
+/// from the trials' own summaries; writes the merged `sweep.md` and `sweep.json`.
+pub(super) fn report(dir: &Path) -> Result<(), Error> {
+    let (rows, plan) = crate::sweep::merge(dir)?;
+    print!(
+        "{}",
+        crate::sweep::ranking(&rows, &plan.monitor, plan.mode, dir)
+    );
+    let count = |status: &str| rows.iter().filter(|r| r.status == status).count();
+    println!(
+        "report: {} trials: {} completed, {} failed, {} not run yet; wrote {}",
+        rows.len(),
+        count("completed"),
+        count("failed"),
+        count("not run"),
+        dir.join("sweep.md").display()
+    );
+    Ok(())
+}

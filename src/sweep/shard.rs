@@ -1,0 +1,158 @@
+//! A search spread over machines by a cluster's own scheduler: shard `I` of `N` trains every
+//! `N`-th trial starting at trial `I + 1`, into the one shared sweep directory. The shard comes
+//! from `--shard I/N`, or from a Slurm job array (`SLURM_ARRAY_TASK_ID` less
+//! `SLURM_ARRAY_TASK_MIN`, of `SLURM_ARRAY_TASK_COUNT`) or a Kubernetes Indexed Job
+//! (`JOB_COMPLETION_INDEX`, of `--shards N`, the Job's completions).
+
+use crate::config::ConfigError;
+
+/// One shard of a search's trials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based.
+    pub index: usize,
+    /// How many shards share the trials.
+    pub count: usize,
+}
+
+impl Shard {
+    /// Whether trial `number` (1-based) is this shard's.
+    pub fn includes(&self, number: usize) -> bool {
+        (number - 1) % self.count == self.index
+    }
+
+    /// `shard-1-of-3`: the name of what this shard writes alone.
+    pub fn name(&self) -> String {
+        format!("shard-{}-of-{}", self.index, self.count)
+    }
+
+    /// Parses `I/N` (`--shard 0/3`).
+    pub fn parse(text: &str) -> Result<Shard, ConfigError> {
+        let fail = |message: String| ConfigError {
+            origin: format!("--shard {text}"),
+            key: None,
+            message,
+        };
+        let (i, n) = text
+            .split_once('/')
+            .ok_or_else(|| fail("expected I/N, e.g. 0/3 (shard 0 of 3)".into()))?;
+        let number = |s: &str| {
+            s.trim()
+                .parse::<usize>()
+                .map_err(|_| fail(format!("{s:?} is not a whole number")))
+        };
+        Shard::new(number(i)?, number(n)?).map_err(fail)
+    }
+
+    fn new(index: usize, count: usize) -> Result<Shard, String> {
+        if count == 0 || index >= count {
+            return Err(format!(
+                "shard {index} of {count}: shards are numbered 0..N-1, with N >= 1"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// The shard a cluster's scheduler gives this process, from `var` (the environment):
+    /// Slurm's job array, or a Kubernetes Indexed Job's index with `shards` (`--shards`).
+    pub fn from_env(
+        var: impl Fn(&str) -> Option<String>,
+        shards: Option<usize>,
+    ) -> Result<Option<Shard>, ConfigError> {
+        let fail = |name: &str, message: String| ConfigError {
+            origin: name.to_string(),
+            key: None,
+            message,
+        };
+        let number = |name: &str| -> Result<Option<usize>, ConfigError> {
+            match var(name) {
+                None => Ok(None),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| fail(name, format!("{v:?} is not a whole number"))),
+            }
+        };
+        if let (Some(id), Some(count)) = (
+            number("SLURM_ARRAY_TASK_ID")?,
+            number("SLURM_ARRAY_TASK_COUNT")?,
+        ) {
+            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let index = id.checked_sub(min).ok_or_else(|| {
+                fail(
+                    "SLURM_ARRAY_TASK_ID",
+                    format!("{id} is below SLURM_ARRAY_TASK_MIN {min}"),
+                )
+            })?;
+            let count = shards.unwrap_or(count);
+            return Shard::new(index, count)
+                .map(Some)
+                .map_err(|m| fail("SLURM_ARRAY_TASK_ID", m));
+        }
+        if let Some(index) = number("JOB_COMPLETION_INDEX")? {
+            let count = shards.ok_or_else(|| {
+                fail(
+                    "JOB_COMPLETION_INDEX",
+                    "is set (a Kubernetes Indexed Job); give the number of shards, the Job's \
+                     completions, with --shards N"
+                        .into(),
+                )
+            })?;
+            return Shard::new(index, count)
+                .map(Some)
+                .map_err(|m| fail("JOB_COMPLETION_INDEX", m));
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn every_trial_falls_in_exactly_one_shard() {
+        let shards: Vec<Shard> = (0..3).map(|i| Shard { index: i, count: 3 }).collect();
+        for trial in 1..=20 {
+            assert_eq!(shards.iter().filter(|s| s.includes(trial)).count(), 1);
+        }
+        assert!(shards[0].includes(1) && shards[0].includes(4) && shards[2].includes(3));
+        assert_eq!(Shard::parse("2/3").unwrap(), shards[2]);
+        for bad in ["3/3", "1", "a/3", "0/0"] {
+            assert!(Shard::parse(bad)
+                .unwrap_err()
+                .to_string()
+                .starts_with(&format!("--shard {bad}: ")));
+        }
+    }
+
+    #[test]
+    fn the_scheduler_s_variables_give_the_shard() {
+        let slurm = [
+            ("SLURM_ARRAY_TASK_ID", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ];
+        assert_eq!(
+            Shard::from_env(env(&slurm), None).unwrap(),
+            Some(Shard { index: 2, count: 4 })
+        );
+        let k8s = [("JOB_COMPLETION_INDEX", "1")];
+        assert_eq!(
+            Shard::from_env(env(&k8s), Some(3)).unwrap(),
+            Some(Shard { index: 1, count: 3 })
+        );
+        let e = Shard::from_env(env(&k8s), None).unwrap_err().to_string();
+        assert!(e.starts_with("JOB_COMPLETION_INDEX: is set"), "{e}");
+        assert_eq!(Shard::from_env(env(&[]), None).unwrap(), None);
+    }
+}
