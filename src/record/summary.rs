@@ -94,6 +94,10 @@ pub struct RunSummary {
     /// Bytes the backend kept from its warm-up before the run (one-time state such as matrix
     /// product workspaces; about 0 after the first run of a process).
     pub device_init_bytes: i64,
+    /// This process's how-many-th run (1 for its first, which carries the process's one-time
+    /// state; 0 in summaries written before it was recorded).
+    #[serde(default)]
+    pub run_in_process: usize,
     /// Bytes reserved before the run (the baseline `retained` is measured from).
     pub baseline_bytes_reserved: u64,
     /// What the run kept after releasing everything (see the `run_end` event).

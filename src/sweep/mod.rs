@@ -58,6 +58,9 @@ pub struct SweepRow {
     pub rss_peak_bytes: u64,
     /// Process resident set after the release.
     pub rss_after_bytes: u64,
+    /// The first run of its process, which carries the process's one-time state.
+    #[serde(default)]
+    pub first_in_process: bool,
 }
 
 impl SweepRow {
@@ -79,7 +82,10 @@ impl SweepRow {
     pub fn released(&self) -> bool {
         let kept = self.rss_after_bytes.saturating_sub(self.rss_before_bytes);
         self.retained_share() <= RETAINED_TOLERANCE
-            && (self.run == 1 || kept <= RSS_NOISE_BYTES || self.rss_share() <= RSS_TOLERANCE)
+            && (self.run == 1
+                || self.first_in_process
+                || kept <= RSS_NOISE_BYTES
+                || self.rss_share() <= RSS_TOLERANCE)
     }
 }
 
@@ -249,6 +255,7 @@ impl SweepRow {
             rss_before_bytes: retained.rss_before_bytes,
             rss_peak_bytes: retained.rss_peak_bytes,
             rss_after_bytes: retained.rss_after_bytes,
+            first_in_process: summary.run_in_process == 1,
         }
     }
 }
@@ -316,6 +323,7 @@ mod tests {
             rss_before_bytes: rss.0,
             rss_peak_bytes: rss.1,
             rss_after_bytes: rss.2,
+            first_in_process: false,
         }
     }
 

@@ -131,7 +131,8 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
     let _ = writeln!(
         out,
         "Released: retained in use <= {:.0}% of the trial's peak, resident memory kept <= {:.0}% of \
-         what it added or under 1 MiB (from the second trial on). {}",
+         what it added or under 1 MiB (except a process's first trial, which carries its one-time \
+         state). {}",
         RETAINED_TOLERANCE * 100.0,
         RSS_TOLERANCE * 100.0,
         match kept.is_empty() {

@@ -121,6 +121,7 @@ impl Stats {
             accumulation_steps: layout.micro_steps(),
             memory_actions: memory.memory_actions,
             device_init_bytes: governor.control().device_init_bytes(),
+            run_in_process: 0,
             baseline_bytes_reserved: governor.control().baseline().bytes_reserved,
             retained: memory.retained,
             limit_bytes: governor.control().limit_bytes(),

@@ -2,6 +2,7 @@
 //! goes.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::checkpoint::Checkpointer;
@@ -165,7 +166,8 @@ impl Trainer {
         };
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
         let wall_time_s = earlier_s + started.elapsed().as_secs_f64();
-        let summary = stats.summary(id, &governor, status, wall_time_s);
+        let mut summary = stats.summary(id, &governor, status, wall_time_s);
+        summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
         let path = run_dir.join("summary.json");
         let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
         write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
@@ -173,6 +175,8 @@ impl Trainer {
     }
 }
 
+/// Runs this process has finished, for each summary's `run_in_process`.
+static RUNS_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
 /// A built-in task is trained like any other.
 impl Visit for Trainer {
     type Output = RunSummary;
