@@ -245,13 +245,13 @@ fn three_shards_at_once_give_the_ranking_of_one_process() {
     }
     let report = env.run(&["report", dir]);
     assert_eq!(report.code(), 0, "{}", report.stderr());
+    let out = report.stdout();
     assert!(
-        report
-            .stdout()
-            .contains("report: 6 trials: 6 completed, 0 failed, 0 not run yet"),
-        "{}",
-        report.stdout()
+        out.contains("report: 6 trials: 6 completed, 0 failed, 0 not run yet"),
+        "{out}"
     );
+    // Each shard's first trial carries its process's one-time state, and is not flagged.
+    assert!(out.contains("Every trial released its memory."), "{out}");
     let merged = ranking(&sweep_json(&env, dir));
     let one = ranking(&sweep_json(&env, "one/small-sweep"));
     assert_eq!(merged.len(), 6);
