@@ -4,7 +4,9 @@
 //! (`snapshots.jsonl` and `summary.json`, by [`crate::train`]).
 
 mod plot;
+mod search_plot;
 mod text;
 
 pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};
+pub use search_plot::{render_search_svg, SearchPicture, SearchPoint};
 pub use text::{format_metric, report};

@@ -14,6 +14,7 @@ use super::{finished, read_plan, write_plan, Plan, SweepRow};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunStatus, RunSummary};
+use crate::report::{render_search_svg, SearchPicture, SearchPoint};
 use crate::train::{run_dir, Checkpoint, Trainer};
 
 /// What a search plans, in `plan.json`: resuming trains the same trials.
@@ -255,5 +256,33 @@ fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(),
     write_atomic(&path, &bytes).map_err(|e| Error::io(&path, e))?;
     let path = dir.join("sweep.md");
     let text = ranking(rows, &plan.monitor, plan.mode, dir);
-    write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))
+    write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
+    render_search_svg(&picture(plan, rows), &dir.join("sweep.svg"))
+        .map_err(|e| Error::Device(format!("drawing {e}")))
+}
+
+/// What `sweep.svg` draws of the trials.
+fn picture(plan: &SearchPlan, rows: &[TrialRow]) -> SearchPicture {
+    let keys: Vec<String> = rows
+        .first()
+        .map(|r| r.values.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut trials: Vec<SearchPoint> = rows
+        .iter()
+        .map(|r| SearchPoint {
+            trial: r.trial,
+            values: keys
+                .iter()
+                .map(|k| r.values.get(k).cloned().unwrap_or_default())
+                .collect(),
+            monitored: r.monitored,
+            peak: r.memory.as_ref().map(|m| m.peak_bytes_in_use),
+        })
+        .collect();
+    trials.sort_by_key(|t| t.trial);
+    SearchPicture {
+        monitor: plan.monitor.clone(),
+        keys,
+        trials,
+    }
 }
