@@ -231,34 +231,17 @@ pub(super) mod tests {
     use crate::record::StepSample;
 
     pub fn snap(event: Event, epoch: usize, in_use: u64, action: Option<&str>) -> Snapshot {
+        let memory = MemoryUsage {
+            bytes_in_use: in_use,
+            bytes_reserved: in_use * 2,
+            peak_bytes_in_use: in_use * 3 / 2,
+            bytes_padding: 0,
+            source: MemorySource::Host,
+        };
         Snapshot {
-            event,
-            epoch,
-            step: 0,
-            loss: None,
-            val_loss: None,
-            samples_per_sec: None,
-            memory: MemoryUsage {
-                bytes_in_use: in_use,
-                bytes_reserved: in_use * 2,
-                peak_bytes_in_use: in_use * 3 / 2,
-                bytes_padding: 0,
-                source: MemorySource::Host,
-            },
-            rss_bytes: None,
-            loss_scale: None,
-            skipped_steps: None,
-            lr: None,
-            clipped_steps: None,
-            breakdown: None,
-            steps: None,
             micro_batch: 8,
-            accumulation_steps: 1,
             action: action.map(String::from),
-            detail: None,
-            retained: None,
-            elapsed_s: 0.0,
-            metrics: Default::default(),
+            ..Snapshot::new(event, epoch, memory)
         }
     }
 

@@ -1,7 +1,5 @@
 //! How a governor writes: a snapshot line, and a memory action as one.
 
-use std::collections::BTreeMap;
-
 use super::Governor;
 use crate::error::Error;
 use crate::memory::resident_set_bytes;
@@ -37,27 +35,12 @@ impl Governor {
                 self.stats.peak_bytes_reserved.max(memory.bytes_reserved);
         }
         let mut snapshot = Snapshot {
-            event,
-            epoch,
             step: self.step,
-            loss: None,
-            val_loss: None,
-            samples_per_sec: None,
-            memory,
             rss_bytes: resident_set_bytes(),
-            loss_scale: None,
-            skipped_steps: None,
-            lr: None,
-            clipped_steps: None,
-            breakdown: None,
-            steps: None,
             micro_batch: self.layout.micro_batch(),
             accumulation_steps: self.layout.micro_steps(),
-            action: None,
-            detail: None,
-            retained: None,
             elapsed_s: self.started.elapsed().as_secs_f64(),
-            metrics: BTreeMap::new(),
+            ..Snapshot::new(event, epoch, memory)
         };
         fill(&mut snapshot);
         self.writer

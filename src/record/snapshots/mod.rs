@@ -121,6 +121,35 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// A snapshot of `event` after `epoch` epochs with `memory`, and nothing else yet: no
+    /// epoch figures, step 0, one micro-batch of 1 per step, at time 0. Callers fill in the
+    /// rest.
+    pub fn new(event: Event, epoch: usize, memory: MemoryUsage) -> Self {
+        Snapshot {
+            event,
+            epoch,
+            step: 0,
+            loss: None,
+            val_loss: None,
+            samples_per_sec: None,
+            memory,
+            rss_bytes: None,
+            loss_scale: None,
+            skipped_steps: None,
+            lr: None,
+            clipped_steps: None,
+            breakdown: None,
+            steps: None,
+            micro_batch: 1,
+            accumulation_steps: 1,
+            action: None,
+            detail: None,
+            retained: None,
+            elapsed_s: 0.0,
+            metrics: BTreeMap::new(),
+        }
+    }
+
     /// A metric by its key (`val_accuracy`), if present and a number.
     pub fn metric(&self, key: &str) -> Option<f64> {
         self.metrics.get(key).copied().flatten()
@@ -227,170 +256,4 @@ pub fn read_snapshots(path: &Path) -> std::io::Result<Vec<Snapshot>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::memory::MemorySource;
-
-    fn snapshot(epoch: usize) -> Snapshot {
-        Snapshot {
-            event: Event::Epoch,
-            epoch,
-            step: epoch * 10,
-            loss: Some(0.5),
-            val_loss: None,
-            samples_per_sec: Some(1000.0),
-            memory: MemoryUsage {
-                bytes_in_use: 10,
-                bytes_reserved: 20,
-                peak_bytes_in_use: 15,
-                bytes_padding: 0,
-                source: MemorySource::Host,
-            },
-            rss_bytes: Some(30),
-            loss_scale: None,
-            skipped_steps: None,
-            lr: None,
-            clipped_steps: None,
-            breakdown: None,
-            steps: None,
-            micro_batch: 8,
-            accumulation_steps: 1,
-            action: None,
-            detail: None,
-            retained: None,
-            elapsed_s: 1.5,
-            metrics: BTreeMap::from([("val_accuracy".to_string(), Some(0.9))]),
-        }
-    }
-
-    #[test]
-    fn lines_have_the_documented_flat_fields() {
-        let value = serde_json::to_value(snapshot(1)).unwrap();
-        let keys: Vec<&str> = value
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        for key in [
-            "event",
-            "epoch",
-            "step",
-            "loss",
-            "val_loss",
-            "val_accuracy",
-            "samples_per_sec",
-            "bytes_in_use",
-            "bytes_reserved",
-            "peak_bytes_in_use",
-            "bytes_padding",
-            "source",
-            "elapsed_s",
-        ] {
-            assert!(keys.contains(&key), "missing {key} in {keys:?}");
-        }
-        assert_eq!(value["event"], "epoch");
-        assert_eq!(value["source"], "host");
-        assert!(value["val_loss"].is_null());
-        assert_eq!(value["val_accuracy"], 0.9);
-        let back: Snapshot = serde_json::from_value(value.clone()).unwrap();
-        assert_eq!(back.metric("val_accuracy"), Some(0.9));
-        assert_eq!(back.metrics.len(), 1, "{:?}", back.metrics);
-        assert!(value.get("action").is_none() && value.get("retained_bytes_in_use").is_none());
-    }
-
-    #[test]
-    fn run_end_carries_retained_figures_flat() {
-        let mut s = snapshot(1);
-        s.event = Event::RunEnd;
-        s.retained = Some(Retained {
-            retained_bytes_in_use: -5,
-            retained_bytes_reserved: 7,
-            rss_before_bytes: 1,
-            rss_peak_bytes: 3,
-            rss_after_bytes: 2,
-        });
-        let value = serde_json::to_value(&s).unwrap();
-        assert_eq!(value["retained_bytes_in_use"], -5);
-        assert_eq!(value["rss_peak_bytes"], 3);
-        let back: Snapshot = serde_json::from_value(value).unwrap();
-        assert_eq!(back, s);
-    }
-
-    #[test]
-    fn a_resume_leaves_out_the_epochs_it_trains_again() {
-        let mut resume = snapshot(1);
-        resume.event = Event::Resume;
-        let all = [snapshot(1), snapshot(2), resume, snapshot(2), snapshot(3)];
-        let epochs: Vec<*const Snapshot> =
-            current_epochs(&all).into_iter().map(|s| s as _).collect();
-        let expected: Vec<*const Snapshot> = [&all[0], &all[3], &all[4]].map(|s| s as _).to_vec();
-        assert_eq!(epochs, expected);
-    }
-
-    #[test]
-    fn a_line_cut_off_by_a_kill_is_left_out_and_then_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("snapshots.jsonl");
-        SnapshotWriter::open(&path)
-            .unwrap()
-            .append(&snapshot(1))
-            .unwrap();
-        let mut text = std::fs::read(&path).unwrap();
-        text.extend_from_slice(br#"{"event":"epoch","epo"#);
-        std::fs::write(&path, &text).unwrap();
-        assert_eq!(read_snapshots(&path).unwrap(), vec![snapshot(1)]);
-        SnapshotWriter::open(&path)
-            .unwrap()
-            .append(&snapshot(2))
-            .unwrap();
-        assert_eq!(
-            read_snapshots(&path).unwrap(),
-            vec![snapshot(1), snapshot(2)]
-        );
-    }
-
-    #[test]
-    fn a_resume_supersedes_later_epochs_their_actions_and_the_old_end() {
-        let with = |event: Event, epoch: usize| Snapshot {
-            event,
-            ..snapshot(epoch)
-        };
-        let all = [
-            with(Event::RunStart, 0),
-            snapshot(1),
-            with(Event::MemoryAction, 1),
-            snapshot(2),
-            with(Event::MemoryAction, 2),
-            with(Event::RunEnd, 2),
-            with(Event::Resume, 1),
-            snapshot(2),
-        ];
-        let kept: Vec<(Event, usize)> = as_it_stands(&all)
-            .iter()
-            .map(|s| (s.event, s.epoch))
-            .collect();
-        let expected = [
-            (Event::RunStart, 0),
-            (Event::Epoch, 1),
-            (Event::MemoryAction, 1),
-            (Event::Resume, 1),
-            (Event::Epoch, 2),
-        ];
-        assert_eq!(kept, expected);
-    }
-
-    #[test]
-    fn appending_keeps_earlier_lines_across_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("snapshots.jsonl");
-        SnapshotWriter::open(&path)
-            .unwrap()
-            .append(&snapshot(1))
-            .unwrap();
-        let mut writer = SnapshotWriter::open(&path).unwrap();
-        writer.append(&snapshot(2)).unwrap();
-        let read = read_snapshots(&path).unwrap();
-        assert_eq!(read, vec![snapshot(1), snapshot(2)]);
-    }
-}
+mod tests;
