@@ -64,7 +64,7 @@ fn set(key: &str, value: toml::Value) -> Override {
     }
 }
 
-/// A trial's error, said as the trial's: `[sweep] trial 3 (train.lr=-1): ...`.
+/// A trial's error, said as the trial's: `[sweep] trial-003 (train.lr=-1): ...`.
 fn in_trial(e: ConfigError, trial: &Trial) -> ConfigError {
     let origin = match e.origin.strip_prefix("--set ") {
         Some(value) => format!("[sweep] {} ({value})", trial.name()),
