@@ -7,7 +7,7 @@ use super::load_config;
 use super::terminal::{SweepTerminal, Terminal};
 use crate::config::{self, ClearPolicy, ConfigError, Override, RunConfig};
 use crate::record::Observer;
-use crate::sweep::{SearchPlan, Shard, Space, Swept};
+use crate::sweep::{Shard, Space, Swept, TrialStatus};
 use crate::Error;
 
 /// `tidemark sweep`'s arguments.
@@ -39,12 +39,15 @@ pub(super) fn run(args: SweepArgs) -> Result<(), Error> {
             Some(space) => {
                 let shard = shard(args.shard.as_deref(), args.shards)?;
                 let (dir, rows) = crate::sweep::search(&resolved, &space, shard, observer)?;
-                let plan = SearchPlan {
-                    monitor: space.monitor,
-                    mode: space.mode,
-                    trials: vec![],
-                };
-                (dir, Swept::Search(rows, plan))
+                let (monitor, mode) = (space.monitor, space.mode);
+                (
+                    dir,
+                    Swept::Search {
+                        rows,
+                        monitor,
+                        mode,
+                    },
+                )
             }
             None => {
                 let runs = args.runs.unwrap_or(5);
@@ -108,12 +111,16 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
                 dir.display()
             );
         }
-        Swept::Search(rows, plan) => {
-            print!(
-                "{}",
-                crate::sweep::ranking(rows, &plan.monitor, plan.mode, dir)
-            );
-            let failed = rows.iter().filter(|r| r.status == "failed").count();
+        Swept::Search {
+            rows,
+            monitor,
+            mode,
+        } => {
+            print!("{}", crate::sweep::ranking(rows, monitor, *mode, dir));
+            let failed = rows
+                .iter()
+                .filter(|r| r.status == TrialStatus::Failed)
+                .count();
             println!(
                 "sweep: {} trials ({failed} failed) with memory.clear = \"{clear}\"; {}",
                 rows.len(),
@@ -131,13 +138,13 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
         "{}",
         crate::sweep::ranking(&rows, &plan.monitor, plan.mode, dir)
     );
-    let count = |status: &str| rows.iter().filter(|r| r.status == status).count();
+    let count = |status| rows.iter().filter(|r| r.status == status).count();
     println!(
         "report: {} trials: {} completed, {} failed, {} not run yet; wrote {}",
         rows.len(),
-        count("completed"),
-        count("failed"),
-        count("not run"),
+        count(TrialStatus::Completed),
+        count(TrialStatus::Failed),
+        count(TrialStatus::NotRun),
         dir.join("sweep.md").display()
     );
     Ok(())

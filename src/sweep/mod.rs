@@ -8,7 +8,7 @@ mod search;
 mod shard;
 mod space;
 
-pub use rank::{rank, ranking, TrialRow};
+pub use rank::{rank, ranking, TrialRow, TrialStatus};
 pub use search::{merge, run_trials, search, trial_configs, SearchPlan};
 pub use shard::Shard;
 pub use space::{Domain, Method, Space, Trial};
@@ -111,8 +111,15 @@ impl Plan {
 pub enum Swept {
     /// Runs of the same config.
     Runs(Vec<SweepRow>),
-    /// A search's trials, ranked.
-    Search(Vec<TrialRow>, SearchPlan),
+    /// A search's trials, ranked by `monitor`.
+    Search {
+        /// The trials, best first.
+        rows: Vec<TrialRow>,
+        /// The metric they are ranked by.
+        monitor: String,
+        /// Whether lower or higher is better.
+        mode: crate::config::MonitorMode,
+    },
 }
 
 /// Runs `config` `runs` times, reporting run `i` of `n` to `observer(i, n)`. Run `i` is named `run-<i>` with seed `seed + i - 1`, inside
@@ -154,7 +161,15 @@ pub fn resume_sweep(
             }));
         }
         let (dir, rows) = run_trials(dir, config, &search, None, observer)?;
-        return Ok((dir, Swept::Search(rows, search)));
+        let (monitor, mode) = (search.monitor, search.mode);
+        return Ok((
+            dir,
+            Swept::Search {
+                rows,
+                monitor,
+                mode,
+            },
+        ));
     }
     let runs = runs.unwrap_or(plan.runs);
     if runs != plan.runs {
@@ -198,20 +213,7 @@ fn run_all(
             .seed(config.run.seed + run as u64 - 1)
             .build()?;
         let run_dir = dir.join(&cfg.run.name);
-        let mut observer = observer(run, runs);
-        let summary = match finished(&run_dir, cfg.train.epochs) {
-            Some(summary) => {
-                observer.message(&format!("finished before: {}", run_dir.display()));
-                summary
-            }
-            None => {
-                let trainer = Trainer::new(cfg).observer(observer);
-                match Checkpoint::latest(&run_dir) {
-                    Ok(_) => trainer.resume(&run_dir).run()?,
-                    Err(_) => trainer.run()?,
-                }
-            }
-        };
+        let summary = train_or_resume(cfg, &run_dir, observer(run, runs))?;
         rows.push(SweepRow::of(run, summary));
     }
     let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
@@ -220,6 +222,24 @@ fn run_all(
     write_atomic(&dir.join("sweep.md"), table(&rows).as_bytes())
         .map_err(|e| Error::io(dir.join("sweep.md"), e))?;
     Ok((dir.to_path_buf(), rows))
+}
+
+/// Trains `cfg` in `run_dir`: a run that finished before keeps its summary, one that stopped
+/// resumes from its latest checkpoint, and the rest start.
+fn train_or_resume(
+    cfg: RunConfig,
+    run_dir: &Path,
+    mut observer: Box<dyn Observer>,
+) -> Result<RunSummary, Error> {
+    if let Some(summary) = finished(run_dir, cfg.train.epochs) {
+        observer.message(&format!("finished before: {}", run_dir.display()));
+        return Ok(summary);
+    }
+    let trainer = Trainer::new(cfg).observer(observer);
+    match Checkpoint::latest(run_dir) {
+        Ok(_) => trainer.resume(run_dir).run(),
+        Err(_) => trainer.run(),
+    }
 }
 
 /// The summary of a run in `run_dir` that completed `epochs` epochs (or more), if there is one.

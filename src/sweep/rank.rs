@@ -12,6 +12,28 @@ use super::{SweepRow, RETAINED_TOLERANCE, RSS_TOLERANCE};
 use crate::config::MonitorMode;
 use crate::memory::{format_bytes, format_signed_bytes};
 
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialStatus {
+    /// Every epoch ran.
+    Completed,
+    /// It stopped with an error (its `reason`).
+    Failed,
+    /// No shard has trained it yet.
+    NotRun,
+}
+
+impl std::fmt::Display for TrialStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TrialStatus::Completed => "completed",
+            TrialStatus::Failed => "failed",
+            TrialStatus::NotRun => "not run",
+        })
+    }
+}
+
 /// One trial of a search.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrialRow {
@@ -23,8 +45,8 @@ pub struct TrialRow {
     pub name: String,
     /// The varied keys' values, as TOML writes them.
     pub values: BTreeMap<String, String>,
-    /// `completed` or `failed`.
-    pub status: String,
+    /// Whether it completed.
+    pub status: TrialStatus,
     /// Why it failed.
     pub reason: Option<String>,
     /// Its value of the monitored metric.
@@ -91,7 +113,7 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
             r.monitored.map_or("-".into(), |v| format!("{v:.4}")),
             match &r.reason {
                 Some(reason) => format!("failed: {reason}"),
-                None => r.status.clone(),
+                None => r.status.to_string(),
             },
             memory.map_or("-".into(), |m| format_bytes(m.peak_bytes_in_use)),
             memory.map_or("-".into(), |m| format_signed_bytes(m.retained_bytes_in_use)),
@@ -153,12 +175,10 @@ mod tests {
             trial,
             name: format!("trial-{trial:03}"),
             values: [("train.lr".to_string(), format!("0.{trial}"))].into(),
-            status: if monitored.is_some() {
-                "completed"
-            } else {
-                "failed"
-            }
-            .into(),
+            status: match monitored {
+                Some(_) => TrialStatus::Completed,
+                None => TrialStatus::Failed,
+            },
             reason: monitored
                 .is_none()
                 .then(|| "memory limit exceeded".to_string()),

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::rank::{rank, ranking, TrialRow};
+use super::rank::{rank, ranking, TrialRow, TrialStatus};
 use super::shard::Shard;
 use super::space::{literal, Space, Trial};
-use super::{finished, read_plan, write_plan, Plan, SweepRow};
+use super::{read_plan, train_or_resume, write_plan, Plan, SweepRow};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunStatus, RunSummary};
 use crate::report::{render_search_svg, SearchPicture, SearchPoint};
-use crate::train::{run_dir, Checkpoint, Trainer};
+use crate::train::run_dir;
 
 /// What a search plans, in `plan.json`: resuming trains the same trials.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -137,20 +137,7 @@ pub fn run_trials(
     let mine = plan.trials.iter().zip(configs);
     for (trial, cfg) in mine.filter(|(t, _)| shard.is_none_or(|s| s.includes(t.number))) {
         let run_dir = dir.join(trial.name());
-        let mut observer = observer(trial.number, n);
-        let outcome = match finished(&run_dir, cfg.train.epochs) {
-            Some(summary) => {
-                observer.message(&format!("finished before: {}", run_dir.display()));
-                Ok(summary)
-            }
-            None => {
-                let trainer = Trainer::new(cfg).observer(observer);
-                match Checkpoint::latest(&run_dir) {
-                    Ok(_) => trainer.resume(&run_dir).run(),
-                    Err(_) => trainer.run(),
-                }
-            }
-        };
+        let outcome = train_or_resume(cfg, &run_dir, observer(trial.number, n));
         let (summary, error) = match outcome {
             Ok(summary) => (Some(summary), None),
             // A run that fails still writes its summary, with its memory figures, when it
@@ -199,10 +186,10 @@ fn row(
     monitor: &str,
 ) -> TrialRow {
     let (status, reason) = match (summary.as_ref().map(|s| &s.status), error) {
-        (Some(RunStatus::Completed), _) => ("completed", None),
-        (_, Some(e)) => ("failed", Some(e)),
-        (Some(RunStatus::Failed(e)), None) => ("failed", Some(e.clone())),
-        (None, None) => ("not run", None),
+        (Some(RunStatus::Completed), _) => (TrialStatus::Completed, None),
+        (_, Some(e)) => (TrialStatus::Failed, Some(e)),
+        (Some(RunStatus::Failed(e)), None) => (TrialStatus::Failed, Some(e.clone())),
+        (None, None) => (TrialStatus::NotRun, None),
     };
     TrialRow {
         rank: None,
@@ -213,11 +200,11 @@ fn row(
             .iter()
             .map(|(k, v)| (k.clone(), literal(v)))
             .collect(),
-        status: status.into(),
+        status,
         reason,
         monitored: summary
             .as_ref()
-            .filter(|_| status == "completed")
+            .filter(|_| status == TrialStatus::Completed)
             .and_then(|s| monitored(s, monitor)),
         memory: summary.map(|s| SweepRow::of(trial.number, s)),
     }
