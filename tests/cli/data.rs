@@ -44,7 +44,7 @@ fn a_csv_with_features_on_different_scales_trains_with_only_path_and_label() {
     };
     let standardized = accuracy("default", &[]);
     let raw = accuracy("raw", &["--set", "data.standardize=false"]);
-    // Shown with `-- --nocapture`; the README quotes it.
+    // Shown with `-- --nocapture`; docs/data.md quotes it.
     eprintln!(
         "validation accuracy: {:.1}% standardised, {:.1}% without",
         standardized * 100.0,

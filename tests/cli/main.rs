@@ -5,6 +5,7 @@ mod advisor;
 mod breakdown;
 mod custom;
 mod data;
+mod docs;
 mod experiments;
 mod fit;
 mod fuzz;

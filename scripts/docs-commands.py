@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Runs every shell command shown in README.md, docs/ and examples/cluster/README.md.
+
+    scripts/docs-commands.py            run them all, from the repository root
+    scripts/docs-commands.py --list     list them, and the ones not run with why
+    scripts/docs-commands.py FILTER     only the blocks of files whose path contains FILTER
+    --no-vulkan / --vulkan-only         without, or only, the commands that need a Vulkan device
+                                        (CI runs them after it installs lavapipe)
+
+Two kinds of block are commands:
+- a ```sh block runs as one bash script (set -eo pipefail: it stops at the first failure) and
+  must exit 0;
+- in any other block, a line that starts with "$ " is a command, and the lines after it, up to
+  the next "$ " or the block's end, are what the docs show it printing. It must exit 0, unless
+  the last line shown starts with "error:", then it must fail. Every shown line that starts
+  with "error:" or is "exit N" must appear in what it really prints.
+
+Commands run in the repository root, as a reader of a fresh checkout would run them, so `runs/`
+must not exist yet (their run directories are named as the docs name them). A few commands are
+not run, each for a reason printed with it (NOT_RUN below); CI runs the rest (.ci/run).
+"""
+
+import glob
+import os
+import re
+import subprocess
+import sys
+import time
+
+# A command (one logical line, continuations joined) matching one of these is not run.
+NOT_RUN = [
+    (r"^cargo test$", "the test command: CI's own step runs it"),
+    (r"^cargo bench\s*(#|$)", "the full benchmark takes about 11 minutes; "
+     "CI runs the same harness with `cargo bench -- --quick`"),
+    (r"^cargo bench -- --quick", "CI's own step runs it"),
+    (r"^cargo bench --features wgpu", "a release build of the wgpu stack for one table; "
+     "CI runs the wgpu memory tests instead"),
+    (r"^perf ", "needs Linux perf and access to the kernel's performance events"),
+]
+# Blocks that need a Vulkan device (lavapipe in CI) run only where one is installed, or fail
+# the check where TIDEMARK_REQUIRE_WGPU=1 says one must be.
+NEEDS_VULKAN = re.compile(r"--features \S*wgpu")
+FILES = ["README.md", *sorted(glob.glob("docs/*.md")), "examples/cluster/README.md"]
+
+
+def blocks(path):
+    """(line, kind, lines) of every fenced block of `path`."""
+    out, lang, body, start = [], None, [], 0
+    for number, line in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
+        fence = re.match(r"^```(\S*)", line)
+        if fence and lang is None:
+            lang, body, start = fence.group(1) or "text", [], number
+        elif line.startswith("```") and lang is not None:
+            out.append((start, lang, body))
+            lang = None
+        elif lang is not None:
+            body.append(line)
+    return out
+
+
+def logical_lines(lines):
+    """Joins backslash continuations, and keeps a for/while loop as one unit."""
+    units, current, depth = [], "", 0
+    for line in lines:
+        words = re.findall(r"\w+", line.split(" #")[0])
+        depth += words.count("do") - words.count("done")
+        current += line.rstrip("\\").rstrip() + " " if line.endswith("\\") else line
+        if line.endswith("\\"):
+            continue
+        if depth > 0:
+            current += "\n"
+            continue
+        if current.strip():
+            units.append(current.strip())
+        current = ""
+    return units
+
+
+def not_run(unit):
+    for pattern, why in NOT_RUN:
+        if re.search(pattern, unit):
+            return why
+    return None
+
+
+def commands(path):
+    """(line, script, shown, unit_descriptions) for the runnable commands of `path`."""
+    found = []
+    for start, lang, body in blocks(path):
+        if lang in ("sh", "bash"):
+            units = logical_lines(body)
+            script = []
+            for unit in units:
+                why = not_run(unit)
+                script.append(f"echo {quote('not run: ' + unit + ' (' + why + ')')}" if why else unit)
+            found.append((start, "\n".join(script), None, units))
+        else:
+            for i, line in enumerate(body):
+                if line.startswith("$ "):
+                    shown = []
+                    for after in body[i + 1:]:
+                        if after.startswith("$ "):
+                            break
+                        shown.append(after)
+                    found.append((start + 1 + i, line[2:], shown, [line[2:]]))
+    return found
+
+
+def quote(text):
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def vulkan_present():
+    return bool(glob.glob("/usr/share/vulkan/icd.d/*.json"))
+
+
+def check(path, line, script, shown):
+    """Runs one command; returns a failure message, or None."""
+    where = f"{path}:{line}"
+    if NEEDS_VULKAN.search(script) and not vulkan_present():
+        if os.environ.get("TIDEMARK_REQUIRE_WGPU") == "1":
+            return f"{where}: needs a Vulkan device and none is installed"
+        print(f"-- {where}: skipped here: needs a Vulkan device (none installed)")
+        return None
+    more = " ..." if "\n" in script else ""
+    print(f"-- {where}: {script.splitlines()[0]}{more}", flush=True)
+    started = time.time()
+    # A block is a script that stops at its first failure; a "$ " line is one shell line.
+    flags = "-o pipefail" if shown is not None else "-eo pipefail"
+    result = subprocess.run(["bash", *flags.split(), "-c", script], capture_output=True,
+                            text=True, timeout=900)
+    output = result.stdout + result.stderr
+    print(f"   exit {result.returncode} in {time.time() - started:.1f}s", flush=True)
+    expect_failure = bool(shown) and [s for s in shown if s.strip()][-1].startswith("error:")
+    if expect_failure != (result.returncode != 0):
+        tail = "\n".join(output.strip().splitlines()[-15:])
+        want = "to fail" if expect_failure else "to succeed"
+        return f"{where}: expected {want}, got exit {result.returncode}:\n{tail}"
+    for expected in shown or []:
+        if (expected.startswith("error:") or re.match(r"^exit \d+$", expected)) and \
+                expected not in output.splitlines():
+            return f"{where}: the docs show `{expected}`, which it did not print:\n{output[-2000:]}"
+    return None
+
+
+def main():
+    args = sys.argv[1:]
+    listing = "--list" in args
+    vulkan = "skip" if "--no-vulkan" in args else "only" if "--vulkan-only" in args else "all"
+    filters = [a for a in args if not a.startswith("--")]
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    if not listing and vulkan != "only" and os.path.exists("runs"):
+        sys.exit("error: runs/ exists; move it away first (the docs' commands name their run "
+                 "directories as a fresh checkout makes them)")
+    target = os.environ.get("CARGO_TARGET_DIR", "target")
+    if not os.path.exists("target") and target != "target":
+        # Some commands name ./target/release/tidemark, as a reader's checkout has it.
+        os.symlink(os.path.abspath(target), "target")
+    os.environ["PATH"] = os.path.abspath(os.path.join(target, "release")) + os.pathsep + \
+        os.environ["PATH"]
+    failures, ran, skipped = [], 0, 0
+    for path in FILES:
+        if filters and not any(f in path for f in filters):
+            continue
+        for line, script, shown, units in commands(path):
+            reasons = [(u, not_run(u)) for u in units if not_run(u)]
+            if listing:
+                for unit in units:
+                    why = not_run(unit)
+                    print(f"{path}:{line}: {'not run (' + why + ')' if why else 'run'}: "
+                          f"{unit.splitlines()[0]}")
+                continue
+            skipped += len(reasons)
+            if len(reasons) == len(units):
+                for unit, why in reasons:
+                    print(f"-- {path}:{line}: not run: {unit} ({why})")
+                continue
+            needs_vulkan = bool(NEEDS_VULKAN.search(script))
+            if (vulkan == "skip" and needs_vulkan) or (vulkan == "only" and not needs_vulkan):
+                continue
+            ran += 1
+            failure = check(path, line, script, shown)
+            if failure:
+                failures.append(failure)
+    if listing:
+        return
+    print(f"docs commands: {ran} run, {skipped} not run (reasons above), "
+          f"{len(failures)} failed")
+    for failure in failures:
+        print(f"FAILED {failure}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
