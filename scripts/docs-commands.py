@@ -114,10 +114,22 @@ def vulkan_present():
     return bool(glob.glob("/usr/share/vulkan/icd.d/*.json"))
 
 
-def check(path, line, script, shown):
+def needs_vulkan(units):
+    """Whether a block's commands that run need a Vulkan device."""
+    return any(NEEDS_VULKAN.search(u) for u in units if not not_run(u))
+
+
+def list_units(path, line, units):
+    for unit in units:
+        why = not_run(unit)
+        print(f"{path}:{line}: {'not run (' + why + ')' if why else 'run'}: "
+              f"{unit.splitlines()[0]}")
+
+
+def check(path, line, script, shown, vulkan_block):
     """Runs one command; returns a failure message, or None."""
     where = f"{path}:{line}"
-    if NEEDS_VULKAN.search(script) and not vulkan_present():
+    if vulkan_block and not vulkan_present():
         if os.environ.get("TIDEMARK_REQUIRE_WGPU") == "1":
             return f"{where}: needs a Vulkan device and none is installed"
         print(f"-- {where}: skipped here: needs a Vulkan device (none installed)")
@@ -158,34 +170,33 @@ def main():
         os.symlink(os.path.abspath(target), "target")
     os.environ["PATH"] = os.path.abspath(os.path.join(target, "release")) + os.pathsep + \
         os.environ["PATH"]
-    failures, ran, skipped = [], 0, 0
+    failures, ran, skipped, later = [], 0, 0, 0
     for path in FILES:
         if filters and not any(f in path for f in filters):
             continue
         for line, script, shown, units in commands(path):
-            reasons = [(u, not_run(u)) for u in units if not_run(u)]
             if listing:
-                for unit in units:
-                    why = not_run(unit)
-                    print(f"{path}:{line}: {'not run (' + why + ')' if why else 'run'}: "
-                          f"{unit.splitlines()[0]}")
+                list_units(path, line, units)
                 continue
+            vulkan_block = needs_vulkan(units)
+            if vulkan_block and vulkan == "skip":
+                later += 1
+            if (vulkan == "skip" and vulkan_block) or (vulkan == "only" and not vulkan_block):
+                continue
+            reasons = [(u, not_run(u)) for u in units if not_run(u)]
             skipped += len(reasons)
             if len(reasons) == len(units):
                 for unit, why in reasons:
                     print(f"-- {path}:{line}: not run: {unit} ({why})")
                 continue
-            needs_vulkan = bool(NEEDS_VULKAN.search(script))
-            if (vulkan == "skip" and needs_vulkan) or (vulkan == "only" and not needs_vulkan):
-                continue
             ran += 1
-            failure = check(path, line, script, shown)
+            failure = check(path, line, script, shown, vulkan_block)
             if failure:
                 failures.append(failure)
     if listing:
         return
     print(f"docs commands: {ran} run, {skipped} not run (reasons above), "
-          f"{len(failures)} failed")
+          f"{len(failures)} failed" + (f"; {later} need Vulkan: --vulkan-only" if later else ""))
     for failure in failures:
         print(f"FAILED {failure}")
     sys.exit(1 if failures else 0)

@@ -44,7 +44,8 @@ pub fn config(spec: &CaseSpec, out: &Path) -> RunConfig {
 }
 
 /// The config file `path` (relative to the crate) on `backend`, with its output in `out`; in a
-/// quick run, one epoch of at most 1024 synthetic samples.
+/// quick run, one epoch of at most 1024 synthetic samples, or enough for four optimizer steps
+/// (the first step of an epoch is not timed, so W4's batch of 4096 needs more than 1024).
 pub fn workload_config(path: &str, backend: Backend, quick: bool, out: &Path) -> RunConfig {
     let overrides = [
         format!("device.backend={backend}"),
@@ -58,7 +59,10 @@ pub fn workload_config(path: &str, backend: Backend, quick: bool, out: &Path) ->
     }
     variant(&cfg, |mut b| {
         if let DataSource::Synthetic(s) = &cfg.data.source {
-            b.raw_mut().data.samples = Some(s.samples.min(1024) as i64);
+            let batch = cfg.train.batch_size * cfg.train.accumulation_steps;
+            // Four steps' samples are 80% of the data after the validation split.
+            let enough = 1024_usize.max(5 * batch);
+            b.raw_mut().data.samples = Some(s.samples.min(enough) as i64);
         }
         b.epochs(1)
     })

@@ -294,11 +294,16 @@ fn overhead(spec: &CaseSpec) -> CaseResult {
     }
     let bare = case::median(&mut bare_ms);
     let ours = case::median(&mut layer_ms);
+    let note = if ratios.is_empty() {
+        "no pair timed a step (an epoch's first step is not timed)".to_string()
+    } else {
+        ratios.join(", ")
+    };
     CaseResult {
         median_step_ms: bare,
         peak_in_use: ours.map_or(0, |ms| (ms * 1e6) as u64),
         steps_timed: bare_ms.len(),
-        note: ratios.join(", "),
+        note,
         ..CaseResult::default()
     }
 }
