@@ -84,7 +84,7 @@ def not_run(unit):
 
 
 def commands(path):
-    """(line, script, shown, unit_descriptions) for the runnable commands of `path`."""
+    """(line, script, shown, units) for the commands of `path`: `shown` is None for a block."""
     found = []
     for start, lang, body in blocks(path):
         if lang in ("sh", "bash"):
@@ -143,7 +143,8 @@ def check(path, line, script, shown, vulkan_block):
                             text=True, timeout=900)
     output = result.stdout + result.stderr
     print(f"   exit {result.returncode} in {time.time() - started:.1f}s", flush=True)
-    expect_failure = bool(shown) and [s for s in shown if s.strip()][-1].startswith("error:")
+    printed = [s for s in shown or [] if s.strip()]
+    expect_failure = bool(printed) and printed[-1].startswith("error:")
     if expect_failure != (result.returncode != 0):
         tail = "\n".join(output.strip().splitlines()[-15:])
         want = "to fail" if expect_failure else "to succeed"
