@@ -60,7 +60,9 @@ impl Executor {
     /// is taken. On flex that is the matrix-product packing buffers, about 1 MiB per thread
     /// that multiplies, kept for the life of the process (measured: 3.0 MiB with 3 threads,
     /// the same after products of 512 to 2048); on CubeCL, compiled kernels and autotune
-    /// results. Without it, the first run of a process would appear to keep that state.
+    /// results. Without it, the first run of a process would appear to keep that state. On
+    /// flex it also runs one large transposed copy (`warm_large_copies`), whose code would
+    /// otherwise be paged in by the first run with 1024-wide layers.
     ///
     /// With `release`, the warm-up's own memory is released afterwards (a cleanup); without
     /// it (`clear = "never"`), nothing is given back, as that policy promises.
@@ -70,8 +72,6 @@ impl Executor {
     pub fn warm_up(&mut self, release: bool) -> Result<(), ExecutionError> {
         if self.source == MemorySource::Host {
             pool_host_heap();
-        }
-        if self.source == MemorySource::Host {
             warm_every_thread(&self.device);
         }
         let device = self.device.clone().autodiff();
