@@ -21,7 +21,10 @@ pub(super) struct SweepTerminal {
 
 impl Observer for SweepTerminal {
     fn message(&mut self, text: &str) {
-        if !self.inner.quiet {
+        // Run 0 is the search itself (its preflight), told even when quiet.
+        if self.run == 0 {
+            self.inner.println(&format!("sweep: {text}"));
+        } else if !self.inner.quiet {
             let line = format!("run {}/{}: {text}", self.run, self.runs);
             self.inner.println(&line);
         }

@@ -3,6 +3,7 @@
 //! it gave back. With a `[sweep]` table in the config, a search ([`search`]): its trials
 //! ranked by the monitored metric; without, N runs of the same config with new seeds.
 
+mod preflight;
 mod rank;
 mod search;
 mod shard;
@@ -11,7 +12,7 @@ mod space;
 pub use rank::{rank, ranking, TrialRow, TrialStatus};
 pub use search::{merge, run_trials, search, trial_configs, SearchPlan};
 pub use shard::Shard;
-pub use space::{Domain, Method, Space, Trial};
+pub use space::{Domain, Method, Order, Space, Trial};
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::preflight::arrange;
 use super::rank::{rank, ranking, TrialRow, TrialStatus};
 use super::shard::Shard;
-use super::space::{literal, Space, Trial};
+use super::space::{literal, Order, Space, Trial};
 use super::{read_plan, train_or_resume, write_plan, Plan, SweepRow};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
@@ -26,6 +27,9 @@ pub struct SearchPlan {
     pub mode: MonitorMode,
     /// The trials, in order.
     pub trials: Vec<Trial>,
+    /// The order a process trains its trials in.
+    #[serde(default)]
+    pub order: Order,
 }
 
 /// Each trial's config: `config` with the trial's values, named after the trial, in `dir`.
@@ -90,6 +94,7 @@ pub fn search(
         monitor: space.monitor.clone(),
         mode: space.mode,
         trials,
+        order: space.order,
     };
     let dir = match shard {
         None => run_dir::create(&config.run.output_dir, &name)?,
@@ -134,8 +139,14 @@ pub fn run_trials(
     let configs = trial_configs(config, &plan.trials, dir)?;
     let n = configs.len();
     let mut rows = Vec::with_capacity(n);
-    let mine = plan.trials.iter().zip(configs);
-    for (trial, cfg) in mine.filter(|(t, _)| shard.is_none_or(|s| s.includes(t.number))) {
+    let mine: Vec<_> = plan
+        .trials
+        .iter()
+        .zip(configs)
+        .filter(|(t, _)| shard.is_none_or(|s| s.includes(t.number)))
+        .collect();
+    let mine = arrange(mine, plan.order, dir, shard, &mut *observer(0, n))?;
+    for (trial, cfg) in mine {
         let run_dir = dir.join(trial.name());
         let outcome = train_or_resume(cfg, &run_dir, observer(trial.number, n));
         let (summary, error) = match outcome {

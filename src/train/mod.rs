@@ -20,6 +20,7 @@ mod epochs;
 mod governor;
 mod optimizer;
 pub mod precision;
+pub(crate) mod preflight;
 pub(crate) mod resume;
 pub(crate) mod run_dir;
 mod stats;

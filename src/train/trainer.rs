@@ -223,7 +223,7 @@ fn notes(config: &RunConfig) -> Vec<String> {
     notes
 }
 
-fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {
+pub(super) fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {
     let precision = config.train.precision;
     Error::Config(ConfigError {
         origin: "[train]".into(),

@@ -58,6 +58,75 @@ fn a_grid_trains_every_combination_ranks_them_and_names_the_best_config() {
     assert!(md.contains("Every trial released its memory."), "{md}");
 }
 
+/// Each trial's place in its process's training order (its summary's `run_in_process`).
+fn trained_as(env: &Env, dir: &str, trials: &[&str]) -> Vec<u64> {
+    trials
+        .iter()
+        .map(|t| {
+            let summary = env.summary(&format!("{dir}/{t}"));
+            summary["run_in_process"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn trials_train_largest_first_by_a_probed_step_unless_listed() {
+    let env = Env::new();
+    let config = format!(
+        "{SMALL}\n[sweep]\n[sweep.vary]\nmodel.hidden = [[8], [256, 256]]\ntrain.lr = [0.01, 0.001]\n"
+    );
+    env.write("grid.toml", &config);
+    let run = env.run(&["sweep", "--config", "grid.toml", "--set", "train.epochs=1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    // Progress and notes go to stderr.
+    let told = run.stderr();
+    assert!(
+        told.contains("sweep: probed one step of 4 trials in"),
+        "{told}"
+    );
+    let text = std::fs::read_to_string(env.path("runs/small-sweep/preflight.json")).unwrap();
+    let preflight: Value = serde_json::from_str(&text).unwrap();
+    let probes = preflight["probes"].as_array().unwrap();
+    let bytes = |trial: u64| {
+        let probe = probes.iter().find(|p| p["trial"] == trial).unwrap();
+        probe["step_bytes"].as_u64().unwrap()
+    };
+    // [256, 256] (trials 3, 4) holds more than [8] (1, 2) in one step, and trains first.
+    assert!(bytes(3) > 4 * bytes(1), "{preflight}");
+    let names = ["trial-001", "trial-002", "trial-003", "trial-004"];
+    let order = trained_as(&env, "runs/small-sweep", &names);
+    assert!(order[2] <= 2 && order[3] <= 2, "{order:?}");
+    let trained: Vec<u64> = preflight["trained_in_order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap())
+        .collect();
+    let mut by_run: Vec<(u64, u64)> = order.iter().zip(1..).map(|(&r, t)| (r, t)).collect();
+    by_run.sort();
+    assert_eq!(trained, by_run.iter().map(|&(_, t)| t).collect::<Vec<_>>());
+    // Listed: as numbered, with no probe; the same trials reach the same values.
+    let listed = env.run(&[
+        "sweep",
+        "--config",
+        "grid.toml",
+        "--set",
+        "train.epochs=1",
+        "--set",
+        "sweep.order=\"listed\"",
+        "--out",
+        "listed",
+    ]);
+    assert_eq!(listed.code(), 0, "{}", listed.stderr());
+    assert!(!listed.stderr().contains("probed"), "{}", listed.stderr());
+    assert!(!env.path("listed/small-sweep/preflight.json").exists());
+    assert_eq!(trained_as(&env, "listed/small-sweep", &names), [1, 2, 3, 4]);
+    assert_eq!(
+        ranking(&sweep_json(&env, "listed/small-sweep")),
+        ranking(&sweep_json(&env, "runs/small-sweep"))
+    );
+}
+
 #[test]
 fn a_random_search_draws_the_same_trials_from_its_seed_and_resumes_them() {
     let env = Env::new();

@@ -7,6 +7,7 @@
 //! trials = 20                # random only
 //! seed = 7                   # random draws (default 0)
 //! monitor = "val_loss"       # default; mode "min" ("max" for an accuracy)
+//! order = "largest_first"    # default; or "listed"
 //!
 //! [sweep.vary]
 //! train.lr = { min = 1e-4, max = 1e-2, log = true }   # random only
@@ -29,6 +30,17 @@ pub enum Method {
     Grid,
     /// `trials` draws, from the seed.
     Random,
+}
+
+/// The order a process trains its trials in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// The largest probed step first: one step of each trial is probed before any trains.
+    #[default]
+    LargestFirst,
+    /// As the trials are numbered, without probes.
+    Listed,
 }
 
 /// What one key takes.
@@ -65,6 +77,8 @@ pub struct Space {
     pub mode: MonitorMode,
     /// The keys varied, in order, with what each takes.
     pub vary: Vec<(String, Domain)>,
+    /// The order a process trains its trials in.
+    pub order: Order,
 }
 
 /// One trial: the value of each varied key.
@@ -102,7 +116,9 @@ pub fn literal(value: &toml::Value) -> String {
 }
 
 /// The keys a `[sweep]` table may hold.
-const KEYS: [&str; 6] = ["method", "trials", "seed", "monitor", "mode", "vary"];
+const KEYS: [&str; 7] = [
+    "method", "trials", "seed", "monitor", "mode", "vary", "order",
+];
 
 impl Space {
     /// Validates the `[sweep]` table `table` of the config file `origin`.
@@ -166,6 +182,19 @@ impl Space {
                 ))
             }
         };
+        let order = match table.get("order").map(|o| o.as_str()) {
+            None | Some(Some("largest_first")) => Order::LargestFirst,
+            Some(Some("listed")) => Order::Listed,
+            Some(_) => {
+                return Err(fail(
+                    "sweep.order",
+                    format!(
+                        "must be \"largest_first\" or \"listed\", got {}",
+                        table["order"]
+                    ),
+                ))
+            }
+        };
         Ok(Space {
             method,
             trials,
@@ -173,6 +202,7 @@ impl Space {
             monitor,
             mode,
             vary,
+            order,
         })
     }
 

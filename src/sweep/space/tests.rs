@@ -67,3 +67,19 @@ fn bad_tables_name_the_key() {
         );
     }
 }
+
+#[test]
+fn order_is_largest_first_unless_listed() {
+    let vary = "[sweep.vary]\ntrain.lr = [0.1, 0.01]\n";
+    let order = |line: &str| space(&format!("[sweep]\n{line}\n{vary}")).map(|s| s.order);
+    assert_eq!(order("").unwrap(), Order::LargestFirst);
+    assert_eq!(order("order = \"listed\"").unwrap(), Order::Listed);
+    let e = order("order = \"smallest\"").unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("sweep.order"));
+    assert!(
+        e.message
+            .contains("must be \"largest_first\" or \"listed\", got \"smallest\""),
+        "{}",
+        e.message
+    );
+}

@@ -24,6 +24,7 @@ use crate::error::Error;
 use crate::task::Task;
 use crate::train::Governor;
 
+pub(super) use setup::seeded_model;
 use setup::Run;
 
 /// One run's epochs.

@@ -139,15 +139,20 @@ impl<T: Task> Epochs<'_, T> {
 impl<T: Task> Epochs<'_, T> {
     /// The task's model on `device`, initialised from the run's seed.
     pub(super) fn fresh_model(&self, device: &Device) -> T::Model {
-        // flex's generator is one per process, and Burn draws a parameter's initial values
-        // when it is first used: a run in another thread could draw in between. The runs of
-        // one process take turns from the seed to the last parameter.
-        let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
-        device.seed(self.config.run.seed);
-        let model = self.task.model(device);
-        initialize(&model);
-        model
+        seeded_model(self.task, self.config.run.seed, device)
     }
+}
+
+/// `task`'s model on `device`, initialised from `seed`.
+pub(in crate::train) fn seeded_model<T: Task>(task: &T, seed: u64, device: &Device) -> T::Model {
+    // flex's generator is one per process, and Burn draws a parameter's initial values when it
+    // is first used: a run in another thread could draw in between. The runs of one process
+    // take turns from the seed to the last parameter.
+    let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
+    device.seed(seed);
+    let model = task.model(device);
+    initialize(&model);
+    model
 }
 
 fn needs_validation(early: &EarlyStoppingConfig) -> Error {

@@ -1,0 +1,147 @@
+//! Before a search trains: one probed step of each trial this process will train, and the order
+//! it trains them in. With `order = "largest_first"` (the default) the trial with the largest
+//! step trains first, so that:
+//!
+//! - a trial too large for the device or the limit is found in the first minutes, not the last;
+//! - the process reaches its largest footprint in its first trial, and later trials fit in it.
+//!   Each new shape a process trains takes some memory once, for good: the code of the
+//!   backend's paths that only larger tensors take, and heap pages split by the allocator. Grown
+//!   in one step at the start, the resident set then stays flat (measured in docs/search.md).
+//!
+//! The probes' figures and the order are written to `preflight.json` (a shard's to
+//! `preflight-shard-I-of-N.json`). A trial whose probe fails trains last, where its own run
+//! reports the error.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::shard::Shard;
+use super::space::{Order, Trial};
+use crate::config::RunConfig;
+use crate::error::Error;
+use crate::memory::format_bytes;
+use crate::record::{write_atomic, Observer};
+use crate::train::preflight::probe_step;
+
+/// One trial's probe, as `preflight.json` has it.
+#[derive(Debug, Serialize)]
+struct Probe {
+    trial: usize,
+    /// One step's peak above the trial's data, in bytes.
+    step_bytes: Option<u64>,
+    /// Why the probe failed.
+    error: Option<String>,
+}
+
+/// `todo`, in the order this process trains it: as listed, or (largest first) by one probed
+/// step of each trial that has not finished, written to the sweep directory `dir` and told to
+/// `observer`.
+pub(super) fn arrange<'a>(
+    todo: Vec<(&'a Trial, RunConfig)>,
+    order: Order,
+    dir: &Path,
+    shard: Option<Shard>,
+    observer: &mut dyn Observer,
+) -> Result<Vec<(&'a Trial, RunConfig)>, Error> {
+    let unfinished = |(t, cfg): &(&Trial, RunConfig)| {
+        super::finished(&dir.join(t.name()), cfg.train.epochs).is_none()
+    };
+    if order == Order::Listed || todo.iter().filter(|t| unfinished(t)).count() < 2 {
+        return Ok(todo);
+    }
+    let started = Instant::now();
+    let mut probed: Vec<(Probe, (&Trial, RunConfig))> = todo
+        .into_iter()
+        .map(|entry| (probe(&entry, unfinished(&entry)), entry))
+        .collect();
+    // Stable, on two significant digits: trials of one size keep their numbers' order; failed
+    // probes go last.
+    probed.sort_by_key(|(p, _)| {
+        let size = p.step_bytes.map(two_digits);
+        (p.error.is_some(), std::cmp::Reverse(size))
+    });
+    let probes: Vec<&Probe> = probed.iter().map(|(p, _)| p).collect();
+    write(dir, shard, &probes)?;
+    observer.message(&told(&probes, started.elapsed().as_secs_f64()));
+    for p in probes.iter().filter(|p| p.error.is_some()) {
+        observer.message(&format!(
+            "trial-{:03}: its probe failed ({}); it trains last",
+            p.trial,
+            p.error.as_deref().unwrap_or_default()
+        ));
+    }
+    Ok(probed.into_iter().map(|(_, entry)| entry).collect())
+}
+
+/// The probe of one trial; a finished one (kept as it is) is not probed.
+fn probe((trial, cfg): &(&Trial, RunConfig), unfinished: bool) -> Probe {
+    let result = match unfinished {
+        true => probe_step(cfg).map(Some),
+        false => Ok(None),
+    };
+    Probe {
+        trial: trial.number,
+        step_bytes: result.as_ref().ok().copied().flatten(),
+        error: result.err().map(|e| e.to_string()),
+    }
+}
+
+/// `bytes` rounded to two significant digits: probes of one shape differ by a few bytes.
+fn two_digits(bytes: u64) -> u64 {
+    let digits = bytes.checked_ilog10().unwrap_or(0);
+    let unit = 10u64.pow(digits.saturating_sub(1));
+    (bytes + unit / 2) / unit * unit
+}
+
+fn write(dir: &Path, shard: Option<Shard>, probes: &[&Probe]) -> Result<(), Error> {
+    let name = match shard {
+        None => "preflight.json".to_string(),
+        Some(shard) => format!("preflight-{}.json", shard.name()),
+    };
+    let path = dir.join(name);
+    let json = serde_json::json!({
+        "order": Order::LargestFirst,
+        "trained_in_order": probes.iter().map(|p| p.trial).collect::<Vec<_>>(),
+        "probes": probes,
+    });
+    let bytes = serde_json::to_vec_pretty(&json).expect("probes serialise");
+    write_atomic(&path, &bytes).map_err(|e| Error::io(&path, e))
+}
+
+/// `probed one step of 12 trials in 0.9 s; largest first: trial-009 16.9 MiB, ...`.
+fn told(probes: &[&Probe], seconds: f64) -> String {
+    let sized: Vec<String> = probes
+        .iter()
+        .filter_map(|p| {
+            Some(format!(
+                "trial-{:03} {}",
+                p.trial,
+                format_bytes(p.step_bytes?)
+            ))
+        })
+        .collect();
+    let shown = match sized.len() {
+        0..=4 => sized.join(", "),
+        n => format!("{}, ... {}", sized[..3].join(", "), sized[n - 1]),
+    };
+    format!(
+        "probed one step of {} trials in {seconds:.1} s; training the largest first: {shown}",
+        sized.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::two_digits;
+
+    #[test]
+    fn probes_are_compared_on_two_significant_digits() {
+        assert_eq!(two_digits(1_454_716), 1_500_000);
+        assert_eq!(two_digits(1_324_708), 1_300_000);
+        assert_eq!(two_digits(205_824), 210_000);
+        assert_eq!(two_digits(17_672_680), 18_000_000);
+        assert_eq!((two_digits(0), two_digits(7), two_digits(95)), (0, 7, 95));
+    }
+}

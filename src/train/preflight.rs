@@ -1,0 +1,111 @@
+//! One probed step of a config before it trains: its model, the forward and backward passes of
+//! its first micro-batch (two when it accumulates) on the first items of its data, and one
+//! optimizer update, with the peak they reached. A search probes each trial this way before
+//! the first trains, to train the largest first ([`crate::sweep`]).
+//!
+//! A probe changes nothing a run draws: the run seeds its model and every step itself, and its
+//! loader shuffles from its own seed.
+
+use burn::tensor::Device;
+
+use super::epochs::seeded_model;
+use super::optimizer::build_optimizer;
+use super::precision::{self, MixedPrecision};
+use super::step::{accumulate_gradients, apply_gradients, Clip};
+use super::trainer::unsupported_precision;
+use crate::backend;
+use crate::builtin::{self, Visit};
+use crate::config::RunConfig;
+use crate::error::Error;
+use crate::memory::{Executor, MemoryProbe};
+use crate::model::Network;
+use crate::task::score::items;
+use crate::task::{Classify, Regress, Task};
+
+/// What one step of `config` reaches above the data it trains on: the model's weights, the
+/// forward and backward passes' activations, the gradients, and the optimizer's state after
+/// its first update; not the one-time state the step leaves in the process. Its memory is
+/// given back before it returns, whether the step ran or not.
+pub(crate) fn probe_step(config: &RunConfig) -> Result<u64, Error> {
+    let loaded = builtin::load(config)?;
+    builtin::visit(config, loaded, StepProbe { config })
+}
+
+struct StepProbe<'a> {
+    config: &'a RunConfig,
+}
+
+impl Visit for StepProbe<'_> {
+    type Output = u64;
+
+    fn classify<N: Network>(self, task: Classify<N>) -> Result<u64, Error> {
+        probe_task(&task, self.config)
+    }
+
+    fn regress<N: Network>(self, task: Regress<N>) -> Result<u64, Error> {
+        probe_task(&task, self.config)
+    }
+}
+
+fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<u64, Error> {
+    let device = backend::select(&config.device)?;
+    let train = &config.train;
+    if !precision::supported(&device, train.precision) {
+        return Err(unsupported_precision(config, &device));
+    }
+    let autodiff = match train.gradient_checkpointing {
+        true => device.clone().autodiff().gradient_checkpointing(),
+        false => device.clone().autodiff(),
+    };
+    let mut probe = MemoryProbe::new(&device);
+    let start = probe.read().map_err(Error::device)?.bytes_in_use;
+    probe.reset_peak();
+    let peak = step_peak(task, config, &autodiff, &mut probe);
+    // Given back whether the step ran or not.
+    let cleaned = Executor::new(&device, probe.source()).cleanup();
+    let peak = peak?;
+    cleaned.map_err(Error::device)?;
+    // What the step left in use for good is the process's one-time state (the first product
+    // of a shape sizes buffers the backend keeps), not the step's.
+    let end = probe.read().map_err(Error::device)?.bytes_in_use;
+    Ok(peak.saturating_sub(start.max(end)))
+}
+
+/// The model, then one step (its micro-batches and the update), with the peak in use while
+/// they ran.
+fn step_peak<T: Task>(
+    task: &T,
+    config: &RunConfig,
+    device: &Device,
+    probe: &mut MemoryProbe,
+) -> Result<u64, Error> {
+    let train = &config.train;
+    let model = seeded_model(task, config.run.seed, device);
+    let data = task.data().train;
+    let micro_steps = train.accumulation_steps.clamp(1, 2);
+    let n = (micro_steps * train.batch_size).min(data.len());
+    let group: Vec<Vec<T::Item>> = items(data.as_ref(), 0..n)?
+        .chunks(train.batch_size.max(1))
+        .map(<[T::Item]>::to_vec)
+        .collect();
+    let mut precision = MixedPrecision::from_config(train);
+    let accumulated = accumulate_gradients(task, &model, group, device, &precision, || {
+        probe.observe();
+        Ok::<(), Error>(())
+    })?;
+    let mut optimizer = build_optimizer(train);
+    let clip = Clip::from_config(train);
+    let updated = apply_gradients(
+        model,
+        accumulated.grads,
+        &mut optimizer,
+        &mut precision,
+        clip,
+        train.lr,
+    )
+    .map_err(Error::device)?;
+    probe.observe();
+    drop((updated, optimizer));
+    probe.read().map_err(Error::device)?;
+    Ok(probe.epoch_peak())
+}
