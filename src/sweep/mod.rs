@@ -1,7 +1,8 @@
 //! `tidemark sweep`: trainings one after another in one process, each with its own run
 //! directory, under the configured `clear` policy, and a table of what each run took and what
 //! it gave back. With a `[sweep]` table in the config, a search ([`search`]): its trials
-//! ranked by the monitored metric; without, N runs of the same config with new seeds.
+//! trained largest first (by one probed step of each, `preflight`) and ranked by the monitored
+//! metric; without, N runs of the same config with new seeds.
 
 mod preflight;
 mod rank;

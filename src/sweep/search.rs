@@ -79,7 +79,8 @@ fn in_trial(e: ConfigError, trial: &Trial) -> ConfigError {
 
 /// Plans and runs the search of `space` over `config`, in `<output_dir>/<name>-sweep/` (a new
 /// directory; with a `shard`, the one directory every shard shares, trained only in this
-/// shard's trials).
+/// shard's trials). `observer(i, n)` watches trial `i` of `n`; `observer(0, n)` is told what
+/// the search itself does before any trial trains (its probes and the order they give).
 pub fn search(
     config: &RunConfig,
     space: &Space,
@@ -126,7 +127,8 @@ fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
     Ok(dir.to_path_buf())
 }
 
-/// Trains the plan's trials (a `shard`'s only) that have not finished, and writes their
+/// Trains the plan's trials (a `shard`'s only) that have not finished, in the plan's
+/// [`Order`] (largest probed step first, by default), and writes their
 /// ranking: `sweep.json` and `sweep.md`, or a shard's own `shard-I-of-N.json`, which
 /// `tidemark report` merges.
 pub fn run_trials(
