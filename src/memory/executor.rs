@@ -1,8 +1,10 @@
 //! The executor: the only code that applies memory actions to a device.
 
+use std::sync::Once;
+
 use burn::tensor::{Device, ExecutionError, Tensor};
 
-use super::host::{pool_host_heap, reserve_host_heap, trim_host_heap};
+use super::host::{pool_host_heap, reserve_host_heap, trim_host_heap, trimming_thread_arenas};
 use super::policy::MemoryAction;
 use super::pools::device_pool_figures;
 use super::usage::{format_bytes, MemorySource};
@@ -62,7 +64,8 @@ impl Executor {
     /// the same after products of 512 to 2048); on CubeCL, compiled kernels and autotune
     /// results. Without it, the first run of a process would appear to keep that state. On
     /// flex it also runs one large transposed copy (`warm_large_copies`), whose code would
-    /// otherwise be paged in by the first run with 1024-wide layers.
+    /// otherwise be paged in by the first run with 1024-wide layers, and, once per process, a
+    /// deep product on every worker (`warm_packing_depth`).
     ///
     /// With `release`, the warm-up's own memory is released afterwards (a cleanup); without
     /// it (`clear = "never"`), nothing is given back, as that policy promises.
@@ -71,6 +74,7 @@ impl Executor {
     /// ([`pool_host_heap`]): growth then holds what it grew to until a cleanup.
     pub fn warm_up(&mut self, release: bool) -> Result<(), ExecutionError> {
         if self.source == MemorySource::Host {
+            warm_packing_depth(&self.device);
             pool_host_heap();
             warm_every_thread(&self.device);
         }
@@ -232,6 +236,27 @@ fn warm_every_thread(device: &Device) {
     };
     rayon::broadcast(|_| product());
     product();
+}
+
+/// Makes every rayon worker pack a deep matrix product once per process, so that the pages of
+/// its packing buffer that deep products use are resident before any run's baseline. Each
+/// worker's buffer (2 MiB here) is touched as deep as the products that worker has packed
+/// for; which worker packs which block of a parallel product is up to the scheduler, so
+/// without this a worker's buffer could deepen in any run, not only the first: in 3 of 25
+/// processes of `configs/search-random.toml`, 0.7 to 1.0 MiB arrived that way between two
+/// later trials. Each worker multiplies [128, 1024] by [1024, 1024] itself (the smallest
+/// product measured to reach the full depth), with inputs made here. Its output is allocated in
+/// the worker's arena, whose free top glibc keeps for good once the heap is pooled, so the
+/// products run before [`pool_host_heap`] and with thread arenas trimmed on free.
+fn warm_packing_depth(device: &Device) {
+    static DONE: Once = Once::new();
+    DONE.call_once(|| {
+        let lhs = Tensor::<2>::ones([128, 1024], device);
+        let rhs = Tensor::<2>::ones([1024, 1024], device);
+        trimming_thread_arenas(|| {
+            rayon::broadcast(|_| drop(lhs.clone().matmul(rhs.clone()).into_data()))
+        });
+    });
 }
 
 /// Runs burn-flex's parallel copy once: a transpose made contiguous, at its threshold of

@@ -36,6 +36,8 @@ use super::usage::{MemorySource, MemoryUsage};
 static IN_USE: AtomicU64 = AtomicU64::new(0);
 static PEAK: AtomicU64 = AtomicU64::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// Whether [`pool_host_heap`] has run.
+static POOLED: AtomicBool = AtomicBool::new(false);
 
 /// A global allocator that forwards to [`System`] and counts live bytes, for the whole process.
 #[derive(Debug, Default, Clone, Copy)]
@@ -238,11 +240,40 @@ pub fn pool_host_heap() -> bool {
             mallopt(M_MMAP_THRESHOLD, MAX_HEAP_BLOCK);
             mallopt(M_TRIM_THRESHOLD, c_int::MAX);
         }
+        POOLED.store(true, Relaxed);
         true
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     {
         false
+    }
+}
+
+/// Runs `work` with glibc returning a thread arena's free top to the OS on every large free,
+/// then leaves the threshold where it was: at [`pool_host_heap`]'s, if that has run.
+/// `malloc_trim` gives back the free top of the main heap only; a worker thread's arena keeps
+/// its top for good once [`pool_host_heap`] has run, so one-time work that allocates on rayon's
+/// workers runs inside this. Returns `work`'s result.
+pub(crate) fn trimming_thread_arenas<R>(work: impl FnOnce() -> R) -> R {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::raw::c_int;
+        extern "C" {
+            fn mallopt(param: c_int, value: c_int) -> c_int;
+        }
+        const M_TRIM_THRESHOLD: c_int = -1;
+        // SAFETY: mallopt only changes glibc's tuning parameters; any value is valid input.
+        unsafe { mallopt(M_TRIM_THRESHOLD, 128 << 10) };
+        let result = work();
+        if POOLED.load(Relaxed) {
+            // SAFETY: as above.
+            unsafe { mallopt(M_TRIM_THRESHOLD, c_int::MAX) };
+        }
+        result
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        work()
     }
 }
 
