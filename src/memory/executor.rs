@@ -59,9 +59,9 @@ impl Executor {
     /// Runs a small training-like workload (matrix products forward and backward, one small
     /// enough to run on the calling thread and one large enough to use the backend's thread
     /// pool) and releases it, so the backend's one-time state exists before a run's baseline
-    /// is taken. On flex that is the matrix-product packing buffers, about 1 MiB per thread
-    /// that multiplies, kept for the life of the process (measured: 3.0 MiB with 3 threads,
-    /// the same after products of 512 to 2048); on CubeCL, compiled kernels and autotune
+    /// is taken. On flex that is the matrix-product packing buffers, 2 MiB for each thread
+    /// that multiplies, kept for the life of the process (measured: 6.0 MiB with 3 threads);
+    /// on CubeCL, compiled kernels and autotune
     /// results. Without it, the first run of a process would appear to keep that state. On
     /// flex it also runs one large transposed copy (`warm_large_copies`), whose code would
     /// otherwise be paged in by the first run with 1024-wide layers, and, once per process, a
