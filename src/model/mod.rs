@@ -20,6 +20,11 @@ use crate::config::Activation;
 pub trait Network: Module + 'static {
     /// The outputs for `inputs`.
     fn forward(&self, inputs: Tensor<2>) -> Tensor<2>;
+
+    /// Why the model cannot compute in bf16 or f16, if it cannot.
+    fn half_precision_unsupported() -> Option<&'static str> {
+        None
+    }
 }
 
 impl Network for Mlp {
@@ -37,6 +42,13 @@ impl Network for Cnn {
 impl Network for Lstm {
     fn forward(&self, inputs: Tensor<2>) -> Tensor<2> {
         Lstm::forward(self, inputs)
+    }
+
+    fn half_precision_unsupported() -> Option<&'static str> {
+        Some(
+            "Burn 0.22's LSTM builds its output and state buffers in the device's default \
+             float type, f32, and a bf16 or f16 step mixes them with its own values",
+        )
     }
 }
 

@@ -53,6 +53,10 @@ impl<N: Network> Task for Classify<N> {
         self.sections
     }
 
+    fn half_precision_unsupported(&self) -> Option<String> {
+        N::half_precision_unsupported().map(String::from)
+    }
+
     fn model(&self, device: &Device) -> N {
         (self.build)(device)
     }

@@ -65,6 +65,13 @@ pub trait Task {
         Baselines::new()
     }
 
+    /// Why this task's model cannot compute in bf16 or f16, if it cannot: a run then refuses
+    /// `train.precision = "bf16"` or `"f16"` before it starts, and the advisor does not probe
+    /// its bf16 lever. By default the model can.
+    fn half_precision_unsupported(&self) -> Option<String> {
+        None
+    }
+
     /// Builds a freshly initialised model on `device` (an autodiff device during training).
     fn model(&self, device: &Device) -> Self::Model;
 

@@ -106,6 +106,10 @@ impl<N: Network> Task for Regress<N> {
         self.baselines.clone()
     }
 
+    fn half_precision_unsupported(&self) -> Option<String> {
+        N::half_precision_unsupported().map(String::from)
+    }
+
     fn model(&self, device: &Device) -> N {
         (self.build)(device)
     }

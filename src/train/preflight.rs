@@ -12,7 +12,7 @@ use super::epochs::seeded_model;
 use super::optimizer::build_optimizer;
 use super::precision::{self, MixedPrecision};
 use super::step::{accumulate_gradients, apply_gradients, Clip};
-use super::trainer::unsupported_precision;
+use super::trainer::{half_precision_refused, unsupported_precision};
 use crate::backend;
 use crate::builtin::{self, Visit};
 use crate::config::RunConfig;
@@ -52,6 +52,9 @@ fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<u64, Error> {
     let train = &config.train;
     if !precision::supported(&device, train.precision) {
         return Err(unsupported_precision(config, &device));
+    }
+    if let Some(why) = half_precision_refused(config, task) {
+        return Err(why);
     }
     let autodiff = match train.gradient_checkpointing {
         true => device.clone().autodiff().gradient_checkpointing(),

@@ -115,6 +115,9 @@ impl Trainer {
         if !precision::supported(&device, precision) {
             return Err(unsupported_precision(&config, &device));
         }
+        if let Some(why) = half_precision_refused(&config, &task) {
+            return Err(why);
+        }
         let mut prepared = Governor::prepare(&config.memory, &device)?;
         let run_dir = match &resume {
             Some(resume) => {
@@ -221,6 +224,23 @@ fn notes(config: &RunConfig) -> Vec<String> {
         ));
     }
     notes
+}
+
+/// The error for `train.precision = "bf16"` or `"f16"` on a task whose model cannot compute
+/// in it, or `None`.
+pub(super) fn half_precision_refused<T: Task>(config: &RunConfig, task: &T) -> Option<Error> {
+    let precision = config.train.precision;
+    let why = task.half_precision_unsupported()?;
+    (precision != Precision::F32).then(|| {
+        Error::Config(ConfigError {
+            origin: "[train]".into(),
+            key: Some("train.precision".into()),
+            message: format!(
+                "train.precision = \"{precision}\" is not supported by this task's model: \
+                 {why}; use \"f32\""
+            ),
+        })
+    })
 }
 
 pub(super) fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {

@@ -239,3 +239,47 @@ fn a_series_never_seen_trains_with_path_column_and_window_only() {
     ]);
     assert_eq!(run.code(), 2, "{}", run.stderr());
 }
+
+#[test]
+fn an_lstm_gets_advice_without_a_bf16_probe_and_refuses_bf16_compute() {
+    let env = Env::new();
+    write_series(&env, "level.csv");
+    env.write(
+        "lstm.toml",
+        "[model]\nkind = \"lstm\"\nhidden = [8]\n\
+         [data]\npath = \"level.csv\"\ncolumn = \"level\"\nwindow = 12\n\
+         [train]\nepochs = 1\nbatch_size = 32\n",
+    );
+    let run = env.run(&["train", "--config", "lstm.toml"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    // Burn's LSTM cannot step in bf16: the advisor leaves that lever out instead of probing
+    // it (a probe that panics lost every lever, and printed the panic).
+    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+    let summary = env.summary("runs/run");
+    let levers: Vec<&str> = summary["advice"]["levers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["lever"].as_str().unwrap())
+        .collect();
+    assert!(
+        levers.iter().any(|l| l.starts_with("accumulation")),
+        "{levers:?}"
+    );
+    assert!(!levers.iter().any(|l| l.contains("bf16")), "{levers:?}");
+    // Asked for, bf16 compute is refused before the run starts.
+    let run = env.run(&[
+        "train",
+        "--config",
+        "lstm.toml",
+        "--set",
+        "train.precision=\"bf16\"",
+        "--out",
+        "bf16",
+    ]);
+    run.fails_with(
+        2,
+        &["train.precision = \"bf16\" is not supported by this task's model: Burn 0.22's LSTM"],
+    );
+    assert!(!env.path("bf16").exists());
+}

@@ -116,7 +116,8 @@ impl<T: Task> Epochs<'_, T> {
             advice.add(Lever::Checkpointing, Effect::Transient { base, with }, 0);
         }
         let f32 = self.config.train.precision == Precision::F32;
-        if f32 && precision::supported(&run.device, Precision::Bf16) {
+        let bf16_runs = self.task.half_precision_unsupported().is_none();
+        if f32 && bf16_runs && precision::supported(&run.device, Precision::Bf16) {
             let bf16 = MixedPrecision::new(Precision::Bf16, None);
             // A fresh model: the run's own has running statistics (a batch norm's) that f32
             // training wrote, which a bf16 step would mix with bf16 values.
