@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::shard::Shard;
 use super::space::{Order, Trial};
-use crate::config::RunConfig;
+use crate::config::{Backend, RunConfig};
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::{write_atomic, Observer};
@@ -31,7 +31,7 @@ struct Probe {
     trial: usize,
     /// One step's peak above the trial's data, in bytes.
     step_bytes: Option<u64>,
-    /// Why the probe failed.
+    /// Why it was not probed, or why its probe failed.
     error: Option<String>,
 }
 
@@ -65,27 +65,62 @@ pub(super) fn arrange<'a>(
     let probes: Vec<&Probe> = probed.iter().map(|(p, _)| p).collect();
     write(dir, shard, &probes)?;
     observer.message(&told(&probes, started.elapsed().as_secs_f64()));
-    for p in probes.iter().filter(|p| p.error.is_some()) {
-        observer.message(&format!(
-            "trial-{:03}: its probe failed ({}); it trains last",
-            p.trial,
-            p.error.as_deref().unwrap_or_default()
-        ));
+    if let Some(line) = not_probed(&probes) {
+        observer.message(&line);
     }
     Ok(probed.into_iter().map(|(_, entry)| entry).collect())
 }
 
-/// The probe of one trial; a finished one (kept as it is) is not probed.
+/// The probe of one trial; a finished one (kept as it is) is not probed, nor one with a memory
+/// limit on a device with pools, which a probe (outside the run's limit) could overrun.
 fn probe((trial, cfg): &(&Trial, RunConfig), unfinished: bool) -> Probe {
-    let result = match unfinished {
-        true => probe_step(cfg).map(Some),
-        false => Ok(None),
+    let pools = cfg.device.backend != Backend::Flex;
+    let result = match (unfinished, pools && cfg.memory.limit.is_some()) {
+        (false, _) => Ok(None),
+        (true, true) => Err(format!(
+            "memory.limit is set on {}, and a probe runs outside the limit",
+            cfg.device.backend
+        )),
+        (true, false) => probe_step(cfg).map(Some).map_err(|e| e.to_string()),
     };
     Probe {
         trial: trial.number,
         step_bytes: result.as_ref().ok().copied().flatten(),
-        error: result.err().map(|e| e.to_string()),
+        error: result.err(),
     }
+}
+
+/// `trial-003, trial-007: not probed (why), so they train last`, or `None` if all were.
+fn not_probed(probes: &[&Probe]) -> Option<String> {
+    let failed: Vec<&Probe> = probes
+        .iter()
+        .copied()
+        .filter(|p| p.error.is_some())
+        .collect();
+    let first = failed.first()?;
+    let mut names: Vec<String> = failed
+        .iter()
+        .take(3)
+        .map(|p| format!("trial-{:03}", p.trial))
+        .collect();
+    if failed.len() > 3 {
+        names.push(format!("{} more", failed.len() - 3));
+    }
+    Some(format!(
+        "{}: not probed ({}{}), so {} last",
+        names.join(", "),
+        first.error.as_deref().unwrap_or_default(),
+        if failed.len() > 1 {
+            ", for the first"
+        } else {
+            ""
+        },
+        if failed.len() > 1 {
+            "they train"
+        } else {
+            "it trains"
+        },
+    ))
 }
 
 /// `bytes` rounded to two significant digits: probes of one shape differ by a few bytes.
@@ -126,15 +161,55 @@ fn told(probes: &[&Probe], seconds: f64) -> String {
         0..=4 => sized.join(", "),
         n => format!("{}, ... {}", sized[..3].join(", "), sized[n - 1]),
     };
-    format!(
-        "probed one step of {} trials in {seconds:.1} s; training the largest first: {shown}",
-        sized.len()
-    )
+    match sized.len() {
+        0 => "no trial could be probed, so they train as listed".to_string(),
+        n => format!(
+            "probed one step of {n} trials in {seconds:.1} s; training the largest first: {shown}"
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::two_digits;
+    use super::{not_probed, told, two_digits, Probe};
+
+    fn probe(trial: usize, step_bytes: Option<u64>, error: Option<&str>) -> Probe {
+        let error = error.map(String::from);
+        Probe {
+            trial,
+            step_bytes,
+            error,
+        }
+    }
+
+    #[test]
+    fn trials_not_probed_are_named_with_the_first_reason() {
+        let why = Some("memory.limit is set on wgpu, and a probe runs outside the limit");
+        let one = [probe(2, Some(4 << 20), None), probe(1, None, why)];
+        let refs: Vec<&Probe> = one.iter().collect();
+        assert_eq!(
+            not_probed(&refs).unwrap(),
+            "trial-001: not probed (memory.limit is set on wgpu, and a probe runs outside the \
+             limit), so it trains last"
+        );
+        assert!(told(&refs, 0.2).ends_with("training the largest first: trial-002 4.0 MiB"));
+        let all: Vec<Probe> = (1..=5).map(|t| probe(t, None, why)).collect();
+        let refs: Vec<&Probe> = all.iter().collect();
+        let line = not_probed(&refs).unwrap();
+        assert!(
+            line.starts_with("trial-001, trial-002, trial-003, 2 more: not probed (memory.limit"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(", for the first), so they train last"),
+            "{line}"
+        );
+        assert_eq!(
+            told(&refs, 0.0),
+            "no trial could be probed, so they train as listed"
+        );
+        assert_eq!(not_probed(&[&one[0]]), None);
+    }
 
     #[test]
     fn probes_are_compared_on_two_significant_digits() {
