@@ -16,6 +16,7 @@ use super::trainer::{half_precision_refused, unsupported_precision};
 use crate::backend;
 use crate::builtin::{self, Visit};
 use crate::config::RunConfig;
+use crate::data::DataError;
 use crate::error::Error;
 use crate::memory::{Executor, MemoryProbe};
 use crate::model::Network;
@@ -85,6 +86,11 @@ fn step_peak<T: Task>(
     let train = &config.train;
     let model = seeded_model(task, config.run.seed, device);
     let data = task.data().train;
+    if data.is_empty() {
+        return Err(Error::Data(DataError::Unusable(
+            "the training split is empty".into(),
+        )));
+    }
     let micro_steps = train.accumulation_steps.clamp(1, 2);
     let n = (micro_steps * train.batch_size).min(data.len());
     let group: Vec<Vec<T::Item>> = items(data.as_ref(), 0..n)?
