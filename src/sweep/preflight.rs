@@ -145,7 +145,8 @@ fn write(dir: &Path, shard: Option<Shard>, probes: &[&Probe]) -> Result<(), Erro
     write_atomic(&path, &bytes).map_err(|e| Error::io(&path, e))
 }
 
-/// `probed one step of 12 trials in 0.9 s; largest first: trial-009 16.9 MiB, ...`.
+/// `probed one step of 12 trials in 0.3 s; largest first: trial-009 16.9 MiB ... trial-004
+/// 206.0 KiB`: the largest and the smallest.
 fn told(probes: &[&Probe], seconds: f64) -> String {
     let sized: Vec<String> = probes
         .iter()
@@ -158,14 +159,12 @@ fn told(probes: &[&Probe], seconds: f64) -> String {
         })
         .collect();
     let shown = match sized.len() {
-        0..=4 => sized.join(", "),
-        n => format!("{}, ... {}", sized[..3].join(", "), sized[n - 1]),
+        0..=2 => sized.join(", "),
+        n => format!("{} ... {}", sized[0], sized[n - 1]),
     };
     match sized.len() {
         0 => "no trial could be probed, so they train as listed".to_string(),
-        n => format!(
-            "probed one step of {n} trials in {seconds:.1} s; training the largest first: {shown}"
-        ),
+        n => format!("probed one step of {n} trials in {seconds:.1} s; largest first: {shown}"),
     }
 }
 
@@ -192,7 +191,7 @@ mod tests {
             "trial-001: not probed (memory.limit is set on wgpu, and a probe runs outside the \
              limit), so it trains last"
         );
-        assert!(told(&refs, 0.2).ends_with("training the largest first: trial-002 4.0 MiB"));
+        assert!(told(&refs, 0.2).ends_with("; largest first: trial-002 4.0 MiB"));
         let all: Vec<Probe> = (1..=5).map(|t| probe(t, None, why)).collect();
         let refs: Vec<&Probe> = all.iter().collect();
         let line = not_probed(&refs).unwrap();
