@@ -61,11 +61,11 @@ impl Executor {
     /// pool) and releases it, so the backend's one-time state exists before a run's baseline
     /// is taken. On flex that is the matrix-product packing buffers, 2 MiB for each thread
     /// that multiplies, kept for the life of the process (measured: 6.0 MiB with 3 threads);
-    /// on CubeCL, compiled kernels and autotune
-    /// results. Without it, the first run of a process would appear to keep that state. On
-    /// flex it also runs one large transposed copy (`warm_large_copies`), whose code would
-    /// otherwise be paged in by the first run with 1024-wide layers, and, once per process, a
-    /// deep product on every worker (`warm_packing_depth`).
+    /// on CubeCL, compiled kernels and autotune results. Without it, the first run of a
+    /// process would appear to keep that state. On flex it also runs one large transposed copy
+    /// (`warm_large_copies`), whose code would otherwise be paged in by the first run with
+    /// 1024-wide layers, and, once per process, a deep product on every worker
+    /// (`warm_packing_depth`).
     ///
     /// With `release`, the warm-up's own memory is released afterwards (a cleanup); without
     /// it (`clear = "never"`), nothing is given back, as that policy promises.

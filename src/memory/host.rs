@@ -249,11 +249,12 @@ pub fn pool_host_heap() -> bool {
     }
 }
 
-/// Runs `work` with glibc returning a thread arena's free top to the OS on every large free,
-/// then leaves the threshold where it was: at [`pool_host_heap`]'s, if that has run.
-/// `malloc_trim` gives back the free top of the main heap only; a worker thread's arena keeps
-/// its top for good once [`pool_host_heap`] has run, so one-time work that allocates on rayon's
-/// workers runs inside this. Returns `work`'s result.
+/// Runs `work` with glibc returning a thread arena's free top to the OS on every large free
+/// (a trim threshold of 128 KiB), then sets the threshold back to [`pool_host_heap`]'s if that
+/// has run; if not, it stays at 128 KiB until it does. `malloc_trim` gives back the free top of
+/// the main heap only; a worker thread's arena keeps its top for good once [`pool_host_heap`]
+/// has run, so one-time work that allocates on rayon's workers runs inside this. Returns
+/// `work`'s result.
 pub(crate) fn trimming_thread_arenas<R>(work: impl FnOnce() -> R) -> R {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
