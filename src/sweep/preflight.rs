@@ -45,16 +45,18 @@ pub(super) fn arrange<'a>(
     shard: Option<Shard>,
     observer: &mut dyn Observer,
 ) -> Result<Vec<(&'a Trial, RunConfig)>, Error> {
-    let unfinished = |(t, cfg): &(&Trial, RunConfig)| {
-        super::finished(&dir.join(t.name()), cfg.train.epochs).is_none()
-    };
-    if order == Order::Listed || todo.iter().filter(|t| unfinished(t)).count() < 2 {
+    let unfinished: Vec<bool> = todo
+        .iter()
+        .map(|(t, cfg)| super::finished(&dir.join(t.name()), cfg.train.epochs).is_none())
+        .collect();
+    if order == Order::Listed || unfinished.iter().filter(|&&u| u).count() < 2 {
         return Ok(todo);
     }
     let started = Instant::now();
     let mut probed: Vec<(Probe, (&Trial, RunConfig))> = todo
         .into_iter()
-        .map(|entry| (probe(&entry, unfinished(&entry)), entry))
+        .zip(unfinished)
+        .map(|(entry, unfinished)| (probe(&entry, unfinished), entry))
         .collect();
     // Stable, on two significant digits: trials of one size keep their numbers' order; failed
     // probes go last.
@@ -106,20 +108,14 @@ fn not_probed(probes: &[&Probe]) -> Option<String> {
     if failed.len() > 3 {
         names.push(format!("{} more", failed.len() - 3));
     }
+    let (which, who) = match failed.len() {
+        1 => ("", "it trains"),
+        _ => (", for the first", "they train"),
+    };
+    let why = first.error.as_deref().unwrap_or_default();
     Some(format!(
-        "{}: not probed ({}{}), so {} last",
-        names.join(", "),
-        first.error.as_deref().unwrap_or_default(),
-        if failed.len() > 1 {
-            ", for the first"
-        } else {
-            ""
-        },
-        if failed.len() > 1 {
-            "they train"
-        } else {
-            "it trains"
-        },
+        "{}: not probed ({why}{which}), so {who} last",
+        names.join(", ")
     ))
 }
 
@@ -137,7 +133,6 @@ fn write(dir: &Path, shard: Option<Shard>, probes: &[&Probe]) -> Result<(), Erro
     };
     let path = dir.join(name);
     let json = serde_json::json!({
-        "order": Order::LargestFirst,
         "trained_in_order": probes.iter().map(|p| p.trial).collect::<Vec<_>>(),
         "probes": probes,
     });

@@ -8,15 +8,14 @@
 
 use burn::tensor::Device;
 
-use super::epochs::seeded_model;
+use super::epochs::{empty_training_split, seeded_model};
 use super::optimizer::build_optimizer;
-use super::precision::{self, MixedPrecision};
+use super::precision::MixedPrecision;
 use super::step::{accumulate_gradients, apply_gradients, Clip};
-use super::trainer::{half_precision_refused, unsupported_precision};
+use super::trainer::check_precision;
 use crate::backend;
 use crate::builtin::{self, Visit};
 use crate::config::RunConfig;
-use crate::data::DataError;
 use crate::error::Error;
 use crate::memory::{Executor, MemoryProbe};
 use crate::model::Network;
@@ -50,13 +49,8 @@ impl Visit for StepProbe<'_> {
 
 fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<u64, Error> {
     let device = backend::select(&config.device)?;
+    check_precision(config, &device, task)?;
     let train = &config.train;
-    if !precision::supported(&device, train.precision) {
-        return Err(unsupported_precision(config, &device));
-    }
-    if let Some(why) = half_precision_refused(config, task) {
-        return Err(why);
-    }
     let autodiff = match train.gradient_checkpointing {
         true => device.clone().autodiff().gradient_checkpointing(),
         false => device.clone().autodiff(),
@@ -87,9 +81,7 @@ fn step_peak<T: Task>(
     let model = seeded_model(task, config.run.seed, device);
     let data = task.data().train;
     if data.is_empty() {
-        return Err(Error::Data(DataError::Unusable(
-            "the training split is empty".into(),
-        )));
+        return Err(empty_training_split());
     }
     let micro_steps = train.accumulation_steps.clamp(1, 2);
     let n = (micro_steps * train.batch_size).min(data.len());

@@ -112,12 +112,7 @@ impl Trainer {
         let device = backend::select(&config.device)?;
         let execution = backend::execution(&config.device)?;
         let precision = config.train.precision;
-        if !precision::supported(&device, precision) {
-            return Err(unsupported_precision(&config, &device));
-        }
-        if let Some(why) = half_precision_refused(&config, &task) {
-            return Err(why);
-        }
+        check_precision(&config, &device, &task)?;
         let mut prepared = Governor::prepare(&config.memory, &device)?;
         let run_dir = match &resume {
             Some(resume) => {
@@ -226,24 +221,31 @@ fn notes(config: &RunConfig) -> Vec<String> {
     notes
 }
 
-/// The error for `train.precision = "bf16"` or `"f16"` on a task whose model cannot compute
-/// in it, or `None`.
-pub(super) fn half_precision_refused<T: Task>(config: &RunConfig, task: &T) -> Option<Error> {
+/// Refuses a `train.precision` that `device` does not have, or that `task`'s model cannot
+/// compute in, before anything runs.
+pub(super) fn check_precision<T: Task>(
+    config: &RunConfig,
+    device: &burn::tensor::Device,
+    task: &T,
+) -> Result<(), Error> {
     let precision = config.train.precision;
-    let why = task.half_precision_unsupported()?;
-    (precision != Precision::F32).then(|| {
-        Error::Config(ConfigError {
+    if !precision::supported(device, precision) {
+        return Err(unsupported_precision(config, device));
+    }
+    match task.half_precision_unsupported() {
+        Some(why) if precision != Precision::F32 => Err(Error::Config(ConfigError {
             origin: "[train]".into(),
             key: Some("train.precision".into()),
             message: format!(
                 "train.precision = \"{precision}\" is not supported by this task's model: \
                  {why}; use \"f32\""
             ),
-        })
-    })
+        })),
+        _ => Ok(()),
+    }
 }
 
-pub(super) fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {
+fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {
     let precision = config.train.precision;
     Error::Config(ConfigError {
         origin: "[train]".into(),

@@ -24,8 +24,8 @@ use crate::error::Error;
 use crate::task::Task;
 use crate::train::Governor;
 
-pub(super) use setup::seeded_model;
 use setup::Run;
+pub(super) use setup::{empty_training_split, seeded_model};
 
 /// One run's epochs.
 pub(super) struct Epochs<'a, T: Task> {

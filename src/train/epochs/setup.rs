@@ -91,9 +91,7 @@ impl<T: Task> Epochs<'_, T> {
         self.stats.train_samples = splits.train.len();
         self.stats.valid_samples = splits.valid.as_ref().map_or(0, |v| v.len());
         if self.stats.train_samples == 0 {
-            return Err(Error::Data(DataError::Unusable(
-                "the training split is empty".into(),
-            )));
+            return Err(empty_training_split());
         }
         if let Some(early) = &train.early_stopping {
             if splits.valid.is_none() {
@@ -153,6 +151,11 @@ pub(in crate::train) fn seeded_model<T: Task>(task: &T, seed: u64, device: &Devi
     let model = task.model(device);
     initialize(&model);
     model
+}
+
+/// A task with no training items: nothing to step on.
+pub(in crate::train) fn empty_training_split() -> Error {
+    Error::Data(DataError::Unusable("the training split is empty".into()))
 }
 
 fn needs_validation(early: &EarlyStoppingConfig) -> Error {
