@@ -115,6 +115,25 @@ pub fn literal(value: &toml::Value) -> String {
     }
 }
 
+/// The value of the table's `key`, named by one of `options`; `default` when `key` is absent.
+fn choice<T: Copy>(
+    table: &toml::Table,
+    key: &str,
+    default: T,
+    options: [(&str, T); 2],
+) -> Result<T, String> {
+    let Some(value) = table.get(key) else {
+        return Ok(default);
+    };
+    let named = options
+        .iter()
+        .find(|(name, _)| value.as_str() == Some(name));
+    named.map(|&(_, choice)| choice).ok_or_else(|| {
+        let (a, b) = (options[0].0, options[1].0);
+        format!("must be \"{a}\" or \"{b}\", got {value}")
+    })
+}
+
 /// The keys a `[sweep]` table may hold.
 const KEYS: [&str; 7] = [
     "method", "trials", "seed", "monitor", "mode", "vary", "order",
@@ -137,16 +156,9 @@ impl Space {
                 format!("unknown key (expected one of {})", KEYS.join(", ")),
             ));
         }
-        let method = match table.get("method").map(|m| m.as_str()) {
-            None | Some(Some("grid")) => Method::Grid,
-            Some(Some("random")) => Method::Random,
-            Some(_) => {
-                return Err(fail(
-                    "sweep.method",
-                    format!("must be \"grid\" or \"random\", got {}", table["method"]),
-                ))
-            }
-        };
+        let methods = [("grid", Method::Grid), ("random", Method::Random)];
+        let method =
+            choice(table, "method", Method::Grid, methods).map_err(|m| fail("sweep.method", m))?;
         let vary = vary(table.get("vary"), method).map_err(|(k, m)| fail(&k, m))?;
         let trials =
             trials(table.get("trials"), method, &vary).map_err(|m| fail("sweep.trials", m))?;
@@ -170,31 +182,18 @@ impl Space {
                 ))
             }
         };
-        let mode = match table.get("mode").map(|m| m.as_str()) {
-            None if monitor.contains("accuracy") => MonitorMode::Max,
-            None => MonitorMode::Min,
-            Some(Some("min")) => MonitorMode::Min,
-            Some(Some("max")) => MonitorMode::Max,
-            Some(_) => {
-                return Err(fail(
-                    "sweep.mode",
-                    format!("must be \"min\" or \"max\", got {}", table["mode"]),
-                ))
-            }
+        let mode = match monitor.contains("accuracy") {
+            true => MonitorMode::Max,
+            false => MonitorMode::Min,
         };
-        let order = match table.get("order").map(|o| o.as_str()) {
-            None | Some(Some("largest_first")) => Order::LargestFirst,
-            Some(Some("listed")) => Order::Listed,
-            Some(_) => {
-                return Err(fail(
-                    "sweep.order",
-                    format!(
-                        "must be \"largest_first\" or \"listed\", got {}",
-                        table["order"]
-                    ),
-                ))
-            }
-        };
+        let modes = [("min", MonitorMode::Min), ("max", MonitorMode::Max)];
+        let mode = choice(table, "mode", mode, modes).map_err(|m| fail("sweep.mode", m))?;
+        let orders = [
+            ("largest_first", Order::LargestFirst),
+            ("listed", Order::Listed),
+        ];
+        let order = choice(table, "order", Order::LargestFirst, orders)
+            .map_err(|m| fail("sweep.order", m))?;
         Ok(Space {
             method,
             trials,

@@ -58,6 +58,8 @@ fn bad_tables_name_the_key() {
         ("[sweep]\n[sweep.vary]\ntrain.lr = []\n", "sweep.vary.train.lr: an empty list gives no trials"),
         ("[sweep]\ntrails = 3\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trails: unknown key"),
         ("[sweep]\nmonitor = \"loss\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.monitor: must name a validation metric"),
+        ("[sweep]\nmode = \"up\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.mode: must be \"min\" or \"max\", got \"up\""),
+        ("[sweep]\nmethod = 3\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.method: must be \"grid\" or \"random\", got 3"),
     ];
     for (text, needle) in cases {
         let e = space(text).unwrap_err();
