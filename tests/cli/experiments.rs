@@ -54,13 +54,16 @@ fn sweep_gives_memory_back_between_runs_and_shows_it_kept_with_never() {
     }
     // What the last run leaves held: anonymous resident memory after it ends (the process's
     // whole resident set also moves with code paged in, by about a MiB between machines).
-    // Measured: 3.0 MiB with between_runs, 9.4-11.1 MiB with never.
+    // With never, the heap its steps freed stays resident: at least a quarter of its peak in
+    // use more than with between_runs (a release build on one machine kept 9.4-11.1 MiB
+    // against 3.0 MiB, for a peak of about 7.5 MiB; the figures differ between CPUs).
     let released = num(&rows[2], "reserved_at_end");
     let (_, never) = sweep("never");
     let kept = num(&never[2], "reserved_at_end");
+    let peak = num(&never[2], "peak_bytes_in_use");
     assert!(
-        kept > released + (3 << 20) as f64,
-        "never keeps freed heap resident: {kept} vs {released}"
+        kept > released + peak / 4.0,
+        "never keeps freed heap resident: {kept} vs {released} (peak in use {peak})"
     );
 }
 

@@ -4,6 +4,8 @@
 use serde_json::Value;
 
 use super::resume::max_difference;
+use tidemark::memory::format_bytes;
+
 use super::{num, Env};
 
 /// Activations dominate: four layers of 128 over micro-batches of 2048.
@@ -97,29 +99,54 @@ fn fit_picks_a_micro_batch_that_fits_and_trains_the_large_batchs_update() {
     assert!(diff < 1e-5, "weights differ by {diff}");
 }
 
+/// WIDE's parameters: 32 -> 128 -> 128 -> 128 -> 128 -> 4, weights and biases.
+const WIDE_PARAMS: u64 = (32 * 128 + 128) + 3 * (128 * 128 + 128) + (128 * 4 + 4);
+
 #[test]
 fn fit_fails_cleanly_when_no_micro_batch_fits_and_needs_a_limit() {
     let env = Env::new();
     env.write("wide.toml", WIDE);
+    // What this machine holds at the start (Burn's state, the data, the model): measured here,
+    // since it differs between CPUs and with the number of rayon threads.
+    let growth = env.run(&["train", "--config", "wide.toml", "--quiet"]);
+    assert_eq!(growth.code(), 0, "{}", growth.stderr());
+    let start = env
+        .snapshots("runs/wide")
+        .iter()
+        .find(|s| s["event"] == "run_start")
+        .map(|s| num(s, "bytes_in_use"))
+        .unwrap();
+    // What the run holds at rest: the start, and the f32 gradients and Adam's two moments
+    // that the first step adds. Every step holds at least that at its peak, so a limit 5%
+    // above it lets the run start, and fit's 10% margin leaves no step room: the probes stop
+    // once the halvings' savings cannot close the gap.
+    let rest = start + (WIDE_PARAMS * 4 * 3) as f64;
+    let limit = (rest * 1.05) as u64;
     let run = env.run(&[
         "train",
         "--config",
         "wide.toml",
         "--set",
-        "memory.limit=\"8.5MiB\"",
+        &format!("memory.limit={limit}"),
         "--set",
         "memory.on_limit=\"fit\"",
+        "--set",
+        "run.name=\"fit\"",
         "--quiet",
     ]);
-    // What the run holds at rest fits; no step does, with the margin, and the probes stop
-    // once the halvings' savings cannot close the gap.
     run.fails_with(
         3,
         &[
-            "memory limit 8.5 MiB exceeded:",
+            &format!("memory limit {} exceeded:", format_bytes(limit)),
             "with the optimizer's state to come in a probe before training",
             "so no micro-batch fits",
         ],
+    );
+    assert!(
+        env.snapshots("runs/fit")
+            .iter()
+            .all(|s| s["event"] != "epoch"),
+        "no step was trained"
     );
     let run = env.run(&[
         "train",

@@ -32,8 +32,15 @@ fn gradient_checkpointing_keeps_the_losses_and_lowers_the_cnn_peak() {
     let (loss, above) = run(false);
     let (loss_gc, above_gc) = run(true);
     assert!((loss - loss_gc).abs() < 1e-6, "{loss} vs {loss_gc}");
-    // Measured in release: 12.11 MiB without, 10.18 MiB with.
-    assert!(above_gc < above - (1 << 20) as f64, "{above} -> {above_gc}");
+    // Checkpointing recomputes the first block in the backward pass instead of keeping its
+    // activations: among them the first convolution's output, 256 x 32 channels x 8 x 8 f32
+    // values (2 MiB). At least half of that must go (one release build measured 12.11 MiB
+    // without and 10.18 MiB with; the figures themselves differ between CPUs).
+    let first_conv_output = (256 * 32 * 8 * 8 * 4) as f64;
+    assert!(
+        above_gc < above - first_conv_output / 2.0,
+        "{above} -> {above_gc}"
+    );
 }
 
 #[test]

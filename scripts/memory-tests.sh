@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The tests that read measured memory, under one of the conditions that move those figures
+# between machines. On flex, a run's byte counts (gemm's packing buffers, Burn's warm-up, what a
+# run holds at its start) depend on the CPU and on the number of rayon workers, so these tests
+# assert only relations and limits derived from figures they measured themselves; this script
+# checks that they still hold where the figures differ. CI runs it three times:
+#
+#   RAYON_NUM_THREADS=1 scripts/memory-tests.sh
+#   RAYON_NUM_THREADS=3 scripts/memory-tests.sh
+#   scripts/memory-tests.sh --no-default-features   # gemm without its AVX-512 kernels
+#
+# Arguments go to `cargo test` (a feature set, `--release`). docs/architecture.md says how to
+# reproduce a failure that depends on the CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# The modules of tests/cli/ whose tests compare measured bytes, and the unit tests of src/memory/.
+filters=(advisor:: breakdown:: custom:: experiments:: fit:: memory:: picture:: run_dir::
+  search:: training::)
+echo "memory tests: RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-unset}, cargo test $*"
+cargo test "$@" --test cli -- "${filters[@]}"
+cargo test "$@" --lib -- memory::
