@@ -63,6 +63,13 @@ pub enum Error {
         /// The loss seen.
         loss: f64,
     },
+    /// SIGINT or SIGTERM stopped a search whose trials ran in child processes; each kept its
+    /// latest checkpoint.
+    #[error(
+        "stopped by a signal: every running trial kept its latest checkpoint; continue with \
+         tidemark sweep --resume on the sweep directory"
+    )]
+    Interrupted,
     /// Loss scaling skipped step after step: the gradients are not finite at any scale.
     #[error(
         "loss scaling skipped {skips} steps in a row, up to step {step} of epoch {epoch} \
@@ -114,6 +121,7 @@ impl Error {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
             Error::Limit(_) | Error::OutOfMemory { .. } => 3,
+            Error::Interrupted => 130,
             Error::Io { .. }
             | Error::Device(_)
             | Error::Diverged { .. }

@@ -123,6 +123,26 @@ enum Command {
         /// Indexed Job's JOB_COMPLETION_INDEX: the Job's completions).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         shards: Option<u32>,
+        /// Run N of a search's trials at once, each in a child process under a memory lease
+        /// within sweep.budget (overrides [sweep] parallel).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+        parallel: Option<u32>,
+    },
+    /// One trial of a parallel search, as the search's child process runs it.
+    #[command(hide = true)]
+    Trial {
+        /// The sweep directory.
+        #[arg(value_name = "SWEEP_DIR")]
+        dir: PathBuf,
+        /// The trial's number.
+        #[arg(value_name = "N")]
+        number: usize,
+        /// Its lease: the memory limit in bytes.
+        #[arg(long, value_name = "BYTES")]
+        limit: u64,
+        /// memory.on_limit = "fit" inside the lease.
+        #[arg(long)]
+        fit: bool,
     },
     /// Train the config under several memory policies and compare their cost in one table
     /// (compare.md, compare.json) and one chart (compare.svg).
@@ -257,6 +277,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             verbose,
             shard,
             shards,
+            parallel,
         } => sweep::run(sweep::SweepArgs {
             path: config_path(config, resume.as_deref())?,
             overrides,
@@ -266,7 +287,17 @@ fn run(cli: Cli) -> Result<(), Error> {
             verbose,
             shard,
             shards: shards.map(|n| n as usize),
+            parallel: parallel.map(|n| n as usize),
         }),
+        Command::Trial {
+            dir,
+            number,
+            limit,
+            fit,
+        } => {
+            let quiet = Box::new(Terminal::new(true));
+            crate::sweep::run_child(&dir, number, limit, fit, quiet).map(|_| ())
+        }
         Command::Train {
             config,
             overrides,

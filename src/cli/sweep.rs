@@ -20,6 +20,7 @@ pub(super) struct SweepArgs {
     pub verbose: bool,
     pub shard: Option<String>,
     pub shards: Option<usize>,
+    pub parallel: Option<usize>,
 }
 
 /// Runs the sweep, and prints its table and one-line outcome.
@@ -34,9 +35,14 @@ pub(super) fn run(args: SweepArgs) -> Result<(), Error> {
         })
     };
     let (dir, swept) = match &args.resume {
-        Some(dir) => crate::sweep::resume_sweep(dir, &resolved, args.runs, observer)?,
+        Some(dir) => {
+            crate::sweep::resume_sweep(dir, &resolved, args.runs, args.parallel, observer)?
+        }
         None => match search_space(&args.path, &args.overrides, args.runs)? {
-            Some(space) => {
+            Some(mut space) => {
+                if let Some(parallel) = args.parallel {
+                    space.packing.parallel = parallel;
+                }
                 let shard = shard(args.shard.as_deref(), args.shards)?;
                 let (dir, rows) = crate::sweep::search(&resolved, &space, shard, observer)?;
                 let (monitor, mode) = (space.monitor, space.mode);
@@ -92,7 +98,24 @@ fn search_space(
                 .into(),
         }));
     }
-    Ok(Some(Space::from_table(sweep, &path.display().to_string())?))
+    let mut space = Space::from_table(sweep, &path.display().to_string())?;
+    space.packing.fit_in_lease = fits_in_lease(&table, &space);
+    Ok(Some(space))
+}
+
+/// Whether the trials leave `memory.on_limit` unset (in the file, the overrides and the varied
+/// keys) and do not preallocate, so that a trial run in parallel fits its micro-batch in its
+/// lease instead of failing at the first breach.
+fn fits_in_lease(table: &toml::Table, space: &Space) -> bool {
+    let memory = table.get("memory").and_then(|m| m.as_table());
+    let set = |key: &str| {
+        memory.is_some_and(|m| m.contains_key(key))
+            || space
+                .vary
+                .iter()
+                .any(|(k, _)| k == &format!("memory.{key}"))
+    };
+    !set("on_limit") && !set("policy")
 }
 
 /// A sweep's table and its one-line outcome.

@@ -4,16 +4,25 @@
 //! trained largest first (by one probed step of each, `preflight`) and ranked by the monitored
 //! metric; without, N runs of the same config with new seeds.
 
+mod budget;
+mod child;
+mod children;
+mod lease;
+mod parallel;
 mod preflight;
 mod rank;
+mod schedule;
 mod search;
 mod shard;
 mod space;
 
+pub use child::run_child;
+pub use lease::LEASE_MARGIN;
 pub use rank::{rank, ranking, TrialRow, TrialStatus};
+pub use schedule::{Schedule, Slot};
 pub use search::{merge, run_trials, search, trial_configs, SearchPlan};
 pub use shard::Shard;
-pub use space::{Domain, Method, Order, Space, Trial};
+pub use space::{Budget, Domain, Method, Order, Packing, Space, Trial, DEFAULT_BUDGET_SHARE};
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -143,16 +152,21 @@ pub fn sweep(
 /// Continues the sweep in `dir` at the first run that did not finish: completed runs are kept
 /// (their rows come from their `summary.json`), a run that stopped resumes from its latest
 /// checkpoint, and the rest start. `config` must match the sweep's `config.toml` except in
-/// the keys a resumed run may change; `runs`, if given, replaces the planned count.
+/// the keys a resumed run may change; `runs`, if given, replaces the planned count, and
+/// `parallel` a search's trials at once.
 pub fn resume_sweep(
     dir: &Path,
     config: &RunConfig,
     runs: Option<usize>,
+    parallel: Option<usize>,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Swept), Error> {
     check_config(dir, config, crate::builtin::SECTIONS)?;
     let plan = read_plan(dir)?;
-    if let Some(search) = plan.search {
+    if let Some(mut search) = plan.search {
+        if let Some(parallel) = parallel {
+            search.packing.parallel = parallel;
+        }
         if runs.is_some() {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", dir.display()),

@@ -17,13 +17,14 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::lease::{lease, Measured};
 use super::shard::Shard;
 use super::space::{Order, Trial};
 use crate::config::{Backend, RunConfig};
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::{write_atomic, Observer};
-use crate::train::preflight::probe_step;
+use crate::train::preflight::{probe_step, warm_up};
 
 /// One trial's probe, as `preflight.json` has it.
 #[derive(Debug, Serialize)]
@@ -31,28 +32,45 @@ struct Probe {
     trial: usize,
     /// One step's peak above the trial's data, in bytes.
     step_bytes: Option<u64>,
+    /// The memory lease the trial runs under when trials run in parallel
+    /// ([`lease`](super::lease)): from the probe, or the trial's own `memory.limit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_bytes: Option<u64>,
     /// Why it was not probed, or why its probe failed.
     error: Option<String>,
 }
 
+/// A trial to train, in the order to train it, with its lease where trials run in parallel
+/// and one could be had.
+pub(super) type Arranged<'a> = (&'a Trial, RunConfig, Option<u64>);
+
 /// `todo`, in the order this process trains it: as listed, or (largest first) by one probed
 /// step of each trial that has not finished, written to the sweep directory `dir` and told to
-/// `observer`.
+/// `observer`. With `leases` (trials in parallel), every unfinished trial is probed for its
+/// lease.
 pub(super) fn arrange<'a>(
     todo: Vec<(&'a Trial, RunConfig)>,
     order: Order,
+    leases: bool,
     dir: &Path,
     shard: Option<Shard>,
     observer: &mut dyn Observer,
-) -> Result<Vec<(&'a Trial, RunConfig)>, Error> {
+) -> Result<Vec<Arranged<'a>>, Error> {
     let unfinished: Vec<bool> = todo
         .iter()
         .map(|(t, cfg)| super::finished(&dir.join(t.name()), cfg.train.epochs).is_none())
         .collect();
-    if order == Order::Listed || unfinished.iter().filter(|&&u| u).count() < 2 {
-        return Ok(todo);
+    let few = unfinished.iter().filter(|&&u| u).count() < 2;
+    if !leases && (order == Order::Listed || few) {
+        return Ok(todo.into_iter().map(|(t, c)| (t, c, None)).collect());
     }
     let started = Instant::now();
+    if leases {
+        // A lease counts what a fresh process holds before the step: its one-time state too.
+        if let Some((_, cfg)) = todo.first() {
+            warm_up(cfg)?;
+        }
+    }
     let mut probed: Vec<(Probe, (&Trial, RunConfig))> = todo
         .into_iter()
         .zip(unfinished)
@@ -70,7 +88,10 @@ pub(super) fn arrange<'a>(
     if let Some(line) = not_probed(&probes) {
         observer.message(&line);
     }
-    Ok(probed.into_iter().map(|(_, entry)| entry).collect())
+    Ok(probed
+        .into_iter()
+        .map(|(p, (trial, cfg))| (trial, cfg, p.lease_bytes))
+        .collect())
 }
 
 /// The probe of one trial; a finished one (kept as it is) is not probed, nor one with a memory
@@ -85,9 +106,21 @@ fn probe((trial, cfg): &(&Trial, RunConfig), unfinished: bool) -> Probe {
         )),
         (true, false) => probe_step(cfg).map(Some).map_err(|e| e.to_string()),
     };
+    let probed = result.as_ref().ok().copied().flatten();
+    let own_limit = cfg.memory.limit.and_then(|l| l.resolve(None));
     Probe {
         trial: trial.number,
-        step_bytes: result.as_ref().ok().copied().flatten(),
+        step_bytes: probed.map(|p| p.step),
+        lease_bytes: probed
+            .map(|p| {
+                let measured = Measured {
+                    before: p.before,
+                    step: p.step,
+                    checkpoint: p.checkpoint,
+                };
+                lease(measured).min(own_limit.unwrap_or(u64::MAX))
+            })
+            .or(own_limit),
         error: result.err(),
     }
 }
@@ -172,6 +205,7 @@ mod tests {
         Probe {
             trial,
             step_bytes,
+            lease_bytes: None,
             error,
         }
     }

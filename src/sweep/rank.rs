@@ -51,6 +51,19 @@ pub struct TrialRow {
     pub reason: Option<String>,
     /// Its value of the monitored metric.
     pub monitored: Option<f64>,
+    /// The epochs it trained.
+    #[serde(default)]
+    pub epochs: Option<usize>,
+    /// Its memory lease, where trials ran in parallel: its memory limit, counted against the
+    /// search's budget while it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_bytes: Option<u64>,
+    /// When its child process started, in seconds since the search's first trial started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_s: Option<f64>,
+    /// When its child process ended, on the same clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_s: Option<f64>,
     /// What it took and gave back (absent if it failed before its run directory existed).
     pub memory: Option<SweepRow>,
 }
@@ -183,6 +196,10 @@ mod tests {
                 .is_none()
                 .then(|| "memory limit exceeded".to_string()),
             monitored,
+            epochs: None,
+            lease_bytes: None,
+            started_s: None,
+            ended_s: None,
             memory: None,
         }
     }

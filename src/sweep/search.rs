@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::parallel::train_packed;
 use super::preflight::arrange;
 use super::rank::{rank, ranking, TrialRow, TrialStatus};
+use super::schedule::{attach, Schedule};
 use super::shard::Shard;
-use super::space::{literal, Order, Space, Trial};
+use super::space::{literal, Order, Packing, Space, Trial};
 use super::{read_plan, train_or_resume, write_plan, Plan, SweepRow};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
@@ -30,6 +32,9 @@ pub struct SearchPlan {
     /// The order a process trains its trials in.
     #[serde(default)]
     pub order: Order,
+    /// Trials at once, and the memory they may hold together.
+    #[serde(default)]
+    pub packing: Packing,
 }
 
 /// Each trial's config: `config` with the trial's values, named after the trial, in `dir`.
@@ -42,25 +47,35 @@ pub fn trial_configs(
     let base = to_toml(config);
     trials
         .iter()
-        .map(|trial| {
-            let mut overrides: Vec<Override> = trial
-                .values
-                .iter()
-                .map(|(key, value)| Override {
-                    key: key.clone(),
-                    value: value.clone(),
-                    text: format!("{key}={}", literal(value)),
-                })
-                .collect();
-            overrides.push(set("run.name", toml::Value::String(trial.name())));
-            let out = dir.display().to_string();
-            overrides.push(set("run.output_dir", toml::Value::String(out)));
-            parse(&base, "config.toml", &overrides).map_err(|e| in_trial(e, trial))
-        })
+        .map(|trial| trial_config(&base, trial, dir, Vec::new()))
         .collect()
 }
 
-fn set(key: &str, value: toml::Value) -> Override {
+/// One trial's config from the base config's TOML `base`, with `extra` overrides last.
+pub(super) fn trial_config(
+    base: &str,
+    trial: &Trial,
+    dir: &Path,
+    extra: Vec<Override>,
+) -> Result<RunConfig, ConfigError> {
+    let mut overrides: Vec<Override> = trial
+        .values
+        .iter()
+        .map(|(key, value)| Override {
+            key: key.clone(),
+            value: value.clone(),
+            text: format!("{key}={}", literal(value)),
+        })
+        .collect();
+    overrides.push(set("run.name", toml::Value::String(trial.name())));
+    let out = dir.display().to_string();
+    overrides.push(set("run.output_dir", toml::Value::String(out)));
+    overrides.extend(extra);
+    parse(base, "config.toml", &overrides).map_err(|e| in_trial(e, trial))
+}
+
+/// An override of `key` with `value`, as `--set` would give it.
+pub(super) fn set(key: &str, value: toml::Value) -> Override {
     Override {
         key: key.into(),
         text: format!("{key}={value}"),
@@ -96,6 +111,7 @@ pub fn search(
         mode: space.mode,
         trials,
         order: space.order,
+        packing: space.packing,
     };
     let dir = match shard {
         None => run_dir::create(&config.run.output_dir, &name)?,
@@ -147,8 +163,20 @@ pub fn run_trials(
         .zip(configs)
         .filter(|(t, _)| shard.is_none_or(|s| s.includes(t.number)))
         .collect();
-    let mine = arrange(mine, plan.order, dir, shard, &mut *observer(0, n))?;
-    for (trial, cfg) in mine {
+    let packed = plan.packing.parallel > 1;
+    let mine = arrange(mine, plan.order, packed, dir, shard, &mut *observer(0, n))?;
+    let one_by_one = match packed {
+        true => {
+            let ended = train_packed(dir, &plan.packing, shard, mine, &mut *observer(0, n))?;
+            for (trial, error) in ended {
+                let summary = read_summary(&dir.join(trial.name()));
+                rows.push(row(trial, summary, error, &plan.monitor));
+            }
+            Vec::new()
+        }
+        false => mine,
+    };
+    for (trial, cfg, _) in one_by_one {
         let run_dir = dir.join(trial.name());
         let outcome = train_or_resume(cfg, &run_dir, observer(trial.number, n));
         let (summary, error) = match outcome {
@@ -159,6 +187,7 @@ pub fn run_trials(
         };
         rows.push(row(trial, summary, error, &plan.monitor));
     }
+    attach(&mut rows, &Schedule::merged(dir));
     rank(&mut rows, plan.mode);
     match shard {
         None => write_results(dir, plan, &rows)?,
@@ -186,6 +215,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
         .iter()
         .map(|t| row(t, read_summary(&dir.join(t.name())), None, &plan.monitor))
         .collect();
+    attach(&mut rows, &Schedule::merged(dir));
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
     Ok((rows, plan))
@@ -219,6 +249,10 @@ fn row(
             .as_ref()
             .filter(|_| status == TrialStatus::Completed)
             .and_then(|s| monitored(s, monitor)),
+        epochs: summary.as_ref().map(|s| s.epochs),
+        lease_bytes: None,
+        started_s: None,
+        ended_s: None,
         memory: summary.map(|s| SweepRow::of(trial.number, s)),
     }
 }
@@ -249,6 +283,8 @@ fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(),
         "mode": plan.mode,
         "best": best.map(|r| r.name.clone()),
         "best_config": best.map(|r| dir.join(&r.name).join("config.toml")),
+        "parallel": plan.packing.parallel,
+        "budget_bytes": Schedule::merged(dir).budget_bytes_if_packed(),
         "trials": rows,
     });
     let path = dir.join("sweep.json");

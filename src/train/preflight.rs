@@ -11,7 +11,7 @@ use burn::tensor::Device;
 use super::epochs::{empty_training_split, seeded_model};
 use super::optimizer::build_optimizer;
 use super::precision::MixedPrecision;
-use super::step::{accumulate_gradients, apply_gradients, Clip};
+use super::step::{accumulate_gradients, apply_gradients, footprint, Clip};
 use super::trainer::check_precision;
 use crate::backend;
 use crate::builtin::{self, Visit};
@@ -22,13 +22,36 @@ use crate::model::Network;
 use crate::task::score::items;
 use crate::task::{Classify, Regress, Task};
 
-/// What one step of `config` reaches above the data it trains on: the model's weights, the
-/// forward and backward passes' activations, the gradients, and the optimizer's state after
-/// its first update; not the one-time state the step leaves in the process. Its memory is
-/// given back before it returns, whether the step ran or not.
-pub(crate) fn probe_step(config: &RunConfig) -> Result<u64, Error> {
+/// What a probe of one step measured, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProbedStep {
+    /// In use when the step started: the process's state and the data it trains on.
+    pub before: u64,
+    /// What the step reached above `before`: the model's weights, the forward and backward
+    /// passes' activations, the gradients, and the optimizer's state after its first update;
+    /// not the one-time state the step leaves in the process.
+    pub step: u64,
+    /// What a checkpoint copies at once: the weights and the optimizer's state, from their
+    /// shapes.
+    pub checkpoint: u64,
+}
+
+/// One step of `config`, probed. Its memory is given back before it returns, whether the step
+/// ran or not.
+pub(crate) fn probe_step(config: &RunConfig) -> Result<ProbedStep, Error> {
     let loaded = builtin::load(config)?;
     builtin::visit(config, loaded, StepProbe { config })
+}
+
+/// Gives the process the one-time state a run's warm-up gives it (on flex, a packing buffer
+/// for every rayon worker), so that what a probe finds in use before its step includes what
+/// a fresh process running the trial would hold ([`crate::memory::Executor::warm_up`]).
+pub(crate) fn warm_up(config: &RunConfig) -> Result<(), Error> {
+    let device = backend::select(&config.device)?;
+    let source = MemoryProbe::new(&device).source();
+    Executor::new(&device, source)
+        .warm_up(true)
+        .map_err(Error::device)
 }
 
 struct StepProbe<'a> {
@@ -36,18 +59,18 @@ struct StepProbe<'a> {
 }
 
 impl Visit for StepProbe<'_> {
-    type Output = u64;
+    type Output = ProbedStep;
 
-    fn classify<N: Network>(self, task: Classify<N>) -> Result<u64, Error> {
+    fn classify<N: Network>(self, task: Classify<N>) -> Result<ProbedStep, Error> {
         probe_task(&task, self.config)
     }
 
-    fn regress<N: Network>(self, task: Regress<N>) -> Result<u64, Error> {
+    fn regress<N: Network>(self, task: Regress<N>) -> Result<ProbedStep, Error> {
         probe_task(&task, self.config)
     }
 }
 
-fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<u64, Error> {
+fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<ProbedStep, Error> {
     let device = backend::select(&config.device)?;
     check_precision(config, &device, task)?;
     let train = &config.train;
@@ -61,24 +84,30 @@ fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<u64, Error> {
     let peak = step_peak(task, config, &autodiff, &mut probe);
     // Given back whether the step ran or not.
     let cleaned = Executor::new(&device, probe.source()).cleanup();
-    let peak = peak?;
+    let (peak, checkpoint) = peak?;
     cleaned.map_err(Error::device)?;
     // What the step left in use for good is the process's one-time state (the first product
     // of a shape sizes buffers the backend keeps), not the step's.
     let end = probe.read().map_err(Error::device)?.bytes_in_use;
-    Ok(peak.saturating_sub(start.max(end)))
+    Ok(ProbedStep {
+        before: start,
+        step: peak.saturating_sub(start.max(end)),
+        checkpoint,
+    })
 }
 
 /// The model, then one step (its micro-batches and the update), with the peak in use while
-/// they ran.
+/// they ran, and what a checkpoint of the model and its optimizer copies.
 fn step_peak<T: Task>(
     task: &T,
     config: &RunConfig,
     device: &Device,
     probe: &mut MemoryProbe,
-) -> Result<u64, Error> {
+) -> Result<(u64, u64), Error> {
     let train = &config.train;
     let model = seeded_model(task, config.run.seed, device);
+    let shapes = footprint(&model, train, None);
+    let checkpoint = shapes.weights + shapes.optimizer;
     let data = task.data().train;
     if data.is_empty() {
         return Err(empty_training_split());
@@ -108,5 +137,5 @@ fn step_peak<T: Task>(
     probe.observe();
     drop((updated, optimizer));
     probe.read().map_err(Error::device)?;
-    Ok(probe.epoch_peak())
+    Ok((probe.epoch_peak(), checkpoint))
 }

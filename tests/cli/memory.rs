@@ -235,12 +235,14 @@ fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
         start >= (64 << 20) as f64 * 0.98,
         "run_start shows the 64 MiB reservation: {start} (growth started at {growth_start})"
     );
-    // Training reuses the reserved heap: reserved stays within 1% of the reservation (a few
-    // pages of thread stacks), where growth rose by megabytes.
+    // Training reuses the reserved heap: reserved rises by less than a quarter of what the
+    // growth run's rose (a few pages of thread stacks and worker arenas, whose size moves
+    // with the number of rayon workers; measured 0.3 to 0.7 MiB against 6.6 to 7.7 MiB).
+    let growth_rise = growth_most - growth_start;
     for epoch in reserved("runs/pre", "epoch") {
         assert!(
-            epoch <= start + (64 << 20) as f64 * 0.01,
-            "reserved rose from {start} to {epoch}"
+            epoch - start < growth_rise / 4.0,
+            "reserved rose from {start} to {epoch}, where growth rose by {growth_rise}"
         );
     }
     let snaps = env.snapshots("runs/pre");

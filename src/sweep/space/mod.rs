@@ -8,6 +8,8 @@
 //! seed = 7                   # random draws (default 0)
 //! monitor = "val_loss"       # default; mode "min" ("max" for an accuracy)
 //! order = "largest_first"    # default; or "listed"
+//! parallel = 2               # trials at once, each in a child process under its lease
+//! budget = "4GiB"            # what the running trials may hold together (packing.rs)
 //!
 //! [sweep.vary]
 //! train.lr = { min = 1e-4, max = 1e-2, log = true }   # random only
@@ -21,6 +23,10 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigError, MonitorMode};
+
+mod packing;
+
+pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 
 /// How a search picks its trials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +85,8 @@ pub struct Space {
     pub vary: Vec<(String, Domain)>,
     /// The order a process trains its trials in.
     pub order: Order,
+    /// Trials at once, and the memory they may hold together.
+    pub packing: Packing,
 }
 
 /// One trial: the value of each varied key.
@@ -135,8 +143,8 @@ fn choice<T: Copy>(
 }
 
 /// The keys a `[sweep]` table may hold.
-const KEYS: [&str; 7] = [
-    "method", "trials", "seed", "monitor", "mode", "vary", "order",
+const KEYS: [&str; 9] = [
+    "method", "trials", "seed", "monitor", "mode", "vary", "order", "parallel", "budget",
 ];
 
 impl Space {
@@ -194,6 +202,15 @@ impl Space {
         ];
         let order = choice(table, "order", Order::LargestFirst, orders)
             .map_err(|m| fail("sweep.order", m))?;
+        let packing = Packing::from_table(table).map_err(|(k, m)| fail(&k, m))?;
+        if order == Order::Listed && packing.parallel > 1 {
+            return Err(fail(
+                "sweep.order",
+                "\"listed\" trains without probes, and sweep.parallel > 1 needs one probed \
+                 step of each trial for its memory lease; remove sweep.order"
+                    .into(),
+            ));
+        }
         Ok(Space {
             method,
             trials,
@@ -202,6 +219,7 @@ impl Space {
             mode,
             vary,
             order,
+            packing,
         })
     }
 

@@ -1,0 +1,84 @@
+//! Memory leases: what a trial run in a child process may hold, and which waiting trial starts
+//! next under the budget. Pure arithmetic, tested without a device.
+//!
+//! A trial's lease comes from its probe ([`crate::train::preflight`]): what the probing process
+//! held when the probe started (its one-time state and the trial's data), plus the step's
+//! peak above that (the model, the activations, the gradients, the optimizer's state), plus a
+//! checkpoint's copy of the weights and the optimizer's state (a run writes one at the end of
+//! every epoch), all with [`LEASE_MARGIN`] to spare. The child trains with `memory.limit`
+//! set to its lease, so the lease is enforced, not hoped.
+
+use crate::memory::format_bytes;
+
+/// The share added to a trial's measured figures: room for what one probed step does not
+/// show (the loader's batches in flight, validation, the run's own records). Inside its lease
+/// a child with `on_limit = "fit"` fits its step under 90% of the lease, so the margin must
+/// exceed 1/0.9 − 1 (11%) for a trial to keep its micro-batch.
+pub const LEASE_MARGIN: f64 = 0.25;
+
+/// What a probe measured of one trial, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measured {
+    /// In use when the probe started: the process's state and the trial's data.
+    pub before: u64,
+    /// The step's peak above `before`.
+    pub step: u64,
+    /// A checkpoint's copy: the weights and the optimizer's state, from their shapes.
+    pub checkpoint: u64,
+}
+
+/// The lease of a trial with these figures.
+pub fn lease(m: Measured) -> u64 {
+    let need = m.before + m.step.max(m.checkpoint);
+    (need as f64 * (1.0 + LEASE_MARGIN)).ceil() as u64
+}
+
+/// Which of `waiting` (leases, in the order to try them) starts now, with `free` bytes of the
+/// budget left: the largest lease that fits, the earlier on a tie. `None` if none fits.
+pub fn next(waiting: &[u64], free: u64) -> Option<usize> {
+    waiting
+        .iter()
+        .enumerate()
+        .filter(|(_, &lease)| lease <= free)
+        .max_by(|(i, a), (j, b)| a.cmp(b).then(j.cmp(i)))
+        .map(|(i, _)| i)
+}
+
+/// The error of a trial whose lease the whole budget cannot hold.
+pub fn too_large(lease: u64, budget: u64) -> String {
+    format!(
+        "its memory lease {} is larger than the whole budget {} (sweep.budget); raise \
+         sweep.budget, or make the trial smaller",
+        format_bytes(lease),
+        format_bytes(budget)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_covers_the_step_or_the_checkpoint_with_the_margin() {
+        let m = Measured {
+            before: 100,
+            step: 300,
+            checkpoint: 50,
+        };
+        assert_eq!(lease(m), 500);
+        let m = Measured {
+            checkpoint: 700,
+            ..m
+        };
+        assert_eq!(lease(m), 1000);
+    }
+
+    #[test]
+    fn the_largest_lease_that_fits_starts_first() {
+        assert_eq!(next(&[30, 80, 50], 100), Some(1));
+        assert_eq!(next(&[30, 80, 50], 60), Some(2));
+        assert_eq!(next(&[30, 80, 50], 29), None);
+        assert_eq!(next(&[40, 40], 40), Some(0), "the earlier on a tie");
+        assert_eq!(next(&[], 40), None);
+    }
+}

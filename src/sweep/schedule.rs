@@ -1,0 +1,164 @@
+//! `schedule.json` in a sweep directory (a shard's `schedule-shard-I-of-N.json`): when each
+//! trial of a parallel search ran, under which lease, and the budget they shared. Written at
+//! every start and end, so that a killed search still says what ran; read back into
+//! `sweep.json`'s rows (`lease_bytes`, `started_s`, `ended_s`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::rank::TrialRow;
+use super::shard::Shard;
+use crate::error::Error;
+use crate::record::write_atomic;
+
+/// One trial's run in a child process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slot {
+    /// The trial number.
+    pub trial: usize,
+    /// Its lease: the memory limit it ran under, counted against the budget while it ran.
+    pub lease_bytes: u64,
+    /// When it started, in seconds since the Unix epoch.
+    pub started_unix: f64,
+    /// When it ended; `None` while it runs.
+    pub ended_unix: Option<f64>,
+    /// The child's process id (to find it while it runs).
+    pub pid: u32,
+}
+
+/// A search's schedule, as one process (or shard) ran it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// The memory all running trials could hold together.
+    pub budget_bytes: u64,
+    /// Trials at once.
+    pub parallel: usize,
+    /// Each trial's latest run, by trial number.
+    pub slots: BTreeMap<usize, Slot>,
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The schedule's file in `dir`, for `shard`.
+pub fn path(dir: &Path, shard: Option<Shard>) -> PathBuf {
+    match shard {
+        None => dir.join("schedule.json"),
+        Some(shard) => dir.join(format!("schedule-{}.json", shard.name())),
+    }
+}
+
+impl Schedule {
+    /// The schedule at `path` (an earlier process's, whose slots a resumed search keeps), or
+    /// an empty one.
+    pub fn read_or_new(path: &Path) -> Schedule {
+        std::fs::read(path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes it to `path`, whole or not at all.
+    pub fn write(&self, path: &Path) -> Result<(), Error> {
+        let bytes = serde_json::to_vec_pretty(self).expect("a schedule serialises");
+        write_atomic(path, &bytes).map_err(|e| Error::io(path, e))
+    }
+
+    /// Every slot of every schedule file in `dir` (shards write their own), by trial.
+    pub fn merged(dir: &Path) -> Schedule {
+        let mut merged = Schedule::default();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return merged;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                name.starts_with("schedule") && name.ends_with(".json")
+            })
+            .collect();
+        files.sort();
+        for file in files {
+            let one = Schedule::read_or_new(&file);
+            merged.budget_bytes = merged.budget_bytes.max(one.budget_bytes);
+            merged.parallel = merged.parallel.max(one.parallel);
+            merged.slots.extend(one.slots);
+        }
+        merged
+    }
+
+    /// The earliest start: where a search's `started_s` count from.
+    pub fn origin(&self) -> Option<f64> {
+        self.slots
+            .values()
+            .map(|s| s.started_unix)
+            .min_by(f64::total_cmp)
+    }
+}
+
+impl Schedule {
+    /// The budget, for a search that ran in parallel (`None` for one that did not).
+    pub fn budget_bytes_if_packed(&self) -> Option<u64> {
+        (!self.slots.is_empty()).then_some(self.budget_bytes)
+    }
+}
+
+/// Each row's lease and times from `schedule`, where it ran in a child process.
+pub(super) fn attach(rows: &mut [TrialRow], schedule: &Schedule) {
+    let Some(origin) = schedule.origin() else {
+        return;
+    };
+    for row in rows {
+        if let Some(slot) = schedule.slots.get(&row.trial) {
+            row.lease_bytes = Some(slot.lease_bytes);
+            row.started_s = Some(slot.started_unix - origin);
+            row.ended_s = slot.ended_unix.map(|t| t - origin);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(trial: usize, started: f64) -> Slot {
+        Slot {
+            trial,
+            lease_bytes: 10,
+            started_unix: started,
+            ended_unix: Some(started + 1.0),
+            pid: 1,
+        }
+    }
+
+    #[test]
+    fn shards_schedules_merge_and_count_from_the_earliest_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let shard = |i| Some(Shard { index: i, count: 2 });
+        let mut a = Schedule {
+            budget_bytes: 100,
+            parallel: 2,
+            ..Schedule::default()
+        };
+        a.slots.insert(1, slot(1, 50.0));
+        a.write(&path(dir.path(), shard(0))).unwrap();
+        let mut b = a.clone();
+        b.slots = BTreeMap::from([(2, slot(2, 20.0))]);
+        b.write(&path(dir.path(), shard(1))).unwrap();
+        let merged = Schedule::merged(dir.path());
+        assert_eq!(merged.slots.len(), 2);
+        assert_eq!(merged.origin(), Some(20.0));
+        assert_eq!((merged.budget_bytes, merged.parallel), (100, 2));
+        assert_eq!(
+            Schedule::read_or_new(&dir.path().join("none.json")),
+            Schedule::default()
+        );
+    }
+}

@@ -1,0 +1,112 @@
+//! `[sweep] parallel` and `[sweep] budget`: how many trials a process runs at once, each in a
+//! child process under its lease, and how much memory all running trials may hold together.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::MemorySize;
+
+/// How a search packs its trials onto one device.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Packing {
+    /// Trials running at once; 1 trains them one after another in this process.
+    pub parallel: usize,
+    /// The memory all running trials may use together: bytes, or a fraction of the device's
+    /// memory (on flex, of the memory the machine has available when the search starts).
+    /// `None`: [`DEFAULT_BUDGET_SHARE`] of it on flex; a device with pools needs one.
+    pub budget: Option<Budget>,
+    /// The trials leave `memory.on_limit` unset, so a child fits its micro-batch in its lease
+    /// (`"fit"`) rather than failing at the first breach.
+    #[serde(default)]
+    pub fit_in_lease: bool,
+}
+
+/// `sweep.budget` as written: a size, or a fraction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// Bytes.
+    Bytes(u64),
+    /// A share of the available memory, in (0, 1].
+    Fraction(f64),
+}
+
+/// The budget's default on flex: this share of the memory the machine has available (Linux's
+/// `MemAvailable`) when the search starts, leaving the rest to everything else on it.
+pub const DEFAULT_BUDGET_SHARE: f64 = 0.5;
+
+impl Default for Packing {
+    fn default() -> Self {
+        Packing {
+            parallel: 1,
+            budget: None,
+            fit_in_lease: false,
+        }
+    }
+}
+
+impl Packing {
+    /// Reads `parallel` and `budget` from the `[sweep]` table; the error is (key, message).
+    pub(super) fn from_table(table: &toml::Table) -> Result<Packing, (String, String)> {
+        let parallel = match table.get("parallel") {
+            None => 1,
+            Some(toml::Value::Integer(n)) if (1..=256).contains(n) => *n as usize,
+            Some(other) => {
+                return Err((
+                    "sweep.parallel".into(),
+                    format!("must be an integer from 1 to 256, got {other}"),
+                ))
+            }
+        };
+        let budget = match table.get("budget") {
+            None => None,
+            Some(value) => Some(budget(value).map_err(|m| ("sweep.budget".to_string(), m))?),
+        };
+        Ok(Packing {
+            parallel,
+            budget,
+            fit_in_lease: false,
+        })
+    }
+}
+
+fn budget(value: &toml::Value) -> Result<Budget, String> {
+    let raw = value.clone().try_into().map_err(|_| {
+        format!("must be a size like \"4GiB\" or a fraction in (0, 1], got {value}")
+    })?;
+    Ok(match MemorySize::parse(&raw)? {
+        MemorySize::Bytes(b) => Budget::Bytes(b),
+        MemorySize::Fraction(f) => Budget::Fraction(f),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packing(text: &str) -> Result<Packing, (String, String)> {
+        Packing::from_table(&toml::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn parallel_and_budget_take_counts_sizes_and_fractions() {
+        assert_eq!(packing("").unwrap(), Packing::default());
+        let p = packing("parallel = 3\nbudget = \"2GiB\"").unwrap();
+        assert_eq!((p.parallel, p.budget), (3, Some(Budget::Bytes(2 << 30))));
+        let p = packing("budget = 0.25").unwrap();
+        assert_eq!(p.budget, Some(Budget::Fraction(0.25)));
+    }
+
+    #[test]
+    fn bad_values_name_the_key_and_the_value() {
+        let (key, message) = packing("parallel = 0").unwrap_err();
+        assert_eq!(key, "sweep.parallel");
+        assert!(message.contains("got 0"), "{message}");
+        let (key, message) = packing("budget = \"lots\"").unwrap_err();
+        assert_eq!(key, "sweep.budget");
+        assert!(message.contains("\"lots\""), "{message}");
+        let (_, message) = packing("budget = 1.5").unwrap_err();
+        assert!(message.contains("1.5"), "{message}");
+        let (_, message) = packing("budget = true").unwrap_err();
+        assert!(message.contains("true"), "{message}");
+    }
+}
