@@ -6,6 +6,7 @@ use crate::backend::BackendError;
 use crate::config::ConfigError;
 use crate::data::DataError;
 use crate::memory::{LimitExceeded, MemoryError};
+use crate::record::RecordError;
 
 /// Anything that stops a run.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +36,9 @@ pub enum Error {
         /// What is wrong with it, on one line.
         message: String,
     },
+    /// A file a run or a search wrote cannot be read back.
+    #[error(transparent)]
+    Record(#[from] RecordError),
     /// The memory limit was exceeded (`on_limit = "fail"`, or no smaller micro-batch left).
     #[error(transparent)]
     Limit(#[from] LimitExceeded),
@@ -109,12 +113,15 @@ impl Error {
     }
 
     /// The process exit code for this error: 2 for bad input (config, device choice, data
-    /// files), 3 for an exceeded memory limit or a device out-of-memory, 1 for everything else.
+    /// files, a run's own files that cannot be read back), 3 for an exceeded memory limit or a
+    /// device out-of-memory, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
+            Error::Record(RecordError::Corrupt { .. }) => 2,
             Error::Limit(_) | Error::OutOfMemory { .. } => 3,
             Error::Io { .. }
+            | Error::Record(RecordError::Io { .. })
             | Error::Device(_)
             | Error::Diverged { .. }
             | Error::LossScaleCollapsed { .. } => 1,

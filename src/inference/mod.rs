@@ -20,6 +20,7 @@ use burn::tensor::Device;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::model::initialize;
+use crate::record::RunSummary;
 use crate::train::Checkpoint;
 
 /// A finished run, opened to use its model.
@@ -60,16 +61,15 @@ impl Trained {
             }));
         }
         let config = crate::config::parse(&text, &path.display().to_string(), &[])?;
-        let name = match checkpoint {
-            Some(name) => name.to_string(),
-            None => final_checkpoint(run_dir).unwrap_or_else(|| "latest".into()),
+        let checkpoint = match checkpoint {
+            Some(name) => Checkpoint::open(run_dir, name)?,
+            None => final_weights(run_dir)?,
         };
-        let checkpoint = Checkpoint::open(run_dir, &name)?;
         let checkpoint_name = checkpoint
             .dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or(name);
+            .unwrap_or_default();
         let device = crate::backend::select(&config.device)?;
         Ok(Self {
             run_dir: run_dir.to_path_buf(),
@@ -94,10 +94,14 @@ impl Trained {
     }
 }
 
-/// The directory name of the checkpoint `summary.json` says holds the run's final weights.
-fn final_checkpoint(run_dir: &Path) -> Option<String> {
-    let text = std::fs::read(run_dir.join("summary.json")).ok()?;
-    let summary: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    let dir = Path::new(summary.get("checkpoint")?.as_str()?);
-    Some(dir.file_name()?.to_string_lossy().into_owned())
+/// The checkpoint `summary.json` says holds the run's final weights, or `latest` if the run
+/// has no summary (it was killed) or the summary names none.
+fn final_weights(run_dir: &Path) -> Result<Checkpoint, Error> {
+    let named = RunSummary::read(run_dir)?
+        .and_then(|s| s.checkpoint)
+        .and_then(|dir| Some(dir.file_name()?.to_string_lossy().into_owned()));
+    match named {
+        Some(name) => Checkpoint::recorded(run_dir, &name, &run_dir.join("summary.json")),
+        None => Checkpoint::latest(run_dir),
+    }
 }

@@ -3,12 +3,14 @@
 //! the epochs' in-use figures, and `summary.json` ([`RunSummary`]) at the end. Written by the
 //! training loop ([`crate::train`]), read by [`crate::report`], `compare` and `sweep`.
 
+mod error;
 mod growth;
 mod observer;
 mod snapshots;
 mod summary;
 mod trace;
 
+pub use error::RecordError;
 pub use growth::{check_growth, GrowthAlarm, GrowthWatch};
 pub use observer::{EpochProgress, Observer, Silent, Warning};
 pub use snapshots::{

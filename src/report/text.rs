@@ -14,10 +14,9 @@ use crate::record::{RunStatus, RunSummary};
 pub fn report(run_dir: &Path) -> Result<String, Error> {
     let path = run_dir.join("snapshots.jsonl");
     let snapshots = read_snapshots(&path).map_err(|e| Error::io(&path, e))?;
-    // The summary is missing if the process was killed; the snapshots are enough.
-    let summary: Option<RunSummary> = std::fs::read(run_dir.join("summary.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    // The summary is missing if the process was killed; the snapshots are enough. One that is
+    // there but cannot be read is an error, not a run that did not finish.
+    let summary = RunSummary::read(run_dir)?;
     let name = summary.as_ref().map_or_else(
         || {
             run_dir

@@ -45,10 +45,12 @@ pub(super) fn arrange<'a>(
     shard: Option<Shard>,
     observer: &mut dyn Observer,
 ) -> Result<Vec<(&'a Trial, RunConfig)>, Error> {
-    let unfinished: Vec<bool> = todo
+    // Every trial's summary is read here, before any trains: one that cannot be read stops
+    // the search before it has replaced anything.
+    let unfinished = todo
         .iter()
-        .map(|(t, cfg)| super::finished(&dir.join(t.name()), cfg.train.epochs).is_none())
-        .collect();
+        .map(|(t, cfg)| Ok(super::finished(&dir.join(t.name()), cfg.train.epochs)?.is_none()))
+        .collect::<Result<Vec<bool>, Error>>()?;
     if order == Order::Listed || unfinished.iter().filter(|&&u| u).count() < 2 {
         return Ok(todo);
     }

@@ -154,8 +154,11 @@ pub fn run_trials(
         let (summary, error) = match outcome {
             Ok(summary) => (Some(summary), None),
             // A run that fails still writes its summary, with its memory figures, when it
-            // got as far as its run directory.
-            Err(e) => (read_summary(&run_dir), Some(e.to_string())),
+            // got as far as its run directory; the trial is failed whatever that file holds.
+            Err(e) => (
+                RunSummary::read(&run_dir).ok().flatten(),
+                Some(e.to_string()),
+            ),
         };
         rows.push(row(trial, summary, error, &plan.monitor));
     }
@@ -181,11 +184,13 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
             message: "a sweep of runs, not a search: its table is sweep.md".into(),
         })
     })?;
-    let mut rows: Vec<TrialRow> = plan
-        .trials
-        .iter()
-        .map(|t| row(t, read_summary(&dir.join(t.name())), None, &plan.monitor))
-        .collect();
+    // Every summary is read before anything is written: one that cannot be read stops the
+    // report, which would otherwise rank that trial as not run and rewrite the results.
+    let mut rows = Vec::with_capacity(plan.trials.len());
+    for t in &plan.trials {
+        let summary = RunSummary::read(&dir.join(t.name()))?;
+        rows.push(row(t, summary, None, &plan.monitor));
+    }
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
     Ok((rows, plan))
@@ -221,11 +226,6 @@ fn row(
             .and_then(|s| monitored(s, monitor)),
         memory: summary.map(|s| SweepRow::of(trial.number, s)),
     }
-}
-
-fn read_summary(run_dir: &Path) -> Option<RunSummary> {
-    let bytes = std::fs::read(run_dir.join("summary.json")).ok()?;
-    serde_json::from_slice(&bytes).ok()
 }
 
 /// The run's value of `monitor`: the best epoch's with early stopping on it, else the last.
