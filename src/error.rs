@@ -94,6 +94,23 @@ impl Error {
         }
     }
 
+    /// `dir` is not a run directory: `file`, which every run has, is not in it. The one error
+    /// `report`, `evaluate`, `predict` and `train --resume` give for it.
+    pub fn not_a_run(dir: &Path, file: &Path) -> Self {
+        let why = if !dir.exists() {
+            "no such directory".to_string()
+        } else if !dir.is_dir() {
+            "it is a file, not a directory".to_string()
+        } else {
+            format!("{} is missing", file.display())
+        };
+        Error::Config(ConfigError {
+            origin: dir.display().to_string(),
+            key: None,
+            message: format!("not a run directory: {why}"),
+        })
+    }
+
     /// A checkpoint file that cannot be used; `message` is kept to one line.
     pub fn checkpoint(path: impl AsRef<Path>, message: String) -> Self {
         Error::Checkpoint {

@@ -42,14 +42,11 @@ impl Trained {
     /// names (the best epoch's under early stopping with `restore_best`), else `latest`.
     pub fn open(run_dir: &Path, checkpoint: Option<&str>) -> Result<Self, Error> {
         let path = run_dir.join("config.toml");
-        let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::Config(ConfigError {
-                origin: run_dir.display().to_string(),
-                key: None,
-                message: format!("not a run directory: {} is missing", path.display()),
-            }),
-            _ => Error::io(&path, e),
-        })?;
+        // A missing directory, a file in its place, or one without a config: one error.
+        if !path.is_file() {
+            return Err(Error::not_a_run(run_dir, &path));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         if let Some(task) = crate::train::resume::code_task(&text) {
             return Err(Error::Config(ConfigError {
                 origin: path.display().to_string(),

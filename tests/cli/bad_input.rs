@@ -65,3 +65,54 @@ fn a_run_s_damaged_summary_or_lost_final_checkpoint_is_named() {
     }
     assert_eq!(read(&env, "runs/r/memory.svg"), svg);
 }
+
+#[test]
+fn report_evaluate_and_predict_give_one_not_a_run_directory_error() {
+    let env = Env::small();
+    std::fs::create_dir(env.path("empty")).unwrap();
+    let predict = |dir: &'static str| vec!["predict", dir, "--data", "x.csv", "--out", "p.csv"];
+    for (dir, why) in [
+        ("nowhere", "nowhere: not a run directory: no such directory"),
+        (
+            "small.toml",
+            "small.toml: not a run directory: it is a file",
+        ),
+        ("empty", "empty: not a run directory: empty/"),
+    ] {
+        for args in [vec!["report", dir], vec!["evaluate", dir], predict(dir)] {
+            env.run(&args).fails_with(2, &[why]);
+        }
+    }
+    assert!(!env.path("p.csv").exists());
+}
+
+#[test]
+fn a_cut_last_snapshot_is_said_and_the_report_goes_on_and_a_bad_line_is_named_once() {
+    let env = Env::small();
+    assert_eq!(env.train_small("k", &["--set", "train.epochs=2"]).code(), 0);
+    let path = env.path("runs/k/snapshots.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let lines = text.lines().count();
+    // A kill while the next line was appended: half of it, and no end.
+    text.push_str(r#"{"event":"epoch","epoch":3,"#);
+    std::fs::write(&path, &text).unwrap();
+    let run = env.run(&["report", "runs/k"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let cut = format!(
+        "runs/k/snapshots.jsonl:{}: the last line is cut off",
+        lines + 1
+    );
+    assert!(run.stdout().contains(&cut), "{}", run.stdout());
+    // A complete line that is not a snapshot: the file and line, said once.
+    text.push('\n');
+    std::fs::write(&path, &text).unwrap();
+    let run = env.run(&["report", "runs/k"]);
+    run.fails_with(
+        2,
+        &[&format!(
+            "runs/k/snapshots.jsonl:{}: not a snapshot",
+            lines + 1
+        )],
+    );
+    assert_eq!(run.stderr().matches("snapshots.jsonl").count(), 1);
+}
