@@ -116,3 +116,15 @@ fn a_cut_last_snapshot_is_said_and_the_report_goes_on_and_a_bad_line_is_named_on
     );
     assert_eq!(run.stderr().matches("snapshots.jsonl").count(), 1);
 }
+
+#[test]
+fn a_shard_of_a_config_without_a_sweep_table_is_refused() {
+    let env = Env::small();
+    for flags in [&["--shard", "0/2"][..], &["--shards", "2"]] {
+        let mut args = vec!["sweep", "--config", "small.toml"];
+        args.extend_from_slice(flags);
+        env.run(&args)
+            .fails_with(2, &[flags[0], "small.toml has no [sweep] table"]);
+    }
+    assert!(!env.path("runs").exists(), "nothing trained");
+}
