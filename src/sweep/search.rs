@@ -16,6 +16,7 @@ use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfi
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunStatus, RunSummary};
 use crate::report::{render_search_svg, SearchPicture, SearchPoint};
+use crate::task::{unknown_monitor, validation_figures};
 use crate::train::run_dir;
 
 /// What a search plans, in `plan.json`: resuming trains the same trials.
@@ -68,6 +69,22 @@ fn set(key: &str, value: toml::Value) -> Override {
     }
 }
 
+/// Refuses a `sweep.monitor` that a trial's task does not report: every trial would train, and
+/// none would have a value to rank by.
+fn check_monitor(monitor: &str, configs: &[RunConfig]) -> Result<(), ConfigError> {
+    for config in configs {
+        let reported = validation_figures(crate::builtin::metric_names(config));
+        if !reported.contains(&monitor.to_string()) {
+            return Err(ConfigError {
+                origin: "[sweep]".into(),
+                key: Some("sweep.monitor".into()),
+                message: unknown_monitor("sweep.monitor", monitor, &reported),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A trial's error, said as the trial's: `[sweep] trial-003 (train.lr=-1): ...`.
 fn in_trial(e: ConfigError, trial: &Trial) -> ConfigError {
     let origin = match e.origin.strip_prefix("--set ") {
@@ -89,7 +106,8 @@ pub fn search(
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let trials = space.trials();
     // Every trial is checked before the sweep's directory exists.
-    trial_configs(config, &trials, &config.run.output_dir)?;
+    let configs = trial_configs(config, &trials, &config.run.output_dir)?;
+    check_monitor(&space.monitor, &configs)?;
     let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
         monitor: space.monitor.clone(),

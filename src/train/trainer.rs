@@ -13,14 +13,16 @@ use super::run_dir;
 use super::stats::Identity;
 use crate::backend;
 use crate::builtin::{self, Visit};
-use crate::config::{Backend, ConfigError, Execution, LossScaling, Precision, RunConfig};
+use crate::config::{
+    Backend, ConfigError, EarlyStoppingConfig, Execution, LossScaling, Precision, RunConfig,
+};
 use crate::error::Error;
 use crate::memory::HostCounters;
 use crate::model::Network;
 use crate::record::{write_atomic, Observer, Silent, Warning};
 use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
-use crate::task::{Classify, Regress, Task};
+use crate::task::{unknown_monitor, validation_figures, Classify, Regress, Task};
 use crate::train::{Governor, Layout};
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
@@ -113,6 +115,9 @@ impl Trainer {
         let execution = backend::execution(&config.device)?;
         let precision = config.train.precision;
         check_precision(&config, &device, &task)?;
+        if let Some(early) = &config.train.early_stopping {
+            check_monitor(early, task.metric_names())?;
+        }
         let mut prepared = Governor::prepare(&config.memory, &device)?;
         let run_dir = match &resume {
             Some(resume) => {
@@ -243,6 +248,27 @@ pub(super) fn check_precision<T: Task>(
         })),
         _ => Ok(()),
     }
+}
+
+/// Refuses a monitor the task does not report, before the run directory
+/// exists, where the task says what it reports; otherwise the first epoch's figures are the check.
+fn check_monitor(
+    early: &EarlyStoppingConfig,
+    metrics: Option<&'static [&'static str]>,
+) -> Result<(), Error> {
+    let Some(metrics) = metrics else {
+        return Ok(());
+    };
+    let reported = validation_figures(metrics);
+    if reported.contains(&early.monitor) {
+        return Ok(());
+    }
+    let key = "train.early_stopping.monitor";
+    Err(Error::Config(ConfigError {
+        origin: "[train.early_stopping]".into(),
+        key: Some(key.into()),
+        message: unknown_monitor(key, &early.monitor, &reported),
+    }))
 }
 
 fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {

@@ -128,3 +128,29 @@ fn a_shard_of_a_config_without_a_sweep_table_is_refused() {
     }
     assert!(!env.path("runs").exists(), "nothing trained");
 }
+
+#[test]
+fn a_monitor_the_task_does_not_report_is_refused_before_anything_trains() {
+    let env = Env::small();
+    let config = format!(
+        "{SMALL}\n[sweep]\nmonitor = \"val_mae\"\n[sweep.vary]\ntrain.lr = [0.01, 0.001]\n"
+    );
+    env.write("grid.toml", &config);
+    env.run(&["sweep", "--config", "grid.toml"]).fails_with(
+        2,
+        &[
+            "sweep.monitor = \"val_mae\"",
+            "it reports val_loss, val_accuracy",
+        ],
+    );
+    env.train_small("t", &["--set", "train.early_stopping.monitor=\"val_rmse\""])
+        .fails_with(
+            2,
+            &[
+                "train.early_stopping.monitor = \"val_rmse\"",
+                "it reports val_loss, val_accuracy",
+            ],
+        );
+    // Refused before the first epoch: no run or sweep directory was made.
+    assert!(!env.path("runs").exists());
+}
