@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::checkpoint::Checkpointer;
-use super::epochs::Epochs;
+use super::epochs::{steps_per_epoch, Epochs};
 use super::precision;
 use super::resume::Resume;
 use super::run_dir;
@@ -15,6 +15,7 @@ use crate::backend;
 use crate::builtin::{self, Visit};
 use crate::config::{
     Backend, ConfigError, EarlyStoppingConfig, Execution, LossScaling, Precision, RunConfig,
+    TrainConfig,
 };
 use crate::error::Error;
 use crate::memory::HostCounters;
@@ -118,6 +119,7 @@ impl Trainer {
         if let Some(early) = &config.train.early_stopping {
             check_monitor(early, task.metric_names())?;
         }
+        check_warmup(&config.train, &task)?;
         let mut prepared = Governor::prepare(&config.memory, &device)?;
         let run_dir = match &resume {
             Some(resume) => {
@@ -268,6 +270,30 @@ fn check_monitor(
         origin: "[train.early_stopping]".into(),
         key: Some(key.into()),
         message: unknown_monitor(key, &early.monitor, &reported),
+    }))
+}
+
+/// Refuses a warmup longer than the run: it would train every step below the configured rate
+/// (10,000 steps of warmup on a run of 45 train it all at about `lr / 2000`), without a word.
+/// Before the run directory exists.
+fn check_warmup<T: Task>(train: &TrainConfig, task: &T) -> Result<(), Error> {
+    let Some(schedule) = train.schedule.as_ref().filter(|s| s.warmup_steps > 0) else {
+        return Ok(());
+    };
+    // The run's length needs the training split's; only a schedule with a warmup asks.
+    let total_steps = steps_per_epoch(train, task.data().train.len()) * train.epochs;
+    if schedule.warmup_steps <= total_steps {
+        return Ok(());
+    }
+    Err(Error::Config(ConfigError {
+        origin: "[train.schedule]".into(),
+        key: Some("train.schedule.warmup_steps".into()),
+        message: format!(
+            "train.schedule.warmup_steps = {} is longer than the run, {total_steps} optimizer \
+             steps (train.epochs times the steps of an epoch): the rate would never reach \
+             train.lr; use at most {total_steps}",
+            schedule.warmup_steps
+        ),
     }))
 }
 

@@ -154,3 +154,33 @@ fn a_monitor_the_task_does_not_report_is_refused_before_anything_trains() {
     // Refused before the first epoch: no run or sweep directory was made.
     assert!(!env.path("runs").exists());
 }
+
+#[test]
+fn a_warmup_longer_than_the_run_is_refused_and_a_decay_it_cannot_reach_is_warned() {
+    let env = Env::small();
+    // 960 training samples in batches of 32: 30 steps an epoch, 90 in the run.
+    env.train_small("w", &["--set", "train.schedule.warmup_steps=100000"])
+        .fails_with(
+            2,
+            &["train.schedule.warmup_steps = 100000", "90 optimizer steps"],
+        );
+    assert!(!env.path("runs/w").exists(), "refused before the run directory");
+    let run = env.train_small(
+        "d",
+        &[
+            "--set",
+            "train.schedule.kind=\"cosine\"",
+            "--set",
+            "train.schedule.warmup_steps=90",
+            "--set",
+            "train.schedule.decay_steps=50",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("warning: train.schedule.decay_steps = 50 is longer than the 0"),
+        "{}",
+        run.stderr()
+    );
+}
