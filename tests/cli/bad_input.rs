@@ -164,7 +164,10 @@ fn a_warmup_longer_than_the_run_is_refused_and_a_decay_it_cannot_reach_is_warned
             2,
             &["train.schedule.warmup_steps = 100000", "90 optimizer steps"],
         );
-    assert!(!env.path("runs/w").exists(), "refused before the run directory");
+    assert!(
+        !env.path("runs/w").exists(),
+        "refused before the run directory"
+    );
     let run = env.train_small(
         "d",
         &[
