@@ -128,7 +128,7 @@ pub fn search(
 /// The sweep directory shards share: created by the first, and refused if an earlier search
 /// with other trials planned it.
 fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    run_dir::make_output_dir(dir)?;
     if dir.join("plan.json").is_file() {
         let earlier = read_plan(dir)?.search;
         if earlier.as_ref().map(|p| (&p.trials, &p.monitor)) != Some((&plan.trials, &plan.monitor))

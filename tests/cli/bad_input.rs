@@ -187,3 +187,20 @@ fn a_warmup_longer_than_the_run_is_refused_and_a_decay_it_cannot_reach_is_warned
         run.stderr()
     );
 }
+
+#[test]
+fn a_file_where_the_directory_of_runs_is_expected_is_named() {
+    let env = Env::small();
+    for command in ["train", "sweep"] {
+        env.run(&[
+            command,
+            "--config",
+            "small.toml",
+            "--out",
+            "small.toml/runs",
+        ])
+        .fails_with(2, &["run.output_dir: small.toml is a file"]);
+    }
+    let text = std::fs::read_to_string(env.path("small.toml")).unwrap();
+    assert_eq!(text, SMALL, "the file is left as it was");
+}
