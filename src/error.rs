@@ -6,6 +6,7 @@ use crate::backend::BackendError;
 use crate::config::ConfigError;
 use crate::data::DataError;
 use crate::memory::{LimitExceeded, MemoryError};
+use crate::record::RecordError;
 
 /// Anything that stops a run.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +36,9 @@ pub enum Error {
         /// What is wrong with it, on one line.
         message: String,
     },
+    /// A file a run or a search wrote cannot be read back.
+    #[error(transparent)]
+    Record(#[from] RecordError),
     /// The memory limit was exceeded (`on_limit = "fail"`, or no smaller micro-batch left).
     #[error(transparent)]
     Limit(#[from] LimitExceeded),
@@ -97,6 +101,23 @@ impl Error {
         }
     }
 
+    /// `dir` is not a run directory: `file`, which every run has, is not in it. The one error
+    /// `report`, `evaluate`, `predict` and `train --resume` give for it.
+    pub fn not_a_run(dir: &Path, file: &Path) -> Self {
+        let why = if !dir.exists() {
+            "no such directory".to_string()
+        } else if !dir.is_dir() {
+            "it is a file, not a directory".to_string()
+        } else {
+            format!("{} is missing", file.display())
+        };
+        Error::Config(ConfigError {
+            origin: dir.display().to_string(),
+            key: None,
+            message: format!("not a run directory: {why}"),
+        })
+    }
+
     /// A checkpoint file that cannot be used; `message` is kept to one line.
     pub fn checkpoint(path: impl AsRef<Path>, message: String) -> Self {
         Error::Checkpoint {
@@ -116,13 +137,16 @@ impl Error {
     }
 
     /// The process exit code for this error: 2 for bad input (config, device choice, data
-    /// files), 3 for an exceeded memory limit or a device out-of-memory, 1 for everything else.
+    /// files, a run's own files that cannot be read back), 3 for an exceeded memory limit or a
+    /// device out-of-memory, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
+            Error::Record(RecordError::Corrupt { .. }) => 2,
             Error::Limit(_) | Error::OutOfMemory { .. } => 3,
             Error::Interrupted => 130,
             Error::Io { .. }
+            | Error::Record(RecordError::Io { .. })
             | Error::Device(_)
             | Error::Diverged { .. }
             | Error::LossScaleCollapsed { .. } => 1,

@@ -46,6 +46,25 @@ pub(crate) trait Visit {
     fn regress<N: Network>(self, task: Regress<N>) -> Result<Self::Output, Error>;
 }
 
+/// Whether the configured data has values to predict (regression or a forecast) rather than
+/// classes, as [`load`] decides it.
+fn predicts_values(source: &DataSource) -> bool {
+    match source {
+        DataSource::Csv(csv) => csv.target_column.is_some(),
+        DataSource::Series(_) => true,
+        _ => false,
+    }
+}
+
+/// The metrics the built-in task `config` describes reports, known without loading its data:
+/// a search checks its monitor against them before any trial trains.
+pub(crate) fn metric_names(config: &RunConfig) -> &'static [&'static str] {
+    match predicts_values(&config.data.source) {
+        true => Regress::<Mlp>::METRICS,
+        false => Classify::<Mlp>::METRICS,
+    }
+}
+
 /// Loads the configured data, split and scaled as training sees it.
 pub(crate) fn load(config: &RunConfig) -> Result<Loaded, Error> {
     let data = &config.data;

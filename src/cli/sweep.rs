@@ -24,8 +24,8 @@ pub(super) struct SweepArgs {
 }
 
 /// Runs the sweep, and prints its table and one-line outcome.
-pub(super) fn run(args: SweepArgs) -> Result<(), Error> {
-    let resolved = load_config(&args.path, &args.overrides, args.out)?;
+pub(super) fn run(mut args: SweepArgs) -> Result<(), Error> {
+    let resolved = load_config(&args.path, &args.overrides, std::mem::take(&mut args.out))?;
     let verbose = args.verbose;
     let observer = |run, runs| -> Box<dyn Observer> {
         Box::new(SweepTerminal {
@@ -56,6 +56,7 @@ pub(super) fn run(args: SweepArgs) -> Result<(), Error> {
                 )
             }
             None => {
+                plain_runs_take_no_shard(&args)?;
                 let runs = args.runs.unwrap_or(5);
                 let (dir, rows) = crate::sweep::sweep(&resolved, runs, observer)?;
                 (dir, Swept::Runs(rows))
@@ -72,6 +73,25 @@ fn shard(flag: Option<&str>, shards: Option<usize>) -> Result<Option<Shard>, Err
         Some(text) => Ok(Some(Shard::parse(text)?)),
         None => Ok(Shard::from_env(|name| std::env::var(name).ok(), shards)?),
     }
+}
+
+/// Refuses `--shard` and `--shards` without a `[sweep]` table: the runs of one config are not
+/// split, so every shard of a cluster's array would train every run.
+fn plain_runs_take_no_shard(args: &SweepArgs) -> Result<(), Error> {
+    let flag = match (&args.shard, args.shards) {
+        (Some(text), _) => format!("--shard {text}"),
+        (None, Some(n)) => format!("--shards {n}"),
+        (None, None) => return Ok(()),
+    };
+    Err(Error::Config(ConfigError {
+        origin: flag,
+        key: None,
+        message: format!(
+            "{} has no [sweep] table, and only a search's trials are split into shards; \
+             without one, sweep trains --runs N runs of the config in one process",
+            args.path.display()
+        ),
+    }))
 }
 
 /// The `[sweep]` table of the config file at `path`, checked, if it has one. `--runs` repeats

@@ -125,7 +125,7 @@ pub fn compare(
         let row = match outcome {
             Ok(summary) => {
                 let path = summary.run_dir.join("snapshots.jsonl");
-                let snapshots = read_snapshots(&path).map_err(|e| Error::io(&path, e))?;
+                let snapshots = read_snapshots(&path)?;
                 let row = completed_row(policy, &summary);
                 if policy == ComparePolicy::Growth {
                     growth = Some(growth_figures(

@@ -74,7 +74,8 @@ pub fn load_csv_inputs(config: &CsvConfig, features: usize) -> Result<Vec<InputR
         w if w == features => false,
         _ => {
             let message = format!(
-                "{width} columns, but the run's data has {} ({features} features and {column});                  a file to predict on may leave the {column} out",
+                "{width} columns, but the run's data has {} ({features} features and {column}); \
+                 a file to predict on may leave the {column} out",
                 features + 1
             );
             return Err(DataError::Format {

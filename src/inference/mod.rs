@@ -20,6 +20,7 @@ use burn::tensor::Device;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::model::initialize;
+use crate::record::RunSummary;
 use crate::train::Checkpoint;
 
 /// A finished run, opened to use its model.
@@ -41,14 +42,11 @@ impl Trained {
     /// names (the best epoch's under early stopping with `restore_best`), else `latest`.
     pub fn open(run_dir: &Path, checkpoint: Option<&str>) -> Result<Self, Error> {
         let path = run_dir.join("config.toml");
-        let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::Config(ConfigError {
-                origin: run_dir.display().to_string(),
-                key: None,
-                message: format!("not a run directory: {} is missing", path.display()),
-            }),
-            _ => Error::io(&path, e),
-        })?;
+        // A missing directory, a file in its place, or one without a config: one error.
+        if !path.is_file() {
+            return Err(Error::not_a_run(run_dir, &path));
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         if let Some(task) = crate::train::resume::code_task(&text) {
             return Err(Error::Config(ConfigError {
                 origin: path.display().to_string(),
@@ -60,16 +58,15 @@ impl Trained {
             }));
         }
         let config = crate::config::parse(&text, &path.display().to_string(), &[])?;
-        let name = match checkpoint {
-            Some(name) => name.to_string(),
-            None => final_checkpoint(run_dir).unwrap_or_else(|| "latest".into()),
+        let checkpoint = match checkpoint {
+            Some(name) => Checkpoint::open(run_dir, name)?,
+            None => final_weights(run_dir)?,
         };
-        let checkpoint = Checkpoint::open(run_dir, &name)?;
         let checkpoint_name = checkpoint
             .dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or(name);
+            .unwrap_or_default();
         let device = crate::backend::select(&config.device)?;
         Ok(Self {
             run_dir: run_dir.to_path_buf(),
@@ -94,10 +91,14 @@ impl Trained {
     }
 }
 
-/// The directory name of the checkpoint `summary.json` says holds the run's final weights.
-fn final_checkpoint(run_dir: &Path) -> Option<String> {
-    let text = std::fs::read(run_dir.join("summary.json")).ok()?;
-    let summary: serde_json::Value = serde_json::from_slice(&text).ok()?;
-    let dir = Path::new(summary.get("checkpoint")?.as_str()?);
-    Some(dir.file_name()?.to_string_lossy().into_owned())
+/// The checkpoint `summary.json` says holds the run's final weights, or `latest` if the run
+/// has no summary (it was killed) or the summary names none.
+fn final_weights(run_dir: &Path) -> Result<Checkpoint, Error> {
+    let named = RunSummary::read(run_dir)?
+        .and_then(|s| s.checkpoint)
+        .and_then(|dir| Some(dir.file_name()?.to_string_lossy().into_owned()));
+    match named {
+        Some(name) => Checkpoint::recorded(run_dir, &name, &run_dir.join("summary.json")),
+        None => Checkpoint::latest(run_dir),
+    }
 }

@@ -3,17 +3,19 @@
 //! the epochs' in-use figures, and `summary.json` ([`RunSummary`]) at the end. Written by the
 //! training loop ([`crate::train`]), read by [`crate::report`], `compare` and `sweep`.
 
+mod error;
 mod growth;
 mod observer;
 mod snapshots;
 mod summary;
 mod trace;
 
+pub use error::RecordError;
 pub use growth::{check_growth, GrowthAlarm, GrowthWatch};
 pub use observer::{EpochProgress, Observer, Silent, Warning};
 pub use snapshots::{
-    as_it_stands, current_epochs, read_snapshots, write_atomic, Event, Retained, Snapshot,
-    SnapshotWriter,
+    as_it_stands, current_epochs, read_snapshot_log, read_snapshots, write_atomic, Event, Retained,
+    Snapshot, SnapshotLog, SnapshotWriter,
 };
 pub use summary::{RunStatus, RunSummary};
 pub use trace::{StepSample, StepTrace, POINTS_PER_EPOCH};

@@ -1,12 +1,12 @@
 //! `summary.json`: the run in one object.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::memory::{AdviceRecord, Breakdown, MemorySource};
-use crate::record::{GrowthAlarm, Retained};
+use crate::record::{GrowthAlarm, RecordError, Retained};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,5 +133,20 @@ impl RunSummary {
     /// A final metric by its epoch key (`val_accuracy`, `val_rmse`), if the task reported it.
     pub fn metric(&self, key: &str) -> Option<f64> {
         self.final_metrics.get(&format!("final_{key}")).copied()
+    }
+
+    /// The `summary.json` in `run_dir`: `None` if there is none (the run has not finished, or
+    /// was killed), and an error naming the file if it is there but cannot be read, so that
+    /// a damaged summary is never taken for a run that did not run.
+    pub fn read(run_dir: &Path) -> Result<Option<RunSummary>, RecordError> {
+        let path = run_dir.join("summary.json");
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(RecordError::io(&path, e)),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| RecordError::corrupt(&path, None, format!("not a run summary: {e}")))
     }
 }

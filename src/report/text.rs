@@ -7,17 +7,24 @@ use std::path::Path;
 use super::{render_memory_svg, PictureOf};
 use crate::error::Error;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::record::{check_growth, current_epochs, read_snapshots, Event, Snapshot};
+use crate::record::{
+    check_growth, current_epochs, read_snapshot_log, Event, Snapshot, SnapshotLog,
+};
 use crate::record::{RunStatus, RunSummary};
 
 /// Redraws `<run_dir>/memory.svg` and returns a text summary of the run.
 pub fn report(run_dir: &Path) -> Result<String, Error> {
     let path = run_dir.join("snapshots.jsonl");
-    let snapshots = read_snapshots(&path).map_err(|e| Error::io(&path, e))?;
-    // The summary is missing if the process was killed; the snapshots are enough.
-    let summary: Option<RunSummary> = std::fs::read(run_dir.join("summary.json"))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    if !path.is_file() {
+        return Err(Error::not_a_run(run_dir, &path));
+    }
+    let SnapshotLog {
+        snapshots,
+        cut_line,
+    } = read_snapshot_log(&path)?;
+    // The summary is missing if the process was killed; the snapshots are enough. One that is
+    // there but cannot be read is an error, not a run that did not finish.
+    let summary = RunSummary::read(run_dir)?;
     let name = summary.as_ref().map_or_else(
         || {
             run_dir
@@ -35,6 +42,15 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
     render_memory_svg(&snapshots, of, &svg).map_err(|e| Error::Device(format!("drawing {e}")))?;
     let epochs = current_epochs(&snapshots);
     let mut out = outcome(run_dir, &name, summary.as_ref(), &epochs);
+    if let Some(line) = cut_line {
+        // A killed run is when a report is wanted most: say what was left out, and go on.
+        let _ = writeln!(
+            out,
+            "note: {}:{line}: the last line is cut off (the run was killed while writing it); \
+             left out",
+            path.display()
+        );
+    }
     out += &epoch_table(&epochs);
     out += &peak_breakdown(&epochs);
     if let Some(advice) = summary.as_ref().and_then(|s| s.advice.as_ref()) {

@@ -247,7 +247,7 @@ fn train_or_resume(
     run_dir: &Path,
     mut observer: Box<dyn Observer>,
 ) -> Result<RunSummary, Error> {
-    if let Some(summary) = finished(run_dir, cfg.train.epochs) {
+    if let Some(summary) = finished(run_dir, cfg.train.epochs)? {
         observer.message(&format!("finished before: {}", run_dir.display()));
         return Ok(summary);
     }
@@ -259,13 +259,14 @@ fn train_or_resume(
 }
 
 /// The summary of a run in `run_dir` that completed `epochs` epochs (or more), if there is one.
-pub(crate) fn finished(run_dir: &Path, epochs: usize) -> Option<RunSummary> {
-    let bytes = std::fs::read(run_dir.join("summary.json")).ok()?;
-    let summary: RunSummary = serde_json::from_slice(&bytes).ok()?;
-    (summary.status == RunStatus::Completed
-        && summary.epochs >= epochs
-        && summary.retained.is_some())
-    .then_some(summary)
+/// A summary that cannot be read is an error: training the run again would replace what it
+/// recorded on the strength of a damaged file.
+pub(crate) fn finished(run_dir: &Path, epochs: usize) -> Result<Option<RunSummary>, Error> {
+    Ok(RunSummary::read(run_dir)?.filter(|summary| {
+        summary.status == RunStatus::Completed
+            && summary.epochs >= epochs
+            && summary.retained.is_some()
+    }))
 }
 
 impl SweepRow {

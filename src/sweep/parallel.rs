@@ -248,11 +248,15 @@ pub(super) fn train_packed<'a>(
     todo: Vec<Arranged<'a>>,
     observer: &mut dyn Observer,
 ) -> Result<Vec<(&'a Trial, Option<String>)>, Error> {
-    let (done, todo): (Vec<_>, Vec<_>) = todo
-        .into_iter()
-        .partition(|(t, cfg, _)| super::finished(&dir.join(t.name()), cfg.train.epochs).is_some());
-    let mut ended: Vec<(&Trial, Option<String>)> =
-        done.into_iter().map(|(t, ..)| (t, None)).collect();
+    let mut ended: Vec<(&Trial, Option<String>)> = Vec::new();
+    let mut unfinished = Vec::new();
+    for (trial, cfg, lease) in todo {
+        match super::finished(&dir.join(trial.name()), cfg.train.epochs)? {
+            Some(_) => ended.push((trial, None)),
+            None => unfinished.push((trial, cfg, lease)),
+        }
+    }
+    let todo = unfinished;
     let Some((_, first, _)) = todo.first() else {
         return Ok(ended);
     };

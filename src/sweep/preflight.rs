@@ -56,10 +56,12 @@ pub(super) fn arrange<'a>(
     shard: Option<Shard>,
     observer: &mut dyn Observer,
 ) -> Result<Vec<Arranged<'a>>, Error> {
-    let unfinished: Vec<bool> = todo
+    // Every trial's summary is read here, before any trains: one that cannot be read stops
+    // the search before it has replaced anything.
+    let unfinished = todo
         .iter()
-        .map(|(t, cfg)| super::finished(&dir.join(t.name()), cfg.train.epochs).is_none())
-        .collect();
+        .map(|(t, cfg)| Ok(super::finished(&dir.join(t.name()), cfg.train.epochs)?.is_none()))
+        .collect::<Result<Vec<bool>, Error>>()?;
     let few = unfinished.iter().filter(|&&u| u).count() < 2;
     if !leases && (order == Order::Listed || few) {
         return Ok(todo.into_iter().map(|(t, c)| (t, c, None)).collect());

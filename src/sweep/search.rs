@@ -18,6 +18,7 @@ use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfi
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunStatus, RunSummary};
 use crate::report::{render_search_svg, SearchPicture, SearchPoint};
+use crate::task::{unknown_monitor, validation_figures};
 use crate::train::run_dir;
 
 /// What a search plans, in `plan.json`: resuming trains the same trials.
@@ -83,6 +84,22 @@ pub(super) fn set(key: &str, value: toml::Value) -> Override {
     }
 }
 
+/// Refuses a `sweep.monitor` that a trial's task does not report: every trial would train, and
+/// none would have a value to rank by.
+fn check_monitor(monitor: &str, configs: &[RunConfig]) -> Result<(), ConfigError> {
+    for config in configs {
+        let reported = validation_figures(crate::builtin::metric_names(config));
+        if !reported.contains(&monitor.to_string()) {
+            return Err(ConfigError {
+                origin: "[sweep]".into(),
+                key: Some("sweep.monitor".into()),
+                message: unknown_monitor("sweep.monitor", monitor, &reported),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// A trial's error, said as the trial's: `[sweep] trial-003 (train.lr=-1): ...`.
 fn in_trial(e: ConfigError, trial: &Trial) -> ConfigError {
     let origin = match e.origin.strip_prefix("--set ") {
@@ -104,7 +121,8 @@ pub fn search(
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let trials = space.trials();
     // Every trial is checked before the sweep's directory exists.
-    trial_configs(config, &trials, &config.run.output_dir)?;
+    let configs = trial_configs(config, &trials, &config.run.output_dir)?;
+    check_monitor(&space.monitor, &configs)?;
     let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
         monitor: space.monitor.clone(),
@@ -126,7 +144,7 @@ pub fn search(
 /// The sweep directory shards share: created by the first, and refused if an earlier search
 /// with other trials planned it.
 fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    run_dir::make_output_dir(dir)?;
     if dir.join("plan.json").is_file() {
         let earlier = read_plan(dir)?.search;
         if earlier.as_ref().map(|p| (&p.trials, &p.monitor)) != Some((&plan.trials, &plan.monitor))
@@ -169,7 +187,11 @@ pub fn run_trials(
         true => {
             let ended = train_packed(dir, &plan.packing, shard, mine, &mut *observer(0, n))?;
             for (trial, error) in ended {
-                let summary = read_summary(&dir.join(trial.name()));
+                // A summary the child left unreadable fails the trial, naming the file.
+                let (summary, error) = match RunSummary::read(&dir.join(trial.name())) {
+                    Ok(summary) => (summary, error),
+                    Err(e) => (None, error.or(Some(e.to_string()))),
+                };
                 rows.push(row(trial, summary, error, &plan.monitor));
             }
             Vec::new()
@@ -182,8 +204,11 @@ pub fn run_trials(
         let (summary, error) = match outcome {
             Ok(summary) => (Some(summary), None),
             // A run that fails still writes its summary, with its memory figures, when it
-            // got as far as its run directory.
-            Err(e) => (read_summary(&run_dir), Some(e.to_string())),
+            // got as far as its run directory; the trial is failed whatever that file holds.
+            Err(e) => (
+                RunSummary::read(&run_dir).ok().flatten(),
+                Some(e.to_string()),
+            ),
         };
         rows.push(row(trial, summary, error, &plan.monitor));
     }
@@ -210,11 +235,13 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
             message: "a sweep of runs, not a search: its table is sweep.md".into(),
         })
     })?;
-    let mut rows: Vec<TrialRow> = plan
-        .trials
-        .iter()
-        .map(|t| row(t, read_summary(&dir.join(t.name())), None, &plan.monitor))
-        .collect();
+    // Every summary is read before anything is written: one that cannot be read stops the
+    // report, which would otherwise rank that trial as not run and rewrite the results.
+    let mut rows = Vec::with_capacity(plan.trials.len());
+    for t in &plan.trials {
+        let summary = RunSummary::read(&dir.join(t.name()))?;
+        rows.push(row(t, summary, None, &plan.monitor));
+    }
     attach(&mut rows, &Schedule::merged(dir));
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
@@ -255,11 +282,6 @@ fn row(
         ended_s: None,
         memory: summary.map(|s| SweepRow::of(trial.number, s)),
     }
-}
-
-fn read_summary(run_dir: &Path) -> Option<RunSummary> {
-    let bytes = std::fs::read(run_dir.join("summary.json")).ok()?;
-    serde_json::from_slice(&bytes).ok()
 }
 
 /// The run's value of `monitor`: the best epoch's with early stopping on it, else the last.

@@ -40,6 +40,11 @@ impl<N: Network> Classify<N> {
     }
 }
 
+impl<N: Network> Classify<N> {
+    /// The metrics its steps report.
+    pub const METRICS: &'static [&'static str] = &["accuracy"];
+}
+
 impl<N: Network> Task for Classify<N> {
     type Model = N;
     type Item = Sample;
@@ -51,6 +56,10 @@ impl<N: Network> Task for Classify<N> {
 
     fn config_sections(&self) -> &'static [&'static str] {
         self.sections
+    }
+
+    fn metric_names(&self) -> Option<&'static [&'static str]> {
+        Some(Self::METRICS)
     }
 
     fn half_precision_unsupported(&self) -> Option<String> {

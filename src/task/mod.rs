@@ -54,6 +54,14 @@ pub trait Task {
         &[]
     }
 
+    /// The names of the metrics its steps report (as [`StepOutput::metric`] names them), if
+    /// known before training: a run then checks `train.early_stopping.monitor`, and a search
+    /// its `sweep.monitor`, before the first epoch. `None` (the default): a run checks its
+    /// monitor against the figures of its first epoch.
+    fn metric_names(&self) -> Option<&'static [&'static str]> {
+        None
+    }
+
     /// Lines worth telling the user before training (what loading the data did).
     fn notes(&self) -> Vec<String> {
         Vec::new()
@@ -94,6 +102,23 @@ pub trait Task {
     fn valid_step(&self, model: &Self::Model, batch: Self::Batch, cx: &Compute) -> StepOutput {
         self.step(model, batch, cx)
     }
+}
+
+/// The figures a monitor may name, for a task reporting `metrics`: `val_loss` and each
+/// metric's `val_<name>`.
+pub fn validation_figures(metrics: &[&str]) -> Vec<String> {
+    std::iter::once("val_loss".to_string())
+        .chain(metrics.iter().map(|m| format!("val_{m}")))
+        .collect()
+}
+
+/// Why `key = monitor` cannot be watched: the task does not report it (`reported`: the
+/// figures it does). One message, whether found before training or after an epoch.
+pub(crate) fn unknown_monitor(key: &str, monitor: &str, reported: &[String]) -> String {
+    format!(
+        "{key} = \"{monitor}\" is not a figure this task reports; it reports {}",
+        reported.join(", ")
+    )
 }
 
 /// Baselines by name, each with its metrics by name.

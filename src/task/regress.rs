@@ -85,6 +85,11 @@ impl<N: Network> Regress<N> {
     }
 }
 
+impl<N: Network> Regress<N> {
+    /// The metrics its steps report, in the targets' units.
+    pub const METRICS: &'static [&'static str] = &["mae", "rmse"];
+}
+
 impl<N: Network> Task for Regress<N> {
     type Model = N;
     type Item = Row;
@@ -96,6 +101,10 @@ impl<N: Network> Task for Regress<N> {
 
     fn config_sections(&self) -> &'static [&'static str] {
         self.sections
+    }
+
+    fn metric_names(&self) -> Option<&'static [&'static str]> {
+        Some(Self::METRICS)
     }
 
     fn notes(&self) -> Vec<String> {

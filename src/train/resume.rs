@@ -82,19 +82,8 @@ impl Resume {
         }
         let path = run_dir.join("snapshots.jsonl");
         let snapshots = match path.exists() {
-            true => read_snapshots(&path).map_err(|e| match e.kind() {
-                // The message names the file and line.
-                std::io::ErrorKind::InvalidData => {
-                    let text = e.to_string();
-                    let prefix = format!("{}:", path.display());
-                    let message = match text.strip_prefix(&prefix) {
-                        Some(at) => format!("line {at}"),
-                        None => text.clone(),
-                    };
-                    Error::checkpoint(&path, message)
-                }
-                _ => Error::io(&path, e),
-            })?,
+            // A line that is not a snapshot is named with its file and number.
+            true => read_snapshots(&path)?,
             false => Vec::new(),
         };
         // The snapshots of the epochs the checkpoint includes: an epoch that a kill cut off
@@ -147,14 +136,11 @@ pub(crate) fn check_config(
     owned: &[&str],
 ) -> Result<(), Error> {
     let path = run_dir.join("config.toml");
-    let text = std::fs::read_to_string(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::Config(ConfigError {
-            origin: format!("--resume {}", run_dir.display()),
-            key: None,
-            message: format!("not a run directory: {} is missing", path.display()),
-        }),
-        _ => Error::io(&path, e),
-    })?;
+    // A missing directory, a file in its place, or one without a config: one error.
+    if !path.is_file() {
+        return Err(Error::not_a_run(run_dir, &path));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     let unreadable = |message: String| {
         Error::Config(ConfigError {
             origin: path.display().to_string(),

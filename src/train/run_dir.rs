@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::resume::CODE_TASK_HEADER;
 use crate::builtin::SECTIONS as TASK_SECTIONS;
-use crate::config::{to_toml, RunConfig};
+use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::write_atomic;
 use crate::task::Task;
@@ -13,7 +13,7 @@ use crate::task::Task;
 /// `<output_dir>/<name>`, or `<name>-2`, `-3`, ... if that exists: a run never writes over
 /// another run's files.
 pub(crate) fn create(output_dir: &Path, name: &str) -> Result<PathBuf, Error> {
-    std::fs::create_dir_all(output_dir).map_err(|e| Error::io(output_dir, e))?;
+    make_output_dir(output_dir)?;
     for n in 1.. {
         let dir = match n {
             1 => output_dir.join(name),
@@ -26,6 +26,27 @@ pub(crate) fn create(output_dir: &Path, name: &str) -> Result<PathBuf, Error> {
         }
     }
     unreachable!("the loop returns")
+}
+
+/// Creates `run.output_dir` (`--out`) if it is not there. A file in its place is a bad
+/// setting (exit 2) named as such, not the OS's "File exists".
+pub(crate) fn make_output_dir(output_dir: &Path) -> Result<(), Error> {
+    let file_in_the_way = output_dir
+        .ancestors()
+        .find(|p| p.exists())
+        .filter(|p| !p.is_dir());
+    if let Some(file) = file_in_the_way {
+        return Err(Error::Config(ConfigError {
+            origin: "run.output_dir".into(),
+            key: Some("run.output_dir".into()),
+            message: format!(
+                "{} is a file, where a directory of runs is expected (set run.output_dir or \
+                 --out to a directory)",
+                file.display()
+            ),
+        }));
+    }
+    std::fs::create_dir_all(output_dir).map_err(|e| Error::io(output_dir, e))
 }
 
 /// Writes `config.toml`. The `[model]` and `[data]` sections of a task defined in code (one

@@ -6,21 +6,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::checkpoint::Checkpointer;
-use super::epochs::Epochs;
+use super::epochs::{steps_per_epoch, Epochs};
 use super::precision;
 use super::resume::Resume;
 use super::run_dir;
 use super::stats::Identity;
 use crate::backend;
 use crate::builtin::{self, Visit};
-use crate::config::{Backend, ConfigError, Execution, LossScaling, Precision, RunConfig};
+use crate::config::{
+    Backend, ConfigError, EarlyStoppingConfig, Execution, LossScaling, Precision, RunConfig,
+    TrainConfig,
+};
 use crate::error::Error;
 use crate::memory::HostCounters;
 use crate::model::Network;
 use crate::record::{write_atomic, Observer, Silent, Warning};
 use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
-use crate::task::{Classify, Regress, Task};
+use crate::task::{unknown_monitor, validation_figures, Classify, Regress, Task};
 use crate::train::{Governor, Layout};
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
@@ -113,6 +116,10 @@ impl Trainer {
         let execution = backend::execution(&config.device)?;
         let precision = config.train.precision;
         check_precision(&config, &device, &task)?;
+        if let Some(early) = &config.train.early_stopping {
+            check_monitor(early, task.metric_names())?;
+        }
+        check_warmup(&config.train, &task)?;
         let mut prepared = Governor::prepare(&config.memory, &device)?;
         let run_dir = match &resume {
             Some(resume) => {
@@ -243,6 +250,51 @@ pub(super) fn check_precision<T: Task>(
         })),
         _ => Ok(()),
     }
+}
+
+/// Refuses a monitor the task does not report, before the run directory
+/// exists, where the task says what it reports; otherwise the first epoch's figures are the check.
+fn check_monitor(
+    early: &EarlyStoppingConfig,
+    metrics: Option<&'static [&'static str]>,
+) -> Result<(), Error> {
+    let Some(metrics) = metrics else {
+        return Ok(());
+    };
+    let reported = validation_figures(metrics);
+    if reported.contains(&early.monitor) {
+        return Ok(());
+    }
+    let key = "train.early_stopping.monitor";
+    Err(Error::Config(ConfigError {
+        origin: "[train.early_stopping]".into(),
+        key: Some(key.into()),
+        message: unknown_monitor(key, &early.monitor, &reported),
+    }))
+}
+
+/// Refuses a warmup longer than the run: it would train every step below the configured rate
+/// (10,000 steps of warmup on a run of 45 train it all at about `lr / 2000`), without a word.
+/// Before the run directory exists.
+fn check_warmup<T: Task>(train: &TrainConfig, task: &T) -> Result<(), Error> {
+    let Some(schedule) = train.schedule.as_ref().filter(|s| s.warmup_steps > 0) else {
+        return Ok(());
+    };
+    // The run's length needs the training split's; only a schedule with a warmup asks.
+    let total_steps = steps_per_epoch(train, task.data().train.len()) * train.epochs;
+    if schedule.warmup_steps <= total_steps {
+        return Ok(());
+    }
+    Err(Error::Config(ConfigError {
+        origin: "[train.schedule]".into(),
+        key: Some("train.schedule.warmup_steps".into()),
+        message: format!(
+            "train.schedule.warmup_steps = {} is longer than the run, {total_steps} optimizer \
+             steps (train.epochs times the steps of an epoch): the rate would never reach \
+             train.lr; use at most {total_steps}",
+            schedule.warmup_steps
+        ),
+    }))
 }
 
 fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {

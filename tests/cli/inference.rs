@@ -209,14 +209,16 @@ fn bad_input_to_evaluate_and_predict_is_one_line_and_exit_2() {
     );
     assert_eq!(env.run(&["train", "--config", "c.toml"]).code(), 0);
     env.write("narrow.csv", "f0,f1,digit\n1,2,0\n");
-    env.run(&["evaluate", "runs/c", "--data", "narrow.csv"])
-        .fails_with(
-            2,
-            &[
-                "narrow.csv:1: 3 columns, but the run's data has 9",
-                "data.label_column",
-            ],
-        );
+    let narrow = env.run(&["evaluate", "runs/c", "--data", "narrow.csv"]);
+    narrow.fails_with(
+        2,
+        &[
+            "narrow.csv:1: 3 columns, but the run's data has 9",
+            "data.label_column); a file to predict on may leave",
+        ],
+    );
+    // One space between words: no string continuation that kept its indentation.
+    assert!(!narrow.stderr().contains("  "), "{}", narrow.stderr());
     // Features only: fine to predict on, but nothing to score against.
     env.write("unlabelled.csv", "1,2,3,4,5,6,7,8\n");
     env.run(&["evaluate", "runs/c", "--data", "unlabelled.csv"])

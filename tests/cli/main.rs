@@ -2,6 +2,7 @@
 //! the files it writes; and the library from Rust. One test binary, a module per area.
 
 mod advisor;
+mod bad_input;
 mod breakdown;
 mod custom;
 mod data;

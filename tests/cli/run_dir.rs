@@ -328,7 +328,7 @@ fn every_run_draws_memory_svg_and_report_redraws_it() {
     }
     assert!(svg_path.is_file(), "report redraws the picture");
     env.run(&["report", "runs/nothing"])
-        .fails_with(1, &["runs/nothing/snapshots.jsonl"]);
+        .fails_with(2, &["runs/nothing: not a run directory"]);
 }
 
 /// Records, after every step, which checkpoint `latest` names.

@@ -232,28 +232,8 @@ pub fn current_epochs(snapshots: &[Snapshot]) -> Vec<&Snapshot> {
         .collect()
 }
 
-/// Reads every snapshot in a `snapshots.jsonl` file.
-///
-/// A last line without its end is one a process was killed while appending: it is left out
-/// (the writer cuts it off when it next opens the file).
-pub fn read_snapshots(path: &Path) -> std::io::Result<Vec<Snapshot>> {
-    let text = std::fs::read_to_string(path)?;
-    let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
-    let mut out = Vec::new();
-    for (i, line) in complete.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let snapshot = serde_json::from_str(line).map_err(|e| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("{}:{}: {e}", path.display(), i + 1),
-            )
-        })?;
-        out.push(snapshot);
-    }
-    Ok(out)
-}
+mod read;
+pub use read::{read_snapshot_log, read_snapshots, SnapshotLog};
 
 #[cfg(test)]
 mod tests;

@@ -96,7 +96,13 @@ fn a_line_cut_off_by_a_kill_is_left_out_and_then_replaced() {
     let mut text = std::fs::read(&path).unwrap();
     text.extend_from_slice(br#"{"event":"epoch","epo"#);
     std::fs::write(&path, &text).unwrap();
-    assert_eq!(read_snapshots(&path).unwrap(), vec![snapshot(1)]);
+    let log = read_snapshot_log(&path).unwrap();
+    assert_eq!(log.snapshots, vec![snapshot(1)]);
+    assert_eq!(
+        log.cut_line,
+        Some(2),
+        "the cut line is said, not dropped silently"
+    );
     SnapshotWriter::open(&path)
         .unwrap()
         .append(&snapshot(2))
@@ -105,6 +111,24 @@ fn a_line_cut_off_by_a_kill_is_left_out_and_then_replaced() {
         read_snapshots(&path).unwrap(),
         vec![snapshot(1), snapshot(2)]
     );
+    assert_eq!(read_snapshot_log(&path).unwrap().cut_line, None);
+}
+
+#[test]
+fn a_complete_line_that_is_not_a_snapshot_names_the_file_and_line_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshots.jsonl");
+    SnapshotWriter::open(&path)
+        .unwrap()
+        .append(&snapshot(1))
+        .unwrap();
+    let mut text = std::fs::read(&path).unwrap();
+    text.extend_from_slice(b"oops\n");
+    std::fs::write(&path, &text).unwrap();
+    let e = read_snapshots(&path).unwrap_err().to_string();
+    let at = format!("{}:2: not a snapshot", path.display());
+    assert!(e.starts_with(&at), "{e}");
+    assert_eq!(e.matches("snapshots.jsonl").count(), 1, "{e}");
 }
 
 #[test]

@@ -181,19 +181,16 @@ impl Space {
             }
         };
         let monitor = match table.get("monitor") {
-            None => "val_loss".to_string(),
-            Some(toml::Value::String(m)) if m.starts_with("val_") && m.len() > 4 => m.clone(),
+            None => crate::config::defaults::MONITOR.to_string(),
+            Some(toml::Value::String(m)) => m.clone(),
             Some(other) => {
                 return Err(fail(
                     "sweep.monitor",
-                    format!("must name a validation metric, like \"val_loss\" or \"val_accuracy\"; got {other}"),
+                    format!("must be a string naming a validation metric, got {other}"),
                 ))
             }
         };
-        let mode = match monitor.contains("accuracy") {
-            true => MonitorMode::Max,
-            false => MonitorMode::Min,
-        };
+        let mode = MonitorMode::of_monitor(&monitor).map_err(|m| fail("sweep.monitor", m))?;
         let modes = [("min", MonitorMode::Min), ("max", MonitorMode::Max)];
         let mode = choice(table, "mode", mode, modes).map_err(|m| fail("sweep.mode", m))?;
         let orders = [

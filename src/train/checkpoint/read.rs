@@ -109,6 +109,28 @@ impl Checkpoint {
         }))
     }
 
+    /// The checkpoint `name` that a run's own file `record` (its `summary.json`) names. One
+    /// that is gone is an [`Error::Checkpoint`] naming where it should be and the file that
+    /// names it: no `--checkpoint` was given to blame.
+    pub fn recorded(run_dir: &Path, name: &str, record: &Path) -> Result<Self, Error> {
+        let dir = run_dir.join("checkpoints").join(name);
+        let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
+        if !plain || !dir.join("meta.json").is_file() {
+            let names = checkpoint_names(run_dir);
+            let message = format!(
+                "missing: {} names checkpoint {name:?} as the run's final weights, and it is \
+                 incomplete or gone; choose one with --checkpoint (there are: {})",
+                record.display(),
+                match names.is_empty() {
+                    true => "none".to_string(),
+                    false => names.join(", "),
+                }
+            );
+            return Err(Error::checkpoint(dir.join("meta.json"), message));
+        }
+        Self::at(dir, name)
+    }
+
     /// The checkpoint in `dir`, reached through `pointer` (`latest`, `best`, or its own name).
     fn at(dir: PathBuf, pointer: &str) -> Result<Self, Error> {
         let name = dir

@@ -161,10 +161,10 @@ fn unknown_monitor(monitor: &str, figures: &Figures) -> Error {
     Error::Config(ConfigError {
         origin: "[train.early_stopping]".into(),
         key: Some("train.early_stopping.monitor".into()),
-        message: format!(
-            "train.early_stopping.monitor = \"{monitor}\" is not a figure this task reports; \
-             it reports {}",
-            figures.validation_keys().join(", ")
+        message: crate::task::unknown_monitor(
+            "train.early_stopping.monitor",
+            monitor,
+            &figures.validation_keys(),
         ),
     })
 }

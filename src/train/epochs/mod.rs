@@ -25,7 +25,7 @@ use crate::task::Task;
 use crate::train::Governor;
 
 use setup::Run;
-pub(super) use setup::{empty_training_split, seeded_model};
+pub(super) use setup::{empty_training_split, seeded_model, steps_per_epoch};
 
 /// One run's epochs.
 pub(super) struct Epochs<'a, T: Task> {

@@ -9,7 +9,7 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
 use super::Epochs;
-use crate::config::{ConfigError, EarlyStoppingConfig};
+use crate::config::{ConfigError, EarlyStoppingConfig, ScheduleConfig, ScheduleKind, TrainConfig};
 use crate::data::{item_loader, DataError};
 use crate::error::Error;
 use crate::memory::{Footprint, MemorySource};
@@ -105,8 +105,13 @@ impl<T: Task> Epochs<'_, T> {
             .valid
             .map(|valid| item_loader(valid, train.batch_size, None, workers));
         let model = self.fresh_model(&device);
-        let micro_batches = self.stats.train_samples.div_ceil(train.batch_size);
-        let steps_per_epoch = micro_batches.div_ceil(train.accumulation_steps);
+        let steps_per_epoch = steps_per_epoch(train, self.stats.train_samples);
+        let total_steps = steps_per_epoch * train.epochs;
+        if let Some(schedule) = &train.schedule {
+            for line in schedule_notes(schedule, total_steps) {
+                self.governor.observer().message(&line);
+            }
+        }
         // The dataset's bytes are in the figures only where they are host bytes.
         let data = match self.governor.control().source() {
             MemorySource::Host => self.data_bytes,
@@ -122,7 +127,7 @@ impl<T: Task> Epochs<'_, T> {
             model: Some(model),
             optimizer: build_optimizer(train),
             precision: MixedPrecision::from_config(train),
-            schedule: Schedule::new(train, steps_per_epoch * train.epochs),
+            schedule: Schedule::new(train, total_steps),
             clip: Clip::from_config(train),
             early_stop: train
                 .early_stopping
@@ -156,6 +161,38 @@ pub(in crate::train) fn seeded_model<T: Task>(task: &T, seed: u64, device: &Devi
 /// A task with no training items: nothing to step on.
 pub(in crate::train) fn empty_training_split() -> Error {
     Error::Data(DataError::Unusable("the training split is empty".into()))
+}
+
+/// Optimizer steps in an epoch of `samples` training samples.
+pub(in crate::train) fn steps_per_epoch(train: &TrainConfig, samples: usize) -> usize {
+    samples
+        .div_ceil(train.batch_size)
+        .div_ceil(train.accumulation_steps)
+}
+
+/// Warnings for decay settings the run is too short to reach. Not errors: a `decay_steps` kept
+/// fixed across a resume that raises `train.epochs`, or set high for no decay, is meant.
+fn schedule_notes(schedule: &ScheduleConfig, total_steps: usize) -> Vec<String> {
+    let after_warmup = total_steps.saturating_sub(schedule.warmup_steps);
+    let mut notes = Vec::new();
+    let decays = matches!(schedule.kind, ScheduleKind::Cosine | ScheduleKind::Linear);
+    match schedule.decay_steps {
+        Some(steps) if decays && steps > after_warmup => notes.push(format!(
+            "warning: train.schedule.decay_steps = {steps} is longer than the {after_warmup} \
+             optimizer steps after the warmup: the rate stops short of min_lr"
+        )),
+        _ => {}
+    }
+    match schedule.step_size {
+        Some(steps) if schedule.kind == ScheduleKind::Step && steps >= after_warmup => {
+            notes.push(format!(
+                "warning: train.schedule.step_size = {steps} is not shorter than the \
+                 {after_warmup} optimizer steps after the warmup: the rate never decays"
+            ))
+        }
+        _ => {}
+    }
+    notes
 }
 
 fn needs_validation(early: &EarlyStoppingConfig) -> Error {

@@ -7,19 +7,8 @@ use crate::config::types::{EarlyStoppingConfig, MonitorMode};
 
 pub(super) fn early_stopping(raw: RawEarlyStopping) -> Result<EarlyStoppingConfig> {
     let monitor = raw.monitor.unwrap_or_else(|| defaults::MONITOR.into());
-    if !monitor.starts_with("val_") || monitor.len() == 4 {
-        return Err(Invalid::new(
-            "train.early_stopping.monitor",
-            format_args!(
-                "must name a validation metric, like \"val_loss\" or \"val_accuracy\"; got \
-                 \"{monitor}\""
-            ),
-        ));
-    }
-    let natural = match monitor.contains("accuracy") {
-        true => MonitorMode::Max,
-        false => MonitorMode::Min,
-    };
+    let natural = MonitorMode::of_monitor(&monitor)
+        .map_err(|m| Invalid::new("train.early_stopping.monitor", m))?;
     let mode = choice(
         "train.early_stopping.mode",
         raw.mode.as_deref(),

@@ -1,0 +1,206 @@
+//! Broken input to every command, as a user would meet it: a damaged file, a setting the run
+//! cannot use, a flag that does not apply. Each is refused before any work with one line naming
+//! what is wrong and a documented exit code, and nothing already written is changed.
+
+use super::{Env, SMALL};
+
+/// A two-trial grid of one epoch each, searched in `runs/small-sweep`.
+fn searched(env: &Env) {
+    let config = format!("{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = [0.01, 0.0001]\n");
+    env.write("grid.toml", &config);
+    let run = env.run(&["sweep", "--config", "grid.toml", "--set", "train.epochs=1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+}
+
+fn read(env: &Env, rel: &str) -> Vec<u8> {
+    std::fs::read(env.path(rel)).unwrap()
+}
+
+#[test]
+fn a_damaged_trial_summary_is_named_and_nothing_recorded_is_rewritten() {
+    let env = Env::small();
+    searched(&env);
+    let (json, md) = (
+        read(&env, "runs/small-sweep/sweep.json"),
+        read(&env, "runs/small-sweep/sweep.md"),
+    );
+    env.write("runs/small-sweep/trial-001/summary.json", "garbage");
+    let needles = [
+        "runs/small-sweep/trial-001/summary.json",
+        "not a run summary",
+    ];
+    env.run(&["report", "runs/small-sweep"])
+        .fails_with(2, &needles);
+    env.run(&["sweep", "--resume", "runs/small-sweep"])
+        .fails_with(2, &needles);
+    assert_eq!(read(&env, "runs/small-sweep/sweep.json"), json);
+    assert_eq!(read(&env, "runs/small-sweep/sweep.md"), md);
+    // The trial's own directory is not trained again over its damaged record.
+    assert_eq!(
+        read(&env, "runs/small-sweep/trial-001/summary.json"),
+        b"garbage"
+    );
+}
+
+#[test]
+fn a_run_s_damaged_summary_or_lost_final_checkpoint_is_named() {
+    let env = Env::small();
+    assert_eq!(env.train_small("r", &["--set", "train.epochs=1"]).code(), 0);
+    // summary.json names epoch-1 as the final weights; without it, blame that, not a flag.
+    std::fs::remove_dir_all(env.path("runs/r/checkpoints/epoch-1")).unwrap();
+    env.run(&["evaluate", "runs/r"]).fails_with(
+        2,
+        &[
+            "runs/r/checkpoints/epoch-1/meta.json: missing",
+            "runs/r/summary.json names checkpoint \"epoch-1\"",
+        ],
+    );
+    let run = env.run(&["evaluate", "runs/r"]);
+    assert!(!run.stderr().contains("--checkpoint:"), "{}", run.stderr());
+    let svg = read(&env, "runs/r/memory.svg");
+    env.write("runs/r/summary.json", "{");
+    for command in ["report", "evaluate"] {
+        env.run(&[command, "runs/r"])
+            .fails_with(2, &["runs/r/summary.json: not a run summary"]);
+    }
+    assert_eq!(read(&env, "runs/r/memory.svg"), svg);
+}
+
+#[test]
+fn report_evaluate_and_predict_give_one_not_a_run_directory_error() {
+    let env = Env::small();
+    std::fs::create_dir(env.path("empty")).unwrap();
+    let predict = |dir: &'static str| vec!["predict", dir, "--data", "x.csv", "--out", "p.csv"];
+    for (dir, why) in [
+        ("nowhere", "nowhere: not a run directory: no such directory"),
+        (
+            "small.toml",
+            "small.toml: not a run directory: it is a file",
+        ),
+        ("empty", "empty: not a run directory: empty/"),
+    ] {
+        for args in [vec!["report", dir], vec!["evaluate", dir], predict(dir)] {
+            env.run(&args).fails_with(2, &[why]);
+        }
+    }
+    assert!(!env.path("p.csv").exists());
+}
+
+#[test]
+fn a_cut_last_snapshot_is_said_and_the_report_goes_on_and_a_bad_line_is_named_once() {
+    let env = Env::small();
+    assert_eq!(env.train_small("k", &["--set", "train.epochs=2"]).code(), 0);
+    let path = env.path("runs/k/snapshots.jsonl");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let lines = text.lines().count();
+    // A kill while the next line was appended: half of it, and no end.
+    text.push_str(r#"{"event":"epoch","epoch":3,"#);
+    std::fs::write(&path, &text).unwrap();
+    let run = env.run(&["report", "runs/k"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let cut = format!(
+        "runs/k/snapshots.jsonl:{}: the last line is cut off",
+        lines + 1
+    );
+    assert!(run.stdout().contains(&cut), "{}", run.stdout());
+    // A complete line that is not a snapshot: the file and line, said once.
+    text.push('\n');
+    std::fs::write(&path, &text).unwrap();
+    let run = env.run(&["report", "runs/k"]);
+    run.fails_with(
+        2,
+        &[&format!(
+            "runs/k/snapshots.jsonl:{}: not a snapshot",
+            lines + 1
+        )],
+    );
+    assert_eq!(run.stderr().matches("snapshots.jsonl").count(), 1);
+}
+
+#[test]
+fn a_shard_of_a_config_without_a_sweep_table_is_refused() {
+    let env = Env::small();
+    for flags in [&["--shard", "0/2"][..], &["--shards", "2"]] {
+        let mut args = vec!["sweep", "--config", "small.toml"];
+        args.extend_from_slice(flags);
+        env.run(&args)
+            .fails_with(2, &[flags[0], "small.toml has no [sweep] table"]);
+    }
+    assert!(!env.path("runs").exists(), "nothing trained");
+}
+
+#[test]
+fn a_monitor_the_task_does_not_report_is_refused_before_anything_trains() {
+    let env = Env::small();
+    let config = format!(
+        "{SMALL}\n[sweep]\nmonitor = \"val_mae\"\n[sweep.vary]\ntrain.lr = [0.01, 0.001]\n"
+    );
+    env.write("grid.toml", &config);
+    env.run(&["sweep", "--config", "grid.toml"]).fails_with(
+        2,
+        &[
+            "sweep.monitor = \"val_mae\"",
+            "it reports val_loss, val_accuracy",
+        ],
+    );
+    env.train_small("t", &["--set", "train.early_stopping.monitor=\"val_rmse\""])
+        .fails_with(
+            2,
+            &[
+                "train.early_stopping.monitor = \"val_rmse\"",
+                "it reports val_loss, val_accuracy",
+            ],
+        );
+    // Refused before the first epoch: no run or sweep directory was made.
+    assert!(!env.path("runs").exists());
+}
+
+#[test]
+fn a_warmup_longer_than_the_run_is_refused_and_a_decay_it_cannot_reach_is_warned() {
+    let env = Env::small();
+    // 960 training samples in batches of 32: 30 steps an epoch, 90 in the run.
+    env.train_small("w", &["--set", "train.schedule.warmup_steps=100000"])
+        .fails_with(
+            2,
+            &["train.schedule.warmup_steps = 100000", "90 optimizer steps"],
+        );
+    assert!(
+        !env.path("runs/w").exists(),
+        "refused before the run directory"
+    );
+    let run = env.train_small(
+        "d",
+        &[
+            "--set",
+            "train.schedule.kind=\"cosine\"",
+            "--set",
+            "train.schedule.warmup_steps=90",
+            "--set",
+            "train.schedule.decay_steps=50",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("warning: train.schedule.decay_steps = 50 is longer than the 0"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn a_file_where_the_directory_of_runs_is_expected_is_named() {
+    let env = Env::small();
+    for command in ["train", "sweep"] {
+        env.run(&[
+            command,
+            "--config",
+            "small.toml",
+            "--out",
+            "small.toml/runs",
+        ])
+        .fails_with(2, &["run.output_dir: small.toml is a file"]);
+    }
+    let text = std::fs::read_to_string(env.path("small.toml")).unwrap();
+    assert_eq!(text, SMALL, "the file is left as it was");
+}
