@@ -12,6 +12,7 @@ mod fit;
 mod fuzz;
 mod inference;
 mod memory;
+mod parallel;
 mod picture;
 mod recipe;
 mod resume;

@@ -1,0 +1,289 @@
+//! A search's trials in parallel (`[sweep] parallel`, `budget`): each in a child process under
+//! a memory lease, started only while the running leases fit the budget, with the sequential
+//! search's results; a child that dies is recorded, and `--resume` trains it again.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{num, Env, SMALL};
+
+/// Four trials of one model size (leases of one size), varied in the learning rate.
+fn grid(extra: &str) -> String {
+    format!(
+        "{SMALL}\n[sweep]\nmonitor = \"val_accuracy\"\n{extra}\n[sweep.vary]\n\
+         train.lr = [0.001, 0.002, 0.003, 0.004]\n"
+    )
+}
+
+fn sweep_json(env: &Env, dir: &str) -> Value {
+    let text = std::fs::read_to_string(env.path(dir).join("sweep.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn trials(json: &Value) -> Vec<Value> {
+    let mut trials = json["trials"].as_array().unwrap().clone();
+    trials.sort_by_key(|t| t["trial"].as_u64());
+    trials
+}
+
+/// Each trial's (start, end, lease).
+fn slots(json: &Value) -> Vec<(f64, f64, f64)> {
+    trials(json)
+        .iter()
+        .map(|t| {
+            (
+                num(t, "started_s"),
+                num(t, "ended_s"),
+                num(t, "lease_bytes"),
+            )
+        })
+        .collect()
+}
+
+/// The most the running leases ever held together: checked at every start.
+fn most_leased(slots: &[(f64, f64, f64)]) -> f64 {
+    slots
+        .iter()
+        .map(|&(at, ..)| {
+            slots
+                .iter()
+                .filter(|&&(start, end, _)| start <= at && at < end)
+                .map(|s| s.2)
+                .sum::<f64>()
+        })
+        .fold(0.0, f64::max)
+}
+
+fn overlapped(slots: &[(f64, f64, f64)]) -> bool {
+    slots
+        .iter()
+        .enumerate()
+        .any(|(i, a)| slots.iter().skip(i + 1).any(|b| a.0 < b.1 && b.0 < a.1))
+}
+
+#[test]
+fn trials_in_parallel_stay_in_their_leases_under_the_budget_with_the_sequential_results() {
+    let env = Env::new();
+    env.write("grid.toml", &grid("parallel = 2"));
+    let run = env.run(&["sweep", "--config", "grid.toml", "--out", "par"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("sweep: 4 trials, 2 at once, under a budget of"),
+        "{}",
+        run.stderr()
+    );
+    let par = sweep_json(&env, "par/small-sweep");
+    assert_eq!(par["parallel"], 2);
+    let budget = num(&par, "budget_bytes");
+    let slots = slots(&par);
+    for t in trials(&par) {
+        assert_eq!(t["status"], "completed", "{t}");
+        assert_eq!(t["epochs"], 3, "{t}");
+        let peak = num(&t["memory"], "peak_bytes_in_use");
+        assert!(peak <= num(&t, "lease_bytes"), "peak above the lease: {t}");
+        assert!(num(&t, "ended_s") > num(&t, "started_s"), "{t}");
+    }
+    assert!(most_leased(&slots) <= budget, "{slots:?} over {budget}");
+    assert!(overlapped(&slots), "two trials ran at once: {slots:?}");
+
+    let seq = env.run(&["sweep", "--config", "grid.toml", "--parallel", "1"]);
+    assert_eq!(seq.code(), 0, "{}", seq.stderr());
+    let seq = sweep_json(&env, "runs/small-sweep");
+    assert_eq!(seq["parallel"], 1);
+    assert!(seq["budget_bytes"].is_null());
+    for (p, s) in trials(&par).iter().zip(trials(&seq)) {
+        assert_eq!(p["name"], s["name"]);
+        let (a, b) = (num(p, "monitored"), num(&s, "monitored"));
+        assert!(
+            (a - b).abs() <= 1e-6,
+            "{}: {a} in parallel, {b} alone",
+            p["name"]
+        );
+        assert!(s["lease_bytes"].is_null(), "{s}");
+    }
+}
+
+#[test]
+fn a_tight_budget_runs_one_trial_at_a_time_and_a_lease_over_it_fails_before_training() {
+    let env = Env::new();
+    env.write("grid.toml", &grid("parallel = 4"));
+    let run = env.run(&["sweep", "--config", "grid.toml", "--out", "first"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let lease = trials(&sweep_json(&env, "first/small-sweep"))
+        .iter()
+        .map(|t| num(t, "lease_bytes"))
+        .fold(0.0, f64::max);
+    // Room for one lease, not two: the trials wait, then run, one at a time.
+    let one = format!("sweep.budget={}", (lease * 1.5) as u64);
+    let run = env.run(&[
+        "sweep",
+        "--config",
+        "grid.toml",
+        "--out",
+        "one",
+        "--set",
+        &one,
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let json = sweep_json(&env, "one/small-sweep");
+    assert!(trials(&json).iter().all(|t| t["status"] == "completed"));
+    let slots = slots(&json);
+    assert!(!overlapped(&slots), "one at a time: {slots:?}");
+
+    // Under half a lease, no trial can run: each fails before training, with both sizes.
+    let half = format!("sweep.budget={}", (lease / 2.0) as u64);
+    let run = env.run(&[
+        "sweep",
+        "--config",
+        "grid.toml",
+        "--out",
+        "none",
+        "--set",
+        &half,
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    for t in trials(&sweep_json(&env, "none/small-sweep")) {
+        assert_eq!(t["status"], "failed");
+        let reason = t["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("is larger than the whole budget") && reason.contains("sweep.budget"),
+            "{reason}"
+        );
+        assert!(t["memory"].is_null(), "it did not train: {t}");
+    }
+}
+
+/// Waits up to a minute for `ready`, polling.
+fn wait_for<T>(mut ready: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = ready() {
+            return value;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "timed out");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The pid of a running trial that has written a checkpoint after an epoch, from the
+/// search's `schedule.json`.
+fn running_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
+    let text = std::fs::read_to_string(env.path(dir).join("schedule.json")).ok()?;
+    let schedule: Value = serde_json::from_str(&text).ok()?;
+    schedule["slots"].as_object()?.values().find_map(|slot| {
+        let trial = slot["trial"].as_u64()?;
+        let epoch = env
+            .path(dir)
+            .join(format!("trial-{trial:03}/checkpoints/epoch-1"));
+        (slot["ended_unix"].is_null() && epoch.is_dir())
+            .then(|| (trial, slot["pid"].as_i64().unwrap() as i32))
+    })
+}
+
+#[test]
+fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_checkpoint() {
+    let env = Env::new();
+    env.write("grid.toml", &grid("parallel = 2"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["sweep", "--config", "grid.toml", "--set", "train.epochs=8"])
+        .current_dir(env.path("."))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (trial, pid) = wait_for(|| running_with_a_checkpoint(&env, "runs/small-sweep"));
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let json = sweep_json(&env, "runs/small-sweep");
+    for t in trials(&json) {
+        match t["trial"].as_u64() == Some(trial) {
+            true => {
+                assert_eq!(t["status"], "failed", "{t}");
+                let reason = t["reason"].as_str().unwrap();
+                assert!(
+                    reason.starts_with("killed by signal 9 (SIGKILL)"),
+                    "{reason}"
+                );
+            }
+            false => assert_eq!(t["status"], "completed", "{t}"),
+        }
+    }
+    let resumed = env.run(&["sweep", "--resume", "runs/small-sweep"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    let json = sweep_json(&env, "runs/small-sweep");
+    assert!(trials(&json).iter().all(|t| t["status"] == "completed"));
+    let dir = format!("runs/small-sweep/trial-{trial:03}");
+    let snaps = env.snapshots(&dir);
+    assert!(
+        snaps.iter().any(|s| s["event"] == "resume"),
+        "trial {trial} went on from its checkpoint"
+    );
+    assert_eq!(env.summary(&dir)["epochs"], 8);
+}
+
+#[test]
+fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() {
+    let env = Env::new();
+    env.write("grid.toml", &grid("parallel = 2"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["sweep", "--config", "grid.toml", "--set", "train.epochs=8"])
+        .current_dir(env.path("."))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(|| running_with_a_checkpoint(&env, "runs/small-sweep"));
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr
+            .contains("error: stopped by a signal: every running trial kept its latest checkpoint"),
+        "{stderr}"
+    );
+    // Every child has exited: none of the schedule's processes is left.
+    let text = std::fs::read_to_string(env.path("runs/small-sweep/schedule.json")).unwrap();
+    let schedule: Value = serde_json::from_str(&text).unwrap();
+    for slot in schedule["slots"].as_object().unwrap().values() {
+        assert!(!slot["ended_unix"].is_null(), "{slot}");
+        let pid = slot["pid"].as_u64().unwrap();
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || zombie_or_other(pid));
+    }
+    let resumed = env.run(&["sweep", "--resume", "runs/small-sweep"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    let json = sweep_json(&env, "runs/small-sweep");
+    assert!(trials(&json).iter().all(|t| t["status"] == "completed"));
+}
+
+/// Whether process `pid` is not a running tidemark child (a reused pid, or a zombie).
+fn zombie_or_other(pid: u64) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat.contains("(tidemark)") || stat.contains(") Z ")
+}
+
+#[test]
+fn listed_order_and_parallel_trials_do_not_go_together() {
+    let env = Env::new();
+    env.write("grid.toml", &grid("parallel = 2\norder = \"listed\""));
+    env.run(&["sweep", "--config", "grid.toml"]).fails_with(
+        2,
+        &[
+            "sweep.order",
+            "sweep.parallel > 1 needs one probed step of each trial",
+        ],
+    );
+    env.write("grid.toml", &grid("parallel = 2\nbudget = \"lots\""));
+    env.run(&["sweep", "--config", "grid.toml"])
+        .fails_with(2, &["sweep.budget", "\"lots\""]);
+}
