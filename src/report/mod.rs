@@ -5,6 +5,7 @@
 
 mod plot;
 mod search_plot;
+mod search_timeline;
 mod text;
 
 pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};

@@ -1,10 +1,13 @@
 //! `sweep.svg`: a search's monitored value against each varied key (a panel per key, on a log
-//! axis where the values span a decade or more), and the peak memory of each trial.
+//! axis where the values span a decade or more), the peak memory of each trial, and, where the
+//! trials ran in parallel, their leases over time under the budget ([`super::search_timeline`]).
 
 use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+
+use super::search_timeline::draw_timeline;
 
 /// One trial, as the picture needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +20,10 @@ pub struct SearchPoint {
     pub monitored: Option<f64>,
     /// Its peak bytes in use, where known.
     pub peak: Option<u64>,
+    /// Its memory lease, where it ran in parallel.
+    pub lease: Option<u64>,
+    /// When it ran, in seconds since the search's first trial started.
+    pub ran: Option<(f64, f64)>,
 }
 
 /// What `sweep.svg` shows.
@@ -28,14 +35,16 @@ pub struct SearchPicture {
     pub keys: Vec<String>,
     /// The trials, in trial order.
     pub trials: Vec<SearchPoint>,
+    /// The budget the trials' leases shared, where they ran in parallel.
+    pub budget: Option<u64>,
 }
 
 const PANEL: (u32, u32) = (440, 280);
 const BLUE: RGBColor = RGBColor(31, 119, 180);
 const ORANGE: RGBColor = RGBColor(255, 127, 14);
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-type DrawError = DrawingAreaErrorKind<std::io::Error>;
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(super) type DrawError = DrawingAreaErrorKind<std::io::Error>;
 
 /// Where a key's values sit on its axis: numbers (log10 of them where they span a decade or
 /// more, all positive), or the distinct values in order of appearance.
@@ -94,10 +103,14 @@ impl Axis {
     }
 }
 
-/// Draws `picture` into an SVG at `path`: a panel per varied key, then the peaks.
+/// Draws `picture` into an SVG at `path`: a panel per varied key, then the peaks, then (where
+/// the trials ran in parallel) the timeline of their leases.
 pub fn render_search_svg(picture: &SearchPicture, path: &Path) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let panels = picture.keys.len() + 1;
+    let timeline = picture
+        .budget
+        .filter(|_| picture.trials.iter().any(|t| t.ran.is_some()));
+    let panels = picture.keys.len() + 1 + usize::from(timeline.is_some());
     let rows = panels.div_ceil(2) as u32;
     let root = SVGBackend::new(path, (PANEL.0 * 2, PANEL.1 * rows)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
@@ -105,7 +118,11 @@ pub fn render_search_svg(picture: &SearchPicture, path: &Path) -> Result<(), Str
     for (k, key) in picture.keys.iter().enumerate() {
         draw_key(&areas[k], picture, k, key).map_err(|e| err(&e))?;
     }
-    draw_peaks(&areas[picture.keys.len()], picture).map_err(|e| err(&e))?;
+    let n = picture.keys.len();
+    draw_peaks(&areas[n], picture).map_err(|e| err(&e))?;
+    if let Some(budget) = timeline {
+        draw_timeline(&areas[n + 1], picture, budget).map_err(|e| err(&e))?;
+    }
     root.present().map_err(|e| err(&e))
 }
 
@@ -127,7 +144,12 @@ fn draw_key(
         .iter()
         .filter_map(|t| Some((axis.x(&t.values[k]), t.monitored?)))
         .collect();
-    let (x_lo, x_hi) = span(points.iter().map(|p| p.0), 0.5);
+    // Categories sit half a step in from the panel's edges; numbers a tenth of their span.
+    let pad = match axis {
+        Axis::Categories(_) => 0.5,
+        _ => 0.0,
+    };
+    let (x_lo, x_hi) = span(points.iter().map(|p| p.0), pad);
     let (y_lo, y_hi) = span(points.iter().map(|p| p.1), 0.0);
     let mut chart = ChartBuilder::on(area)
         .caption(
@@ -227,12 +249,15 @@ mod tests {
                 ],
                 monitored: (t != 4).then_some(0.1 * t as f64),
                 peak: Some((t as u64) << 20),
+                lease: Some(2 << 20),
+                ran: Some((t as f64, t as f64 + 1.5)),
             })
             .collect();
         let picture = SearchPicture {
             monitor: "val_loss".into(),
             keys: vec!["train.lr".into(), "model.hidden".into()],
             trials,
+            budget: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sweep.svg");
@@ -249,6 +274,18 @@ mod tests {
         }
         // Five trials have a value: five points in each key's panel.
         assert_eq!(svg.matches("<circle").count(), 2 * 5);
+        assert!(
+            !svg.contains("leases over time"),
+            "run one by one: no timeline"
+        );
+        let packed = SearchPicture {
+            budget: Some(5 << 20),
+            ..picture
+        };
+        render_search_svg(&packed, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("leases over time, under the budget"));
+        assert!(svg.contains("\nbudget\n"), "the budget's line is named");
         assert!(matches!(Axis::of(&["0.01", "0.0001"]), Axis::Log));
         assert!(matches!(Axis::of(&["16", "64"]), Axis::Linear));
     }

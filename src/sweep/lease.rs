@@ -25,11 +25,14 @@ pub struct Measured {
     pub step: u64,
     /// A checkpoint's copy: the weights and the optimizer's state, from their shapes.
     pub checkpoint: u64,
+    /// On a device with pools, what they had reserved by the step's end: a limit there reads
+    /// reserved pages, which exceed what is in use.
+    pub reserved: Option<u64>,
 }
 
 /// The lease of a trial with these figures.
 pub fn lease(m: Measured) -> u64 {
-    let need = m.before + m.step.max(m.checkpoint);
+    let need = (m.before + m.step.max(m.checkpoint)).max(m.reserved.unwrap_or(0));
     (need as f64 * (1.0 + LEASE_MARGIN)).ceil() as u64
 }
 
@@ -64,6 +67,7 @@ mod tests {
             before: 100,
             step: 300,
             checkpoint: 50,
+            reserved: None,
         };
         assert_eq!(lease(m), 500);
         let m = Measured {
@@ -71,6 +75,11 @@ mod tests {
             ..m
         };
         assert_eq!(lease(m), 1000);
+        let pools = Measured {
+            reserved: Some(1600),
+            ..m
+        };
+        assert_eq!(lease(pools), 2000, "pages reserved above what is in use");
     }
 
     #[test]

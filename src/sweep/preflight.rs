@@ -119,6 +119,7 @@ fn probe((trial, cfg): &(&Trial, RunConfig), unfinished: bool) -> Probe {
                     before: p.before,
                     step: p.step,
                     checkpoint: p.checkpoint,
+                    reserved: p.reserved,
                 };
                 lease(measured).min(own_limit.unwrap_or(u64::MAX))
             })

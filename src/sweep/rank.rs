@@ -105,12 +105,17 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
         .map(|r| r.values.keys().collect())
         .unwrap_or_default();
     let head: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+    let packed = rows.iter().any(|r| r.lease_bytes.is_some());
+    let (extra, extra_columns) = match packed {
+        true => (" epochs | lease | ran from | to |", 4),
+        false => (" epochs |", 1),
+    };
     let _ = writeln!(
         out,
-        "| rank | trial | {} | {monitor} | status | peak in use | retained in use | released |",
+        "| rank | trial | {} | {monitor} | status | peak in use | retained in use | released |{extra}",
         head.join(" | ")
     );
-    let _ = writeln!(out, "|{}", "---|".repeat(keys.len() + 7));
+    let _ = writeln!(out, "|{}", "---|".repeat(keys.len() + 7 + extra_columns));
     for r in rows {
         let values: Vec<&str> = keys
             .iter()
@@ -136,6 +141,8 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
                 None => "-",
             },
         );
+        out.pop();
+        let _ = writeln!(out, "{}", schedule_cells(r, packed));
     }
     let _ = writeln!(out);
     match rows.iter().find(|r| r.rank == Some(1)) {
@@ -176,6 +183,23 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
         }
     );
     out
+}
+
+/// ` 3 |`, or with trials in parallel ` 3 | 4.0 MiB | 0.0 s | 2.1 s |`: the epochs it
+/// trained, its lease and when its child ran.
+fn schedule_cells(r: &TrialRow, packed: bool) -> String {
+    let dash = || "-".to_string();
+    let epochs = r.epochs.map_or_else(dash, |e| e.to_string());
+    if !packed {
+        return format!(" {epochs} |");
+    }
+    let seconds = |s: Option<f64>| s.map_or_else(dash, |s| format!("{s:.1} s"));
+    format!(
+        " {epochs} | {} | {} | {} |",
+        r.lease_bytes.map_or_else(dash, format_bytes),
+        seconds(r.started_s),
+        seconds(r.ended_s)
+    )
 }
 
 #[cfg(test)]

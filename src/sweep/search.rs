@@ -300,27 +300,36 @@ fn monitored(summary: &RunSummary, monitor: &str) -> Option<f64> {
 /// `sweep.json` and `sweep.md`.
 fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(), Error> {
     let best = rows.iter().find(|r| r.rank == Some(1));
+    let budget = Schedule::merged(dir).budget_bytes_if_packed();
     let json = serde_json::json!({
         "monitor": plan.monitor,
         "mode": plan.mode,
         "best": best.map(|r| r.name.clone()),
         "best_config": best.map(|r| dir.join(&r.name).join("config.toml")),
         "parallel": plan.packing.parallel,
-        "budget_bytes": Schedule::merged(dir).budget_bytes_if_packed(),
+        "budget_bytes": budget,
         "trials": rows,
     });
     let path = dir.join("sweep.json");
     let bytes = serde_json::to_vec_pretty(&json).expect("rows serialise");
     write_atomic(&path, &bytes).map_err(|e| Error::io(&path, e))?;
     let path = dir.join("sweep.md");
-    let text = ranking(rows, &plan.monitor, plan.mode, dir);
+    let mut text = ranking(rows, &plan.monitor, plan.mode, dir);
+    if let Some(budget) = budget {
+        text.push_str(&format!(
+            "Trials ran {} at a time, each in its own process under its lease, the leases \
+             together under a budget of {}.\n",
+            plan.packing.parallel,
+            crate::memory::format_bytes(budget)
+        ));
+    }
     write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
-    render_search_svg(&picture(plan, rows), &dir.join("sweep.svg"))
+    render_search_svg(&picture(plan, rows, budget), &dir.join("sweep.svg"))
         .map_err(|e| Error::Device(format!("drawing {e}")))
 }
 
 /// What `sweep.svg` draws of the trials.
-fn picture(plan: &SearchPlan, rows: &[TrialRow]) -> SearchPicture {
+fn picture(plan: &SearchPlan, rows: &[TrialRow], budget: Option<u64>) -> SearchPicture {
     let keys: Vec<String> = rows
         .first()
         .map(|r| r.values.keys().cloned().collect())
@@ -335,6 +344,8 @@ fn picture(plan: &SearchPlan, rows: &[TrialRow]) -> SearchPicture {
                 .collect(),
             monitored: r.monitored,
             peak: r.memory.as_ref().map(|m| m.peak_bytes_in_use),
+            lease: r.lease_bytes,
+            ran: r.started_s.zip(r.ended_s),
         })
         .collect();
     trials.sort_by_key(|t| t.trial);
@@ -342,5 +353,6 @@ fn picture(plan: &SearchPlan, rows: &[TrialRow]) -> SearchPicture {
         monitor: plan.monitor.clone(),
         keys,
         trials,
+        budget,
     }
 }

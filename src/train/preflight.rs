@@ -17,7 +17,7 @@ use crate::backend;
 use crate::builtin::{self, Visit};
 use crate::config::RunConfig;
 use crate::error::Error;
-use crate::memory::{Executor, MemoryProbe};
+use crate::memory::{Executor, MemoryProbe, MemorySource};
 use crate::model::Network;
 use crate::task::score::items;
 use crate::task::{Classify, Regress, Task};
@@ -34,6 +34,9 @@ pub(crate) struct ProbedStep {
     /// What a checkpoint copies at once: the weights and the optimizer's state, from their
     /// shapes.
     pub checkpoint: u64,
+    /// On a device with pools, what they reserved by the step's end: the figure a limit reads
+    /// there.
+    pub reserved: Option<u64>,
 }
 
 /// One step of `config`, probed. Its memory is given back before it returns, whether the step
@@ -84,7 +87,7 @@ fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<ProbedStep, Error
     let peak = step_peak(task, config, &autodiff, &mut probe);
     // Given back whether the step ran or not.
     let cleaned = Executor::new(&device, probe.source()).cleanup();
-    let (peak, checkpoint) = peak?;
+    let ((peak, reserved), checkpoint) = peak?;
     cleaned.map_err(Error::device)?;
     // What the step left in use for good is the process's one-time state (the first product
     // of a shape sizes buffers the backend keeps), not the step's.
@@ -93,17 +96,19 @@ fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<ProbedStep, Error
         before: start,
         step: peak.saturating_sub(start.max(end)),
         checkpoint,
+        reserved,
     })
 }
 
 /// The model, then one step (its micro-batches and the update), with the peak in use while
-/// they ran, and what a checkpoint of the model and its optimizer copies.
+/// they ran and, on pools, what the pools reserved by its end (pages stay reserved until a
+/// cleanup); and what a checkpoint of the model and its optimizer copies.
 fn step_peak<T: Task>(
     task: &T,
     config: &RunConfig,
     device: &Device,
     probe: &mut MemoryProbe,
-) -> Result<(u64, u64), Error> {
+) -> Result<((u64, Option<u64>), u64), Error> {
     let train = &config.train;
     let model = seeded_model(task, config.run.seed, device);
     let shapes = footprint(&model, train, None);
@@ -136,6 +141,10 @@ fn step_peak<T: Task>(
     .map_err(Error::device)?;
     probe.observe();
     drop((updated, optimizer));
-    probe.read().map_err(Error::device)?;
-    Ok((probe.epoch_peak(), checkpoint))
+    let after = probe.read().map_err(Error::device)?;
+    let reserved = match after.source {
+        MemorySource::CubeclPool => Some(after.bytes_reserved),
+        MemorySource::Host => None,
+    };
+    Ok(((probe.epoch_peak(), reserved), checkpoint))
 }

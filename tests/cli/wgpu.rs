@@ -340,3 +340,45 @@ fn fit_sizes_the_micro_batch_by_the_pool_pages_a_probe_takes() {
         "{summary}"
     );
 }
+
+/// Two trials at once on real CubeCL pools: each child's limit is its lease, read on the
+/// pools, and the leases together stay under the budget.
+#[test]
+fn two_trials_run_at_once_each_under_its_lease_on_pools() {
+    if !adapter_or_skip("two_trials_run_at_once_each_under_its_lease_on_pools") {
+        return;
+    }
+    let env = Env::new();
+    let search = format!(
+        "{POOL}\n[sweep]\nparallel = 2\nbudget = \"4GiB\"\n[sweep.vary]\ntrain.lr = [0.001, 0.002]\n"
+    );
+    env.write("pool.toml", &search);
+    let run = env.run(&["sweep", "--config", "pool.toml"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = std::fs::read_to_string(env.path("runs/pool-sweep/sweep.json")).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["budget_bytes"], 4u64 << 30);
+    let trials = json["trials"].as_array().unwrap();
+    let leases: f64 = trials.iter().map(|t| num(t, "lease_bytes")).sum();
+    assert!(leases <= (4u64 << 30) as f64, "{leases}");
+    let (a, b) = (&trials[0], &trials[1]);
+    assert!(
+        num(a, "started_s") < num(b, "ended_s") && num(b, "started_s") < num(a, "ended_s"),
+        "the two ran at once: {a} {b}"
+    );
+    for t in trials {
+        assert_eq!(t["status"], "completed", "{t}");
+        let name = t["name"].as_str().unwrap();
+        let summary = env.summary(&format!("runs/pool-sweep/{name}"));
+        assert_eq!(summary["memory_source"], "cubecl-pool", "{summary}");
+        assert_eq!(summary["limit_bytes"], t["lease_bytes"], "{summary}");
+        assert!(
+            num(&summary, "peak_bytes_reserved") <= num(t, "lease_bytes"),
+            "{t}"
+        );
+    }
+    // Without a size, a device with pools has no budget to default to.
+    env.write("pool.toml", &search.replace("budget = \"4GiB\"\n", ""));
+    env.run(&["sweep", "--config", "pool.toml"])
+        .fails_with(2, &["sweep.budget", "does not report its device's memory"]);
+}

@@ -1,0 +1,157 @@
+//! The timeline panel of `sweep.svg` for a search whose trials ran in parallel: each trial a
+//! band as tall as its lease from its start to its end, stacked so that bands of trials
+//! running at once do not overlap, under the budget's line.
+
+use plotters::prelude::*;
+
+use super::search_plot::{Area, DrawError, SearchPicture, SearchPoint};
+use crate::memory::format_bytes;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A trial's band: seconds from, seconds to, and its bottom and top in MiB.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Band {
+    pub trial: usize,
+    pub from: f64,
+    pub to: f64,
+    pub bottom: f64,
+    pub top: f64,
+    pub completed: bool,
+}
+
+/// The bands of the trials that ran: in the order they started, each at the lowest height
+/// where it overlaps no band of a trial running at the same time.
+pub(super) fn bands(trials: &[SearchPoint]) -> Vec<Band> {
+    let mut ran: Vec<(&SearchPoint, (f64, f64), u64)> = trials
+        .iter()
+        .filter_map(|t| Some((t, t.ran?, t.lease?)))
+        .collect();
+    ran.sort_by(|a, b| a.1 .0.total_cmp(&b.1 .0));
+    let mut placed: Vec<Band> = Vec::new();
+    for (t, (from, to), lease) in ran {
+        let height = lease as f64 / MIB;
+        let mut bottom = 0.0;
+        // Raise it past every band it would overlap, until it overlaps none.
+        while let Some(over) = placed
+            .iter()
+            .find(|b| b.from < to && from < b.to && b.bottom < bottom + height && bottom < b.top)
+        {
+            bottom = over.top;
+        }
+        placed.push(Band {
+            trial: t.trial,
+            from,
+            to,
+            bottom,
+            top: bottom + height,
+            completed: t.monitored.is_some(),
+        });
+    }
+    placed
+}
+
+/// The leases over wall time, under the budget.
+pub(super) fn draw_timeline(
+    area: &Area<'_>,
+    picture: &SearchPicture,
+    budget: u64,
+) -> Result<(), DrawError> {
+    let bands = bands(&picture.trials);
+    let end = bands.iter().map(|b| b.to).fold(1.0, f64::max) * 1.02;
+    let budget_bytes = budget;
+    let budget = budget as f64 / MIB;
+    let stacked = bands.iter().map(|b| b.top).fold(0.0, f64::max);
+    // A budget far above what the trials leased would flatten their bands: then the axis
+    // ends above the bands, and the budget is named at the top instead of drawn.
+    let budget_shown = budget <= 4.0 * stacked;
+    let top = match budget_shown {
+        true => budget.max(stacked) * 1.1,
+        false => stacked * 1.3,
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption("leases over time, under the budget", ("sans-serif", 15))
+        .margin(10)
+        .x_label_area_size(34)
+        .y_label_area_size(54)
+        .build_cartesian_2d(0.0..end, 0.0..top)?;
+    chart
+        .configure_mesh()
+        .max_light_lines(0)
+        .x_desc("seconds since the first trial started")
+        .y_desc("MiB leased")
+        .draw()?;
+    let fill = |b: &Band| match b.completed {
+        true => RGBColor(31, 119, 180).mix(0.55),
+        false => RGBColor(150, 150, 150).mix(0.55),
+    };
+    chart.draw_series(
+        bands
+            .iter()
+            .map(|b| Rectangle::new([(b.from, b.bottom), (b.to, b.top)], fill(b).filled())),
+    )?;
+    chart.draw_series(
+        bands
+            .iter()
+            .map(|b| Rectangle::new([(b.from, b.bottom), (b.to, b.top)], WHITE.stroke_width(1))),
+    )?;
+    chart.draw_series(bands.iter().map(|b| {
+        Text::new(
+            format!("{}", b.trial),
+            ((b.from + b.to) / 2.0, (b.bottom + b.top) / 2.0),
+            ("sans-serif", 11).into_font().color(&BLACK),
+        )
+    }))?;
+    let red = RGBColor(214, 39, 40);
+    let (label, at) = match budget_shown {
+        true => {
+            chart.draw_series(LineSeries::new(
+                [(0.0, budget), (end, budget)],
+                red.stroke_width(2),
+            ))?;
+            ("budget".to_string(), budget)
+        }
+        false => (
+            format!("budget {}, above the scale", format_bytes(budget_bytes)),
+            top,
+        ),
+    };
+    chart.draw_series(std::iter::once(Text::new(
+        label,
+        (end * 0.01, at),
+        ("sans-serif", 12).into_font().color(&red),
+    )))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(trial: usize, ran: (f64, f64), lease: u64) -> SearchPoint {
+        SearchPoint {
+            trial,
+            values: vec![],
+            monitored: (trial != 3).then_some(0.5),
+            peak: None,
+            lease: Some(lease << 20),
+            ran: Some(ran),
+        }
+    }
+
+    #[test]
+    fn bands_of_trials_at_once_stack_and_later_ones_reuse_the_room() {
+        let b = bands(&[
+            point(1, (0.0, 2.0), 4),
+            point(2, (0.0, 1.0), 3),
+            point(3, (1.0, 3.0), 2),
+            point(4, (2.0, 4.0), 4),
+        ]);
+        let at = |t: usize| b.iter().find(|x| x.trial == t).map(|x| (x.bottom, x.top));
+        assert_eq!(at(1), Some((0.0, 4.0)));
+        assert_eq!(at(2), Some((4.0, 7.0)));
+        assert_eq!(at(3), Some((4.0, 6.0)), "trial 2's room, once it ended");
+        assert_eq!(at(4), Some((0.0, 4.0)), "trial 1's room");
+        assert!(!b.iter().find(|x| x.trial == 3).unwrap().completed);
+    }
+}
