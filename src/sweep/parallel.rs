@@ -16,7 +16,7 @@ use super::lease::{next, too_large};
 use super::preflight::Arranged;
 use super::schedule::{now, Schedule, Slot};
 use super::shard::Shard;
-use super::space::{Packing, Trial};
+use super::space::Trial;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::format_bytes;
@@ -75,13 +75,39 @@ impl Pack<'_> {
             }
         }
         let mut running: Vec<Running<'a>> = Vec::new();
+        let driven = self.drive(
+            &mut waiting,
+            &mut running,
+            &mut ended,
+            &mut schedule,
+            stop,
+            observer,
+        );
+        if driven.is_err() {
+            // No child outlives the search: on any error they stop at their checkpoints.
+            self.stop_all(&mut running, &mut schedule, observer);
+        }
+        driven.map(|()| ended)
+    }
+
+    /// Starts trials as their leases fit and records them as they end, until none waits or
+    /// runs, or `stop` is set.
+    fn drive<'a>(
+        &self,
+        waiting: &mut Vec<(&'a Trial, RunConfig, u64)>,
+        running: &mut Vec<Running<'a>>,
+        ended: &mut Vec<Ended<'a>>,
+        schedule: &mut Schedule,
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<(), Error> {
         loop {
             if stop.load(Ordering::SeqCst) {
-                return Err(self.stop_all(running, &mut schedule, observer));
+                return Err(Error::Interrupted);
             }
-            self.start_what_fits(&mut waiting, &mut running, &mut schedule, observer)?;
+            self.start_what_fits(waiting, running, schedule, observer)?;
             if running.is_empty() && waiting.is_empty() {
-                return Ok(ended);
+                return Ok(());
             }
             let mut i = 0;
             while i < running.len() {
@@ -89,7 +115,7 @@ impl Pack<'_> {
                     Some(outcome) => {
                         let done = running.swap_remove(i);
                         let left = (&running[..], waiting.len());
-                        ended.push(self.end(done, outcome.err(), left, &mut schedule, observer)?);
+                        ended.push(self.end(done, outcome.err(), left, schedule, observer)?);
                     }
                     None => i += 1,
                 }
@@ -108,7 +134,8 @@ impl Pack<'_> {
     ) -> Result<(), Error> {
         while running.len() < self.parallel {
             let leases: Vec<u64> = waiting.iter().map(|w| w.2).collect();
-            let Some(i) = next(&leases, self.budget - in_use(running)) else {
+            let free = self.budget.saturating_sub(in_use(running));
+            let Some(i) = next(&leases, free) else {
                 return Ok(());
             };
             let (trial, cfg, lease) = waiting.remove(i);
@@ -178,30 +205,29 @@ impl Pack<'_> {
     /// Stops every child (SIGTERM), waits for them, and records when they ended.
     fn stop_all(
         &self,
-        mut running: Vec<Running<'_>>,
+        running: &mut Vec<Running<'_>>,
         schedule: &mut Schedule,
         observer: &mut dyn Observer,
-    ) -> Error {
-        for r in &running {
+    ) {
+        for r in running.iter() {
             r.child.terminate();
         }
-        for r in &mut running {
+        for r in running.iter_mut() {
             let _ = r.child.wait();
             if let Some(slot) = schedule.slots.get_mut(&r.trial.number) {
                 slot.ended_unix = Some(now());
             }
         }
-        let names: Vec<String> = running.iter().map(|r| r.trial.name()).collect();
+        let names: Vec<String> = running.drain(..).map(|r| r.trial.name()).collect();
         if !names.is_empty() {
             observer.message(&format!(
                 "stopped {} at their latest checkpoints",
                 names.join(", ")
             ));
         }
-        match schedule.write(self.schedule) {
-            Ok(()) => Error::Interrupted,
-            Err(e) => e,
-        }
+        // The search's own error is the one to report; a schedule that cannot be written now
+        // keeps the times of the trials' starts.
+        let _ = schedule.write(self.schedule);
     }
 
     /// `2 running (trial-003, trial-007), 24.6 MiB of 1.9 GiB leased; 9 waiting`.
@@ -238,12 +264,13 @@ pub(super) fn stop_flag() -> Result<Arc<AtomicBool>, Error> {
     Ok(flag)
 }
 
-/// Trains `todo` in child processes under the budget of `packing`, and returns each trial
+/// Trains `todo` in child processes, `parallel` at once under `budget` (`fit`: on_limit
+/// "fit" in the leases), and returns each trial
 /// with its error if it failed. A trial that finished before (a resumed search) is not run
 /// again.
 pub(super) fn train_packed<'a>(
     dir: &Path,
-    packing: &Packing,
+    (parallel, budget, fit): (usize, u64, bool),
     shard: Option<Shard>,
     todo: Vec<Arranged<'a>>,
     observer: &mut dyn Observer,
@@ -257,26 +284,25 @@ pub(super) fn train_packed<'a>(
         }
     }
     let todo = unfinished;
-    let Some((_, first, _)) = todo.first() else {
+    if todo.is_empty() {
         return Ok(ended);
-    };
-    let budget = super::budget::resolve(packing, first)?;
+    }
     let schedule = super::schedule::path(dir, shard);
     let pack = Pack {
         budget,
-        parallel: packing.parallel,
+        parallel,
         launch: Launch {
             exe: tidemark_exe()?,
             dir: dir.to_path_buf(),
-            threads: threads_per_child(packing.parallel),
-            fit: packing.fit_in_lease,
+            threads: threads_per_child(parallel),
+            fit,
         },
         schedule: &schedule,
     };
     observer.message(&format!(
         "{} trials, {} at once, under a budget of {}",
         todo.len(),
-        packing.parallel,
+        parallel,
         format_bytes(budget)
     ));
     let stop = stop_flag()?;

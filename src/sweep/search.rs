@@ -123,6 +123,9 @@ pub fn search(
     // Every trial is checked before the sweep's directory exists.
     let configs = trial_configs(config, &trials, &config.run.output_dir)?;
     check_monitor(&space.monitor, &configs)?;
+    if space.packing.parallel > 1 {
+        super::budget::resolve(&space.packing, config)?;
+    }
     let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
         monitor: space.monitor.clone(),
@@ -181,11 +184,23 @@ pub fn run_trials(
         .zip(configs)
         .filter(|(t, _)| shard.is_none_or(|s| s.includes(t.number)))
         .collect();
-    let packed = plan.packing.parallel > 1;
-    let mine = arrange(mine, plan.order, packed, dir, shard, &mut *observer(0, n))?;
-    let one_by_one = match packed {
-        true => {
-            let ended = train_packed(dir, &plan.packing, shard, mine, &mut *observer(0, n))?;
+    // A parallel search's budget is known before its probes run.
+    let budget = match plan.packing.parallel > 1 {
+        true => Some(super::budget::resolve(&plan.packing, config)?),
+        false => None,
+    };
+    let mine = arrange(
+        mine,
+        plan.order,
+        budget.is_some(),
+        dir,
+        shard,
+        &mut *observer(0, n),
+    )?;
+    let one_by_one = match budget {
+        Some(budget) => {
+            let packing = (plan.packing.parallel, budget, plan.packing.fit_in_lease);
+            let ended = train_packed(dir, packing, shard, mine, &mut *observer(0, n))?;
             for (trial, error) in ended {
                 // A summary the child left unreadable fails the trial, naming the file.
                 let (summary, error) = match RunSummary::read(&dir.join(trial.name())) {
@@ -196,7 +211,7 @@ pub fn run_trials(
             }
             Vec::new()
         }
-        false => mine,
+        None => mine,
     };
     for (trial, cfg, _) in one_by_one {
         let run_dir = dir.join(trial.name());
