@@ -131,18 +131,10 @@ enum Command {
     /// One trial of a parallel search, as the search's child process runs it.
     #[command(hide = true)]
     Trial {
-        /// The sweep directory.
-        #[arg(value_name = "SWEEP_DIR")]
-        dir: PathBuf,
-        /// The trial's number.
-        #[arg(value_name = "N")]
-        number: usize,
-        /// Its lease: the memory limit in bytes.
-        #[arg(long, value_name = "BYTES")]
-        limit: u64,
-        /// memory.on_limit = "fit" inside the lease.
-        #[arg(long)]
-        fit: bool,
+        /// The trial's launch file, which the search writes: its config, its lease as its
+        /// memory limit.
+        #[arg(value_name = "LAUNCH_FILE")]
+        launch: PathBuf,
     },
     /// Train the config under several memory policies and compare their cost in one table
     /// (compare.md, compare.json) and one chart (compare.svg).
@@ -289,14 +281,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             shards: shards.map(|n| n as usize),
             parallel: parallel.map(|n| n as usize),
         }),
-        Command::Trial {
-            dir,
-            number,
-            limit,
-            fit,
-        } => {
+        Command::Trial { launch } => {
             let quiet = Box::new(Terminal::new(true));
-            crate::sweep::run_child(&dir, number, limit, fit, quiet).map(|_| ())
+            crate::sweep::run_child(&launch, quiet).map(|_| ())
         }
         Command::Train {
             config,

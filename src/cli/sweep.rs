@@ -75,13 +75,25 @@ fn shard(flag: Option<&str>, shards: Option<usize>) -> Result<Option<Shard>, Err
     }
 }
 
-/// Refuses `--shard` and `--shards` without a `[sweep]` table: the runs of one config are not
-/// split, so every shard of a cluster's array would train every run.
+/// Refuses `--shard`, `--shards` and `--parallel` without a `[sweep]` table: the runs of one
+/// config are not split, so every shard of a cluster's array would train every run, and they
+/// run one after another.
 fn plain_runs_take_no_shard(args: &SweepArgs) -> Result<(), Error> {
-    let flag = match (&args.shard, args.shards) {
-        (Some(text), _) => format!("--shard {text}"),
-        (None, Some(n)) => format!("--shards {n}"),
-        (None, None) => return Ok(()),
+    let flag = match (&args.shard, args.shards, args.parallel) {
+        (Some(text), _, _) => format!("--shard {text}"),
+        (None, Some(n), _) => format!("--shards {n}"),
+        (None, None, Some(n)) => {
+            return Err(Error::Config(ConfigError {
+                origin: format!("--parallel {n}"),
+                key: None,
+                message: format!(
+                    "{} has no [sweep] table, and only a search's trials run in parallel; \
+                     without one, sweep trains --runs N runs of the config one after another",
+                    args.path.display()
+                ),
+            }))
+        }
+        (None, None, None) => return Ok(()),
     };
     Err(Error::Config(ConfigError {
         origin: flag,
@@ -128,14 +140,18 @@ fn search_space(
 /// lease instead of failing at the first breach.
 fn fits_in_lease(table: &toml::Table, space: &Space) -> bool {
     let memory = table.get("memory").and_then(|m| m.as_table());
-    let set = |key: &str| {
-        memory.is_some_and(|m| m.contains_key(key))
-            || space
-                .vary
-                .iter()
-                .any(|(k, _)| k == &format!("memory.{key}"))
+    let varied = |key: &str| {
+        space
+            .vary
+            .iter()
+            .any(|(k, _)| k == &format!("memory.{key}"))
     };
-    !set("on_limit") && !set("policy")
+    let on_limit = memory.is_some_and(|m| m.contains_key("on_limit")) || varied("on_limit");
+    let preallocates = memory
+        .and_then(|m| m.get("policy"))
+        .is_some_and(|p| p.as_str() == Some("preallocate"))
+        || varied("policy");
+    !on_limit && !preallocates
 }
 
 /// A sweep's table and its one-line outcome.

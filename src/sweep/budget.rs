@@ -1,85 +1,106 @@
 //! The memory budget of a parallel search in bytes: `sweep.budget` as given, or its default.
 //!
-//! On flex, trials hold host memory, and the default is [`DEFAULT_BUDGET_SHARE`] of what the
-//! machine has available when the search starts (Linux's `MemAvailable`); a fraction is a
-//! share of the same. Burn 0.22 does not report a device's capacity, so on a backend with
-//! device pools the budget must be given as a size.
+//! - On flex, trials hold host memory: the default is [`DEFAULT_BUDGET_SHARE`] of what the
+//!   machine has available when the search starts (Linux's `MemAvailable`), and a fraction is a
+//!   share of the same.
+//! - On a device with pools, the default is its capacity (as CubeCL reports it) less
+//!   [`POOL_MARGIN`], and a fraction is a share of the capacity.
 
 use super::space::{Budget, Packing, DEFAULT_BUDGET_SHARE};
-use crate::config::{Backend, ConfigError, RunConfig};
+use crate::backend;
+use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
+use crate::memory::{available_host_memory, device_total_memory, MemoryProbe, MemorySource};
+
+/// The share of a device's capacity the default budget leaves out: room for what its pools do
+/// not count (each child's own context on the device, the search's probes) and for anything
+/// else on the device.
+pub const POOL_MARGIN: f64 = 0.10;
+
+/// The largest budget: a lease is written into a config as a byte count, a TOML integer.
+const MOST: u64 = i64::MAX as u64;
 
 /// The budget of `packing` for trials of `config`, in bytes.
 pub(super) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Error> {
-    let share = match packing.budget {
-        Some(Budget::Bytes(bytes)) => return Ok(bytes),
-        Some(Budget::Fraction(share)) => share,
-        None => DEFAULT_BUDGET_SHARE,
-    };
-    if config.device.backend != Backend::Flex {
-        return Err(refused(format!(
-            "{} does not report its device's memory in Burn 0.22, so a parallel search on it \
-             needs sweep.budget as a size, like \"8GiB\" (what its trials may hold together)",
-            config.device.backend
-        )));
+    if let Some(Budget::Bytes(bytes)) = packing.budget {
+        return check(bytes);
     }
-    let available = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| mem_available(&text))
-        .ok_or_else(|| {
-            refused(
-                "the machine's available memory cannot be read (/proc/meminfo), so sweep.budget \
-                 must be given as a size, like \"8GiB\""
-                    .into(),
-            )
-        })?;
-    Ok((available as f64 * share) as u64)
+    let device = backend::select(&config.device)?;
+    let source = MemoryProbe::new(&device).source();
+    let memory = match source {
+        MemorySource::Host => available_host_memory(),
+        MemorySource::CubeclPool => device_total_memory(&device, source),
+    };
+    let budget = of(packing.budget, source, memory).map_err(refused)?;
+    check(budget)
 }
 
-fn refused(message: String) -> Error {
+/// The budget from the device's memory: available host memory on flex, capacity on pools.
+fn of(budget: Option<Budget>, source: MemorySource, memory: Option<u64>) -> Result<u64, String> {
+    let memory = memory.ok_or_else(|| match source {
+        MemorySource::Host => "the machine's available memory cannot be read (/proc/meminfo)",
+        MemorySource::CubeclPool => "the device does not report its memory",
+    })?;
+    let share = match (budget, source) {
+        (Some(Budget::Bytes(bytes)), _) => return Ok(bytes),
+        (Some(Budget::Fraction(share)), _) => share,
+        (None, MemorySource::Host) => DEFAULT_BUDGET_SHARE,
+        (None, MemorySource::CubeclPool) => 1.0 - POOL_MARGIN,
+    };
+    Ok((memory as f64 * share) as u64)
+}
+
+fn check(bytes: u64) -> Result<u64, Error> {
+    match bytes <= MOST {
+        true => Ok(bytes),
+        false => Err(refused(format!(
+            "must be at most {MOST} bytes, got {bytes}"
+        ))),
+    }
+}
+
+fn refused(message: impl std::fmt::Display) -> Error {
     Error::Config(ConfigError {
         origin: "[sweep]".into(),
         key: Some("sweep.budget".into()),
-        message: format!("sweep.budget: {message}"),
+        message: format!("sweep.budget: {message}; give it as a size, like \"8GiB\""),
     })
-}
-
-/// `MemAvailable` of a `/proc/meminfo` text, in bytes.
-fn mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const GIB: u64 = 1 << 30;
+
     #[test]
-    fn available_memory_is_read_from_meminfo() {
-        let text = "MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n";
-        assert_eq!(mem_available(text), Some(20_000_000 * 1024));
-        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
+    fn defaults_and_fractions_follow_the_device() {
+        let host = MemorySource::Host;
+        let pools = MemorySource::CubeclPool;
+        assert_eq!(of(None, host, Some(20 * GIB)), Ok(10 * GIB));
+        assert_eq!(
+            of(Some(Budget::Fraction(0.25)), host, Some(20 * GIB)),
+            Ok(5 * GIB)
+        );
+        assert_eq!(of(None, pools, Some(80 * GIB)), Ok(72 * GIB));
+        assert_eq!(
+            of(Some(Budget::Fraction(0.5)), pools, Some(80 * GIB)),
+            Ok(40 * GIB)
+        );
+        let e = of(None, pools, None).unwrap_err();
+        assert!(e.contains("does not report its memory"), "{e}");
     }
 
     #[test]
-    fn a_size_is_taken_as_it_is_and_a_share_of_what_is_available() {
+    fn a_size_is_taken_as_it_is_up_to_what_a_config_can_hold() {
         let config = crate::config::ConfigBuilder::new("b").build().unwrap();
-        let sized = Packing {
+        let sized = |bytes| Packing {
             parallel: 2,
-            budget: Some(Budget::Bytes(123)),
+            budget: Some(Budget::Bytes(bytes)),
             ..Packing::default()
         };
-        assert_eq!(resolve(&sized, &config).unwrap(), 123);
-        let half = resolve(&Packing::default(), &config).unwrap();
-        let quarter = Packing {
-            budget: Some(Budget::Fraction(0.25)),
-            ..Packing::default()
-        };
-        let quarter = resolve(&quarter, &config).unwrap();
-        assert!(
-            half > 0 && quarter.abs_diff(half / 2) < half / 10,
-            "{half} {quarter}"
-        );
+        assert_eq!(resolve(&sized(123), &config).unwrap(), 123);
+        let e = resolve(&sized(u64::MAX), &config).unwrap_err().to_string();
+        assert!(e.contains("sweep.budget: must be at most"), "{e}");
     }
 }

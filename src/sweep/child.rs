@@ -1,50 +1,88 @@
-//! One trial of a parallel search, in the child process that runs it (`tidemark trial DIR N
-//! --limit BYTES`): the trial's config from the sweep directory's `config.toml` and
-//! `plan.json`, with its lease as `memory.limit`, trained (or resumed from its latest
-//! checkpoint) in its own `trial-NNN/`.
+//! One trial of a parallel search, in the child process that runs it (`tidemark trial
+//! LAUNCH_FILE`). The search writes the trial's whole config, its lease as `memory.limit`
+//! included, to `launch/trial-NNN.toml` in the sweep directory; the child trains it (or
+//! resumes it from its latest checkpoint) in its own `trial-NNN/`.
+//!
+//! Two guards keep a trial to one writer: the child holds an exclusive lock on
+//! `launch/trial-NNN.lock` while it trains, so a second process on the same trial (a resumed
+//! search while an orphaned child still runs) is refused; and the child stops when the
+//! search's process is gone, so it is not left training alone.
 
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use super::search::{set, trial_config};
-use super::{read_plan, train_or_resume};
-use crate::config::{to_toml, ConfigError};
+use nix::fcntl::{Flock, FlockArg};
+
+use super::search::set;
+use super::space::Trial;
+use super::train_or_resume;
+use crate::config::{parse, to_toml, ConfigError, RunConfig};
 use crate::error::Error;
-use crate::record::{Observer, RunSummary};
+use crate::record::{write_atomic, Observer, RunSummary};
 
-/// Trains trial `number` of the search in `dir` under `memory.limit = limit` bytes, with
-/// `memory.on_limit = "fit"` if `fit`.
-pub fn run_child(
+/// Where trial `trial`'s launch file goes in the sweep directory `dir`.
+pub(super) fn launch_path(dir: &Path, trial: &Trial) -> PathBuf {
+    dir.join("launch").join(format!("{}.toml", trial.name()))
+}
+
+/// Writes `cfg` with `memory.limit = limit` bytes (and `memory.on_limit = "fit"` if `fit`) as
+/// trial `trial`'s launch file, and returns its path.
+pub(super) fn write_launch(
     dir: &Path,
-    number: usize,
+    trial: &Trial,
+    cfg: &RunConfig,
     limit: u64,
     fit: bool,
-    observer: Box<dyn Observer>,
-) -> Result<RunSummary, Error> {
-    let base = crate::config::load(&dir.join("config.toml"), &[])?;
-    let plan = read_plan(dir)?.search.ok_or_else(|| not_a_search(dir))?;
-    let trial = plan
-        .trials
-        .iter()
-        .find(|t| t.number == number)
-        .ok_or_else(|| {
-            Error::Config(ConfigError {
-                origin: dir.join("plan.json").display().to_string(),
-                key: None,
-                message: format!("has no trial {number} (it plans {})", plan.trials.len()),
-            })
-        })?;
-    let mut extra = vec![set("memory.limit", toml::Value::Integer(limit as i64))];
+) -> Result<PathBuf, Error> {
+    let bytes = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut extra = vec![set("memory.limit", toml::Value::Integer(bytes))];
     if fit {
         extra.push(set("memory.on_limit", toml::Value::String("fit".into())));
     }
-    let cfg = trial_config(&to_toml(&base), trial, dir, extra)?;
-    train_or_resume(cfg, &dir.join(trial.name()), observer)
+    let leased = parse(&to_toml(cfg), "config.toml", &extra)?;
+    let path = launch_path(dir, trial);
+    let folder = path.parent().expect("a launch file has a folder");
+    std::fs::create_dir_all(folder).map_err(|e| Error::io(folder, e))?;
+    write_atomic(&path, to_toml(&leased).as_bytes()).map_err(|e| Error::io(&path, e))?;
+    Ok(path)
 }
 
-fn not_a_search(dir: &Path) -> Error {
-    Error::Config(ConfigError {
-        origin: dir.display().to_string(),
-        key: None,
-        message: "a sweep of runs, not a search: only a search's trials run as children".into(),
+/// Trains the trial whose launch file is `launch`, in `<run.output_dir>/<run.name>`.
+pub fn run_child(launch: &Path, observer: Box<dyn Observer>) -> Result<RunSummary, Error> {
+    let cfg = crate::config::load(launch, &[])?;
+    let _lock = lock(&launch.with_extension("lock"))?;
+    stop_with_the_parent();
+    let run_dir = cfg.run.output_dir.join(&cfg.run.name);
+    train_or_resume(cfg, &run_dir, observer)
+}
+
+/// An exclusive lock on `path`, held until dropped; an error if another process holds it.
+fn lock(path: &Path) -> Result<Flock<File>, Error> {
+    let file = File::create(path).map_err(|e| Error::io(path, e))?;
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
+        Error::Config(ConfigError {
+            origin: path.display().to_string(),
+            key: None,
+            message: "another process is training this trial (it holds this lock); stop it \
+                      before resuming the search"
+                .into(),
+        })
     })
+}
+
+/// Ends this process when its parent, the search, is gone (killed, or out of memory): its
+/// latest checkpoint is kept, and `sweep --resume` goes on from it.
+fn stop_with_the_parent() {
+    let parent = std::os::unix::process::parent_id();
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_millis(500));
+        if std::os::unix::process::parent_id() != parent {
+            eprintln!(
+                "error: the search that started this trial is gone; stopped at the latest \
+                 checkpoint"
+            );
+            std::process::exit(1);
+        }
+    });
 }

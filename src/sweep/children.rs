@@ -1,6 +1,6 @@
-//! The child processes of a parallel search: one `tidemark trial` each, started with its lease
-//! as its memory limit and its share of the cores, watched until it exits, and stopped with
-//! SIGTERM when the search is. A child's stderr is read as it comes, so that a failed child's
+//! The child processes of a parallel search: one `tidemark trial` each, started from its launch
+//! file (its config with its lease as its memory limit) with its share of the cores, watched
+//! until it exits, and stopped with SIGTERM (then SIGKILL, after a grace) when the search is. A child's stderr is read as it comes, so that a failed child's
 //! last line can be its reason.
 //!
 //! Why processes: the allocator's count and the CubeCL pools belong to one process, a limit
@@ -12,6 +12,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 
@@ -20,36 +21,30 @@ use crate::error::Error;
 pub(super) struct Launch {
     /// The `tidemark` binary.
     pub exe: PathBuf,
-    /// The sweep directory.
-    pub dir: PathBuf,
     /// Rayon workers per child; `None` keeps the environment's `RAYON_NUM_THREADS`.
     pub threads: Option<usize>,
-    /// `memory.on_limit = "fit"` inside the lease (the trials leave it unset).
-    pub fit: bool,
 }
 
 /// A running child.
 pub(super) struct Child {
     process: std::process::Child,
     last_line: Option<JoinHandle<String>>,
+    reaped: bool,
 }
 
+/// How long a child asked to stop may take before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
 impl Launch {
-    /// Starts trial `number` with memory limit `limit`.
-    pub fn start(&self, number: usize, limit: u64) -> Result<Child, Error> {
+    /// Starts the trial whose launch file is `launch` (`tidemark trial LAUNCH_FILE`).
+    pub fn start(&self, launch: &Path) -> Result<Child, Error> {
         let mut command = Command::new(&self.exe);
         command
             .arg("trial")
-            .arg(&self.dir)
-            .arg(number.to_string())
-            .arg("--limit")
-            .arg(limit.to_string())
+            .arg(launch)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        if self.fit {
-            command.arg("--fit");
-        }
         if let Some(threads) = self.threads {
             command.env("RAYON_NUM_THREADS", threads.to_string());
         }
@@ -59,15 +54,17 @@ impl Launch {
         Ok(Child {
             process,
             last_line: Some(last_line),
+            reaped: false,
         })
     }
 }
 
-/// The last non-empty line `reader` gives, read to its end.
+/// The last line `reader` gives that says something, read to its end: not a blank one, nor
+/// a panic's `note:` about backtraces.
 fn last_line(reader: impl BufRead) -> String {
     let mut last = String::new();
     for line in reader.lines().map_while(Result::ok) {
-        if !line.trim().is_empty() {
+        if !line.trim().is_empty() && !line.starts_with("note: ") {
             last = line;
         }
     }
@@ -93,19 +90,35 @@ impl Child {
     pub fn terminate(&self) {
         use nix::sys::signal::{kill, Signal};
         use nix::unistd::Pid;
-        // A child that has exited already cannot be signalled; that is not an error here.
+        // A reaped child's pid may belong to another process by now.
+        if self.reaped {
+            return;
+        }
+        // One that has exited but is not reaped yet cannot be signalled: not an error here.
         let _ = kill(Pid::from_raw(self.pid() as i32), Signal::SIGTERM);
     }
 
-    /// Waits for the child to exit, with its outcome.
-    pub fn wait(&mut self) -> Result<(), String> {
-        match self.process.wait() {
-            Ok(status) => self.outcome(status),
-            Err(e) => Err(format!("waiting for the trial's process: {e}")),
+    /// Stops the child: SIGTERM, then SIGKILL if it has not exited within [`STOP_GRACE`].
+    pub fn stop(&mut self) {
+        if self.reaped {
+            return;
         }
+        self.terminate();
+        let start = Instant::now();
+        while start.elapsed() < STOP_GRACE {
+            if let Ok(Some(_)) = self.process.try_wait() {
+                self.reaped = true;
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        self.reaped = true;
     }
 
     fn outcome(&mut self, status: ExitStatus) -> Result<(), String> {
+        self.reaped = true;
         let last = self
             .last_line
             .take()
@@ -133,6 +146,13 @@ fn killed(signal: i32, last: &str) -> String {
     }
 }
 
+/// A child the search lets go of (a panic, an early return) is stopped, never left running.
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +160,9 @@ mod tests {
     #[test]
     fn a_child_reason_is_its_last_line_or_its_signal() {
         assert_eq!(last_line("a\n\nerror: b\n\n".as_bytes()), "error: b");
+        let panicked =
+            "thread 'main' panicked at x.rs:1:1:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(last_line(panicked.as_bytes()), "boom");
         assert_eq!(killed(9, ""), "killed by signal 9 (SIGKILL)");
         assert_eq!(
             killed(15, "epoch 2"),

@@ -8,12 +8,14 @@ mod budget;
 mod child;
 mod children;
 mod lease;
+mod packed;
 mod parallel;
 mod preflight;
 mod rank;
 mod schedule;
 mod search;
 mod shard;
+mod signals;
 mod space;
 
 pub use child::run_child;
@@ -166,6 +168,7 @@ pub fn resume_sweep(
     if let Some(mut search) = plan.search {
         if let Some(parallel) = parallel {
             search.packing.parallel = parallel;
+            space::check_order(search.order, parallel, "--parallel")?;
         }
         if runs.is_some() {
             return Err(Error::Config(ConfigError {
@@ -186,6 +189,16 @@ pub fn resume_sweep(
                 mode,
             },
         ));
+    }
+    if let Some(n) = parallel {
+        return Err(Error::Config(ConfigError {
+            origin: format!("--parallel {n}"),
+            key: None,
+            message: format!(
+                "{} is a sweep of runs, and only a search's trials run in parallel",
+                dir.display()
+            ),
+        }));
     }
     let runs = runs.unwrap_or(plan.runs);
     if runs != plan.runs {

@@ -1,23 +1,22 @@
-//! Trials in parallel under a memory budget (`[sweep] parallel`, `budget`). Each trial runs in
-//! a child process ([`children`](super::children)) whose `memory.limit` is its lease
+//! The scheduler of a parallel search (`[sweep] parallel`, `budget`). Each trial runs in a
+//! child process ([`children`](super::children)) whose `memory.limit` is its lease
 //! ([`lease`](super::lease)); a trial starts only when its lease fits in what the running
 //! trials leave of the budget, the largest that fits first. A trial whose lease is larger than
-//! the whole budget fails before it trains, a child that dies is recorded with its reason and
-//! the search goes on, and SIGINT or SIGTERM stops every child (each keeps its latest
-//! checkpoint, for `sweep --resume`).
+//! the whole budget fails before it trains; one that could not be probed runs last, alone; a
+//! child that dies is recorded with its reason and the search goes on; and a stop (SIGINT,
+//! SIGTERM) or an error stops every child, each at its latest checkpoint.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
+use super::child::write_launch;
 use super::children::{Child, Launch};
 use super::lease::{next, too_large};
 use super::preflight::Arranged;
 use super::schedule::{now, Schedule, Slot};
-use super::shard::Shard;
 use super::space::Trial;
-use crate::config::{ConfigError, RunConfig};
+use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::Observer;
@@ -25,41 +24,64 @@ use crate::record::Observer;
 /// How often the children are looked at.
 const POLL: Duration = Duration::from_millis(20);
 
-/// What ended a trial of a parallel search: `None` if its child exited 0 (its summary says
+/// How a trial of a parallel search ended: `None` if its child exited 0 (its summary says
 /// the rest), else why it failed.
-pub(super) type Ended<'a> = (&'a Trial, RunConfig, Option<String>);
+pub(super) type Ended<'a> = (&'a Trial, Option<String>);
+
+/// The search's packing: the budget, how many at once, and how a child starts.
+pub(super) struct Pack {
+    /// The memory all running trials' leases may add up to.
+    pub budget: u64,
+    /// Trials at once.
+    pub parallel: usize,
+    /// The sweep directory.
+    pub dir: PathBuf,
+    /// `memory.on_limit = "fit"` inside the leases.
+    pub fit: bool,
+    /// How a child starts.
+    pub launch: Launch,
+    /// The schedule's file.
+    pub schedule: PathBuf,
+}
 
 /// A trial's child, with what it holds of the budget.
 struct Running<'a> {
     trial: &'a Trial,
-    cfg: RunConfig,
     lease: u64,
     child: Child,
     started: f64,
 }
 
-/// The search's packing: the budget, how many at once, and how a child starts.
-pub(super) struct Pack<'p> {
-    pub budget: u64,
-    pub parallel: usize,
-    pub launch: Launch,
-    pub schedule: &'p Path,
+/// Where the trials of one search stand.
+struct State<'a> {
+    /// Probed trials, in the order to prefer on equal leases, with their leases.
+    waiting: Vec<(&'a Trial, RunConfig, u64)>,
+    /// Trials that could not be probed: each runs alone, once nothing else waits or runs.
+    unprobed: Vec<(&'a Trial, RunConfig)>,
+    running: Vec<Running<'a>>,
+    ended: Vec<Ended<'a>>,
+    schedule: Schedule,
 }
 
-impl Pack<'_> {
-    /// Trains `todo` (in the order to prefer on equal leases) under the budget, and returns
-    /// how each ended, in the order they ended.
+impl Pack {
+    /// Trains `todo` under the budget, and returns how each trial ended, in the order they
+    /// ended.
     pub fn run<'a>(
         &self,
         todo: Vec<Arranged<'a>>,
         stop: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Result<Vec<Ended<'a>>, Error> {
-        let mut schedule = Schedule::read_or_new(self.schedule);
+        let mut schedule = Schedule::read(&self.schedule)?.unwrap_or_default();
         schedule.budget_bytes = self.budget;
         schedule.parallel = self.parallel;
-        let mut ended = Vec::new();
-        let mut waiting = Vec::new();
+        let mut state = State {
+            waiting: Vec::new(),
+            unprobed: Vec::new(),
+            running: Vec::new(),
+            ended: Vec::new(),
+            schedule,
+        };
         for (trial, cfg, lease) in todo {
             match lease {
                 Some(lease) if lease > self.budget => {
@@ -68,36 +90,25 @@ impl Pack<'_> {
                         "{} failed before training: {reason}",
                         trial.name()
                     ));
-                    ended.push((trial, cfg, Some(reason)));
+                    state.ended.push((trial, Some(reason)));
                 }
-                // A trial that could not be probed runs alone, where its own run reports why.
-                lease => waiting.push((trial, cfg, lease.unwrap_or(self.budget))),
+                Some(lease) => state.waiting.push((trial, cfg, lease)),
+                None => state.unprobed.push((trial, cfg)),
             }
         }
-        let mut running: Vec<Running<'a>> = Vec::new();
-        let driven = self.drive(
-            &mut waiting,
-            &mut running,
-            &mut ended,
-            &mut schedule,
-            stop,
-            observer,
-        );
+        let driven = self.drive(&mut state, stop, observer);
         if driven.is_err() {
             // No child outlives the search: on any error they stop at their checkpoints.
-            self.stop_all(&mut running, &mut schedule, observer);
+            self.stop_all(&mut state, observer);
         }
-        driven.map(|()| ended)
+        driven.map(|()| state.ended)
     }
 
     /// Starts trials as their leases fit and records them as they end, until none waits or
     /// runs, or `stop` is set.
-    fn drive<'a>(
+    fn drive(
         &self,
-        waiting: &mut Vec<(&'a Trial, RunConfig, u64)>,
-        running: &mut Vec<Running<'a>>,
-        ended: &mut Vec<Ended<'a>>,
-        schedule: &mut Schedule,
+        state: &mut State<'_>,
         stop: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Result<(), Error> {
@@ -105,17 +116,20 @@ impl Pack<'_> {
             if stop.load(Ordering::SeqCst) {
                 return Err(Error::Interrupted);
             }
-            self.start_what_fits(waiting, running, schedule, observer)?;
-            if running.is_empty() && waiting.is_empty() {
-                return Ok(());
+            if state.waiting.is_empty() && state.running.is_empty() {
+                if state.unprobed.is_empty() {
+                    return Ok(());
+                }
+                let (trial, cfg) = state.unprobed.remove(0);
+                state.waiting.push((trial, cfg, self.budget));
             }
+            self.start_what_fits(state, observer)?;
             let mut i = 0;
-            while i < running.len() {
-                match running[i].child.exited()? {
+            while i < state.running.len() {
+                match state.running[i].child.exited()? {
                     Some(outcome) => {
-                        let done = running.swap_remove(i);
-                        let left = (&running[..], waiting.len());
-                        ended.push(self.end(done, outcome.err(), left, schedule, observer)?);
+                        let done = state.running.swap_remove(i);
+                        self.end(done, outcome.err(), state, observer);
                     }
                     None => i += 1,
                 }
@@ -125,115 +139,105 @@ impl Pack<'_> {
     }
 
     /// Starts the largest waiting leases that fit in the budget left, up to `parallel`.
-    fn start_what_fits<'a>(
+    fn start_what_fits(
         &self,
-        waiting: &mut Vec<(&'a Trial, RunConfig, u64)>,
-        running: &mut Vec<Running<'a>>,
-        schedule: &mut Schedule,
+        state: &mut State<'_>,
         observer: &mut dyn Observer,
     ) -> Result<(), Error> {
-        while running.len() < self.parallel {
-            let leases: Vec<u64> = waiting.iter().map(|w| w.2).collect();
-            let free = self.budget.saturating_sub(in_use(running));
+        while state.running.len() < self.parallel {
+            let leases: Vec<u64> = state.waiting.iter().map(|w| w.2).collect();
+            let free = self.budget.saturating_sub(in_use(&state.running));
             let Some(i) = next(&leases, free) else {
                 return Ok(());
             };
-            let (trial, cfg, lease) = waiting.remove(i);
-            let limit = cfg
-                .memory
-                .limit
-                .and_then(|l| l.resolve(None))
-                .unwrap_or(u64::MAX);
-            let child = self.launch.start(trial.number, lease.min(limit))?;
+            let (trial, cfg, lease) = state.waiting.remove(i);
+            let launch = write_launch(&self.dir, trial, &cfg, lease, self.fit)?;
+            let child = self.launch.start(&launch)?;
             let started = now();
-            schedule.slots.insert(
-                trial.number,
-                Slot {
-                    trial: trial.number,
-                    lease_bytes: lease,
-                    started_unix: started,
-                    ended_unix: None,
-                    pid: child.pid(),
-                },
-            );
-            schedule.write(self.schedule)?;
-            running.push(Running {
+            let slot = Slot {
+                trial: trial.number,
+                lease_bytes: lease,
+                started_unix: started,
+                ended_unix: None,
+                pid: child.pid(),
+            };
+            state.running.push(Running {
                 trial,
-                cfg,
                 lease,
                 child,
                 started,
             });
+            state.schedule.slots.insert(trial.number, slot);
+            self.record(&state.schedule, observer);
             let line = format!(
                 "{} started, lease {}; {}",
                 trial.name(),
                 format_bytes(lease),
-                self.status(running, waiting.len())
+                self.status(state)
             );
             observer.message(&line);
         }
         Ok(())
     }
 
-    /// Records a child's end; `left`: the trials still running, and how many wait.
+    /// Records a child's end.
     fn end<'a>(
         &self,
         done: Running<'a>,
         error: Option<String>,
-        (running, waiting): (&[Running<'a>], usize),
-        schedule: &mut Schedule,
+        state: &mut State<'a>,
         observer: &mut dyn Observer,
-    ) -> Result<Ended<'a>, Error> {
+    ) {
         let ended = now();
-        if let Some(slot) = schedule.slots.get_mut(&done.trial.number) {
+        if let Some(slot) = state.schedule.slots.get_mut(&done.trial.number) {
             slot.ended_unix = Some(ended);
         }
-        schedule.write(self.schedule)?;
+        self.record(&state.schedule, observer);
         let how = match &error {
             None => "completed".to_string(),
             Some(reason) => format!("failed: {reason}"),
         };
-        observer.message(&format!(
-            "{} {how} ({:.1} s); {}",
+        let took = ended - done.started;
+        let line = format!(
+            "{} {how} ({took:.1} s); {}",
             done.trial.name(),
-            ended - done.started,
-            self.status(running, waiting)
-        ));
-        Ok((done.trial, done.cfg, error))
+            self.status(state)
+        );
+        observer.message(&line);
+        state.ended.push((done.trial, error));
     }
 
-    /// Stops every child (SIGTERM), waits for them, and records when they ended.
-    fn stop_all(
-        &self,
-        running: &mut Vec<Running<'_>>,
-        schedule: &mut Schedule,
-        observer: &mut dyn Observer,
-    ) {
-        for r in running.iter() {
+    /// Writes the schedule; a file that cannot be written is a warning, not a reason to stop
+    /// the trials.
+    fn record(&self, schedule: &Schedule, observer: &mut dyn Observer) {
+        if let Err(e) = schedule.write(&self.schedule) {
+            observer.message(&format!("warning: {e}; the trials go on"));
+        }
+    }
+
+    /// Stops every child (SIGTERM, then SIGKILL after a grace), and records when they ended.
+    fn stop_all(&self, state: &mut State<'_>, observer: &mut dyn Observer) {
+        for r in &state.running {
             r.child.terminate();
         }
-        for r in running.iter_mut() {
-            let _ = r.child.wait();
-            if let Some(slot) = schedule.slots.get_mut(&r.trial.number) {
+        for r in &mut state.running {
+            r.child.stop();
+            if let Some(slot) = state.schedule.slots.get_mut(&r.trial.number) {
                 slot.ended_unix = Some(now());
             }
         }
-        let names: Vec<String> = running.drain(..).map(|r| r.trial.name()).collect();
+        let names: Vec<String> = state.running.drain(..).map(|r| r.trial.name()).collect();
         if !names.is_empty() {
-            observer.message(&format!(
-                "stopped {} at their latest checkpoints",
-                names.join(", ")
-            ));
+            let line = format!("stopped {} at their latest checkpoints", names.join(", "));
+            observer.message(&line);
         }
-        // The search's own error is the one to report; a schedule that cannot be written now
-        // keeps the times of the trials' starts.
-        let _ = schedule.write(self.schedule);
+        self.record(&state.schedule, observer);
     }
 
     /// `2 running (trial-003, trial-007), 24.6 MiB of 1.9 GiB leased; 9 waiting`.
-    fn status(&self, running: &[Running<'_>], waiting: usize) -> String {
-        let names: Vec<String> = running.iter().map(|r| r.trial.name()).collect();
-        let waiting = match waiting {
+    fn status(&self, state: &State<'_>) -> String {
+        let names: Vec<String> = state.running.iter().map(|r| r.trial.name()).collect();
+        let waiting = match state.waiting.len() + state.unprobed.len() {
             0 => String::new(),
             n => format!("; {n} waiting"),
         };
@@ -242,7 +246,7 @@ impl Pack<'_> {
             n => format!(
                 "{n} running ({}), {} of {} leased",
                 names.join(", "),
-                format_bytes(in_use(running)),
+                format_bytes(in_use(&state.running)),
                 format_bytes(self.budget)
             ),
         };
@@ -252,93 +256,4 @@ impl Pack<'_> {
 
 fn in_use(running: &[Running<'_>]) -> u64 {
     running.iter().map(|r| r.lease).sum()
-}
-
-/// A flag that SIGINT and SIGTERM set, for the rest of the process.
-pub(super) fn stop_flag() -> Result<Arc<AtomicBool>, Error> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&flag))
-            .map_err(|e| Error::io(Path::new("a signal handler"), e))?;
-    }
-    Ok(flag)
-}
-
-/// Trains `todo` in child processes, `parallel` at once under `budget` (`fit`: on_limit
-/// "fit" in the leases), and returns each trial
-/// with its error if it failed. A trial that finished before (a resumed search) is not run
-/// again.
-pub(super) fn train_packed<'a>(
-    dir: &Path,
-    (parallel, budget, fit): (usize, u64, bool),
-    shard: Option<Shard>,
-    todo: Vec<Arranged<'a>>,
-    observer: &mut dyn Observer,
-) -> Result<Vec<(&'a Trial, Option<String>)>, Error> {
-    let mut ended: Vec<(&Trial, Option<String>)> = Vec::new();
-    let mut unfinished = Vec::new();
-    for (trial, cfg, lease) in todo {
-        match super::finished(&dir.join(trial.name()), cfg.train.epochs)? {
-            Some(_) => ended.push((trial, None)),
-            None => unfinished.push((trial, cfg, lease)),
-        }
-    }
-    let todo = unfinished;
-    if todo.is_empty() {
-        return Ok(ended);
-    }
-    let schedule = super::schedule::path(dir, shard);
-    let pack = Pack {
-        budget,
-        parallel,
-        launch: Launch {
-            exe: tidemark_exe()?,
-            dir: dir.to_path_buf(),
-            threads: threads_per_child(parallel),
-            fit,
-        },
-        schedule: &schedule,
-    };
-    observer.message(&format!(
-        "{} trials, {} at once, under a budget of {}",
-        todo.len(),
-        parallel,
-        format_bytes(budget)
-    ));
-    let stop = stop_flag()?;
-    let trained = pack.run(todo, &stop, observer)?;
-    ended.extend(trained.into_iter().map(|(t, _, error)| (t, error)));
-    Ok(ended)
-}
-
-/// Rayon workers per child: the cores shared among the children, at least one each; `None`
-/// where the environment sets `RAYON_NUM_THREADS` itself.
-fn threads_per_child(parallel: usize) -> Option<usize> {
-    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
-        return None;
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Some((cores / parallel).max(1))
-}
-
-/// The `tidemark` binary the children run: `TIDEMARK_BIN`, or this process's own when it is
-/// `tidemark` (a Rust program that searches in parallel through the library sets the former).
-fn tidemark_exe() -> Result<PathBuf, Error> {
-    if let Some(bin) = std::env::var_os("TIDEMARK_BIN") {
-        return Ok(PathBuf::from(bin));
-    }
-    let exe =
-        std::env::current_exe().map_err(|e| Error::io(Path::new("the running program"), e))?;
-    match exe.file_stem().and_then(|n| n.to_str()) {
-        Some("tidemark") => Ok(exe),
-        _ => Err(Error::Config(ConfigError {
-            origin: "[sweep]".into(),
-            key: Some("sweep.parallel".into()),
-            message: format!(
-                "sweep.parallel: trials in parallel run in child `tidemark` processes, and {} \
-                 is not one; set TIDEMARK_BIN to the tidemark binary",
-                exe.display()
-            ),
-        })),
-    }
 }

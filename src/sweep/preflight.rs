@@ -109,7 +109,7 @@ fn probe((trial, cfg): &(&Trial, RunConfig), unfinished: bool) -> Probe {
         (true, false) => probe_step(cfg).map(Some).map_err(|e| e.to_string()),
     };
     let probed = result.as_ref().ok().copied().flatten();
-    let own_limit = cfg.memory.limit.and_then(|l| l.resolve(None));
+    let own_limit = own_limit(cfg);
     Probe {
         trial: trial.number,
         step_bytes: probed.map(|p| p.step),
@@ -126,6 +126,15 @@ fn probe((trial, cfg): &(&Trial, RunConfig), unfinished: bool) -> Probe {
             .or(own_limit),
         error: result.err(),
     }
+}
+
+/// The trial's own `memory.limit` in bytes (a fraction of its device's memory resolved), if
+/// it sets one.
+fn own_limit(cfg: &RunConfig) -> Option<u64> {
+    let limit = cfg.memory.limit?;
+    let device = crate::backend::select(&cfg.device).ok()?;
+    let source = crate::memory::MemoryProbe::new(&device).source();
+    limit.resolve(crate::memory::device_total_memory(&device, source))
 }
 
 /// `trial-003, trial-007: not probed (why), so they train last`, or `None` if all were.

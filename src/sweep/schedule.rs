@@ -57,12 +57,17 @@ pub fn path(dir: &Path, shard: Option<Shard>) -> PathBuf {
 
 impl Schedule {
     /// The schedule at `path` (an earlier process's, whose slots a resumed search keeps), or
-    /// an empty one.
-    pub fn read_or_new(path: &Path) -> Schedule {
-        std::fs::read(path)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default()
+    /// `None` if there is none. One that is there but cannot be read is an error naming it,
+    /// never taken for none.
+    pub fn read(path: &Path) -> Result<Option<Schedule>, Error> {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::checkpoint(path, format!("not a search's schedule: {e}")))
     }
 
     /// Writes it to `path`, whole or not at all.
@@ -72,10 +77,10 @@ impl Schedule {
     }
 
     /// Every slot of every schedule file in `dir` (shards write their own), by trial.
-    pub fn merged(dir: &Path) -> Schedule {
+    pub fn merged(dir: &Path) -> Result<Schedule, Error> {
         let mut merged = Schedule::default();
         let Ok(entries) = std::fs::read_dir(dir) else {
-            return merged;
+            return Ok(merged);
         };
         let mut files: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -86,12 +91,12 @@ impl Schedule {
             .collect();
         files.sort();
         for file in files {
-            let one = Schedule::read_or_new(&file);
+            let one = Schedule::read(&file)?.unwrap_or_default();
             merged.budget_bytes = merged.budget_bytes.max(one.budget_bytes);
             merged.parallel = merged.parallel.max(one.parallel);
             merged.slots.extend(one.slots);
         }
-        merged
+        Ok(merged)
     }
 
     /// The earliest start: where a search's `started_s` count from.
@@ -104,9 +109,10 @@ impl Schedule {
 }
 
 impl Schedule {
-    /// The budget, for a search that ran in parallel (`None` for one that did not).
-    pub fn budget_bytes_if_packed(&self) -> Option<u64> {
-        (!self.slots.is_empty()).then_some(self.budget_bytes)
+    /// The budget and the trials at once, for a search that ran in parallel (`None` for one
+    /// that did not).
+    pub fn packed(&self) -> Option<(u64, usize)> {
+        (!self.slots.is_empty()).then_some((self.budget_bytes, self.parallel))
     }
 }
 
@@ -152,13 +158,13 @@ mod tests {
         let mut b = a.clone();
         b.slots = BTreeMap::from([(2, slot(2, 20.0))]);
         b.write(&path(dir.path(), shard(1))).unwrap();
-        let merged = Schedule::merged(dir.path());
+        let merged = Schedule::merged(dir.path()).unwrap();
         assert_eq!(merged.slots.len(), 2);
         assert_eq!(merged.origin(), Some(20.0));
         assert_eq!((merged.budget_bytes, merged.parallel), (100, 2));
-        assert_eq!(
-            Schedule::read_or_new(&dir.path().join("none.json")),
-            Schedule::default()
-        );
+        assert_eq!(Schedule::read(&dir.path().join("none.json")).unwrap(), None);
+        std::fs::write(dir.path().join("schedule.json"), "{").unwrap();
+        let e = Schedule::merged(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("schedule.json: not a search's schedule"), "{e}");
     }
 }

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::parallel::train_packed;
+use super::packed::{train_packed, Packed};
 use super::preflight::arrange;
 use super::rank::{rank, ranking, TrialRow, TrialStatus};
 use super::schedule::{attach, Schedule};
 use super::shard::Shard;
-use super::space::{literal, Order, Packing, Space, Trial};
+use super::space::{check_order, literal, Order, Packing, Space, Trial};
 use super::{read_plan, train_or_resume, write_plan, Plan, SweepRow};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
@@ -123,6 +123,7 @@ pub fn search(
     // Every trial is checked before the sweep's directory exists.
     let configs = trial_configs(config, &trials, &config.run.output_dir)?;
     check_monitor(&space.monitor, &configs)?;
+    check_order(space.order, space.packing.parallel, "--parallel")?;
     if space.packing.parallel > 1 {
         super::budget::resolve(&space.packing, config)?;
     }
@@ -199,8 +200,12 @@ pub fn run_trials(
     )?;
     let one_by_one = match budget {
         Some(budget) => {
-            let packing = (plan.packing.parallel, budget, plan.packing.fit_in_lease);
-            let ended = train_packed(dir, packing, shard, mine, &mut *observer(0, n))?;
+            let packed = Packed {
+                parallel: plan.packing.parallel,
+                budget,
+                fit: plan.packing.fit_in_lease,
+            };
+            let ended = train_packed(dir, packed, shard, mine, &mut *observer(0, n))?;
             for (trial, error) in ended {
                 // A summary the child left unreadable fails the trial, naming the file.
                 let (summary, error) = match RunSummary::read(&dir.join(trial.name())) {
@@ -227,7 +232,7 @@ pub fn run_trials(
         };
         rows.push(row(trial, summary, error, &plan.monitor));
     }
-    attach(&mut rows, &Schedule::merged(dir));
+    attach(&mut rows, &Schedule::merged(dir)?);
     rank(&mut rows, plan.mode);
     match shard {
         None => write_results(dir, plan, &rows)?,
@@ -257,7 +262,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
         let summary = RunSummary::read(&dir.join(t.name()))?;
         rows.push(row(t, summary, None, &plan.monitor));
     }
-    attach(&mut rows, &Schedule::merged(dir));
+    attach(&mut rows, &Schedule::merged(dir)?);
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
     Ok((rows, plan))
@@ -315,14 +320,14 @@ fn monitored(summary: &RunSummary, monitor: &str) -> Option<f64> {
 /// `sweep.json` and `sweep.md`.
 fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(), Error> {
     let best = rows.iter().find(|r| r.rank == Some(1));
-    let budget = Schedule::merged(dir).budget_bytes_if_packed();
+    let packed = Schedule::merged(dir)?.packed();
     let json = serde_json::json!({
         "monitor": plan.monitor,
         "mode": plan.mode,
         "best": best.map(|r| r.name.clone()),
         "best_config": best.map(|r| dir.join(&r.name).join("config.toml")),
-        "parallel": plan.packing.parallel,
-        "budget_bytes": budget,
+        "parallel": packed.map_or(1, |(_, parallel)| parallel),
+        "budget_bytes": packed.map(|(budget, _)| budget),
         "trials": rows,
     });
     let path = dir.join("sweep.json");
@@ -330,15 +335,15 @@ fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(),
     write_atomic(&path, &bytes).map_err(|e| Error::io(&path, e))?;
     let path = dir.join("sweep.md");
     let mut text = ranking(rows, &plan.monitor, plan.mode, dir);
-    if let Some(budget) = budget {
+    if let Some((budget, parallel)) = packed {
         text.push_str(&format!(
-            "Trials ran {} at a time, each in its own process under its lease, the leases \
-             together under a budget of {}.\n",
-            plan.packing.parallel,
+            "Trials ran up to {parallel} at a time, each in its own process under its lease, the \
+             leases together under a budget of {}.\n",
             crate::memory::format_bytes(budget)
         ));
     }
     write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
+    let budget = packed.map(|(budget, _)| budget);
     render_search_svg(&picture(plan, rows, budget), &dir.join("sweep.svg"))
         .map_err(|e| Error::Device(format!("drawing {e}")))
 }

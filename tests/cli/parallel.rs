@@ -168,6 +168,37 @@ fn wait_for<T>(mut ready: impl FnMut() -> Option<T>) -> T {
 }
 
 /// The pid of a running trial that has written a checkpoint after an epoch, from the
+/// search's `schedule.json`, stopped (SIGSTOP) and checked to be that trial's live child, so
+/// that a signal sent to it next cannot miss it or hit another process.
+fn stopped_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
+    let (trial, pid) = running_with_a_checkpoint(env, dir)?;
+    signal(pid, "-STOP");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .next();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let launch = format!("trial-{trial:03}.toml");
+    match state == Some("T") && String::from_utf8_lossy(&cmdline).contains(&launch) {
+        true => Some((trial, pid)),
+        false => {
+            signal(pid, "-CONT");
+            None
+        }
+    }
+}
+
+fn signal(pid: i32, which: &str) {
+    std::process::Command::new("kill")
+        .args([which, &pid.to_string()])
+        .status()
+        .unwrap();
+}
+
+/// The pid of a running trial that has written a checkpoint after an epoch, from the
 /// search's `schedule.json`.
 fn running_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
     let text = std::fs::read_to_string(env.path(dir).join("schedule.json")).ok()?;
@@ -193,11 +224,8 @@ fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_ch
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (trial, pid) = wait_for(|| running_with_a_checkpoint(&env, "runs/small-sweep"));
-    std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
+    let (trial, pid) = wait_for(|| stopped_with_a_checkpoint(&env, "runs/small-sweep"));
+    signal(pid, "-KILL");
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -240,10 +268,7 @@ fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() 
         .spawn()
         .unwrap();
     wait_for(|| running_with_a_checkpoint(&env, "runs/small-sweep"));
-    std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    signal(child.id() as i32, "-TERM");
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
@@ -260,10 +285,20 @@ fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() 
         let pid = slot["pid"].as_u64().unwrap();
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists() || zombie_or_other(pid));
     }
-    let resumed = env.run(&["sweep", "--resume", "runs/small-sweep"]);
+    // The resume's config reaches the children: two more epochs for every trial.
+    let resumed = env.run(&[
+        "sweep",
+        "--resume",
+        "runs/small-sweep",
+        "--set",
+        "train.epochs=10",
+    ]);
     assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
     let json = sweep_json(&env, "runs/small-sweep");
-    assert!(trials(&json).iter().all(|t| t["status"] == "completed"));
+    for t in trials(&json) {
+        assert_eq!(t["status"], "completed", "{t}");
+        assert_eq!(t["epochs"], 10, "{t}");
+    }
 }
 
 /// Whether process `pid` is not a running tidemark child (a reused pid, or a zombie).
@@ -276,13 +311,21 @@ fn zombie_or_other(pid: u64) -> bool {
 fn listed_order_and_parallel_trials_do_not_go_together() {
     let env = Env::new();
     env.write("grid.toml", &grid("parallel = 2\norder = \"listed\""));
-    env.run(&["sweep", "--config", "grid.toml"]).fails_with(
-        2,
-        &[
-            "sweep.order",
-            "sweep.parallel > 1 needs one probed step of each trial",
-        ],
-    );
+    let needles = [
+        "sweep.order",
+        "(sweep.parallel > 1) need one probed step of each trial",
+    ];
+    env.run(&["sweep", "--config", "grid.toml"])
+        .fails_with(2, &needles);
+    // The flag meets the same check as the key.
+    env.write("grid.toml", &grid("order = \"listed\""));
+    env.run(&["sweep", "--config", "grid.toml", "--parallel", "2"])
+        .fails_with(2, &needles);
+    assert!(!env.path("runs").exists(), "refused before any directory");
+    // Runs of one config, without a [sweep] table, are not run in parallel.
+    env.write("small.toml", SMALL);
+    env.run(&["sweep", "--config", "small.toml", "--parallel", "2"])
+        .fails_with(2, &["--parallel 2: small.toml has no [sweep] table"]);
     env.write("grid.toml", &grid("parallel = 2\nbudget = \"lots\""));
     env.run(&["sweep", "--config", "grid.toml"])
         .fails_with(2, &["sweep.budget", "\"lots\""]);

@@ -142,6 +142,22 @@ fn choice<T: Copy>(
     })
 }
 
+/// Refuses `order = "listed"` with trials in parallel: a lease needs each trial's probe.
+pub fn check_order(order: Order, parallel: usize, origin: &str) -> Result<(), ConfigError> {
+    match order == Order::Listed && parallel > 1 {
+        false => Ok(()),
+        true => Err(ConfigError {
+            origin: origin.to_string(),
+            key: Some("sweep.order".into()),
+            message: format!(
+                "sweep.order: \"listed\" trains without probes, and {parallel} trials at once \
+                 (sweep.parallel > 1) need one probed step of each trial for its memory lease; \
+                 remove sweep.order, or train one at a time"
+            ),
+        }),
+    }
+}
+
 /// The keys a `[sweep]` table may hold.
 const KEYS: [&str; 9] = [
     "method", "trials", "seed", "monitor", "mode", "vary", "order", "parallel", "budget",
@@ -200,14 +216,7 @@ impl Space {
         let order = choice(table, "order", Order::LargestFirst, orders)
             .map_err(|m| fail("sweep.order", m))?;
         let packing = Packing::from_table(table).map_err(|(k, m)| fail(&k, m))?;
-        if order == Order::Listed && packing.parallel > 1 {
-            return Err(fail(
-                "sweep.order",
-                "\"listed\" trains without probes, and sweep.parallel > 1 needs one probed \
-                 step of each trial for its memory lease; remove sweep.order"
-                    .into(),
-            ));
-        }
+        check_order(order, packing.parallel, origin)?;
         Ok(Space {
             method,
             trials,

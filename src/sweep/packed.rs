@@ -1,0 +1,102 @@
+//! A search's trials in child processes: which to run, with which binary and how many rayon
+//! workers each, under the scheduler ([`parallel`](super::parallel)).
+
+use std::path::{Path, PathBuf};
+
+use super::children::Launch;
+use super::parallel::{Ended, Pack};
+use super::preflight::Arranged;
+use super::schedule;
+use super::shard::Shard;
+use super::signals::StopOnSignal;
+use crate::config::ConfigError;
+use crate::error::Error;
+use crate::memory::format_bytes;
+use crate::record::Observer;
+
+/// How a search packs its trials: at once, under what, and whether a trial fits its
+/// micro-batch in its lease.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Packed {
+    /// Trials at once.
+    pub parallel: usize,
+    /// The budget, in bytes.
+    pub budget: u64,
+    /// `memory.on_limit = "fit"` inside the leases.
+    pub fit: bool,
+}
+
+/// Trains `todo` in child processes under `packed`, and returns each trial with its error if
+/// it failed. A trial that finished before (a resumed search) is not run again.
+pub(super) fn train_packed<'a>(
+    dir: &Path,
+    packed: Packed,
+    shard: Option<Shard>,
+    todo: Vec<Arranged<'a>>,
+    observer: &mut dyn Observer,
+) -> Result<Vec<Ended<'a>>, Error> {
+    let mut ended = Vec::new();
+    let mut unfinished = Vec::new();
+    for (trial, cfg, lease) in todo {
+        match super::finished(&dir.join(trial.name()), cfg.train.epochs)? {
+            Some(_) => ended.push((trial, None)),
+            None => unfinished.push((trial, cfg, lease)),
+        }
+    }
+    if unfinished.is_empty() {
+        return Ok(ended);
+    }
+    let pack = Pack {
+        budget: packed.budget,
+        parallel: packed.parallel,
+        dir: dir.to_path_buf(),
+        fit: packed.fit,
+        launch: Launch {
+            exe: tidemark_exe()?,
+            threads: threads_per_child(packed.parallel),
+        },
+        schedule: schedule::path(dir, shard),
+    };
+    observer.message(&format!(
+        "{} trials, {} at once, under a budget of {}",
+        unfinished.len(),
+        packed.parallel,
+        format_bytes(packed.budget)
+    ));
+    let stop = StopOnSignal::install()?;
+    ended.extend(pack.run(unfinished, stop.flag(), observer)?);
+    Ok(ended)
+}
+
+/// Rayon workers per child: the cores shared among the children, at least one each; `None`
+/// where the environment sets `RAYON_NUM_THREADS` itself.
+fn threads_per_child(parallel: usize) -> Option<usize> {
+    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
+        return None;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Some((cores / parallel).max(1))
+}
+
+/// The `tidemark` binary the children run: `TIDEMARK_BIN`, or this process's own when it is
+/// `tidemark` (a Rust program that searches in parallel through the library sets the former).
+/// This process's own is run as `/proc/self/exe`, the file it was started from even if a
+/// rebuild has replaced it since.
+fn tidemark_exe() -> Result<PathBuf, Error> {
+    if let Some(bin) = std::env::var_os("TIDEMARK_BIN") {
+        return Ok(PathBuf::from(bin));
+    }
+    let exe =
+        std::env::current_exe().map_err(|e| Error::io(Path::new("the running program"), e))?;
+    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    match name.starts_with("tidemark") {
+        true => Ok(PathBuf::from("/proc/self/exe")),
+        false => Err(Error::Config(ConfigError {
+            origin: exe.display().to_string(),
+            key: Some("sweep.parallel".into()),
+            message: "sweep.parallel: trials in parallel run in child `tidemark` processes, \
+                      and this program is not one; set TIDEMARK_BIN to the tidemark binary"
+                .into(),
+        })),
+    }
+}
