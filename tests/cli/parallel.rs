@@ -213,17 +213,22 @@ fn running_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
     })
 }
 
-#[test]
-fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_checkpoint() {
-    let env = Env::new();
+/// The grid two at a time, eight epochs a trial, started in the background.
+fn search_of_eight_epochs(env: &Env) -> std::process::Child {
     env.write("grid.toml", &grid("parallel = 2"));
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+    std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(["sweep", "--config", "grid.toml", "--set", "train.epochs=8"])
         .current_dir(env.path("."))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_checkpoint() {
+    let env = Env::new();
+    let child = search_of_eight_epochs(&env);
     let (trial, pid) = wait_for(|| stopped_with_a_checkpoint(&env, "runs/small-sweep"));
     signal(pid, "-KILL");
     let out = child.wait_with_output().unwrap();
@@ -259,14 +264,7 @@ fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_ch
 #[test]
 fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() {
     let env = Env::new();
-    env.write("grid.toml", &grid("parallel = 2"));
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(["sweep", "--config", "grid.toml", "--set", "train.epochs=8"])
-        .current_dir(env.path("."))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = search_of_eight_epochs(&env);
     wait_for(|| running_with_a_checkpoint(&env, "runs/small-sweep"));
     signal(child.id() as i32, "-TERM");
     let out = child.wait_with_output().unwrap();

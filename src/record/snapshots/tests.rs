@@ -85,8 +85,8 @@ fn a_resume_leaves_out_the_epochs_it_trains_again() {
     assert_eq!(epochs, expected);
 }
 
-#[test]
-fn a_line_cut_off_by_a_kill_is_left_out_and_then_replaced() {
+/// A log of one snapshot, with `tail` written after it.
+fn one_snapshot_then(tail: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("snapshots.jsonl");
     SnapshotWriter::open(&path)
@@ -94,8 +94,14 @@ fn a_line_cut_off_by_a_kill_is_left_out_and_then_replaced() {
         .append(&snapshot(1))
         .unwrap();
     let mut text = std::fs::read(&path).unwrap();
-    text.extend_from_slice(br#"{"event":"epoch","epo"#);
+    text.extend_from_slice(tail);
     std::fs::write(&path, &text).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_line_cut_off_by_a_kill_is_left_out_and_then_replaced() {
+    let (_dir, path) = one_snapshot_then(br#"{"event":"epoch","epo"#);
     let log = read_snapshot_log(&path).unwrap();
     assert_eq!(log.snapshots, vec![snapshot(1)]);
     assert_eq!(
@@ -116,15 +122,7 @@ fn a_line_cut_off_by_a_kill_is_left_out_and_then_replaced() {
 
 #[test]
 fn a_complete_line_that_is_not_a_snapshot_names_the_file_and_line_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("snapshots.jsonl");
-    SnapshotWriter::open(&path)
-        .unwrap()
-        .append(&snapshot(1))
-        .unwrap();
-    let mut text = std::fs::read(&path).unwrap();
-    text.extend_from_slice(b"oops\n");
-    std::fs::write(&path, &text).unwrap();
+    let (_dir, path) = one_snapshot_then(b"oops\n");
     let e = read_snapshots(&path).unwrap_err().to_string();
     let at = format!("{}:2: not a snapshot", path.display());
     assert!(e.starts_with(&at), "{e}");
