@@ -207,17 +207,20 @@ fn run_all(
     runs: usize,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<SweepRow>), Error> {
-    let mut rows = Vec::with_capacity(runs);
     for run in 1..=runs {
         let cfg = ConfigBuilder::from_config(config)
             .output_dir(dir)
-            .name(format!("run-{run:02}"))
+            .name(run_name(run))
             .seed(config.run.seed + run as u64 - 1)
             .build()?;
         let run_dir = dir.join(&cfg.run.name);
-        let summary = train_or_resume(cfg, &run_dir, observer(run, runs))?;
-        rows.push(SweepRow::of(run, summary));
+        // Its row is read back from its summary.json below: the sweep keeps nothing per run
+        // in memory while it trains (see docs/search.md, "A long search stays flat").
+        train_or_resume(cfg, &run_dir, observer(run, runs))?;
     }
+    let rows = (1..=runs)
+        .map(|run| Ok(SweepRow::of(run, summary(&dir.join(run_name(run)))?)))
+        .collect::<Result<Vec<_>, Error>>()?;
     let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
     write_atomic(&dir.join("sweep.json"), &json)
         .map_err(|e| Error::io(dir.join("sweep.json"), e))?;
@@ -244,10 +247,27 @@ fn train_or_resume(
     }
 }
 
+fn run_name(run: usize) -> String {
+    format!("run-{run:02}")
+}
+
+/// The `summary.json` of the run in `run_dir`, if it has one that reads.
+pub(crate) fn read_summary(run_dir: &Path) -> Option<RunSummary> {
+    let bytes = std::fs::read(run_dir.join("summary.json")).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The `summary.json` of a run that has just finished.
+fn summary(run_dir: &Path) -> Result<RunSummary, Error> {
+    let path = run_dir.join("summary.json");
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Error::checkpoint(&path, format!("not a run summary: {e}")))
+}
+
 /// The summary of a run in `run_dir` that completed `epochs` epochs (or more), if there is one.
 pub(crate) fn finished(run_dir: &Path, epochs: usize) -> Option<RunSummary> {
-    let bytes = std::fs::read(run_dir.join("summary.json")).ok()?;
-    let summary: RunSummary = serde_json::from_slice(&bytes).ok()?;
+    let summary = read_summary(run_dir)?;
     (summary.status == RunStatus::Completed
         && summary.epochs >= epochs
         && summary.retained.is_some())

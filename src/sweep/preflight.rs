@@ -37,27 +37,29 @@ struct Probe {
 
 /// `todo`, in the order this process trains it: as listed, or (largest first) by one probed
 /// step of each trial that has not finished, written to the sweep directory `dir` and told to
-/// `observer`.
+/// `observer`. `config` builds a trial's config; each is built when needed and dropped after,
+/// so that a long search holds none but the one that trains.
 pub(super) fn arrange<'a>(
-    todo: Vec<(&'a Trial, RunConfig)>,
+    todo: Vec<&'a Trial>,
+    config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     order: Order,
     dir: &Path,
     shard: Option<Shard>,
     observer: &mut dyn Observer,
-) -> Result<Vec<(&'a Trial, RunConfig)>, Error> {
-    let unfinished: Vec<bool> = todo
+) -> Result<Vec<&'a Trial>, Error> {
+    let unfinished = todo
         .iter()
-        .map(|(t, cfg)| super::finished(&dir.join(t.name()), cfg.train.epochs).is_none())
-        .collect();
+        .map(|t| Ok(super::finished(&dir.join(t.name()), config(t)?.train.epochs).is_none()))
+        .collect::<Result<Vec<bool>, Error>>()?;
     if order == Order::Listed || unfinished.iter().filter(|&&u| u).count() < 2 {
         return Ok(todo);
     }
     let started = Instant::now();
-    let mut probed: Vec<(Probe, (&Trial, RunConfig))> = todo
+    let mut probed = todo
         .into_iter()
         .zip(unfinished)
-        .map(|(entry, unfinished)| (probe(&entry, unfinished), entry))
-        .collect();
+        .map(|(trial, unfinished)| Ok((probe(trial, &config(trial)?, unfinished), trial)))
+        .collect::<Result<Vec<(Probe, &Trial)>, Error>>()?;
     // Stable, on two significant digits: trials of one size keep their numbers' order; failed
     // probes go last.
     probed.sort_by_key(|(p, _)| {
@@ -70,12 +72,12 @@ pub(super) fn arrange<'a>(
     if let Some(line) = not_probed(&probes) {
         observer.message(&line);
     }
-    Ok(probed.into_iter().map(|(_, entry)| entry).collect())
+    Ok(probed.into_iter().map(|(_, trial)| trial).collect())
 }
 
 /// The probe of one trial; a finished one (kept as it is) is not probed, nor one with a memory
 /// limit on a device with pools, which a probe (outside the run's limit) could overrun.
-fn probe((trial, cfg): &(&Trial, RunConfig), unfinished: bool) -> Probe {
+fn probe(trial: &Trial, cfg: &RunConfig, unfinished: bool) -> Probe {
     let pools = cfg.device.backend != Backend::Flex;
     let result = match (unfinished, pools && cfg.memory.limit.is_some()) {
         (false, _) => Ok(None),

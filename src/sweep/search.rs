@@ -3,6 +3,7 @@
 //! resolved `config.toml`), ranked by the monitored metric. A trial that fails is recorded
 //! with its reason and the search goes on.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -11,7 +12,7 @@ use super::preflight::arrange;
 use super::rank::{rank, ranking, TrialRow, TrialStatus};
 use super::shard::Shard;
 use super::space::{literal, Order, Space, Trial};
-use super::{read_plan, train_or_resume, write_plan, Plan, SweepRow};
+use super::{read_plan, read_summary, train_or_resume, write_plan, Plan, SweepRow};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunStatus, RunSummary};
@@ -42,22 +43,33 @@ pub fn trial_configs(
     let base = to_toml(config);
     trials
         .iter()
-        .map(|trial| {
-            let mut overrides: Vec<Override> = trial
-                .values
-                .iter()
-                .map(|(key, value)| Override {
-                    key: key.clone(),
-                    value: value.clone(),
-                    text: format!("{key}={}", literal(value)),
-                })
-                .collect();
-            overrides.push(set("run.name", toml::Value::String(trial.name())));
-            let out = dir.display().to_string();
-            overrides.push(set("run.output_dir", toml::Value::String(out)));
-            parse(&base, "config.toml", &overrides).map_err(|e| in_trial(e, trial))
-        })
+        .map(|trial| trial_config(&base, trial, dir))
         .collect()
+}
+
+/// One trial's config: the base config's TOML `base` with the trial's values, named after
+/// the trial, in `dir`.
+fn trial_config(base: &str, trial: &Trial, dir: &Path) -> Result<RunConfig, ConfigError> {
+    let mut overrides: Vec<Override> = trial
+        .values
+        .iter()
+        .map(|(key, value)| Override {
+            key: key.clone(),
+            value: value.clone(),
+            text: format!("{key}={}", literal(value)),
+        })
+        .collect();
+    overrides.push(set("run.name", toml::Value::String(trial.name())));
+    let out = dir.display().to_string();
+    overrides.push(set("run.output_dir", toml::Value::String(out)));
+    parse(base, "config.toml", &overrides).map_err(|e| in_trial(e, trial))
+}
+
+/// Checks every trial's config, building one at a time.
+fn check_trials(base: &str, trials: &[Trial], dir: &Path) -> Result<(), ConfigError> {
+    trials
+        .iter()
+        .try_for_each(|trial| trial_config(base, trial, dir).map(drop))
 }
 
 fn set(key: &str, value: toml::Value) -> Override {
@@ -89,7 +101,7 @@ pub fn search(
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let trials = space.trials();
     // Every trial is checked before the sweep's directory exists.
-    trial_configs(config, &trials, &config.run.output_dir)?;
+    check_trials(&to_toml(config), &trials, &config.run.output_dir)?;
     let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
         monitor: space.monitor.clone(),
@@ -131,6 +143,11 @@ fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
 /// [`Order`] (largest probed step first, by default), and writes their
 /// ranking: `sweep.json` and `sweep.md`, or a shard's own `shard-I-of-N.json`, which
 /// `tidemark report` merges.
+///
+/// Nothing per trial stays in memory while the trials train (but a failed trial's error): each
+/// trial's config is built when it is needed (checked, probed, trained) and dropped after, and
+/// the rows are read back from the trials' `summary.json` once all have trained. So a search of
+/// any length keeps the process flat (docs/search.md, "A long search stays flat").
 pub fn run_trials(
     dir: &Path,
     config: &RunConfig,
@@ -138,27 +155,29 @@ pub fn run_trials(
     shard: Option<Shard>,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-    let configs = trial_configs(config, &plan.trials, dir)?;
-    let n = configs.len();
-    let mut rows = Vec::with_capacity(n);
-    let mine: Vec<_> = plan
-        .trials
-        .iter()
-        .zip(configs)
-        .filter(|(t, _)| shard.is_none_or(|s| s.includes(t.number)))
-        .collect();
-    let mine = arrange(mine, plan.order, dir, shard, &mut *observer(0, n))?;
-    for (trial, cfg) in mine {
+    let base = to_toml(config);
+    check_trials(&base, &plan.trials, dir)?;
+    let config_of = |t: &Trial| trial_config(&base, t, dir).map_err(Error::Config);
+    let n = plan.trials.len();
+    let mine = plan.trials.iter().filter(|t| in_shard(shard, t)).collect();
+    let mine = arrange(
+        mine,
+        &config_of,
+        plan.order,
+        dir,
+        shard,
+        &mut *observer(0, n),
+    )?;
+    let mut errors = BTreeMap::new();
+    for trial in mine {
         let run_dir = dir.join(trial.name());
-        let outcome = train_or_resume(cfg, &run_dir, observer(trial.number, n));
-        let (summary, error) = match outcome {
-            Ok(summary) => (Some(summary), None),
-            // A run that fails still writes its summary, with its memory figures, when it
-            // got as far as its run directory.
-            Err(e) => (read_summary(&run_dir), Some(e.to_string())),
-        };
-        rows.push(row(trial, summary, error, &plan.monitor));
+        let trained = config_of(trial)
+            .and_then(|cfg| train_or_resume(cfg, &run_dir, observer(trial.number, n)));
+        if let Err(e) = trained {
+            errors.insert(trial.number, e.to_string());
+        }
     }
+    let mut rows = read_rows(dir, plan, shard, errors);
     rank(&mut rows, plan.mode);
     match shard {
         None => write_results(dir, plan, &rows)?,
@@ -171,6 +190,29 @@ pub fn run_trials(
     Ok((dir.to_path_buf(), rows))
 }
 
+fn in_shard(shard: Option<Shard>, trial: &Trial) -> bool {
+    shard.is_none_or(|s| s.includes(trial.number))
+}
+
+/// The rows of the plan's trials (a `shard`'s only), from their `summary.json`, with the
+/// `errors` of those that failed. A trial that fails still writes its summary, with its memory
+/// figures, when it got as far as its run directory.
+fn read_rows(
+    dir: &Path,
+    plan: &SearchPlan,
+    shard: Option<Shard>,
+    mut errors: BTreeMap<usize, String>,
+) -> Vec<TrialRow> {
+    plan.trials
+        .iter()
+        .filter(|t| in_shard(shard, t))
+        .map(|t| {
+            let summary = read_summary(&dir.join(t.name()));
+            row(t, summary, errors.remove(&t.number), &plan.monitor)
+        })
+        .collect()
+}
+
 /// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever shard
 /// or process trained them), ranked; writes `sweep.json` and `sweep.md` from them.
 pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
@@ -181,11 +223,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
             message: "a sweep of runs, not a search: its table is sweep.md".into(),
         })
     })?;
-    let mut rows: Vec<TrialRow> = plan
-        .trials
-        .iter()
-        .map(|t| row(t, read_summary(&dir.join(t.name())), None, &plan.monitor))
-        .collect();
+    let mut rows = read_rows(dir, &plan, None, BTreeMap::new());
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
     Ok((rows, plan))
@@ -221,11 +259,6 @@ fn row(
             .and_then(|s| monitored(s, monitor)),
         memory: summary.map(|s| SweepRow::of(trial.number, s)),
     }
-}
-
-fn read_summary(run_dir: &Path) -> Option<RunSummary> {
-    let bytes = std::fs::read(run_dir.join("summary.json")).ok()?;
-    serde_json::from_slice(&bytes).ok()
 }
 
 /// The run's value of `monitor`: the best epoch's with early stopping on it, else the last.
