@@ -36,6 +36,8 @@ NOT_RUN = [
     (r"^cargo bench --features wgpu", "a release build of the wgpu stack for one table; "
      "CI runs the wgpu memory tests instead"),
     (r"^perf ", "needs Linux perf and access to the kernel's performance events"),
+    (r"sweep\.trials=10000", "a search of 10,000 trials takes about 4 minutes and 6 GB of disk; test "
+     "five_hundred_trials_in_one_process_keep_nothing_and_stay_flat checks the same slope"),
 ]
 # Blocks that need a Vulkan device (lavapipe in CI) run only where one is installed, or fail
 # the check where TIDEMARK_REQUIRE_WGPU=1 says one must be.

@@ -234,17 +234,20 @@ fn run_all(
     runs: usize,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<SweepRow>), Error> {
-    let mut rows = Vec::with_capacity(runs);
     for run in 1..=runs {
         let cfg = ConfigBuilder::from_config(config)
             .output_dir(dir)
-            .name(format!("run-{run:02}"))
+            .name(run_name(run))
             .seed(config.run.seed + run as u64 - 1)
             .build()?;
         let run_dir = dir.join(&cfg.run.name);
-        let summary = train_or_resume(cfg, &run_dir, observer(run, runs))?;
-        rows.push(SweepRow::of(run, summary));
+        // Its row is read back from its summary.json below: the sweep keeps nothing per run
+        // in memory while it trains (see docs/search.md, "A long search stays flat").
+        train_or_resume(cfg, &run_dir, observer(run, runs))?;
     }
+    let rows = (1..=runs)
+        .map(|run| Ok(SweepRow::of(run, summary(&dir.join(run_name(run)))?)))
+        .collect::<Result<Vec<_>, Error>>()?;
     let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
     write_atomic(&dir.join("sweep.json"), &json)
         .map_err(|e| Error::io(dir.join("sweep.json"), e))?;
@@ -269,6 +272,18 @@ fn train_or_resume(
         Ok(_) => trainer.resume(run_dir).run(),
         Err(_) => trainer.run(),
     }
+}
+
+fn run_name(run: usize) -> String {
+    format!("run-{run:02}")
+}
+
+/// The `summary.json` of a run that has just finished.
+fn summary(run_dir: &Path) -> Result<RunSummary, Error> {
+    RunSummary::read(run_dir)?.ok_or_else(|| {
+        let path = run_dir.join("summary.json");
+        Error::io(&path, std::io::ErrorKind::NotFound.into())
+    })
 }
 
 /// The summary of a run in `run_dir` that completed `epochs` epochs (or more), if there is one.

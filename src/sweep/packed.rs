@@ -9,7 +9,8 @@ use super::preflight::Arranged;
 use super::schedule;
 use super::shard::Shard;
 use super::signals::StopOnSignal;
-use crate::config::ConfigError;
+use super::space::Trial;
+use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::Observer;
@@ -26,21 +27,23 @@ pub(super) struct Packed {
     pub fit: bool,
 }
 
-/// Trains `todo` in child processes under `packed`, and returns each trial with its error if
-/// it failed. A trial that finished before (a resumed search) is not run again.
+/// Trains `todo` in child processes under `packed`, each with the config `config` builds for
+/// it when it starts, and returns each trial with its error if it failed. A trial that
+/// finished before (a resumed search) is not run again.
 pub(super) fn train_packed<'a>(
     dir: &Path,
     packed: Packed,
     shard: Option<Shard>,
     todo: Vec<Arranged<'a>>,
+    config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     observer: &mut dyn Observer,
 ) -> Result<Vec<Ended<'a>>, Error> {
     let mut ended = Vec::new();
     let mut unfinished = Vec::new();
-    for (trial, cfg, lease) in todo {
-        match super::finished(&dir.join(trial.name()), cfg.train.epochs)? {
+    for (trial, lease) in todo {
+        match super::finished(&dir.join(trial.name()), config(trial)?.train.epochs)? {
             Some(_) => ended.push((trial, None)),
-            None => unfinished.push((trial, cfg, lease)),
+            None => unfinished.push((trial, lease)),
         }
     }
     if unfinished.is_empty() {
@@ -64,7 +67,7 @@ pub(super) fn train_packed<'a>(
         format_bytes(packed.budget)
     ));
     let stop = StopOnSignal::install()?;
-    ended.extend(pack.run(unfinished, stop.flag(), observer)?);
+    ended.extend(pack.run(unfinished, config, stop.flag(), observer)?);
     Ok(ended)
 }
 

@@ -55,20 +55,21 @@ struct Running<'a> {
 /// Where the trials of one search stand.
 struct State<'a> {
     /// Probed trials, in the order to prefer on equal leases, with their leases.
-    waiting: Vec<(&'a Trial, RunConfig, u64)>,
+    waiting: Vec<(&'a Trial, u64)>,
     /// Trials that could not be probed: each runs alone, once nothing else waits or runs.
-    unprobed: Vec<(&'a Trial, RunConfig)>,
+    unprobed: Vec<&'a Trial>,
     running: Vec<Running<'a>>,
     ended: Vec<Ended<'a>>,
     schedule: Schedule,
 }
 
 impl Pack {
-    /// Trains `todo` under the budget, and returns how each trial ended, in the order they
-    /// ended.
+    /// Trains `todo` under the budget, each trial with the config `config` builds for it as it
+    /// starts, and returns how each trial ended, in the order they ended.
     pub fn run<'a>(
         &self,
         todo: Vec<Arranged<'a>>,
+        config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
         stop: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Result<Vec<Ended<'a>>, Error> {
@@ -82,7 +83,7 @@ impl Pack {
             ended: Vec::new(),
             schedule,
         };
-        for (trial, cfg, lease) in todo {
+        for (trial, lease) in todo {
             match lease {
                 Some(lease) if lease > self.budget => {
                     let reason = too_large(lease, self.budget);
@@ -92,11 +93,11 @@ impl Pack {
                     ));
                     state.ended.push((trial, Some(reason)));
                 }
-                Some(lease) => state.waiting.push((trial, cfg, lease)),
-                None => state.unprobed.push((trial, cfg)),
+                Some(lease) => state.waiting.push((trial, lease)),
+                None => state.unprobed.push(trial),
             }
         }
-        let driven = self.drive(&mut state, stop, observer);
+        let driven = self.drive(&mut state, config, stop, observer);
         if driven.is_err() {
             // No child outlives the search: on any error they stop at their checkpoints.
             self.stop_all(&mut state, observer);
@@ -109,6 +110,7 @@ impl Pack {
     fn drive(
         &self,
         state: &mut State<'_>,
+        config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
         stop: &AtomicBool,
         observer: &mut dyn Observer,
     ) -> Result<(), Error> {
@@ -120,10 +122,10 @@ impl Pack {
                 if state.unprobed.is_empty() {
                     return Ok(());
                 }
-                let (trial, cfg) = state.unprobed.remove(0);
-                state.waiting.push((trial, cfg, self.budget));
+                let trial = state.unprobed.remove(0);
+                state.waiting.push((trial, self.budget));
             }
-            self.start_what_fits(state, observer)?;
+            self.start_what_fits(state, config, observer)?;
             let mut i = 0;
             while i < state.running.len() {
                 match state.running[i].child.exited()? {
@@ -142,16 +144,17 @@ impl Pack {
     fn start_what_fits(
         &self,
         state: &mut State<'_>,
+        config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
         observer: &mut dyn Observer,
     ) -> Result<(), Error> {
         while state.running.len() < self.parallel {
-            let leases: Vec<u64> = state.waiting.iter().map(|w| w.2).collect();
+            let leases: Vec<u64> = state.waiting.iter().map(|w| w.1).collect();
             let free = self.budget.saturating_sub(in_use(&state.running));
             let Some(i) = next(&leases, free) else {
                 return Ok(());
             };
-            let (trial, cfg, lease) = state.waiting.remove(i);
-            let launch = write_launch(&self.dir, trial, &cfg, lease, self.fit)?;
+            let (trial, lease) = state.waiting.remove(i);
+            let launch = write_launch(&self.dir, trial, &config(trial)?, lease, self.fit)?;
             let child = self.launch.start(&launch)?;
             let started = now();
             let slot = Slot {

@@ -42,14 +42,16 @@ struct Probe {
 
 /// A trial to train, in the order to train it, with its lease where trials run in parallel
 /// and one could be had.
-pub(super) type Arranged<'a> = (&'a Trial, RunConfig, Option<u64>);
+pub(super) type Arranged<'a> = (&'a Trial, Option<u64>);
 
 /// `todo`, in the order this process trains it: as listed, or (largest first) by one probed
 /// step of each trial that has not finished, written to the sweep directory `dir` and told to
-/// `observer`. With `leases` (trials in parallel), every unfinished trial is probed for its
-/// lease.
+/// `observer`. `config` builds a trial's config; each is built when needed and dropped after,
+/// so that a long search holds none but the one that trains. With `leases` (trials in
+/// parallel), every unfinished trial is probed for its lease.
 pub(super) fn arrange<'a>(
-    todo: Vec<(&'a Trial, RunConfig)>,
+    todo: Vec<&'a Trial>,
+    config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     order: Order,
     leases: bool,
     dir: &Path,
@@ -60,24 +62,24 @@ pub(super) fn arrange<'a>(
     // the search before it has replaced anything.
     let unfinished = todo
         .iter()
-        .map(|(t, cfg)| Ok(super::finished(&dir.join(t.name()), cfg.train.epochs)?.is_none()))
+        .map(|t| Ok(super::finished(&dir.join(t.name()), config(t)?.train.epochs)?.is_none()))
         .collect::<Result<Vec<bool>, Error>>()?;
     let few = unfinished.iter().filter(|&&u| u).count() < 2;
     if !leases && (order == Order::Listed || few) {
-        return Ok(todo.into_iter().map(|(t, c)| (t, c, None)).collect());
+        return Ok(todo.into_iter().map(|t| (t, None)).collect());
     }
     let started = Instant::now();
     if leases {
         // A lease counts what a fresh process holds before the step: its one-time state too.
-        if let Some((_, cfg)) = todo.first() {
-            warm_up(cfg)?;
+        if let Some(first) = todo.first() {
+            warm_up(&config(first)?)?;
         }
     }
-    let mut probed: Vec<(Probe, (&Trial, RunConfig))> = todo
+    let mut probed = todo
         .into_iter()
         .zip(unfinished)
-        .map(|(entry, unfinished)| (probe(&entry, unfinished), entry))
-        .collect();
+        .map(|(trial, unfinished)| Ok((probe(trial, &config(trial)?, unfinished), trial)))
+        .collect::<Result<Vec<(Probe, &Trial)>, Error>>()?;
     // Stable, on two significant digits: trials of one size keep their numbers' order; failed
     // probes go last.
     probed.sort_by_key(|(p, _)| {
@@ -92,13 +94,13 @@ pub(super) fn arrange<'a>(
     }
     Ok(probed
         .into_iter()
-        .map(|(p, (trial, cfg))| (trial, cfg, p.lease_bytes))
+        .map(|(p, trial)| (trial, p.lease_bytes))
         .collect())
 }
 
 /// The probe of one trial; a finished one (kept as it is) is not probed, nor one with a memory
 /// limit on a device with pools, which a probe (outside the run's limit) could overrun.
-fn probe((trial, cfg): &(&Trial, RunConfig), unfinished: bool) -> Probe {
+fn probe(trial: &Trial, cfg: &RunConfig, unfinished: bool) -> Probe {
     let pools = cfg.device.backend != Backend::Flex;
     let result = match (unfinished, pools && cfg.memory.limit.is_some()) {
         (false, _) => Ok(None),

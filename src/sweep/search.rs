@@ -3,6 +3,7 @@
 //! resolved `config.toml`), ranked by the monitored metric. A trial that fails is recorded
 //! with its reason and the search goes on.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -48,17 +49,13 @@ pub fn trial_configs(
     let base = to_toml(config);
     trials
         .iter()
-        .map(|trial| trial_config(&base, trial, dir, Vec::new()))
+        .map(|trial| trial_config(&base, trial, dir))
         .collect()
 }
 
-/// One trial's config from the base config's TOML `base`, with `extra` overrides last.
-pub(super) fn trial_config(
-    base: &str,
-    trial: &Trial,
-    dir: &Path,
-    extra: Vec<Override>,
-) -> Result<RunConfig, ConfigError> {
+/// One trial's config: the base config's TOML `base` with the trial's values, named after
+/// the trial, in `dir`.
+fn trial_config(base: &str, trial: &Trial, dir: &Path) -> Result<RunConfig, ConfigError> {
     let mut overrides: Vec<Override> = trial
         .values
         .iter()
@@ -71,8 +68,21 @@ pub(super) fn trial_config(
     overrides.push(set("run.name", toml::Value::String(trial.name())));
     let out = dir.display().to_string();
     overrides.push(set("run.output_dir", toml::Value::String(out)));
-    overrides.extend(extra);
     parse(base, "config.toml", &overrides).map_err(|e| in_trial(e, trial))
+}
+
+/// Checks every trial's config, and that its task reports `monitor`, building one config at
+/// a time.
+fn check_trials(
+    base: &str,
+    trials: &[Trial],
+    dir: &Path,
+    monitor: &str,
+) -> Result<(), ConfigError> {
+    trials.iter().try_for_each(|trial| {
+        let config = trial_config(base, trial, dir)?;
+        check_monitor(monitor, &config)
+    })
 }
 
 /// An override of `key` with `value`, as `--set` would give it.
@@ -86,18 +96,16 @@ pub(super) fn set(key: &str, value: toml::Value) -> Override {
 
 /// Refuses a `sweep.monitor` that a trial's task does not report: every trial would train, and
 /// none would have a value to rank by.
-fn check_monitor(monitor: &str, configs: &[RunConfig]) -> Result<(), ConfigError> {
-    for config in configs {
-        let reported = validation_figures(crate::builtin::metric_names(config));
-        if !reported.contains(&monitor.to_string()) {
-            return Err(ConfigError {
-                origin: "[sweep]".into(),
-                key: Some("sweep.monitor".into()),
-                message: unknown_monitor("sweep.monitor", monitor, &reported),
-            });
-        }
+fn check_monitor(monitor: &str, config: &RunConfig) -> Result<(), ConfigError> {
+    let reported = validation_figures(crate::builtin::metric_names(config));
+    match reported.contains(&monitor.to_string()) {
+        true => Ok(()),
+        false => Err(ConfigError {
+            origin: "[sweep]".into(),
+            key: Some("sweep.monitor".into()),
+            message: unknown_monitor("sweep.monitor", monitor, &reported),
+        }),
     }
-    Ok(())
 }
 
 /// A trial's error, said as the trial's: `[sweep] trial-003 (train.lr=-1): ...`.
@@ -121,8 +129,12 @@ pub fn search(
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let trials = space.trials();
     // Every trial is checked before the sweep's directory exists.
-    let configs = trial_configs(config, &trials, &config.run.output_dir)?;
-    check_monitor(&space.monitor, &configs)?;
+    check_trials(
+        &to_toml(config),
+        &trials,
+        &config.run.output_dir,
+        &space.monitor,
+    )?;
     check_order(space.order, space.packing.parallel, "--parallel")?;
     if space.packing.parallel > 1 {
         super::budget::resolve(&space.packing, config)?;
@@ -169,6 +181,11 @@ fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
 /// [`Order`] (largest probed step first, by default), and writes their
 /// ranking: `sweep.json` and `sweep.md`, or a shard's own `shard-I-of-N.json`, which
 /// `tidemark report` merges.
+///
+/// Nothing per trial stays in memory while the trials train (but a failed trial's error): each
+/// trial's config is built when it is needed (checked, probed, trained) and dropped after, and
+/// the rows are read back from the trials' `summary.json` once all have trained. So a search of
+/// any length keeps the process flat (docs/search.md, "A long search stays flat").
 pub fn run_trials(
     dir: &Path,
     config: &RunConfig,
@@ -176,15 +193,11 @@ pub fn run_trials(
     shard: Option<Shard>,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-    let configs = trial_configs(config, &plan.trials, dir)?;
-    let n = configs.len();
-    let mut rows = Vec::with_capacity(n);
-    let mine: Vec<_> = plan
-        .trials
-        .iter()
-        .zip(configs)
-        .filter(|(t, _)| shard.is_none_or(|s| s.includes(t.number)))
-        .collect();
+    let base = to_toml(config);
+    check_trials(&base, &plan.trials, dir, &plan.monitor)?;
+    let config_of = |t: &Trial| trial_config(&base, t, dir).map_err(Error::Config);
+    let n = plan.trials.len();
+    let mine = plan.trials.iter().filter(|t| in_shard(shard, t)).collect();
     // A parallel search's budget is known before its probes run.
     let budget = match plan.packing.parallel > 1 {
         true => Some(super::budget::resolve(&plan.packing, config)?),
@@ -192,12 +205,14 @@ pub fn run_trials(
     };
     let mine = arrange(
         mine,
+        &config_of,
         plan.order,
         budget.is_some(),
         dir,
         shard,
         &mut *observer(0, n),
     )?;
+    let mut errors = BTreeMap::new();
     let one_by_one = match budget {
         Some(budget) => {
             let packed = Packed {
@@ -205,34 +220,25 @@ pub fn run_trials(
                 budget,
                 fit: plan.packing.fit_in_lease,
             };
-            let ended = train_packed(dir, packed, shard, mine, &mut *observer(0, n))?;
+            let ended = train_packed(dir, packed, shard, mine, &config_of, &mut *observer(0, n))?;
             for (trial, error) in ended {
-                // A summary the child left unreadable fails the trial, naming the file.
-                let (summary, error) = match RunSummary::read(&dir.join(trial.name())) {
-                    Ok(summary) => (summary, error),
-                    Err(e) => (None, error.or(Some(e.to_string()))),
-                };
-                rows.push(row(trial, summary, error, &plan.monitor));
+                if let Some(e) = error {
+                    errors.insert(trial.number, e);
+                }
             }
             Vec::new()
         }
         None => mine,
     };
-    for (trial, cfg, _) in one_by_one {
+    for (trial, _) in one_by_one {
         let run_dir = dir.join(trial.name());
-        let outcome = train_or_resume(cfg, &run_dir, observer(trial.number, n));
-        let (summary, error) = match outcome {
-            Ok(summary) => (Some(summary), None),
-            // A run that fails still writes its summary, with its memory figures, when it
-            // got as far as its run directory; the trial is failed whatever that file holds.
-            Err(e) => (
-                RunSummary::read(&run_dir).ok().flatten(),
-                Some(e.to_string()),
-            ),
-        };
-        rows.push(row(trial, summary, error, &plan.monitor));
+        let trained = config_of(trial)
+            .and_then(|cfg| train_or_resume(cfg, &run_dir, observer(trial.number, n)));
+        if let Err(e) = trained {
+            errors.insert(trial.number, e.to_string());
+        }
     }
-    attach(&mut rows, &Schedule::merged(dir)?);
+    let mut rows = read_rows(dir, plan, shard, errors)?;
     rank(&mut rows, plan.mode);
     match shard {
         None => write_results(dir, plan, &rows)?,
@@ -245,6 +251,38 @@ pub fn run_trials(
     Ok((dir.to_path_buf(), rows))
 }
 
+fn in_shard(shard: Option<Shard>, trial: &Trial) -> bool {
+    shard.is_none_or(|s| s.includes(trial.number))
+}
+
+/// The rows of the plan's trials (a `shard`'s only), from their `summary.json`, with the
+/// `errors` of those that failed. A trial that fails still writes its summary, with its memory
+/// figures, when it got as far as its run directory.
+///
+/// Every summary is read before anything is written: one that cannot be read stops the
+/// ranking (a report, say), which would otherwise rank that trial as not run and rewrite the
+/// results; a trial that failed keeps its own error whatever its file holds. Each row gets its
+/// lease and times where the trials ran in parallel.
+fn read_rows(
+    dir: &Path,
+    plan: &SearchPlan,
+    shard: Option<Shard>,
+    mut errors: BTreeMap<usize, String>,
+) -> Result<Vec<TrialRow>, Error> {
+    let mut rows = Vec::new();
+    for t in plan.trials.iter().filter(|t| in_shard(shard, t)) {
+        let error = errors.remove(&t.number);
+        let summary = match (RunSummary::read(&dir.join(t.name())), &error) {
+            (Ok(summary), _) => summary,
+            (Err(_), Some(_)) => None,
+            (Err(e), None) => return Err(e.into()),
+        };
+        rows.push(row(t, summary, error, &plan.monitor));
+    }
+    attach(&mut rows, &Schedule::merged(dir)?);
+    Ok(rows)
+}
+
 /// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever shard
 /// or process trained them), ranked; writes `sweep.json` and `sweep.md` from them.
 pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
@@ -255,14 +293,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
             message: "a sweep of runs, not a search: its table is sweep.md".into(),
         })
     })?;
-    // Every summary is read before anything is written: one that cannot be read stops the
-    // report, which would otherwise rank that trial as not run and rewrite the results.
-    let mut rows = Vec::with_capacity(plan.trials.len());
-    for t in &plan.trials {
-        let summary = RunSummary::read(&dir.join(t.name()))?;
-        rows.push(row(t, summary, None, &plan.monitor));
-    }
-    attach(&mut rows, &Schedule::merged(dir)?);
+    let mut rows = read_rows(dir, &plan, None, BTreeMap::new())?;
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
     Ok((rows, plan))

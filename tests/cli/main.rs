@@ -9,6 +9,7 @@ mod data;
 mod docs;
 mod experiments;
 mod fit;
+mod flat_search;
 mod fuzz;
 mod inference;
 mod memory;
