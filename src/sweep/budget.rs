@@ -37,10 +37,11 @@ pub(super) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Erro
 
 /// The budget from the device's memory: available host memory on flex, capacity on pools.
 fn of(budget: Option<Budget>, source: MemorySource, memory: Option<u64>) -> Result<u64, String> {
-    let memory = memory.ok_or_else(|| match source {
+    let unknown = match source {
         MemorySource::Host => "the machine's available memory cannot be read (/proc/meminfo)",
         MemorySource::CubeclPool => "the device does not report its memory",
-    })?;
+    };
+    let memory = memory.ok_or(unknown)?;
     let share = match (budget, source) {
         (Some(Budget::Bytes(bytes)), _) => return Ok(bytes),
         (Some(Budget::Fraction(share)), _) => share,
