@@ -132,9 +132,7 @@ enum Command {
     /// One trial of a parallel search, as the search's child process runs it.
     #[command(hide = true)]
     Trial {
-        /// The trial's launch file, which the search writes: its config, its lease as its
-        /// memory limit.
-        #[arg(value_name = "LAUNCH_FILE")]
+        /// The launch file the search writes: the trial's config, its lease as memory.limit.
         launch: PathBuf,
     },
     /// Train the config under several memory policies and compare their cost in one table
@@ -282,10 +280,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             shards: shards.map(|n| n as usize),
             parallel: parallel.map(|n| n as usize),
         }),
-        Command::Trial { launch } => {
-            let quiet = Box::new(Terminal::new(true));
-            crate::sweep::run_child(&launch, quiet).map(|_| ())
-        }
+        Command::Trial { launch } => sweep::trial(&launch),
         Command::Train {
             config,
             overrides,

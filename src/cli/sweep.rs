@@ -208,3 +208,8 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
     );
     Ok(())
 }
+
+/// `tidemark trial LAUNCH_FILE`: one trial of a parallel search, quiet, in its child process.
+pub(super) fn trial(launch: &Path) -> Result<(), Error> {
+    crate::sweep::run_child(launch, Box::new(Terminal::new(true))).map(|_| ())
+}

@@ -10,6 +10,7 @@ mod children;
 mod lease;
 mod packed;
 mod parallel;
+mod picture;
 mod preflight;
 mod rank;
 mod schedule;
@@ -17,6 +18,7 @@ mod search;
 mod shard;
 mod signals;
 mod space;
+mod table;
 
 pub use child::run_child;
 pub use lease::LEASE_MARGIN;
@@ -25,15 +27,15 @@ pub use schedule::{Schedule, Slot};
 pub use search::{merge, run_trials, search, trial_configs, SearchPlan};
 pub use shard::Shard;
 pub use space::{Budget, Domain, Method, Order, Packing, Space, Trial, DEFAULT_BUDGET_SHARE};
+pub use table::table;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::{to_toml, ConfigBuilder, ConfigError, RunConfig};
 use crate::error::Error;
-use crate::memory::{format_bytes, format_signed_bytes};
+
 use crate::record::{write_atomic, Observer, Retained};
 use crate::record::{RunStatus, RunSummary};
 use crate::train::resume::check_config;
@@ -325,58 +327,11 @@ impl SweepRow {
     }
 }
 
-/// The sweep as a Markdown table, with the release criteria checked per run.
-pub fn table(rows: &[SweepRow]) -> String {
-    let mut out = String::from(
-        "| run | final loss | peak in use | reserved at end | retained in use | retained reserved \
-         | RSS before | RSS peak | RSS after | RSS kept | RSS held since start | released |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
-    );
-    let start = rows.first().map_or(0, |r| r.rss_before_bytes) as i64;
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} ({:.2}%) | {} | {} | {} | {} | {:.1}% | {} | {} |",
-            r.run,
-            r.final_loss.map_or("-".into(), |l| format!("{l:.4}")),
-            format_bytes(r.peak_bytes_in_use),
-            format_bytes(r.reserved_at_end),
-            format_signed_bytes(r.retained_bytes_in_use),
-            100.0 * r.retained_share(),
-            format_signed_bytes(r.retained_bytes_reserved),
-            format_bytes(r.rss_before_bytes),
-            format_bytes(r.rss_peak_bytes),
-            format_bytes(r.rss_after_bytes),
-            100.0 * r.rss_share(),
-            format_signed_bytes(r.rss_after_bytes as i64 - start),
-            if r.released() { "yes" } else { "NO" },
-        );
-    }
-    let failed: Vec<String> = rows
-        .iter()
-        .filter(|r| !r.released())
-        .map(|r| r.run.to_string())
-        .collect();
-    let _ = writeln!(
-        out,
-        "\nCriteria: retained in use <= {:.0}% of the run's peak; RSS kept <= {:.0}% of what the run \
-         added, or under 1 MiB (runs 2..N). RSS held since start: resident set after the run minus before run 1. {}",
-        RETAINED_TOLERANCE * 100.0,
-        RSS_TOLERANCE * 100.0,
-        if failed.is_empty() {
-            "Every run released its memory.".to_string()
-        } else {
-            format!("Runs that kept memory: {}.", failed.join(", "))
-        }
-    );
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn row(run: usize, retained: i64, rss: (u64, u64, u64)) -> SweepRow {
+    pub(super) fn row(run: usize, retained: i64, rss: (u64, u64, u64)) -> SweepRow {
         SweepRow {
             run,
             run_dir: PathBuf::new(),
@@ -410,12 +365,5 @@ mod tests {
             "run 1 may keep one-time state"
         );
         assert!((row(2, 0, rss(100, 300, 150)).rss_share() - 0.25).abs() < 1e-9);
-    }
-
-    #[test]
-    fn table_marks_runs_that_kept_memory() {
-        let text = table(&[row(1, 0, (1, 2, 1)), row(2, 500, (1, 2, 1))]);
-        assert!(text.contains("| 2 | 0.5000 | 1000 B |"), "{text}");
-        assert!(text.contains("Runs that kept memory: 2."), "{text}");
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::packed::{train_packed, Packed};
+use super::picture::picture;
 use super::preflight::arrange;
 use super::rank::{rank, ranking, TrialRow, TrialStatus};
 use super::schedule::{attach, Schedule};
@@ -18,7 +19,7 @@ use super::{read_plan, train_or_resume, write_plan, Plan, SweepRow};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunStatus, RunSummary};
-use crate::report::{render_search_svg, SearchPicture, SearchPoint};
+use crate::report::render_search_svg;
 use crate::task::{unknown_monitor, validation_figures};
 use crate::train::run_dir;
 
@@ -377,33 +378,4 @@ fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(),
     let budget = packed.map(|(budget, _)| budget);
     render_search_svg(&picture(plan, rows, budget), &dir.join("sweep.svg"))
         .map_err(|e| Error::Device(format!("drawing {e}")))
-}
-
-/// What `sweep.svg` draws of the trials.
-fn picture(plan: &SearchPlan, rows: &[TrialRow], budget: Option<u64>) -> SearchPicture {
-    let keys: Vec<String> = rows
-        .first()
-        .map(|r| r.values.keys().cloned().collect())
-        .unwrap_or_default();
-    let mut trials: Vec<SearchPoint> = rows
-        .iter()
-        .map(|r| SearchPoint {
-            trial: r.trial,
-            values: keys
-                .iter()
-                .map(|k| r.values.get(k).cloned().unwrap_or_default())
-                .collect(),
-            monitored: r.monitored,
-            peak: r.memory.as_ref().map(|m| m.peak_bytes_in_use),
-            lease: r.lease_bytes,
-            ran: r.started_s.zip(r.ended_s),
-        })
-        .collect();
-    trials.sort_by_key(|t| t.trial);
-    SearchPicture {
-        monitor: plan.monitor.clone(),
-        keys,
-        trials,
-        budget,
-    }
 }

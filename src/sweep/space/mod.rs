@@ -19,12 +19,15 @@
 use std::collections::BTreeMap;
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ConfigError, MonitorMode};
 
+mod domain;
 mod packing;
+
+use domain::{draw, range};
 
 pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 
@@ -280,24 +283,6 @@ impl Space {
     }
 }
 
-/// One draw from `domain`.
-fn draw(domain: &Domain, rng: &mut StdRng) -> toml::Value {
-    match domain {
-        Domain::Values(values) => values[rng.random_range(0..values.len())].clone(),
-        Domain::Range { min, max, log, int } => {
-            let u: f64 = rng.random();
-            let x = match log {
-                true => (min.ln() + u * (max.ln() - min.ln())).exp(),
-                false => min + u * (max - min),
-            };
-            match int {
-                true => toml::Value::Integer(x.round().clamp(*min, *max) as i64),
-                false => toml::Value::Float(x),
-            }
-        }
-    }
-}
-
 /// `[sweep.vary]` flattened to dotted keys: a table of `min`, `max` (and `log`) is a range, a
 /// list is values, any other table nests keys (`train.lr = ...` is `[sweep.vary.train]`).
 fn vary(
@@ -351,41 +336,6 @@ fn flatten(
         }
     }
     Ok(())
-}
-
-fn range(t: &toml::Table) -> Result<Domain, String> {
-    if let Some(unknown) = t
-        .keys()
-        .find(|k| !["min", "max", "log"].contains(&k.as_str()))
-    {
-        return Err(format!(
-            "unknown key {unknown} in a range (expected min, max, log)"
-        ));
-    }
-    let end = |name: &str| match t.get(name) {
-        Some(toml::Value::Integer(i)) => Ok((*i as f64, true)),
-        Some(toml::Value::Float(f)) if f.is_finite() => Ok((*f, false)),
-        Some(other) => Err(format!("{name} must be a number, got {other}")),
-        None => Err(format!("a range needs {name}")),
-    };
-    let ((min, int_min), (max, int_max)) = (end("min")?, end("max")?);
-    let log = match t.get("log") {
-        None => false,
-        Some(toml::Value::Boolean(b)) => *b,
-        Some(other) => return Err(format!("log must be true or false, got {other}")),
-    };
-    if min >= max {
-        return Err(format!("min ({min}) must be below max ({max})"));
-    }
-    if log && min <= 0.0 {
-        return Err(format!("a log range needs min > 0, got {min}"));
-    }
-    Ok(Domain::Range {
-        min,
-        max,
-        log,
-        int: int_min && int_max,
-    })
 }
 
 /// `sweep.trials`: required for random, and the number of combinations for a grid.

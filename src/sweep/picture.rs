@@ -1,0 +1,34 @@
+//! What `sweep.svg` draws of a search's ranked trials.
+
+use super::rank::TrialRow;
+use super::search::SearchPlan;
+use crate::report::{SearchPicture, SearchPoint};
+
+/// What `sweep.svg` draws of the trials.
+pub(super) fn picture(plan: &SearchPlan, rows: &[TrialRow], budget: Option<u64>) -> SearchPicture {
+    let keys: Vec<String> = rows
+        .first()
+        .map(|r| r.values.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut trials: Vec<SearchPoint> = rows
+        .iter()
+        .map(|r| SearchPoint {
+            trial: r.trial,
+            values: keys
+                .iter()
+                .map(|k| r.values.get(k).cloned().unwrap_or_default())
+                .collect(),
+            monitored: r.monitored,
+            peak: r.memory.as_ref().map(|m| m.peak_bytes_in_use),
+            lease: r.lease_bytes,
+            ran: r.started_s.zip(r.ended_s),
+        })
+        .collect();
+    trials.sort_by_key(|t| t.trial);
+    SearchPicture {
+        monitor: plan.monitor.clone(),
+        keys,
+        trials,
+        budget,
+    }
+}

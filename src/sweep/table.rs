@@ -1,0 +1,67 @@
+//! The table of a sweep of runs (`sweep.md` without a `[sweep]` table): what each run took and
+//! gave back, with the release criteria checked per run.
+
+use std::fmt::Write as _;
+
+use super::{SweepRow, RETAINED_TOLERANCE, RSS_TOLERANCE};
+use crate::memory::{format_bytes, format_signed_bytes};
+
+/// The sweep as a Markdown table, with the release criteria checked per run.
+pub fn table(rows: &[SweepRow]) -> String {
+    let mut out = String::from(
+        "| run | final loss | peak in use | reserved at end | retained in use | retained reserved \
+         | RSS before | RSS peak | RSS after | RSS kept | RSS held since start | released |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let start = rows.first().map_or(0, |r| r.rss_before_bytes) as i64;
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} ({:.2}%) | {} | {} | {} | {} | {:.1}% | {} | {} |",
+            r.run,
+            r.final_loss.map_or("-".into(), |l| format!("{l:.4}")),
+            format_bytes(r.peak_bytes_in_use),
+            format_bytes(r.reserved_at_end),
+            format_signed_bytes(r.retained_bytes_in_use),
+            100.0 * r.retained_share(),
+            format_signed_bytes(r.retained_bytes_reserved),
+            format_bytes(r.rss_before_bytes),
+            format_bytes(r.rss_peak_bytes),
+            format_bytes(r.rss_after_bytes),
+            100.0 * r.rss_share(),
+            format_signed_bytes(r.rss_after_bytes as i64 - start),
+            if r.released() { "yes" } else { "NO" },
+        );
+    }
+    let failed: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.released())
+        .map(|r| r.run.to_string())
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nCriteria: retained in use <= {:.0}% of the run's peak; RSS kept <= {:.0}% of what the run \
+         added, or under 1 MiB (runs 2..N). RSS held since start: resident set after the run minus before run 1. {}",
+        RETAINED_TOLERANCE * 100.0,
+        RSS_TOLERANCE * 100.0,
+        if failed.is_empty() {
+            "Every run released its memory.".to_string()
+        } else {
+            format!("Runs that kept memory: {}.", failed.join(", "))
+        }
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::tests::row;
+
+    #[test]
+    fn table_marks_runs_that_kept_memory() {
+        let text = table(&[row(1, 0, (1, 2, 1)), row(2, 500, (1, 2, 1))]);
+        assert!(text.contains("| 2 | 0.5000 | 1000 B |"), "{text}");
+        assert!(text.contains("Runs that kept memory: 2."), "{text}");
+    }
+}
