@@ -7,6 +7,8 @@
 //!   [`POOL_MARGIN`], and a fraction is a share of the capacity.
 
 use super::space::{Budget, Packing, DEFAULT_BUDGET_SHARE};
+use burn::tensor::Device;
+
 use crate::backend;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
@@ -25,14 +27,28 @@ pub(super) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Erro
     if let Some(Budget::Bytes(bytes)) = packing.budget {
         return check(bytes);
     }
-    let device = backend::select(&config.device)?;
-    let source = MemoryProbe::new(&device).source();
+    let (device, source) = device_of(config)?;
     let memory = match source {
         MemorySource::Host => available_host_memory(),
         MemorySource::CubeclPool => device_total_memory(&device, source),
     };
     let budget = of(packing.budget, source, memory).map_err(refused)?;
     check(budget)
+}
+
+/// The device `config` trains on, and where its memory figures come from.
+pub(super) fn device_of(config: &RunConfig) -> Result<(Device, MemorySource), Error> {
+    let device = backend::select(&config.device)?;
+    let source = MemoryProbe::new(&device).source();
+    Ok((device, source))
+}
+
+/// The trial's own `memory.limit` in bytes (a fraction of its device's memory resolved), if
+/// it sets one.
+pub(super) fn own_limit(config: &RunConfig) -> Option<u64> {
+    let limit = config.memory.limit?;
+    let (device, source) = device_of(config).ok()?;
+    limit.resolve(device_total_memory(&device, source))
 }
 
 /// The budget from the device's memory: available host memory on flex, capacity on pools.

@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::budget::own_limit;
 use super::lease::{lease, Measured};
 use super::shard::Shard;
 use super::space::{Order, Trial};
@@ -128,15 +129,6 @@ fn probe(trial: &Trial, cfg: &RunConfig, unfinished: bool) -> Probe {
             .or(own_limit),
         error: result.err(),
     }
-}
-
-/// The trial's own `memory.limit` in bytes (a fraction of its device's memory resolved), if
-/// it sets one.
-fn own_limit(cfg: &RunConfig) -> Option<u64> {
-    let limit = cfg.memory.limit?;
-    let device = crate::backend::select(&cfg.device).ok()?;
-    let source = crate::memory::MemoryProbe::new(&device).source();
-    limit.resolve(crate::memory::device_total_memory(&device, source))
 }
 
 /// `trial-003, trial-007: not probed (why), so they train last`, or `None` if all were.
