@@ -6,9 +6,9 @@
 //! - On a device with pools, the default is its capacity (as CubeCL reports it) less
 //!   [`POOL_MARGIN`], and a fraction is a share of the capacity.
 
-use super::space::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 use burn::tensor::Device;
 
+use super::space::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 use crate::backend;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
