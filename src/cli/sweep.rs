@@ -176,13 +176,15 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
             mode,
         } => {
             print!("{}", crate::sweep::ranking(rows, monitor, *mode, dir));
-            let failed = rows
-                .iter()
-                .filter(|r| r.status == TrialStatus::Failed)
-                .count();
+            let count = |status| rows.iter().filter(|r| r.status == status).count();
+            let pruned = match count(TrialStatus::Pruned) {
+                0 => String::new(),
+                n => format!(", {n} pruned"),
+            };
             println!(
-                "sweep: {} trials ({failed} failed) with memory.clear = \"{clear}\"; {}",
+                "sweep: {} trials ({} failed{pruned}) with memory.clear = \"{clear}\"; {}",
                 rows.len(),
+                count(TrialStatus::Failed),
                 dir.display()
             );
         }
@@ -199,9 +201,10 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
     );
     let count = |status| rows.iter().filter(|r| r.status == status).count();
     println!(
-        "report: {} trials: {} completed, {} failed, {} not run yet; wrote {}",
+        "report: {} trials: {} completed, {} pruned, {} failed, {} not run yet; wrote {}",
         rows.len(),
         count(TrialStatus::Completed),
+        count(TrialStatus::Pruned),
         count(TrialStatus::Failed),
         count(TrialStatus::NotRun),
         dir.join("sweep.md").display()

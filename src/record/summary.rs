@@ -16,6 +16,10 @@ pub enum RunStatus {
     Completed,
     /// The run stopped with this error; snapshots up to it are on disk.
     Failed(String),
+    /// A search's pruner paused it at a rung, after its checkpoint: resuming goes on from there.
+    Paused,
+    /// A search's pruner stopped it for good (its `stopped_by` says why), after its checkpoint.
+    Pruned,
 }
 
 /// The outcome of a run, as returned to callers and written to `summary.json`.
@@ -50,6 +54,9 @@ pub struct RunSummary {
     /// Optimizer steps whose gradient was clipped (`clip_grad_norm`, `clip_grad_value`).
     #[serde(default)]
     pub clipped_steps: u64,
+    /// Why a search's pruner stopped the run (status `pruned`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
     /// Whether early stopping ended the run before `train.epochs`.
     #[serde(default)]
     pub stopped_early: bool,

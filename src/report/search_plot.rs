@@ -18,12 +18,15 @@ pub struct SearchPoint {
     pub values: Vec<String>,
     /// Its monitored value; `None` if it failed or has not run.
     pub monitored: Option<f64>,
+    /// Whether the pruner stopped it (its value is from fewer epochs).
+    pub pruned: bool,
     /// Its peak bytes in use, where known.
     pub peak: Option<u64>,
     /// Its memory lease, where it ran in parallel.
     pub lease: Option<u64>,
-    /// When it ran, in seconds since the search's first trial started.
-    pub ran: Option<(f64, f64)>,
+    /// Each run of its child, in seconds since the search's first trial started (more than
+    /// one where the pruner paused it between runs).
+    pub runs: Vec<(f64, f64)>,
 }
 
 /// What `sweep.svg` shows.
@@ -42,6 +45,7 @@ pub struct SearchPicture {
 const PANEL: (u32, u32) = (440, 280);
 const BLUE: RGBColor = RGBColor(31, 119, 180);
 const ORANGE: RGBColor = RGBColor(255, 127, 14);
+const GREY: RGBColor = RGBColor(120, 120, 120);
 
 pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 pub(super) type DrawError = DrawingAreaErrorKind<std::io::Error>;
@@ -109,7 +113,7 @@ pub fn render_search_svg(picture: &SearchPicture, path: &Path) -> Result<(), Str
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let timeline = picture
         .budget
-        .filter(|_| picture.trials.iter().any(|t| t.ran.is_some()));
+        .filter(|_| picture.trials.iter().any(|t| !t.runs.is_empty()));
     let panels = picture.keys.len() + 1 + usize::from(timeline.is_some());
     let rows = panels.div_ceil(2) as u32;
     let root = SVGBackend::new(path, (PANEL.0 * 2, PANEL.1 * rows)).into_drawing_area();
@@ -139,10 +143,10 @@ fn draw_key(
         .map(|t| t.values[k].as_str())
         .collect();
     let axis = Axis::of(&values);
-    let points: Vec<(f64, f64)> = picture
+    let points: Vec<(f64, f64, bool)> = picture
         .trials
         .iter()
-        .filter_map(|t| Some((axis.x(&t.values[k]), t.monitored?)))
+        .filter_map(|t| Some((axis.x(&t.values[k]), t.monitored?, t.pruned)))
         .collect();
     // Categories sit half a step in from the panel's edges; numbers a tenth of their span.
     let pad = match axis {
@@ -173,7 +177,11 @@ fn draw_key(
         .x_label_formatter(&|x| axis.label(*x))
         .y_label_formatter(&|y| format!("{y:.3}"))
         .draw()?;
-    chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, BLUE.filled())))?;
+    // A pruned trial's value is from fewer epochs: a hollow grey ring, not a blue dot.
+    chart.draw_series(points.iter().map(|&(x, y, pruned)| match pruned {
+        true => Circle::new((x, y), 4, GREY.stroke_width(1)),
+        false => Circle::new((x, y), 4, BLUE.filled()),
+    }))?;
     Ok(())
 }
 
@@ -250,7 +258,8 @@ mod tests {
                 monitored: (t != 4).then_some(0.1 * t as f64),
                 peak: Some((t as u64) << 20),
                 lease: Some(2 << 20),
-                ran: Some((t as f64, t as f64 + 1.5)),
+                pruned: t == 5,
+                runs: vec![(t as f64, t as f64 + 1.5)],
             })
             .collect();
         let picture = SearchPicture {

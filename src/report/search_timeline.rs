@@ -1,6 +1,7 @@
-//! The timeline panel of `sweep.svg` for a search whose trials ran in parallel: each trial a
-//! band as tall as its lease from its start to its end, stacked so that bands of trials
-//! running at once do not overlap, under the budget's line.
+//! The timeline panel of `sweep.svg` for a search whose trials ran in parallel: each run of a
+//! trial a band as tall as its lease from its start to its end, stacked so that bands of runs
+//! at once do not overlap, under the budget's line. Blue: the trial completed; orange, marked
+//! "p": the pruner stopped it; grey: it failed. A trial the pruner paused has a band per run.
 
 use plotters::prelude::*;
 
@@ -17,15 +18,24 @@ pub(super) struct Band {
     pub to: f64,
     pub bottom: f64,
     pub top: f64,
-    pub completed: bool,
+    pub ending: Ending,
 }
 
-/// The bands of the trials that ran: in the order they started, each at the lowest height
-/// where it overlaps no band of a trial running at the same time.
+/// How a band's trial ended, for its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ending {
+    Completed,
+    Pruned,
+    Failed,
+}
+
+/// The bands of the runs: in the order they started, each at the lowest height where it
+/// overlaps no band of a run at the same time.
 pub(super) fn bands(trials: &[SearchPoint]) -> Vec<Band> {
     let mut ran: Vec<(&SearchPoint, (f64, f64), u64)> = trials
         .iter()
-        .filter_map(|t| Some((t, t.ran?, t.lease?)))
+        .filter_map(|t| Some((t, t.lease?)))
+        .flat_map(|(t, lease)| t.runs.iter().map(move |&run| (t, run, lease)))
         .collect();
     ran.sort_by(|a, b| a.1 .0.total_cmp(&b.1 .0));
     let mut placed: Vec<Band> = Vec::new();
@@ -45,7 +55,11 @@ pub(super) fn bands(trials: &[SearchPoint]) -> Vec<Band> {
             to,
             bottom,
             top: bottom + height,
-            completed: t.monitored.is_some(),
+            ending: match (t.pruned, t.monitored) {
+                (true, _) => Ending::Pruned,
+                (false, Some(_)) => Ending::Completed,
+                (false, None) => Ending::Failed,
+            },
         });
     }
     placed
@@ -70,7 +84,10 @@ pub(super) fn draw_timeline(
         false => stacked * 1.3,
     };
     let mut chart = ChartBuilder::on(area)
-        .caption("leases over time, under the budget", ("sans-serif", 15))
+        .caption(
+            "leases over time, under the budget (p: pruned)",
+            ("sans-serif", 15),
+        )
         .margin(10)
         .x_label_area_size(34)
         .y_label_area_size(54)
@@ -81,9 +98,10 @@ pub(super) fn draw_timeline(
         .x_desc("seconds since the first trial started")
         .y_desc("MiB leased")
         .draw()?;
-    let fill = |b: &Band| match b.completed {
-        true => RGBColor(31, 119, 180).mix(0.55),
-        false => RGBColor(150, 150, 150).mix(0.55),
+    let fill = |b: &Band| match b.ending {
+        Ending::Completed => RGBColor(31, 119, 180).mix(0.55),
+        Ending::Pruned => RGBColor(255, 127, 14).mix(0.45),
+        Ending::Failed => RGBColor(150, 150, 150).mix(0.55),
     };
     chart.draw_series(
         bands
@@ -96,8 +114,12 @@ pub(super) fn draw_timeline(
             .map(|b| Rectangle::new([(b.from, b.bottom), (b.to, b.top)], WHITE.stroke_width(1))),
     )?;
     chart.draw_series(bands.iter().map(|b| {
+        let mark = match b.ending {
+            Ending::Pruned => "p",
+            _ => "",
+        };
         Text::new(
-            format!("{}", b.trial),
+            format!("{}{mark}", b.trial),
             ((b.from + b.to) / 2.0, (b.bottom + b.top) / 2.0),
             ("sans-serif", 11).into_font().color(&BLACK),
         )
@@ -133,9 +155,10 @@ mod tests {
             trial,
             values: vec![],
             monitored: (trial != 3).then_some(0.5),
+            pruned: trial == 4,
             peak: None,
             lease: Some(lease << 20),
-            ran: Some(ran),
+            runs: vec![ran],
         }
     }
 
@@ -152,6 +175,15 @@ mod tests {
         assert_eq!(at(2), Some((4.0, 7.0)));
         assert_eq!(at(3), Some((4.0, 6.0)), "trial 2's room, once it ended");
         assert_eq!(at(4), Some((0.0, 4.0)), "trial 1's room");
-        assert!(!b.iter().find(|x| x.trial == 3).unwrap().completed);
+        let ending = |t: usize| b.iter().find(|x| x.trial == t).unwrap().ending;
+        assert_eq!(ending(3), Ending::Failed);
+        assert_eq!(ending(4), Ending::Pruned);
+        assert_eq!(ending(1), Ending::Completed);
+        // A trial paused between runs has a band per run.
+        let mut paused = point(5, (0.0, 1.0), 2);
+        paused.runs.push((3.0, 4.0));
+        let b = bands(&[paused]);
+        assert_eq!(b.len(), 2);
+        assert_eq!((b[1].from, b[1].bottom), (3.0, 0.0));
     }
 }

@@ -73,6 +73,13 @@ fn outcome(
     let status = match summary.map(|s| &s.status) {
         Some(RunStatus::Completed) => "completed".to_string(),
         Some(RunStatus::Failed(e)) => format!("failed: {e}"),
+        Some(RunStatus::Paused) => "paused by a search's pruner (resumable)".to_string(),
+        Some(RunStatus::Pruned) => format!(
+            "pruned: {}",
+            summary
+                .and_then(|s| s.stopped_by.as_deref())
+                .unwrap_or("by a search")
+        ),
         None => "no summary.json (the run did not finish)".to_string(),
     };
     let _ = writeln!(out, "run {name} ({}): {status}", run_dir.display());

@@ -1,7 +1,8 @@
 //! One trial of a parallel search, in the child process that runs it (`tidemark trial
 //! LAUNCH_FILE`). The search writes the trial's whole config, its lease as `memory.limit`
 //! included, to `launch/trial-NNN.toml` in the sweep directory; the child trains it (or
-//! resumes it from its latest checkpoint) in its own `trial-NNN/`.
+//! resumes it from its latest checkpoint) in its own `trial-NNN/`, under the pruner's gate
+//! for this run (`launch/trial-NNN.gate.json`), if the search prunes.
 //!
 //! Two guards keep a trial to one writer: the child holds an exclusive lock on
 //! `launch/trial-NNN.lock` while it trains, so a second process on the same trial (a resumed
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use nix::fcntl::{Flock, FlockArg};
 
+use super::prune::GateSpec;
 use super::search::set;
 use super::space::Trial;
 use super::train_or_resume;
@@ -26,14 +28,21 @@ pub(super) fn launch_path(dir: &Path, trial: &Trial) -> PathBuf {
     dir.join("launch").join(format!("{}.toml", trial.name()))
 }
 
+/// The pruner's gate for a child's run, beside its launch file.
+fn gate_path(launch: &Path) -> PathBuf {
+    launch.with_extension("gate.json")
+}
+
 /// Writes `cfg` with `memory.limit = limit` bytes (and `memory.on_limit = "fit"` if `fit`) as
-/// trial `trial`'s launch file, and returns its path.
+/// trial `trial`'s launch file, with the pruner's `gate` for this run beside it, and returns
+/// its path.
 pub(super) fn write_launch(
     dir: &Path,
     trial: &Trial,
     cfg: &RunConfig,
     limit: u64,
     fit: bool,
+    gate: Option<&GateSpec>,
 ) -> Result<PathBuf, Error> {
     let bytes = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut extra = vec![set("memory.limit", toml::Value::Integer(bytes))];
@@ -45,6 +54,7 @@ pub(super) fn write_launch(
     let folder = path.parent().expect("a launch file has a folder");
     std::fs::create_dir_all(folder).map_err(|e| Error::io(folder, e))?;
     write_atomic(&path, to_toml(&leased).as_bytes()).map_err(|e| Error::io(&path, e))?;
+    GateSpec::write(gate, &gate_path(&path))?;
     Ok(path)
 }
 
@@ -53,8 +63,9 @@ pub fn run_child(launch: &Path, observer: Box<dyn Observer>) -> Result<RunSummar
     let cfg = crate::config::load(launch, &[])?;
     let _lock = lock(&launch.with_extension("lock"))?;
     stop_with_the_parent();
+    let gate = GateSpec::read(&gate_path(launch))?;
     let run_dir = cfg.run.output_dir.join(&cfg.run.name);
-    train_or_resume(cfg, &run_dir, observer)
+    train_or_resume(cfg, &run_dir, observer, gate)
 }
 
 /// An exclusive lock on `path`, held until dropped; an error if another process holds it.

@@ -7,12 +7,15 @@
 mod budget;
 mod child;
 mod children;
+mod in_turn;
 mod lease;
 mod packed;
 mod parallel;
 mod picture;
 mod preflight;
+mod prune;
 mod rank;
+mod rows;
 mod schedule;
 mod search;
 mod shard;
@@ -22,6 +25,7 @@ mod table;
 
 pub use child::run_child;
 pub use lease::LEASE_MARGIN;
+pub use prune::{PruneConfig, PruneMethod};
 pub use rank::{rank, ranking, TrialRow, TrialStatus};
 pub use schedule::{Schedule, Slot};
 pub use search::{merge, run_trials, search, trial_configs, SearchPlan};
@@ -245,7 +249,7 @@ fn run_all(
         let run_dir = dir.join(&cfg.run.name);
         // Its row is read back from its summary.json below: the sweep keeps nothing per run
         // in memory while it trains (see docs/search.md, "A long search stays flat").
-        train_or_resume(cfg, &run_dir, observer(run, runs))?;
+        train_or_resume(cfg, &run_dir, observer(run, runs), None)?;
     }
     let rows = (1..=runs)
         .map(|run| Ok(SweepRow::of(run, summary(&dir.join(run_name(run)))?)))
@@ -264,12 +268,16 @@ fn train_or_resume(
     cfg: RunConfig,
     run_dir: &Path,
     mut observer: Box<dyn Observer>,
+    gate: Option<prune::GateSpec>,
 ) -> Result<RunSummary, Error> {
     if let Some(summary) = finished(run_dir, cfg.train.epochs)? {
         observer.message(&format!("finished before: {}", run_dir.display()));
         return Ok(summary);
     }
-    let trainer = Trainer::new(cfg).observer(observer);
+    let mut trainer = Trainer::new(cfg).observer(observer);
+    if let Some(gate) = gate {
+        trainer = trainer.gate(gate.into_gate());
+    }
     match Checkpoint::latest(run_dir) {
         Ok(_) => trainer.resume(run_dir).run(),
         Err(_) => trainer.run(),

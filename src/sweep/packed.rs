@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::children::Launch;
 use super::parallel::{Ended, Pack};
 use super::preflight::Arranged;
+use super::prune::Pruner;
 use super::schedule;
 use super::shard::Shard;
 use super::signals::StopOnSignal;
@@ -37,6 +38,7 @@ pub(super) fn train_packed<'a>(
     todo: Vec<Arranged<'a>>,
     config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     observer: &mut dyn Observer,
+    pruner: Option<&mut Pruner>,
 ) -> Result<Vec<Ended<'a>>, Error> {
     let mut ended = Vec::new();
     let mut unfinished = Vec::new();
@@ -67,7 +69,7 @@ pub(super) fn train_packed<'a>(
         format_bytes(packed.budget)
     ));
     let stop = StopOnSignal::install()?;
-    ended.extend(pack.run(unfinished, config, stop.flag(), observer)?);
+    ended.extend(pack.run(unfinished, config, stop.flag(), observer, pruner)?);
     Ok(ended)
 }
 

@@ -6,7 +6,8 @@
 //! child that dies is recorded with its reason and the search goes on; and a stop (SIGINT,
 //! SIGTERM) or an error stops every child, each at its latest checkpoint.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use super::child::write_launch;
 use super::children::{Child, Launch};
 use super::lease::{next, too_large};
 use super::preflight::Arranged;
+use super::prune::{Pruner, Standing};
 use super::schedule::{now, Schedule, Slot};
 use super::space::Trial;
 use crate::config::RunConfig;
@@ -53,7 +55,13 @@ struct Running<'a> {
 }
 
 /// Where the trials of one search stand.
-struct State<'a> {
+struct State<'a, 'p> {
+    /// Trials the pruner promoted, with their leases: they start before new ones.
+    promoted: Vec<(&'a Trial, u64)>,
+    /// Trials paused at a rung, with their leases, until the pruner promotes them.
+    held: BTreeMap<usize, (&'a Trial, u64)>,
+    /// The search's pruner, if it prunes.
+    pruner: Option<&'p mut Pruner>,
     /// Probed trials, in the order to prefer on equal leases, with their leases.
     waiting: Vec<(&'a Trial, u64)>,
     /// Trials that could not be probed: each runs alone, once nothing else waits or runs.
@@ -72,11 +80,15 @@ impl Pack {
         config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
         stop: &AtomicBool,
         observer: &mut dyn Observer,
+        pruner: Option<&mut Pruner>,
     ) -> Result<Vec<Ended<'a>>, Error> {
         let mut schedule = Schedule::read(&self.schedule)?.unwrap_or_default();
         schedule.budget_bytes = self.budget;
         schedule.parallel = self.parallel;
         let mut state = State {
+            promoted: Vec::new(),
+            held: BTreeMap::new(),
+            pruner,
             waiting: Vec::new(),
             unprobed: Vec::new(),
             running: Vec::new(),
@@ -93,11 +105,21 @@ impl Pack {
                     ));
                     state.ended.push((trial, Some(reason)));
                 }
+                lease
+                    if state
+                        .pruner
+                        .as_ref()
+                        .is_some_and(|p| p.paused(trial.number)) =>
+                {
+                    let lease = lease.unwrap_or(self.budget);
+                    state.held.insert(trial.number, (trial, lease));
+                }
                 Some(lease) => state.waiting.push((trial, lease)),
                 None => state.unprobed.push(trial),
             }
         }
-        let driven = self.drive(&mut state, config, stop, observer);
+        let driven = promote(&mut state, observer)
+            .and_then(|()| self.drive(&mut state, config, stop, observer));
         if driven.is_err() {
             // No child outlives the search: on any error they stop at their checkpoints.
             self.stop_all(&mut state, observer);
@@ -109,7 +131,7 @@ impl Pack {
     /// runs, or `stop` is set.
     fn drive(
         &self,
-        state: &mut State<'_>,
+        state: &mut State<'_, '_>,
         config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
         stop: &AtomicBool,
         observer: &mut dyn Observer,
@@ -118,12 +140,13 @@ impl Pack {
             if stop.load(Ordering::SeqCst) {
                 return Err(Error::Interrupted);
             }
-            if state.waiting.is_empty() && state.running.is_empty() {
-                if state.unprobed.is_empty() {
-                    return Ok(());
+            if state.waiting.is_empty() && state.running.is_empty() && state.promoted.is_empty() {
+                if !state.unprobed.is_empty() {
+                    let trial = state.unprobed.remove(0);
+                    state.waiting.push((trial, self.budget));
+                } else if !promote_last(state, observer)? {
+                    return finish(state, &self.dir, observer);
                 }
-                let trial = state.unprobed.remove(0);
-                state.waiting.push((trial, self.budget));
             }
             self.start_what_fits(state, config, observer)?;
             let mut i = 0;
@@ -131,7 +154,7 @@ impl Pack {
                 match state.running[i].child.exited()? {
                     Some(outcome) => {
                         let done = state.running.swap_remove(i);
-                        self.end(done, outcome.err(), state, observer);
+                        self.end(done, outcome.err(), state, observer)?;
                     }
                     None => i += 1,
                 }
@@ -143,18 +166,29 @@ impl Pack {
     /// Starts the largest waiting leases that fit in the budget left, up to `parallel`.
     fn start_what_fits(
         &self,
-        state: &mut State<'_>,
+        state: &mut State<'_, '_>,
         config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
         observer: &mut dyn Observer,
     ) -> Result<(), Error> {
         while state.running.len() < self.parallel {
-            let leases: Vec<u64> = state.waiting.iter().map(|w| w.1).collect();
             let free = self.budget.saturating_sub(in_use(&state.running));
-            let Some(i) = next(&leases, free) else {
-                return Ok(());
+            let leases = |list: &[(&Trial, u64)]| list.iter().map(|w| w.1).collect::<Vec<u64>>();
+            let (trial, lease) = match next(&leases(&state.promoted), free) {
+                Some(i) => state.promoted.remove(i),
+                None => match next(&leases(&state.waiting), free) {
+                    Some(i) => state.waiting.remove(i),
+                    None => return Ok(()),
+                },
             };
-            let (trial, lease) = state.waiting.remove(i);
-            let launch = write_launch(&self.dir, trial, &config(trial)?, lease, self.fit)?;
+            let gate = match state.pruner.as_deref_mut() {
+                Some(p) => {
+                    p.started(trial.number)?;
+                    p.gate(trial.number)
+                }
+                None => None,
+            };
+            let cfg = config(trial)?;
+            let launch = write_launch(&self.dir, trial, &cfg, lease, self.fit, gate.as_ref())?;
             let child = self.launch.start(&launch)?;
             let started = now();
             let slot = Slot {
@@ -163,6 +197,7 @@ impl Pack {
                 started_unix: started,
                 ended_unix: None,
                 pid: child.pid(),
+                earlier: earlier_runs(state.schedule.slots.get(&trial.number)),
             };
             state.running.push(Running {
                 trial,
@@ -183,22 +218,34 @@ impl Pack {
         Ok(())
     }
 
-    /// Records a child's end.
+    /// Records a child's end, with the pruner: a trial it paused is held until promoted.
     fn end<'a>(
         &self,
         done: Running<'a>,
         error: Option<String>,
-        state: &mut State<'a>,
+        state: &mut State<'a, '_>,
         observer: &mut dyn Observer,
-    ) {
+    ) -> Result<(), Error> {
         let ended = now();
         if let Some(slot) = state.schedule.slots.get_mut(&done.trial.number) {
             slot.ended_unix = Some(ended);
         }
         self.record(&state.schedule, observer);
-        let how = match &error {
-            None => "completed".to_string(),
-            Some(reason) => format!("failed: {reason}"),
+        let run_dir = self.dir.join(done.trial.name());
+        let standing = match state.pruner.as_deref_mut() {
+            Some(p) => Some(p.ended(done.trial.number, &run_dir)?),
+            None => None,
+        };
+        let how = match (&error, standing) {
+            (Some(reason), _) => format!("failed: {reason}"),
+            (None, Some(Standing::Paused)) => {
+                state
+                    .held
+                    .insert(done.trial.number, (done.trial, done.lease));
+                "paused at its rung".to_string()
+            }
+            (None, Some(Standing::Pruned)) => "pruned".to_string(),
+            (None, _) => "completed".to_string(),
         };
         let took = ended - done.started;
         let line = format!(
@@ -208,6 +255,7 @@ impl Pack {
         );
         observer.message(&line);
         state.ended.push((done.trial, error));
+        promote(state, observer)
     }
 
     /// Writes the schedule; a file that cannot be written is a warning, not a reason to stop
@@ -219,7 +267,7 @@ impl Pack {
     }
 
     /// Stops every child (SIGTERM, then SIGKILL after a grace), and records when they ended.
-    fn stop_all(&self, state: &mut State<'_>, observer: &mut dyn Observer) {
+    fn stop_all(&self, state: &mut State<'_, '_>, observer: &mut dyn Observer) {
         for r in &state.running {
             r.child.terminate();
         }
@@ -238,7 +286,7 @@ impl Pack {
     }
 
     /// `2 running (trial-003, trial-007), 24.6 MiB of 1.9 GiB leased; 9 waiting`.
-    fn status(&self, state: &State<'_>) -> String {
+    fn status(&self, state: &State<'_, '_>) -> String {
         let names: Vec<String> = state.running.iter().map(|r| r.trial.name()).collect();
         let waiting = match state.waiting.len() + state.unprobed.len() {
             0 => String::new(),
@@ -255,6 +303,64 @@ impl Pack {
         };
         format!("{running}{waiting}")
     }
+}
+
+/// Moves every trial the pruner promotes now from held to promoted.
+fn promote(state: &mut State<'_, '_>, observer: &mut dyn Observer) -> Result<(), Error> {
+    let Some(pruner) = state.pruner.as_deref_mut() else {
+        return Ok(());
+    };
+    while let Some(number) = pruner.promote()? {
+        if let Some(held) = state.held.remove(&number) {
+            observer.message(&format!(
+                "{} goes on: it ranks high enough at its rung",
+                held.0.name()
+            ));
+            state.promoted.push(held);
+        }
+    }
+    Ok(())
+}
+
+/// When nothing else is left: the trial the pruner lets go on so that one trains to the end,
+/// if any; returns whether there was one.
+fn promote_last(state: &mut State<'_, '_>, observer: &mut dyn Observer) -> Result<bool, Error> {
+    let Some(pruner) = state.pruner.as_deref_mut() else {
+        return Ok(false);
+    };
+    let Some(held) = pruner.promote_last()?.and_then(|n| state.held.remove(&n)) else {
+        return Ok(false);
+    };
+    let line = format!(
+        "{} goes on: the best at its rung, so that one trial trains to the end",
+        held.0.name()
+    );
+    observer.message(&line);
+    state.promoted.push(held);
+    Ok(true)
+}
+
+/// At the end: the pruner prunes the trials still paused.
+fn finish(state: &mut State<'_, '_>, dir: &Path, observer: &mut dyn Observer) -> Result<(), Error> {
+    let Some(pruner) = state.pruner.as_deref_mut() else {
+        return Ok(());
+    };
+    for (trial, why) in pruner.finish(dir)? {
+        observer.message(&format!("trial-{trial:03} pruned: {why}"));
+    }
+    Ok(())
+}
+
+/// A trial's earlier runs, from its latest slot: the runs before it and the slot's own.
+fn earlier_runs(slot: Option<&Slot>) -> Vec<[f64; 2]> {
+    let Some(slot) = slot else {
+        return Vec::new();
+    };
+    let mut runs = slot.earlier.clone();
+    if let Some(ended) = slot.ended_unix {
+        runs.push([slot.started_unix, ended]);
+    }
+    runs
 }
 
 fn in_use(running: &[Running<'_>]) -> u64 {

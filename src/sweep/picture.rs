@@ -1,6 +1,6 @@
 //! What `sweep.svg` draws of a search's ranked trials.
 
-use super::rank::TrialRow;
+use super::rank::{TrialRow, TrialStatus};
 use super::search::SearchPlan;
 use crate::report::{SearchPicture, SearchPoint};
 
@@ -19,9 +19,13 @@ pub(super) fn picture(plan: &SearchPlan, rows: &[TrialRow], budget: Option<u64>)
                 .map(|k| r.values.get(k).cloned().unwrap_or_default())
                 .collect(),
             monitored: r.monitored,
+            pruned: r.status == TrialStatus::Pruned,
             peak: r.memory.as_ref().map(|m| m.peak_bytes_in_use),
             lease: r.lease_bytes,
-            ran: r.started_s.zip(r.ended_s),
+            runs: match r.runs.is_empty() {
+                true => r.started_s.zip(r.ended_s).into_iter().collect(),
+                false => r.runs.iter().map(|&[from, to]| (from, to)).collect(),
+            },
         })
         .collect();
     trials.sort_by_key(|t| t.trial);

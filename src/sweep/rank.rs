@@ -20,6 +20,11 @@ pub enum TrialStatus {
     Completed,
     /// It stopped with an error (its `reason`).
     Failed,
+    /// The pruner stopped it (its `reason`); its value is from fewer epochs, so it is not
+    /// ranked.
+    Pruned,
+    /// Paused at an ASHA rung by a search that has not finished.
+    Paused,
     /// No shard has trained it yet.
     NotRun,
 }
@@ -29,6 +34,8 @@ impl std::fmt::Display for TrialStatus {
         f.write_str(match self {
             TrialStatus::Completed => "completed",
             TrialStatus::Failed => "failed",
+            TrialStatus::Pruned => "pruned",
+            TrialStatus::Paused => "paused",
             TrialStatus::NotRun => "not run",
         })
     }
@@ -47,9 +54,9 @@ pub struct TrialRow {
     pub values: BTreeMap<String, String>,
     /// Whether it completed.
     pub status: TrialStatus,
-    /// Why it failed.
+    /// Why it failed, or why it was pruned.
     pub reason: Option<String>,
-    /// Its value of the monitored metric.
+    /// Its value of the monitored metric (a pruned trial's, after its last epoch).
     pub monitored: Option<f64>,
     /// The epochs it trained.
     #[serde(default)]
@@ -64,6 +71,9 @@ pub struct TrialRow {
     /// When its child process ended, on the same clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_s: Option<f64>,
+    /// Each run of its child, `[started_s, ended_s]`, where the pruner paused it between runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<[f64; 2]>,
     /// What it took and gave back (absent if it failed before its run directory existed).
     pub memory: Option<SweepRow>,
 }
@@ -75,21 +85,30 @@ impl TrialRow {
     }
 }
 
-/// Orders `rows` best first by their monitored value (`mode`), failed trials last in trial
-/// order, and numbers the ranks.
+/// Orders `rows` best first by their monitored value (`mode`): the completed trials, ranked,
+/// then the pruned ones, unranked (their values are from fewer epochs), then the rest in trial
+/// order; and numbers the ranks.
 pub fn rank(rows: &mut [TrialRow], mode: MonitorMode) {
-    rows.sort_by(|a, b| match (a.monitored, b.monitored) {
-        (Some(x), Some(y)) => match mode {
-            MonitorMode::Min => x.total_cmp(&y),
-            MonitorMode::Max => y.total_cmp(&x),
-        }
-        .then(a.trial.cmp(&b.trial)),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.trial.cmp(&b.trial),
+    let group = |r: &TrialRow| match (r.status, r.monitored) {
+        (TrialStatus::Completed, Some(_)) => 0,
+        (TrialStatus::Pruned, Some(_)) => 1,
+        _ => 2,
+    };
+    rows.sort_by(|a, b| {
+        let by_value = match (a.monitored, b.monitored) {
+            (Some(x), Some(y)) if group(a) < 2 => match mode {
+                MonitorMode::Min => x.total_cmp(&y),
+                MonitorMode::Max => y.total_cmp(&x),
+            },
+            _ => std::cmp::Ordering::Equal,
+        };
+        group(a)
+            .cmp(&group(b))
+            .then(by_value)
+            .then(a.trial.cmp(&b.trial))
     });
     for (i, row) in rows.iter_mut().enumerate() {
-        row.rank = row.monitored.map(|_| i + 1);
+        row.rank = (group(row) == 0).then_some(i + 1);
     }
 }
 
@@ -130,7 +149,7 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
             values.join(" | "),
             r.monitored.map_or("-".into(), |v| format!("{v:.4}")),
             match &r.reason {
-                Some(reason) => format!("failed: {reason}"),
+                Some(reason) => format!("{}: {reason}", r.status),
                 None => r.status.to_string(),
             },
             memory.map_or("-".into(), |m| format_bytes(m.peak_bytes_in_use)),
@@ -224,6 +243,7 @@ mod tests {
             lease_bytes: None,
             started_s: None,
             ended_s: None,
+            runs: Vec::new(),
             memory: None,
         }
     }
@@ -251,5 +271,27 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Best: trial-004 (train.lr = 0.4), val_accuracy 0.9000; its config: s/trial-004/config.toml"), "{text}");
+        // A pruned trial, even with the best value, is not ranked: it trained fewer epochs.
+        let mut pruned = row(5, Some(0.95));
+        pruned.status = TrialStatus::Pruned;
+        pruned.reason = Some("median rule".into());
+        rows.push(pruned);
+        rank(&mut rows, MonitorMode::Max);
+        let order: Vec<(usize, Option<usize>)> = rows.iter().map(|r| (r.trial, r.rank)).collect();
+        assert_eq!(
+            order,
+            [
+                (4, Some(1)),
+                (1, Some(2)),
+                (3, Some(3)),
+                (5, None),
+                (2, None)
+            ]
+        );
+        let text = ranking(&rows, "val_accuracy", MonitorMode::Max, Path::new("s"));
+        assert!(
+            text.contains("| - | trial-005 | 0.5 | 0.9500 | pruned: median rule |"),
+            "{text}"
+        );
     }
 }

@@ -27,6 +27,10 @@ pub struct Slot {
     pub ended_unix: Option<f64>,
     /// The child's process id (to find it while it runs).
     pub pid: u32,
+    /// The trial's runs before this one, `[started_unix, ended_unix]`, where the pruner paused
+    /// it between runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<[f64; 2]>,
 }
 
 /// A search's schedule, as one process (or shard) ran it.
@@ -103,7 +107,7 @@ impl Schedule {
     pub fn origin(&self) -> Option<f64> {
         self.slots
             .values()
-            .map(|s| s.started_unix)
+            .map(|s| s.earlier.first().map_or(s.started_unix, |r| r[0]))
             .min_by(f64::total_cmp)
     }
 }
@@ -126,6 +130,13 @@ pub(super) fn attach(rows: &mut [TrialRow], schedule: &Schedule) {
             row.lease_bytes = Some(slot.lease_bytes);
             row.started_s = Some(slot.started_unix - origin);
             row.ended_s = slot.ended_unix.map(|t| t - origin);
+            let latest = slot.ended_unix.map(|end| [slot.started_unix, end]);
+            row.runs = (slot.earlier.iter().copied().chain(latest))
+                .map(|[from, to]| [from - origin, to - origin])
+                .collect();
+            if let Some(first) = row.runs.first() {
+                row.started_s = Some(first[0]);
+            }
         }
     }
 }
@@ -141,6 +152,7 @@ mod tests {
             started_unix: started,
             ended_unix: Some(started + 1.0),
             pid: 1,
+            earlier: Vec::new(),
         }
     }
 

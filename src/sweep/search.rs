@@ -8,17 +8,20 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::in_turn::InTurn;
 use super::packed::{train_packed, Packed};
 use super::picture::picture;
 use super::preflight::arrange;
-use super::rank::{rank, ranking, TrialRow, TrialStatus};
-use super::schedule::{attach, Schedule};
+use super::prune::{PruneConfig, Pruner};
+use super::rank::{rank, ranking, TrialRow};
+use super::rows::read_rows;
+use super::schedule::Schedule;
 use super::shard::Shard;
 use super::space::{check_order, literal, Order, Packing, Space, Trial};
-use super::{read_plan, train_or_resume, write_plan, Plan, SweepRow};
+use super::{read_plan, write_plan, Plan};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
-use crate::record::{write_atomic, Observer, RunStatus, RunSummary};
+use crate::record::{write_atomic, Observer};
 use crate::report::render_search_svg;
 use crate::task::{unknown_monitor, validation_figures};
 use crate::train::run_dir;
@@ -38,6 +41,9 @@ pub struct SearchPlan {
     /// Trials at once, and the memory they may hold together.
     #[serde(default)]
     pub packing: Packing,
+    /// The pruner, if any.
+    #[serde(default)]
+    pub prune: Option<PruneConfig>,
 }
 
 /// Each trial's config: `config` with the trial's values, named after the trial, in `dir`.
@@ -137,6 +143,7 @@ pub fn search(
         &space.monitor,
     )?;
     check_order(space.order, space.packing.parallel, "--parallel")?;
+    check_prune(space, config)?;
     if space.packing.parallel > 1 {
         super::budget::resolve(&space.packing, config)?;
     }
@@ -147,6 +154,7 @@ pub fn search(
         trials,
         order: space.order,
         packing: space.packing,
+        prune: space.prune,
     };
     let dir = match shard {
         None => run_dir::create(&config.run.output_dir, &name)?,
@@ -156,6 +164,30 @@ pub fn search(
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
     run_trials(&dir, config, &plan, shard, observer)
+}
+
+/// Refuses a pruner that could prune nothing (its first rung at or past the last epoch), or
+/// trials that vary `train.epochs` (rungs are epochs of one length of run).
+fn check_prune(space: &Space, config: &RunConfig) -> Result<(), ConfigError> {
+    let Some(prune) = space.prune else {
+        return Ok(());
+    };
+    let fail = |key: String, message: String| ConfigError {
+        origin: "[sweep.prune]".into(),
+        message: format!("{key}: {message}"),
+        key: Some(key),
+    };
+    if space.vary.iter().any(|(key, _)| key == "train.epochs") {
+        return Err(fail(
+            "sweep.vary.train.epochs".into(),
+            "a pruned search compares trials at the same epochs, so its trials share \
+             train.epochs; vary it in another search, or remove [sweep.prune]"
+                .into(),
+        ));
+    }
+    prune
+        .check_epochs(config.train.epochs)
+        .map_err(|(key, message)| fail(key, message))
 }
 
 /// The sweep directory shards share: created by the first, and refused if an earlier search
@@ -198,7 +230,23 @@ pub fn run_trials(
     check_trials(&base, &plan.trials, dir, &plan.monitor)?;
     let config_of = |t: &Trial| trial_config(&base, t, dir).map_err(Error::Config);
     let n = plan.trials.len();
-    let mine = plan.trials.iter().filter(|t| in_shard(shard, t)).collect();
+    let mut pruner = match plan.prune {
+        Some(prune) => Some(Pruner::open(
+            dir,
+            shard,
+            prune,
+            &plan.monitor,
+            plan.mode,
+            config.train.epochs,
+        )?),
+        None => None,
+    };
+    // Trials the pruner is done with (a resumed search's) are neither probed nor trained.
+    let mine = plan
+        .trials
+        .iter()
+        .filter(|t| in_shard(shard, t) && !pruner.as_ref().is_some_and(|p| p.settled(t.number)))
+        .collect();
     // A parallel search's budget is known before its probes run.
     let budget = match plan.packing.parallel > 1 {
         true => Some(super::budget::resolve(&plan.packing, config)?),
@@ -213,32 +261,44 @@ pub fn run_trials(
         shard,
         &mut *observer(0, n),
     )?;
-    let mut errors = BTreeMap::new();
-    let one_by_one = match budget {
+    let errors = match budget {
         Some(budget) => {
             let packed = Packed {
                 parallel: plan.packing.parallel,
                 budget,
                 fit: plan.packing.fit_in_lease,
             };
-            let ended = train_packed(dir, packed, shard, mine, &config_of, &mut *observer(0, n))?;
+            let mut errors = BTreeMap::new();
+            let observer = &mut *observer(0, n);
+            let ended = train_packed(
+                dir,
+                packed,
+                shard,
+                mine,
+                &config_of,
+                observer,
+                pruner.as_mut(),
+            )?;
+            // In the order the runs ended: a trial's later run clears an earlier run's error.
             for (trial, error) in ended {
-                if let Some(e) = error {
-                    errors.insert(trial.number, e);
-                }
+                match error {
+                    Some(e) => errors.insert(trial.number, e),
+                    None => errors.remove(&trial.number),
+                };
             }
-            Vec::new()
+            errors
         }
-        None => mine,
+        None => {
+            let todo = mine.into_iter().map(|(t, _)| t).collect();
+            let mut in_turn = InTurn {
+                dir,
+                config: &config_of,
+                observer: &mut observer,
+                n,
+            };
+            in_turn.train(todo, pruner.as_mut())?
+        }
     };
-    for (trial, _) in one_by_one {
-        let run_dir = dir.join(trial.name());
-        let trained = config_of(trial)
-            .and_then(|cfg| train_or_resume(cfg, &run_dir, observer(trial.number, n)));
-        if let Err(e) = trained {
-            errors.insert(trial.number, e.to_string());
-        }
-    }
     let mut rows = read_rows(dir, plan, shard, errors)?;
     rank(&mut rows, plan.mode);
     match shard {
@@ -252,36 +312,8 @@ pub fn run_trials(
     Ok((dir.to_path_buf(), rows))
 }
 
-fn in_shard(shard: Option<Shard>, trial: &Trial) -> bool {
+pub(super) fn in_shard(shard: Option<Shard>, trial: &Trial) -> bool {
     shard.is_none_or(|s| s.includes(trial.number))
-}
-
-/// The rows of the plan's trials (a `shard`'s only), from their `summary.json`, with the
-/// `errors` of those that failed. A trial that fails still writes its summary, with its memory
-/// figures, when it got as far as its run directory.
-///
-/// Every summary is read before anything is written: one that cannot be read stops the
-/// ranking (a report, say), which would otherwise rank that trial as not run and rewrite the
-/// results; a trial that failed keeps its own error whatever its file holds. Each row gets its
-/// lease and times where the trials ran in parallel.
-fn read_rows(
-    dir: &Path,
-    plan: &SearchPlan,
-    shard: Option<Shard>,
-    mut errors: BTreeMap<usize, String>,
-) -> Result<Vec<TrialRow>, Error> {
-    let mut rows = Vec::new();
-    for t in plan.trials.iter().filter(|t| in_shard(shard, t)) {
-        let error = errors.remove(&t.number);
-        let summary = match (RunSummary::read(&dir.join(t.name())), &error) {
-            (Ok(summary), _) => summary,
-            (Err(_), Some(_)) => None,
-            (Err(e), None) => return Err(e.into()),
-        };
-        rows.push(row(t, summary, error, &plan.monitor));
-    }
-    attach(&mut rows, &Schedule::merged(dir)?);
-    Ok(rows)
 }
 
 /// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever shard
@@ -298,55 +330,6 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
     Ok((rows, plan))
-}
-
-/// A trial's row: its summary's figures, or what stopped it (`error`, or the summary's).
-fn row(
-    trial: &Trial,
-    summary: Option<RunSummary>,
-    error: Option<String>,
-    monitor: &str,
-) -> TrialRow {
-    let (status, reason) = match (summary.as_ref().map(|s| &s.status), error) {
-        (Some(RunStatus::Completed), _) => (TrialStatus::Completed, None),
-        (_, Some(e)) => (TrialStatus::Failed, Some(e)),
-        (Some(RunStatus::Failed(e)), None) => (TrialStatus::Failed, Some(e.clone())),
-        (None, None) => (TrialStatus::NotRun, None),
-    };
-    TrialRow {
-        rank: None,
-        trial: trial.number,
-        name: trial.name(),
-        values: trial
-            .values
-            .iter()
-            .map(|(k, v)| (k.clone(), literal(v)))
-            .collect(),
-        status,
-        reason,
-        monitored: summary
-            .as_ref()
-            .filter(|_| status == TrialStatus::Completed)
-            .and_then(|s| monitored(s, monitor)),
-        epochs: summary.as_ref().map(|s| s.epochs),
-        lease_bytes: None,
-        started_s: None,
-        ended_s: None,
-        memory: summary.map(|s| SweepRow::of(trial.number, s)),
-    }
-}
-
-/// The run's value of `monitor`: the best epoch's with early stopping on it, else the last.
-fn monitored(summary: &RunSummary, monitor: &str) -> Option<f64> {
-    if summary.monitor.as_deref() == Some(monitor) {
-        if let Some(best) = summary.best_value {
-            return Some(best);
-        }
-    }
-    match monitor {
-        "val_loss" => summary.final_val_loss,
-        key => summary.metric(key),
-    }
 }
 
 /// `sweep.json` and `sweep.md`.

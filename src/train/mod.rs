@@ -17,6 +17,7 @@
 mod checkpoint;
 mod decide;
 mod epochs;
+pub mod gate;
 mod governor;
 mod optimizer;
 pub mod precision;
@@ -29,6 +30,7 @@ mod trainer;
 
 pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
 pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
+pub use gate::{Ending, EpochGate, Gate};
 pub use optimizer::build_optimizer;
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{

@@ -101,6 +101,7 @@ impl Stats {
             loss_scale: self.loss_scale,
             skipped_steps: self.skipped_steps,
             clipped_steps: self.clipped_steps,
+            stopped_by: None,
             stopped_early: early.is_some_and(|(_, state)| state.stopped_at.is_some()),
             monitor: early.map(|(config, _)| config.monitor.clone()),
             best_epoch: best_so_far.map(|(epoch, _)| epoch),

@@ -24,6 +24,7 @@ use crate::record::{write_atomic, Observer, Silent, Warning};
 use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
 use crate::task::{unknown_monitor, validation_figures, Classify, Regress, Task};
+use crate::train::gate::{Ending, EpochGate};
 use crate::train::{Governor, Layout};
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
@@ -41,6 +42,8 @@ pub struct Trainer {
     resume: Option<PathBuf>,
     /// The built-in task's dataset bytes, counted by the allocator as it loaded.
     data_bytes: Option<u64>,
+    /// A search's pruner, asked after each epoch.
+    gate: Option<EpochGate>,
 }
 
 impl Trainer {
@@ -51,6 +54,7 @@ impl Trainer {
             observer: Box::new(Silent),
             resume: None,
             data_bytes: None,
+            gate: None,
         }
     }
 
@@ -65,6 +69,15 @@ impl Trainer {
     /// the `[memory]` and `[checkpoint]` keys; anything else is refused, naming the key.
     pub fn resume(mut self, run_dir: impl Into<PathBuf>) -> Self {
         self.resume = Some(run_dir.into());
+        self
+    }
+
+    /// Asks `gate` after each epoch but the last whether the run goes on: a search's pruner.
+    /// A run it pauses or prunes stops after that epoch's checkpoint, with status `paused` or
+    /// `pruned` in its summary (and `stopped_by`, the pruner's reason); a paused run resumes
+    /// from there as any other.
+    pub fn gate(mut self, gate: EpochGate) -> Self {
+        self.gate = Some(gate);
         self
     }
 
@@ -107,6 +120,7 @@ impl Trainer {
             mut observer,
             resume,
             data_bytes,
+            mut gate,
         } = self;
         let resume = match resume {
             Some(dir) => Some(Resume::open(&dir, &config, task.config_sections())?),
@@ -161,22 +175,26 @@ impl Trainer {
             checkpointer: &checkpointer,
             resume: resume.as_ref().map(|r| &r.checkpoint),
             data_bytes,
+            gate: gate.as_mut(),
         }
         .train();
-        let result = result.and(governor.run_end(stats.epochs).map(drop));
+        let result = result.and_then(|ending| governor.run_end(stats.epochs).map(|_| ending));
         draw(&mut governor, &config, &id.name);
-        let status = match &result {
-            Ok(()) => RunStatus::Completed,
-            Err(e) => RunStatus::Failed(e.to_string()),
+        let (status, stopped_by) = match &result {
+            Ok(Ending::Completed) => (RunStatus::Completed, None),
+            Ok(Ending::Paused) => (RunStatus::Paused, None),
+            Ok(Ending::Pruned(reason)) => (RunStatus::Pruned, Some(reason.clone())),
+            Err(e) => (RunStatus::Failed(e.to_string()), None),
         };
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
         let wall_time_s = earlier_s + started.elapsed().as_secs_f64();
         let mut summary = stats.summary(id, &governor, status, wall_time_s);
+        summary.stopped_by = stopped_by;
         summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
         let path = run_dir.join("summary.json");
         let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
         write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
-        result.map(|()| summary)
+        result.map(|_| summary)
     }
 }
 

@@ -15,6 +15,7 @@ mod inference;
 mod memory;
 mod parallel;
 mod picture;
+mod prune;
 mod recipe;
 mod resume;
 mod run_dir;

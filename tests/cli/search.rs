@@ -314,7 +314,7 @@ fn three_shards_at_once_give_the_ranking_of_one_process() {
     assert_eq!(report.code(), 0, "{}", report.stderr());
     let out = report.stdout();
     assert!(
-        out.contains("report: 6 trials: 6 completed, 0 failed, 0 not run yet"),
+        out.contains("report: 6 trials: 6 completed, 0 pruned, 0 failed, 0 not run yet"),
         "{out}"
     );
     // Each shard's first trial carries its process's one-time state, and is not flagged.

@@ -11,6 +11,9 @@
 //! parallel = 2               # trials at once, each in a child process under its lease
 //! budget = "4GiB"            # what the running trials may hold together (packing.rs)
 //!
+//! [sweep.prune]              # stop trials that are behind (prune/config.rs)
+//! method = "asha"            # or "median"
+//!
 //! [sweep.vary]
 //! train.lr = { min = 1e-4, max = 1e-2, log = true }   # random only
 //! model.hidden = [[64], [128], [256, 256]]
@@ -22,6 +25,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
+use super::prune::PruneConfig;
 use crate::config::{ConfigError, MonitorMode};
 
 mod domain;
@@ -90,6 +94,8 @@ pub struct Space {
     pub order: Order,
     /// Trials at once, and the memory they may hold together.
     pub packing: Packing,
+    /// The pruner, if any (`[sweep.prune]`).
+    pub prune: Option<PruneConfig>,
 }
 
 /// One trial: the value of each varied key.
@@ -162,8 +168,8 @@ pub fn check_order(order: Order, parallel: usize, origin: &str) -> Result<(), Co
 }
 
 /// The keys a `[sweep]` table may hold.
-const KEYS: [&str; 9] = [
-    "method", "trials", "seed", "monitor", "mode", "vary", "order", "parallel", "budget",
+const KEYS: [&str; 10] = [
+    "method", "trials", "seed", "monitor", "mode", "vary", "order", "parallel", "budget", "prune",
 ];
 
 impl Space {
@@ -220,6 +226,10 @@ impl Space {
             .map_err(|m| fail("sweep.order", m))?;
         let packing = Packing::from_table(table).map_err(|(k, m)| fail(&k, m))?;
         check_order(order, packing.parallel, origin)?;
+        let prune = match table.get("prune") {
+            None => None,
+            Some(value) => PruneConfig::from_table(value).map_err(|(k, m)| fail(&k, m))?,
+        };
         Ok(Space {
             method,
             trials,
@@ -229,6 +239,7 @@ impl Space {
             vary,
             order,
             packing,
+            prune,
         })
     }
 

@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::task::metrics::Means;
 use crate::task::Task;
 use crate::train::decide::Verdict;
+use crate::train::gate::{Ending, Gate};
 use crate::train::EpochFigures;
 
 /// An epoch's training and validation figures.
@@ -21,13 +22,14 @@ struct Figures {
 }
 
 impl<T: Task> Epochs<'_, T> {
-    /// Ends epoch `epoch`; returns whether early stopping ends the run here.
+    /// Ends epoch `epoch`; returns whether the run ends here: `Completed` where early stopping
+    /// ends it (or it goes on), `Paused` or `Pruned` where the gate stops it.
     pub(super) fn end_epoch(
         &mut self,
         run: &mut Run<T>,
         epoch: usize,
         tally: Tally,
-    ) -> Result<bool, Error> {
+    ) -> Result<Option<Ending>, Error> {
         let clipped = tally.clipped()?;
         let samples = tally.sums.samples();
         let trained = (samples - tally.restored_samples) as f64;
@@ -72,7 +74,34 @@ impl<T: Task> Epochs<'_, T> {
         let state = self.state(run, epoch);
         self.checkpoint(run, state, verdict == Some(Verdict::Improved))?;
         self.governor.close_epoch(epoch, &window)?;
-        Ok(verdict == Some(Verdict::Stop))
+        if verdict == Some(Verdict::Stop) {
+            return Ok(Some(Ending::Completed));
+        }
+        Ok(self.gate(epoch, &figures))
+    }
+
+    /// The gate's word on epoch `epoch` (none on the last), told to the user where it stops
+    /// the run.
+    fn gate(&mut self, epoch: usize, figures: &Figures) -> Option<Ending> {
+        let gate = self
+            .gate
+            .as_mut()
+            .filter(|_| epoch < self.config.train.epochs)?;
+        let mut values = figures.metrics.clone();
+        if let Some(loss) = figures.val_loss {
+            values.insert("val_loss".into(), loss);
+        }
+        let ending = match gate(epoch, &values) {
+            Gate::Go => return None,
+            Gate::Pause => Ending::Paused,
+            Gate::Prune(reason) => Ending::Pruned(reason),
+        };
+        let message = match &ending {
+            Ending::Pruned(reason) => format!("pruned after epoch {epoch}: {reason}"),
+            _ => format!("paused after epoch {epoch}, at its checkpoint, for the search"),
+        };
+        self.governor.observer().message(&message);
+        Some(ending)
     }
 
     /// Early stopping's verdict on epoch `epoch`, with the stop told to the user.

@@ -22,6 +22,7 @@ use crate::config::RunConfig;
 use crate::data::DataError;
 use crate::error::Error;
 use crate::task::Task;
+use crate::train::gate::{Ending, EpochGate};
 use crate::train::Governor;
 
 use setup::Run;
@@ -39,6 +40,8 @@ pub(super) struct Epochs<'a, T: Task> {
     pub(super) resume: Option<&'a Checkpoint>,
     /// The dataset's bytes, where the allocator counted them as it loaded.
     pub(super) data_bytes: Option<u64>,
+    /// A search's pruner, asked after each epoch but the last.
+    pub(super) gate: Option<&'a mut EpochGate>,
 }
 
 /// A training pass's position, for the limit's messages and the progress line.
@@ -52,26 +55,31 @@ impl<T: Task> Epochs<'_, T> {
     /// Trains every epoch still to do, or until early stopping ends the run.
     /// A run that fails still records early stopping's outcome so far (its best checkpoint)
     /// for the summary.
-    pub(super) fn train(mut self) -> Result<(), Error> {
+    /// A run its gate pauses or prunes ends there, with its checkpoint and without advice.
+    pub(super) fn train(mut self) -> Result<Ending, Error> {
         self.governor.begin_epoch();
         let mut run = self.set_up()?;
-        let result = self.epochs(&mut run);
-        let result = self.advise_run(&run, result);
-        self.finish(&run, result.is_ok());
+        let ending = self.epochs(&mut run);
+        let result = match ending {
+            Ok(Ending::Completed) => self.advise_run(&run, Ok(())).map(|()| Ending::Completed),
+            Ok(stopped) => Ok(stopped),
+            Err(e) => self.advise_run(&run, Err(e)).map(|()| Ending::Completed),
+        };
+        self.finish(&run, matches!(result, Ok(Ending::Completed)));
         result
     }
 
-    fn epochs(&mut self, run: &mut Run<T>) -> Result<(), Error> {
+    fn epochs(&mut self, run: &mut Run<T>) -> Result<Ending, Error> {
         let start = self.start(run)?;
         for epoch in start.epoch + 1..=self.config.train.epochs {
             self.governor.begin_epoch();
             let resumed = (epoch == start.epoch + 1 && start.step_in_epoch > 0).then_some(&start);
             let tally = self.pass(run, epoch, resumed)?;
-            if self.end_epoch(run, epoch, tally)? {
-                break;
+            if let Some(ending) = self.end_epoch(run, epoch, tally)? {
+                return Ok(ending);
             }
         }
-        Ok(())
+        Ok(Ending::Completed)
     }
 
     /// The run's state after `epoch` epochs, for a checkpoint.

@@ -1,0 +1,143 @@
+//! The `[sweep.prune]` table: which pruner, its first rung, and its reduction.
+//!
+//! ```toml
+//! [sweep.prune]
+//! method = "asha"     # or "median"; "none" turns it off (--set sweep.prune.method=\"none\")
+//! min_epochs = 1      # ASHA's first rung; the median rule's first epoch that may prune
+//! reduction = 3       # ASHA's η: a rung keeps the best 1/η, and the next is η times later
+//! startup = 5         # median: completed trials before any is pruned (Optuna's default)
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// Which pruner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PruneMethod {
+    /// Asynchronous successive halving (Li et al., 2018), with pause and promotion.
+    Asha,
+    /// Optuna's `MedianPruner`: behind the completed trials' median at the same epoch.
+    Median,
+}
+
+/// A validated `[sweep.prune]` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneConfig {
+    /// ASHA or the median rule.
+    pub method: PruneMethod,
+    /// ASHA's first rung, in epochs; the median rule prunes from this epoch on.
+    pub min_epochs: usize,
+    /// ASHA's η (at least 2).
+    pub reduction: usize,
+    /// The median rule's completed trials before it prunes any.
+    pub startup: usize,
+}
+
+/// ASHA's default η, as in Li et al. and Ray Tune.
+pub const DEFAULT_REDUCTION: usize = 3;
+/// The median rule's default completed trials before it prunes, as Optuna's.
+pub const DEFAULT_STARTUP: usize = 5;
+
+const KEYS: [&str; 4] = ["method", "min_epochs", "reduction", "startup"];
+
+impl PruneConfig {
+    /// Reads the `[sweep.prune]` table (`None` for `method = "none"`, which turns a config's
+    /// pruner off from the command line); an error is (the key, what is wrong).
+    pub fn from_table(value: &toml::Value) -> Result<Option<PruneConfig>, (String, String)> {
+        let fail = |key: &str, message: String| (format!("sweep.prune.{key}"), message);
+        let table = value
+            .as_table()
+            .ok_or_else(|| ("sweep.prune".to_string(), "must be a table".to_string()))?;
+        if let Some(unknown) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(fail(
+                unknown,
+                format!("unknown key (expected one of {})", KEYS.join(", ")),
+            ));
+        }
+        let method = match table.get("method").and_then(|m| m.as_str()) {
+            Some("asha") => PruneMethod::Asha,
+            Some("median") => PruneMethod::Median,
+            Some("none") => return Ok(None),
+            _ => {
+                let got = table
+                    .get("method")
+                    .map_or("nothing".to_string(), |m| m.to_string());
+                return Err(fail(
+                    "method",
+                    format!("must be \"asha\", \"median\" or \"none\", got {got}"),
+                ));
+            }
+        };
+        let count = |key: &str, default: usize, least: usize| match table.get(key) {
+            None => Ok(default),
+            Some(toml::Value::Integer(n)) if *n >= least as i64 => Ok(*n as usize),
+            Some(other) => Err(fail(
+                key,
+                format!("must be an integer >= {least}, got {other}"),
+            )),
+        };
+        Ok(Some(PruneConfig {
+            method,
+            min_epochs: count("min_epochs", 1, 1)?,
+            reduction: count("reduction", DEFAULT_REDUCTION, 2)?,
+            startup: count("startup", DEFAULT_STARTUP, 0)?,
+        }))
+    }
+
+    /// Refuses a first rung at or past the trials' last epoch: nothing could be pruned.
+    pub fn check_epochs(&self, epochs: usize) -> Result<(), (String, String)> {
+        match self.min_epochs < epochs {
+            true => Ok(()),
+            false => Err((
+                "sweep.prune.min_epochs".into(),
+                format!(
+                    "must be below train.epochs ({epochs}), got {}: a trial is judged after an \
+                     epoch before its last",
+                    self.min_epochs
+                ),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<PruneConfig, (String, String)> {
+        let config = PruneConfig::from_table(&toml::from_str::<toml::Value>(text).unwrap())?;
+        Ok(config.expect("a pruner"))
+    }
+
+    #[test]
+    fn a_prune_table_takes_defaults_and_names_a_bad_key() {
+        let asha = read("method = \"asha\"").unwrap();
+        assert_eq!((asha.min_epochs, asha.reduction, asha.startup), (1, 3, 5));
+        let e = read("method = \"hyperband\"").unwrap_err();
+        assert_eq!(e.0, "sweep.prune.method");
+        assert!(
+            e.1.contains("\"asha\", \"median\" or \"none\", got \"hyperband\""),
+            "{}",
+            e.1
+        );
+        let none = toml::from_str::<toml::Value>("method = \"none\"\nmin_epochs = 2").unwrap();
+        assert_eq!(PruneConfig::from_table(&none), Ok(None));
+        let e = read("method = \"asha\"\nreduction = 1").unwrap_err();
+        assert_eq!(
+            e,
+            (
+                "sweep.prune.reduction".into(),
+                "must be an integer >= 2, got 1".into()
+            )
+        );
+        assert_eq!(
+            read("method = \"median\"\nwarmup = 2").unwrap_err().0,
+            "sweep.prune.warmup"
+        );
+        let e = asha.check_epochs(1).unwrap_err().1;
+        assert!(
+            e.starts_with("must be below train.epochs (1), got 1"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! What a trial's process asks after each epoch, from the search's pruner: a [`GateSpec`]
+//! (written beside a child's launch file, or handed over in the search's own process) becomes
+//! the trainer's [`EpochGate`].
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::median::behind_median;
+use super::record::{Curve, Record, Standing};
+use crate::config::MonitorMode;
+use crate::error::Error;
+use crate::record::write_atomic;
+use crate::train::{EpochGate, Gate};
+
+/// A trial's gate, as the search sets it for one run of the trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GateSpec {
+    /// Pause after this epoch: ASHA's next rung.
+    PauseAt {
+        /// The rung.
+        epoch: usize,
+    },
+    /// The median rule, against the completed trials in the record at `record`.
+    Median {
+        /// The search's `prune.json`.
+        record: PathBuf,
+        /// This trial's number, for its curve so far.
+        trial: usize,
+        /// The monitored metric.
+        monitor: String,
+        /// Lower or higher is better.
+        mode: MonitorMode,
+        /// The first epoch that may prune.
+        min_epochs: usize,
+        /// Completed trials before any is pruned.
+        startup: usize,
+    },
+}
+
+impl GateSpec {
+    /// The gate the trainer asks.
+    pub fn into_gate(self) -> EpochGate {
+        match self {
+            GateSpec::PauseAt { epoch } => Box::new(move |e, _| match e >= epoch {
+                true => Gate::Pause,
+                false => Gate::Go,
+            }),
+            GateSpec::Median {
+                record,
+                trial,
+                monitor,
+                mode,
+                min_epochs,
+                startup,
+            } => {
+                // The curve so far, for a trial resumed mid-way.
+                let read = Record::read(&record).ok().flatten();
+                let mut own = read
+                    .and_then(|r| r.trials.get(&trial).cloned())
+                    .unwrap_or(Curve {
+                        values: Vec::new(),
+                        standing: Standing::Running,
+                        reason: None,
+                    });
+                Box::new(move |epoch, values| {
+                    own.values.resize(epoch.saturating_sub(1), None);
+                    own.values.push(values.get(&monitor).copied());
+                    // A record that cannot be read now prunes nothing: the trial trains on.
+                    let Ok(Some(now)) = Record::read(&record) else {
+                        return Gate::Go;
+                    };
+                    match behind_median(&own, epoch, &now, mode, min_epochs, startup) {
+                        Some(reason) => Gate::Prune(reason),
+                        None => Gate::Go,
+                    }
+                })
+            }
+        }
+    }
+
+    /// Writes it to `path` for a child; `None` removes an earlier run's.
+    pub fn write(gate: Option<&GateSpec>, path: &Path) -> Result<(), Error> {
+        match gate {
+            Some(gate) => {
+                let bytes = serde_json::to_vec_pretty(gate).expect("a gate serialises");
+                write_atomic(path, &bytes).map_err(|e| Error::io(path, e))
+            }
+            None => match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// The gate a child's launch left at `path`, if any.
+    pub fn read(path: &Path) -> Result<Option<GateSpec>, Error> {
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::checkpoint(path, format!("not a trial's gate: {e}")))
+    }
+}

@@ -1,0 +1,259 @@
+//! Pruning a search's trials (`[sweep.prune]`): ASHA pauses each trial at its rungs and
+//! promotes the best later ([`asha`]); the median rule stops a trial that is behind the
+//! completed trials' median at the same epoch ([`median`]). The decisions are pure; the
+//! [`Pruner`] keeps every trial's curve and standing in `prune.json` ([`record`]) and sets the
+//! gate each run of a trial trains under ([`gate`]), in the search's process or a child's.
+//!
+//! The best trial is chosen among those that trained to their last epoch: a pruned trial's
+//! value is from fewer epochs, not comparable.
+
+mod asha;
+mod config;
+mod gate;
+mod median;
+mod record;
+
+use std::path::{Path, PathBuf};
+
+pub use config::{PruneConfig, PruneMethod};
+pub use gate::GateSpec;
+pub use record::{read_curve, Curve, Record, Standing};
+
+use super::shard::Shard;
+use crate::config::MonitorMode;
+use crate::error::Error;
+use crate::record::{write_atomic, RunStatus, RunSummary};
+
+/// A search's pruner: its record, and the decisions on it.
+pub struct Pruner {
+    config: PruneConfig,
+    mode: MonitorMode,
+    rungs: Vec<usize>,
+    path: PathBuf,
+    record: Record,
+}
+
+/// `prune.json` in `dir`, or a shard's own `prune-shard-I-of-N.json` (each shard prunes among
+/// its own trials).
+fn path(dir: &Path, shard: Option<Shard>) -> PathBuf {
+    match shard {
+        None => dir.join("prune.json"),
+        Some(shard) => dir.join(format!("prune-{}.json", shard.name())),
+    }
+}
+
+impl Pruner {
+    /// The pruner of the search in `dir` whose trials train `epochs` epochs, with the record an
+    /// earlier process left, if any.
+    pub fn open(
+        dir: &Path,
+        shard: Option<Shard>,
+        config: PruneConfig,
+        monitor: &str,
+        mode: MonitorMode,
+        epochs: usize,
+    ) -> Result<Pruner, Error> {
+        let path = path(dir, shard);
+        let record = Record::read(&path)?.unwrap_or_else(|| Record {
+            monitor: monitor.to_string(),
+            ..Record::default()
+        });
+        let rungs = match config.method {
+            PruneMethod::Asha => asha::rungs(config.min_epochs, config.reduction, epochs),
+            PruneMethod::Median => Vec::new(),
+        };
+        let mut pruner = Pruner {
+            config,
+            mode,
+            rungs,
+            path,
+            record,
+        };
+        pruner.reconcile(dir)?;
+        Ok(pruner)
+    }
+
+    /// After a stop: a trial recorded running whose run reached its next rung (stopped between
+    /// its checkpoint there and its pause) is paused there, as it would have been.
+    fn reconcile(&mut self, dir: &Path) -> Result<(), Error> {
+        let monitor = self.record.monitor.clone();
+        for (&trial, curve) in self.record.trials.iter_mut() {
+            let Some(rung) = asha::next_stop(&self.rungs, curve.epochs()) else {
+                continue;
+            };
+            if curve.standing != Standing::Running {
+                continue;
+            }
+            let values = read_curve(&dir.join(trial_name(trial)), &monitor)?;
+            if values.len() == rung {
+                curve.values = values;
+                curve.standing = Standing::Paused;
+            }
+        }
+        Ok(())
+    }
+
+    /// The trials a stop left running, to go on before any other.
+    pub fn interrupted(&self) -> Vec<usize> {
+        self.record
+            .trials
+            .iter()
+            .filter(|(_, c)| c.standing == Standing::Running)
+            .map(|(&t, _)| t)
+            .collect()
+    }
+
+    fn standing(&self, trial: usize) -> Option<Standing> {
+        self.record.trials.get(&trial).map(|c| c.standing)
+    }
+
+    /// Whether the trial is done with: completed or pruned (a resumed search leaves it).
+    pub fn settled(&self, trial: usize) -> bool {
+        matches!(
+            self.standing(trial),
+            Some(Standing::Completed | Standing::Pruned)
+        )
+    }
+
+    /// Whether the trial waits at a rung, to be promoted or pruned (not started anew).
+    pub fn paused(&self, trial: usize) -> bool {
+        self.standing(trial) == Some(Standing::Paused)
+    }
+
+    /// A paused trial to train on now (ASHA), marked running.
+    pub fn promote(&mut self) -> Result<Option<usize>, Error> {
+        let found = match self.config.method {
+            PruneMethod::Asha => {
+                asha::promotable(&self.record, &self.rungs, self.mode, self.config.reduction)
+            }
+            PruneMethod::Median => None,
+        };
+        if let Some(trial) = found {
+            self.started(trial)?;
+        }
+        Ok(found)
+    }
+
+    /// When nothing else is left to train: if no trial has trained to its last epoch, the best
+    /// trial paused at the highest rung goes on (marked running), so that a search of fewer
+    /// trials than its rungs need still has a trial trained to the end to choose.
+    pub fn promote_last(&mut self) -> Result<Option<usize>, Error> {
+        let done = self
+            .record
+            .trials
+            .values()
+            .any(|c| matches!(c.standing, Standing::Completed | Standing::Running));
+        let highest = self
+            .record
+            .trials
+            .values()
+            .filter(|c| c.standing == Standing::Paused)
+            .map(Curve::epochs)
+            .max();
+        let found = match (done, highest) {
+            (false, Some(rung)) => asha::best_paused_at(&self.record, rung, self.mode),
+            _ => None,
+        };
+        if let Some(trial) = found {
+            self.started(trial)?;
+        }
+        Ok(found)
+    }
+
+    /// The gate for the trial's next run.
+    pub fn gate(&self, trial: usize) -> Option<GateSpec> {
+        let done = self.record.trials.get(&trial).map_or(0, Curve::epochs);
+        match self.config.method {
+            PruneMethod::Asha => {
+                asha::next_stop(&self.rungs, done).map(|epoch| GateSpec::PauseAt { epoch })
+            }
+            PruneMethod::Median => Some(GateSpec::Median {
+                record: self.path.clone(),
+                trial,
+                monitor: self.record.monitor.clone(),
+                mode: self.mode,
+                min_epochs: self.config.min_epochs,
+                startup: self.config.startup,
+            }),
+        }
+    }
+
+    /// Records that the trial starts (or goes on).
+    pub fn started(&mut self, trial: usize) -> Result<(), Error> {
+        let curve = self.record.trials.entry(trial).or_insert(Curve {
+            values: Vec::new(),
+            standing: Standing::Running,
+            reason: None,
+        });
+        curve.standing = Standing::Running;
+        self.record.write(&self.path)
+    }
+
+    /// Records how the trial's run in `run_dir` ended, from its summary and snapshots.
+    pub fn ended(&mut self, trial: usize, run_dir: &Path) -> Result<Standing, Error> {
+        let summary = RunSummary::read(run_dir).ok().flatten();
+        let (standing, reason) = match summary.map(|s| (s.status, s.stopped_by)) {
+            Some((RunStatus::Completed, _)) => (Standing::Completed, None),
+            Some((RunStatus::Paused, _)) => (Standing::Paused, None),
+            Some((RunStatus::Pruned, why)) => (Standing::Pruned, why),
+            _ => (Standing::Failed, None),
+        };
+        let values = read_curve(run_dir, &self.record.monitor).unwrap_or_default();
+        self.record.trials.insert(
+            trial,
+            Curve {
+                values,
+                standing,
+                reason,
+            },
+        );
+        self.record.write(&self.path)?;
+        Ok(standing)
+    }
+
+    /// At the search's end: every trial still paused is pruned (its summary says so too).
+    /// Returns the pruned trials with why.
+    pub fn finish(&mut self, dir: &Path) -> Result<Vec<(usize, String)>, Error> {
+        let paused: Vec<usize> = self
+            .record
+            .trials
+            .iter()
+            .filter(|(_, c)| c.standing == Standing::Paused)
+            .map(|(&t, _)| t)
+            .collect();
+        let mut pruned = Vec::new();
+        for trial in paused {
+            let rung = self.record.trials[&trial].epochs();
+            let why =
+                asha::left_behind(&self.record, trial, rung, self.mode, self.config.reduction);
+            mark_pruned(&dir.join(trial_name(trial)), &why)?;
+            let curve = self.record.trials.get_mut(&trial).expect("listed");
+            curve.standing = Standing::Pruned;
+            curve.reason = Some(why.clone());
+            pruned.push((trial, why));
+        }
+        self.record.write(&self.path)?;
+        Ok(pruned)
+    }
+}
+
+/// Trial `n`'s directory name.
+fn trial_name(n: usize) -> String {
+    super::space::Trial {
+        number: n,
+        values: Default::default(),
+    }
+    .name()
+}
+
+/// Rewrites the summary of the paused run in `run_dir` as pruned, for `why`.
+fn mark_pruned(run_dir: &Path, why: &str) -> Result<(), Error> {
+    let Some(mut summary) = RunSummary::read(run_dir)? else {
+        return Ok(());
+    };
+    summary.status = RunStatus::Pruned;
+    summary.stopped_by = Some(why.to_string());
+    let path = run_dir.join("summary.json");
+    let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
+    write_atomic(&path, &json).map_err(|e| Error::io(&path, e))
+}

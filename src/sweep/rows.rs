@@ -1,0 +1,99 @@
+//! A search's rows: each trial's figures read back from its `summary.json` (whichever process
+//! or shard trained it), with how it ended, its lease and when it ran.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::rank::{TrialRow, TrialStatus};
+use super::schedule::{attach, Schedule};
+use super::search::{in_shard, SearchPlan};
+use super::shard::Shard;
+use super::space::{literal, Trial};
+use super::SweepRow;
+use crate::error::Error;
+use crate::record::{RunStatus, RunSummary};
+
+/// The rows of the plan's trials (a `shard`'s only), from their `summary.json`, with the
+/// `errors` of those that failed. A trial that fails still writes its summary, with its memory
+/// figures, when it got as far as its run directory.
+///
+/// Every summary is read before anything is written: one that cannot be read stops the
+/// ranking (a report, say), which would otherwise rank that trial as not run and rewrite the
+/// results; a trial that failed keeps its own error whatever its file holds. Each row gets its
+/// lease and times where the trials ran in parallel.
+pub(super) fn read_rows(
+    dir: &Path,
+    plan: &SearchPlan,
+    shard: Option<Shard>,
+    mut errors: BTreeMap<usize, String>,
+) -> Result<Vec<TrialRow>, Error> {
+    let mut rows = Vec::new();
+    for t in plan.trials.iter().filter(|t| in_shard(shard, t)) {
+        let error = errors.remove(&t.number);
+        let summary = match (RunSummary::read(&dir.join(t.name())), &error) {
+            (Ok(summary), _) => summary,
+            (Err(_), Some(_)) => None,
+            (Err(e), None) => return Err(e.into()),
+        };
+        rows.push(row(t, summary, error, &plan.monitor));
+    }
+    attach(&mut rows, &Schedule::merged(dir)?);
+    Ok(rows)
+}
+
+/// A trial's row: its summary's figures, or what stopped it (`error`, or the summary's).
+fn row(
+    trial: &Trial,
+    summary: Option<RunSummary>,
+    error: Option<String>,
+    monitor: &str,
+) -> TrialRow {
+    let (status, reason) = match (summary.as_ref().map(|s| &s.status), error) {
+        (Some(RunStatus::Completed), _) => (TrialStatus::Completed, None),
+        (_, Some(e)) => (TrialStatus::Failed, Some(e)),
+        (Some(RunStatus::Failed(e)), None) => (TrialStatus::Failed, Some(e.clone())),
+        (Some(RunStatus::Pruned), None) => (TrialStatus::Pruned, summary_reason(&summary)),
+        (Some(RunStatus::Paused), None) => (TrialStatus::Paused, None),
+        (None, None) => (TrialStatus::NotRun, None),
+    };
+    TrialRow {
+        rank: None,
+        trial: trial.number,
+        name: trial.name(),
+        values: trial
+            .values
+            .iter()
+            .map(|(k, v)| (k.clone(), literal(v)))
+            .collect(),
+        status,
+        reason,
+        monitored: summary
+            .as_ref()
+            .filter(|_| matches!(status, TrialStatus::Completed | TrialStatus::Pruned))
+            .and_then(|s| monitored(s, monitor)),
+        epochs: summary.as_ref().map(|s| s.epochs),
+        lease_bytes: None,
+        started_s: None,
+        ended_s: None,
+        runs: Vec::new(),
+        memory: summary.map(|s| SweepRow::of(trial.number, s)),
+    }
+}
+
+/// The run's value of `monitor`: the best epoch's with early stopping on it, else the last.
+fn monitored(summary: &RunSummary, monitor: &str) -> Option<f64> {
+    if summary.monitor.as_deref() == Some(monitor) {
+        if let Some(best) = summary.best_value {
+            return Some(best);
+        }
+    }
+    match monitor {
+        "val_loss" => summary.final_val_loss,
+        key => summary.metric(key),
+    }
+}
+
+/// Why the pruner stopped the run.
+fn summary_reason(summary: &Option<RunSummary>) -> Option<String> {
+    summary.as_ref().and_then(|s| s.stopped_by.clone())
+}
