@@ -3,8 +3,8 @@
 //!
 //! ```toml
 //! [sweep]
-//! method = "random"          # or "grid": every combination of the lists
-//! trials = 20                # random only
+//! method = "random"          # or "grid": every combination of the lists; or "tpe" (tpe.rs)
+//! trials = 20                # random and tpe only
 //! seed = 7                   # random draws (default 0)
 //! monitor = "val_loss"       # default; mode "min" ("max" for an accuracy)
 //! order = "largest_first"    # default; or "listed"
@@ -15,7 +15,7 @@
 //! method = "asha"            # or "median"
 //!
 //! [sweep.vary]
-//! train.lr = { min = 1e-4, max = 1e-2, log = true }   # random only
+//! train.lr = { min = 1e-4, max = 1e-2, log = true }   # random and tpe only
 //! model.hidden = [[64], [128], [256, 256]]
 //! ```
 
@@ -30,6 +30,7 @@ use crate::config::{ConfigError, MonitorMode};
 
 mod domain;
 mod packing;
+pub mod tpe;
 
 use domain::{draw, range};
 
@@ -43,6 +44,9 @@ pub enum Method {
     Grid,
     /// `trials` draws, from the seed.
     Random,
+    /// `trials` trials: random draws first, then TPE's from the finished trials' results
+    /// ([`Space::tpe_trial`]).
+    Tpe,
 }
 
 /// The order a process trains its trials in.
@@ -78,9 +82,9 @@ pub enum Domain {
 /// A validated `[sweep]` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Space {
-    /// Grid or random.
+    /// Grid, random or TPE.
     pub method: Method,
-    /// Trials drawn (random) or combinations (grid).
+    /// Trials drawn (random, TPE) or combinations (grid).
     pub trials: usize,
     /// The random draws' seed.
     pub seed: u64,
@@ -137,7 +141,7 @@ fn choice<T: Copy>(
     table: &toml::Table,
     key: &str,
     default: T,
-    options: [(&str, T); 2],
+    options: &[(&str, T)],
 ) -> Result<T, String> {
     let Some(value) = table.get(key) else {
         return Ok(default);
@@ -146,8 +150,12 @@ fn choice<T: Copy>(
         .iter()
         .find(|(name, _)| value.as_str() == Some(name));
     named.map(|&(_, choice)| choice).ok_or_else(|| {
-        let (a, b) = (options[0].0, options[1].0);
-        format!("must be \"{a}\" or \"{b}\", got {value}")
+        let quoted: Vec<String> = options.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+        let names = match quoted.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => quoted.concat(),
+        };
+        format!("must be {names}, got {value}")
     })
 }
 
@@ -189,9 +197,13 @@ impl Space {
                 format!("unknown key (expected one of {})", KEYS.join(", ")),
             ));
         }
-        let methods = [("grid", Method::Grid), ("random", Method::Random)];
+        let methods = [
+            ("grid", Method::Grid),
+            ("random", Method::Random),
+            ("tpe", Method::Tpe),
+        ];
         let method =
-            choice(table, "method", Method::Grid, methods).map_err(|m| fail("sweep.method", m))?;
+            choice(table, "method", Method::Grid, &methods).map_err(|m| fail("sweep.method", m))?;
         let vary = vary(table.get("vary"), method).map_err(|(k, m)| fail(&k, m))?;
         let trials =
             trials(table.get("trials"), method, &vary).map_err(|m| fail("sweep.trials", m))?;
@@ -217,12 +229,12 @@ impl Space {
         };
         let mode = MonitorMode::of_monitor(&monitor).map_err(|m| fail("sweep.monitor", m))?;
         let modes = [("min", MonitorMode::Min), ("max", MonitorMode::Max)];
-        let mode = choice(table, "mode", mode, modes).map_err(|m| fail("sweep.mode", m))?;
+        let mode = choice(table, "mode", mode, &modes).map_err(|m| fail("sweep.mode", m))?;
         let orders = [
             ("largest_first", Order::LargestFirst),
             ("listed", Order::Listed),
         ];
-        let order = choice(table, "order", Order::LargestFirst, orders)
+        let order = choice(table, "order", Order::LargestFirst, &orders)
             .map_err(|m| fail("sweep.order", m))?;
         let packing = Packing::from_table(table).map_err(|(k, m)| fail(&k, m))?;
         check_order(order, packing.parallel, origin)?;
@@ -244,11 +256,13 @@ impl Space {
     }
 
     /// The trials, in order: a grid's combinations (the last key varying fastest), or the
-    /// random draws from the seed (the same seed draws the same trials).
+    /// random draws from the seed (the same seed draws the same trials). For TPE, the random
+    /// method's draws too, as placeholders: a search keeps the first [`Space::tpe_startup`] and
+    /// replaces each later one with [`Space::tpe_trial`]'s draw from the results in by then.
     pub fn trials(&self) -> Vec<Trial> {
         match self.method {
             Method::Grid => self.grid(),
-            Method::Random => self.random(),
+            Method::Random | Method::Tpe => self.random(),
         }
     }
 
@@ -284,12 +298,27 @@ impl Space {
         (1..=self.trials)
             .map(|number| Trial {
                 number,
-                values: self
-                    .vary
-                    .iter()
-                    .map(|(key, domain)| (key.clone(), draw(domain, &mut rng)))
-                    .collect(),
+                values: self.draw_all(&mut rng),
             })
+            .collect()
+    }
+
+    /// The values of random trial `number` (1-based) alone: the seed's draws replayed up to it,
+    /// so it equals `trials()[number - 1]`'s for any number of trials.
+    fn random_values(&self, number: usize) -> BTreeMap<String, toml::Value> {
+        let mut rng = StdRng::seed_from_u64(self.seed);
+        let mut values = self.draw_all(&mut rng);
+        for _ in 1..number {
+            values = self.draw_all(&mut rng);
+        }
+        values
+    }
+
+    /// One draw of every varied key, in key order.
+    fn draw_all(&self, rng: &mut StdRng) -> BTreeMap<String, toml::Value> {
+        self.vary
+            .iter()
+            .map(|(key, domain)| (key.clone(), draw(domain, rng)))
             .collect()
     }
 }
@@ -332,7 +361,8 @@ fn flatten(
                 if method == Method::Grid {
                     return Err((
                         at,
-                        "a range needs method = \"random\"; a grid takes a list of values".into(),
+                        "a range needs method = \"random\" or \"tpe\"; a grid takes a list of values"
+                            .into(),
                     ));
                 }
                 out.push((key, range(t).map_err(|m| (at, m))?));
@@ -349,18 +379,23 @@ fn flatten(
     Ok(())
 }
 
-/// `sweep.trials`: required for random, and the number of combinations for a grid.
+/// `sweep.trials`: required for random and TPE, and the number of combinations for a grid.
 fn trials(
     value: Option<&toml::Value>,
     method: Method,
     vary: &[(String, Domain)],
 ) -> Result<usize, String> {
     match (method, value) {
-        (Method::Random, Some(toml::Value::Integer(n))) if *n >= 1 => Ok(*n as usize),
-        (Method::Random, Some(other)) => Err(format!("must be an integer >= 1, got {other}")),
+        (Method::Random | Method::Tpe, Some(toml::Value::Integer(n))) if *n >= 1 => {
+            Ok(*n as usize)
+        }
+        (Method::Random | Method::Tpe, Some(other)) => {
+            Err(format!("must be an integer >= 1, got {other}"))
+        }
         (Method::Random, None) => {
             Err("method = \"random\" needs trials, the number of draws".into())
         }
+        (Method::Tpe, None) => Err("method = \"tpe\" needs trials, the number it runs".into()),
         (Method::Grid, None) => Ok(vary
             .iter()
             .map(|(_, d)| match d {
@@ -369,7 +404,8 @@ fn trials(
             })
             .product()),
         (Method::Grid, Some(_)) => Err(
-            "a grid runs every combination of its lists; remove trials, or use method = \"random\""
+            "a grid runs every combination of its lists; remove trials, or use method = \"random\" \
+             or \"tpe\""
                 .into(),
         ),
     }

@@ -146,7 +146,7 @@ impl<T: Task> Epochs<'_, T> {
     ) -> Result<(), Error> {
         // Checkpoints inside the epoch only: its end writes one anyway.
         let checkpoint = tally.steps < run.steps_per_epoch
-            && (self.config.checkpoint.every_steps).is_some_and(|n| at.step % n == 0);
+            && (self.config.checkpoint.every_steps).is_some_and(|n| at.step.is_multiple_of(n));
         let report = done || run.last_report.elapsed() >= REPORT_INTERVAL;
         if !(checkpoint || report) {
             return Ok(());
