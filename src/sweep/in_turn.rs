@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::draws::Draws;
 use super::prune::Pruner;
 use super::space::Trial;
 use super::train_or_resume;
@@ -22,6 +23,8 @@ pub(super) struct InTurn<'a, 'o> {
     pub observer: &'o mut dyn FnMut(usize, usize) -> Box<dyn Observer>,
     /// Trials in the search.
     pub n: usize,
+    /// TPE's draws, for a search that draws its trials as they start.
+    pub draws: Option<&'a mut Draws>,
 }
 
 impl InTurn<'_, '_> {
@@ -84,6 +87,11 @@ impl InTurn<'_, '_> {
 
     /// Trains (or resumes) one run of `trial` under the pruner's gate; returns its error.
     fn one(&mut self, trial: &Trial, pruner: Option<&mut Pruner>) -> Result<Option<String>, Error> {
+        let drawn = match self.draws.as_deref_mut() {
+            Some(draws) => Some(draws.trial(trial)?),
+            None => None,
+        };
+        let trial = drawn.as_ref().unwrap_or(trial);
         let gate = pruner.as_deref().and_then(|p| p.gate(trial.number));
         let run_dir = self.dir.join(trial.name());
         let mut pruner = pruner;

@@ -7,6 +7,7 @@
 mod budget;
 mod child;
 mod children;
+mod draws;
 mod in_turn;
 mod lease;
 mod packed;

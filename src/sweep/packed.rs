@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::children::Launch;
+use super::draws::Draws;
+use super::parallel::Chosen;
 use super::parallel::{Ended, Pack};
 use super::preflight::Arranged;
 use super::prune::Pruner;
@@ -26,6 +28,8 @@ pub(super) struct Packed {
     pub budget: u64,
     /// `memory.on_limit = "fit"` inside the leases.
     pub fit: bool,
+    /// The shard this process trains, if any.
+    pub shard: Option<Shard>,
 }
 
 /// Trains `todo` in child processes under `packed`, each with the config `config` builds for
@@ -34,11 +38,11 @@ pub(super) struct Packed {
 pub(super) fn train_packed<'a>(
     dir: &Path,
     packed: Packed,
-    shard: Option<Shard>,
     todo: Vec<Arranged<'a>>,
     config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     observer: &mut dyn Observer,
     pruner: Option<&mut Pruner>,
+    draws: Option<&mut Draws>,
 ) -> Result<Vec<Ended<'a>>, Error> {
     let mut ended = Vec::new();
     let mut unfinished = Vec::new();
@@ -60,7 +64,8 @@ pub(super) fn train_packed<'a>(
             exe: tidemark_exe()?,
             threads: threads_per_child(packed.parallel),
         },
-        schedule: schedule::path(dir, shard),
+        schedule: schedule::path(dir, packed.shard),
+        in_order: draws.is_some(),
     };
     observer.message(&format!(
         "{} trials, {} at once, under a budget of {}",
@@ -69,7 +74,8 @@ pub(super) fn train_packed<'a>(
         format_bytes(packed.budget)
     ));
     let stop = StopOnSignal::install()?;
-    ended.extend(pack.run(unfinished, config, stop.flag(), observer, pruner)?);
+    let chosen = Chosen { pruner, draws };
+    ended.extend(pack.run(unfinished, config, stop.flag(), observer, chosen)?);
     Ok(ended)
 }
 

@@ -82,14 +82,16 @@ pub(super) fn arrange<'a>(
         .map(|(trial, unfinished)| Ok((probe(trial, &config(trial)?, unfinished), trial)))
         .collect::<Result<Vec<(Probe, &Trial)>, Error>>()?;
     // Stable, on two significant digits: trials of one size keep their numbers' order; failed
-    // probes go last.
-    probed.sort_by_key(|(p, _)| {
-        let size = p.step_bytes.map(two_digits);
-        (p.error.is_some(), std::cmp::Reverse(size))
-    });
+    // probes go last. Listed (probed for leases only), they stay in their numbers' order.
+    if order == Order::LargestFirst {
+        probed.sort_by_key(|(p, _)| {
+            let size = p.step_bytes.map(two_digits);
+            (p.error.is_some(), std::cmp::Reverse(size))
+        });
+    }
     let probes: Vec<&Probe> = probed.iter().map(|(p, _)| p).collect();
     write(dir, shard, &probes)?;
-    observer.message(&told(&probes, started.elapsed().as_secs_f64()));
+    observer.message(&told(&probes, started.elapsed().as_secs_f64(), order));
     if let Some(line) = not_probed(&probes) {
         observer.message(&line);
     }
@@ -97,6 +99,11 @@ pub(super) fn arrange<'a>(
         .into_iter()
         .map(|(p, trial)| (trial, p.lease_bytes))
         .collect())
+}
+
+/// The lease of `trial` with the config `cfg`, probed now (a TPE trial drawn as it starts).
+pub(super) fn lease_of(trial: &Trial, cfg: &RunConfig) -> Option<u64> {
+    probe(trial, cfg, true).lease_bytes
 }
 
 /// The probe of one trial; a finished one (kept as it is) is not probed, nor one with a memory
@@ -181,7 +188,7 @@ fn write(dir: &Path, shard: Option<Shard>, probes: &[&Probe]) -> Result<(), Erro
 
 /// `probed one step of 12 trials in 0.3 s; largest first: trial-009 16.9 MiB ... trial-004
 /// 206.0 KiB`: the largest and the smallest.
-fn told(probes: &[&Probe], seconds: f64) -> String {
+fn told(probes: &[&Probe], seconds: f64, order: Order) -> String {
     let sized: Vec<String> = probes
         .iter()
         .filter_map(|p| {
@@ -198,13 +205,19 @@ fn told(probes: &[&Probe], seconds: f64) -> String {
     };
     match sized.len() {
         0 => "no trial could be probed, so they train as listed".to_string(),
-        n => format!("probed one step of {n} trials in {seconds:.1} s; largest first: {shown}"),
+        n => {
+            let how = match order {
+                Order::LargestFirst => "largest first",
+                Order::Listed => "in their numbers' order",
+            };
+            format!("probed one step of {n} trials in {seconds:.1} s; {how}: {shown}")
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{not_probed, told, two_digits, Probe};
+    use super::{not_probed, told, two_digits, Order, Probe};
 
     fn probe(trial: usize, step_bytes: Option<u64>, error: Option<&str>) -> Probe {
         let error = error.map(String::from);
@@ -226,7 +239,9 @@ mod tests {
             "trial-001: not probed (memory.limit is set on wgpu, and a probe runs outside the \
              limit), so it trains last"
         );
-        assert!(told(&refs, 0.2).ends_with("; largest first: trial-002 4.0 MiB"));
+        assert!(
+            told(&refs, 0.2, Order::LargestFirst).ends_with("; largest first: trial-002 4.0 MiB")
+        );
         let all: Vec<Probe> = (1..=5).map(|t| probe(t, None, why)).collect();
         let refs: Vec<&Probe> = all.iter().collect();
         let line = not_probed(&refs).unwrap();
@@ -239,7 +254,7 @@ mod tests {
             "{line}"
         );
         assert_eq!(
-            told(&refs, 0.0),
+            told(&refs, 0.0, Order::LargestFirst),
             "no trial could be probed, so they train as listed"
         );
         assert_eq!(not_probed(&[&one[0]]), None);

@@ -81,7 +81,7 @@ fn row(
 }
 
 /// The run's value of `monitor`: the best epoch's with early stopping on it, else the last.
-fn monitored(summary: &RunSummary, monitor: &str) -> Option<f64> {
+pub(super) fn monitored(summary: &RunSummary, monitor: &str) -> Option<f64> {
     if summary.monitor.as_deref() == Some(monitor) {
         if let Some(best) = summary.best_value {
             return Some(best);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::draws::{Draws, TpePlan};
 use super::in_turn::InTurn;
 use super::packed::{train_packed, Packed};
 use super::picture::picture;
@@ -17,7 +18,7 @@ use super::rank::{rank, ranking, TrialRow};
 use super::rows::read_rows;
 use super::schedule::Schedule;
 use super::shard::Shard;
-use super::space::{check_order, literal, Order, Packing, Space, Trial};
+use super::space::{check_order, literal, Method, Order, Packing, Space, Trial};
 use super::{read_plan, write_plan, Plan};
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
@@ -44,6 +45,9 @@ pub struct SearchPlan {
     /// The pruner, if any.
     #[serde(default)]
     pub prune: Option<PruneConfig>,
+    /// With `method = "tpe"`: what draws the trials past the random start, as they start.
+    #[serde(default)]
+    pub tpe: Option<TpePlan>,
 }
 
 /// Each trial's config: `config` with the trial's values, named after the trial, in `dir`.
@@ -144,6 +148,16 @@ pub fn search(
     )?;
     check_order(space.order, space.packing.parallel, "--parallel")?;
     check_prune(space, config)?;
+    if shard.is_some() && space.method == Method::Tpe {
+        return Err(Error::Config(ConfigError {
+            origin: "--shard".into(),
+            key: Some("sweep.method".into()),
+            message: "sweep.method = \"tpe\" draws each trial from the results before it, and \
+                      shards train apart; run a TPE search in one process (with sweep.parallel \
+                      for trials at once), or use method = \"random\" across shards"
+                .into(),
+        }));
+    }
     if space.packing.parallel > 1 {
         super::budget::resolve(&space.packing, config)?;
     }
@@ -155,6 +169,7 @@ pub fn search(
         order: space.order,
         packing: space.packing,
         prune: space.prune,
+        tpe: TpePlan::of(space),
     };
     let dir = match shard {
         None => run_dir::create(&config.run.output_dir, &name)?,
@@ -252,10 +267,16 @@ pub fn run_trials(
         true => Some(super::budget::resolve(&plan.packing, config)?),
         false => None,
     };
+    let mut draws = Draws::of(dir, plan);
+    // TPE draws from the trials before: they train in their numbers' order.
+    let order = match draws {
+        Some(_) => Order::Listed,
+        None => plan.order,
+    };
     let mine = arrange(
         mine,
         &config_of,
-        plan.order,
+        order,
         budget.is_some(),
         dir,
         shard,
@@ -267,18 +288,12 @@ pub fn run_trials(
                 parallel: plan.packing.parallel,
                 budget,
                 fit: plan.packing.fit_in_lease,
+                shard,
             };
             let mut errors = BTreeMap::new();
             let observer = &mut *observer(0, n);
-            let ended = train_packed(
-                dir,
-                packed,
-                shard,
-                mine,
-                &config_of,
-                observer,
-                pruner.as_mut(),
-            )?;
+            let (pruner, draws) = (pruner.as_mut(), draws.as_mut());
+            let ended = train_packed(dir, packed, mine, &config_of, observer, pruner, draws)?;
             // In the order the runs ended: a trial's later run clears an earlier run's error.
             for (trial, error) in ended {
                 match error {
@@ -295,9 +310,15 @@ pub fn run_trials(
                 config: &config_of,
                 observer: &mut observer,
                 n,
+                draws: draws.as_mut(),
             };
             in_turn.train(todo, pruner.as_mut())?
         }
+    };
+    // TPE's draws are in the plan on disk now.
+    let plan = match draws {
+        Some(_) => &read_plan(dir)?.search.expect("a search's plan"),
+        None => plan,
     };
     let mut rows = read_rows(dir, plan, shard, errors)?;
     rank(&mut rows, plan.mode);

@@ -20,6 +20,7 @@ mod recipe;
 mod resume;
 mod run_dir;
 mod search;
+mod tpe;
 mod training;
 #[cfg(feature = "wgpu")]
 mod wgpu;

@@ -31,8 +31,10 @@ use crate::config::{ConfigError, MonitorMode};
 mod domain;
 mod packing;
 pub mod tpe;
+mod vary;
 
-use domain::{draw, range};
+use domain::draw;
+use vary::{trials, vary};
 
 pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 
@@ -61,7 +63,8 @@ pub enum Order {
 }
 
 /// What one key takes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Domain {
     /// One of these values.
     Values(Vec<toml::Value>),
@@ -320,94 +323,6 @@ impl Space {
             .iter()
             .map(|(key, domain)| (key.clone(), draw(domain, rng)))
             .collect()
-    }
-}
-
-/// `[sweep.vary]` flattened to dotted keys: a table of `min`, `max` (and `log`) is a range, a
-/// list is values, any other table nests keys (`train.lr = ...` is `[sweep.vary.train]`).
-fn vary(
-    table: Option<&toml::Value>,
-    method: Method,
-) -> Result<Vec<(String, Domain)>, (String, String)> {
-    let Some(toml::Value::Table(table)) = table else {
-        return Err((
-            "sweep.vary".into(),
-            "must be a table of the keys to vary, e.g. train.lr = [1e-3, 1e-4]".into(),
-        ));
-    };
-    let mut out = Vec::new();
-    flatten(table, "", method, &mut out)?;
-    if out.is_empty() {
-        return Err(("sweep.vary".into(), "names no key to vary".into()));
-    }
-    Ok(out)
-}
-
-fn flatten(
-    table: &toml::Table,
-    prefix: &str,
-    method: Method,
-    out: &mut Vec<(String, Domain)>,
-) -> Result<(), (String, String)> {
-    for (k, v) in table {
-        let key = format!("{prefix}{k}");
-        let at = format!("sweep.vary.{key}");
-        match v {
-            toml::Value::Array(values) if values.is_empty() => {
-                return Err((at, "an empty list gives no trials".into()))
-            }
-            toml::Value::Array(values) => out.push((key, Domain::Values(values.clone()))),
-            toml::Value::Table(t) if t.contains_key("min") || t.contains_key("max") => {
-                if method == Method::Grid {
-                    return Err((
-                        at,
-                        "a range needs method = \"random\" or \"tpe\"; a grid takes a list of values"
-                            .into(),
-                    ));
-                }
-                out.push((key, range(t).map_err(|m| (at, m))?));
-            }
-            toml::Value::Table(t) => flatten(t, &format!("{key}."), method, out)?,
-            other => {
-                return Err((
-                    at,
-                    format!("must be a list of values or a range {{ min, max, log }}, got {other}"),
-                ))
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `sweep.trials`: required for random and TPE, and the number of combinations for a grid.
-fn trials(
-    value: Option<&toml::Value>,
-    method: Method,
-    vary: &[(String, Domain)],
-) -> Result<usize, String> {
-    match (method, value) {
-        (Method::Random | Method::Tpe, Some(toml::Value::Integer(n))) if *n >= 1 => {
-            Ok(*n as usize)
-        }
-        (Method::Random | Method::Tpe, Some(other)) => {
-            Err(format!("must be an integer >= 1, got {other}"))
-        }
-        (Method::Random, None) => {
-            Err("method = \"random\" needs trials, the number of draws".into())
-        }
-        (Method::Tpe, None) => Err("method = \"tpe\" needs trials, the number it runs".into()),
-        (Method::Grid, None) => Ok(vary
-            .iter()
-            .map(|(_, d)| match d {
-                Domain::Values(v) => v.len(),
-                Domain::Range { .. } => 1,
-            })
-            .product()),
-        (Method::Grid, Some(_)) => Err(
-            "a grid runs every combination of its lists; remove trials, or use method = \"random\" \
-             or \"tpe\""
-                .into(),
-        ),
     }
 }
 

@@ -7,14 +7,19 @@
 //! SIGTERM) or an error stops every child, each at its latest checkpoint.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+mod pruning;
+
+use pruning::{finish, promote, promote_last};
+
 use super::child::write_launch;
 use super::children::{Child, Launch};
+use super::draws::Draws;
 use super::lease::{next, too_large};
-use super::preflight::Arranged;
+use super::preflight::{lease_of, Arranged};
 use super::prune::{Pruner, Standing};
 use super::schedule::{now, Schedule, Slot};
 use super::space::Trial;
@@ -44,6 +49,17 @@ pub(super) struct Pack {
     pub launch: Launch,
     /// The schedule's file.
     pub schedule: PathBuf,
+    /// Start new trials in the order they wait (TPE's, each drawn as it starts), not the
+    /// largest lease first.
+    pub in_order: bool,
+}
+
+/// What chooses a search's trials besides the budget: the pruner, and TPE's draws.
+pub(super) struct Chosen<'p> {
+    /// The pruner, if the search prunes.
+    pub pruner: Option<&'p mut Pruner>,
+    /// TPE's draws, if the search draws its trials as they start.
+    pub draws: Option<&'p mut Draws>,
 }
 
 /// A trial's child, with what it holds of the budget.
@@ -62,6 +78,8 @@ struct State<'a, 'p> {
     held: BTreeMap<usize, (&'a Trial, u64)>,
     /// The search's pruner, if it prunes.
     pruner: Option<&'p mut Pruner>,
+    /// TPE's draws, if the search draws its trials as they start.
+    draws: Option<&'p mut Draws>,
     /// Probed trials, in the order to prefer on equal leases, with their leases.
     waiting: Vec<(&'a Trial, u64)>,
     /// Trials that could not be probed: each runs alone, once nothing else waits or runs.
@@ -80,7 +98,7 @@ impl Pack {
         config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
         stop: &AtomicBool,
         observer: &mut dyn Observer,
-        pruner: Option<&mut Pruner>,
+        chosen: Chosen<'_>,
     ) -> Result<Vec<Ended<'a>>, Error> {
         let mut schedule = Schedule::read(&self.schedule)?.unwrap_or_default();
         schedule.budget_bytes = self.budget;
@@ -88,7 +106,8 @@ impl Pack {
         let mut state = State {
             promoted: Vec::new(),
             held: BTreeMap::new(),
-            pruner,
+            pruner: chosen.pruner,
+            draws: chosen.draws,
             waiting: Vec::new(),
             unprobed: Vec::new(),
             running: Vec::new(),
@@ -173,13 +192,32 @@ impl Pack {
         while state.running.len() < self.parallel {
             let free = self.budget.saturating_sub(in_use(&state.running));
             let leases = |list: &[(&Trial, u64)]| list.iter().map(|w| w.1).collect::<Vec<u64>>();
+            let new = match self.in_order {
+                true => state.waiting.iter().position(|w| w.1 <= free),
+                false => next(&leases(&state.waiting), free),
+            };
             let (trial, lease) = match next(&leases(&state.promoted), free) {
                 Some(i) => state.promoted.remove(i),
-                None => match next(&leases(&state.waiting), free) {
+                None => match new {
                     Some(i) => state.waiting.remove(i),
                     None => return Ok(()),
                 },
             };
+            // A trial TPE draws now is probed again for its lease, and waits if it no longer
+            // fits (its draw is kept).
+            let drawn = match state.draws.as_deref_mut() {
+                Some(draws) => Some(draws.trial(trial)?),
+                None => None,
+            };
+            let cfg = config(drawn.as_ref().unwrap_or(trial))?;
+            let lease = match &drawn {
+                Some(drawn) if drawn != trial => lease_of(drawn, &cfg).unwrap_or(self.budget),
+                _ => lease,
+            };
+            if lease > free {
+                state.waiting.insert(0, (trial, lease));
+                return Ok(());
+            }
             let gate = match state.pruner.as_deref_mut() {
                 Some(p) => {
                     p.started(trial.number)?;
@@ -187,7 +225,6 @@ impl Pack {
                 }
                 None => None,
             };
-            let cfg = config(trial)?;
             let launch = write_launch(&self.dir, trial, &cfg, lease, self.fit, gate.as_ref())?;
             let child = self.launch.start(&launch)?;
             let started = now();
@@ -303,52 +340,6 @@ impl Pack {
         };
         format!("{running}{waiting}")
     }
-}
-
-/// Moves every trial the pruner promotes now from held to promoted.
-fn promote(state: &mut State<'_, '_>, observer: &mut dyn Observer) -> Result<(), Error> {
-    let Some(pruner) = state.pruner.as_deref_mut() else {
-        return Ok(());
-    };
-    while let Some(number) = pruner.promote()? {
-        if let Some(held) = state.held.remove(&number) {
-            observer.message(&format!(
-                "{} goes on: it ranks high enough at its rung",
-                held.0.name()
-            ));
-            state.promoted.push(held);
-        }
-    }
-    Ok(())
-}
-
-/// When nothing else is left: the trial the pruner lets go on so that one trains to the end,
-/// if any; returns whether there was one.
-fn promote_last(state: &mut State<'_, '_>, observer: &mut dyn Observer) -> Result<bool, Error> {
-    let Some(pruner) = state.pruner.as_deref_mut() else {
-        return Ok(false);
-    };
-    let Some(held) = pruner.promote_last()?.and_then(|n| state.held.remove(&n)) else {
-        return Ok(false);
-    };
-    let line = format!(
-        "{} goes on: the best at its rung, so that one trial trains to the end",
-        held.0.name()
-    );
-    observer.message(&line);
-    state.promoted.push(held);
-    Ok(true)
-}
-
-/// At the end: the pruner prunes the trials still paused.
-fn finish(state: &mut State<'_, '_>, dir: &Path, observer: &mut dyn Observer) -> Result<(), Error> {
-    let Some(pruner) = state.pruner.as_deref_mut() else {
-        return Ok(());
-    };
-    for (trial, why) in pruner.finish(dir)? {
-        observer.message(&format!("trial-{trial:03} pruned: {why}"));
-    }
-    Ok(())
 }
 
 /// A trial's earlier runs, from its latest slot: the runs before it and the slot's own.

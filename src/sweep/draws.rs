@@ -1,0 +1,116 @@
+//! A TPE search's draws (`method = "tpe"`), made as results arrive: a trial past the random
+//! start is drawn when it first starts, from the trials finished by then (completed or pruned,
+//! each with its monitored value, read from its `summary.json`), and its values are written to
+//! `plan.json` at once, so that a resumed search trains the same values. Run one at a time, the
+//! same seed gives the same trials; in parallel, a draw sees only the trials finished when it
+//! starts, so the trials depend on timing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::rows::monitored;
+use super::search::SearchPlan;
+use super::space::{Domain, Method, Space, Trial};
+use super::{write_plan, Plan};
+use crate::error::Error;
+use crate::record::{RunStatus, RunSummary};
+
+/// What a TPE search keeps in its plan to draw the rest of its trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TpePlan {
+    /// The random draws' seed.
+    pub seed: u64,
+    /// The keys varied, with what each takes.
+    pub vary: Vec<(String, Domain)>,
+    /// The trials drawn so far by TPE (past the random start), by number.
+    #[serde(default)]
+    pub drawn: BTreeSet<usize>,
+}
+
+impl TpePlan {
+    /// The TPE part of `space`'s plan, if it draws by TPE.
+    pub fn of(space: &Space) -> Option<TpePlan> {
+        (space.method == Method::Tpe).then(|| TpePlan {
+            seed: space.seed,
+            vary: space.vary.clone(),
+            drawn: BTreeSet::new(),
+        })
+    }
+}
+
+/// Draws a TPE search's trials as they start, keeping `plan.json` up to date.
+pub(super) struct Draws {
+    dir: PathBuf,
+    plan: SearchPlan,
+    space: Space,
+    /// The finished trials' values seen so far (a finished trial stays finished).
+    known: BTreeMap<usize, f64>,
+}
+
+impl Draws {
+    /// The draws of the search in `dir` planned as `plan`, if it draws by TPE.
+    pub fn of(dir: &Path, plan: &SearchPlan) -> Option<Draws> {
+        let tpe = plan.tpe.as_ref()?;
+        let space = Space {
+            method: Method::Tpe,
+            trials: plan.trials.len(),
+            seed: tpe.seed,
+            monitor: plan.monitor.clone(),
+            mode: plan.mode,
+            vary: tpe.vary.clone(),
+            order: plan.order,
+            packing: plan.packing,
+            prune: plan.prune,
+        };
+        Some(Draws {
+            dir: dir.to_path_buf(),
+            plan: plan.clone(),
+            space,
+            known: BTreeMap::new(),
+        })
+    }
+
+    /// `trial` as it trains: drawn now if TPE draws it and it has not started before, else as
+    /// planned (with the values drawn earlier).
+    pub fn trial(&mut self, trial: &Trial) -> Result<Trial, Error> {
+        let i = trial.number - 1;
+        let tpe = self.plan.tpe.as_ref().expect("a TPE plan");
+        let started = self.dir.join(trial.name()).exists();
+        if trial.number <= self.space.tpe_startup() || tpe.drawn.contains(&trial.number) || started
+        {
+            return Ok(self.plan.trials[i].clone());
+        }
+        self.learn()?;
+        let told: Vec<(&Trial, f64)> = (self.known.iter())
+            .map(|(&n, &v)| (&self.plan.trials[n - 1], v))
+            .collect();
+        let drawn = self.space.tpe_trial(trial.number, &told);
+        self.plan.trials[i] = drawn.clone();
+        let tpe = self.plan.tpe.as_mut().expect("a TPE plan");
+        tpe.drawn.insert(trial.number);
+        write_plan(&self.dir, &Plan::search(self.plan.clone()))?;
+        Ok(drawn)
+    }
+
+    /// Reads the trials finished since last time (completed or pruned) with their monitored
+    /// values.
+    fn learn(&mut self) -> Result<(), Error> {
+        for trial in &self.plan.trials {
+            if self.known.contains_key(&trial.number) {
+                continue;
+            }
+            let Some(summary) = RunSummary::read(&self.dir.join(trial.name()))? else {
+                continue;
+            };
+            if !matches!(summary.status, RunStatus::Completed | RunStatus::Pruned) {
+                continue;
+            }
+            if let Some(value) = monitored(&summary, &self.plan.monitor) {
+                self.known.insert(trial.number, value);
+            }
+        }
+        Ok(())
+    }
+}
