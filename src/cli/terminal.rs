@@ -8,7 +8,7 @@ use std::time::Duration;
 use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::record::{EpochProgress, Observer, Warning};
+use crate::record::{EpochProgress, Observer, SearchStatus, Warning};
 use crate::record::{Event, Snapshot};
 use crate::report::format_metric;
 
@@ -37,6 +37,10 @@ impl Observer for SweepTerminal {
 
     fn step(&mut self, progress: &EpochProgress) {
         self.inner.step(progress);
+    }
+
+    fn search_status(&mut self, status: &SearchStatus) {
+        self.inner.search_status(status);
     }
 
     fn snapshot(&mut self, s: &Snapshot) {
@@ -80,6 +84,8 @@ pub(super) struct Terminal {
     tty: bool,
     /// The bar of the epoch it counts.
     bar: Option<(ProgressBar, usize)>,
+    /// A search's live view of its trials in parallel, on a terminal.
+    table: Option<ProgressBar>,
 }
 
 impl Terminal {
@@ -88,15 +94,38 @@ impl Terminal {
             quiet,
             tty: std::io::stderr().is_terminal(),
             bar: None,
+            table: None,
         }
     }
 
     /// Prints `text` on its own line: above the bar while one is shown.
     pub(super) fn println(&self, text: &str) {
-        match &self.bar {
-            Some((bar, _)) => bar.println(text),
-            None => eprintln!("{text}"),
+        match (&self.bar, &self.table) {
+            (Some((bar, _)), _) => bar.println(text),
+            (None, Some(table)) => table.println(text),
+            (None, None) => eprintln!("{text}"),
         }
+    }
+
+    /// Redraws a search's live view (on a terminal only: piped, the search's own lines say
+    /// the same); it goes once nothing runs.
+    pub(super) fn search_status(&mut self, status: &SearchStatus) {
+        if !self.tty {
+            return;
+        }
+        if status.running.is_empty() && status.waiting == 0 {
+            if let Some(table) = self.table.take() {
+                table.finish_and_clear();
+            }
+            return;
+        }
+        let table = self.table.get_or_insert_with(|| {
+            let table = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template("{msg}").expect("a valid template");
+            table.set_style(style);
+            table
+        });
+        table.set_message(status.lines());
     }
 
     /// Removes the bar (at an epoch's end, and before the run's last lines).

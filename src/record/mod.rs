@@ -6,6 +6,7 @@
 mod error;
 mod growth;
 mod observer;
+mod search_status;
 mod snapshots;
 mod summary;
 mod trace;
@@ -13,6 +14,7 @@ mod trace;
 pub use error::RecordError;
 pub use growth::{check_growth, GrowthAlarm, GrowthWatch};
 pub use observer::{EpochProgress, Observer, Silent, Warning};
+pub use search_status::{RunningTrial, SearchStatus};
 pub use snapshots::{
     as_it_stands, current_epochs, read_snapshot_log, read_snapshots, write_atomic, Event, Retained,
     Snapshot, SnapshotLog, SnapshotWriter,

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use super::growth::GrowthAlarm;
+use super::search_status::SearchStatus;
 use super::snapshots::Snapshot;
 use crate::memory::format_bytes;
 
@@ -96,6 +97,9 @@ pub trait Observer {
     fn step_done(&mut self, _epoch: usize, _step: usize) {}
     /// A snapshot was written.
     fn snapshot(&mut self, _snapshot: &Snapshot) {}
+    /// Where a search with trials in parallel stands (at each start and end, and about once a
+    /// second), for a live view.
+    fn search_status(&mut self, _status: &SearchStatus) {}
 }
 
 /// An observer that shows nothing.
@@ -120,5 +124,8 @@ impl Observer for Box<dyn Observer> {
     }
     fn snapshot(&mut self, snapshot: &Snapshot) {
         (**self).snapshot(snapshot)
+    }
+    fn search_status(&mut self, status: &SearchStatus) {
+        (**self).search_status(status)
     }
 }

@@ -184,6 +184,17 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
             let _ = writeln!(out, "No trial completed with a value of {monitor}.");
         }
     }
+    let pruned = rows
+        .iter()
+        .filter(|r| r.status == TrialStatus::Pruned)
+        .count();
+    if pruned > 0 {
+        let _ = writeln!(
+            out,
+            "Pruned: {pruned} trials, not ranked (their values are from fewer epochs); the best \
+             is chosen among the trials that trained to their last epoch."
+        );
+    }
     let kept: Vec<&str> = rows
         .iter()
         .filter(|r| r.kept_memory())

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod pruning;
 
@@ -26,10 +26,12 @@ use super::space::Trial;
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::format_bytes;
-use crate::record::Observer;
+use crate::record::{Observer, RunningTrial, SearchStatus};
 
 /// How often the children are looked at.
 const POLL: Duration = Duration::from_millis(20);
+/// How often the live view is told where the trials stand (besides at each start and end).
+const SHOW_EVERY: Duration = Duration::from_millis(500);
 
 /// How a trial of a parallel search ended: `None` if its child exited 0 (its summary says
 /// the rest), else why it failed.
@@ -87,6 +89,18 @@ struct State<'a, 'p> {
     running: Vec<Running<'a>>,
     ended: Vec<Ended<'a>>,
     schedule: Schedule,
+    /// How the trials ended so far, for the live view.
+    tally: Tally,
+    /// When the live view was last told.
+    shown: Instant,
+}
+
+/// Trials ended in this process, by how.
+#[derive(Default)]
+struct Tally {
+    completed: usize,
+    pruned: usize,
+    failed: usize,
 }
 
 impl Pack {
@@ -113,6 +127,8 @@ impl Pack {
             running: Vec::new(),
             ended: Vec::new(),
             schedule,
+            tally: Tally::default(),
+            shown: Instant::now(),
         };
         for (trial, lease) in todo {
             match lease {
@@ -168,6 +184,9 @@ impl Pack {
                 }
             }
             self.start_what_fits(state, config, observer)?;
+            if state.shown.elapsed() >= SHOW_EVERY {
+                self.show(state, observer);
+            }
             let mut i = 0;
             while i < state.running.len() {
                 match state.running[i].child.exited()? {
@@ -251,6 +270,7 @@ impl Pack {
                 self.status(state)
             );
             observer.message(&line);
+            self.show(state, observer);
         }
         Ok(())
     }
@@ -273,16 +293,26 @@ impl Pack {
             Some(p) => Some(p.ended(done.trial.number, &run_dir)?),
             None => None,
         };
+        let tally = &mut state.tally;
         let how = match (&error, standing) {
-            (Some(reason), _) => format!("failed: {reason}"),
+            (Some(reason), _) => {
+                tally.failed += 1;
+                format!("failed: {reason}")
+            }
             (None, Some(Standing::Paused)) => {
                 state
                     .held
                     .insert(done.trial.number, (done.trial, done.lease));
                 "paused at its rung".to_string()
             }
-            (None, Some(Standing::Pruned)) => "pruned".to_string(),
-            (None, _) => "completed".to_string(),
+            (None, Some(Standing::Pruned)) => {
+                tally.pruned += 1;
+                "pruned".to_string()
+            }
+            (None, _) => {
+                tally.completed += 1;
+                "completed".to_string()
+            }
         };
         let took = ended - done.started;
         let line = format!(
@@ -292,7 +322,9 @@ impl Pack {
         );
         observer.message(&line);
         state.ended.push((done.trial, error));
-        promote(state, observer)
+        promote(state, observer)?;
+        self.show(state, observer);
+        Ok(())
     }
 
     /// Writes the schedule; a file that cannot be written is a warning, not a reason to stop
@@ -320,6 +352,30 @@ impl Pack {
             observer.message(&line);
         }
         self.record(&state.schedule, observer);
+    }
+
+    /// Tells the live view where the trials stand.
+    fn show(&self, state: &mut State<'_, '_>, observer: &mut dyn Observer) {
+        let at = now();
+        let t = &state.tally;
+        let status = SearchStatus {
+            running: (state.running.iter())
+                .map(|r| RunningTrial {
+                    name: r.trial.name(),
+                    lease: r.lease,
+                    seconds: at - r.started,
+                })
+                .collect(),
+            budget: self.budget,
+            waiting: state.waiting.len() + state.unprobed.len() + state.promoted.len(),
+            completed: t.completed,
+            // Paused trials promoted since are running or waiting, not paused.
+            paused: state.held.len(),
+            pruned: t.pruned,
+            failed: t.failed,
+        };
+        observer.search_status(&status);
+        state.shown = Instant::now();
     }
 
     /// `2 running (trial-003, trial-007), 24.6 MiB of 1.9 GiB leased; 9 waiting`.
