@@ -178,7 +178,9 @@ impl Trainer {
             gate: gate.as_mut(),
         }
         .train();
-        let result = result.and_then(|ending| governor.run_end(stats.epochs).map(|_| ending));
+        // The run's end is recorded (released, verified) whatever the epochs' outcome.
+        let ended = governor.run_end(stats.epochs);
+        let result = result.and_then(|ending| ended.map(|_| ending));
         draw(&mut governor, &config, &id.name);
         let (status, stopped_by) = match &result {
             Ok(Ending::Completed) => (RunStatus::Completed, None),
