@@ -40,6 +40,10 @@ NOT_RUN = [
     (r"^cargo bench --features wgpu", "a release build of the wgpu stack for one table; "
      "CI runs the wgpu memory tests instead"),
     (r"^perf ", "needs Linux perf and access to the kernel's performance events"),
+    (r"^scripts/prune-figures\.py", "six to fifteen searches of 81 trials (about 5 minutes each "
+     "seed set); tests in tests/cli/prune.rs check ASHA's and the median rule's decisions"),
+    (r"^scripts/tpe-figures\.py", "ten searches of 40 trials (about 2 minutes); tests in "
+     "tests/cli/tpe.rs check TPE's draws"),
     (r"sweep\.trials=10000", "a search of 10,000 trials takes about 4 minutes and 6 GB of disk; test "
      "five_hundred_trials_in_one_process_keep_nothing_and_stay_flat checks the same slope"),
 ]

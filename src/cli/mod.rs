@@ -255,6 +255,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Validate { config } => {
             let resolved = config.load(vec![])?;
+            sweep::search_space(&config.config, &config.overrides, None)?;
             println!("{}: ok", config.config.display());
             print!("{}", config::to_toml(&resolved));
             Ok(())

@@ -106,9 +106,9 @@ fn plain_runs_take_no_shard(args: &SweepArgs) -> Result<(), Error> {
     }))
 }
 
-/// The `[sweep]` table of the config file at `path`, checked, if it has one. `--runs` repeats
-/// one config, so it does not go with one.
-fn search_space(
+/// The `[sweep]` table of the config file at `path`, checked, if it has one (`validate` checks
+/// it too). `--runs` repeats one config, so it does not go with one.
+pub(super) fn search_space(
     path: &Path,
     overrides: &[String],
     runs: Option<usize>,

@@ -201,3 +201,28 @@ fn asha_in_parallel_pauses_and_promotes_trials_in_child_processes_under_the_budg
     }
     assert!(par.values().any(|r| r["status"] == "completed"));
 }
+
+#[test]
+fn a_bad_prune_table_is_one_line_naming_the_key_before_anything_trains() {
+    let env = Env::new();
+    search(&env, "", "method = \"hyperband\"");
+    for command in ["validate", "sweep"] {
+        let run = env.run(&[command, "--config", "prune.toml"]);
+        assert_eq!(run.code(), 2, "{command}: {}", run.stderr());
+        assert_eq!(
+            run.stderr().trim(),
+            "error: prune.toml: sweep.prune.method: must be \"asha\", \"median\" or \"none\", \
+             got \"hyperband\""
+        );
+    }
+    search(&env, "", "method = \"asha\"\nmin_epochs = 4");
+    let run = env.run(&["sweep", "--config", "prune.toml", "--set", "train.epochs=4"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("sweep.prune.min_epochs: must be below train.epochs (4), got 4"),
+        "{}",
+        run.stderr()
+    );
+    assert!(!env.path("runs").exists(), "nothing was trained or written");
+}
