@@ -1,26 +1,24 @@
-//! A hand-written training loop (the TF2 custom-training-loop and `GradientTape` style) that
-//! keeps tidemark's memory layer: a `Governor` applies the `[memory]` policies at run start,
-//! inside each step, at each epoch's end and at run end, returns the same typed limit error,
-//! performs the clear, and writes the same `snapshots.jsonl` (and `memory.svg`).
+//! A hand-written training loop (the TF2 custom-training-loop and `GradientTape` style, or
+//! Lightning Fabric's) that keeps tidemark's memory layer, in four calls into tidemark besides
+//! the model and the data: `HandLoop::setup`, `step`, `end_epoch` and `finish`.
 //!
-//! The loop here does its own batching; `Governor::run_step` runs each step with the
-//! micro-batch size the limit allows, and when a step breaches the limit with
-//! `on_limit = "shrink"`, records it and runs the step again with the halved size.
+//! `setup` makes the run directory and builds the model on the configured device; `step` runs
+//! one optimizer step over a batch, in the micro-batches the memory limit allows (here a limit
+//! that a batch of 4096 breaches, with `on_limit = "shrink"`: the step halves its micro-batch
+//! and runs again, keeping the effective batch), with the update measured before and after;
+//! `end_epoch` writes the epoch's snapshot and checkpoint; `finish` releases, checks the
+//! release, and writes `memory.svg` and `summary.json`.
 //!
 //!     cargo run --release --example custom_loop [-- OUTPUT_DIR]
 
 use burn::module::Module;
-use burn::nn::loss::MseLoss;
 use burn::nn::{Linear, LinearConfig};
-use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
 use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
 use tidemark::memory::{format_bytes, CountingAllocator};
-use tidemark::record::{Observer, Snapshot, Warning};
-use tidemark::report::{draw_memory_svg, PictureOf};
-use tidemark::train::{build_optimizer, resting_bytes, Checkpointer};
-use tidemark::train::{EpochFigures, Governor, Layout};
+use tidemark::train::EpochFigures;
+use tidemark::HandLoop;
 
 // Host memory accounting, as the `tidemark` binary has it: on flex the limit is measured in it.
 #[global_allocator]
@@ -36,8 +34,8 @@ struct Net {
 impl Net {
     fn new(device: &Device) -> Self {
         Self {
-            hidden: LinearConfig::new(16, 512).init(device),
-            out: LinearConfig::new(512, 1).init(device),
+            hidden: LinearConfig::new(16, 2048).init(device),
+            out: LinearConfig::new(2048, 1).init(device),
         }
     }
 
@@ -61,112 +59,46 @@ fn data(n: usize, device: &Device) -> (Tensor<2>, Tensor<2>) {
     )
 }
 
-/// Shows what the governor writes.
-struct Print;
-
-impl Observer for Print {
-    fn warning(&mut self, warning: &Warning) {
-        eprintln!("warning: {warning}");
-    }
-    fn snapshot(&mut self, s: &Snapshot) {
-        let what = match (&s.action, s.loss) {
-            (Some(action), _) => format!("memory {action}: {}", s.detail.as_deref().unwrap_or("")),
-            (None, Some(loss)) => format!("epoch {} loss {loss:.4}", s.epoch),
-            _ => format!("{:?}", s.event),
-        };
-        eprintln!(
-            "{what}  [micro-batch {}, peak {}]",
-            s.micro_batch,
-            format_bytes(s.memory.peak_bytes_in_use)
-        );
-    }
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::path::PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "runs".into()));
-    let (epochs, batch, samples) = (3, 4096, 16384);
-    // Only [memory] (and [train]'s optimizer, for the resting estimate) matter to the governor.
-    // A batch of 4096 through 512 hidden units does not fit under 40 MiB here; 2048 does.
+    let (batch, samples) = (4096, 8192);
+    // A step at 4096 holds at least three 4096 x 2048 f32 activations (96 MiB): over the
+    // limit, so the first step shrinks its micro-batch until a step fits.
     let config = ConfigBuilder::new("custom-loop")
+        .output_dir(&out)
+        .epochs(3)
         .batch_size(batch)
-        .memory_limit(MemorySize::Bytes(28 << 20), OnLimit::Shrink)
+        .memory_limit(MemorySize::Bytes(80 << 20), OnLimit::Shrink)
         .build()?;
-    let run_dir = out.join("custom-loop");
-    std::fs::create_dir_all(&run_dir)?;
-    let device = Device::flex();
-    let mut governor = Governor::new(
-        &config.memory,
-        &device,
-        &run_dir,
-        Layout::new(batch, 1),
-        Print,
-    )?;
-
-    let ad = device.clone().autodiff();
-    ad.seed(42);
-    let (x, y) = data(samples, &ad);
-    let mut model = Net::new(&ad);
-    let mut optimizer = build_optimizer(&config.train); // Adam, as configured
-    let checkpointer = Checkpointer::new(&run_dir);
-    governor.run_start(resting_bytes(&model, &config.train))?;
-
-    let mut step = 0;
-    for epoch in 1..=epochs {
-        governor.begin_epoch();
-        let mut loss_sum = 0.0;
+    let mut run = HandLoop::setup(config, samples, Net::new)?; // 1
+    let (x, y) = data(samples, run.device());
+    for _epoch in run.epochs() {
         for start in (0..samples).step_by(batch) {
-            step += 1;
             let rows = batch.min(samples - start);
-            // One optimizer step over `rows` samples, in micro-batches of the size the governor
-            // gives; `run_step` retries it with smaller ones when the limit asks to shrink.
-            let (grads, loss) = governor.run_step(epoch, step, |micro, check| {
-                let mut accumulator = GradientsAccumulator::<Net>::new();
-                let mut loss = 0.0;
-                for offset in (start..start + rows).step_by(micro) {
-                    let n = micro.min(start + rows - offset);
-                    let xb = x.clone().narrow(0, offset, n);
-                    let yb = y.clone().narrow(0, offset, n);
-                    let l = MseLoss::new()
-                        .forward(model.forward(xb), yb, burn::nn::loss::Reduction::Mean)
-                        .mul_scalar(n as f64 / rows as f64);
-                    loss += l.clone().into_scalar::<f32>() as f64;
-                    let grads = GradientsParams::from_grads(l.backward(), &model);
-                    check.check()?;
-                    accumulator.accumulate(&model, grads);
-                }
-                Ok((accumulator.grads(), loss))
+            run.step(rows, |model, part| {
+                // 2
+                let (xb, yb) = (x.clone(), y.clone());
+                let at = start + part.start..start + part.end;
+                let xb = xb.slice([at.clone(), 0..16]);
+                let yb = yb.slice([at, 0..1]);
+                (model.forward(xb) - yb).powi_scalar(2).mean()
             })?;
-            model = optimizer.step(1e-3, model, grads);
-            governor.after_step(epoch, step)?;
-            loss_sum += loss * rows as f64;
         }
-        governor.epoch_end(
-            epoch,
-            EpochFigures {
-                loss: Some(loss_sum / samples as f64),
-                ..EpochFigures::default()
-            },
-        )?;
-        governor.checkpoint(epoch, || checkpointer.save(epoch, step, &model, &optimizer))?;
+        run.end_epoch(EpochFigures::default())?; // 3
     }
-    drop((model, optimizer, x, y));
-    let retained = governor.run_end(epochs)?;
-    let picture = PictureOf {
-        title: "custom-loop",
-        limit: governor.control().limit_bytes(),
-        monitor: None,
-    };
-    draw_memory_svg(governor.snapshots_path(), picture)?;
+    let micro = run.micro_batch();
+    let dir = run.run_dir().to_path_buf();
+    drop((x, y));
+    let summary = run.finish()?; // 4
     println!(
-        "custom-loop: {epochs} epochs, {step} steps; micro-batch {} after {} memory action(s); \
-         highest peak {} in use, with the attempt the limit stopped (limit {}); retained {} B after \
-         release; {}",
-        governor.layout().micro_batch(),
-        governor.stats().memory_actions,
-        format_bytes(governor.stats().peak_bytes_in_use),
-        format_bytes(governor.control().limit_bytes().unwrap_or(0)),
-        retained.retained_bytes_in_use,
-        run_dir.display()
+        "custom-loop: {} epochs, {} steps, loss {:.4} -> {:.4}; micro-batch {micro} of {batch} \
+         after the limit shrank it; peak {} in use (limit 80.0 MiB); {}",
+        summary.epochs,
+        summary.steps,
+        summary.first_loss.unwrap_or(f64::NAN),
+        summary.final_loss.unwrap_or(f64::NAN),
+        format_bytes(summary.peak_bytes_in_use),
+        dir.display()
     );
     Ok(())
 }

@@ -91,7 +91,7 @@ mod docs {
 
 pub use error::Error;
 pub use task::Task;
-pub use train::Trainer;
+pub use train::{HandLoop, Trainer};
 
 // Unit tests measure host memory, so their binary counts allocations like the CLI does.
 #[cfg(test)]

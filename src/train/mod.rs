@@ -19,6 +19,7 @@ mod decide;
 mod epochs;
 pub mod gate;
 mod governor;
+mod hand;
 mod optimizer;
 pub mod precision;
 pub(crate) mod preflight;
@@ -31,6 +32,7 @@ mod trainer;
 pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
 pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
 pub use gate::{Ending, EpochGate, Gate};
+pub use hand::HandLoop;
 pub use optimizer::build_optimizer;
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{

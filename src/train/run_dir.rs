@@ -52,6 +52,22 @@ pub(crate) fn make_output_dir(output_dir: &Path) -> Result<(), Error> {
 /// Writes `config.toml`. The `[model]` and `[data]` sections of a task defined in code (one
 /// that does not own them, [`Task::config_sections`]) say nothing about the run, so they are
 /// left out and a comment names the task instead.
+/// Writes a hand loop's resolved `config.toml`: what the loop's run reads (`[run]`,
+/// `[device]`, `[train]`, `[memory]`, `[checkpoint]`); its model and data are the loop's own.
+pub(super) fn write_hand_config(run_dir: &Path, config: &RunConfig) -> Result<(), Error> {
+    let path = run_dir.join("config.toml");
+    let full: toml::Table = toml::from_str(&to_toml(config)).expect("config is TOML");
+    let kept: toml::Table = full
+        .into_iter()
+        .filter(|(section, _)| !TASK_SECTIONS.contains(&section.as_str()))
+        .collect();
+    let text = format!(
+        "# a hand loop's run: its model and data are defined in code\n{}",
+        toml::to_string(&kept).expect("a TOML table serialises")
+    );
+    write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))
+}
+
 pub(super) fn write_config<T: Task>(
     run_dir: &Path,
     config: &RunConfig,

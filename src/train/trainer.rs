@@ -338,7 +338,7 @@ fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> E
 /// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture
 /// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
 /// and `tidemark report RUN_DIR` can draw it again.
-fn draw(governor: &mut Governor, config: &RunConfig, title: &str) {
+pub(super) fn draw(governor: &mut Governor, config: &RunConfig, title: &str) {
     let of = PictureOf {
         title,
         limit: governor.control().limit_bytes(),

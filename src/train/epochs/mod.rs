@@ -26,7 +26,7 @@ use crate::train::gate::{Ending, EpochGate};
 use crate::train::Governor;
 
 use setup::Run;
-pub(super) use setup::{empty_training_split, seeded_model, steps_per_epoch};
+pub(super) use setup::{empty_training_split, seeded, seeded_model, steps_per_epoch};
 
 /// One run's epochs.
 pub(super) struct Epochs<'a, T: Task> {
@@ -121,7 +121,7 @@ impl<T: Task> Epochs<'_, T> {
 
 /// The device generator's seed for step `step` of a run seeded with `seed` (SplitMix64's
 /// finaliser, so that neighbouring steps get unrelated seeds).
-fn step_seed(seed: u64, step: usize) -> u64 {
+pub(in crate::train) fn step_seed(seed: u64, step: usize) -> u64 {
     let mut z = seed ^ (step as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

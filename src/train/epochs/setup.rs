@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use burn::data::dataloader::DataLoader;
+use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
@@ -148,12 +149,22 @@ impl<T: Task> Epochs<'_, T> {
 
 /// `task`'s model on `device`, initialised from `seed`.
 pub(in crate::train) fn seeded_model<T: Task>(task: &T, seed: u64, device: &Device) -> T::Model {
+    seeded(seed, device, |device| task.model(device))
+}
+
+/// The model `build` makes on `device`, from `seed`, its parameters drawn: a task's, or a hand
+/// loop's.
+pub(in crate::train) fn seeded<M: Module>(
+    seed: u64,
+    device: &Device,
+    build: impl FnOnce(&Device) -> M,
+) -> M {
     // flex's generator is one per process, and Burn draws a parameter's initial values when it
     // is first used: a run in another thread could draw in between. The runs of one process
     // take turns from the seed to the last parameter.
     let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
     device.seed(seed);
-    let model = task.model(device);
+    let model = build(device);
     initialize(&model);
     model
 }

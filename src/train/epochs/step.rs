@@ -11,7 +11,8 @@ use crate::config::OnLimit;
 use crate::error::Error;
 use crate::task::Task;
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
-use crate::train::step::{accumulate_gradients, apply_gradients, micro_batches};
+use crate::train::step::protocol::Updater;
+use crate::train::step::{accumulate_gradients, micro_batches};
 
 impl<T: Task> Epochs<'_, T> {
     /// Trains one optimizer step over `group` (emptied), and returns its loss, on the device.
@@ -34,14 +35,17 @@ impl<T: Task> Epochs<'_, T> {
             accumulate_gradients(task, model, micro, &run.device, precision, || check.check())
         })?;
         group.clear();
-        self.governor.before_update(at.epoch, at.step)?;
         let loss = accumulated.loss();
-        let lr = run.schedule.advance();
         let grads = accumulated.grads;
+        let governor = &mut *self.governor;
         let (outcome, clipped) = run.update(|run, model| {
-            let (optimizer, precision) = (&mut run.optimizer, &mut run.precision);
-            let updated = apply_gradients(model, grads, optimizer, precision, run.clip, lr)
-                .map_err(Error::device)?;
+            let updater = Updater {
+                optimizer: &mut run.optimizer,
+                precision: &mut run.precision,
+                schedule: &mut run.schedule,
+                clip: run.clip,
+            };
+            let updated = updater.update(governor, (at.epoch, at.step), model, grads)?;
             Ok::<_, Error>((updated.model, (updated.outcome, updated.clipped)))
         })?;
         if let Some(flag) = clipped {

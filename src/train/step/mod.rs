@@ -12,9 +12,11 @@ use crate::task::{MetricSums, Task};
 
 mod adam;
 mod clip;
+pub(in crate::train) mod protocol;
 
 pub use adam::FusedAdam;
 pub use clip::Clip;
+pub use protocol::backward_share;
 
 /// What a step returns.
 #[derive(Debug)]
@@ -116,10 +118,15 @@ pub fn accumulate_gradients<T: Task, E>(
         // keep every saved activation alive until the gradients are taken (measured: +5.4 MiB
         // on W1's peak, and slower steps).
         sums.add(out.loss.clone().detach(), out.metrics, n);
-        let loss = out.loss.mul_scalar(n as f64 / samples as f64);
-        let grads = precision.scale_loss(loss).backward();
-        after_backward()?;
-        accumulator.accumulate(model, GradientsParams::from_grads(grads, model));
+        let share = n as f64 / samples as f64;
+        backward_share(
+            &mut accumulator,
+            model,
+            precision,
+            out.loss,
+            share,
+            &mut after_backward,
+        )?;
     }
     Ok(Accumulated {
         grads: accumulator.grads(),

@@ -1,0 +1,127 @@
+//! The end of a hand loop's epoch (its snapshot, with the figures the loop gives and those the
+//! steps counted, then its checkpoint), and of its run (the release, `memory.svg` and
+//! `summary.json`).
+
+use burn::module::Module;
+
+use super::{HandLoop, Tally};
+use crate::config::{ConfigError, OnLimit, RunConfig};
+use crate::error::Error;
+use crate::record::{RunStatus, RunSummary};
+use crate::train::build_optimizer;
+use crate::train::checkpoint::CheckpointState;
+use crate::train::stats::Identity;
+use crate::train::trainer::draw;
+use crate::train::EpochFigures;
+
+/// Refuses `on_limit = "fit"`, which probes a step before the first, in a hand loop.
+pub(super) fn refuse_fit(config: &RunConfig) -> Result<(), Error> {
+    match config.memory.on_limit {
+        OnLimit::Fit => Err(Error::Config(ConfigError {
+            origin: "[memory]".into(),
+            key: Some("memory.on_limit".into()),
+            message: "memory.on_limit = \"fit\" probes a step before the first, and a hand \
+                      loop's steps are its own; use \"shrink\" (the micro-batch halves at a \
+                      breach and the step runs again) or \"fail\""
+                .into(),
+        })),
+        _ => Ok(()),
+    }
+}
+
+impl<M: Module + 'static> HandLoop<M> {
+    /// Ends the epoch the steps are in: its snapshot, with `figures` (the loop's validation
+    /// loss and metrics) and what the steps counted (the mean training loss, samples per
+    /// second, the learning rate, loss scaling and clipping), then its checkpoint, from which
+    /// the run resumes exactly. An error before any step of the epoch.
+    pub fn end_epoch(&mut self, mut figures: EpochFigures) -> Result<(), Error> {
+        if !self.open {
+            return Err(Error::Config(ConfigError {
+                origin: "HandLoop::end_epoch".into(),
+                key: None,
+                message: format!(
+                    "no step since epoch {} ended: an epoch ends after its steps",
+                    self.epoch
+                ),
+            }));
+        }
+        let tally = std::mem::take(&mut self.tally);
+        let loss = tally.loss_sum / tally.samples.max(1) as f64;
+        let seconds = tally.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let samples_per_sec = tally.samples as f64 / seconds.max(1e-9);
+        figures.loss = figures.loss.or(Some(loss));
+        figures.samples_per_sec = figures.samples_per_sec.or(Some(samples_per_sec));
+        figures.lr = figures.lr.or(Some(self.schedule.current()));
+        figures.loss_scale = figures.loss_scale.or(scale(&self.precision, &tally));
+        figures.clipped_steps = figures.clipped_steps.or(self.clip.map(|_| tally.clipped));
+        let model = self
+            .model
+            .as_ref()
+            .expect("the model is back after every update");
+        figures.footprint = figures.footprint.or(Some(crate::train::footprint(
+            model,
+            &self.config.train,
+            None,
+        )));
+        let epoch = self.epoch;
+        let val_loss = figures.val_loss;
+        self.governor.epoch_end(epoch, figures)?;
+        self.stats.epoch(epoch, loss, val_loss, samples_per_sec);
+        self.stats.clipped_steps += tally.clipped;
+        self.stats.loss_scale = self.precision.scaler().map(|s| s.scale());
+        let state = CheckpointState {
+            epoch,
+            step: self.stats.steps,
+            layout_factor: self.governor.layout().factor,
+            loss_scaler: self.precision.scaler().cloned(),
+            skipped_steps: self.stats.skipped_steps,
+            lr: Some(self.schedule.current()),
+            clipped_steps: self.stats.clipped_steps,
+            ..CheckpointState::default()
+        };
+        let (checkpointer, optimizer, schedule) =
+            (&self.checkpointer, &self.optimizer, &self.schedule);
+        self.governor.checkpoint(epoch, || {
+            checkpointer.save_run(&state, model, optimizer, Some(schedule), false)
+        })?;
+        self.open = false;
+        Ok(())
+    }
+
+    /// Ends the run: the open epoch, if the loop left one; then, with the model and the
+    /// optimizer's state dropped, the release and its check, `memory.svg`, and `summary.json`,
+    /// which it returns. The trained weights are in the last checkpoint.
+    pub fn finish(mut self) -> Result<RunSummary, Error> {
+        if self.open {
+            self.end_epoch(EpochFigures::default())?;
+        }
+        self.model = None;
+        self.optimizer = build_optimizer(&self.config.train);
+        let ended = self.governor.run_end(self.stats.epochs);
+        draw(&mut self.governor, &self.config, &self.config.run.name);
+        let status = match &ended {
+            Ok(_) => RunStatus::Completed,
+            Err(e) => RunStatus::Failed(e.to_string()),
+        };
+        let id = Identity {
+            name: self.config.run.name.clone(),
+            run_dir: self.run_dir.clone(),
+            task: "hand loop".into(),
+            backend: self.config.device.backend.to_string(),
+            execution: crate::backend::execution(&self.config.device)?.to_string(),
+            precision: self.config.train.precision.to_string(),
+            baselines: Default::default(),
+        };
+        let wall = self.started.elapsed().as_secs_f64();
+        let summary = self.stats.summary(id, &self.governor, status, wall);
+        let path = self.run_dir.join("summary.json");
+        let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
+        crate::record::write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
+        ended.map(|_| summary)
+    }
+}
+
+/// With loss scaling: the scale now and the steps it skipped this epoch.
+fn scale(precision: &crate::train::precision::MixedPrecision, tally: &Tally) -> Option<(f64, u64)> {
+    precision.scaler().map(|s| (s.scale(), tally.skipped))
+}

@@ -1,0 +1,176 @@
+//! [`HandLoop`]: tidemark around a training loop the user writes, in four calls, as Lightning
+//! Fabric and Accelerate allow: [`setup`](HandLoop::setup) from a config (the run directory
+//! made, the model built on the configured device, the optimizer, schedule, mixed precision and
+//! clipping from `[train]`, the memory layer opened), [`step`](HandLoop::step) for each
+//! optimizer step, [`end_epoch`](HandLoop::end_epoch) for each epoch, and
+//! [`finish`](HandLoop::finish).
+//!
+//! `step` is a whole step: the micro-batches the limit allows (retried smaller under
+//! `on_limit = "shrink"`), accumulation, the loss scaling, the memory checks after each
+//! backward pass, before the update and after it, the schedule's rate, clipping and the
+//! update. No phase hangs on a call the loop could forget: an epoch the loop does not end is
+//! ended by the next epoch's first step or by `finish`, with its snapshot and checkpoint.
+//!
+//! ```no_run
+//! # use burn::nn::{Linear, LinearConfig};
+//! # use burn::tensor::{Tensor, Device};
+//! let config = tidemark::config::ConfigBuilder::new("hand").batch_size(64).build()?;
+//! let mut run = tidemark::HandLoop::setup(config, 1024, |d: &Device| -> Linear {
+//!     LinearConfig::new(8, 1).init(d)
+//! })?;
+//! # let (x, y): (Tensor<2>, Tensor<2>) = todo!();
+//! for _epoch in run.epochs() {
+//!     for start in (0..1024).step_by(64) {
+//!         run.step(64, |model, rows| {
+//!             let rows = start + rows.start..start + rows.end;
+//!             let xb = x.clone().slice([rows.clone(), 0..8]);
+//!             let yb = y.clone().slice([rows, 0..1]);
+//!             (model.forward(xb) - yb).powi_scalar(2).mean()
+//!         })?;
+//!     }
+//!     run.end_epoch(Default::default())?;
+//! }
+//! let summary = run.finish()?;
+//! # Ok::<(), tidemark::Error>(())
+//! ```
+
+mod end;
+mod step;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+
+use super::checkpoint::Checkpointer;
+use super::decide::Schedule;
+use super::epochs::{seeded, steps_per_epoch};
+use super::precision::MixedPrecision;
+use super::run_dir;
+use super::stats::Stats;
+use super::step::{footprint, Clip};
+use super::{build_optimizer, Governor, Layout};
+use crate::backend;
+use crate::config::RunConfig;
+use crate::error::Error;
+use crate::record::{Observer, Silent};
+
+/// A hand-written loop's run: its model, what updates it, and the memory layer around it.
+pub struct HandLoop<M: Module + 'static> {
+    config: RunConfig,
+    run_dir: PathBuf,
+    device: Device,
+    governor: Governor,
+    /// `None` only while an update holds it.
+    model: Option<M>,
+    optimizer: ModuleOptimizer,
+    precision: MixedPrecision,
+    schedule: Schedule,
+    clip: Option<Clip>,
+    checkpointer: Checkpointer,
+    stats: Stats,
+    /// The epoch the loop is in (0 before the first step), and whether it is open.
+    epoch: usize,
+    open: bool,
+    /// The open epoch's figures so far.
+    tally: Tally,
+    started: Instant,
+}
+
+/// An epoch's figures so far.
+#[derive(Default)]
+struct Tally {
+    loss_sum: f64,
+    samples: usize,
+    skipped: u64,
+    clipped: u64,
+    started: Option<Instant>,
+}
+
+impl<M: Module + 'static> HandLoop<M> {
+    /// Sets up a run of `config` in a new run directory under `run.output_dir`: the model from
+    /// `model` on the configured device (autodiff, seeded with `run.seed`), the optimizer,
+    /// schedule (over `samples` training samples an epoch), mixed precision and clipping from
+    /// `[train]`, and the memory layer from `[memory]`, which records the run's start.
+    ///
+    /// `memory.on_limit = "fit"` needs probes of a step, which a hand loop's steps cannot give
+    /// before they run: it is refused here; `"shrink"` halves the micro-batch at a breach and
+    /// retries the step, keeping the effective batch.
+    pub fn setup(
+        config: RunConfig,
+        samples: usize,
+        model: impl FnOnce(&Device) -> M,
+    ) -> Result<Self, Error> {
+        Self::setup_with(config, samples, model, Silent)
+    }
+
+    /// [`setup`](Self::setup), reporting progress to `observer`.
+    pub fn setup_with(
+        config: RunConfig,
+        samples: usize,
+        model: impl FnOnce(&Device) -> M,
+        observer: impl Observer + 'static,
+    ) -> Result<Self, Error> {
+        end::refuse_fit(&config)?;
+        let device = backend::select(&config.device)?.autodiff();
+        let prepared = Governor::prepare(&config.memory, &device)?;
+        let run_dir = run_dir::create(&config.run.output_dir, &config.run.name)?;
+        run_dir::write_hand_config(&run_dir, &config)?;
+        let train = &config.train;
+        let layout = Layout::new(train.batch_size, train.accumulation_steps);
+        let mut governor = prepared.open(&run_dir, layout, Box::new(observer))?;
+        let model = seeded(config.run.seed, &device, model);
+        let footprint = footprint(&model, train, None);
+        governor.set_footprint(footprint);
+        governor.run_start(footprint.gradients + footprint.optimizer)?;
+        let total_steps = steps_per_epoch(train, samples) * train.epochs;
+        let mut stats = Stats::default();
+        stats.train_samples = samples;
+        Ok(HandLoop {
+            optimizer: build_optimizer(train),
+            precision: MixedPrecision::from_config(train),
+            schedule: Schedule::new(train, total_steps),
+            clip: Clip::from_config(train),
+            checkpointer: Checkpointer::new(&run_dir),
+            config,
+            run_dir,
+            device,
+            governor,
+            model: Some(model),
+            stats,
+            epoch: 0,
+            open: false,
+            tally: Tally::default(),
+            started: Instant::now(),
+        })
+    }
+
+    /// The epochs to train, `1..=train.epochs`.
+    pub fn epochs(&self) -> std::ops::RangeInclusive<usize> {
+        1..=self.config.train.epochs
+    }
+
+    /// The model as it stands.
+    pub fn model(&self) -> &M {
+        self.model
+            .as_ref()
+            .expect("the model is back after every update")
+    }
+
+    /// The autodiff device the model lives on (for the loop's own tensors).
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The run directory.
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// The micro-batch size a step runs at now (smaller after a shrink).
+    pub fn micro_batch(&self) -> usize {
+        self.governor.layout().micro_batch()
+    }
+}

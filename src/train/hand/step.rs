@@ -1,0 +1,127 @@
+//! One optimizer step of a hand loop: the loss of each micro-batch the limit allows, from the
+//! loop's closure, backward and accumulated under the memory checks (retried smaller when the
+//! limit shrinks the micro-batch), then the update at the schedule's rate, clipped, measured
+//! before and after.
+
+use std::ops::Range;
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::optim::GradientsAccumulator;
+use burn::tensor::Tensor;
+
+use super::HandLoop;
+use crate::error::Error;
+use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
+use crate::train::step::backward_share;
+use crate::train::step::protocol::Updater;
+
+impl<M: Module + 'static> HandLoop<M> {
+    /// Trains one optimizer step over a batch of `samples` samples, and returns its mean loss.
+    ///
+    /// `loss` gets the model and a range of the batch's samples (`0..samples`, or a part of it
+    /// when the limit asks for micro-batches) and returns that micro-batch's mean loss, with
+    /// its graph. The step weighs each micro-batch by its share of the batch, so the update
+    /// equals the whole batch's. Under `on_limit = "shrink"`, a breach halves the micro-batch
+    /// and runs the step again: `loss` must not change anything the loop keeps.
+    ///
+    /// The first step of an epoch opens it; a step after the last epoch is an error.
+    pub fn step(
+        &mut self,
+        samples: usize,
+        mut loss: impl FnMut(&M, Range<usize>) -> Tensor<1>,
+    ) -> Result<f64, Error> {
+        self.open_epoch()?;
+        let (epoch, step) = (self.epoch, self.stats.steps + 1);
+        let seed = self.config.run.seed;
+        let (device, precision) = (&self.device, &self.precision);
+        let model = self
+            .model
+            .as_ref()
+            .expect("the model is back after every update");
+        let (grads, value) = self.governor.run_step(epoch, step, |micro, check| {
+            // Dropout draws from the device's generator: seeded per step, as the trainer does.
+            device.seed(crate::train::epochs::step_seed(seed, step));
+            let mut accumulator = GradientsAccumulator::<M>::new();
+            let mut value = 0.0;
+            for start in (0..samples).step_by(micro.max(1)) {
+                let rows = start..(start + micro).min(samples);
+                let share = rows.len() as f64 / samples.max(1) as f64;
+                let compute;
+                let at = match precision.dtype() {
+                    None => model,
+                    Some(_) => {
+                        compute = precision.compute_model(model);
+                        &compute
+                    }
+                };
+                let l = loss(at, rows);
+                value += share * l.clone().detach().into_scalar::<f32>() as f64;
+                backward_share(&mut accumulator, model, precision, l, share, || {
+                    check.check()
+                })?;
+            }
+            Ok((accumulator.grads(), value))
+        })?;
+        let updater = Updater {
+            optimizer: &mut self.optimizer,
+            precision: &mut self.precision,
+            schedule: &mut self.schedule,
+            clip: self.clip,
+        };
+        let model = (self.model.take()).expect("the model is back after every update");
+        let updated = updater.update(&mut self.governor, (epoch, step), model, grads)?;
+        self.model = Some(updated.model);
+        if let Some(flag) = updated.clipped {
+            self.tally.clipped += flag.into_scalar::<f32>() as u64;
+        }
+        if updated.outcome == GroupOutcome::Skip {
+            self.skipped(epoch, step)?;
+        }
+        self.governor.after_step(epoch, step)?;
+        self.stats.steps = step;
+        self.governor.set_step(step);
+        self.tally.loss_sum += value * samples as f64;
+        self.tally.samples += samples;
+        Ok(value)
+    }
+
+    /// Opens the next epoch at its first step, ending the one before if the loop did not.
+    fn open_epoch(&mut self) -> Result<(), Error> {
+        if self.open {
+            return Ok(());
+        }
+        if self.epoch >= self.config.train.epochs {
+            return Err(Error::Config(crate::config::ConfigError {
+                origin: "[train]".into(),
+                key: Some("train.epochs".into()),
+                message: format!(
+                    "a step after the run's last epoch (train.epochs = {}); the loop trains \
+                     HandLoop::epochs()",
+                    self.config.train.epochs
+                ),
+            }));
+        }
+        self.epoch += 1;
+        self.open = true;
+        self.governor.begin_epoch();
+        self.tally.started = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Counts a step that loss scaling skipped, and stops a run whose scale has collapsed.
+    fn skipped(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
+        self.tally.skipped += 1;
+        self.stats.skipped_steps += 1;
+        let scaler = self.precision.scaler().expect("only loss scaling skips");
+        if scaler.consecutive_skips() >= MAX_CONSECUTIVE_SKIPS {
+            return Err(Error::LossScaleCollapsed {
+                epoch,
+                step,
+                skips: scaler.consecutive_skips(),
+                scale: scaler.scale(),
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,62 @@
+//! One optimizer step as every loop takes it, the trainer's (`epochs/step.rs`) and a hand
+//! loop's ([`HandLoop::step`](crate::HandLoop::step)), in the same calls:
+//!
+//! 1. [`Governor::run_step`] runs the gradient half under the limit (retried with smaller
+//!    micro-batches where the limit shrinks them), each micro-batch's mean loss weighted by
+//!    its share of the batch, scaled and backpropagated into the step's sum by
+//!    [`backward_share`], with memory checked after each backward pass;
+//! 2. [`Updater::update`] reads memory before the update, takes the schedule's rate, and
+//!    applies the sum ([`apply_gradients`]: loss scaling undone and checked, clipping);
+//! 3. the loop counts a skipped step, then [`Governor::after_step`] reads memory after it.
+
+use burn::module::Module;
+use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::tensor::Tensor;
+
+use super::{apply_gradients, Clip, Updated};
+use crate::error::Error;
+use crate::train::decide::Schedule;
+use crate::train::precision::MixedPrecision;
+use crate::train::Governor;
+
+/// Backpropagates one micro-batch's mean `loss` (with its graph), weighted by its `share` of
+/// the batch's samples and scaled by the loss scaler, into `accumulator`, calling
+/// `after_backward` while that micro-batch's activations and gradients are both alive.
+pub fn backward_share<M: Module, E>(
+    accumulator: &mut GradientsAccumulator<M>,
+    model: &M,
+    precision: &MixedPrecision,
+    loss: Tensor<1>,
+    share: f64,
+    after_backward: impl FnOnce() -> Result<(), E>,
+) -> Result<(), E> {
+    let grads = precision.scale_loss(loss.mul_scalar(share)).backward();
+    after_backward()?;
+    accumulator.accumulate(model, GradientsParams::from_grads(grads, model));
+    Ok(())
+}
+
+/// What updates the model: the optimizer, the loss scaling, the schedule and clipping.
+pub(in crate::train) struct Updater<'a> {
+    pub optimizer: &'a mut ModuleOptimizer,
+    pub precision: &'a mut MixedPrecision,
+    pub schedule: &'a mut Schedule,
+    pub clip: Option<Clip>,
+}
+
+impl Updater<'_> {
+    /// The update half of step `step` of `epoch`: memory read before it, the schedule's next
+    /// rate, and `grads` applied to `model`.
+    pub(in crate::train) fn update<M: Module>(
+        self,
+        governor: &mut Governor,
+        (epoch, step): (usize, usize),
+        model: M,
+        grads: GradientsParams,
+    ) -> Result<Updated<M>, Error> {
+        governor.before_update(epoch, step)?;
+        let lr = self.schedule.advance();
+        apply_gradients(model, grads, self.optimizer, self.precision, self.clip, lr)
+            .map_err(Error::device)
+    }
+}

@@ -1,0 +1,271 @@
+//! A hand-written loop through `HandLoop` (setup, step, end_epoch, finish): the limit shrinks
+//! its micro-batch and the run completes with the same effective batch; the run directory,
+//! snapshots, checkpoints, `memory.svg` and `summary.json` are written for it; an epoch the loop
+//! leaves open is ended by `finish`; `on_limit = "fit"` and a step past the last epoch are
+//! refused with one line each.
+//!
+//! And a hand loop over a task's own batches, in the trainer's order, ends on the weights
+//! `Trainer::fit` ends on, to the bit: both loops take their steps through the same calls.
+//!
+//! A binary of its own with tidemark's counting allocator (the limit is measured in host bytes
+//! on flex).
+
+use std::sync::Arc;
+
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::{Dataset, InMemDataset};
+use burn::module::Module;
+use burn::nn::{Linear, LinearConfig};
+use burn::tensor::activation::relu;
+use burn::tensor::{Device, Tensor, TensorData};
+use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
+use tidemark::memory::CountingAllocator;
+use tidemark::record::RunStatus;
+use tidemark::task::{Compute, Splits, StepOutput, Task};
+use tidemark::train::{Checkpoint, EpochFigures, MixedPrecision};
+use tidemark::{HandLoop, Trainer};
+
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator::new();
+
+const WIDE: usize = 2048;
+
+#[derive(Module, Debug)]
+struct Net {
+    hidden: Linear,
+    out: Linear,
+}
+
+impl Net {
+    fn new(device: &Device) -> Self {
+        Self {
+            hidden: LinearConfig::new(16, WIDE).init(device),
+            out: LinearConfig::new(WIDE, 1).init(device),
+        }
+    }
+
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.out.forward(relu(self.hidden.forward(x)))
+    }
+}
+
+fn data(n: usize, device: &Device) -> (Tensor<2>, Tensor<2>) {
+    let x: Vec<f32> = (0..n * 16)
+        .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+        .collect();
+    let y: Vec<f32> = x
+        .chunks(16)
+        .map(|r| r.iter().map(|v| v.sin()).sum())
+        .collect();
+    (
+        Tensor::from_data(TensorData::new(x, [n, 16]), device),
+        Tensor::from_data(TensorData::new(y, [n, 1]), device),
+    )
+}
+
+/// Trains `epochs` epochs of batches of `batch` over `samples` samples, ending each epoch but
+/// the last by hand (`finish` ends that one).
+fn train(run: &mut HandLoop<Net>, batch: usize, samples: usize) -> Result<(), tidemark::Error> {
+    let (x, y) = data(samples, run.device());
+    let epochs = run.epochs();
+    let last = *epochs.end();
+    for epoch in epochs {
+        for start in (0..samples).step_by(batch) {
+            run.step(batch.min(samples - start), |model, part| {
+                let at = start + part.start..start + part.end;
+                let xb = x.clone().slice([at.clone(), 0..16]);
+                let yb = y.clone().slice([at, 0..1]);
+                (model.forward(xb) - yb).powi_scalar(2).mean()
+            })?;
+        }
+        if epoch < last {
+            run.end_epoch(EpochFigures::default())?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_hand_loop_shrinks_under_its_limit_records_its_run_and_refuses_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (batch, samples) = (4096, 8192);
+    // A step at 4096 holds at least the hidden layer's input to the activation, its output and
+    // the output's gradient: 3 x 4096 x 2048 x 4 B = 96 MiB, over an 80 MiB limit.
+    let limit = 80u64 << 20;
+    assert!(3 * batch as u64 * WIDE as u64 * 4 > limit);
+    let config = ConfigBuilder::new("hand")
+        .output_dir(dir.path())
+        .epochs(2)
+        .batch_size(batch)
+        .memory_limit(MemorySize::Bytes(limit), OnLimit::Shrink)
+        .build()
+        .unwrap();
+    let mut run = HandLoop::setup(config.clone(), samples, Net::new).unwrap();
+    train(&mut run, batch, samples).unwrap();
+    assert!(
+        run.micro_batch() < batch,
+        "the limit shrank the micro-batch"
+    );
+    let run_dir = run.run_dir().to_path_buf();
+    // The loop left epoch 2 open: finish ends it, with its snapshot and checkpoint.
+    let summary = run.finish().unwrap();
+    assert_eq!(summary.status, RunStatus::Completed);
+    assert_eq!((summary.epochs, summary.steps), (2, 4));
+    assert!(summary.final_loss < summary.first_loss, "{summary:?}");
+    for file in [
+        "config.toml",
+        "snapshots.jsonl",
+        "memory.svg",
+        "summary.json",
+    ] {
+        assert!(run_dir.join(file).is_file(), "{file}");
+    }
+    assert!(run_dir.join("checkpoints/epoch-2").is_dir());
+    let snapshots = std::fs::read_to_string(run_dir.join("snapshots.jsonl")).unwrap();
+    assert!(
+        snapshots.contains("\"action\":\"shrink\""),
+        "a shrink was recorded"
+    );
+    let config_toml = std::fs::read_to_string(run_dir.join("config.toml")).unwrap();
+    assert!(!config_toml.contains("[model]") && config_toml.contains("[memory]"));
+
+    // A step past the last epoch, and fit, are refused in one line each.
+    let small = ConfigBuilder::new("one")
+        .output_dir(dir.path())
+        .epochs(1)
+        .batch_size(64);
+    let mut run = HandLoop::setup(small.clone().build().unwrap(), 128, Net::new).unwrap();
+    train(&mut run, 64, 128).unwrap();
+    run.end_epoch(EpochFigures::default()).unwrap();
+    let e = run.step(64, |model, _| {
+        model
+            .forward(Tensor::zeros([1, 16], &Device::flex().autodiff()))
+            .mean()
+    });
+    let e = e.unwrap_err().to_string();
+    assert!(
+        e.contains("a step after the run's last epoch (train.epochs = 1)"),
+        "{e}"
+    );
+    let fit = small
+        .memory_limit(MemorySize::Bytes(1 << 30), OnLimit::Fit)
+        .build()
+        .unwrap();
+    let e = HandLoop::setup(fit, 128, Net::new)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("memory.on_limit = \"fit\" probes a step before the first"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+}
+
+/// A task of its own: y = sum(sin(x)) over 4 inputs, through a hidden layer of 16.
+#[derive(Module, Debug)]
+struct Small {
+    hidden: Linear,
+    out: Linear,
+}
+
+type Item = ([f32; 4], f32);
+
+struct Rows;
+
+impl Batcher<Item, (Tensor<2>, Tensor<2>)> for Rows {
+    fn batch(&self, items: Vec<Item>, device: &Device) -> (Tensor<2>, Tensor<2>) {
+        let n = items.len();
+        let x: Vec<f32> = items.iter().flat_map(|(x, _)| *x).collect();
+        let y: Vec<f32> = items.iter().map(|(_, y)| *y).collect();
+        (
+            Tensor::from_data(TensorData::new(x, [n, 4]), device),
+            Tensor::from_data(TensorData::new(y, [n, 1]), device),
+        )
+    }
+}
+
+struct Sines;
+
+impl Task for Sines {
+    type Model = Small;
+    type Item = Item;
+    type Batch = (Tensor<2>, Tensor<2>);
+
+    fn model(&self, device: &Device) -> Small {
+        Small {
+            hidden: LinearConfig::new(4, 16).init(device),
+            out: LinearConfig::new(16, 1).init(device),
+        }
+    }
+    fn data(&self) -> Splits<Item> {
+        let items: Vec<Item> = (0..200)
+            .map(|i| {
+                let x = [0, 1, 2, 3].map(|k| ((i * 31 + k * 7) % 100) as f32 / 50.0 - 1.0);
+                (x, x.iter().map(|v| v.sin()).sum())
+            })
+            .collect();
+        let train: Arc<dyn Dataset<Item>> = Arc::new(InMemDataset::new(items));
+        Splits::new(train, None)
+    }
+    fn batcher(&self) -> &dyn Batcher<Item, (Tensor<2>, Tensor<2>)> {
+        &Rows
+    }
+    fn step(&self, model: &Small, (x, y): Self::Batch, cx: &Compute) -> StepOutput {
+        let hidden = relu(model.hidden.forward(cx.input(x)));
+        let predicted = cx.output(model.out.forward(hidden));
+        StepOutput::new((predicted - y).powi_scalar(2).mean())
+    }
+}
+
+#[test]
+fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str| {
+        ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .epochs(3)
+            .batch_size(32)
+            .accumulation_steps(2)
+            .num_workers(0)
+            .build()
+            .unwrap()
+    };
+    let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
+    let task = Sines;
+    let train = task.data().train;
+    let samples = train.len();
+    let hand_config = config("hand");
+    let seed = hand_config.run.seed;
+    let mut run = HandLoop::setup(hand_config, samples, |d| task.model(d)).unwrap();
+    // The trainer's loader, in its order: batches of 32, two to an optimizer step.
+    let loader = tidemark::data::item_loader(train, 32, Some(seed), 0);
+    let cx = MixedPrecision::f32().compute();
+    let device = run.device().clone();
+    for _ in run.epochs() {
+        let batches: Vec<Vec<Item>> = loader.iter().collect::<Result<_, _>>().unwrap();
+        for group in batches.chunks(2) {
+            let items: Vec<Item> = group.concat();
+            run.step(items.len(), |model, rows| {
+                // The trainer's micro-batches are its loader batches: a step's two halves.
+                let batch = Rows.batch(items[rows].to_vec(), &device);
+                task.step(model, batch, &cx).loss
+            })
+            .unwrap();
+        }
+        run.end_epoch(EpochFigures::default()).unwrap();
+    }
+    let hand = run.finish().unwrap();
+    assert_eq!((hand.epochs, hand.steps), (fitted.epochs, fitted.steps));
+    let weights = |run: &str| {
+        Checkpoint::latest(&dir.path().join(run))
+            .unwrap()
+            .weights()
+            .unwrap()
+    };
+    let (fit, hand_weights) = (weights("fit"), weights("hand"));
+    assert_eq!(fit.len(), 4, "two layers' weights and biases");
+    assert_eq!(fit, hand_weights, "the same weights, to the bit");
+    let (a, b) = (hand.final_loss.unwrap(), fitted.final_loss.unwrap());
+    assert!((a - b).abs() < 1e-6, "{a} against {b}");
+}
