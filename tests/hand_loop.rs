@@ -28,6 +28,15 @@ use tidemark::{HandLoop, Trainer};
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();
 
+/// The allocator's count is the process's: one test at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 const WIDE: usize = 2048;
 
 #[derive(Module, Debug)]
@@ -87,6 +96,7 @@ fn train(run: &mut HandLoop<Net>, batch: usize, samples: usize) -> Result<(), ti
 
 #[test]
 fn a_hand_loop_shrinks_under_its_limit_records_its_run_and_refuses_what_it_cannot_do() {
+    let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let (batch, samples) = (4096, 8192);
     // A step at 4096 holds at least the hidden layer's input to the activation, its output and
@@ -220,6 +230,7 @@ impl Task for Sines {
 
 #[test]
 fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
+    let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let config = |name: &str| {
         ConfigBuilder::new(name)
@@ -268,4 +279,75 @@ fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
     assert_eq!(fit, hand_weights, "the same weights, to the bit");
     let (a, b) = (hand.final_loss.unwrap(), fitted.final_loss.unwrap());
     assert!((a - b).abs() < 1e-6, "{a} against {b}");
+}
+
+/// A model whose parameters dwarf its activations: 2048 x 2048 (16 MiB a set).
+#[derive(Module, Debug)]
+struct Square {
+    layer: Linear,
+}
+
+const SET: u64 = 2048 * 2048 * 4;
+
+/// One epoch of one step over 2 samples, holding `held` bytes of the loop's own from after
+/// `setup` on; returns the run's directory and the step's outcome.
+fn one_step(
+    dir: &std::path::Path,
+    limit: Option<u64>,
+    held: usize,
+) -> (std::path::PathBuf, Result<f64, tidemark::Error>) {
+    let mut config = ConfigBuilder::new("square")
+        .output_dir(dir)
+        .epochs(1)
+        .batch_size(2);
+    if let Some(limit) = limit {
+        config = config.memory_limit(MemorySize::Bytes(limit), OnLimit::Fail);
+    }
+    let build = |d: &Device| Square {
+        layer: LinearConfig::new(2048, 2048).init(d),
+    };
+    let mut run = HandLoop::setup(config.build().unwrap(), 2, build).unwrap();
+    let device = run.device().clone();
+    let own: Tensor<2> = Tensor::zeros([held / (2048 * 4), 2048], &device);
+    let stepped = run.step(2, |model, rows| {
+        let x: Tensor<2> = Tensor::ones([rows.len(), 2048], &device);
+        model.layer.forward(x).mean()
+    });
+    let run_dir = run.run_dir().to_path_buf();
+    if stepped.is_ok() {
+        drop(own);
+        run.finish().unwrap();
+    }
+    (run_dir, stepped)
+}
+
+#[test]
+fn a_breach_in_a_hand_loop_s_update_is_caught() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // What the process holds at the run's start (the weights, and what it held before), read
+    // from an unlimited run's first snapshot.
+    let (run_dir, stepped) = one_step(dir.path(), None, 0);
+    stepped.unwrap();
+    let start: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(run_dir.join("snapshots.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let at_start = start["bytes_in_use"].as_u64().unwrap();
+    // The run's start expects its gradients and Adam's two moments to come: start + 3 sets.
+    // The loop then holds a set of its own, so the step's backward holds start + 3 sets (its
+    // own, the gradients, and the layer's backward's transient copy of the weights' size) and
+    // the update start + 4 (its own, the gradients and the two moments). A limit at start +
+    // 3.5 sets passes the run's start and the backward pass, and is breached in the update.
+    let limit = at_start + 7 * SET / 2;
+    let (_, stepped) = one_step(dir.path(), Some(limit), SET as usize);
+    let e = stepped.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, tidemark::Error::Limit(_)), "{text}");
+    assert!(text.contains("in the optimizer's update"), "{text}");
+    eprintln!("{text}");
 }

@@ -51,6 +51,7 @@ impl Governor {
         self.record_peak(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.enforce(epoch, step, &usage)?;
         self.control.probe().begin_window();
+        self.in_update = true;
         Ok(())
     }
 
@@ -169,6 +170,7 @@ impl Governor {
             .resting_estimate
             .saturating_sub(full.gradients + full.optimizer - state);
         let phase = match e.phase {
+            Phase::Step if self.in_update => PeakPhase::Update,
             Phase::RunStart | Phase::Step | Phase::RunEnd => PeakPhase::Backward,
             Phase::EpochEnd | Phase::Checkpoint => PeakPhase::Outside,
         };

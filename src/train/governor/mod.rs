@@ -49,6 +49,9 @@ pub struct Governor {
     step_peaks: StepPeaks,
     /// The highest figure of the step under way, for its point of the step trace.
     step_peak: u64,
+    /// Whether the step under way is in its update (after `before_update`): a breach there is
+    /// the update's.
+    in_update: bool,
     /// The epoch's memory per step.
     trace: StepTrace,
 }
@@ -174,6 +177,7 @@ impl Governor {
     pub fn begin_step(&mut self) {
         self.previous_attempt = None;
         self.step_peak = 0;
+        self.in_update = false;
         self.control.probe().begin_window();
     }
 

@@ -70,6 +70,7 @@ impl Prepared {
             footprint: None,
             step_peaks: Default::default(),
             step_peak: 0,
+            in_update: false,
             trace: Default::default(),
         })
     }
