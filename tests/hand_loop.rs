@@ -228,32 +228,22 @@ impl Task for Sines {
     }
 }
 
-#[test]
-fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
-    let _one = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let config = |name: &str| {
-        ConfigBuilder::new(name)
-            .output_dir(dir.path())
-            .epochs(3)
-            .batch_size(32)
-            .accumulation_steps(2)
-            .num_workers(0)
-            .build()
-            .unwrap()
-    };
-    let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
-    let task = Sines;
-    let train = task.data().train;
-    let samples = train.len();
-    let hand_config = config("hand");
-    let seed = hand_config.run.seed;
-    let mut run = HandLoop::setup(hand_config, samples, |d| task.model(d)).unwrap();
-    // The trainer's loader, in its order: batches of 32, two to an optimizer step.
-    let loader = tidemark::data::item_loader(train, 32, Some(seed), 0);
+/// The hand loop's epochs over `task`'s batches in the trainer's order (its loader: batches of
+/// 32, two to an optimizer step), stopping without `finish` after epoch `stop`, if given.
+fn hand_epochs(
+    mut run: HandLoop<Small>,
+    task: &Sines,
+    stop: Option<usize>,
+) -> Option<tidemark::record::RunSummary> {
+    let seed = 1;
+    let loader = tidemark::data::item_loader(task.data().train, 32, Some(seed), 0);
     let cx = MixedPrecision::f32().compute();
     let device = run.device().clone();
-    for _ in run.epochs() {
+    // The loader reshuffles at each epoch's start: the epochs done are started again.
+    for _ in 1..*run.epochs().start() {
+        drop(loader.iter());
+    }
+    for epoch in run.epochs() {
         let batches: Vec<Vec<Item>> = loader.iter().collect::<Result<_, _>>().unwrap();
         for group in batches.chunks(2) {
             let items: Vec<Item> = group.concat();
@@ -265,15 +255,50 @@ fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
             .unwrap();
         }
         run.end_epoch(EpochFigures::default()).unwrap();
+        if Some(epoch) == stop {
+            return None;
+        }
     }
-    let hand = run.finish().unwrap();
+    Some(run.finish().unwrap())
+}
+
+#[test]
+fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str| {
+        ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .epochs(3)
+            .batch_size(32)
+            .accumulation_steps(2)
+            .num_workers(0)
+            .seed(1)
+            .build()
+            .unwrap()
+    };
+    let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
+    let task = Sines;
+    let samples = task.data().train.len();
+    let hand_config = config("hand");
+    let run = HandLoop::setup(hand_config, samples, |d| task.model(d)).unwrap();
+    let hand = hand_epochs(run, &task, None).unwrap();
     assert_eq!((hand.epochs, hand.steps), (fitted.epochs, fitted.steps));
+    // Stopped after epoch 2 (as a kill after its checkpoint would), then resumed.
+    let run = HandLoop::setup(config("cut"), samples, |d| task.model(d)).unwrap();
+    assert!(hand_epochs(run, &task, Some(2)).is_none());
+    let cut = dir.path().join("cut");
+    let run = HandLoop::resume(config("cut"), &cut, samples, |d| task.model(d)).unwrap();
+    assert_eq!(run.epochs(), 3..=3);
+    let resumed = hand_epochs(run, &task, None).unwrap();
+    assert_eq!(resumed.steps, fitted.steps);
     let weights = |run: &str| {
         Checkpoint::latest(&dir.path().join(run))
             .unwrap()
             .weights()
             .unwrap()
     };
+    assert_eq!(weights("cut"), weights("fit"), "resumed, the same weights");
     let (fit, hand_weights) = (weights("fit"), weights("hand"));
     assert_eq!(fit.len(), 4, "two layers' weights and biases");
     assert_eq!(fit, hand_weights, "the same weights, to the bit");
@@ -349,5 +374,4 @@ fn a_breach_in_a_hand_loop_s_update_is_caught() {
     let text = e.to_string();
     assert!(matches!(e, tidemark::Error::Limit(_)), "{text}");
     assert!(text.contains("in the optimizer's update"), "{text}");
-    eprintln!("{text}");
 }

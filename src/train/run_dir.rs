@@ -62,7 +62,7 @@ pub(super) fn write_hand_config(run_dir: &Path, config: &RunConfig) -> Result<()
         .filter(|(section, _)| !TASK_SECTIONS.contains(&section.as_str()))
         .collect();
     let text = format!(
-        "# a hand loop's run: its model and data are defined in code\n{}",
+        "{CODE_TASK_HEADER} \"hand loop\", defined in code\n{}",
         toml::to_string(&kept).expect("a TOML table serialises")
     );
     write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))

@@ -35,6 +35,7 @@
 //! ```
 
 mod end;
+mod open;
 mod step;
 
 use std::path::{Path, PathBuf};
@@ -46,13 +47,11 @@ use burn::tensor::Device;
 
 use super::checkpoint::Checkpointer;
 use super::decide::Schedule;
-use super::epochs::{seeded, steps_per_epoch};
 use super::precision::MixedPrecision;
-use super::run_dir;
+use super::resume::Resume;
 use super::stats::Stats;
-use super::step::{footprint, Clip};
-use super::{build_optimizer, Governor, Layout};
-use crate::backend;
+use super::step::Clip;
+use super::Governor;
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::record::{Observer, Silent};
@@ -113,43 +112,29 @@ impl<M: Module + 'static> HandLoop<M> {
         model: impl FnOnce(&Device) -> M,
         observer: impl Observer + 'static,
     ) -> Result<Self, Error> {
-        end::refuse_fit(&config)?;
-        let device = backend::select(&config.device)?.autodiff();
-        let prepared = Governor::prepare(&config.memory, &device)?;
-        let run_dir = run_dir::create(&config.run.output_dir, &config.run.name)?;
-        run_dir::write_hand_config(&run_dir, &config)?;
-        let train = &config.train;
-        let layout = Layout::new(train.batch_size, train.accumulation_steps);
-        let mut governor = prepared.open(&run_dir, layout, Box::new(observer))?;
-        let model = seeded(config.run.seed, &device, model);
-        let footprint = footprint(&model, train, None);
-        governor.set_footprint(footprint);
-        governor.run_start(footprint.gradients + footprint.optimizer)?;
-        let total_steps = steps_per_epoch(train, samples) * train.epochs;
-        let mut stats = Stats::default();
-        stats.train_samples = samples;
-        Ok(HandLoop {
-            optimizer: build_optimizer(train),
-            precision: MixedPrecision::from_config(train),
-            schedule: Schedule::new(train, total_steps),
-            clip: Clip::from_config(train),
-            checkpointer: Checkpointer::new(&run_dir),
-            config,
-            run_dir,
-            device,
-            governor,
-            model: Some(model),
-            stats,
-            epoch: 0,
-            open: false,
-            tally: Tally::default(),
-            started: Instant::now(),
-        })
+        Self::open(config, samples, model, Box::new(observer), None)
     }
 
-    /// The epochs to train, `1..=train.epochs`.
+    /// Continues the hand loop's run in `run_dir` from its latest checkpoint: the weights
+    /// (loaded into the model `model` builds), the optimizer's state, the schedule, the loss
+    /// scaler and a shrunk micro-batch come back, and [`epochs`](Self::epochs) gives the
+    /// epochs still to train. `config` must match the run's own `config.toml` but in the keys
+    /// a resume may change (`train.epochs`, the `[memory]` keys, ...). The data order of the
+    /// epochs left is the loop's to reproduce; with it, the run ends where an uninterrupted
+    /// one does.
+    pub fn resume(
+        config: RunConfig,
+        run_dir: impl AsRef<Path>,
+        samples: usize,
+        model: impl FnOnce(&Device) -> M,
+    ) -> Result<Self, Error> {
+        let resume = Resume::open(run_dir.as_ref(), &config, &[])?;
+        Self::open(config, samples, model, Box::new(Silent), Some(resume))
+    }
+
+    /// The epochs to train: `1..=train.epochs`, or those after a resumed run's checkpoint.
     pub fn epochs(&self) -> std::ops::RangeInclusive<usize> {
-        1..=self.config.train.epochs
+        self.epoch + 1..=self.config.train.epochs
     }
 
     /// The model as it stands.

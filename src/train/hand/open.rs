@@ -1,0 +1,96 @@
+//! A hand loop's run opened: a new one (its directory made, its model seeded) or one resumed
+//! from its latest checkpoint (weights, optimizer, schedule, loss scaler and micro-batch back).
+
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::tensor::Device;
+
+use super::{end, HandLoop, Tally};
+use crate::backend;
+use crate::config::RunConfig;
+use crate::error::Error;
+use crate::record::Observer;
+use crate::train::checkpoint::Checkpointer;
+use crate::train::decide::Schedule;
+use crate::train::epochs::{seeded, steps_per_epoch};
+use crate::train::precision::MixedPrecision;
+use crate::train::resume::Resume;
+use crate::train::run_dir;
+use crate::train::stats::Stats;
+use crate::train::step::{footprint, Clip};
+use crate::train::{build_optimizer, Governor, Layout};
+
+impl<M: Module + 'static> HandLoop<M> {
+    /// Opens the run: new, or `resume`d.
+    pub(super) fn open(
+        config: RunConfig,
+        samples: usize,
+        model: impl FnOnce(&Device) -> M,
+        observer: Box<dyn Observer>,
+        resume: Option<Resume>,
+    ) -> Result<Self, Error> {
+        end::refuse_fit(&config)?;
+        let device = backend::select(&config.device)?.autodiff();
+        let mut prepared = Governor::prepare(&config.memory, &device)?;
+        let run_dir = match &resume {
+            Some(resume) => {
+                prepared = prepared.continuing(resume.elapsed_s);
+                resume.run_dir.clone()
+            }
+            None => run_dir::create(&config.run.output_dir, &config.run.name)?,
+        };
+        run_dir::write_hand_config(&run_dir, &config)?;
+        let train = &config.train;
+        let mut layout = Layout::new(train.batch_size, train.accumulation_steps);
+        if let Some(resume) = &resume {
+            layout.factor = resume.checkpoint.state.layout_factor.max(1);
+        }
+        let mut governor = prepared.open(&run_dir, layout, observer)?;
+        let mut model = seeded(config.run.seed, &device, model);
+        let footprint = footprint(&model, train, None);
+        governor.set_footprint(footprint);
+        let total_steps = steps_per_epoch(train, samples) * train.epochs;
+        let mut optimizer = build_optimizer(train);
+        let mut schedule = Schedule::new(train, total_steps);
+        let mut precision = MixedPrecision::from_config(train);
+        let to_come = footprint.gradients + footprint.optimizer;
+        let (mut stats, epoch) = match &resume {
+            None => {
+                governor.run_start(to_come)?;
+                (Stats::default(), 0)
+            }
+            Some(resume) => {
+                let checkpoint = &resume.checkpoint;
+                let state = &checkpoint.state;
+                checkpoint.load_model(&mut model)?;
+                optimizer = checkpoint.load_optimizer(optimizer)?;
+                schedule = checkpoint.load_schedule(schedule)?;
+                if let Some(scaler) = &state.loss_scaler {
+                    precision = MixedPrecision::new(train.precision, Some(scaler.clone()));
+                }
+                governor.set_step(state.step);
+                governor.resume_start(state.epoch, to_come, checkpoint.describe())?;
+                (resume.stats(), state.epoch)
+            }
+        };
+        stats.train_samples = samples;
+        Ok(HandLoop {
+            optimizer,
+            precision,
+            schedule,
+            clip: Clip::from_config(train),
+            checkpointer: Checkpointer::new(&run_dir),
+            config,
+            run_dir,
+            device,
+            governor,
+            model: Some(model),
+            stats,
+            epoch,
+            open: false,
+            tally: Tally::default(),
+            started: Instant::now(),
+        })
+    }
+}
