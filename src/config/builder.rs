@@ -5,7 +5,10 @@ use super::load::ConfigError;
 use super::raw::RawConfig;
 use super::raw::RawSize;
 use super::size::MemorySize;
-use super::types::{Backend, ClearPolicy, OnLimit, OptimizerKind, Precision, RunConfig};
+use super::types::{
+    Backend, ClearPolicy, EarlyStoppingConfig, LossScaling, OnLimit, OptimizerKind, Precision,
+    RunConfig, ScheduleConfig,
+};
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -183,6 +186,84 @@ impl ConfigBuilder {
         self
     }
 
+    /// Weight decay (`train.weight_decay`): L2 for `adam`, `sgd`, `rmsprop`; decoupled for
+    /// `adamw`.
+    pub fn weight_decay(mut self, decay: f64) -> Self {
+        self.raw.train.weight_decay = Some(decay);
+        self
+    }
+
+    /// Adam's and AdamW's `[beta1, beta2]` (`train.betas`).
+    pub fn betas(mut self, beta1: f64, beta2: f64) -> Self {
+        self.raw.train.betas = Some(vec![beta1, beta2]);
+        self
+    }
+
+    /// The denominator's epsilon of `adam`, `adamw` and `rmsprop` (`train.eps`).
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.raw.train.eps = Some(eps);
+        self
+    }
+
+    /// The momentum of `sgd` and `rmsprop`, and (`sgd`) whether it is Nesterov's
+    /// (`train.momentum`, `train.nesterov`).
+    pub fn momentum(mut self, momentum: f64, nesterov: bool) -> Self {
+        self.raw.train.momentum = Some(momentum);
+        self.raw.train.nesterov = Some(nesterov);
+        self
+    }
+
+    /// RMSprop's smoothing constant (`train.alpha`).
+    pub fn alpha(mut self, alpha: f64) -> Self {
+        self.raw.train.alpha = Some(alpha);
+        self
+    }
+
+    /// Scales each step's gradient down to this global L2 norm (`train.clip_grad_norm`).
+    pub fn clip_grad_norm(mut self, norm: f64) -> Self {
+        self.raw.train.clip_grad_norm = Some(norm);
+        self
+    }
+
+    /// Bounds every gradient element to `[-value, value]` (`train.clip_grad_value`).
+    pub fn clip_grad_value(mut self, value: f64) -> Self {
+        self.raw.train.clip_grad_value = Some(value);
+        self
+    }
+
+    /// Loss scaling in mixed precision (`train.loss_scaling`), with dynamic scaling's first
+    /// scale and the clean steps after which it doubles (`train.initial_loss_scale`,
+    /// `train.loss_scale_growth_interval`).
+    pub fn loss_scaling(mut self, scaling: LossScaling, initial: f64, growth: usize) -> Self {
+        let name = match scaling {
+            LossScaling::Dynamic => "dynamic",
+            LossScaling::Off => "off",
+        };
+        self.raw.train.loss_scaling = Some(name.into());
+        self.raw.train.initial_loss_scale = Some(initial);
+        self.raw.train.loss_scale_growth_interval = Some(growth as i64);
+        self
+    }
+
+    /// Recomputes memory-bound activations in the backward pass instead of keeping them
+    /// (`train.gradient_checkpointing`).
+    pub fn gradient_checkpointing(mut self, on: bool) -> Self {
+        self.raw.train.gradient_checkpointing = Some(on);
+        self
+    }
+
+    /// A learning-rate schedule (`[train.schedule]`).
+    pub fn schedule(mut self, schedule: ScheduleConfig) -> Self {
+        self.raw.train.schedule = Some(as_raw(&schedule));
+        self
+    }
+
+    /// Early stopping (`[train.early_stopping]`).
+    pub fn early_stopping(mut self, early: EarlyStoppingConfig) -> Self {
+        self.raw.train.early_stopping = Some(as_raw(&early));
+        self
+    }
+
     /// Direct access to every key, for what the typed setters do not cover.
     pub fn raw_mut(&mut self) -> &mut RawConfig {
         &mut self.raw
@@ -202,5 +283,90 @@ fn raw_size(size: MemorySize) -> RawSize {
     match size {
         MemorySize::Bytes(bytes) => RawSize::Bytes(bytes.min(i64::MAX as u64) as i64),
         MemorySize::Fraction(share) => RawSize::Fraction(share),
+    }
+}
+
+/// A validated table as the raw one it reads back from (a validated config writes what a
+/// file would hold).
+fn as_raw<T: serde::Serialize, R: serde::de::DeserializeOwned>(validated: &T) -> R {
+    let value = toml::Value::try_from(validated).expect("a validated table serialises");
+    value
+        .try_into()
+        .expect("a validated table reads back as a raw one")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{parse, MonitorMode, ScheduleKind};
+
+    /// The config a file with `[run] name = "b"` and `toml` gives.
+    fn file(toml: &str) -> RunConfig {
+        parse(&format!("[run]\nname = \"b\"\n{toml}"), "b.toml", &[]).unwrap()
+    }
+
+    #[test]
+    fn every_train_key_the_docs_show_has_a_setter_equal_to_its_toml() {
+        let b = || ConfigBuilder::new("b");
+        let schedule = ScheduleConfig {
+            kind: ScheduleKind::Cosine,
+            warmup_steps: 10,
+            min_lr: Some(1e-5),
+            decay_steps: Some(100),
+            step_size: None,
+            gamma: None,
+        };
+        let early = EarlyStoppingConfig {
+            monitor: "val_accuracy".into(),
+            mode: MonitorMode::Max,
+            patience: 3,
+            min_delta: 0.001,
+            restore_best: true,
+        };
+        let cases: Vec<(ConfigBuilder, &str)> = vec![
+            (b().weight_decay(0.01), "[train]\nweight_decay = 0.01"),
+            (
+                b().optimizer(OptimizerKind::Adamw, 1e-3)
+                    .betas(0.8, 0.99)
+                    .eps(1e-7),
+                "[train]\noptimizer = \"adamw\"\nlr = 1e-3\nbetas = [0.8, 0.99]\neps = 1e-7",
+            ),
+            (
+                b().optimizer(OptimizerKind::Sgd, 0.1).momentum(0.9, true),
+                "[train]\noptimizer = \"sgd\"\nlr = 0.1\nmomentum = 0.9\nnesterov = true",
+            ),
+            (
+                b().optimizer(OptimizerKind::Rmsprop, 0.01).alpha(0.9),
+                "[train]\noptimizer = \"rmsprop\"\nlr = 0.01\nalpha = 0.9",
+            ),
+            (b().clip_grad_norm(1.0), "[train]\nclip_grad_norm = 1.0"),
+            (b().clip_grad_value(0.5), "[train]\nclip_grad_value = 0.5"),
+            (
+                b().precision(Precision::F16)
+                    .loss_scaling(LossScaling::Dynamic, 1024.0, 100),
+                "[train]\nprecision = \"f16\"\nloss_scaling = \"dynamic\"\n\
+                 initial_loss_scale = 1024.0\nloss_scale_growth_interval = 100",
+            ),
+            (
+                b().gradient_checkpointing(true),
+                "[train]\ngradient_checkpointing = true",
+            ),
+            (
+                b().schedule(schedule),
+                "[train.schedule]\nkind = \"cosine\"\nwarmup_steps = 10\nmin_lr = 1e-5\n\
+                 decay_steps = 100",
+            ),
+            (
+                b().early_stopping(early),
+                "[train.early_stopping]\nmonitor = \"val_accuracy\"\nmode = \"max\"\n\
+                 patience = 3\nmin_delta = 0.001\nrestore_best = true",
+            ),
+        ];
+        for (builder, toml) in cases {
+            assert_eq!(builder.build().unwrap(), file(toml), "{toml}");
+        }
+        // The setters go through the same validation as a file.
+        let e = b().betas(1.5, 0.9).build().unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("train.betas"), "{e}");
     }
 }
