@@ -17,6 +17,7 @@
 mod checkpoint;
 mod decide;
 mod epochs;
+mod fit_plan;
 pub mod gate;
 mod governor;
 mod hand;

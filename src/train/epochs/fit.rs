@@ -13,114 +13,40 @@
 //! the release would give its reservation back.
 
 use super::probe::StepUnder;
-use super::setup::Run;
 use super::Epochs;
 use crate::error::Error;
-use crate::memory::policy::{LimitExceeded, Phase};
-use crate::memory::MemorySource;
-use crate::memory::{format_bytes, format_signed_bytes};
 use crate::task::Task;
-
-/// The share of the limit a fitted step may not use: room for what one step's probe does not
-/// see (the update's temporaries, validation).
-pub(super) const MARGIN: f64 = 0.10;
-
-/// One probed micro-batch: its size and the peak predicted for a step at it.
-struct Probe {
-    micro_batch: usize,
-    peak: u64,
-}
-
-/// What the last halving saved (0 if it saved nothing, or if there was none).
-fn last_saving(probes: &[Probe]) -> u64 {
-    match probes {
-        [.., before, last] => before.peak.saturating_sub(last.peak),
-        _ => 0,
-    }
-}
-
-/// Whether halving further cannot reach `budget`: each halving saves at most half what the
-/// one before saved (the activations halve), so once the last saving is no more than the gap
-/// left, no micro-batch fits. The first halving from no accumulation is not compared: it adds
-/// a gradient set that later halvings do not.
-fn futile(probes: &[Probe], accumulation: usize, budget: u64) -> bool {
-    let comparable = if accumulation > 1 { 2 } else { 3 };
-    match probes {
-        [.., last] if probes.len() >= comparable => {
-            last_saving(probes) <= last.peak.saturating_sub(budget)
-        }
-        _ => false,
-    }
-}
+use crate::train::fit_plan::{FitProbe, FitTarget};
 
 impl<T: Task> Epochs<'_, T> {
     /// Probes, picks the micro-batch and records the choice; an error if none fits.
-    pub(super) fn fit(&mut self, run: &mut Run<T>) -> Result<(), Error> {
-        let limit = self
-            .governor
-            .control()
-            .limit_bytes()
-            .expect("validated: fit needs a limit");
-        let budget = (limit as f64 * (1.0 - MARGIN)) as u64;
+    pub(super) fn fit(&mut self, run: &mut super::setup::Run<T>) -> Result<(), Error> {
+        let target = FitTarget {
+            limit: (self.governor.control().limit_bytes()).expect("validated: fit needs a limit"),
+            batch: self.config.train.batch_size,
+            accumulation: self.config.train.accumulation_steps,
+            source: self.governor.control().source(),
+        };
         let items = self.probe_items()?;
         let before = self.governor.control_mut().read()?.bytes_in_use;
-        let (batch, accumulation) = (
-            self.config.train.batch_size,
-            self.config.train.accumulation_steps,
-        );
         let mut probes = Vec::new();
         let mut factor = 1;
         loop {
-            let micro_batch = batch.div_ceil(factor);
+            let micro_batch = target.batch.div_ceil(factor);
             let at = StepUnder::run_as_configured(run);
-            let peak = self
-                .probe(&at, &items, micro_batch, accumulation * factor)?
-                .held
-                + run.footprint.optimizer;
-            probes.push(Probe { micro_batch, peak });
-            if peak <= budget || micro_batch == 1 || futile(&probes, accumulation, budget) {
+            let micro_steps = target.accumulation * factor;
+            let peak =
+                self.probe(&at, &items, micro_batch, micro_steps)?.held + run.footprint.optimizer;
+            probes.push(FitProbe { micro_batch, peak });
+            if target.done(&probes) {
                 break;
             }
             factor *= 2;
         }
         let kept = self.governor.control_mut().release()?.bytes_in_use as i64 - before as i64;
-        let chosen = probes.last().expect("one probe at least");
-        let tried = probes
-            .iter()
-            .map(|p| format!("{}: {}", p.micro_batch, format_bytes(p.peak)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        if chosen.peak > budget {
-            return Err(self.governor.fail(LimitExceeded {
-                limit,
-                observed: chosen.peak,
-                measure: match self.governor.control().source() {
-                    MemorySource::Host => "peak in use with the optimizer's state to come",
-                    MemorySource::CubeclPool => {
-                        "reserved in the device pools with the optimizer's state to come"
-                    }
-                },
-                epoch: 0,
-                step: 0,
-                micro_batch: chosen.micro_batch,
-                accumulation_steps: accumulation * factor,
-                futile_shrink: (chosen.micro_batch > 1).then(|| last_saving(&probes)),
-                phase: Phase::Step,
-                breakdown: None,
-                advice: None,
-            }));
+        match target.choose(&probes, factor, kept) {
+            Ok((factor, detail)) => self.governor.fit_layout(factor, detail),
+            Err(e) => Err(self.governor.fail(e)),
         }
-        let detail = format!(
-            "micro-batch {batch} -> {}, accumulation_steps {accumulation} -> {} (effective \
-             batch unchanged): a step's peak probed at {tried}, against {} ({} limit less \
-             {:.0}%); the probes kept {} after release",
-            chosen.micro_batch,
-            accumulation * factor,
-            format_bytes(budget),
-            format_bytes(limit),
-            MARGIN * 100.0,
-            format_signed_bytes(kept),
-        );
-        self.governor.fit_layout(factor, detail)
     }
 }

@@ -5,7 +5,7 @@
 use burn::module::Module;
 
 use super::{HandLoop, Tally};
-use crate::config::{ConfigError, OnLimit, RunConfig};
+use crate::config::ConfigError;
 use crate::error::Error;
 use crate::record::{RunStatus, RunSummary};
 use crate::train::build_optimizer;
@@ -13,21 +13,6 @@ use crate::train::checkpoint::CheckpointState;
 use crate::train::stats::Identity;
 use crate::train::trainer::draw;
 use crate::train::EpochFigures;
-
-/// Refuses `on_limit = "fit"`, which probes a step before the first, in a hand loop.
-pub(super) fn refuse_fit(config: &RunConfig) -> Result<(), Error> {
-    match config.memory.on_limit {
-        OnLimit::Fit => Err(Error::Config(ConfigError {
-            origin: "[memory]".into(),
-            key: Some("memory.on_limit".into()),
-            message: "memory.on_limit = \"fit\" probes a step before the first, and a hand \
-                      loop's steps are its own; use \"shrink\" (the micro-batch halves at a \
-                      breach and the step runs again) or \"fail\""
-                .into(),
-        })),
-        _ => Ok(()),
-    }
-}
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Ends the epoch the steps are in: its snapshot, with `figures` (the loop's validation

@@ -35,6 +35,7 @@
 //! ```
 
 mod end;
+mod fit;
 mod open;
 mod step;
 
@@ -73,6 +74,8 @@ pub struct HandLoop<M: Module + 'static> {
     /// The epoch the loop is in (0 before the first step), and whether it is open.
     epoch: usize,
     open: bool,
+    /// `on_limit = "fit"` on a new run: the first step is probed first.
+    to_fit: bool,
     /// The open epoch's figures so far.
     tally: Tally,
     started: Instant,
@@ -94,9 +97,10 @@ impl<M: Module + 'static> HandLoop<M> {
     /// schedule (over `samples` training samples an epoch), mixed precision and clipping from
     /// `[train]`, and the memory layer from `[memory]`, which records the run's start.
     ///
-    /// `memory.on_limit = "fit"` needs probes of a step, which a hand loop's steps cannot give
-    /// before they run: it is refused here; `"shrink"` halves the micro-batch at a breach and
-    /// retries the step, keeping the effective batch.
+    /// Under a limit, `memory.on_limit = "shrink"` halves the micro-batch at a breach and runs
+    /// the step again; `"fit"` probes the first step with the loop's own loss at the configured
+    /// micro-batch and at halves of it, and trains at the largest that fits; both keep the
+    /// effective batch.
     pub fn setup(
         config: RunConfig,
         samples: usize,

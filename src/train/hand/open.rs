@@ -6,9 +6,9 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::Device;
 
-use super::{end, HandLoop, Tally};
+use super::{HandLoop, Tally};
 use crate::backend;
-use crate::config::RunConfig;
+use crate::config::{OnLimit, RunConfig};
 use crate::error::Error;
 use crate::record::Observer;
 use crate::train::checkpoint::Checkpointer;
@@ -30,7 +30,6 @@ impl<M: Module + 'static> HandLoop<M> {
         observer: Box<dyn Observer>,
         resume: Option<Resume>,
     ) -> Result<Self, Error> {
-        end::refuse_fit(&config)?;
         let device = backend::select(&config.device)?.autodiff();
         let mut prepared = Governor::prepare(&config.memory, &device)?;
         let run_dir = match &resume {
@@ -75,6 +74,7 @@ impl<M: Module + 'static> HandLoop<M> {
             }
         };
         stats.train_samples = samples;
+        let to_fit = config.memory.on_limit == OnLimit::Fit && resume.is_none();
         Ok(HandLoop {
             optimizer,
             precision,
@@ -87,6 +87,7 @@ impl<M: Module + 'static> HandLoop<M> {
             governor,
             model: Some(model),
             stats,
+            to_fit,
             epoch,
             open: false,
             tally: Tally::default(),

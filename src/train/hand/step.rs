@@ -32,6 +32,9 @@ impl<M: Module + 'static> HandLoop<M> {
         mut loss: impl FnMut(&M, Range<usize>) -> Tensor<1>,
     ) -> Result<f64, Error> {
         self.open_epoch()?;
+        if std::mem::take(&mut self.to_fit) {
+            self.fit(samples, &mut loss)?;
+        }
         let (epoch, step) = (self.epoch, self.stats.steps + 1);
         let seed = self.config.run.seed;
         let (device, precision) = (&self.device, &self.precision);

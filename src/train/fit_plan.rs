@@ -1,0 +1,115 @@
+//! `memory.on_limit = "fit"`'s decisions, for the trainer's loop and a hand loop alike: the
+//! step is probed at the configured micro-batch and at halves of it, and the run trains at the
+//! largest that fits under the limit with [`MARGIN`] to spare, keeping the effective batch
+//! through accumulation. Pure: the probes' figures in, the choice (or the error) out.
+
+use crate::memory::policy::{LimitExceeded, Phase};
+use crate::memory::MemorySource;
+use crate::memory::{format_bytes, format_signed_bytes};
+
+/// The share of the limit a fitted step may not use: room for what one step's probe does not
+/// see (the update's temporaries, validation).
+pub(crate) const MARGIN: f64 = 0.10;
+
+/// One probed micro-batch: its size and the peak predicted for a step at it.
+pub(crate) struct FitProbe {
+    pub(crate) micro_batch: usize,
+    pub(crate) peak: u64,
+}
+
+/// What the probes were run against.
+pub(crate) struct FitTarget {
+    pub(crate) limit: u64,
+    pub(crate) batch: usize,
+    pub(crate) accumulation: usize,
+    pub(crate) source: MemorySource,
+}
+
+impl FitTarget {
+    /// What a fitted step may hold: the limit less [`MARGIN`].
+    pub(crate) fn budget(&self) -> u64 {
+        (self.limit as f64 * (1.0 - MARGIN)) as u64
+    }
+
+    /// Whether to stop probing after `probes`: the last fits, is at one sample, or halving
+    /// further cannot reach the budget.
+    pub(crate) fn done(&self, probes: &[FitProbe]) -> bool {
+        let last = probes.last().expect("one probe at least");
+        last.peak <= self.budget()
+            || last.micro_batch == 1
+            || futile(probes, self.accumulation, self.budget())
+    }
+
+    /// The layout's factor and the `fit` memory action's detail, or the error if no probed
+    /// micro-batch fits. `kept`: what the probes kept in use after their release.
+    pub(crate) fn choose(
+        &self,
+        probes: &[FitProbe],
+        factor: usize,
+        kept: i64,
+    ) -> Result<(usize, String), LimitExceeded> {
+        let chosen = probes.last().expect("one probe at least");
+        let budget = self.budget();
+        let tried = probes
+            .iter()
+            .map(|p| format!("{}: {}", p.micro_batch, format_bytes(p.peak)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if chosen.peak > budget {
+            return Err(LimitExceeded {
+                limit: self.limit,
+                observed: chosen.peak,
+                measure: match self.source {
+                    MemorySource::Host => "peak in use with the optimizer's state to come",
+                    MemorySource::CubeclPool => {
+                        "reserved in the device pools with the optimizer's state to come"
+                    }
+                },
+                epoch: 0,
+                step: 0,
+                micro_batch: chosen.micro_batch,
+                accumulation_steps: self.accumulation * factor,
+                futile_shrink: (chosen.micro_batch > 1).then(|| last_saving(probes)),
+                phase: Phase::Step,
+                breakdown: None,
+                advice: None,
+            });
+        }
+        let detail = format!(
+            "micro-batch {} -> {}, accumulation_steps {} -> {} (effective batch unchanged): a \
+             step's peak probed at {tried}, against {} ({} limit less {:.0}%); the probes kept \
+             {} after release",
+            self.batch,
+            chosen.micro_batch,
+            self.accumulation,
+            self.accumulation * factor,
+            format_bytes(budget),
+            format_bytes(self.limit),
+            MARGIN * 100.0,
+            format_signed_bytes(kept),
+        );
+        Ok((factor, detail))
+    }
+}
+
+/// What the last halving saved (0 if it saved nothing, or if there was none).
+fn last_saving(probes: &[FitProbe]) -> u64 {
+    match probes {
+        [.., before, last] => before.peak.saturating_sub(last.peak),
+        _ => 0,
+    }
+}
+
+/// Whether halving further cannot reach `budget`: each halving saves at most half what the
+/// one before saved (the activations halve), so once the last saving is no more than the gap
+/// left, no micro-batch fits. The first halving from no accumulation is not compared: it adds
+/// a gradient set that later halvings do not.
+fn futile(probes: &[FitProbe], accumulation: usize, budget: u64) -> bool {
+    let comparable = if accumulation > 1 { 2 } else { 3 };
+    match probes {
+        [.., last] if probes.len() >= comparable => {
+            last_saving(probes) <= last.peak.saturating_sub(budget)
+        }
+        _ => false,
+    }
+}
