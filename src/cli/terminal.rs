@@ -8,6 +8,7 @@ use std::time::Duration;
 use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::memory::{format_bytes, format_signed_bytes};
+use crate::record::Action;
 use crate::record::{EpochProgress, Observer, SearchStatus, Warning};
 use crate::record::{Event, Snapshot};
 use crate::report::format_metric;
@@ -250,7 +251,7 @@ impl Observer for Terminal {
             Event::Resume => format!("resume: {}; {memory}", s.detail.as_deref().unwrap_or("")),
             Event::MemoryAction => format!(
                 "memory {}: {}",
-                s.action.as_deref().unwrap_or("action"),
+                s.action.map_or("action", Action::name),
                 s.detail.as_deref().unwrap_or("")
             ),
         };

@@ -67,13 +67,37 @@ impl ComparePolicy {
     }
 }
 
+/// How a policy's run ended: written as `completed`, or as the error that stopped it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowStatus {
+    /// The run finished.
+    Completed,
+    /// The run could not start, or stopped, with this error.
+    Failed(String),
+}
+
+impl std::fmt::Display for RowStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowStatus::Completed => f.write_str("completed"),
+            RowStatus::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+impl Serialize for RowStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// One policy's outcome.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
     /// The policy.
     pub policy: ComparePolicy,
     /// `completed`, or why the policy did not run or did not finish.
-    pub status: String,
+    pub status: RowStatus,
     /// The run directory, if the run started.
     pub run_dir: Option<PathBuf>,
     /// Mean training throughput.
@@ -231,7 +255,7 @@ fn completed_row(policy: ComparePolicy, summary: &RunSummary) -> CompareRow {
     };
     CompareRow {
         policy,
-        status: "completed".into(),
+        status: RowStatus::Completed,
         run_dir: Some(summary.run_dir.clone()),
         samples_per_sec: summary.samples_per_sec,
         peak_bytes_in_use: summary.peak_bytes_in_use,
@@ -251,7 +275,7 @@ fn completed_row(policy: ComparePolicy, summary: &RunSummary) -> CompareRow {
 fn failed_row(policy: ComparePolicy, e: &Error) -> CompareRow {
     CompareRow {
         policy,
-        status: e.to_string(),
+        status: RowStatus::Failed(e.to_string()),
         run_dir: None,
         samples_per_sec: None,
         peak_bytes_in_use: 0,
@@ -305,7 +329,7 @@ pub fn table(rows: &[CompareRow]) -> String {
             r.micro_batch.map_or("-".into(), |m| m.to_string()),
             r.val_accuracy
                 .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
-            r.status.replace('|', "/"),
+            r.status.to_string().replace('|', "/"),
         );
     }
     out

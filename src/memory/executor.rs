@@ -8,6 +8,7 @@ use super::host::{pool_host_heap, reserve_host_heap, trim_host_heap, trimming_th
 use super::policy::MemoryAction;
 use super::pools::device_pool_figures;
 use super::usage::{format_bytes, MemorySource};
+use crate::record::Action;
 
 /// Number of arena pages a reservation is split into; each serves buffers up to its size.
 pub const RESERVE_BLOCKS: u64 = 4;
@@ -15,8 +16,8 @@ pub const RESERVE_BLOCKS: u64 = 4;
 /// What applying an action did, for logs and `memory_action` events.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
-    /// Short name: `reserve`, `cleanup`.
-    pub action: &'static str,
+    /// What was done: reserve or cleanup.
+    pub action: Action,
     /// What happened, in words.
     pub detail: String,
 }
@@ -44,7 +45,7 @@ impl Executor {
             MemoryAction::Cleanup => {
                 self.cleanup()?;
                 Ok(Some(Applied {
-                    action: "cleanup",
+                    action: Action::Cleanup,
                     detail: match self.source {
                         MemorySource::CubeclPool => "released unused pool pages".into(),
                         MemorySource::Host => "returned free heap pages to the OS".into(),
@@ -137,7 +138,7 @@ impl Executor {
     fn reserve(&mut self, bytes: u64) -> Result<Applied, ExecutionError> {
         if self.source == MemorySource::Host {
             return Ok(Applied {
-                action: "reserve",
+                action: Action::Reserve,
                 detail: match reserve_host_heap(bytes) {
                     Some(r) => format!(
                         "reserved {} of heap: anonymous resident memory {} -> {}",
@@ -166,7 +167,7 @@ impl Executor {
         self.fill_launch_cache()?;
         let after = device_pool_figures(&self.device).unwrap_or_default();
         Ok(Applied {
-            action: "reserve",
+            action: Action::Reserve,
             detail: format!(
                 "reserved {}: pool reserved {} -> {}",
                 format_bytes(bytes),
@@ -285,7 +286,7 @@ mod tests {
     fn host_cleanup_trims_and_reserve_holds_heap() {
         let mut exec = Executor::new(&Device::flex(), MemorySource::Host);
         let applied = exec.apply(&MemoryAction::Cleanup).unwrap().unwrap();
-        assert_eq!(applied.action, "cleanup");
+        assert_eq!(applied.action, Action::Cleanup);
         let before = crate::memory::anonymous_resident_bytes().unwrap();
         let target = before + (32 << 20);
         let applied = exec

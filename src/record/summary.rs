@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::{Backend, Execution, Precision};
 use crate::memory::{AdviceRecord, Breakdown, MemorySource};
 use crate::record::{GrowthAlarm, RecordError, Retained};
 
@@ -35,16 +36,16 @@ pub struct RunSummary {
     /// The task trained (`classify`, `regress`, `forecast`, or a user's task name).
     #[serde(default)]
     pub task: String,
-    /// Backend name.
-    pub backend: String,
+    /// The backend.
+    pub backend: Backend,
     /// Where memory figures came from.
     pub memory_source: MemorySource,
     /// How operations ran: `eager` or `fused`.
     #[serde(default)]
-    pub execution: String,
+    pub execution: Execution,
     /// Compute precision: `f32`, `bf16` or `f16`.
     #[serde(default)]
-    pub precision: String,
+    pub precision: Precision,
     /// With loss scaling: the scale at the end of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss_scale: Option<f64>,

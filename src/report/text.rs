@@ -7,6 +7,7 @@ use std::path::Path;
 use super::{render_memory_svg, PictureOf};
 use crate::error::Error;
 use crate::memory::{format_bytes, format_signed_bytes};
+use crate::record::Action;
 use crate::record::{
     check_growth, current_epochs, read_snapshot_log, Event, Snapshot, SnapshotLog,
 };
@@ -134,7 +135,7 @@ fn events(snapshots: &[Snapshot]) -> String {
         let _ = writeln!(
             out,
             "memory {} (epoch {}): {}",
-            s.action.as_deref().unwrap_or("action"),
+            s.action.map_or("action", Action::name),
             s.epoch,
             s.detail.as_deref().unwrap_or("")
         );

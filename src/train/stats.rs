@@ -42,9 +42,9 @@ pub(super) struct Identity {
     pub(super) name: String,
     pub(super) run_dir: PathBuf,
     pub(super) task: String,
-    pub(super) backend: String,
-    pub(super) execution: String,
-    pub(super) precision: String,
+    pub(super) backend: crate::config::Backend,
+    pub(super) execution: crate::config::Execution,
+    pub(super) precision: crate::config::Precision,
     pub(super) baselines: crate::task::Baselines,
 }
 

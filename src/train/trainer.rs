@@ -156,9 +156,9 @@ impl Trainer {
             name: config.run.name.clone(),
             run_dir: run_dir.clone(),
             task: task.name(),
-            backend: config.device.backend.to_string(),
-            execution: execution.to_string(),
-            precision: precision.to_string(),
+            backend: config.device.backend,
+            execution,
+            precision,
             baselines: task.baselines(),
         };
         let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();

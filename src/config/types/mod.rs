@@ -67,7 +67,7 @@ impl RunSection {
 
 /// A compute backend. Which ones can run depends on the cargo features the binary was built
 /// with; see [`crate::backend`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
     /// Burn's pure-Rust CPU backend (always compiled in).
@@ -119,10 +119,11 @@ pub struct DeviceConfig {
 /// In Burn 0.22 this is a property of the build, not of a device: with Burn's `fusion` feature
 /// (tidemark's `fused`), CubeCL devices queue operations lazily and run them as fused,
 /// autotuned kernels; without it, every operation launches on its own. flex has one mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Execution {
     /// One kernel per operation.
+    #[default]
     Eager,
     /// Burn's fusion: a lazy operation stream compiled into fused, autotuned kernels.
     Fused,

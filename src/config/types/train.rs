@@ -156,10 +156,11 @@ impl MonitorMode {
 }
 
 /// The floating-point precision of forward and backward compute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     /// Single precision throughout.
+    #[default]
     F32,
     /// bfloat16 compute: f32's range, 8 bits of mantissa.
     Bf16,

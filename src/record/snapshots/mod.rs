@@ -27,6 +27,41 @@ pub enum Event {
     Resume,
 }
 
+/// What a memory policy did, in a `memory_action` snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Reserved memory up front (`memory.policy = "preallocate"`).
+    Reserve,
+    /// Gave free memory back (`memory.clear`).
+    Cleanup,
+    /// Halved the micro-batch after a breach (`on_limit = "shrink"`).
+    Shrink,
+    /// Chose the micro-batch by probes before the first step (`on_limit = "fit"`).
+    Fit,
+    /// A breach failed the run (`on_limit = "fail"`).
+    Limit,
+}
+
+impl Action {
+    /// Its name in snapshots and on the terminal.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Reserve => "reserve",
+            Action::Cleanup => "cleanup",
+            Action::Shrink => "shrink",
+            Action::Fit => "fit",
+            Action::Limit => "limit",
+        }
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a run kept after releasing everything, written into its `run_end` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Retained {
@@ -102,9 +137,9 @@ pub struct Snapshot {
     pub micro_batch: usize,
     /// Micro-batches per optimizer step at this point.
     pub accumulation_steps: usize,
-    /// `memory_action` events: what was done (`reserve`, `cleanup`, `shrink`, `limit`).
+    /// `memory_action` events: what was done (`reserve`, `cleanup`, `shrink`, `fit`, `limit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub action: Option<String>,
+    pub action: Option<Action>,
     /// `memory_action` and `resume` events: details, with the figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

@@ -7,6 +7,7 @@ use plotters::prelude::*;
 use super::place::Placed;
 use super::{Chart, DrawError, Entry, Mark, MIB};
 use crate::memory::Breakdown;
+use crate::record::Action;
 use crate::record::{Event, StepSample};
 
 const BLUE: RGBColor = RGBColor(31, 119, 180);
@@ -176,10 +177,12 @@ impl MemoryPanel<'_> {
 
 /// A marker's label: the action, and for one that changed the micro-batch, the new size.
 fn marker_label(s: &crate::record::Snapshot) -> String {
-    match (s.event, s.action.as_deref()) {
+    match (s.event, s.action) {
         (Event::Resume, _) => "resume".into(),
-        (_, Some(action @ ("shrink" | "fit"))) => format!("{action} to {}", s.micro_batch),
-        (_, action) => action.unwrap_or("action").into(),
+        (_, Some(action @ (Action::Shrink | Action::Fit))) => {
+            format!("{action} to {}", s.micro_batch)
+        }
+        (_, action) => action.map_or("action", Action::name).into(),
     }
 }
 

@@ -240,7 +240,7 @@ pub(super) mod tests {
         };
         Snapshot {
             micro_batch: 8,
-            action: action.map(String::from),
+            action: action.map(|a| serde_json::from_value(serde_json::json!(a)).unwrap()),
             ..Snapshot::new(event, epoch, memory)
         }
     }

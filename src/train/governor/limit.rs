@@ -7,6 +7,7 @@ use crate::memory::format_bytes;
 use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
 use crate::memory::MemoryUsage;
 use crate::memory::{Breakdown, Footprint, PeakPhase};
+use crate::record::Action;
 use crate::record::StepSample;
 
 impl Governor {
@@ -120,14 +121,14 @@ impl Governor {
             before.micro_steps(),
             self.layout.micro_steps(),
         );
-        self.memory_event(epoch, "shrink", detail)
+        self.memory_event(epoch, Action::Shrink, detail)
     }
 
     /// `on_limit = "fit"`, before the first step: cuts each loader batch into `factor`
     /// micro-batches from now on, and records why (`detail`) as a `fit` memory action.
     pub fn fit_layout(&mut self, factor: usize, detail: String) -> Result<(), Error> {
         self.layout.factor = factor.max(1);
-        self.memory_event(0, "fit", detail)
+        self.memory_event(0, Action::Fit, detail)
     }
 
     /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),
@@ -139,7 +140,7 @@ impl Governor {
     /// Records a breach and turns it into the run's error.
     pub fn fail(&mut self, mut e: LimitExceeded) -> Error {
         e.breakdown = self.breach_breakdown(&e).map(Box::new);
-        if let Err(write_error) = self.memory_event(e.epoch, "limit", e.to_string()) {
+        if let Err(write_error) = self.memory_event(e.epoch, Action::Limit, e.to_string()) {
             return write_error;
         }
         Error::Limit(e)

@@ -4,19 +4,20 @@ use super::Governor;
 use crate::error::Error;
 use crate::memory::resident_set_bytes;
 use crate::memory::MemoryUsage;
+use crate::record::Action;
 use crate::record::{Event, Snapshot};
 
 impl Governor {
     pub(super) fn memory_event(
         &mut self,
         epoch: usize,
-        action: &str,
+        action: Action,
         detail: String,
     ) -> Result<(), Error> {
         self.stats.memory_actions += 1;
         let usage = self.control.probe().observe();
         self.snapshot(Event::MemoryAction, epoch, usage, |s| {
-            s.action = Some(action.to_string());
+            s.action = Some(action);
             s.detail = Some(detail);
         })
     }

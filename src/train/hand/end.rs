@@ -92,9 +92,9 @@ impl<M: Module + 'static> HandLoop<M> {
             name: self.config.run.name.clone(),
             run_dir: self.run_dir.clone(),
             task: "hand loop".into(),
-            backend: self.config.device.backend.to_string(),
-            execution: crate::backend::execution(&self.config.device)?.to_string(),
-            precision: self.config.train.precision.to_string(),
+            backend: self.config.device.backend,
+            execution: crate::backend::execution(&self.config.device)?,
+            precision: self.config.train.precision,
             baselines: Default::default(),
         };
         let wall = self.started.elapsed().as_secs_f64();
