@@ -34,11 +34,11 @@ pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointe
 pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
 pub use gate::{Ending, EpochGate, Gate};
 pub use hand::HandLoop;
-pub use optimizer::build_optimizer;
+pub use optimizer::{build_optimizer, FusedAdam};
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{
     accumulate_gradients, accumulated_step, apply_gradients, footprint, micro_batches,
-    resting_bytes, Accumulated, Clip, FusedAdam, Stepped, Updated,
+    resting_bytes, Accumulated, Clip, Stepped, Updated,
 };
 pub use trainer::Trainer;
 

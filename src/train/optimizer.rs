@@ -13,7 +13,6 @@ use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamWConfig, ModuleOptimizer, RmsPropConfig, SgdConfig};
 
-use super::step::FusedAdam;
 use crate::config::{defaults, OptimizerKind, TrainConfig};
 
 /// Builds the configured optimizer.
@@ -59,6 +58,10 @@ pub fn state_copies(config: &TrainConfig) -> u64 {
         OptimizerKind::Rmsprop => 2 + momentum,
     }
 }
+
+mod adam;
+
+pub use adam::FusedAdam;
 
 #[cfg(test)]
 mod tests;

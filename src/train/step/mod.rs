@@ -10,11 +10,9 @@ use crate::config::{Precision, TrainConfig};
 use crate::memory::{Footprint, MemoryProbe};
 use crate::task::{MetricSums, Task};
 
-mod adam;
 mod clip;
 pub(in crate::train) mod protocol;
 
-pub use adam::FusedAdam;
 pub use clip::Clip;
 pub use protocol::backward_share;
 
