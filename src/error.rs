@@ -7,6 +7,7 @@ use crate::config::ConfigError;
 use crate::data::DataError;
 use crate::memory::{LimitExceeded, MemoryError};
 use crate::record::RecordError;
+use crate::report::ReportError;
 
 /// Anything that stops a run.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +56,19 @@ pub enum Error {
     /// The device reported a failure.
     #[error("device error: {0}")]
     Device(String),
+    /// A picture or report could not be drawn or written.
+    #[error("drawing {0}")]
+    Report(#[from] ReportError),
+    /// A checkpoint could not be written (the run's earlier checkpoints are kept).
+    #[error("saving the {what} checkpoint in {}: {message}", dir.display())]
+    CheckpointSave {
+        /// The checkpoint's directory.
+        dir: PathBuf,
+        /// Which part: the model, the optimizer or the schedule.
+        what: &'static str,
+        /// Why, on one line.
+        message: String,
+    },
     /// The loss stopped being finite.
     #[error(
         "training diverged: loss is {loss} at step {step} of epoch {epoch}; try a lower train.lr"
@@ -148,6 +162,8 @@ impl Error {
             Error::Io { .. }
             | Error::Record(RecordError::Io { .. })
             | Error::Device(_)
+            | Error::Report(_)
+            | Error::CheckpointSave { .. }
             | Error::Diverged { .. }
             | Error::LossScaleCollapsed { .. } => 1,
         }

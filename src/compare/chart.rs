@@ -7,6 +7,7 @@ use plotters::prelude::*;
 
 use super::ComparePolicy;
 use crate::record::{Event, Snapshot};
+use crate::report::ReportError;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -25,8 +26,8 @@ const PALETTE: [RGBColor; 5] = [
 ];
 
 /// Peak in use per epoch, one line per policy, and each limit as a horizontal line.
-pub(super) fn chart(series: &[Series], name: &str, path: &Path) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+pub(super) fn chart(series: &[Series], name: &str, path: &Path) -> Result<(), ReportError> {
+    let err = |e: &dyn std::fmt::Display| ReportError::at(path, e);
     let (x_max, y_max) = bounds(series);
     let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;

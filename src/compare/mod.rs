@@ -179,8 +179,7 @@ pub fn compare(
     };
     write("compare.json", &json)?;
     write("compare.md", table(&rows).as_bytes())?;
-    chart(&series, &config.run.name, &dir.join("compare.svg"))
-        .map_err(|e| Error::Device(format!("drawing {e}")))?;
+    chart(&series, &config.run.name, &dir.join("compare.svg"))?;
     Ok((dir, rows))
 }
 

@@ -52,7 +52,7 @@ pub enum Warning {
     /// Memory in use rose epoch after epoch.
     Growth(GrowthAlarm),
     /// `memory.svg` could not be drawn (the snapshots it comes from are intact).
-    PictureNotDrawn(String),
+    PictureNotDrawn(crate::report::ReportError),
 }
 
 impl fmt::Display for Warning {

@@ -3,11 +3,13 @@
 //! `tidemark report`. The files themselves are written by the training loop
 //! (`snapshots.jsonl` and `summary.json`, by [`crate::train`]).
 
+mod error;
 mod plot;
 mod search_plot;
 mod search_timeline;
 mod text;
 
+pub use error::ReportError;
 pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};
 pub use search_plot::{render_search_svg, SearchPicture, SearchPoint};
 pub use text::{format_metric, report};

@@ -2,6 +2,7 @@
 //! axis where the values span a decade or more), the peak memory of each trial, and, where the
 //! trials ran in parallel, their leases over time under the budget ([`super::search_timeline`]).
 
+use super::error::ReportError;
 use std::path::Path;
 
 use plotters::coord::Shift;
@@ -109,8 +110,8 @@ impl Axis {
 
 /// Draws `picture` into an SVG at `path`: a panel per varied key, then the peaks, then (where
 /// the trials ran in parallel) the timeline of their leases.
-pub fn render_search_svg(picture: &SearchPicture, path: &Path) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+pub fn render_search_svg(picture: &SearchPicture, path: &Path) -> Result<(), ReportError> {
+    let err = |e: &dyn std::fmt::Display| ReportError::at(path, e);
     let timeline = picture
         .budget
         .filter(|_| picture.trials.iter().any(|t| !t.runs.is_empty()));

@@ -40,7 +40,7 @@ pub fn report(run_dir: &Path) -> Result<String, Error> {
         limit: summary.as_ref().and_then(|s| s.limit_bytes),
         monitor: summary.as_ref().and_then(|s| s.monitor.as_deref()),
     };
-    render_memory_svg(&snapshots, of, &svg).map_err(|e| Error::Device(format!("drawing {e}")))?;
+    render_memory_svg(&snapshots, of, &svg)?;
     let epochs = current_epochs(&snapshots);
     let mut out = outcome(run_dir, &name, summary.as_ref(), &epochs);
     if let Some(line) = cut_line {

@@ -380,6 +380,8 @@ fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(),
     }
     write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
     let budget = packed.map(|(budget, _)| budget);
-    render_search_svg(&picture(plan, rows, budget), &dir.join("sweep.svg"))
-        .map_err(|e| Error::Device(format!("drawing {e}")))
+    Ok(render_search_svg(
+        &picture(plan, rows, budget),
+        &dir.join("sweep.svg"),
+    )?)
 }

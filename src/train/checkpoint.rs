@@ -192,11 +192,10 @@ fn write_files<M: ModuleSnapshot>(
     // weights, largest tensor 4 MiB), the model's part of a checkpoint then holds 8.0 MiB
     // above rest instead of 11.1 MiB. Burn's optimizer record has no such path. The store
     // keeps each parameter's id, which the optimizer's state is keyed by.
-    let failed = |what: &str, e: &dyn std::fmt::Debug| {
-        Error::Device(format!(
-            "saving the {what} checkpoint in {}: {e:?}",
-            dir.display()
-        ))
+    let failed = |what: &'static str, e: &dyn std::fmt::Debug| Error::CheckpointSave {
+        dir: dir.to_path_buf(),
+        what,
+        message: format!("{e:?}"),
     };
     let mut store = BurnpackStore::from_file(dir.join("model.bpk")).overwrite(true);
     model
@@ -206,9 +205,7 @@ fn write_files<M: ModuleSnapshot>(
         .save(dir.join("optimizer.bpk"))
         .map_err(|e| failed("optimizer", &e))?;
     if let Some(schedule) = schedule {
-        schedule
-            .save(&dir.join(SCHEDULE_FILE))
-            .map_err(|e| failed("schedule", &e))?;
+        schedule.save(&dir.join(SCHEDULE_FILE))?;
     }
     let meta = serde_json::to_vec_pretty(state).expect("meta serialises");
     let meta_path = dir.join("meta.json");

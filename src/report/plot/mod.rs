@@ -6,6 +6,7 @@ mod memory;
 mod place;
 mod training;
 
+use super::error::ReportError;
 use std::path::Path;
 
 use plotters::coord::types::RangedCoordf64;
@@ -56,8 +57,12 @@ pub struct PictureOf<'a> {
 }
 
 /// Draws the picture of `snapshots` into an SVG at `path`.
-pub fn render_memory_svg(snapshots: &[Snapshot], of: PictureOf, path: &Path) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+pub fn render_memory_svg(
+    snapshots: &[Snapshot],
+    of: PictureOf,
+    path: &Path,
+) -> Result<(), ReportError> {
+    let err = |e: &dyn std::fmt::Display| ReportError::at(path, e);
     let placed = positions(snapshots);
     let steps = step_points(snapshots);
     let epochs: Vec<Placed> = placed
@@ -219,8 +224,8 @@ fn draw_legend(area: &Area<'_>, legend: &[Entry], top: i32) -> Result<(), DrawEr
 }
 
 /// Draws `memory.svg` beside the `snapshots.jsonl` at `snapshots`, from what that file holds.
-pub fn draw_memory_svg(snapshots: &Path, of: PictureOf) -> Result<(), String> {
-    let read = read_snapshots(snapshots).map_err(|e| e.to_string())?;
+pub fn draw_memory_svg(snapshots: &Path, of: PictureOf) -> Result<(), ReportError> {
+    let read = read_snapshots(snapshots).map_err(|e| ReportError::at(snapshots, e))?;
     render_memory_svg(&read, of, &snapshots.with_file_name("memory.svg"))
 }
 

@@ -231,9 +231,7 @@ impl Checkpoint {
             return Ok(schedule);
         }
         let current = self.state.lr.unwrap_or(schedule.current());
-        schedule
-            .load(&path, current)
-            .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e}")))
+        schedule.load(&path, current)
     }
 
     /// `optimizer` with the saved state.

@@ -14,6 +14,7 @@ use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
 use burn::optim::lr_scheduler::{LrSchedulerConfig, LrSchedulerRecord};
 
 use crate::config::{defaults, ScheduleConfig, ScheduleKind, TrainConfig};
+use crate::error::Error;
 
 /// The learning rate of each optimizer step. Advanced once per optimizer step (not per
 /// micro-batch), and saved with each checkpoint so that a resumed run continues it.
@@ -82,17 +83,22 @@ impl Schedule {
     }
 
     /// Writes the scheduler's state (Burn's record, in burnpack) to `path`.
-    pub fn save(&self, path: &Path) -> Result<(), String> {
+    pub fn save(&self, path: &Path) -> Result<(), Error> {
         self.scheduler
             .to_record()
             .save(path)
-            .map_err(|e| format!("{e:?}"))
+            .map_err(|e| Error::CheckpointSave {
+                dir: path.parent().unwrap_or(path).to_path_buf(),
+                what: "schedule",
+                message: format!("{e:?}"),
+            })
     }
 
     /// This schedule, continued from the state saved at `path`, whose last step ran at
     /// `current`.
-    pub fn load(self, path: &Path, current: f64) -> Result<Self, String> {
-        let record = LrSchedulerRecord::load(path).map_err(|e| format!("{e:?}"))?;
+    pub fn load(self, path: &Path, current: f64) -> Result<Self, Error> {
+        let record = LrSchedulerRecord::load(path)
+            .map_err(|e| Error::checkpoint(path, format!("cannot be loaded: {e:?}")))?;
         Ok(Self {
             scheduler: self.scheduler.load_record(record),
             current,
