@@ -13,11 +13,14 @@
 # reproduce a failure that depends on the CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The modules of tests/cli/ whose tests compare measured bytes, and the unit tests of src/memory/.
+# The modules of tests/cli/ whose tests compare measured bytes, the hand loop's tests (limits
+# derived from shapes and from what the run measured at its start), and the unit tests of
+# src/memory/.
 filters=(advisor:: breakdown:: custom:: experiments:: fit:: memory:: picture:: run_dir::
   search:: training::)
 # The 500-trial flat search (its filter would match `search::`) asserts a slope, not a byte
 # count; `cargo test` runs it once, and at over two minutes in a debug build it is left out here.
 echo "memory tests: RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-unset}, cargo test $*"
 cargo test "$@" --test cli -- "${filters[@]}" --skip flat_search::
+cargo test "$@" --test hand_loop
 cargo test "$@" --lib -- memory::
