@@ -13,6 +13,6 @@ mod validate;
 pub use builder::ConfigBuilder;
 pub use load::{load, load_table, parse, to_toml, ConfigError, Override};
 pub use raw::*;
-pub use size::{parse_bytes, MemorySize};
+pub use size::{parse_bytes, MemorySize, ValueError};
 pub use types::*;
 pub use validate::Invalid;

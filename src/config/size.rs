@@ -5,6 +5,12 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize, Serializer};
 
+/// What is wrong with a value, without its key (the caller names the key): `must be > 0, got
+/// -1`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ValueError(pub String);
+
 /// A size as written in TOML: a string with a unit, an integer byte count, or a fraction.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
@@ -36,14 +42,14 @@ impl MemorySize {
     }
 
     /// Parses the raw form; the error says what is wrong, without the key.
-    pub fn parse(raw: &RawSize) -> Result<Self, String> {
+    pub fn parse(raw: &RawSize) -> Result<Self, ValueError> {
         match raw {
             RawSize::Bytes(b) if *b > 0 => Ok(MemorySize::Bytes(*b as u64)),
-            RawSize::Bytes(b) => Err(format!("must be > 0, got {b}")),
+            RawSize::Bytes(b) => Err(ValueError(format!("must be > 0, got {b}"))),
             RawSize::Fraction(f) if *f > 0.0 && *f <= 1.0 => Ok(MemorySize::Fraction(*f)),
-            RawSize::Fraction(f) => Err(format!(
+            RawSize::Fraction(f) => Err(ValueError(format!(
                 "must be a fraction in (0, 1] or a size like \"512MiB\", got {f}"
-            )),
+            ))),
             RawSize::Text(t) => parse_bytes(t).map(MemorySize::Bytes),
         }
     }
@@ -51,7 +57,11 @@ impl MemorySize {
 
 /// Parses `"512MiB"`, `"2 GiB"`, `"1.5GB"`, `"4096"`, `"64kb"` (units are case-insensitive;
 /// `KB`/`MB`/`GB`/`TB` are decimal, `KiB`/`MiB`/`GiB`/`TiB` binary).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_bytes(text: &str) -> Result<u64, ValueError> {
+    parse_bytes_text(text).map_err(ValueError)
+}
+
+fn parse_bytes_text(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -138,10 +148,10 @@ mod tests {
         assert_eq!(parse_bytes("9223372036854775807B"), Ok(i64::MAX as u64));
         assert_eq!(
             parse_bytes("18446744073709551615TiB"),
-            Err(format!(
+            Err(ValueError(format!(
                 "must be at most {} bytes, got \"18446744073709551615TiB\"",
                 u64::MAX
-            ))
+            )))
         );
         assert!(parse_bytes("1e30").is_err());
     }

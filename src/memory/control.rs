@@ -32,7 +32,8 @@ impl Control {
         let mut probe = MemoryProbe::new(device);
         let source = probe.source();
         let total = device_total_memory(device, source);
-        let policies = Policies::from_config(config, total).map_err(MemoryError::Settings)?;
+        let policies =
+            Policies::from_config(config, total).map_err(|e| MemoryError::Settings(e.0))?;
         if config.policy == MemoryPolicyKind::Preallocate && source == MemorySource::Host {
             check_host_reservation(config)?;
         }

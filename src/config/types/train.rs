@@ -141,12 +141,12 @@ impl MonitorMode {
     /// The rule every monitor (`train.early_stopping.monitor`, `sweep.monitor`) follows: it
     /// names a validation figure, `val_loss` or `val_<metric>`; without a `mode`, an accuracy
     /// is better higher and anything else lower. The message says what is wrong with `monitor`.
-    pub fn of_monitor(monitor: &str) -> Result<MonitorMode, String> {
+    pub fn of_monitor(monitor: &str) -> Result<MonitorMode, crate::config::ValueError> {
         if !monitor.starts_with("val_") || monitor.len() == 4 {
-            return Err(format!(
+            return Err(crate::config::ValueError(format!(
                 "must name a validation metric, like \"val_loss\" or \"val_accuracy\"; got \
                  \"{monitor}\""
-            ));
+            )));
         }
         Ok(match monitor.contains("accuracy") {
             true => MonitorMode::Max,

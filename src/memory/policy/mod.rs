@@ -138,13 +138,16 @@ pub struct Policies(Vec<Box<dyn MemoryPolicy>>);
 
 impl Policies {
     /// The policies `config` asks for, with sizes resolved against `total` device bytes.
-    pub fn from_config(config: &MemoryConfig, total: Option<u64>) -> Result<Self, String> {
+    pub fn from_config(
+        config: &MemoryConfig,
+        total: Option<u64>,
+    ) -> Result<Self, crate::config::ValueError> {
         let resolve = |key: &str, size: crate::config::MemorySize| {
             size.resolve(total).ok_or_else(|| {
-                format!(
+                crate::config::ValueError(format!(
                     "memory.{key} = {size} is a fraction, but this device does not report its \
                      total memory; give a size such as \"512MiB\""
-                )
+                ))
             })
         };
         let mut list: Vec<Box<dyn MemoryPolicy>> = Vec::new();

@@ -340,7 +340,7 @@ fn policies_from_config_resolve_fractions_or_explain() {
     );
     let err = Policies::from_config(&config, None).unwrap_err();
     assert!(
-        err.starts_with("memory.preallocate = 0.5 is a fraction"),
+        err.0.starts_with("memory.preallocate = 0.5 is a fraction"),
         "{err}"
     );
     config.policy = MemoryPolicyKind::Growth;

@@ -230,7 +230,7 @@ impl Space {
                 ))
             }
         };
-        let mode = MonitorMode::of_monitor(&monitor).map_err(|m| fail("sweep.monitor", m))?;
+        let mode = MonitorMode::of_monitor(&monitor).map_err(|m| fail("sweep.monitor", m.0))?;
         let modes = [("min", MonitorMode::Min), ("max", MonitorMode::Max)];
         let mode = choice(table, "mode", mode, &modes).map_err(|m| fail("sweep.mode", m))?;
         let orders = [

@@ -73,7 +73,7 @@ fn budget(value: &toml::Value) -> Result<Budget, String> {
     let raw = value.clone().try_into().map_err(|_| {
         format!("must be a size like \"4GiB\" or a fraction in (0, 1], got {value}")
     })?;
-    Ok(match MemorySize::parse(&raw)? {
+    Ok(match MemorySize::parse(&raw).map_err(|e| e.0)? {
         MemorySize::Bytes(b) => Budget::Bytes(b),
         MemorySize::Fraction(f) => Budget::Fraction(f),
     })
