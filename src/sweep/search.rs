@@ -20,11 +20,12 @@ use super::schedule::Schedule;
 use super::shard::Shard;
 use super::space::{check_order, literal, Method, Order, Packing, Space, Trial};
 use super::{read_plan, write_plan, Plan};
+use crate::config::Monitor;
 use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer};
 use crate::report::render_search_svg;
-use crate::task::{unknown_monitor, validation_figures};
+use crate::task::unknown_monitor;
 use crate::train::run_dir;
 
 /// What a search plans, in `plan.json`: resuming trains the same trials.
@@ -108,7 +109,7 @@ pub(super) fn set(key: &str, value: toml::Value) -> Override {
 /// Refuses a `sweep.monitor` that a trial's task does not report: every trial would train, and
 /// none would have a value to rank by.
 fn check_monitor(monitor: &str, config: &RunConfig) -> Result<(), ConfigError> {
-    let reported = validation_figures(crate::builtin::metric_names(config));
+    let reported = Monitor::figures(crate::builtin::metric_names(config));
     match reported.contains(&monitor.to_string()) {
         true => Ok(()),
         false => Err(ConfigError {

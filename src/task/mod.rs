@@ -104,14 +104,6 @@ pub trait Task {
     }
 }
 
-/// The figures a monitor may name, for a task reporting `metrics`: `val_loss` and each
-/// metric's `val_<name>`.
-pub fn validation_figures(metrics: &[&str]) -> Vec<String> {
-    std::iter::once("val_loss".to_string())
-        .chain(metrics.iter().map(|m| format!("val_{m}")))
-        .collect()
-}
-
 /// Why `key = monitor` cannot be watched: the task does not report it (`reported`: the
 /// figures it does). One message, whether found before training or after an epoch.
 pub(crate) fn unknown_monitor(key: &str, monitor: &str, reported: &[String]) -> String {

@@ -23,7 +23,7 @@ use crate::model::Network;
 use crate::record::{write_atomic, Observer, Silent, Warning};
 use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
-use crate::task::{unknown_monitor, validation_figures, Classify, Regress, Task};
+use crate::task::{unknown_monitor, Classify, Regress, Task};
 use crate::train::gate::{Ending, EpochGate};
 use crate::train::{Governor, Layout};
 
@@ -281,7 +281,7 @@ fn check_monitor(
     let Some(metrics) = metrics else {
         return Ok(());
     };
-    let reported = validation_figures(metrics);
+    let reported = crate::config::Monitor::figures(metrics);
     if reported.contains(&early.monitor) {
         return Ok(());
     }

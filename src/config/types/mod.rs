@@ -10,12 +10,14 @@ use serde::Serialize;
 mod data;
 mod memory;
 mod model;
+mod monitor;
 mod train;
 
 pub use super::size::MemorySize;
 pub use data::*;
 pub use memory::*;
 pub use model::*;
+pub use monitor::Monitor;
 pub use train::*;
 
 /// A complete, validated run configuration.

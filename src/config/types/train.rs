@@ -137,24 +137,6 @@ pub enum MonitorMode {
     Max,
 }
 
-impl MonitorMode {
-    /// The rule every monitor (`train.early_stopping.monitor`, `sweep.monitor`) follows: it
-    /// names a validation figure, `val_loss` or `val_<metric>`; without a `mode`, an accuracy
-    /// is better higher and anything else lower. The message says what is wrong with `monitor`.
-    pub fn of_monitor(monitor: &str) -> Result<MonitorMode, crate::config::ValueError> {
-        if !monitor.starts_with("val_") || monitor.len() == 4 {
-            return Err(crate::config::ValueError(format!(
-                "must name a validation metric, like \"val_loss\" or \"val_accuracy\"; got \
-                 \"{monitor}\""
-            )));
-        }
-        Ok(match monitor.contains("accuracy") {
-            true => MonitorMode::Max,
-            false => MonitorMode::Min,
-        })
-    }
-}
-
 /// The floating-point precision of forward and backward compute.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -26,7 +26,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::prune::PruneConfig;
-use crate::config::{ConfigError, MonitorMode};
+use crate::config::{ConfigError, Monitor, MonitorMode};
 
 mod domain;
 mod packing;
@@ -230,7 +230,7 @@ impl Space {
                 ))
             }
         };
-        let mode = MonitorMode::of_monitor(&monitor).map_err(|m| fail("sweep.monitor", m.0))?;
+        let mode = Monitor::natural_mode(&monitor).map_err(|m| fail("sweep.monitor", m.0))?;
         let modes = [("min", MonitorMode::Min), ("max", MonitorMode::Max)];
         let mode = choice(table, "mode", mode, &modes).map_err(|m| fail("sweep.mode", m))?;
         let orders = [

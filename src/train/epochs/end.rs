@@ -177,7 +177,7 @@ impl Figures {
 
     /// The keys early stopping may watch.
     fn validation_keys(&self) -> Vec<String> {
-        let metrics = self.metrics.keys().filter(|k| k.starts_with("val_"));
+        let metrics = (self.metrics.keys()).filter(|k| crate::config::Monitor::is_validation(k));
         self.val_loss
             .map(|_| "val_loss".to_string())
             .into_iter()

@@ -3,11 +3,11 @@
 use super::super::{choice, finite_in, non_negative, Invalid, Result};
 use crate::config::defaults;
 use crate::config::raw::RawEarlyStopping;
-use crate::config::types::{EarlyStoppingConfig, MonitorMode};
+use crate::config::types::{EarlyStoppingConfig, Monitor, MonitorMode};
 
 pub(super) fn early_stopping(raw: RawEarlyStopping) -> Result<EarlyStoppingConfig> {
     let monitor = raw.monitor.unwrap_or_else(|| defaults::MONITOR.into());
-    let natural = MonitorMode::of_monitor(&monitor)
+    let natural = Monitor::natural_mode(&monitor)
         .map_err(|m| Invalid::new("train.early_stopping.monitor", m))?;
     let mode = choice(
         "train.early_stopping.mode",
