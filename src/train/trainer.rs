@@ -349,6 +349,6 @@ pub(super) fn draw(governor: &mut Governor, config: &RunConfig, title: &str) {
             .map(|e| e.monitor.as_str()),
     };
     if let Err(e) = draw_memory_svg(governor.snapshots_path(), of) {
-        governor.observer().warning(&Warning::PictureNotDrawn(e));
+        governor.warn(&Warning::PictureNotDrawn(e));
     }
 }

@@ -53,17 +53,17 @@ impl<T: Task> Epochs<'_, T> {
 
     /// [`advise`](Self::advise), or `None` with the user told why not.
     fn advise_or_tell(&mut self, run: &Run<T>, peaks: Peaks) -> Option<Advice> {
-        let aside = self.governor.control_mut().probe().epoch_peak();
+        let aside = self.governor.epoch_peak_so_far();
         // The run is over: a backend that refuses a probe (a panic) must not lose its summary.
         let advice = panic::catch_unwind(AssertUnwindSafe(|| self.advise(run, peaks)))
             .unwrap_or_else(|_| Err(Error::Device("a probe panicked".into())));
-        self.governor.control_mut().probe().restart_at(aside);
+        self.governor.restore_epoch_peak(aside);
         match advice {
             Ok(advice) => Some(advice),
             Err(e) => {
                 let text =
                     format!("the memory advisor's probes failed, so there is no advice: {e}");
-                self.governor.observer().message(&text);
+                self.governor.tell(&text);
                 None
             }
         }

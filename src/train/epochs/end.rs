@@ -49,9 +49,9 @@ impl<T: Task> Epochs<'_, T> {
         }
         // Validation in its own window, so that the limit is checked against what it held
         // (the epoch's peak also holds any attempt that shrank).
-        self.governor.control_mut().begin_window();
+        self.governor.open_window();
         let validation = self.validate(run)?;
-        let window = self.governor.control_mut().window();
+        let window = self.governor.peek_window();
         let figures = Figures::new(train_metrics, validation);
         self.stats
             .epoch(epoch, loss, figures.val_loss, samples_per_sec);
@@ -100,7 +100,7 @@ impl<T: Task> Epochs<'_, T> {
             Ending::Pruned(reason) => format!("pruned after epoch {epoch}: {reason}"),
             _ => format!("paused after epoch {epoch}, at its checkpoint, for the search"),
         };
-        self.governor.observer().message(&message);
+        self.governor.tell(&message);
         Some(ending)
     }
 
@@ -126,7 +126,7 @@ impl<T: Task> Epochs<'_, T> {
                  epoch {best_epoch}); stopping after epoch {epoch}",
                 early.state().waited
             );
-            self.governor.observer().message(&message);
+            self.governor.tell(&message);
         }
         Ok(Some(verdict))
     }
@@ -145,7 +145,7 @@ impl<T: Task> Epochs<'_, T> {
                  checkpoints/best",
                 early.config().monitor
             );
-            self.governor.observer().message(&message);
+            self.governor.tell(&message);
         }
     }
 }

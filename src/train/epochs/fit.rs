@@ -28,7 +28,7 @@ impl<T: Task> Epochs<'_, T> {
             source: self.governor.control().source(),
         };
         let items = self.probe_items()?;
-        let before = self.governor.control_mut().read()?.bytes_in_use;
+        let before = self.governor.in_use()?;
         let mut probes = Vec::new();
         let mut factor = 1;
         loop {
@@ -43,7 +43,7 @@ impl<T: Task> Epochs<'_, T> {
             }
             factor *= 2;
         }
-        let kept = self.governor.control_mut().release()?.bytes_in_use as i64 - before as i64;
+        let kept = self.governor.release()? as i64 - before as i64;
         match target.choose(&probes, factor, kept) {
             Ok((factor, detail)) => self.governor.fit_layout(factor, detail),
             Err(e) => Err(self.governor.fail(e)),

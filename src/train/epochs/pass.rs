@@ -162,7 +162,7 @@ impl<T: Task> Epochs<'_, T> {
         if report {
             run.last_report = Instant::now();
             // The loss read has waited for the device already.
-            let in_use = self.governor.control_mut().read()?.bytes_in_use;
+            let in_use = self.governor.in_use()?;
             let progress = EpochProgress {
                 epoch: at.epoch,
                 epochs: self.config.train.epochs,
@@ -174,7 +174,7 @@ impl<T: Task> Epochs<'_, T> {
                 limit_bytes: self.governor.control().limit_bytes(),
                 ..tally.pace(run.steps_per_epoch, self.config.train.epochs - at.epoch)
             };
-            self.governor.observer().step(&progress);
+            self.governor.progress(&progress);
         }
         if checkpoint {
             let state = CheckpointState {

@@ -64,7 +64,7 @@ impl<T: Task> Epochs<'_, T> {
         micro_batch: usize,
         micro_steps: usize,
     ) -> Result<Probed, Error> {
-        self.governor.control_mut().release()?;
+        self.governor.release()?;
         self.probe_in_place(at, items, micro_batch, micro_steps)
     }
 
@@ -76,23 +76,22 @@ impl<T: Task> Epochs<'_, T> {
         micro_batch: usize,
         micro_steps: usize,
     ) -> Result<Probed, Error> {
-        let start = self.governor.control_mut().read()?.bytes_in_use;
+        let start = self.governor.in_use()?;
         let group: Vec<Vec<T::Item>> = items
             .chunks(micro_batch.max(1))
             .take(micro_steps.min(2))
             .map(<[T::Item]>::to_vec)
             .collect();
-        self.governor.control_mut().begin_window();
+        self.governor.open_window();
         let governor = &mut *self.governor;
         let probed =
             accumulate_gradients(self.task, at.model, group, at.device, at.precision, || {
-                governor.control_mut().window();
+                governor.peek_window();
                 Ok::<(), Error>(())
             })?;
         drop(probed);
         // After the device's queue, the figures of this probe's window alone.
-        self.governor.control_mut().read()?;
-        let window = self.governor.control_mut().window();
+        let window = self.governor.read_window()?;
         Ok(Probed {
             held: held(&window).0,
             transient: window.peak_bytes_in_use.saturating_sub(start),

@@ -110,7 +110,7 @@ impl<T: Task> Epochs<'_, T> {
         let total_steps = steps_per_epoch * train.epochs;
         if let Some(schedule) = &train.schedule {
             for line in schedule_notes(schedule, total_steps) {
-                self.governor.observer().message(&line);
+                self.governor.tell(&line);
             }
         }
         // The dataset's bytes are in the figures only where they are host bytes.

@@ -59,7 +59,7 @@ impl<T: Task> Epochs<'_, T> {
         tally.steps += 1;
         self.stats.steps = at.step;
         tally.sums.merge(accumulated.sums);
-        self.governor.observer().step_done(at.epoch, tally.steps);
+        self.governor.step_done(at.epoch, tally.steps);
         Ok(loss)
     }
 

@@ -12,6 +12,7 @@ use burn::tensor::Device;
 
 mod layout;
 mod limit;
+mod measure;
 mod prepare;
 mod record;
 mod retry;
@@ -80,12 +81,6 @@ impl Governor {
         &self.control
     }
 
-    /// The memory layer, to read figures and open windows (validation, the advisor's and
-    /// `fit`'s probes) outside the run's phases.
-    pub fn control_mut(&mut self) -> &mut Control {
-        &mut self.control
-    }
-
     /// The `snapshots.jsonl` this governor writes.
     pub fn snapshots_path(&self) -> &Path {
         self.writer.path()
@@ -94,11 +89,6 @@ impl Governor {
     /// The batch layout now.
     pub fn layout(&self) -> Layout {
         self.layout
-    }
-
-    /// The observer, for progress the loop reports itself.
-    pub fn observer(&mut self) -> &mut dyn Observer {
-        self.observer.as_mut()
     }
 
     /// What the governor has counted over the run: peaks, memory actions, growth, what

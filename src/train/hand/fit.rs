@@ -36,35 +36,34 @@ impl<M: Module + 'static> HandLoop<M> {
             .as_ref()
             .expect("the model is back after every update");
         let to_come = footprint(model, train, None).optimizer;
-        let before = self.governor.control_mut().read()?.bytes_in_use;
+        let before = self.governor.in_use()?;
         let mut probes = Vec::new();
         let mut factor = 1;
         loop {
             let micro_batch = target.batch.div_ceil(factor);
             let micro_steps = (target.accumulation * factor).min(2);
-            let control = self.governor.control_mut();
-            control.release()?;
-            control.begin_window();
+            let governor = &mut self.governor;
+            governor.release()?;
+            governor.open_window();
             let mut accumulator = GradientsAccumulator::<M>::new();
             for start in (0..samples).step_by(micro_batch).take(micro_steps) {
                 let rows = start..(start + micro_batch).min(samples);
                 let share = rows.len() as f64 / samples.max(1) as f64;
                 let l = loss(model, rows);
                 backward_share(&mut accumulator, model, &self.precision, l, share, || {
-                    control.window();
+                    governor.peek_window();
                     Ok::<(), Error>(())
                 })?;
             }
             drop(accumulator);
-            control.read()?;
-            let peak = held(&control.window()).0 + to_come;
+            let peak = held(&governor.read_window()?).0 + to_come;
             probes.push(FitProbe { micro_batch, peak });
             if target.done(&probes) {
                 break;
             }
             factor *= 2;
         }
-        let kept = self.governor.control_mut().release()?.bytes_in_use as i64 - before as i64;
+        let kept = self.governor.release()? as i64 - before as i64;
         match target.choose(&probes, factor, kept) {
             Ok((factor, detail)) => self.governor.fit_layout(factor, detail),
             Err(e) => Err(self.governor.fail(e)),

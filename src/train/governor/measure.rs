@@ -1,0 +1,74 @@
+//! What a loop reads of memory through its governor, outside the run's phases (validation, the
+//! advisor's and `fit`'s probes, progress), and what it reports: named calls, so that no loop
+//! reaches into the memory layer's [`Control`](crate::memory::Control) or the observer.
+
+use super::Governor;
+use crate::error::Error;
+use crate::memory::MemoryUsage;
+use crate::record::{EpochProgress, Warning};
+
+/// Reading memory.
+impl Governor {
+    /// Bytes in use now, after waiting for the device.
+    pub fn in_use(&mut self) -> Result<u64, Error> {
+        Ok(self.control.read()?.bytes_in_use)
+    }
+
+    /// Gives back what is free (after probes that allocated at sizes the run will not use)
+    /// and returns the bytes in use after it.
+    pub fn release(&mut self) -> Result<u64, Error> {
+        Ok(self.control.release()?.bytes_in_use)
+    }
+
+    /// Opens a new window (validation, a probe) at the current figure.
+    pub fn open_window(&mut self) {
+        self.control.begin_window();
+    }
+
+    /// The figures of the window opened last, after waiting for the device.
+    pub fn read_window(&mut self) -> Result<MemoryUsage, Error> {
+        self.control.read()?;
+        Ok(self.control.window())
+    }
+
+    /// The figures of the window opened last, without waiting for the device (inside a
+    /// backward pass).
+    pub fn peek_window(&mut self) -> MemoryUsage {
+        self.control.window()
+    }
+
+    /// The epoch's peak so far, to put back with [`restore_epoch_peak`](Self::restore_epoch_peak)
+    /// after work whose figures must not count (the advisor's probes).
+    pub fn epoch_peak_so_far(&mut self) -> u64 {
+        self.control.probe().epoch_peak()
+    }
+
+    /// Restarts the windows at the current figure with `peak` as the epoch's peak: what ran
+    /// since [`epoch_peak_so_far`](Self::epoch_peak_so_far) counts for nothing.
+    pub fn restore_epoch_peak(&mut self, peak: u64) {
+        self.control.probe().restart_at(peak);
+    }
+}
+
+/// Reporting.
+impl Governor {
+    /// A line worth telling the user.
+    pub fn tell(&mut self, text: &str) {
+        self.observer.message(text);
+    }
+
+    /// Something that went wrong without stopping the run.
+    pub fn warn(&mut self, warning: &Warning) {
+        self.observer.warning(warning);
+    }
+
+    /// Progress inside an epoch.
+    pub fn progress(&mut self, progress: &EpochProgress) {
+        self.observer.step(progress);
+    }
+
+    /// An optimizer step is done (`step`, 1-based within `epoch`).
+    pub fn step_done(&mut self, epoch: usize, step: usize) {
+        self.observer.step_done(epoch, step);
+    }
+}
