@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod pruning;
+mod view;
 
 use pruning::{finish, promote, promote_last};
 
@@ -26,7 +27,7 @@ use super::space::Trial;
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::format_bytes;
-use crate::record::{Observer, RunningTrial, SearchStatus};
+use crate::record::Observer;
 
 /// How often the children are looked at.
 const POLL: Duration = Duration::from_millis(20);
@@ -352,49 +353,6 @@ impl Pack {
             observer.message(&line);
         }
         self.record(&state.schedule, observer);
-    }
-
-    /// Tells the live view where the trials stand.
-    fn show(&self, state: &mut State<'_, '_>, observer: &mut dyn Observer) {
-        let at = now();
-        let t = &state.tally;
-        let status = SearchStatus {
-            running: (state.running.iter())
-                .map(|r| RunningTrial {
-                    name: r.trial.name(),
-                    lease: r.lease,
-                    seconds: at - r.started,
-                })
-                .collect(),
-            budget: self.budget,
-            waiting: state.waiting.len() + state.unprobed.len() + state.promoted.len(),
-            completed: t.completed,
-            // Paused trials promoted since are running or waiting, not paused.
-            paused: state.held.len(),
-            pruned: t.pruned,
-            failed: t.failed,
-        };
-        observer.search_status(&status);
-        state.shown = Instant::now();
-    }
-
-    /// `2 running (trial-003, trial-007), 24.6 MiB of 1.9 GiB leased; 9 waiting`.
-    fn status(&self, state: &State<'_, '_>) -> String {
-        let names: Vec<String> = state.running.iter().map(|r| r.trial.name()).collect();
-        let waiting = match state.waiting.len() + state.unprobed.len() {
-            0 => String::new(),
-            n => format!("; {n} waiting"),
-        };
-        let running = match names.len() {
-            0 => "none running".to_string(),
-            n => format!(
-                "{n} running ({}), {} of {} leased",
-                names.join(", "),
-                format_bytes(in_use(&state.running)),
-                format_bytes(self.budget)
-            ),
-        };
-        format!("{running}{waiting}")
     }
 }
 
