@@ -350,10 +350,14 @@ fn one_step(
         model.layer.forward(x).mean()
     });
     let run_dir = run.run_dir().to_path_buf();
-    if stepped.is_ok() {
-        drop(own);
-        run.finish().unwrap();
-    }
+    drop(own);
+    // After a failed step too: the summary says so, and nothing panics.
+    let summary = run.finish().unwrap();
+    assert_eq!(
+        stepped.is_ok(),
+        summary.status == RunStatus::Completed,
+        "{summary:?}"
+    );
     (run_dir, stepped)
 }
 

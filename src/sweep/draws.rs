@@ -72,15 +72,15 @@ impl Draws {
         })
     }
 
-    /// `trial` as it trains: drawn now if TPE draws it and it has not started before, else as
-    /// planned (with the values drawn earlier).
-    pub fn trial(&mut self, trial: &Trial) -> Result<Trial, Error> {
+    /// `trial` as it trains, and whether it was drawn just now: drawn if TPE draws it and it
+    /// has not started before, else as planned (with the values drawn earlier).
+    pub fn trial(&mut self, trial: &Trial) -> Result<(Trial, bool), Error> {
         let i = trial.number - 1;
         let tpe = self.plan.tpe.as_ref().expect("a TPE plan");
         let started = self.dir.join(trial.name()).exists();
         if trial.number <= self.space.tpe_startup() || tpe.drawn.contains(&trial.number) || started
         {
-            return Ok(self.plan.trials[i].clone());
+            return Ok((self.plan.trials[i].clone(), false));
         }
         self.learn()?;
         let told: Vec<(&Trial, f64)> = (self.known.iter())
@@ -91,7 +91,7 @@ impl Draws {
         let tpe = self.plan.tpe.as_mut().expect("a TPE plan");
         tpe.drawn.insert(trial.number);
         write_plan(&self.dir, &Plan::search(self.plan.clone()))?;
-        Ok(drawn)
+        Ok((drawn, true))
     }
 
     /// Reads the trials finished since last time (completed or pruned) with their monitored

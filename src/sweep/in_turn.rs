@@ -48,7 +48,8 @@ impl InTurn<'_, '_> {
         let mut errors = BTreeMap::new();
         loop {
             let promoted = match pruner.as_deref_mut() {
-                Some(p) => p.promote()?.and_then(|n| by_number.get(&n).copied()),
+                Some(p) => (p.promote(|n| by_number.contains_key(&n))?)
+                    .and_then(|n| by_number.get(&n).copied()),
                 None => None,
             };
             // A trial paused at a rung (by an earlier process) waits to be promoted.
@@ -88,12 +89,15 @@ impl InTurn<'_, '_> {
     /// Trains (or resumes) one run of `trial` under the pruner's gate; returns its error.
     fn one(&mut self, trial: &Trial, pruner: Option<&mut Pruner>) -> Result<Option<String>, Error> {
         let drawn = match self.draws.as_deref_mut() {
-            Some(draws) => Some(draws.trial(trial)?),
+            Some(draws) => Some(draws.trial(trial)?.0),
             None => None,
         };
         let trial = drawn.as_ref().unwrap_or(trial);
-        let gate = pruner.as_deref().and_then(|p| p.gate(trial.number));
         let run_dir = self.dir.join(trial.name());
+        let gate = match pruner.as_deref() {
+            Some(p) => p.gate(&run_dir)?,
+            None => None,
+        };
         let mut pruner = pruner;
         if let Some(p) = pruner.as_deref_mut() {
             p.started(trial.number)?;
@@ -102,7 +106,7 @@ impl InTurn<'_, '_> {
         let trained =
             (self.config)(trial).and_then(|cfg| train_or_resume(cfg, &run_dir, observer, gate));
         if let Some(p) = pruner {
-            p.ended(trial.number, &run_dir)?;
+            p.ended(trial.number, &run_dir, trained.is_err())?;
         }
         Ok(trained.err().map(|e| e.to_string()))
     }

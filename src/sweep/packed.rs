@@ -41,14 +41,21 @@ pub(super) fn train_packed<'a>(
     todo: Vec<Arranged<'a>>,
     config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     observer: &mut dyn Observer,
-    pruner: Option<&mut Pruner>,
+    mut pruner: Option<&mut Pruner>,
     draws: Option<&mut Draws>,
 ) -> Result<Vec<Ended<'a>>, Error> {
     let mut ended = Vec::new();
     let mut unfinished = Vec::new();
     for (trial, lease) in todo {
-        match super::finished(&dir.join(trial.name()), config(trial)?.train.epochs)? {
-            Some(_) => ended.push((trial, None)),
+        let run_dir = dir.join(trial.name());
+        match super::finished(&run_dir, config(trial)?.train.epochs)? {
+            Some(_) => {
+                // A trial that finished after the pruner last heard of it (a stopped search).
+                if let Some(p) = pruner.as_deref_mut() {
+                    p.ended(trial.number, &run_dir, false)?;
+                }
+                ended.push((trial, None));
+            }
             None => unfinished.push((trial, lease)),
         }
     }

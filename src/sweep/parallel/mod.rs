@@ -133,13 +133,8 @@ impl Pack {
         };
         for (trial, lease) in todo {
             match lease {
-                Some(lease) if lease > self.budget => {
-                    let reason = too_large(lease, self.budget);
-                    observer.message(&format!(
-                        "{} failed before training: {reason}",
-                        trial.name()
-                    ));
-                    state.ended.push((trial, Some(reason)));
+                Some(lease) if lease > self.budget && !self.in_order => {
+                    fail_too_large(&mut state, trial, lease, self.budget, observer)?;
                 }
                 lease
                     if state
@@ -212,8 +207,9 @@ impl Pack {
         while state.running.len() < self.parallel {
             let free = self.budget.saturating_sub(in_use(&state.running));
             let leases = |list: &[(&Trial, u64)]| list.iter().map(|w| w.1).collect::<Vec<u64>>();
+            // TPE's trials start in order: the next one's lease is known once it is drawn.
             let new = match self.in_order {
-                true => state.waiting.iter().position(|w| w.1 <= free),
+                true => (!state.waiting.is_empty()).then_some(0),
                 false => next(&leases(&state.waiting), free),
             };
             let (trial, lease) = match next(&leases(&state.promoted), free) {
@@ -229,19 +225,24 @@ impl Pack {
                 Some(draws) => Some(draws.trial(trial)?),
                 None => None,
             };
-            let cfg = config(drawn.as_ref().unwrap_or(trial))?;
+            let cfg = config(drawn.as_ref().map_or(trial, |d| &d.0))?;
             let lease = match &drawn {
-                Some(drawn) if drawn != trial => lease_of(drawn, &cfg).unwrap_or(self.budget),
+                Some((drawn, true)) => lease_of(drawn, &cfg).unwrap_or(self.budget),
                 _ => lease,
             };
+            if lease > self.budget {
+                fail_too_large(state, trial, lease, self.budget, observer)?;
+                continue;
+            }
             if lease > free {
                 state.waiting.insert(0, (trial, lease));
                 return Ok(());
             }
+            let run_dir = self.dir.join(trial.name());
             let gate = match state.pruner.as_deref_mut() {
                 Some(p) => {
                     p.started(trial.number)?;
-                    p.gate(trial.number)
+                    p.gate(&run_dir)?
                 }
                 None => None,
             };
@@ -291,7 +292,7 @@ impl Pack {
         self.record(&state.schedule, observer);
         let run_dir = self.dir.join(done.trial.name());
         let standing = match state.pruner.as_deref_mut() {
-            Some(p) => Some(p.ended(done.trial.number, &run_dir)?),
+            Some(p) => Some(p.ended(done.trial.number, &run_dir, error.is_some())?),
             None => None,
         };
         let tally = &mut state.tally;
@@ -354,6 +355,26 @@ impl Pack {
         }
         self.record(&state.schedule, observer);
     }
+}
+
+/// Fails `trial`, whose lease is larger than the whole budget, before it trains.
+fn fail_too_large<'a>(
+    state: &mut State<'a, '_>,
+    trial: &'a Trial,
+    lease: u64,
+    budget: u64,
+    observer: &mut dyn Observer,
+) -> Result<(), Error> {
+    let reason = too_large(lease, budget);
+    observer.message(&format!(
+        "{} failed before training: {reason}",
+        trial.name()
+    ));
+    if let Some(p) = state.pruner.as_deref_mut() {
+        p.failed(trial.number)?;
+    }
+    state.ended.push((trial, Some(reason)));
+    Ok(())
 }
 
 /// A trial's earlier runs, from its latest slot: the runs before it and the slot's own.

@@ -13,14 +13,14 @@ pub(super) fn promote(state: &mut State<'_, '_>, observer: &mut dyn Observer) ->
     let Some(pruner) = state.pruner.as_deref_mut() else {
         return Ok(());
     };
-    while let Some(number) = pruner.promote()? {
-        if let Some(held) = state.held.remove(&number) {
-            observer.message(&format!(
-                "{} goes on: it ranks high enough at its rung",
-                held.0.name()
-            ));
-            state.promoted.push(held);
-        }
+    let held = &mut state.held;
+    while let Some(number) = pruner.promote(|n| held.contains_key(&n))? {
+        let trial = held.remove(&number).expect("promoted only if held");
+        observer.message(&format!(
+            "{} goes on: it ranks high enough at its rung",
+            trial.0.name()
+        ));
+        state.promoted.push(trial);
     }
     Ok(())
 }

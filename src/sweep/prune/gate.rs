@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::median::behind_median;
-use super::record::{Curve, Record, Standing};
+use super::record::{read_curve, Curve, Record, Standing};
 use crate::config::MonitorMode;
 use crate::error::Error;
 use crate::record::write_atomic;
@@ -26,8 +26,8 @@ pub enum GateSpec {
     Median {
         /// The search's `prune.json`.
         record: PathBuf,
-        /// This trial's number, for its curve so far.
-        trial: usize,
+        /// This trial's run directory, for its curve so far.
+        run_dir: PathBuf,
         /// The monitored metric.
         monitor: String,
         /// Lower or higher is better.
@@ -49,21 +49,19 @@ impl GateSpec {
             }),
             GateSpec::Median {
                 record,
-                trial,
+                run_dir,
                 monitor,
                 mode,
                 min_epochs,
                 startup,
             } => {
-                // The curve so far, for a trial resumed mid-way.
-                let read = Record::read(&record).ok().flatten();
-                let mut own = read
-                    .and_then(|r| r.trials.get(&trial).cloned())
-                    .unwrap_or(Curve {
-                        values: Vec::new(),
-                        standing: Standing::Running,
-                        reason: None,
-                    });
+                // The curve so far, from the run's own snapshots: a trial resumed mid-way
+                // counts the epochs it trained before.
+                let mut own = Curve {
+                    values: read_curve(&run_dir, &monitor).unwrap_or_default(),
+                    standing: Standing::Running,
+                    reason: None,
+                };
                 Box::new(move |epoch, values| {
                     own.values.resize(epoch.saturating_sub(1), None);
                     own.values.push(values.get(&monitor).copied());

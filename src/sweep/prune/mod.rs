@@ -120,18 +120,36 @@ impl Pruner {
         self.standing(trial) == Some(Standing::Paused)
     }
 
-    /// A paused trial to train on now (ASHA), marked running.
-    pub fn promote(&mut self) -> Result<Option<usize>, Error> {
-        let found = match self.config.method {
-            PruneMethod::Asha => {
-                asha::promotable(&self.record, &self.rungs, self.mode, self.config.reduction)
+    /// A paused trial to train on now (ASHA), marked running: one `can_run` accepts (a trial
+    /// this process holds). One it refuses is recorded as failed, so that it is asked for once.
+    pub fn promote(&mut self, can_run: impl Fn(usize) -> bool) -> Result<Option<usize>, Error> {
+        loop {
+            let found = match self.config.method {
+                PruneMethod::Asha => {
+                    asha::promotable(&self.record, &self.rungs, self.mode, self.config.reduction)
+                }
+                PruneMethod::Median => None,
+            };
+            match found {
+                Some(trial) if can_run(trial) => {
+                    self.started(trial)?;
+                    return Ok(Some(trial));
+                }
+                Some(trial) => self.failed(trial)?,
+                None => return Ok(None),
             }
-            PruneMethod::Median => None,
-        };
-        if let Some(trial) = found {
-            self.started(trial)?;
         }
-        Ok(found)
+    }
+
+    /// Records that the trial failed (before or while it trained): never promoted.
+    pub fn failed(&mut self, trial: usize) -> Result<(), Error> {
+        let curve = self.record.trials.entry(trial).or_insert(Curve {
+            values: Vec::new(),
+            standing: Standing::Failed,
+            reason: None,
+        });
+        curve.standing = Standing::Failed;
+        self.record.write(&self.path)
     }
 
     /// When nothing else is left to train: if no trial has trained to its last epoch, the best
@@ -143,16 +161,17 @@ impl Pruner {
             .trials
             .values()
             .any(|c| matches!(c.standing, Standing::Completed | Standing::Running));
-        let highest = self
-            .record
-            .trials
-            .values()
+        // The highest rung with a paused trial that has a value there (one whose value is
+        // not a number cannot be ranked).
+        let mut rungs: Vec<usize> = (self.record.trials.values())
             .filter(|c| c.standing == Standing::Paused)
             .map(Curve::epochs)
-            .max();
-        let found = match (done, highest) {
-            (false, Some(rung)) => asha::best_paused_at(&self.record, rung, self.mode),
-            _ => None,
+            .collect();
+        rungs.sort_unstable_by(|a, b| b.cmp(a));
+        let found = match done {
+            true => None,
+            false => (rungs.into_iter())
+                .find_map(|rung| asha::best_paused_at(&self.record, rung, self.mode)),
         };
         if let Some(trial) = found {
             self.started(trial)?;
@@ -160,21 +179,22 @@ impl Pruner {
         Ok(found)
     }
 
-    /// The gate for the trial's next run.
-    pub fn gate(&self, trial: usize) -> Option<GateSpec> {
-        let done = self.record.trials.get(&trial).map_or(0, Curve::epochs);
+    /// The gate for the trial's next run in `run_dir`, from the epochs it has trained there
+    /// (its snapshots, which a record left behind by a stop may not have seen).
+    pub fn gate(&self, run_dir: &Path) -> Result<Option<GateSpec>, Error> {
+        let done = read_curve(run_dir, &self.record.monitor)?.len();
         match self.config.method {
             PruneMethod::Asha => {
-                asha::next_stop(&self.rungs, done).map(|epoch| GateSpec::PauseAt { epoch })
+                Ok(asha::next_stop(&self.rungs, done).map(|epoch| GateSpec::PauseAt { epoch }))
             }
-            PruneMethod::Median => Some(GateSpec::Median {
+            PruneMethod::Median => Ok(Some(GateSpec::Median {
                 record: self.path.clone(),
-                trial,
+                run_dir: run_dir.to_path_buf(),
                 monitor: self.record.monitor.clone(),
                 mode: self.mode,
                 min_epochs: self.config.min_epochs,
                 startup: self.config.startup,
-            }),
+            })),
         }
     }
 
@@ -189,16 +209,20 @@ impl Pruner {
         self.record.write(&self.path)
     }
 
-    /// Records how the trial's run in `run_dir` ended, from its summary and snapshots.
-    pub fn ended(&mut self, trial: usize, run_dir: &Path) -> Result<Standing, Error> {
-        let summary = RunSummary::read(run_dir).ok().flatten();
+    /// Records how the trial's run in `run_dir` ended: failed if it `failed` (its summary may
+    /// be an earlier run's), else as its summary says; with its curve from its snapshots.
+    pub fn ended(&mut self, trial: usize, run_dir: &Path, failed: bool) -> Result<Standing, Error> {
+        let summary = match failed {
+            true => None,
+            false => RunSummary::read(run_dir)?,
+        };
         let (standing, reason) = match summary.map(|s| (s.status, s.stopped_by)) {
             Some((RunStatus::Completed, _)) => (Standing::Completed, None),
             Some((RunStatus::Paused, _)) => (Standing::Paused, None),
             Some((RunStatus::Pruned, why)) => (Standing::Pruned, why),
             _ => (Standing::Failed, None),
         };
-        let values = read_curve(run_dir, &self.record.monitor).unwrap_or_default();
+        let values = read_curve(run_dir, &self.record.monitor)?;
         self.record.trials.insert(
             trial,
             Curve {
@@ -256,4 +280,46 @@ fn mark_pruned(run_dir: &Path, why: &str) -> Result<(), Error> {
     let path = run_dir.join("summary.json");
     let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
     write_atomic(&path, &json).map_err(|e| Error::io(&path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pruner(dir: &Path) -> Pruner {
+        let config = PruneConfig {
+            method: PruneMethod::Asha,
+            min_epochs: 1,
+            reduction: 3,
+            startup: 5,
+        };
+        let mut p = Pruner::open(dir, None, config, "val_loss", MonitorMode::Min, 9).unwrap();
+        for (t, v) in [(1, 0.3), (2, 0.5), (3, 0.4)] {
+            let curve = Curve {
+                values: vec![Some(v)],
+                standing: Standing::Paused,
+                reason: None,
+            };
+            p.record.trials.insert(t, curve);
+        }
+        p
+    }
+
+    #[test]
+    fn a_trial_the_caller_cannot_run_or_whose_run_failed_is_never_promoted_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = pruner(dir.path());
+        // Trial 1 is the top third at rung 1, but this process does not hold it: failed, and
+        // not asked for again (a loop over promote ends).
+        assert_eq!(p.promote(|_| false).unwrap(), None);
+        assert_eq!(p.standing(1), Some(Standing::Failed));
+        // A run that failed is failed, whatever an earlier run's summary says.
+        let mut p = pruner(dir.path());
+        assert_eq!(p.promote(|_| true).unwrap(), Some(1));
+        let run_dir = dir.path().join("trial-001");
+        assert_eq!(p.ended(1, &run_dir, true).unwrap(), Standing::Failed);
+        assert_eq!(p.promote(|_| true).unwrap(), None);
+        // With nothing trained to the end, the best paused trial with a value goes on.
+        assert_eq!(p.promote_last().unwrap(), Some(3));
+    }
 }

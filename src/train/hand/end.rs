@@ -20,6 +20,9 @@ impl<M: Module + 'static> HandLoop<M> {
     /// second, the learning rate, loss scaling and clipping), then its checkpoint, from which
     /// the run resumes exactly. An error before any step of the epoch.
     pub fn end_epoch(&mut self, mut figures: EpochFigures) -> Result<(), Error> {
+        if let Some(e) = &self.failed {
+            return Err(super::step::stopped(e));
+        }
         if !self.open {
             return Err(Error::Config(ConfigError {
                 origin: "HandLoop::end_epoch".into(),
@@ -76,17 +79,20 @@ impl<M: Module + 'static> HandLoop<M> {
     /// Ends the run: the open epoch, if the loop left one; then, with the model and the
     /// optimizer's state dropped, the release and its check, `memory.svg`, and `summary.json`,
     /// which it returns. The trained weights are in the last checkpoint.
+    /// After a failed step, the summary says `failed` with its error, and the epoch it was in
+    /// is not checkpointed (the last checkpoint stays).
     pub fn finish(mut self) -> Result<RunSummary, Error> {
-        if self.open {
+        if self.open && self.failed.is_none() {
             self.end_epoch(EpochFigures::default())?;
         }
         self.model = None;
         self.optimizer = build_optimizer(&self.config.train);
         let ended = self.governor.run_end(self.stats.epochs);
         draw(&mut self.governor, &self.config, &self.config.run.name);
-        let status = match &ended {
-            Ok(_) => RunStatus::Completed,
-            Err(e) => RunStatus::Failed(e.to_string()),
+        let status = match (&self.failed, &ended) {
+            (Some(e), _) => RunStatus::Failed(e.clone()),
+            (None, Ok(_)) => RunStatus::Completed,
+            (None, Err(e)) => RunStatus::Failed(e.to_string()),
         };
         let id = Identity {
             name: self.config.run.name.clone(),

@@ -76,6 +76,8 @@ pub struct HandLoop<M: Module + 'static> {
     open: bool,
     /// `on_limit = "fit"` on a new run: the first step is probed first.
     to_fit: bool,
+    /// The error that stopped a step, for the summary: the run cannot go on after it.
+    failed: Option<String>,
     /// The open epoch's figures so far.
     tally: Tally,
     started: Instant,

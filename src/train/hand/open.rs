@@ -88,6 +88,7 @@ impl<M: Module + 'static> HandLoop<M> {
             model: Some(model),
             stats,
             to_fit,
+            failed: None,
             epoch,
             open: false,
             tally: Tally::default(),

@@ -29,6 +29,21 @@ impl<M: Module + 'static> HandLoop<M> {
     pub fn step(
         &mut self,
         samples: usize,
+        loss: impl FnMut(&M, Range<usize>) -> Tensor<1>,
+    ) -> Result<f64, Error> {
+        if let Some(e) = &self.failed {
+            return Err(stopped(e));
+        }
+        let stepped = self.try_step(samples, loss);
+        if let Err(e) = &stepped {
+            self.failed = Some(e.to_string());
+        }
+        stepped
+    }
+
+    fn try_step(
+        &mut self,
+        samples: usize,
         mut loss: impl FnMut(&M, Range<usize>) -> Tensor<1>,
     ) -> Result<f64, Error> {
         self.open_epoch()?;
@@ -127,4 +142,13 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         Ok(())
     }
+}
+
+/// The error of a call after a step failed.
+pub(super) fn stopped(e: &str) -> Error {
+    Error::Config(crate::config::ConfigError {
+        origin: "HandLoop".into(),
+        key: None,
+        message: format!("a step failed ({e}); the run cannot go on: call finish"),
+    })
 }
