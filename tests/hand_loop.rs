@@ -220,14 +220,16 @@ impl Task for Sines {
         }
     }
     fn data(&self) -> Splits<Item> {
-        let items: Vec<Item> = (0..200)
-            .map(|i| {
-                let x = [0, 1, 2, 3].map(|k| ((i * 31 + k * 7) % 100) as f32 / 50.0 - 1.0);
-                (x, x.iter().map(|v| v.sin()).sum())
-            })
-            .collect();
-        let train: Arc<dyn Dataset<Item>> = Arc::new(InMemDataset::new(items));
-        Splits::new(train, None)
+        let items = |range: std::ops::Range<usize>| -> Arc<dyn Dataset<Item>> {
+            let items: Vec<Item> = range
+                .map(|i| {
+                    let x = [0, 1, 2, 3].map(|k| ((i * 31 + k * 7) % 101) as f32 / 50.0 - 1.0);
+                    (x, x.iter().map(|v| v.sin()).sum())
+                })
+                .collect();
+            Arc::new(InMemDataset::new(items))
+        };
+        Splits::new(items(0..200), Some(items(200..240)))
     }
     fn batcher(&self) -> &dyn Batcher<Item, (Tensor<2>, Tensor<2>)> {
         &Rows
@@ -315,6 +317,12 @@ fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
     assert_eq!(fit, hand_weights, "the same weights, to the bit");
     let (a, b) = (hand.final_loss.unwrap(), fitted.final_loss.unwrap());
     assert!((a - b).abs() < 1e-6, "{a} against {b}");
+    // The trained run scored again in one call: its final validation loss.
+    let scored = tidemark::inference::evaluate_task(&dir.path().join("fit"), Sines).unwrap();
+    let (a, b) = (scored.score.loss, fitted.final_val_loss.unwrap());
+    assert_eq!(scored.score.samples, 40);
+    assert!((a - b).abs() < 1e-6, "{a} against {b}");
+    assert!(dir.path().join("fit/evaluation.json").is_file());
 }
 
 /// A model whose parameters dwarf its activations: 2048 x 2048 (16 MiB a set).

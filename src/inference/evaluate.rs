@@ -44,6 +44,20 @@ pub fn evaluate(run: &Trained, data: Option<&Path>) -> Result<Evaluation, Error>
         None => builtin::load(&run.config)?,
     };
     let score = builtin::visit(&run.config, loaded, Scorer(run))?;
+    write(run, data, score)
+}
+
+/// Scores the model a run of `task`, a task defined in code, left in `run_dir` (its final
+/// weights, as `tidemark evaluate` takes them) on the task's validation split, and writes
+/// `<run_dir>/evaluation.json`: one call, where a task built from a config has the CLI.
+pub fn evaluate_task<T: Task>(run_dir: &Path, task: T) -> Result<Evaluation, Error> {
+    let run = Trained::open_run(run_dir, None, true)?;
+    let score = Scorer(&run).score(task)?;
+    write(&run, None, score)
+}
+
+/// The evaluation of `run` on `data` (its validation split without), written.
+fn write(run: &Trained, data: Option<&Path>, score: Score) -> Result<Evaluation, Error> {
     let evaluation = Evaluation {
         run_dir: run.run_dir.clone(),
         checkpoint: run.checkpoint_name.clone(),

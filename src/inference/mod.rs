@@ -2,13 +2,12 @@
 //! [`predict`] writes its outputs for every input. Both read the run's `config.toml`, load one
 //! of its checkpoints, and prepare a file exactly as the run's training prepared its own data.
 //!
-//! A task defined in code is scored from Rust with [`crate::task::evaluate`], the function both
-//! use.
+//! A task defined in code is scored from Rust with [`evaluate_task`], given the task.
 
 mod evaluate;
 mod predict;
 
-pub use evaluate::{evaluate, Evaluation};
+pub use evaluate::{evaluate, evaluate_task, Evaluation};
 pub use predict::{predict, Predictions};
 
 use std::path::{Path, PathBuf};
@@ -41,19 +40,25 @@ impl Trained {
     /// such as `epoch-3`); `None`: the run's final weights, the checkpoint its `summary.json`
     /// names (the best epoch's under early stopping with `restore_best`), else `latest`.
     pub fn open(run_dir: &Path, checkpoint: Option<&str>) -> Result<Self, Error> {
+        Self::open_run(run_dir, checkpoint, false)
+    }
+
+    /// [`open`](Self::open), also for a run of a task defined in code (`code`), whose model
+    /// and data the caller's task gives.
+    fn open_run(run_dir: &Path, checkpoint: Option<&str>, code: bool) -> Result<Self, Error> {
         let path = run_dir.join("config.toml");
         // A missing directory, a file in its place, or one without a config: one error.
         if !path.is_file() {
             return Err(Error::not_a_run(run_dir, &path));
         }
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-        if let Some(task) = crate::train::resume::code_task(&text) {
+        if let Some(task) = crate::train::resume::code_task(&text).filter(|_| !code) {
             return Err(Error::Config(ConfigError {
                 origin: path.display().to_string(),
                 key: None,
                 message: format!(
                     "the run trained task {task}, defined in code: score its model from Rust \
-                     with tidemark::task::evaluate"
+                     with tidemark::inference::evaluate_task"
                 ),
             }));
         }
