@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::rank::TrialRow;
 use super::shard::Shard;
 use crate::error::Error;
-use crate::record::write_atomic;
+use crate::record::{read_json, write_json};
 
 /// One trial's run in a child process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,20 +64,12 @@ impl Schedule {
     /// `None` if there is none. One that is there but cannot be read is an error naming it,
     /// never taken for none.
     pub fn read(path: &Path) -> Result<Option<Schedule>, Error> {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(path, e)),
-        };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| Error::checkpoint(path, format!("not a search's schedule: {e}")))
+        read_json(path, "a search's schedule")
     }
 
     /// Writes it to `path`, whole or not at all.
     pub fn write(&self, path: &Path) -> Result<(), Error> {
-        let bytes = serde_json::to_vec_pretty(self).expect("a schedule serialises");
-        write_atomic(path, &bytes).map_err(|e| Error::io(path, e))
+        write_json(path, self)
     }
 
     /// Every slot of every schedule file in `dir` (shards write their own), by trial.

@@ -10,7 +10,7 @@ use super::median::behind_median;
 use super::record::{read_curve, Curve, Record, Standing};
 use crate::config::MonitorMode;
 use crate::error::Error;
-use crate::record::write_atomic;
+use crate::record::{read_json, write_json};
 use crate::train::{EpochGate, Gate};
 
 /// A trial's gate, as the search sets it for one run of the trial.
@@ -81,10 +81,7 @@ impl GateSpec {
     /// Writes it to `path` for a child; `None` removes an earlier run's.
     pub fn write(gate: Option<&GateSpec>, path: &Path) -> Result<(), Error> {
         match gate {
-            Some(gate) => {
-                let bytes = serde_json::to_vec_pretty(gate).expect("a gate serialises");
-                write_atomic(path, &bytes).map_err(|e| Error::io(path, e))
-            }
+            Some(gate) => write_json(path, gate),
             None => match std::fs::remove_file(path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
                 _ => Ok(()),
@@ -94,13 +91,6 @@ impl GateSpec {
 
     /// The gate a child's launch left at `path`, if any.
     pub fn read(path: &Path) -> Result<Option<GateSpec>, Error> {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(path, e)),
-        };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| Error::checkpoint(path, format!("not a trial's gate: {e}")))
+        read_json(path, "a trial's gate")
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::MonitorMode;
 use crate::error::Error;
-use crate::record::{current_epochs, read_snapshots, write_atomic};
+use crate::record::{current_epochs, read_json, read_snapshots, write_json};
 
 /// Where a trial stands with the pruner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,20 +84,12 @@ pub struct Record {
 impl Record {
     /// The record at `path`, or `None` if there is none; one that cannot be read is an error.
     pub fn read(path: &Path) -> Result<Option<Record>, Error> {
-        let bytes = match std::fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(path, e)),
-        };
-        serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| Error::checkpoint(path, format!("not a search's pruning record: {e}")))
+        read_json(path, "a search's pruning record")
     }
 
     /// Writes it to `path`, whole or not at all.
     pub fn write(&self, path: &Path) -> Result<(), Error> {
-        let bytes = serde_json::to_vec_pretty(self).expect("a record serialises");
-        write_atomic(path, &bytes).map_err(|e| Error::io(path, e))
+        write_json(path, self)
     }
 
     /// The trials that completed.
