@@ -3,9 +3,12 @@
 //! largest that fits under the limit with [`MARGIN`] to spare, keeping the effective batch
 //! through accumulation. Pure: the probes' figures in, the choice (or the error) out.
 
+use crate::config::TrainConfig;
+use crate::error::Error;
 use crate::memory::policy::{LimitExceeded, Phase};
 use crate::memory::MemorySource;
 use crate::memory::{format_bytes, format_signed_bytes};
+use crate::train::Governor;
 
 /// The share of the limit a fitted step may not use: room for what one step's probe does not
 /// see (the update's temporaries, validation).
@@ -26,6 +29,51 @@ pub(crate) struct FitTarget {
 }
 
 impl FitTarget {
+    /// The target of a run under `governor`'s limit with `train`'s layout.
+    pub(crate) fn of(governor: &Governor, train: &TrainConfig) -> Self {
+        FitTarget {
+            limit: (governor.control().limit_bytes()).expect("validated: fit needs a limit"),
+            batch: train.batch_size,
+            accumulation: train.accumulation_steps,
+            source: governor.control().source(),
+        }
+    }
+
+    /// Probes a step at the configured micro-batch and at halves of it until one fits or no
+    /// smaller one can: `probe(micro_batch, micro_steps)` gives a step's predicted peak.
+    /// Returns the probes and the factor of the last.
+    pub(crate) fn probe_halves(
+        &self,
+        mut probe: impl FnMut(usize, usize) -> Result<u64, Error>,
+    ) -> Result<(Vec<FitProbe>, usize), Error> {
+        let mut probes = Vec::new();
+        let mut factor = 1;
+        loop {
+            let micro_batch = self.batch.div_ceil(factor);
+            let peak = probe(micro_batch, self.accumulation * factor)?;
+            probes.push(FitProbe { micro_batch, peak });
+            if self.done(&probes) {
+                return Ok((probes, factor));
+            }
+            factor *= 2;
+        }
+    }
+
+    /// After the probes: gives back what they took, and records the chosen micro-batch as a
+    /// `fit` memory action, or fails the run if none fits. `before`: bytes in use before them.
+    pub(crate) fn conclude(
+        &self,
+        governor: &mut Governor,
+        (probes, factor): (Vec<FitProbe>, usize),
+        before: u64,
+    ) -> Result<(), Error> {
+        let kept = governor.release()? as i64 - before as i64;
+        match self.choose(&probes, factor, kept) {
+            Ok((factor, detail)) => governor.fit_layout(factor, detail),
+            Err(e) => Err(governor.fail(e)),
+        }
+    }
+
     /// What a fitted step may hold: the limit less [`MARGIN`].
     pub(crate) fn budget(&self) -> u64 {
         (self.limit as f64 * (1.0 - MARGIN)) as u64
@@ -33,7 +81,7 @@ impl FitTarget {
 
     /// Whether to stop probing after `probes`: the last fits, is at one sample, or halving
     /// further cannot reach the budget.
-    pub(crate) fn done(&self, probes: &[FitProbe]) -> bool {
+    fn done(&self, probes: &[FitProbe]) -> bool {
         let last = probes.last().expect("one probe at least");
         last.peak <= self.budget()
             || last.micro_batch == 1
@@ -42,7 +90,7 @@ impl FitTarget {
 
     /// The layout's factor and the `fit` memory action's detail, or the error if no probed
     /// micro-batch fits. `kept`: what the probes kept in use after their release.
-    pub(crate) fn choose(
+    fn choose(
         &self,
         probes: &[FitProbe],
         factor: usize,

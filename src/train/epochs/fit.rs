@@ -16,37 +16,19 @@ use super::probe::StepUnder;
 use super::Epochs;
 use crate::error::Error;
 use crate::task::Task;
-use crate::train::fit_plan::{FitProbe, FitTarget};
+use crate::train::fit_plan::FitTarget;
 
 impl<T: Task> Epochs<'_, T> {
     /// Probes, picks the micro-batch and records the choice; an error if none fits.
     pub(super) fn fit(&mut self, run: &mut super::setup::Run<T>) -> Result<(), Error> {
-        let target = FitTarget {
-            limit: (self.governor.control().limit_bytes()).expect("validated: fit needs a limit"),
-            batch: self.config.train.batch_size,
-            accumulation: self.config.train.accumulation_steps,
-            source: self.governor.control().source(),
-        };
+        let target = FitTarget::of(self.governor, &self.config.train);
         let items = self.probe_items()?;
         let before = self.governor.in_use()?;
-        let mut probes = Vec::new();
-        let mut factor = 1;
-        loop {
-            let micro_batch = target.batch.div_ceil(factor);
+        let probed = target.probe_halves(|micro_batch, micro_steps| {
             let at = StepUnder::run_as_configured(run);
-            let micro_steps = target.accumulation * factor;
-            let peak =
-                self.probe(&at, &items, micro_batch, micro_steps)?.held + run.footprint.optimizer;
-            probes.push(FitProbe { micro_batch, peak });
-            if target.done(&probes) {
-                break;
-            }
-            factor *= 2;
-        }
-        let kept = self.governor.release()? as i64 - before as i64;
-        match target.choose(&probes, factor, kept) {
-            Ok((factor, detail)) => self.governor.fit_layout(factor, detail),
-            Err(e) => Err(self.governor.fail(e)),
-        }
+            let probed = self.probe(&at, &items, micro_batch, micro_steps)?;
+            Ok(probed.held + run.footprint.optimizer)
+        })?;
+        target.conclude(self.governor, probed, before)
     }
 }
