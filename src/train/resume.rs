@@ -4,8 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use burn::tensor::Device;
+
 use super::checkpoint::Checkpoint;
 use super::stats::Stats;
+use super::{Governor, Layout, Prepared};
 use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
@@ -124,6 +127,29 @@ impl Resume {
         stats.earlier_peaks = self.peaks;
         stats
     }
+}
+
+/// Where a run goes and what it starts from, new or `resume`d: the memory layer prepared on
+/// `device` (counting on from where a resumed run stopped), the run directory (made for a new
+/// run), and the batch layout (a resumed run keeps the micro-batch a limit left it).
+pub(super) fn open_run(
+    config: &RunConfig,
+    device: &Device,
+    resume: Option<&Resume>,
+) -> Result<(Prepared, PathBuf, Layout), Error> {
+    let prepared = Governor::prepare(&config.memory, device)?;
+    let mut layout = Layout::new(config.train.batch_size, config.train.accumulation_steps);
+    Ok(match resume {
+        Some(resume) => {
+            layout.factor = resume.checkpoint.state.layout_factor.max(1);
+            let prepared = prepared.continuing(resume.elapsed_s);
+            (prepared, resume.run_dir.clone(), layout)
+        }
+        None => {
+            let dir = super::run_dir::create(&config.run.output_dir, &config.run.name)?;
+            (prepared, dir, layout)
+        }
+    })
 }
 
 /// Refuses `config` if it differs from `<run_dir>/config.toml` in a key that changes what the

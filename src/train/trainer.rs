@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::checkpoint::Checkpointer;
 use super::epochs::{steps_per_epoch, Epochs};
 use super::precision;
-use super::resume::Resume;
+use super::resume::{open_run, Resume};
 use super::run_dir;
 use super::stats::Identity;
 use crate::backend;
@@ -25,7 +25,7 @@ use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
 use crate::task::{unknown_monitor, Classify, Regress, Task};
 use crate::train::gate::{Ending, EpochGate};
-use crate::train::{Governor, Layout};
+use crate::train::Governor;
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
 /// [`Task`] ([`fit`](Self::fit)).
@@ -134,23 +134,12 @@ impl Trainer {
             check_monitor(early, task.metric_names())?;
         }
         check_warmup(&config.train, &task)?;
-        let mut prepared = Governor::prepare(&config.memory, &device)?;
-        let run_dir = match &resume {
-            Some(resume) => {
-                prepared = prepared.continuing(resume.elapsed_s);
-                resume.run_dir.clone()
-            }
-            None => run_dir::create(&config.run.output_dir, &config.run.name)?,
-        };
+        let (prepared, run_dir, layout) = open_run(&config, &device, resume.as_ref())?;
         observer.message(&format!("run directory: {}", run_dir.display()));
         for note in notes(&config).into_iter().chain(task.notes()) {
             observer.message(&note);
         }
         run_dir::write_config(&run_dir, &config, &task)?;
-        let mut layout = Layout::new(config.train.batch_size, config.train.accumulation_steps);
-        if let Some(resume) = &resume {
-            layout.factor = resume.checkpoint.state.layout_factor.max(1);
-        }
         // The run's records first: the governor takes its baseline after them.
         let id = Identity {
             name: config.run.name.clone(),

@@ -11,15 +11,15 @@ use crate::backend;
 use crate::config::{OnLimit, RunConfig};
 use crate::error::Error;
 use crate::record::Observer;
+use crate::train::build_optimizer;
 use crate::train::checkpoint::Checkpointer;
 use crate::train::decide::Schedule;
 use crate::train::epochs::{seeded, steps_per_epoch};
 use crate::train::precision::MixedPrecision;
-use crate::train::resume::Resume;
+use crate::train::resume::{open_run, Resume};
 use crate::train::run_dir;
 use crate::train::stats::Stats;
 use crate::train::step::{footprint, Clip};
-use crate::train::{build_optimizer, Governor, Layout};
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Opens the run: new, or `resume`d.
@@ -31,20 +31,9 @@ impl<M: Module + 'static> HandLoop<M> {
         resume: Option<Resume>,
     ) -> Result<Self, Error> {
         let device = backend::select(&config.device)?.autodiff();
-        let mut prepared = Governor::prepare(&config.memory, &device)?;
-        let run_dir = match &resume {
-            Some(resume) => {
-                prepared = prepared.continuing(resume.elapsed_s);
-                resume.run_dir.clone()
-            }
-            None => run_dir::create(&config.run.output_dir, &config.run.name)?,
-        };
+        let (prepared, run_dir, layout) = open_run(&config, &device, resume.as_ref())?;
         run_dir::write_hand_config(&run_dir, &config)?;
         let train = &config.train;
-        let mut layout = Layout::new(train.batch_size, train.accumulation_steps);
-        if let Some(resume) = &resume {
-            layout.factor = resume.checkpoint.state.layout_factor.max(1);
-        }
         let mut governor = prepared.open(&run_dir, layout, observer)?;
         let mut model = seeded(config.run.seed, &device, model);
         let footprint = footprint(&model, train, None);
