@@ -61,7 +61,9 @@ impl<M: Module + 'static> HandLoop<M> {
             // Dropout draws from the device's generator: seeded per step, as the trainer does.
             device.seed(crate::train::epochs::step_seed(seed, step));
             let mut accumulator = GradientsAccumulator::<M>::new();
-            let mut value = 0.0;
+            // The step's loss stays on the device until the step is done: one read a step,
+            // not one between micro-batches.
+            let mut value: Option<Tensor<1>> = None;
             for start in (0..samples).step_by(micro.max(1)) {
                 let rows = start..(start + micro).min(samples);
                 let share = rows.len() as f64 / samples.max(1) as f64;
@@ -74,13 +76,15 @@ impl<M: Module + 'static> HandLoop<M> {
                     }
                 };
                 let l = loss(at, rows);
-                value += share * l.clone().detach().into_scalar::<f32>() as f64;
+                let part = l.clone().detach().mul_scalar(share);
+                value = Some(value.map_or(part.clone(), |sum| sum + part));
                 backward_share(&mut accumulator, model, precision, l, share, || {
                     check.check()
                 })?;
             }
             Ok((accumulator.grads(), value))
         })?;
+        let value = value.map_or(0.0, |v| v.into_scalar::<f32>() as f64);
         let updater = Updater {
             optimizer: &mut self.optimizer,
             precision: &mut self.precision,
