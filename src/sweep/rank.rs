@@ -119,6 +119,15 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
         MonitorMode::Max => "higher is better",
     };
     let mut out = format!("Trials ranked by {monitor} ({mode_name}):\n\n");
+    out.push_str(&table(rows, monitor));
+    let _ = writeln!(out);
+    out.push_str(&best_line(rows, monitor, dir));
+    out.push_str(&notes(rows));
+    out
+}
+
+/// The table: a line per trial under its header.
+fn table(rows: &[TrialRow], monitor: &str) -> String {
     let keys: Vec<&String> = rows
         .first()
         .map(|r| r.values.keys().collect())
@@ -129,6 +138,7 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
         true => (" epochs | lease | ran from | to |", 4),
         false => (" epochs |", 1),
     };
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "| rank | trial | {} | {monitor} | status | peak in use | retained in use | released |{extra}",
@@ -136,54 +146,62 @@ pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) 
     );
     let _ = writeln!(out, "|{}", "---|".repeat(keys.len() + 7 + extra_columns));
     for r in rows {
-        let values: Vec<&str> = keys
-            .iter()
-            .map(|k| r.values.get(*k).map_or("-", String::as_str))
-            .collect();
-        let memory = r.memory.as_ref();
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.rank.map_or("-".into(), |n| n.to_string()),
-            r.name,
-            values.join(" | "),
-            r.monitored.map_or("-".into(), |v| format!("{v:.4}")),
-            match &r.reason {
-                Some(reason) => format!("{}: {reason}", r.status),
-                None => r.status.to_string(),
-            },
-            memory.map_or("-".into(), |m| format_bytes(m.peak_bytes_in_use)),
-            memory.map_or("-".into(), |m| format_signed_bytes(m.retained_bytes_in_use)),
-            match memory {
-                Some(m) if m.released() => "yes",
-                Some(_) => "NO",
-                None => "-",
-            },
-        );
-        out.pop();
-        let _ = writeln!(out, "{}", schedule_cells(r, packed));
+        let _ = writeln!(out, "{}{}", row_line(r, &keys), schedule_cells(r, packed));
     }
-    let _ = writeln!(out);
-    match rows.iter().find(|r| r.rank == Some(1)) {
-        Some(best) => {
-            let values: Vec<String> = best
-                .values
-                .iter()
-                .map(|(k, v)| format!("{k} = {v}"))
-                .collect();
-            let _ = writeln!(
-                out,
-                "Best: {} ({}), {monitor} {:.4}; its config: {}",
-                best.name,
-                values.join(", "),
-                best.monitored.unwrap_or(f64::NAN),
-                dir.join(&best.name).join("config.toml").display()
-            );
-        }
-        None => {
-            let _ = writeln!(out, "No trial completed with a value of {monitor}.");
-        }
-    }
+    out
+}
+
+/// A trial's cells up to `released`: `| 1 | trial-004 | 0.4 | 0.9000 | completed | ... |`.
+fn row_line(r: &TrialRow, keys: &[&String]) -> String {
+    let values: Vec<&str> = keys
+        .iter()
+        .map(|k| r.values.get(*k).map_or("-", String::as_str))
+        .collect();
+    let memory = r.memory.as_ref();
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} |",
+        r.rank.map_or("-".into(), |n| n.to_string()),
+        r.name,
+        values.join(" | "),
+        r.monitored.map_or("-".into(), |v| format!("{v:.4}")),
+        match &r.reason {
+            Some(reason) => format!("{}: {reason}", r.status),
+            None => r.status.to_string(),
+        },
+        memory.map_or("-".into(), |m| format_bytes(m.peak_bytes_in_use)),
+        memory.map_or("-".into(), |m| format_signed_bytes(m.retained_bytes_in_use)),
+        match memory {
+            Some(m) if m.released() => "yes",
+            Some(_) => "NO",
+            None => "-",
+        },
+    )
+}
+
+/// `Best: trial-004 (train.lr = 0.4), val_accuracy 0.9000; its config: ...`, or that no trial
+/// completed.
+fn best_line(rows: &[TrialRow], monitor: &str, dir: &Path) -> String {
+    let Some(best) = rows.iter().find(|r| r.rank == Some(1)) else {
+        return format!("No trial completed with a value of {monitor}.\n");
+    };
+    let values: Vec<String> = best
+        .values
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    format!(
+        "Best: {} ({}), {monitor} {:.4}; its config: {}\n",
+        best.name,
+        values.join(", "),
+        best.monitored.unwrap_or(f64::NAN),
+        dir.join(&best.name).join("config.toml").display()
+    )
+}
+
+/// What the table's statuses and release columns mean: the pruned trials, and the trials
+/// that kept memory.
+fn notes(rows: &[TrialRow]) -> String {
+    let mut out = String::new();
     let pruned = rows
         .iter()
         .filter(|r| r.status == TrialStatus::Pruned)
