@@ -265,8 +265,11 @@ fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_ch
 fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() {
     let env = Env::new();
     let child = search_of_eight_epochs(&env);
-    wait_for(|| running_with_a_checkpoint(&env, "runs/small-sweep"));
+    // A trial held stopped (SIGSTOP) keeps the search from finishing before the signal
+    // reaches it, however loaded the machine; it goes on (SIGCONT) to receive its SIGTERM.
+    let (_, trial) = wait_for(|| stopped_with_a_checkpoint(&env, "runs/small-sweep"));
     signal(child.id() as i32, "-TERM");
+    signal(trial, "-CONT");
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
