@@ -143,12 +143,17 @@ impl Pruner {
 
     /// Records that the trial failed (before or while it trained): never promoted.
     pub fn failed(&mut self, trial: usize) -> Result<(), Error> {
+        self.set(trial, Standing::Failed)
+    }
+
+    /// Records the trial's `standing` (a trial not seen before starts with no values).
+    fn set(&mut self, trial: usize, standing: Standing) -> Result<(), Error> {
         let curve = self.record.trials.entry(trial).or_insert(Curve {
             values: Vec::new(),
-            standing: Standing::Failed,
+            standing,
             reason: None,
         });
-        curve.standing = Standing::Failed;
+        curve.standing = standing;
         self.record.write(&self.path)
     }
 
@@ -200,13 +205,7 @@ impl Pruner {
 
     /// Records that the trial starts (or goes on).
     pub fn started(&mut self, trial: usize) -> Result<(), Error> {
-        let curve = self.record.trials.entry(trial).or_insert(Curve {
-            values: Vec::new(),
-            standing: Standing::Running,
-            reason: None,
-        });
-        curve.standing = Standing::Running;
-        self.record.write(&self.path)
+        self.set(trial, Standing::Running)
     }
 
     /// Records how the trial's run in `run_dir` ended: failed if it `failed` (its summary may
