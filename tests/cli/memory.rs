@@ -170,20 +170,28 @@ fn memory_limit_fails_with_exit_3_or_shrinks_to_the_same_effective_batch() {
 #[test]
 fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
     let env = Env::small();
+    // Three quarters of the model's weights, gradients and Adam's moments alone (SMALL's
+    // 16 -> 32 -> 4 layers: 676 parameters of 16 bytes), whatever else a machine holds at the
+    // start.
+    let parameters = 16 * 32 + 32 + 32 * 4 + 4;
+    let limit = parameters * 16 * 3 / 4;
+    let set_limit = format!("memory.limit={limit}");
     let run = env.run(&[
         "train",
         "--config",
         "small.toml",
         "--quiet",
         "--set",
-        // Below the model's weights, gradients and Adam's moments alone (676 parameters of
-        // 16 bytes, 10.6 KiB), whatever else a machine holds at the start.
-        "memory.limit=\"8KiB\"",
+        &set_limit,
     ]);
+    let exceeded = format!(
+        "memory limit {} exceeded",
+        tidemark::memory::format_bytes(limit)
+    );
     run.fails_with(
         3,
         &[
-            "memory limit 8.0 KiB exceeded",
+            &exceeded,
             "needed at rest (estimated) before training",
             "parameters, gradients and optimizer state alone exceed it",
         ],

@@ -375,12 +375,17 @@ fn resume_refuses_a_config_that_changes_the_run_and_a_run_already_done() {
         &["not a run or sweep directory", "config.toml is missing"],
     );
     assert_eq!(listing(&env.path("runs/done")), before);
-    // Harmless keys may change: a memory limit, checkpoint frequency, more epochs.
+    // Harmless keys may change: a memory limit (four times the run's own peak, so that it
+    // never trips), checkpoint frequency, more epochs.
+    let peak = env.summary("runs/done")["peak_bytes_in_use"]
+        .as_u64()
+        .unwrap();
+    let limit = format!("memory.limit={}", 4 * peak);
     let run = resume(&[
         "--set",
         "train.epochs=2",
         "--set",
-        "memory.limit=\"1GiB\"",
+        &limit,
         "--set",
         "checkpoint.every_steps=10",
     ]);

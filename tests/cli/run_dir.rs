@@ -292,15 +292,31 @@ fn every_shipped_config_validates() {
 #[test]
 fn every_run_draws_memory_svg_and_report_redraws_it() {
     let env = Env::small();
+    // A limit the run never reaches, for its line in the picture: four times the peak of the
+    // same run without one.
+    let free = [
+        "train",
+        "--config",
+        "small.toml",
+        "--quiet",
+        "--set",
+        "run.name=\"free\"",
+    ];
+    assert_eq!(env.run(&free).code(), 0);
+    let limit = 4 * env.summary("runs/free")["peak_bytes_in_use"]
+        .as_u64()
+        .unwrap();
+    let set_limit = format!("memory.limit={limit}");
     let run = env.run(&[
         "train",
         "--config",
         "small.toml",
         "--quiet",
         "--set",
-        "memory.limit=\"1GiB\"",
+        &set_limit,
     ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
+    let limit_label = format!("limit {}", tidemark::memory::format_bytes(limit));
     let svg_path = env.path("runs/small/memory.svg");
     let svg = std::fs::read_to_string(&svg_path).unwrap();
     for text in [
@@ -308,7 +324,7 @@ fn every_run_draws_memory_svg_and_report_redraws_it() {
         "in use",
         "reserved",
         "peak in use",
-        "limit 1024.0 MiB",
+        &limit_label,
         "cleanup",
     ] {
         assert!(svg.contains(text), "{text} missing from memory.svg");
