@@ -26,7 +26,8 @@
 //! Modules, in dependency order: [`config`] -> [`backend`] -> [`memory`] -> [`record`] ->
 //! [`report`] -> [`data`], [`model`], [`task`] -> [`train`] -> [`sweep`], [`compare`]. The
 //! `cli` module is the binary's and uses them all. Each type has one path: a snapshot is
-//! [`record::Snapshot`], the governor [`train::Governor`].
+//! [`record::Snapshot`], the memory guard [`train::MemoryGuard`] and its
+//! recorder [`train::RunRecorder`].
 #![warn(missing_docs)]
 // `forbid` cannot be relaxed per module; `deny` can, and only `memory::host` does, with its
 // reason in its docs.

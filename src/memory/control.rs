@@ -1,7 +1,8 @@
 //! [`Control`]: the probe, the policies and the executor for one device, set up from
 //! `[memory]`, with the baseline that clearing is verified against. What a run does with
-//! them (snapshots, layout, statistics) is the training loop's
-//! [`Governor`](crate::train::Governor).
+//! them is the training loop's: the layout and the limit's steps in its
+//! [`MemoryGuard`](crate::train::MemoryGuard), the snapshots and statistics in its
+//! [`RunRecorder`](crate::train::RunRecorder).
 
 use burn::tensor::Device;
 

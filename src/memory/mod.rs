@@ -6,7 +6,8 @@
 //! [`MemoryError`]s; the crate's error wraps them.
 //!
 //! What a training run does with all this (its snapshots, its batch layout, its statistics)
-//! is the loop's: [`Governor`](crate::train::Governor).
+//! is the loop's: [`MemoryGuard`](crate::train::MemoryGuard) and
+//! [`RunRecorder`](crate::train::RunRecorder).
 
 mod advice;
 mod breakdown;

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::memory::policy::{LimitExceeded, Phase};
 use crate::memory::MemorySource;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::train::Governor;
+use crate::train::{MemoryGuard, RunRecorder};
 
 /// The share of the limit a fitted step may not use: room for what one step's probe does not
 /// see (the update's temporaries, validation).
@@ -29,13 +29,13 @@ pub(crate) struct FitTarget {
 }
 
 impl FitTarget {
-    /// The target of a run under `governor`'s limit with `train`'s layout.
-    pub(crate) fn of(governor: &Governor, train: &TrainConfig) -> Self {
+    /// The target of a run under `guard`'s limit with `train`'s layout.
+    pub(crate) fn of(guard: &MemoryGuard, train: &TrainConfig) -> Self {
         FitTarget {
-            limit: (governor.control().limit_bytes()).expect("validated: fit needs a limit"),
+            limit: (guard.control().limit_bytes()).expect("validated: fit needs a limit"),
             batch: train.batch_size,
             accumulation: train.accumulation_steps,
-            source: governor.control().source(),
+            source: guard.control().source(),
         }
     }
 
@@ -63,14 +63,14 @@ impl FitTarget {
     /// `fit` memory action, or fails the run if none fits. `before`: bytes in use before them.
     pub(crate) fn conclude(
         &self,
-        governor: &mut Governor,
+        (guard, recorder): (&mut MemoryGuard, &mut RunRecorder),
         (probes, factor): (Vec<FitProbe>, usize),
         before: u64,
     ) -> Result<(), Error> {
-        let kept = governor.release()? as i64 - before as i64;
+        let kept = guard.release()? as i64 - before as i64;
         match self.choose(&probes, factor, kept) {
-            Ok((factor, detail)) => governor.fit_layout(factor, detail),
-            Err(e) => Err(governor.fail(e)),
+            Ok((factor, detail)) => guard.fit_layout(recorder, factor, detail),
+            Err(e) => Err(guard.fail(recorder, e)),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The training loop, for any [`Task`](crate::task::Task): eager autodiff steps, gradient
 //! accumulation that averages like one large batch, mixed precision, validation, checkpoints,
-//! and the memory [`Governor`](crate::train::Governor) at every phase.
+//! and the memory layer at every phase: a [`MemoryGuard`] that enforces it, and a
+//! [`RunRecorder`] that records it.
 //!
 //! - [`trainer`](Trainer): set-up and preflight, then the run's outcome;
 //! - `run_dir`: the run directory and the resolved `config.toml`;
@@ -9,9 +10,11 @@
 //!   precision; `optimizer`: the configured one, from Burn's;
 //! - `decide`: the learning-rate [`Schedule`] and [`EarlyStop`], as pure decisions;
 //! - `checkpoint`: kill-safe checkpoints; `resume`: continuing a run from one;
-//! - `governor`: the [`Governor`], which drives the memory layer's
+//! - `guard`: the [`MemoryGuard`], which enforces the memory layer's
 //!   [`Control`](crate::memory::Control) over a run: the batch layout a limit may shrink, the
-//!   step under the limit, the run's memory statistics;
+//!   step under the limit, `fit`'s layout;
+//! - `recorder`: the [`RunRecorder`], which writes what the guard sees and the loop reports:
+//!   the snapshots, the step trace, the run's memory statistics, progress to the observer;
 //! - `stats`: figures that become the [summary](crate::record::RunSummary).
 
 mod checkpoint;
@@ -19,11 +22,12 @@ mod decide;
 mod epochs;
 mod fit_plan;
 pub mod gate;
-mod governor;
+mod guard;
 mod hand;
 mod optimizer;
 pub mod precision;
 pub(crate) mod preflight;
+mod recorder;
 pub(crate) mod resume;
 pub(crate) mod run_dir;
 mod stats;
@@ -42,4 +46,5 @@ pub use step::{
 };
 pub use trainer::Trainer;
 
-pub use governor::{Breach, EpochFigures, Governor, Layout, Prepared, StepCheck};
+pub use guard::{Breach, Layout, MemoryGuard, Prepared, StepCheck};
+pub use recorder::{EpochFigures, MemoryStats, RunRecorder};

@@ -8,7 +8,7 @@ use burn::tensor::Device;
 
 use super::checkpoint::Checkpoint;
 use super::stats::Stats;
-use super::{Governor, Layout, Prepared};
+use super::{Layout, MemoryGuard, Prepared};
 use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
@@ -137,7 +137,7 @@ pub(super) fn open_run(
     device: &Device,
     resume: Option<&Resume>,
 ) -> Result<(Prepared, PathBuf, Layout), Error> {
-    let prepared = Governor::prepare(&config.memory, device)?;
+    let prepared = MemoryGuard::prepare(&config.memory, device)?;
     let mut layout = Layout::new(config.train.batch_size, config.train.accumulation_steps);
     Ok(match resume {
         Some(resume) => {

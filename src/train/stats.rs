@@ -10,7 +10,7 @@ use crate::config::EarlyStoppingConfig;
 use crate::memory::{Advice, Breakdown};
 use crate::record::{current_epochs, read_snapshots, Event, Snapshot};
 use crate::record::{RunStatus, RunSummary};
-use crate::train::Governor;
+use crate::train::{MemoryGuard, RunRecorder};
 
 /// What the epochs have produced so far: scalars only, so that the run's own records hold no
 /// heap that grows while it trains (what a run keeps after release is measured to the byte).
@@ -65,16 +65,16 @@ impl Stats {
         self.throughput_epochs += 1;
     }
 
-    /// The summary, with the memory figures from `governor`, the last epoch's metrics
+    /// The summary, with the memory figures from the guard and its recorder, the last epoch's metrics
     /// (`val_<name>`, `train_<name>`) from its snapshot, and the latest checkpoint.
     pub(super) fn summary(
         self,
         id: Identity,
-        governor: &Governor,
+        (guard, recorder): (&MemoryGuard, &RunRecorder),
         status: RunStatus,
         wall_time_s: f64,
     ) -> RunSummary {
-        let snapshots = read_snapshots(governor.snapshots_path()).unwrap_or_default();
+        let snapshots = read_snapshots(recorder.snapshots_path()).unwrap_or_default();
         let final_metrics = final_metrics(&snapshots, self.epochs);
         let best = Checkpoint::best(&id.run_dir).ok().map(|c| c.dir);
         let early = self.early_stop.as_ref();
@@ -84,18 +84,18 @@ impl Stats {
             _ => latest_checkpoint(&id.run_dir),
         };
         let best_so_far = early.and_then(|(_, state)| state.best);
-        let memory = governor.stats();
+        let memory = recorder.stats();
         let (peak_in_use, peak_reserved) = (memory.peak_bytes_in_use, memory.peak_bytes_reserved);
         let peak_in_use = peak_in_use.max(self.earlier_peaks.0);
         let peak_reserved = peak_reserved.max(self.earlier_peaks.1);
-        let layout = governor.layout();
+        let layout = guard.layout();
         RunSummary {
             name: id.name,
             run_dir: id.run_dir,
             status,
             task: id.task,
             backend: id.backend,
-            memory_source: governor.control().source(),
+            memory_source: guard.control().source(),
             execution: id.execution,
             precision: id.precision,
             loss_scale: self.loss_scale,
@@ -121,11 +121,11 @@ impl Stats {
             micro_batch: layout.micro_batch(),
             accumulation_steps: layout.micro_steps(),
             memory_actions: memory.memory_actions,
-            device_init_bytes: governor.control().device_init_bytes(),
+            device_init_bytes: guard.control().device_init_bytes(),
             run_in_process: 0,
-            baseline_bytes_reserved: governor.control().baseline().bytes_reserved,
+            baseline_bytes_reserved: guard.control().baseline().bytes_reserved,
             retained: memory.retained,
-            limit_bytes: governor.control().limit_bytes(),
+            limit_bytes: guard.control().limit_bytes(),
             growth_alarm: memory.growth_alarm(),
             breakdown: peak_breakdown(&snapshots),
             advice: self.advice.map(|a| a.record()),

@@ -25,7 +25,7 @@ use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
 use crate::task::{unknown_monitor, Classify, Regress, Task};
 use crate::train::gate::{Ending, EpochGate};
-use crate::train::Governor;
+use crate::train::{MemoryGuard, RunRecorder};
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
 /// [`Task`] ([`fit`](Self::fit)).
@@ -140,7 +140,7 @@ impl Trainer {
             observer.message(&note);
         }
         run_dir::write_config(&run_dir, &config, &task)?;
-        // The run's records first: the governor takes its baseline after them.
+        // The run's records first: the guard takes its baseline after them.
         let id = Identity {
             name: config.run.name.clone(),
             run_dir: run_dir.clone(),
@@ -152,14 +152,15 @@ impl Trainer {
         };
         let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
         let checkpointer = Checkpointer::new(&run_dir);
-        let mut governor = prepared.open(&run_dir, layout, observer)?;
+        let (mut guard, mut recorder) = prepared.open(&run_dir, layout, observer)?;
         // Every tensor of the run lives inside `train`, so all are dropped when it returns,
         // whether it succeeded or not; `run_end` then releases and verifies.
         let result = Epochs {
             config: &config,
             task: &task,
             device: &device,
-            governor: &mut governor,
+            guard: &mut guard,
+            recorder: &mut recorder,
             stats: &mut stats,
             checkpointer: &checkpointer,
             resume: resume.as_ref().map(|r| &r.checkpoint),
@@ -168,9 +169,9 @@ impl Trainer {
         }
         .train();
         // The run's end is recorded (released, verified) whatever the epochs' outcome.
-        let ended = governor.run_end(stats.epochs);
+        let ended = guard.run_end(&mut recorder, stats.epochs);
         let result = result.and_then(|ending| ended.map(|_| ending));
-        draw(&mut governor, &config, &id.name);
+        draw((&guard, &mut recorder), &config, &id.name);
         let (status, stopped_by) = match &result {
             Ok(Ending::Completed) => (RunStatus::Completed, None),
             Ok(Ending::Paused) => (RunStatus::Paused, None),
@@ -179,7 +180,7 @@ impl Trainer {
         };
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
         let wall_time_s = earlier_s + started.elapsed().as_secs_f64();
-        let mut summary = stats.summary(id, &governor, status, wall_time_s);
+        let mut summary = stats.summary(id, (&guard, &recorder), status, wall_time_s);
         summary.stopped_by = stopped_by;
         summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
         let path = run_dir.join("summary.json");
@@ -327,17 +328,21 @@ fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> E
 /// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture
 /// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
 /// and `tidemark report RUN_DIR` can draw it again.
-pub(super) fn draw(governor: &mut Governor, config: &RunConfig, title: &str) {
+pub(super) fn draw(
+    (guard, recorder): (&MemoryGuard, &mut RunRecorder),
+    config: &RunConfig,
+    title: &str,
+) {
     let of = PictureOf {
         title,
-        limit: governor.control().limit_bytes(),
+        limit: guard.control().limit_bytes(),
         monitor: config
             .train
             .early_stopping
             .as_ref()
             .map(|e| e.monitor.as_str()),
     };
-    if let Err(e) = draw_memory_svg(governor.snapshots_path(), of) {
-        governor.warn(&Warning::PictureNotDrawn(e));
+    if let Err(e) = draw_memory_svg(recorder.snapshots_path(), of) {
+        recorder.warn(&Warning::PictureNotDrawn(e));
     }
 }

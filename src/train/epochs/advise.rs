@@ -26,7 +26,7 @@ impl<T: Task> Epochs<'_, T> {
         run: &Run<T>,
         result: Result<(), Error>,
     ) -> Result<(), Error> {
-        let mut peaks = self.governor.stats().run_peaks;
+        let mut peaks = self.recorder.stats().run_peaks;
         match result {
             Ok(()) => {
                 self.stats.advice = self.advise_or_tell(run, peaks);
@@ -53,17 +53,17 @@ impl<T: Task> Epochs<'_, T> {
 
     /// [`advise`](Self::advise), or `None` with the user told why not.
     fn advise_or_tell(&mut self, run: &Run<T>, peaks: Peaks) -> Option<Advice> {
-        let aside = self.governor.epoch_peak_so_far();
+        let aside = self.guard.epoch_peak_so_far();
         // The run is over: a backend that refuses a probe (a panic) must not lose its summary.
         let advice = panic::catch_unwind(AssertUnwindSafe(|| self.advise(run, peaks)))
             .unwrap_or_else(|_| Err(Error::Device("a probe panicked".into())));
-        self.governor.restore_epoch_peak(aside);
+        self.guard.restore_epoch_peak(aside);
         match advice {
             Ok(advice) => Some(advice),
             Err(e) => {
                 let text =
                     format!("the memory advisor's probes failed, so there is no advice: {e}");
-                self.governor.tell(&text);
+                self.recorder.tell(&text);
                 None
             }
         }
@@ -72,7 +72,7 @@ impl<T: Task> Epochs<'_, T> {
     /// Probes each lever that applies to this run, whose phases peaked at `peaks`.
     fn advise(&mut self, run: &Run<T>, peaks: Peaks) -> Result<Advice, Error> {
         let items = self.probe_items()?;
-        let layout = self.governor.layout();
+        let layout = self.guard.layout();
         let (batch, steps) = (layout.micro_batch(), layout.micro_steps());
         let configured = StepUnder::run_as_configured(run);
         let base = self

@@ -49,15 +49,16 @@ impl<T: Task> Epochs<'_, T> {
         }
         // Validation in its own window, so that the limit is checked against what it held
         // (the epoch's peak also holds any attempt that shrank).
-        self.governor.open_window();
+        self.guard.open_window();
         let validation = self.validate(run)?;
-        let window = self.governor.peek_window();
+        let window = self.guard.peek_window();
         let figures = Figures::new(train_metrics, validation);
         self.stats
             .epoch(epoch, loss, figures.val_loss, samples_per_sec);
         self.stats.loss_scale = run.precision.scaler().map(|s| s.scale());
         self.stats.clipped_steps += clipped;
-        self.governor.epoch_snapshot(
+        self.guard.epoch_snapshot(
+            self.recorder,
             epoch,
             EpochFigures {
                 loss: Some(loss),
@@ -73,7 +74,7 @@ impl<T: Task> Epochs<'_, T> {
         let verdict = self.decide(run, epoch, &figures)?;
         let state = self.state(run, epoch);
         self.checkpoint(run, state, verdict == Some(Verdict::Improved))?;
-        self.governor.close_epoch(epoch, &window)?;
+        (self.guard).close_epoch(self.recorder, epoch, &window)?;
         if verdict == Some(Verdict::Stop) {
             return Ok(Some(Ending::Completed));
         }
@@ -100,7 +101,7 @@ impl<T: Task> Epochs<'_, T> {
             Ending::Pruned(reason) => format!("pruned after epoch {epoch}: {reason}"),
             _ => format!("paused after epoch {epoch}, at its checkpoint, for the search"),
         };
-        self.governor.tell(&message);
+        self.recorder.tell(&message);
         Some(ending)
     }
 
@@ -126,7 +127,7 @@ impl<T: Task> Epochs<'_, T> {
                  epoch {best_epoch}); stopping after epoch {epoch}",
                 early.state().waited
             );
-            self.governor.tell(&message);
+            self.recorder.tell(&message);
         }
         Ok(Some(verdict))
     }
@@ -145,7 +146,7 @@ impl<T: Task> Epochs<'_, T> {
                  checkpoints/best",
                 early.config().monitor
             );
-            self.governor.tell(&message);
+            self.recorder.tell(&message);
         }
     }
 }

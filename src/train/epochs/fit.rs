@@ -21,14 +21,14 @@ use crate::train::fit_plan::FitTarget;
 impl<T: Task> Epochs<'_, T> {
     /// Probes, picks the micro-batch and records the choice; an error if none fits.
     pub(super) fn fit(&mut self, run: &mut super::setup::Run<T>) -> Result<(), Error> {
-        let target = FitTarget::of(self.governor, &self.config.train);
+        let target = FitTarget::of(self.guard, &self.config.train);
         let items = self.probe_items()?;
-        let before = self.governor.in_use()?;
+        let before = self.guard.in_use()?;
         let probed = target.probe_halves(|micro_batch, micro_steps| {
             let at = StepUnder::run_as_configured(run);
             let probed = self.probe(&at, &items, micro_batch, micro_steps)?;
             Ok(probed.held + run.footprint.optimizer)
         })?;
-        target.conclude(self.governor, probed, before)
+        target.conclude((&mut *self.guard, &mut *self.recorder), probed, before)
     }
 }

@@ -23,7 +23,7 @@ use crate::data::DataError;
 use crate::error::Error;
 use crate::task::Task;
 use crate::train::gate::{Ending, EpochGate};
-use crate::train::Governor;
+use crate::train::{MemoryGuard, RunRecorder};
 
 use setup::Run;
 pub(super) use setup::{empty_training_split, seeded, seeded_model, steps_per_epoch};
@@ -33,7 +33,8 @@ pub(super) struct Epochs<'a, T: Task> {
     pub(super) config: &'a RunConfig,
     pub(super) task: &'a T,
     pub(super) device: &'a Device,
-    pub(super) governor: &'a mut Governor,
+    pub(super) guard: &'a mut MemoryGuard,
+    pub(super) recorder: &'a mut RunRecorder,
     pub(super) stats: &'a mut Stats,
     pub(super) checkpointer: &'a Checkpointer,
     /// The checkpoint a resumed run continues from.
@@ -57,7 +58,7 @@ impl<T: Task> Epochs<'_, T> {
     /// for the summary.
     /// A run its gate pauses or prunes ends there, with its checkpoint and without advice.
     pub(super) fn train(mut self) -> Result<Ending, Error> {
-        self.governor.begin_epoch();
+        self.guard.begin_epoch(self.recorder);
         let mut run = self.set_up()?;
         let ending = self.epochs(&mut run);
         let result = match ending {
@@ -72,7 +73,7 @@ impl<T: Task> Epochs<'_, T> {
     fn epochs(&mut self, run: &mut Run<T>) -> Result<Ending, Error> {
         let start = self.start(run)?;
         for epoch in start.epoch + 1..=self.config.train.epochs {
-            self.governor.begin_epoch();
+            self.guard.begin_epoch(self.recorder);
             let resumed = (epoch == start.epoch + 1 && start.step_in_epoch > 0).then_some(&start);
             let tally = self.pass(run, epoch, resumed)?;
             if let Some(ending) = self.end_epoch(run, epoch, tally)? {
@@ -87,7 +88,7 @@ impl<T: Task> Epochs<'_, T> {
         CheckpointState {
             epoch,
             step: self.stats.steps,
-            layout_factor: self.governor.layout().factor,
+            layout_factor: self.guard.layout().factor,
             loss_scaler: run.precision.scaler().cloned(),
             skipped_steps: self.stats.skipped_steps,
             lr: Some(run.schedule.current()),
@@ -106,7 +107,7 @@ impl<T: Task> Epochs<'_, T> {
         best: bool,
     ) -> Result<(), Error> {
         let checkpointer = self.checkpointer;
-        self.governor.checkpoint(state.epoch, || {
+        self.guard.checkpoint(self.recorder, state.epoch, || {
             checkpointer.save_run(
                 &state,
                 run.model(),

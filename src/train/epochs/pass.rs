@@ -162,7 +162,7 @@ impl<T: Task> Epochs<'_, T> {
         if report {
             run.last_report = Instant::now();
             // The loss read has waited for the device already.
-            let in_use = self.governor.in_use()?;
+            let in_use = self.guard.in_use()?;
             let progress = EpochProgress {
                 epoch: at.epoch,
                 epochs: self.config.train.epochs,
@@ -171,10 +171,10 @@ impl<T: Task> Epochs<'_, T> {
                 loss,
                 lr: Some(run.schedule.current()),
                 bytes_in_use: Some(in_use),
-                limit_bytes: self.governor.control().limit_bytes(),
+                limit_bytes: self.guard.control().limit_bytes(),
                 ..tally.pace(run.steps_per_epoch, self.config.train.epochs - at.epoch)
             };
-            self.governor.progress(&progress);
+            self.recorder.progress(&progress);
         }
         if checkpoint {
             let state = CheckpointState {

@@ -64,7 +64,7 @@ impl<T: Task> Epochs<'_, T> {
         micro_batch: usize,
         micro_steps: usize,
     ) -> Result<Probed, Error> {
-        self.governor.release()?;
+        self.guard.release()?;
         self.probe_in_place(at, items, micro_batch, micro_steps)
     }
 
@@ -76,22 +76,22 @@ impl<T: Task> Epochs<'_, T> {
         micro_batch: usize,
         micro_steps: usize,
     ) -> Result<Probed, Error> {
-        let start = self.governor.in_use()?;
+        let start = self.guard.in_use()?;
         let group: Vec<Vec<T::Item>> = items
             .chunks(micro_batch.max(1))
             .take(micro_steps.min(2))
             .map(<[T::Item]>::to_vec)
             .collect();
-        self.governor.open_window();
-        let governor = &mut *self.governor;
+        self.guard.open_window();
+        let guard = &mut *self.guard;
         let probed =
             accumulate_gradients(self.task, at.model, group, at.device, at.precision, || {
-                governor.peek_window();
+                guard.peek_window();
                 Ok::<(), Error>(())
             })?;
         drop(probed);
         // After the device's queue, the figures of this probe's window alone.
-        let window = self.governor.read_window()?;
+        let window = self.guard.read_window()?;
         Ok(Probed {
             held: held(&window).0,
             transient: window.peak_bytes_in_use.saturating_sub(start),

@@ -14,9 +14,9 @@ use crate::train::precision::MixedPrecision;
 impl<T: Task> Epochs<'_, T> {
     /// Where the run starts: epoch 0 for a new run, the checkpoint's state for a resumed one.
     pub(super) fn start(&mut self, run: &mut Run<T>) -> Result<CheckpointState, Error> {
-        self.governor.set_footprint(run.footprint);
+        self.guard.set_footprint(run.footprint);
         let Some(checkpoint) = self.resume else {
-            self.governor.run_start(run.to_come)?;
+            self.guard.run_start(self.recorder, run.to_come)?;
             if self.config.memory.on_limit == OnLimit::Fit {
                 self.fit(run)?;
             }
@@ -43,10 +43,8 @@ impl<T: Task> Epochs<'_, T> {
             let saved = state.early_stop.clone().unwrap_or_default();
             *early = EarlyStop::new(early.config().clone(), saved);
         }
-        self.governor.set_step(state.step);
-        let detail = checkpoint.describe();
-        self.governor
-            .resume_start(state.epoch, run.to_come, detail)?;
+        let (at, detail) = ((state.epoch, state.step), checkpoint.describe());
+        (self.guard).resume_start(self.recorder, at, run.to_come, detail)?;
         // The data order: the loader reshuffles from one generator at each epoch's start, so
         // the epochs done are started (and dropped) again.
         for _ in 0..state.epoch {

@@ -110,11 +110,11 @@ impl<T: Task> Epochs<'_, T> {
         let total_steps = steps_per_epoch * train.epochs;
         if let Some(schedule) = &train.schedule {
             for line in schedule_notes(schedule, total_steps) {
-                self.governor.tell(&line);
+                self.recorder.tell(&line);
             }
         }
         // The dataset's bytes are in the figures only where they are host bytes.
-        let data = match self.governor.control().source() {
+        let data = match self.guard.control().source() {
             MemorySource::Host => self.data_bytes,
             MemorySource::CubeclPool => Some(0),
         };

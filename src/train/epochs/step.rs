@@ -1,5 +1,5 @@
 //! One optimizer step: the group's gradients under the memory limit (retried with smaller
-//! micro-batches when it asks, through [`Governor::run_step`](crate::train::Governor::run_step)),
+//! micro-batches when it asks, through [`MemoryGuard::run_step`](crate::train::MemoryGuard::run_step)),
 //! then the update at the schedule's rate, clipped, and the step's figures.
 
 use burn::tensor::Tensor;
@@ -26,18 +26,19 @@ impl<T: Task> Epochs<'_, T> {
         // Only a step that a limit may shrink and retry keeps its items for the retry.
         let retry = self.config.memory.on_limit == OnLimit::Shrink;
         let (task, seed) = (self.task, self.config.run.seed);
-        let accumulated = self.governor.run_step(at.epoch, at.step, |micro, check| {
-            // Dropout draws from the device's generator, whose state cannot be saved: it is
-            // seeded per step instead, so a resumed run draws what an uninterrupted one does.
-            run.device.seed(step_seed(seed, at.step));
-            let micro = micro_batches(group, micro, retry);
-            let (model, precision) = (run.model(), &run.precision);
-            accumulate_gradients(task, model, micro, &run.device, precision, || check.check())
-        })?;
+        let accumulated =
+            (self.guard).run_step(self.recorder, at.epoch, at.step, |micro, check| {
+                // Dropout draws from the device's generator, whose state cannot be saved: it is
+                // seeded per step instead, so a resumed run draws what an uninterrupted one does.
+                run.device.seed(step_seed(seed, at.step));
+                let micro = micro_batches(group, micro, retry);
+                let (model, precision) = (run.model(), &run.precision);
+                accumulate_gradients(task, model, micro, &run.device, precision, || check.check())
+            })?;
         group.clear();
         let loss = accumulated.loss();
         let grads = accumulated.grads;
-        let governor = &mut *self.governor;
+        let (guard, recorder) = (&mut *self.guard, &mut *self.recorder);
         let (outcome, clipped) = run.update(|run, model| {
             let updater = Updater {
                 optimizer: &mut run.optimizer,
@@ -45,7 +46,7 @@ impl<T: Task> Epochs<'_, T> {
                 schedule: &mut run.schedule,
                 clip: run.clip,
             };
-            let updated = updater.update(governor, (at.epoch, at.step), model, grads)?;
+            let updated = updater.update((guard, recorder), (at.epoch, at.step), model, grads)?;
             Ok::<_, Error>((updated.model, (updated.outcome, updated.clipped)))
         })?;
         if let Some(flag) = clipped {
@@ -55,11 +56,11 @@ impl<T: Task> Epochs<'_, T> {
             self.skipped(run, at, tally)?;
         }
         // The update allocates too (optimizer state on the first step).
-        self.governor.after_step(at.epoch, at.step)?;
+        (self.guard).after_step(self.recorder, at.epoch, at.step)?;
         tally.steps += 1;
         self.stats.steps = at.step;
         tally.sums.merge(accumulated.sums);
-        self.governor.step_done(at.epoch, tally.steps);
+        self.recorder.step_done(at.epoch, tally.steps);
         Ok(loss)
     }
 

@@ -23,7 +23,7 @@ impl<T: Task> Epochs<'_, T> {
         let model = run.precision.compute_model(&run.model().valid());
         // In micro-batches, like training: a limit that shrank the training step holds for
         // validation too.
-        let micro = self.governor.layout().micro_batch();
+        let micro = self.guard.layout().micro_batch();
         let batches = loader.iter().flat_map(|items| match items {
             Ok(items) => micro_batches(&mut vec![items], micro, false)
                 .into_iter()

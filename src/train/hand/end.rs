@@ -53,14 +53,14 @@ impl<M: Module + 'static> HandLoop<M> {
         )));
         let epoch = self.epoch;
         let val_loss = figures.val_loss;
-        self.governor.epoch_end(epoch, figures)?;
+        (self.guard).epoch_end(&mut self.recorder, epoch, figures)?;
         self.stats.epoch(epoch, loss, val_loss, samples_per_sec);
         self.stats.clipped_steps += tally.clipped;
         self.stats.loss_scale = self.precision.scaler().map(|s| s.scale());
         let state = CheckpointState {
             epoch,
             step: self.stats.steps,
-            layout_factor: self.governor.layout().factor,
+            layout_factor: self.guard.layout().factor,
             loss_scaler: self.precision.scaler().cloned(),
             skipped_steps: self.stats.skipped_steps,
             lr: Some(self.schedule.current()),
@@ -69,7 +69,7 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         let (checkpointer, optimizer, schedule) =
             (&self.checkpointer, &self.optimizer, &self.schedule);
-        self.governor.checkpoint(epoch, || {
+        (self.guard).checkpoint(&mut self.recorder, epoch, || {
             checkpointer.save_run(&state, model, optimizer, Some(schedule), false)
         })?;
         self.open = false;
@@ -87,8 +87,12 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         self.model = None;
         self.optimizer = build_optimizer(&self.config.train);
-        let ended = self.governor.run_end(self.stats.epochs);
-        draw(&mut self.governor, &self.config, &self.config.run.name);
+        let ended = (self.guard).run_end(&mut self.recorder, self.stats.epochs);
+        draw(
+            (&self.guard, &mut self.recorder),
+            &self.config,
+            &self.config.run.name,
+        );
         let status = match (&self.failed, &ended) {
             (Some(e), _) => RunStatus::Failed(e.clone()),
             (None, Ok(_)) => RunStatus::Completed,
@@ -104,7 +108,9 @@ impl<M: Module + 'static> HandLoop<M> {
             baselines: Default::default(),
         };
         let wall = self.started.elapsed().as_secs_f64();
-        let summary = self.stats.summary(id, &self.governor, status, wall);
+        let summary = self
+            .stats
+            .summary(id, (&self.guard, &self.recorder), status, wall);
         let path = self.run_dir.join("summary.json");
         let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
         crate::record::write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;

@@ -25,27 +25,27 @@ impl<M: Module + 'static> HandLoop<M> {
         loss: &mut impl FnMut(&M, Range<usize>) -> Tensor<1>,
     ) -> Result<(), Error> {
         let train = &self.config.train;
-        let target = FitTarget::of(&self.governor, train);
+        let target = FitTarget::of(&self.guard, train);
         let model = (self.model.as_ref()).expect("the model is back after every update");
         let to_come = footprint(model, train, None).optimizer;
-        let before = self.governor.in_use()?;
-        let (governor, precision) = (&mut self.governor, &self.precision);
+        let before = self.guard.in_use()?;
+        let (guard, precision) = (&mut self.guard, &self.precision);
         let probed = target.probe_halves(|micro_batch, micro_steps| {
-            governor.release()?;
-            governor.open_window();
+            guard.release()?;
+            guard.open_window();
             let mut accumulator = GradientsAccumulator::<M>::new();
             for start in (0..samples).step_by(micro_batch).take(micro_steps.min(2)) {
                 let rows = start..(start + micro_batch).min(samples);
                 let share = rows.len() as f64 / samples.max(1) as f64;
                 let l = loss(model, rows);
                 backward_share(&mut accumulator, model, precision, l, share, || {
-                    governor.peek_window();
+                    guard.peek_window();
                     Ok::<(), Error>(())
                 })?;
             }
             drop(accumulator);
-            Ok(held(&governor.read_window()?).0 + to_come)
+            Ok(held(&guard.read_window()?).0 + to_come)
         })?;
-        target.conclude(&mut self.governor, probed, before)
+        target.conclude((&mut self.guard, &mut self.recorder), probed, before)
     }
 }

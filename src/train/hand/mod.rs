@@ -52,7 +52,7 @@ use super::precision::MixedPrecision;
 use super::resume::Resume;
 use super::stats::Stats;
 use super::step::Clip;
-use super::Governor;
+use super::{MemoryGuard, RunRecorder};
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::record::{Observer, Silent};
@@ -62,7 +62,8 @@ pub struct HandLoop<M: Module + 'static> {
     config: RunConfig,
     run_dir: PathBuf,
     device: Device,
-    governor: Governor,
+    guard: MemoryGuard,
+    recorder: RunRecorder,
     /// `None` only while an update holds it.
     model: Option<M>,
     optimizer: ModuleOptimizer,
@@ -162,6 +163,6 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// The micro-batch size a step runs at now (smaller after a shrink).
     pub fn micro_batch(&self) -> usize {
-        self.governor.layout().micro_batch()
+        self.guard.layout().micro_batch()
     }
 }

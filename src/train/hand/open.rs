@@ -34,10 +34,10 @@ impl<M: Module + 'static> HandLoop<M> {
         let (prepared, run_dir, layout) = open_run(&config, &device, resume.as_ref())?;
         run_dir::write_hand_config(&run_dir, &config)?;
         let train = &config.train;
-        let mut governor = prepared.open(&run_dir, layout, observer)?;
+        let (mut guard, mut recorder) = prepared.open(&run_dir, layout, observer)?;
         let mut model = seeded(config.run.seed, &device, model);
         let footprint = footprint(&model, train, None);
-        governor.set_footprint(footprint);
+        guard.set_footprint(footprint);
         let total_steps = steps_per_epoch(train, samples) * train.epochs;
         let mut optimizer = build_optimizer(train);
         let mut schedule = Schedule::new(train, total_steps);
@@ -45,7 +45,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let to_come = footprint.gradients + footprint.optimizer;
         let (mut stats, epoch) = match &resume {
             None => {
-                governor.run_start(to_come)?;
+                guard.run_start(&mut recorder, to_come)?;
                 (Stats::default(), 0)
             }
             Some(resume) => {
@@ -57,8 +57,8 @@ impl<M: Module + 'static> HandLoop<M> {
                 if let Some(scaler) = &state.loss_scaler {
                     precision = MixedPrecision::new(train.precision, Some(scaler.clone()));
                 }
-                governor.set_step(state.step);
-                governor.resume_start(state.epoch, to_come, checkpoint.describe())?;
+                let (at, detail) = ((state.epoch, state.step), checkpoint.describe());
+                guard.resume_start(&mut recorder, at, to_come, detail)?;
                 (resume.stats(), state.epoch)
             }
         };
@@ -73,7 +73,8 @@ impl<M: Module + 'static> HandLoop<M> {
             config,
             run_dir,
             device,
-            governor,
+            guard,
+            recorder,
             model: Some(model),
             stats,
             to_fit,

@@ -57,33 +57,34 @@ impl<M: Module + 'static> HandLoop<M> {
             .model
             .as_ref()
             .expect("the model is back after every update");
-        let (grads, value) = self.governor.run_step(epoch, step, |micro, check| {
-            // Dropout draws from the device's generator: seeded per step, as the trainer does.
-            device.seed(crate::train::epochs::step_seed(seed, step));
-            let mut accumulator = GradientsAccumulator::<M>::new();
-            // The step's loss stays on the device until the step is done: one read a step,
-            // not one between micro-batches.
-            let mut value: Option<Tensor<1>> = None;
-            for start in (0..samples).step_by(micro.max(1)) {
-                let rows = start..(start + micro).min(samples);
-                let share = rows.len() as f64 / samples.max(1) as f64;
-                let compute;
-                let at = match precision.dtype() {
-                    None => model,
-                    Some(_) => {
-                        compute = precision.compute_model(model);
-                        &compute
-                    }
-                };
-                let l = loss(at, rows);
-                let part = l.clone().detach().mul_scalar(share);
-                value = Some(value.map_or(part.clone(), |sum| sum + part));
-                backward_share(&mut accumulator, model, precision, l, share, || {
-                    check.check()
-                })?;
-            }
-            Ok((accumulator.grads(), value))
-        })?;
+        let (grads, value) =
+            (self.guard).run_step(&mut self.recorder, epoch, step, |micro, check| {
+                // Dropout draws from the device's generator: seeded per step, as the trainer does.
+                device.seed(crate::train::epochs::step_seed(seed, step));
+                let mut accumulator = GradientsAccumulator::<M>::new();
+                // The step's loss stays on the device until the step is done: one read a step,
+                // not one between micro-batches.
+                let mut value: Option<Tensor<1>> = None;
+                for start in (0..samples).step_by(micro.max(1)) {
+                    let rows = start..(start + micro).min(samples);
+                    let share = rows.len() as f64 / samples.max(1) as f64;
+                    let compute;
+                    let at = match precision.dtype() {
+                        None => model,
+                        Some(_) => {
+                            compute = precision.compute_model(model);
+                            &compute
+                        }
+                    };
+                    let l = loss(at, rows);
+                    let part = l.clone().detach().mul_scalar(share);
+                    value = Some(value.map_or(part.clone(), |sum| sum + part));
+                    backward_share(&mut accumulator, model, precision, l, share, || {
+                        check.check()
+                    })?;
+                }
+                Ok((accumulator.grads(), value))
+            })?;
         let value = value.map_or(0.0, |v| v.into_scalar::<f32>() as f64);
         let updater = Updater {
             optimizer: &mut self.optimizer,
@@ -92,7 +93,12 @@ impl<M: Module + 'static> HandLoop<M> {
             clip: self.clip,
         };
         let model = (self.model.take()).expect("the model is back after every update");
-        let updated = updater.update(&mut self.governor, (epoch, step), model, grads)?;
+        let updated = updater.update(
+            (&mut self.guard, &mut self.recorder),
+            (epoch, step),
+            model,
+            grads,
+        )?;
         self.model = Some(updated.model);
         if let Some(flag) = updated.clipped {
             self.tally.clipped += flag.into_scalar::<f32>() as u64;
@@ -100,9 +106,8 @@ impl<M: Module + 'static> HandLoop<M> {
         if updated.outcome == GroupOutcome::Skip {
             self.skipped(epoch, step)?;
         }
-        self.governor.after_step(epoch, step)?;
+        (self.guard).after_step(&mut self.recorder, epoch, step)?;
         self.stats.steps = step;
-        self.governor.set_step(step);
         self.tally.loss_sum += value * samples as f64;
         self.tally.samples += samples;
         Ok(value)
@@ -126,7 +131,7 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         self.epoch += 1;
         self.open = true;
-        self.governor.begin_epoch();
+        self.guard.begin_epoch(&mut self.recorder);
         self.tally.started = Some(Instant::now());
         Ok(())
     }

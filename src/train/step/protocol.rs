@@ -1,13 +1,13 @@
 //! One optimizer step as every loop takes it, the trainer's (`epochs/step.rs`) and a hand
 //! loop's ([`HandLoop::step`](crate::HandLoop::step)), in the same calls:
 //!
-//! 1. [`Governor::run_step`] runs the gradient half under the limit (retried with smaller
+//! 1. [`MemoryGuard::run_step`] runs the gradient half under the limit (retried with smaller
 //!    micro-batches where the limit shrinks them), each micro-batch's mean loss weighted by
 //!    its share of the batch, scaled and backpropagated into the step's sum by
 //!    [`backward_share`], with memory checked after each backward pass;
 //! 2. [`Updater::update`] reads memory before the update, takes the schedule's rate, and
 //!    applies the sum ([`apply_gradients`]: loss scaling undone and checked, clipping);
-//! 3. the loop counts a skipped step, then [`Governor::after_step`] reads memory after it.
+//! 3. the loop counts a skipped step, then [`MemoryGuard::after_step`] reads memory after it.
 
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
@@ -17,7 +17,7 @@ use super::{apply_gradients, Clip, Updated};
 use crate::error::Error;
 use crate::train::decide::Schedule;
 use crate::train::precision::MixedPrecision;
-use crate::train::Governor;
+use crate::train::{MemoryGuard, RunRecorder};
 
 /// Backpropagates one micro-batch's mean `loss` (with its graph), weighted by its `share` of
 /// the batch's samples and scaled by the loss scaler, into `accumulator`, calling
@@ -49,12 +49,12 @@ impl Updater<'_> {
     /// rate, and `grads` applied to `model`.
     pub(in crate::train) fn update<M: Module>(
         self,
-        governor: &mut Governor,
+        (guard, recorder): (&mut MemoryGuard, &mut RunRecorder),
         (epoch, step): (usize, usize),
         model: M,
         grads: GradientsParams,
     ) -> Result<Updated<M>, Error> {
-        governor.before_update(epoch, step)?;
+        guard.before_update(recorder, epoch, step)?;
         let lr = self.schedule.advance();
         apply_gradients(model, grads, self.optimizer, self.precision, self.clip, lr)
             .map_err(Error::device)

@@ -1,19 +1,20 @@
-//! A governor's set-up, before the run directory exists: the memory layer's [`Control`] set up
+//! A guard's set-up, before the run directory exists: the memory layer's [`Control`] set up
 //! (settings checked against the device, the backend warmed up, the baseline taken), and the
 //! clock the snapshots' times count from.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use burn::tensor::Device;
 
-use super::{Governor, Layout};
+use super::{Layout, MemoryGuard};
 use crate::config::MemoryConfig;
 use crate::error::Error;
 use crate::memory::{Control, MemorySource};
-use crate::record::{Observer, SnapshotWriter};
+use crate::record::Observer;
+use crate::train::recorder::RunRecorder;
 
-/// A governor before its run directory exists.
+/// A guard before its run directory exists.
 pub struct Prepared {
     pub(super) control: Control,
     pub(super) started: Instant,
@@ -40,38 +41,31 @@ impl Prepared {
         self
     }
 
-    /// Opens `<run_dir>/snapshots.jsonl` and starts governing.
+    /// Opens `<run_dir>/snapshots.jsonl`: the run's guard, and the recorder it records
+    /// through.
     pub fn open(
         self,
         run_dir: &Path,
         layout: Layout,
         observer: Box<dyn Observer>,
-    ) -> Result<Governor, Error> {
-        let path: PathBuf = run_dir.join("snapshots.jsonl");
-        let writer = SnapshotWriter::open(&path).map_err(|e| Error::io(&path, e))?;
-        drop(path);
-        // The baseline again, now that the run's own records (its directory, this writer, the
-        // caller's) exist: what a run keeps is then what training left, not its bookkeeping.
+    ) -> Result<(MemoryGuard, RunRecorder), Error> {
         let Prepared {
             mut control,
             started,
         } = self;
+        let recorder = RunRecorder::open(run_dir, started, observer)?;
+        // The baseline again, now that the run's own records (its directory, the snapshots'
+        // writer, the caller's) exist: what a run keeps is then what training left, not its
+        // bookkeeping.
         control.rebaseline()?;
-        Ok(Governor {
+        let guard = MemoryGuard {
             control,
-            started,
-            writer,
-            observer,
             layout,
             previous_attempt: None,
-            step: 0,
             resting_estimate: 0,
-            stats: Default::default(),
             footprint: None,
-            step_peaks: Default::default(),
-            step_peak: 0,
             in_update: false,
-            trace: Default::default(),
-        })
+        };
+        Ok((guard, recorder))
     }
 }

@@ -1,10 +1,10 @@
-//! What a governor counts over its run: the peaks, the memory actions, the growth watch, what
+//! What a recorder counts over its run: the peaks, the memory actions, the growth watch, what
 //! stayed after release, and the highest step figures by phase that the advisor starts from.
 
 use crate::memory::Peaks;
 use crate::record::{GrowthAlarm, GrowthWatch, Retained};
 
-/// A run's memory statistics, as its [`Governor`](super::Governor) counted them.
+/// A run's memory statistics, as its [`RunRecorder`](super::RunRecorder) counted them.
 #[derive(Debug, Default)]
 pub struct MemoryStats {
     /// The highest figure in use recorded (epochs, checkpoints, the run's end).

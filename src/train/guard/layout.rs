@@ -1,8 +1,4 @@
-//! The batch layout a limit may shrink, a step's breach, and an epoch's figures.
-
-use std::collections::BTreeMap;
-
-use crate::memory::Footprint;
+//! The batch layout a limit may shrink, and a step's breach.
 
 use crate::memory::policy::LimitExceeded;
 
@@ -49,25 +45,4 @@ pub enum Breach {
     },
     /// Stop the run.
     Fail(LimitExceeded),
-}
-
-/// An epoch's figures for its snapshot.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EpochFigures {
-    /// Mean training loss.
-    pub loss: Option<f64>,
-    /// Mean validation loss.
-    pub val_loss: Option<f64>,
-    /// Training samples per second.
-    pub samples_per_sec: Option<f64>,
-    /// With loss scaling: the scale now, and the steps skipped this epoch.
-    pub loss_scale: Option<(f64, u64)>,
-    /// The learning rate of the epoch's last step.
-    pub lr: Option<f64>,
-    /// With gradient clipping: the steps clipped this epoch.
-    pub clipped_steps: Option<u64>,
-    /// Metrics by key (`val_accuracy`, `train_mae`, ...).
-    pub metrics: BTreeMap<String, f64>,
-    /// What the run's tensors hold by kind, for the snapshot's `breakdown`.
-    pub footprint: Option<Footprint>,
 }
