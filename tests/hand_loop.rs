@@ -5,7 +5,8 @@
 //! at the largest micro-batch that fits; a step past the last epoch is refused in one line.
 //!
 //! And a hand loop over a task's own batches, in the trainer's order, ends on the weights
-//! `Trainer::fit` ends on, to the bit: both loops take their steps through the same calls.
+//! `Trainer::fit` ends on, to the bit, with the same snapshots and memory figures: both loops
+//! take their steps through the same calls.
 //!
 //! A binary of its own with tidemark's counting allocator (the limit is measured in host bytes
 //! on flex).
@@ -317,12 +318,62 @@ fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
     assert_eq!(fit, hand_weights, "the same weights, to the bit");
     let (a, b) = (hand.final_loss.unwrap(), fitted.final_loss.unwrap());
     assert!((a - b).abs() < 1e-6, "{a} against {b}");
+    same_memory_figures(&dir.path().join("fit"), &dir.path().join("hand"));
     // The trained run scored again in one call: its final validation loss.
     let scored = tidemark::inference::evaluate_task(&dir.path().join("fit"), Sines).unwrap();
     let (a, b) = (scored.score.loss, fitted.final_val_loss.unwrap());
     assert_eq!(scored.score.samples, 40);
     assert!((a - b).abs() < 1e-6, "{a} against {b}");
     assert!(dir.path().join("fit/evaluation.json").is_file());
+}
+
+/// The snapshots of two runs of one config, `Trainer::fit`'s and a hand loop's: the same lines
+/// (event, epoch, step, layout, step trace), and the same memory figures, each within 1% of the
+/// trainer's (the trainer also validates and holds its loader's batches: a few KiB here).
+fn same_memory_figures(fit: &std::path::Path, hand: &std::path::Path) {
+    let read = |dir: &std::path::Path| -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(dir.join("snapshots.jsonl")).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (fit, hand) = (read(fit), read(hand));
+    let events = |lines: &[serde_json::Value]| -> Vec<String> {
+        lines.iter().map(|l| l["event"].to_string()).collect()
+    };
+    assert_eq!(events(&hand), events(&fit));
+    let near = |a: &serde_json::Value, b: &serde_json::Value, what: &str| {
+        let (a, b) = (a.as_u64().unwrap() as f64, b.as_u64().unwrap() as f64);
+        assert!(
+            (a - b).abs() <= 0.01 * b,
+            "{what}: hand loop {a} against trainer {b}"
+        );
+    };
+    for (h, f) in hand.iter().zip(&fit) {
+        let at = format!("{} of epoch {}", f["event"], f["epoch"]);
+        for key in ["epoch", "step", "micro_batch", "accumulation_steps"] {
+            assert_eq!(h[key], f[key], "{key} at {at}");
+        }
+        for key in ["bytes_in_use", "peak_bytes_in_use"] {
+            near(&h[key], &f[key], &format!("{key} at {at}"));
+        }
+        let points = |l: &serde_json::Value| l["steps"].as_array().cloned().unwrap_or_default();
+        let (hp, fp) = (points(h), points(f));
+        assert_eq!(hp.len(), fp.len(), "step trace at {at}");
+        for (h, f) in hp.iter().zip(&fp) {
+            assert_eq!(h["step"], f["step"], "step trace at {at}");
+            near(
+                &h["peak"],
+                &f["peak"],
+                &format!("step {}'s peak", f["step"]),
+            );
+            near(
+                &h["in_use"],
+                &f["in_use"],
+                &format!("step {}'s in use", f["step"]),
+            );
+        }
+    }
 }
 
 /// A model whose parameters dwarf its activations: 2048 x 2048 (16 MiB a set).

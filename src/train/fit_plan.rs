@@ -32,10 +32,10 @@ impl FitTarget {
     /// The target of a run under `guard`'s limit with `train`'s layout.
     pub(crate) fn of(guard: &MemoryGuard, train: &TrainConfig) -> Self {
         FitTarget {
-            limit: (guard.control().limit_bytes()).expect("validated: fit needs a limit"),
+            limit: guard.limit_bytes().expect("validated: fit needs a limit"),
             batch: train.batch_size,
             accumulation: train.accumulation_steps,
-            source: guard.control().source(),
+            source: guard.source(),
         }
     }
 

@@ -335,7 +335,7 @@ pub(super) fn draw(
 ) {
     let of = PictureOf {
         title,
-        limit: guard.control().limit_bytes(),
+        limit: guard.limit_bytes(),
         monitor: config
             .train
             .early_stopping

@@ -58,7 +58,6 @@ impl<T: Task> Epochs<'_, T> {
     /// for the summary.
     /// A run its gate pauses or prunes ends there, with its checkpoint and without advice.
     pub(super) fn train(mut self) -> Result<Ending, Error> {
-        self.guard.begin_epoch(self.recorder);
         let mut run = self.set_up()?;
         let ending = self.epochs(&mut run);
         let result = match ending {

@@ -171,7 +171,7 @@ impl<T: Task> Epochs<'_, T> {
                 loss,
                 lr: Some(run.schedule.current()),
                 bytes_in_use: Some(in_use),
-                limit_bytes: self.guard.control().limit_bytes(),
+                limit_bytes: self.guard.limit_bytes(),
                 ..tally.pace(run.steps_per_epoch, self.config.train.epochs - at.epoch)
             };
             self.recorder.progress(&progress);

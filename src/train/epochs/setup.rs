@@ -114,7 +114,7 @@ impl<T: Task> Epochs<'_, T> {
             }
         }
         // The dataset's bytes are in the figures only where they are host bytes.
-        let data = match self.guard.control().source() {
+        let data = match self.guard.source() {
             MemorySource::Host => self.data_bytes,
             MemorySource::CubeclPool => Some(0),
         };

@@ -61,6 +61,16 @@ impl MemoryGuard {
         self.layout
     }
 
+    /// Where the figures come from.
+    pub fn source(&self) -> MemorySource {
+        self.control.source()
+    }
+
+    /// The limit in bytes, if one is set.
+    pub fn limit_bytes(&self) -> Option<u64> {
+        self.control.limit_bytes()
+    }
+
     /// Reads the memory figures now, after waiting for the device.
     fn read(&mut self) -> Result<MemoryUsage, Error> {
         self.control.probe().read().map_err(Error::device)

@@ -58,6 +58,9 @@ impl Prepared {
         // writer, the caller's) exist: what a run keeps is then what training left, not its
         // bookkeeping.
         control.rebaseline()?;
+        // The run's figures start here: the peak of its set-up (the model, the loaders) is
+        // the run's own, not what the process did before it (an earlier run, a warm-up).
+        control.probe().reset_peak();
         let guard = MemoryGuard {
             control,
             layout,
