@@ -325,6 +325,16 @@ fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
     assert_eq!(scored.score.samples, 40);
     assert!((a - b).abs() < 1e-6, "{a} against {b}");
     assert!(dir.path().join("fit/evaluation.json").is_file());
+    // Predictions from the trained model in one call: their squared error over the
+    // validation items is the run's last validation loss.
+    let model = tidemark::inference::task_model(&dir.path().join("fit"), &Sines).unwrap();
+    let valid = Sines.data().valid.unwrap();
+    let items: Vec<Item> = valid.iter().collect::<Result<_, _>>().unwrap();
+    let (x, y) = Rows.batch(items, &model.hidden.weight.device());
+    let predicted = model.out.forward(relu(model.hidden.forward(x)));
+    let mse: f32 = (predicted - y).powi_scalar(2).mean().into_scalar();
+    let b = fitted.final_val_loss.unwrap();
+    assert!((mse as f64 - b).abs() < 1e-5, "{mse} against {b}");
 }
 
 /// The snapshots of two runs of one config, `Trainer::fit`'s and a hand loop's: the same lines

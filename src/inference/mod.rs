@@ -2,7 +2,9 @@
 //! [`predict`] writes its outputs for every input. Both read the run's `config.toml`, load one
 //! of its checkpoints, and prepare a file exactly as the run's training prepared its own data.
 //!
-//! A task defined in code is scored from Rust with [`evaluate_task`], given the task.
+//! A task defined in code is scored from Rust with [`evaluate_task`], given the task, and
+//! [`task_model`] gives its trained model to predict with, through the task's own forward
+//! pass.
 
 mod evaluate;
 mod predict;
@@ -94,6 +96,15 @@ impl Trained {
     fn batch_size(&self) -> usize {
         self.config.train.batch_size
     }
+}
+
+/// The model of a run of `task`, a task defined in code, left in `run_dir`: built by the task,
+/// with the run's final weights (the checkpoint `tidemark predict` takes), on the run's device,
+/// for predictions through the task's own forward pass. A task's outputs are its own, so this
+/// is predict's one call for a task the CLI cannot build.
+pub fn task_model<T: crate::task::Task>(run_dir: &Path, task: &T) -> Result<T::Model, Error> {
+    let run = Trained::open_run(run_dir, None, true)?;
+    run.model(|device| task.model(device))
 }
 
 /// The checkpoint `summary.json` says holds the run's final weights, or `latest` if the run
