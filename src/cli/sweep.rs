@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::load_config;
 use super::terminal::{SweepTerminal, Terminal};
-use crate::config::{self, ClearPolicy, ConfigError, Override, RunConfig};
+use crate::config::{self, ClearPolicy, ConfigError, Override, RawMemory, RunConfig};
 use crate::record::Observer;
 use crate::sweep::{Shard, Space, Swept, TrialStatus};
 use crate::Error;
@@ -117,8 +117,8 @@ pub(super) fn search_space(
         .iter()
         .map(|o| Override::parse(o))
         .collect::<Result<Vec<_>, _>>()?;
-    let table = config::load_table(path, &overrides)?;
-    let Some(sweep) = table.get("sweep") else {
+    let file = config::load_raw(path, &overrides)?;
+    let Some(sweep) = &file.raw.sweep else {
         return Ok(None);
     };
     if runs.is_some() {
@@ -130,27 +130,23 @@ pub(super) fn search_space(
                 .into(),
         }));
     }
-    let mut space = Space::from_table(sweep, &path.display().to_string())?;
-    space.packing.fit_in_lease = fits_in_lease(&table, &space);
+    let mut space = Space::from_raw(sweep).map_err(|e| file.error(&e.key, e.message))?;
+    space.packing.fit_in_lease = fits_in_lease(&file.raw.memory, &space);
     Ok(Some(space))
 }
 
 /// Whether the trials leave `memory.on_limit` unset (in the file, the overrides and the varied
 /// keys) and do not preallocate, so that a trial run in parallel fits its micro-batch in its
 /// lease instead of failing at the first breach.
-fn fits_in_lease(table: &toml::Table, space: &Space) -> bool {
-    let memory = table.get("memory").and_then(|m| m.as_table());
+fn fits_in_lease(memory: &RawMemory, space: &Space) -> bool {
     let varied = |key: &str| {
         space
             .vary
             .iter()
             .any(|(k, _)| k == &format!("memory.{key}"))
     };
-    let on_limit = memory.is_some_and(|m| m.contains_key("on_limit")) || varied("on_limit");
-    let preallocates = memory
-        .and_then(|m| m.get("policy"))
-        .is_some_and(|p| p.as_str() == Some("preallocate"))
-        || varied("policy");
+    let on_limit = memory.on_limit.is_some() || varied("on_limit");
+    let preallocates = memory.policy.as_deref() == Some("preallocate") || varied("policy");
     !on_limit && !preallocates
 }
 

@@ -128,26 +128,64 @@ pub fn parse(text: &str, name: &str, overrides: &[Override]) -> Result<RunConfig
         text,
         overrides,
     };
-    let table = table_of(text, name, overrides)?;
-    let raw: RawConfig =
-        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-            let key = e.path().to_string();
-            let inner = e.into_inner().to_string();
-            let message = describe_serde_error(&key, &inner);
-            source.error(Some(key).filter(|k| k != "."), message)
-        })?;
+    let raw = raw_of(&source)?;
     RunConfig::try_from(raw).map_err(|Invalid { key, message }| source.error(Some(key), message))
 }
 
-/// The config file at `path` as a TOML table, with `overrides` applied and not validated: for
-/// the tables that are not a run's config (`[sweep]`).
-pub fn load_table(path: &Path, overrides: &[Override]) -> Result<toml::Table, ConfigError> {
+/// `source`'s text as a [`RawConfig`]: TOML, with the overrides applied, in the config's types.
+fn raw_of(source: &Source<'_>) -> Result<RawConfig, ConfigError> {
+    let table = table_of(source.text, &source.name, source.overrides)?;
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let message = describe_serde_error(&key, &inner);
+        source.error(Some(key).filter(|k| k != "."), message)
+    })
+}
+
+/// A config file read as written, with its overrides: the first stage of the tables that are
+/// not a run's own (`[sweep]`), whose validation is their reader's.
+pub struct RawFile {
+    /// The file's keys, in the config's types.
+    pub raw: RawConfig,
+    name: String,
+    text: String,
+    overrides: Vec<Override>,
+}
+
+impl RawFile {
+    /// The error that `key` is wrong (`message`), located at the override that set it or its
+    /// place in the file.
+    pub fn error(&self, key: &str, message: String) -> ConfigError {
+        let source = Source {
+            name: self.name.clone(),
+            text: &self.text,
+            overrides: &self.overrides,
+        };
+        source.error(Some(key.to_string()), message)
+    }
+}
+
+/// The config file at `path`, with `overrides` applied, read into the config's types but not
+/// validated: for the tables that are not a run's config (`[sweep]`).
+pub fn load_raw(path: &Path, overrides: &[Override]) -> Result<RawFile, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
         origin: path.display().to_string(),
         key: None,
         message: format!("cannot read config file: {e}"),
     })?;
-    table_of(&text, &path.display().to_string(), overrides)
+    let source = Source {
+        name: path.display().to_string(),
+        text: &text,
+        overrides,
+    };
+    let raw = raw_of(&source)?;
+    Ok(RawFile {
+        raw,
+        name: source.name,
+        text,
+        overrides: overrides.to_vec(),
+    })
 }
 
 /// `text` (named `name` in errors) parsed as TOML, with `overrides` applied.

@@ -11,7 +11,7 @@ mod types;
 mod validate;
 
 pub use builder::ConfigBuilder;
-pub use load::{load, load_table, parse, to_toml, ConfigError, Override};
+pub use load::{load, load_raw, parse, to_toml, ConfigError, Override, RawFile};
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize, ValueError};
 pub use types::*;

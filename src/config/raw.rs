@@ -31,10 +31,50 @@ pub struct RawConfig {
     /// `[checkpoint]`: when checkpoints are written.
     #[serde(default)]
     pub checkpoint: RawCheckpoint,
-    /// `[sweep]`: what `tidemark sweep` searches over; read and checked by
+    /// `[sweep]`: what `tidemark sweep` searches over; validated into a
     /// [`crate::sweep::Space`], not part of a run's config.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<toml::Value>,
+    pub sweep: Option<RawSweep>,
+}
+
+/// `[sweep]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSweep {
+    /// `grid`, `random` or `tpe`.
+    pub method: Option<String>,
+    /// Trials drawn (random, TPE).
+    pub trials: Option<i64>,
+    /// The random draws' seed.
+    pub seed: Option<i64>,
+    /// The metric trials are ranked by.
+    pub monitor: Option<String>,
+    /// `min` or `max`.
+    pub mode: Option<String>,
+    /// `largest_first` or `listed`.
+    pub order: Option<String>,
+    /// Trials at once.
+    pub parallel: Option<i64>,
+    /// What the running trials may hold together: a size or a fraction.
+    pub budget: Option<RawSize>,
+    /// `[sweep.vary]`: the keys varied (dotted, or nested tables), each a list or a range.
+    pub vary: Option<toml::Table>,
+    /// `[sweep.prune]`: the pruner.
+    pub prune: Option<RawPrune>,
+}
+
+/// `[sweep.prune]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrune {
+    /// `asha`, `median` or `none`.
+    pub method: Option<String>,
+    /// ASHA's first rung; the median rule's first epoch that may prune.
+    pub min_epochs: Option<i64>,
+    /// ASHA's η.
+    pub reduction: Option<i64>,
+    /// The median rule's completed trials before it prunes.
+    pub startup: Option<i64>,
 }
 
 /// `[checkpoint]` as written.

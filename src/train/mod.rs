@@ -24,6 +24,7 @@ mod fit_plan;
 pub mod gate;
 mod guard;
 mod hand;
+mod layout;
 mod optimizer;
 pub mod precision;
 pub(crate) mod preflight;
@@ -46,5 +47,6 @@ pub use step::{
 };
 pub use trainer::Trainer;
 
-pub use guard::{Breach, Layout, MemoryGuard, Prepared, StepCheck};
+pub use guard::{Breach, MemoryGuard, Prepared, StepCheck};
+pub use layout::Layout;
 pub use recorder::{EpochFigures, MemoryStats, RunRecorder};

@@ -211,7 +211,7 @@ fn a_bad_prune_table_is_one_line_naming_the_key_before_anything_trains() {
         assert_eq!(run.code(), 2, "{command}: {}", run.stderr());
         assert_eq!(
             run.stderr().trim(),
-            "error: prune.toml: sweep.prune.method: must be \"asha\", \"median\" or \"none\", \
+            "error: prune.toml:26:1: sweep.prune.method: must be \"asha\", \"median\" or \"none\", \
              got \"hyperband\""
         );
     }

@@ -1,5 +1,8 @@
 //! The `[sweep]` table: what a search varies, how it draws its trials, and what it ranks
-//! them by. Read from the config file by `tidemark sweep` (`tidemark train` ignores it).
+//! them by. Read from the config file in two stages, as a run's keys are: as written
+//! ([`RawSweep`], part of the file's [`RawConfig`](crate::config::RawConfig), so that a
+//! misspelt or mistyped key is refused by `tidemark train` too), then validated here into a
+//! [`Space`] by `tidemark sweep` and `validate`, each error located at its key's line.
 //!
 //! ```toml
 //! [sweep]
@@ -26,7 +29,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::prune::PruneConfig;
-use crate::config::{ConfigError, Monitor, MonitorMode};
+use crate::config::{defaults, ConfigError, Invalid, Monitor, MonitorMode, RawSweep};
 
 mod domain;
 mod packing;
@@ -139,26 +142,19 @@ pub fn literal(value: &toml::Value) -> String {
     }
 }
 
-/// The value of the table's `key`, named by one of `options`; `default` when `key` is absent.
-fn choice<T: Copy>(
-    table: &toml::Table,
-    key: &str,
-    default: T,
-    options: &[(&str, T)],
-) -> Result<T, String> {
-    let Some(value) = table.get(key) else {
+/// `value`, the value of `key`, named by one of `options`; `default` when it is absent.
+fn choice<T: Copy>(value: Option<&str>, default: T, options: &[(&str, T)]) -> Result<T, String> {
+    let Some(value) = value else {
         return Ok(default);
     };
-    let named = options
-        .iter()
-        .find(|(name, _)| value.as_str() == Some(name));
+    let named = options.iter().find(|(name, _)| value == *name);
     named.map(|&(_, choice)| choice).ok_or_else(|| {
         let quoted: Vec<String> = options.iter().map(|(n, _)| format!("\"{n}\"")).collect();
         let names = match quoted.split_last() {
             Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
             _ => quoted.concat(),
         };
-        format!("must be {names}, got {value}")
+        format!("must be {names}, got \"{value}\"")
     })
 }
 
@@ -178,72 +174,48 @@ pub fn check_order(order: Order, parallel: usize, origin: &str) -> Result<(), Co
     }
 }
 
-/// The keys a `[sweep]` table may hold.
-const KEYS: [&str; 10] = [
-    "method", "trials", "seed", "monitor", "mode", "vary", "order", "parallel", "budget", "prune",
-];
-
 impl Space {
-    /// Validates the `[sweep]` table `table` of the config file `origin`.
-    pub fn from_table(table: &toml::Value, origin: &str) -> Result<Space, ConfigError> {
-        let fail = |key: &str, message: String| ConfigError {
-            origin: origin.to_string(),
-            key: Some(key.to_string()),
+    /// Validates the `[sweep]` table as written (the config's first stage, [`RawSweep`]).
+    pub fn from_raw(raw: &RawSweep) -> Result<Space, Invalid> {
+        let fail = |key: &str, message: String| Invalid {
+            key: key.to_string(),
             message: format!("{key}: {message}"),
         };
-        let table = table
-            .as_table()
-            .ok_or_else(|| fail("sweep", "must be a table".into()))?;
-        if let Some(unknown) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(fail(
-                &format!("sweep.{unknown}"),
-                format!("unknown key (expected one of {})", KEYS.join(", ")),
-            ));
-        }
         let methods = [
             ("grid", Method::Grid),
             ("random", Method::Random),
             ("tpe", Method::Tpe),
         ];
-        let method =
-            choice(table, "method", Method::Grid, &methods).map_err(|m| fail("sweep.method", m))?;
-        let vary = vary(table.get("vary"), method).map_err(|(k, m)| fail(&k, m))?;
-        let trials =
-            trials(table.get("trials"), method, &vary).map_err(|m| fail("sweep.trials", m))?;
-        let seed = match table.get("seed") {
+        let method = choice(raw.method.as_deref(), Method::Grid, &methods)
+            .map_err(|m| fail("sweep.method", m))?;
+        let vary = vary(raw.vary.as_ref(), method).map_err(|(k, m)| fail(&k, m))?;
+        let trials = trials(raw.trials, method, &vary).map_err(|m| fail("sweep.trials", m))?;
+        let seed = match raw.seed {
             None => 0,
-            Some(toml::Value::Integer(s)) if *s >= 0 => *s as u64,
-            Some(other) => {
-                return Err(fail(
-                    "sweep.seed",
-                    format!("must be an integer >= 0, got {other}"),
-                ))
-            }
+            Some(s) if s >= 0 => s as u64,
+            Some(s) => return Err(fail("sweep.seed", format!("must be >= 0, got {s}"))),
         };
-        let monitor = match table.get("monitor") {
-            None => crate::config::defaults::MONITOR.to_string(),
-            Some(toml::Value::String(m)) => m.clone(),
-            Some(other) => {
-                return Err(fail(
-                    "sweep.monitor",
-                    format!("must be a string naming a validation metric, got {other}"),
-                ))
-            }
-        };
+        let monitor = (raw.monitor.clone()).unwrap_or_else(|| defaults::MONITOR.to_string());
         let mode = Monitor::natural_mode(&monitor).map_err(|m| fail("sweep.monitor", m.0))?;
         let modes = [("min", MonitorMode::Min), ("max", MonitorMode::Max)];
-        let mode = choice(table, "mode", mode, &modes).map_err(|m| fail("sweep.mode", m))?;
+        let mode = choice(raw.mode.as_deref(), mode, &modes).map_err(|m| fail("sweep.mode", m))?;
         let orders = [
             ("largest_first", Order::LargestFirst),
             ("listed", Order::Listed),
         ];
-        let order = choice(table, "order", Order::LargestFirst, &orders)
+        let order = choice(raw.order.as_deref(), Order::LargestFirst, &orders)
             .map_err(|m| fail("sweep.order", m))?;
-        let packing = Packing::from_table(table).map_err(|(k, m)| fail(&k, m))?;
-        check_order(order, packing.parallel, origin)?;
-        let prune = match table.get("prune") {
+        let packing = Packing::from_raw(raw).map_err(|(k, m)| fail(&k, m))?;
+        if let Err(e) = check_order(order, packing.parallel, "") {
+            let key = "sweep.order".to_string();
+            return Err(Invalid {
+                key,
+                message: e.message,
+            });
+        }
+        let prune = match &raw.prune {
             None => None,
-            Some(value) => PruneConfig::from_table(value).map_err(|(k, m)| fail(&k, m))?,
+            Some(prune) => PruneConfig::from_raw(prune).map_err(|(k, m)| fail(&k, m))?,
         };
         Ok(Space {
             method,

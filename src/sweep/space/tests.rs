@@ -1,9 +1,14 @@
 use super::tpe::{draw_tpe, TPE_STARTUP};
 use super::*;
 
+/// The `[sweep]` table of config `text`, through both stages as `tidemark sweep` reads it.
 fn space(text: &str) -> Result<Space, ConfigError> {
-    let table: toml::Table = toml::from_str(text).unwrap();
-    Space::from_table(&table["sweep"], "s.toml")
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let file = crate::config::load_raw(&path, &[])?;
+    let raw = file.raw.sweep.as_ref().expect("a [sweep] table");
+    Space::from_raw(raw).map_err(|e| file.error(&e.key, e.message))
 }
 
 #[test]
@@ -57,20 +62,21 @@ fn bad_tables_name_the_key() {
         ("[sweep]\nmethod = \"random\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: method = \"random\" needs trials"),
         ("[sweep]\nmethod = \"random\"\ntrials = 2\n[sweep.vary]\ntrain.lr = { min = 0.0, max = 1.0, log = true }\n", "sweep.vary.train.lr: a log range needs min > 0"),
         ("[sweep]\n[sweep.vary]\ntrain.lr = []\n", "sweep.vary.train.lr: an empty list gives no trials"),
-        ("[sweep]\ntrails = 3\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trails: unknown key"),
+        ("[sweep]\ntrails = 3\n[sweep.vary]\ntrain.lr = [1]\n", "unknown key sweep.trails (expected one of method, trials, "),
         ("[sweep]\nmonitor = \"loss\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.monitor: must name a validation metric"),
         ("[sweep]\nmode = \"up\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.mode: must be \"min\" or \"max\", got \"up\""),
-        ("[sweep]\nmethod = 3\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.method: must be \"grid\", \"random\" or \"tpe\", got 3"),
+        ("[sweep]\nmethod = 3\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.method: invalid type: integer `3`, expected a string"),
         ("[sweep]\nmethod = \"tpe\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: method = \"tpe\" needs trials"),
-        ("[sweep]\nmethod = \"tpe\"\ntrials = 0\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: must be an integer >= 1, got 0"),
+        ("[sweep]\nmethod = \"tpe\"\ntrials = 0\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: must be >= 1, got 0"),
         ("[sweep]\ntrials = 4\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: a grid runs every combination of its lists; remove trials, or use method = \"random\" or \"tpe\""),
     ];
     for (text, needle) in cases {
         let e = space(text).unwrap_err();
-        assert!(
-            e.to_string().starts_with(&format!("s.toml: {needle}")),
-            "{e}"
-        );
+        // Located at the key's line in the file, as a run's keys are.
+        let (origin, message) = (e.origin.clone(), e.message.clone());
+        assert!(origin.contains("s.toml:"), "{e}");
+        assert!(message.starts_with(needle), "{e}");
+        assert!(!e.to_string().contains('\n'), "{e}");
     }
 }
 

@@ -7,10 +7,10 @@ use super::{Domain, Method};
 /// `[sweep.vary]` flattened to dotted keys: a table of `min`, `max` (and `log`) is a range, a
 /// list is values, any other table nests keys (`train.lr = ...` is `[sweep.vary.train]`).
 pub(super) fn vary(
-    table: Option<&toml::Value>,
+    table: Option<&toml::Table>,
     method: Method,
 ) -> Result<Vec<(String, Domain)>, (String, String)> {
-    let Some(toml::Value::Table(table)) = table else {
+    let Some(table) = table else {
         return Err((
             "sweep.vary".into(),
             "must be a table of the keys to vary, e.g. train.lr = [1e-3, 1e-4]".into(),
@@ -62,17 +62,13 @@ fn flatten(
 
 /// `sweep.trials`: required for random and TPE, and the number of combinations for a grid.
 pub(super) fn trials(
-    value: Option<&toml::Value>,
+    value: Option<i64>,
     method: Method,
     vary: &[(String, Domain)],
 ) -> Result<usize, String> {
     match (method, value) {
-        (Method::Random | Method::Tpe, Some(toml::Value::Integer(n))) if *n >= 1 => {
-            Ok(*n as usize)
-        }
-        (Method::Random | Method::Tpe, Some(other)) => {
-            Err(format!("must be an integer >= 1, got {other}"))
-        }
+        (Method::Random | Method::Tpe, Some(n)) if n >= 1 => Ok(n as usize),
+        (Method::Random | Method::Tpe, Some(n)) => Err(format!("must be >= 1, got {n}")),
         (Method::Random, None) => {
             Err("method = \"random\" needs trials, the number of draws".into())
         }

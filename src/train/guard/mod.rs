@@ -12,16 +12,17 @@
 
 use burn::tensor::Device;
 
-mod layout;
+mod breach;
 mod limit;
 mod measure;
 mod prepare;
 mod retry;
 
-pub use layout::{Breach, Layout};
+pub use breach::Breach;
 pub use prepare::Prepared;
 pub use retry::StepCheck;
 
+use super::layout::Layout;
 use super::recorder::{EpochFigures, RunRecorder};
 use crate::config::{ClearPolicy, MemoryConfig};
 use crate::error::Error;

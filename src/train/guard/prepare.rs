@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 
-use super::{Layout, MemoryGuard};
+use super::MemoryGuard;
 use crate::config::MemoryConfig;
 use crate::error::Error;
 use crate::memory::{Control, MemorySource};
 use crate::record::Observer;
+use crate::train::layout::Layout;
 use crate::train::recorder::RunRecorder;
 
 /// A guard before its run directory exists.

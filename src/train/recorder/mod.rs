@@ -14,7 +14,7 @@ mod stats;
 pub use figures::EpochFigures;
 pub use stats::MemoryStats;
 
-use super::Layout;
+use super::layout::Layout;
 use crate::error::Error;
 use crate::memory::{resident_set_bytes, Breakdown, MemoryUsage, PeakPhase, StepPeaks};
 use crate::record::{

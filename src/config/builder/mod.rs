@@ -1,14 +1,17 @@
 //! A typed builder for library users. It fills a [`RawConfig`] and validates it through the
-//! same [`TryFrom`] the CLI uses, so code and files obey identical rules.
+//! same [`TryFrom`] the CLI uses, so code and files obey identical rules. Every key a config
+//! file takes has a setter; the `[data]` ones are in `data.rs`.
 
 use super::load::ConfigError;
 use super::raw::RawConfig;
 use super::raw::RawSize;
 use super::size::MemorySize;
 use super::types::{
-    Backend, ClearPolicy, EarlyStoppingConfig, LossScaling, OnLimit, OptimizerKind, Precision,
-    RunConfig, ScheduleConfig,
+    Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, OnLimit,
+    OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
 };
+
+mod data;
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -54,12 +57,6 @@ impl ConfigBuilder {
         self
     }
 
-    /// Data-loader worker threads (`data.num_workers`).
-    pub fn num_workers(mut self, workers: usize) -> Self {
-        self.raw.data.num_workers = Some(workers as i64);
-        self
-    }
-
     /// Seed for initialisation and shuffling.
     pub fn seed(mut self, seed: u64) -> Self {
         self.raw.run.seed = Some(seed as i64);
@@ -79,26 +76,62 @@ impl ConfigBuilder {
         self
     }
 
-    /// Hidden layer widths of the MLP.
+    /// How CubeCL backends run operations (`device.execution`); the build must have that mode.
+    pub fn execution(mut self, execution: Execution) -> Self {
+        self.raw.device.execution = Some(execution.name().into());
+        self
+    }
+
+    /// Hidden layer widths of the MLP, or hidden sizes of the LSTM layers (`model.hidden`).
     pub fn hidden(mut self, widths: &[usize]) -> Self {
-        self.raw.model.hidden = Some(widths.iter().map(|&w| w as i64).collect());
+        self.raw.model.hidden = Some(ints(widths));
         self
     }
 
-    /// Synthetic classification data.
-    pub fn synthetic(mut self, samples: usize, features: usize, classes: usize) -> Self {
-        self.raw.data.kind = Some("synthetic".into());
-        self.raw.data.samples = Some(samples as i64);
-        self.raw.data.features = Some(features as i64);
-        self.raw.data.classes = Some(classes as i64);
+    /// An MLP with these hidden widths (`model.kind = "mlp"`, `model.hidden`).
+    pub fn mlp(mut self, hidden: &[usize]) -> Self {
+        self.raw.model.kind = Some("mlp".into());
+        self.hidden(hidden)
+    }
+
+    /// A CNN over `input` = `[channels, height, width]`, with one convolution block per entry
+    /// of `channels` and square kernels (`model.kind = "cnn"`, `model.input`,
+    /// `model.channels`, `model.kernel_size`).
+    pub fn cnn(mut self, input: [usize; 3], channels: &[usize], kernel_size: usize) -> Self {
+        self.raw.model.kind = Some("cnn".into());
+        self.raw.model.input = Some(ints(&input));
+        self.raw.model.channels = Some(ints(channels));
+        self.raw.model.kernel_size = Some(kernel_size as i64);
         self
     }
 
-    /// A CSV file whose last column is the label (see [`raw_mut`](Self::raw_mut) for
-    /// `label_column` and `header`).
-    pub fn csv(mut self, path: impl AsRef<std::path::Path>) -> Self {
-        self.raw.data.kind = Some("csv".into());
-        self.raw.data.path = Some(path.as_ref().display().to_string());
+    /// The CNN's max-pooling window after each block; 1: none (`model.pool`).
+    pub fn pool(mut self, window: usize) -> Self {
+        self.raw.model.pool = Some(window as i64);
+        self
+    }
+
+    /// Batch normalisation after each CNN convolution (`model.batch_norm`).
+    pub fn batch_norm(mut self, on: bool) -> Self {
+        self.raw.model.batch_norm = Some(on);
+        self
+    }
+
+    /// LSTM layers of these hidden sizes (`model.kind = "lstm"`, `model.hidden`).
+    pub fn lstm(mut self, hidden: &[usize]) -> Self {
+        self.raw.model.kind = Some("lstm".into());
+        self.hidden(hidden)
+    }
+
+    /// The MLP's or CNN's non-linearity (`model.activation`).
+    pub fn activation(mut self, activation: Activation) -> Self {
+        self.raw.model.activation = Some(name_of(activation));
+        self
+    }
+
+    /// Dropout probability of the MLP or CNN, in `[0, 1)` (`model.dropout`).
+    pub fn dropout(mut self, p: f64) -> Self {
+        self.raw.model.dropout = Some(p);
         self
     }
 
@@ -127,6 +160,12 @@ impl ConfigBuilder {
         self
     }
 
+    /// The learning rate alone, keeping the optimizer (`train.lr`).
+    pub fn lr(mut self, lr: f64) -> Self {
+        self.raw.train.lr = Some(lr);
+        self
+    }
+
     /// Compute precision (`bf16` and `f16` keep f32 master weights; `f16` scales the loss).
     pub fn precision(mut self, precision: Precision) -> Self {
         self.raw.train.precision = Some(precision.name().into());
@@ -136,14 +175,7 @@ impl ConfigBuilder {
     /// A hard memory limit, and what a breach does (`memory.limit`, `memory.on_limit`).
     pub fn memory_limit(mut self, limit: MemorySize, on_limit: OnLimit) -> Self {
         self.raw.memory.limit = Some(raw_size(limit));
-        self.raw.memory.on_limit = Some(
-            match on_limit {
-                OnLimit::Fail => "fail",
-                OnLimit::Shrink => "shrink",
-                OnLimit::Fit => "fit",
-            }
-            .into(),
-        );
+        self.raw.memory.on_limit = Some(name_of(on_limit));
         self
     }
 
@@ -169,14 +201,13 @@ impl ConfigBuilder {
 
     /// When memory is released and verified (`memory.clear`).
     pub fn clear(mut self, clear: ClearPolicy) -> Self {
-        self.raw.memory.clear = Some(
-            match clear {
-                ClearPolicy::Never => "never",
-                ClearPolicy::BetweenRuns => "between_runs",
-                ClearPolicy::EveryEpoch => "every_epoch",
-            }
-            .into(),
-        );
+        self.raw.memory.clear = Some(name_of(clear));
+        self
+    }
+
+    /// When memory snapshots are written (`memory.snapshot`).
+    pub fn snapshot(mut self, every: SnapshotEvery) -> Self {
+        self.raw.memory.snapshot = Some(name_of(every));
         self
     }
 
@@ -235,11 +266,7 @@ impl ConfigBuilder {
     /// scale and the clean steps after which it doubles (`train.initial_loss_scale`,
     /// `train.loss_scale_growth_interval`).
     pub fn loss_scaling(mut self, scaling: LossScaling, initial: f64, growth: usize) -> Self {
-        let name = match scaling {
-            LossScaling::Dynamic => "dynamic",
-            LossScaling::Off => "off",
-        };
-        self.raw.train.loss_scaling = Some(name.into());
+        self.raw.train.loss_scaling = Some(name_of(scaling));
         self.raw.train.initial_loss_scale = Some(initial);
         self.raw.train.loss_scale_growth_interval = Some(growth as i64);
         self
@@ -264,7 +291,7 @@ impl ConfigBuilder {
         self
     }
 
-    /// Direct access to every key, for what the typed setters do not cover.
+    /// Direct access to every key as written (each also has a typed setter).
     pub fn raw_mut(&mut self) -> &mut RawConfig {
         &mut self.raw
     }
@@ -295,78 +322,18 @@ fn as_raw<T: serde::Serialize, R: serde::de::DeserializeOwned>(validated: &T) ->
         .expect("a validated table reads back as a raw one")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{parse, MonitorMode, ScheduleKind};
+/// Sizes as a config file writes them.
+fn ints(values: &[usize]) -> Vec<i64> {
+    values.iter().map(|&v| v as i64).collect()
+}
 
-    /// The config a file with `[run] name = "b"` and `toml` gives.
-    fn file(toml: &str) -> RunConfig {
-        parse(&format!("[run]\nname = \"b\"\n{toml}"), "b.toml", &[]).unwrap()
-    }
-
-    #[test]
-    fn every_train_key_the_docs_show_has_a_setter_equal_to_its_toml() {
-        let b = || ConfigBuilder::new("b");
-        let schedule = ScheduleConfig {
-            kind: ScheduleKind::Cosine,
-            warmup_steps: 10,
-            min_lr: Some(1e-5),
-            decay_steps: Some(100),
-            step_size: None,
-            gamma: None,
-        };
-        let early = EarlyStoppingConfig {
-            monitor: "val_accuracy".into(),
-            mode: MonitorMode::Max,
-            patience: 3,
-            min_delta: 0.001,
-            restore_best: true,
-        };
-        let cases: Vec<(ConfigBuilder, &str)> = vec![
-            (b().weight_decay(0.01), "[train]\nweight_decay = 0.01"),
-            (
-                b().optimizer(OptimizerKind::Adamw, 1e-3)
-                    .betas(0.8, 0.99)
-                    .eps(1e-7),
-                "[train]\noptimizer = \"adamw\"\nlr = 1e-3\nbetas = [0.8, 0.99]\neps = 1e-7",
-            ),
-            (
-                b().optimizer(OptimizerKind::Sgd, 0.1).momentum(0.9, true),
-                "[train]\noptimizer = \"sgd\"\nlr = 0.1\nmomentum = 0.9\nnesterov = true",
-            ),
-            (
-                b().optimizer(OptimizerKind::Rmsprop, 0.01).alpha(0.9),
-                "[train]\noptimizer = \"rmsprop\"\nlr = 0.01\nalpha = 0.9",
-            ),
-            (b().clip_grad_norm(1.0), "[train]\nclip_grad_norm = 1.0"),
-            (b().clip_grad_value(0.5), "[train]\nclip_grad_value = 0.5"),
-            (
-                b().precision(Precision::F16)
-                    .loss_scaling(LossScaling::Dynamic, 1024.0, 100),
-                "[train]\nprecision = \"f16\"\nloss_scaling = \"dynamic\"\n\
-                 initial_loss_scale = 1024.0\nloss_scale_growth_interval = 100",
-            ),
-            (
-                b().gradient_checkpointing(true),
-                "[train]\ngradient_checkpointing = true",
-            ),
-            (
-                b().schedule(schedule),
-                "[train.schedule]\nkind = \"cosine\"\nwarmup_steps = 10\nmin_lr = 1e-5\n\
-                 decay_steps = 100",
-            ),
-            (
-                b().early_stopping(early),
-                "[train.early_stopping]\nmonitor = \"val_accuracy\"\nmode = \"max\"\n\
-                 patience = 3\nmin_delta = 0.001\nrestore_best = true",
-            ),
-        ];
-        for (builder, toml) in cases {
-            assert_eq!(builder.build().unwrap(), file(toml), "{toml}");
-        }
-        // The setters go through the same validation as a file.
-        let e = b().betas(1.5, 0.9).build().unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("train.betas"), "{e}");
+/// The name a config file gives `value`, one of the config's enums (`"between_runs"`).
+fn name_of<T: serde::Serialize>(value: T) -> String {
+    match toml::Value::try_from(value) {
+        Ok(toml::Value::String(name)) => name,
+        other => panic!("a config enum serialises as its name, got {other:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,5 @@
-//! The batch layout a limit may shrink, and a step's breach.
-
-use crate::memory::policy::LimitExceeded;
+//! The batch layout: how a step's samples are cut, which a limit may shrink. The guard
+//! changes it; the recorder writes it in each snapshot.
 
 /// How a step's samples are cut: the configured micro-batch and accumulation, and how many
 /// times a limit has halved the micro-batch since.
@@ -33,16 +32,4 @@ impl Layout {
     pub fn micro_steps(&self) -> usize {
         self.accumulation_steps * self.factor
     }
-}
-
-/// A step that the limit stopped before the optimizer update.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Breach {
-    /// `on_limit = "shrink"`: halve the micro-batch and retry the step.
-    Shrink {
-        /// The figure that breached.
-        observed: u64,
-    },
-    /// Stop the run.
-    Fail(LimitExceeded),
 }
