@@ -23,11 +23,12 @@
 //! # Ok::<(), tidemark::Error>(())
 //! ```
 //!
-//! Modules, in dependency order: [`config`] -> [`backend`] -> [`memory`] -> [`record`] ->
-//! [`report`] -> [`data`], [`model`], [`task`] -> [`train`] -> [`sweep`], [`compare`]. The
-//! `cli` module is the binary's and uses them all. Each type has one path: a snapshot is
-//! [`record::Snapshot`], the memory guard [`train::MemoryGuard`] and its
-//! recorder [`train::RunRecorder`].
+//! Modules, in dependency order (each imports only those before it): [`config`] ->
+//! [`backend`], [`data`], [`model`] -> [`memory`] -> [`record`] -> [`report`] -> [`Error`] ->
+//! [`task`] -> `builtin` -> [`train`] -> [`inference`], [`compare`], [`sweep`]. The `cli`
+//! module is the binary's and uses them all (docs/architecture.md prints the graph). Each type
+//! has one path: a snapshot is [`record::Snapshot`], the memory guard [`train::MemoryGuard`]
+//! and its recorder [`train::RunRecorder`].
 #![warn(missing_docs)]
 // `forbid` cannot be relaxed per module; `deny` can, and only `memory::host` does, with its
 // reason in its docs.

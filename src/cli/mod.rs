@@ -249,10 +249,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         Command::Report { run_dir } if run_dir.join("plan.json").is_file() => {
             sweep::report(&run_dir)
         }
-        Command::Report { run_dir } => {
-            print!("{}", crate::report::report(&run_dir)?);
-            Ok(())
-        }
+        Command::Report { run_dir } => report_run(&run_dir),
         Command::Validate { config } => {
             let resolved = config.load(vec![])?;
             sweep::search_space(&config.config, &config.overrides, None)?;
@@ -397,4 +394,18 @@ fn out_override(out: Option<PathBuf>) -> Vec<Override> {
     })
     .into_iter()
     .collect()
+}
+
+/// `tidemark report RUN_DIR` on one run: its records read (a damaged one is named, exit 2),
+/// then `memory.svg` redrawn and the run described.
+fn report_run(run_dir: &std::path::Path) -> Result<(), Error> {
+    let path = run_dir.join("snapshots.jsonl");
+    if !path.is_file() {
+        return Err(Error::not_a_run(run_dir, &path));
+    }
+    let log = crate::record::read_snapshot_log(&path)?;
+    // One that is there but cannot be read is an error, not a run that did not finish.
+    let summary = crate::record::RunSummary::read(run_dir)?;
+    print!("{}", crate::report::report(run_dir, (&path, log), summary)?);
+    Ok(())
 }

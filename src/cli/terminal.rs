@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::memory::Action;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::record::Action;
 use crate::record::{EpochProgress, Observer, SearchStatus, Warning};
 use crate::record::{Event, Snapshot};
 use crate::report::format_metric;

@@ -8,7 +8,7 @@ use super::host::{pool_host_heap, reserve_host_heap, trim_host_heap, trimming_th
 use super::policy::MemoryAction;
 use super::pools::device_pool_figures;
 use super::usage::{format_bytes, MemorySource};
-use crate::record::Action;
+use super::Action;
 
 /// Number of arena pages a reservation is split into; each serves buffers up to its size.
 pub const RESERVE_BLOCKS: u64 = 4;

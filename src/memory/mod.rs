@@ -9,6 +9,7 @@
 //! is the loop's: [`MemoryGuard`](crate::train::MemoryGuard) and
 //! [`RunRecorder`](crate::train::RunRecorder).
 
+mod action;
 mod advice;
 mod breakdown;
 mod control;
@@ -21,6 +22,7 @@ mod pools;
 mod probe;
 mod usage;
 
+pub use action::Action;
 pub use advice::{Advice, AdviceRecord, Effect, Estimate, Lever, LeverRecord, Peaks};
 pub use breakdown::{Breakdown, Footprint, PeakPhase, StepPeaks};
 pub use control::Control;

@@ -6,25 +6,24 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::write_atomic;
-use crate::error::Error;
+use super::{write_atomic, RecordError};
 
 /// The JSON file at `path` as a `T`, or `None` if there is none. One that is there but cannot
 /// be read is an error naming it and `what` it should be ("a search's schedule"), never taken
 /// for none.
-pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<Option<T>, Error> {
+pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<Option<T>, RecordError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(path, e)),
+        Err(e) => return Err(RecordError::io(path, e)),
     };
     serde_json::from_slice(&bytes)
         .map(Some)
-        .map_err(|e| Error::checkpoint(path, format!("not {what}: {e}")))
+        .map_err(|e| RecordError::corrupt(path, None, format!("not {what}: {e}")))
 }
 
 /// Writes `value` to `path` as pretty JSON, whole or not at all.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Error> {
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RecordError> {
     let bytes = serde_json::to_vec_pretty(value).expect("tidemark's records serialise");
-    write_atomic(path, &bytes).map_err(|e| Error::io(path, e))
+    write_atomic(path, &bytes).map_err(|e| RecordError::io(path, e))
 }

@@ -18,8 +18,8 @@ pub use json::{read_json, write_json};
 pub use observer::{EpochProgress, Observer, Silent, Warning};
 pub use search_status::{RunningTrial, SearchStatus};
 pub use snapshots::{
-    as_it_stands, current_epochs, read_snapshot_log, read_snapshots, write_atomic, Action, Event,
-    Retained, Snapshot, SnapshotLog, SnapshotWriter,
+    as_it_stands, current_epochs, read_snapshot_log, read_snapshots, write_atomic, Event, Retained,
+    Snapshot, SnapshotLog, SnapshotWriter,
 };
 pub use summary::{RunStatus, RunSummary};
 pub use trace::{StepSample, StepTrace, POINTS_PER_EPOCH};

@@ -51,8 +51,14 @@ pub enum Warning {
     },
     /// Memory in use rose epoch after epoch.
     Growth(GrowthAlarm),
-    /// `memory.svg` could not be drawn (the snapshots it comes from are intact).
-    PictureNotDrawn(crate::report::ReportError),
+    /// `memory.svg` could not be drawn (the snapshots it comes from are intact): the file
+    /// being drawn or read, and why (a [`ReportError`](crate::report::ReportError)'s).
+    PictureNotDrawn {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong, on one line.
+        cause: String,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -78,7 +84,9 @@ impl fmt::Display for Warning {
                 format_bytes(alarm.slope_bytes_per_epoch.max(0.0) as u64),
                 alarm.epoch
             ),
-            Warning::PictureNotDrawn(e) => write!(f, "memory.svg not drawn: {e}"),
+            Warning::PictureNotDrawn { path, cause } => {
+                write!(f, "memory.svg not drawn: {}: {cause}", path.display())
+            }
         }
     }
 }

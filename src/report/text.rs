@@ -1,31 +1,28 @@
-//! `tidemark report RUN_DIR`: redraws `memory.svg` from a run's files and describes the run in
-//! a few lines. Works on a run that died: only `snapshots.jsonl` is required.
+//! `tidemark report RUN_DIR`: redraws `memory.svg` from a run's files, read by the caller, and
+//! describes the run in a few lines. Works on a run that died: only `snapshots.jsonl` is
+//! required.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::{render_memory_svg, PictureOf};
-use crate::error::Error;
+use super::{render_memory_svg, PictureOf, ReportError};
+use crate::memory::Action;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::record::Action;
-use crate::record::{
-    check_growth, current_epochs, read_snapshot_log, Event, Snapshot, SnapshotLog,
-};
+use crate::record::{check_growth, current_epochs, Event, Snapshot, SnapshotLog};
 use crate::record::{RunStatus, RunSummary};
 
-/// Redraws `<run_dir>/memory.svg` and returns a text summary of the run.
-pub fn report(run_dir: &Path) -> Result<String, Error> {
-    let path = run_dir.join("snapshots.jsonl");
-    if !path.is_file() {
-        return Err(Error::not_a_run(run_dir, &path));
-    }
+/// Redraws `<run_dir>/memory.svg` from the run's snapshots (`log`, read from `path`) and its
+/// summary (`None`: the process was killed; the snapshots are enough), and returns a text
+/// summary of the run.
+pub fn report(
+    run_dir: &Path,
+    (path, log): (&Path, SnapshotLog),
+    summary: Option<RunSummary>,
+) -> Result<String, ReportError> {
     let SnapshotLog {
         snapshots,
         cut_line,
-    } = read_snapshot_log(&path)?;
-    // The summary is missing if the process was killed; the snapshots are enough. One that is
-    // there but cannot be read is an error, not a run that did not finish.
-    let summary = RunSummary::read(run_dir)?;
+    } = log;
     let name = summary.as_ref().map_or_else(
         || {
             run_dir

@@ -64,12 +64,12 @@ impl Schedule {
     /// `None` if there is none. One that is there but cannot be read is an error naming it,
     /// never taken for none.
     pub fn read(path: &Path) -> Result<Option<Schedule>, Error> {
-        read_json(path, "a search's schedule")
+        Ok(read_json(path, "a search's schedule")?)
     }
 
     /// Writes it to `path`, whole or not at all.
     pub fn write(&self, path: &Path) -> Result<(), Error> {
-        write_json(path, self)
+        Ok(write_json(path, self)?)
     }
 
     /// Every slot of every schedule file in `dir` (shards write their own), by trial.

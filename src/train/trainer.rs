@@ -343,6 +343,7 @@ pub(super) fn draw(
             .map(|e| e.monitor.as_str()),
     };
     if let Err(e) = draw_memory_svg(recorder.snapshots_path(), of) {
-        recorder.warn(&Warning::PictureNotDrawn(e));
+        let (path, cause) = (e.path, e.cause);
+        recorder.warn(&Warning::PictureNotDrawn { path, cause });
     }
 }

@@ -1,6 +1,6 @@
 //! Univariate time series from CSV: loading with explicit gaps ([`GapPolicy`]), supervised
 //! [`windows`] for forecasting with the end of the series held out, and the two
-//! [`baselines`] a model must beat.
+//! `baselines` a model must beat.
 
 mod baselines;
 mod windows;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::trace::StepSample;
-use crate::memory::{Breakdown, MemoryUsage};
+use crate::memory::{Action, Breakdown, MemoryUsage};
 
 /// What a snapshot marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,41 +25,6 @@ pub enum Event {
     /// A run resumed from a checkpoint after `epoch` epochs (and `step` steps): `detail`
     /// says from which. Snapshots after it replace those of any epoch trained again.
     Resume,
-}
-
-/// What a memory policy did, in a `memory_action` snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Action {
-    /// Reserved memory up front (`memory.policy = "preallocate"`).
-    Reserve,
-    /// Gave free memory back (`memory.clear`).
-    Cleanup,
-    /// Halved the micro-batch after a breach (`on_limit = "shrink"`).
-    Shrink,
-    /// Chose the micro-batch by probes before the first step (`on_limit = "fit"`).
-    Fit,
-    /// A breach failed the run (`on_limit = "fail"`).
-    Limit,
-}
-
-impl Action {
-    /// Its name in snapshots and on the terminal.
-    pub fn name(self) -> &'static str {
-        match self {
-            Action::Reserve => "reserve",
-            Action::Cleanup => "cleanup",
-            Action::Shrink => "shrink",
-            Action::Fit => "fit",
-            Action::Limit => "limit",
-        }
-    }
-}
-
-impl std::fmt::Display for Action {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// What a run kept after releasing everything, written into its `run_end` event.

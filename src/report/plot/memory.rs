@@ -6,8 +6,8 @@ use plotters::prelude::*;
 
 use super::place::Placed;
 use super::{Chart, DrawError, Entry, Mark, MIB};
+use crate::memory::Action;
 use crate::memory::Breakdown;
-use crate::record::Action;
 use crate::record::{Event, StepSample};
 
 const BLUE: RGBColor = RGBColor(31, 119, 180);

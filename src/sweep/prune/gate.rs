@@ -81,7 +81,7 @@ impl GateSpec {
     /// Writes it to `path` for a child; `None` removes an earlier run's.
     pub fn write(gate: Option<&GateSpec>, path: &Path) -> Result<(), Error> {
         match gate {
-            Some(gate) => write_json(path, gate),
+            Some(gate) => Ok(write_json(path, gate)?),
             None => match std::fs::remove_file(path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
                 _ => Ok(()),
@@ -91,6 +91,6 @@ impl GateSpec {
 
     /// The gate a child's launch left at `path`, if any.
     pub fn read(path: &Path) -> Result<Option<GateSpec>, Error> {
-        read_json(path, "a trial's gate")
+        Ok(read_json(path, "a trial's gate")?)
     }
 }

@@ -84,12 +84,12 @@ pub struct Record {
 impl Record {
     /// The record at `path`, or `None` if there is none; one that cannot be read is an error.
     pub fn read(path: &Path) -> Result<Option<Record>, Error> {
-        read_json(path, "a search's pruning record")
+        Ok(read_json(path, "a search's pruning record")?)
     }
 
     /// Writes it to `path`, whole or not at all.
     pub fn write(&self, path: &Path) -> Result<(), Error> {
-        write_json(path, self)
+        Ok(write_json(path, self)?)
     }
 
     /// The trials that completed.

@@ -5,9 +5,9 @@ use super::{Breach, MemoryGuard};
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
+use crate::memory::Action;
 use crate::memory::MemoryUsage;
 use crate::memory::{Breakdown, Footprint, PeakPhase};
-use crate::record::Action;
 use crate::train::recorder::RunRecorder;
 
 impl MemoryGuard {

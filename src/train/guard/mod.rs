@@ -238,7 +238,7 @@ impl MemoryGuard {
         &mut self,
         rec: &mut RunRecorder,
         epoch: usize,
-        action: crate::record::Action,
+        action: crate::memory::Action,
         detail: String,
     ) -> Result<(), Error> {
         let usage = self.control.probe().observe();

@@ -16,10 +16,10 @@ pub use stats::MemoryStats;
 
 use super::layout::Layout;
 use crate::error::Error;
-use crate::memory::{resident_set_bytes, Breakdown, MemoryUsage, PeakPhase, StepPeaks};
+use crate::memory::{resident_set_bytes, Action, Breakdown, MemoryUsage, PeakPhase, StepPeaks};
 use crate::record::{
-    Action, EpochProgress, Event, Observer, Retained, Snapshot, SnapshotWriter, StepSample,
-    StepTrace, Warning,
+    EpochProgress, Event, Observer, Retained, Snapshot, SnapshotWriter, StepSample, StepTrace,
+    Warning,
 };
 
 /// Records one run: its snapshots, step trace and memory statistics, and its progress.
