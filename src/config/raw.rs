@@ -241,6 +241,16 @@ pub struct RawTrain {
     pub schedule: Option<RawSchedule>,
     /// `[train.early_stopping]`.
     pub early_stopping: Option<RawEarlyStopping>,
+    /// `[train.offload]`.
+    pub offload: Option<RawOffload>,
+}
+
+/// `[train.offload]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOffload {
+    /// `none` or `host`: where a step sums its micro-batches' gradients.
+    pub gradients: Option<String>,
 }
 
 /// `[train.schedule]` as written.

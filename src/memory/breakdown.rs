@@ -30,6 +30,10 @@ pub struct Footprint {
     pub gradients: u64,
     /// How many sets that is: 1, or 2 with accumulation (the sum and the micro-batch's own).
     pub gradient_sets: u64,
+    /// The step's gradient sum is kept in host memory (`train.offload.gradients = "host"`):
+    /// the device holds one set, whatever the accumulation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_sum: bool,
     /// The optimizer's state once it has stepped.
     pub optimizer: u64,
     /// The dataset held in memory, where it is counted (`None`: not known).
@@ -202,6 +206,7 @@ mod tests {
             compute_copy: 0,
             gradients: 20 * MIB,
             gradient_sets: 1,
+            host_sum: false,
             optimizer: 20 * MIB,
             data: Some(5 * MIB),
         };
@@ -228,6 +233,7 @@ mod tests {
             compute_copy: 0,
             gradients: 10 * MIB,
             gradient_sets: 1,
+            host_sum: false,
             optimizer: 0,
             data: None,
         };
@@ -247,6 +253,7 @@ mod tests {
             compute_copy: 4 * MIB,
             gradients: 8 * MIB,
             gradient_sets: 1,
+            host_sum: false,
             optimizer: 16 * MIB,
             data: Some(0),
         };
@@ -266,6 +273,7 @@ mod tests {
             compute_copy: 0,
             gradients: 16 * MIB,
             gradient_sets: 2,
+            host_sum: false,
             optimizer: 16 * MIB,
             data: Some(0),
         };

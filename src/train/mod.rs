@@ -43,7 +43,7 @@ pub use optimizer::{build_optimizer, FusedAdam};
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{
     accumulate_gradients, accumulated_step, apply_gradients, footprint, micro_batches,
-    resting_bytes, Accumulated, Clip, Stepped, Updated,
+    resting_bytes, Accumulated, Clip, GradientSum, HostSum, Stepped, Updated,
 };
 pub use trainer::Trainer;
 

@@ -124,10 +124,12 @@ fn step_peak<T: Task>(
         .map(<[T::Item]>::to_vec)
         .collect();
     let mut precision = MixedPrecision::from_config(train);
-    let accumulated = accumulate_gradients(task, &model, group, device, &precision, || {
-        probe.observe();
-        Ok::<(), Error>(())
-    })?;
+    let offload = train.offload.gradients;
+    let accumulated =
+        accumulate_gradients(task, &model, group, device, &precision, offload, || {
+            probe.observe();
+            Ok::<(), Error>(())
+        })?;
     let mut optimizer = build_optimizer(train);
     let clip = Clip::from_config(train);
     let updated = apply_gradients(

@@ -204,3 +204,34 @@ fn a_file_where_the_directory_of_runs_is_expected_is_named() {
     let text = std::fs::read_to_string(env.path("small.toml")).unwrap();
     assert_eq!(text, SMALL, "the file is left as it was");
 }
+
+#[test]
+fn gradient_offload_on_flex_is_refused_before_the_run_directory() {
+    let env = Env::small();
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.offload.gradients=host",
+    ])
+    .fails_with(
+        2,
+        &[
+            "--set train.offload.gradients=host: train.offload.gradients = \"host\" has nothing \
+             to move on device.backend = \"flex\"",
+        ],
+    );
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.offload.gradients=gpu",
+    ])
+    .fails_with(
+        2,
+        &["train.offload.gradients must be one of \"none\", \"host\", got \"gpu\""],
+    );
+    assert!(!env.path("runs").exists(), "nothing was written");
+}

@@ -385,3 +385,92 @@ fn two_trials_run_at_once_each_under_its_lease_on_pools() {
         &["sweep.budget", "the device does not report its memory"],
     );
 }
+
+/// A parameter-heavy MLP, 64 -> 512 -> 512 -> 10 (a gradient set of 1.2 MiB), trained by SGD,
+/// whose update holds no state: a step's highest figure is in its backward passes.
+const WIDE: &str = r#"
+[run]
+name = "wide"
+seed = 1
+
+[device]
+backend = "wgpu"
+
+[model]
+hidden = [512, 512]
+
+[data]
+kind = "synthetic"
+samples = 1024
+features = 64
+classes = 10
+
+[train]
+epochs = 2
+batch_size = 256
+accumulation_steps = 4
+optimizer = "sgd"
+lr = 0.01
+"#;
+
+/// The figures of each epoch snapshot: (loss, peak in use).
+fn epochs_of(snaps: &[Value]) -> Vec<(f64, f64)> {
+    snaps
+        .iter()
+        .filter(|s| s["event"] == "epoch")
+        .map(|s| (num(s, "loss"), num(s, "peak_bytes_in_use")))
+        .collect()
+}
+
+#[test]
+fn gradient_offload_keeps_the_losses_and_one_gradient_set_on_the_device() {
+    if !adapter_or_skip("gradient_offload_keeps_the_losses_and_one_gradient_set_on_the_device") {
+        return;
+    }
+    let env = Env::new();
+    env.write("wide.toml", WIDE);
+    let run = |name: &str, extra: &[&str]| {
+        let set = format!("run.name={name}");
+        let mut args = vec!["train", "--config", "wide.toml", "--quiet", "--set", &set];
+        args.extend_from_slice(extra);
+        let run = env.run(&args);
+        assert_eq!(run.code(), 0, "{name}: {}", run.stderr());
+        epochs_of(&env.snapshots(&format!("runs/{name}")))
+    };
+    let device = run("device", &[]);
+    let host = run("host", &["--set", "train.offload.gradients=host"]);
+    let large = run(
+        "large",
+        &[
+            "--set",
+            "train.batch_size=1024",
+            "--set",
+            "train.accumulation_steps=1",
+        ],
+    );
+    let params = (64 * 512 + 512) + (512 * 512 + 512) + (512 * 10 + 10);
+    let set = (params * 4) as f64;
+    let peak = |epochs: &[(f64, f64)]| epochs.iter().map(|e| e.1).fold(0.0, f64::max);
+    assert_eq!((device.len(), host.len(), large.len()), (2, 2, 2));
+    for ((d, h), l) in device.iter().zip(&host).zip(&large) {
+        assert!((d.0 - h.0).abs() < 1e-5, "losses {} and {}", d.0, h.0);
+        assert!(
+            (d.0 - l.0).abs() < 1e-4,
+            "the large batch's loss {} against {}",
+            l.0,
+            d.0
+        );
+    }
+    // Summed on the host, the device never holds the running sum beside a new set: its peak
+    // is the large batch's (to the pools' bookkeeping), a set below the device sum's.
+    let (device, host, large) = (peak(&device), peak(&host), peak(&large));
+    assert!(
+        device - host >= 0.9 * set,
+        "offload saved {} of a gradient set of {set}",
+        device - host
+    );
+    assert!(
+        host <= large * 1.001,
+        "4 x 256 offloaded peaked at {host}, 1024 at once at {large}"
+    );
+}

@@ -7,8 +7,8 @@ use super::raw::RawConfig;
 use super::raw::RawSize;
 use super::size::MemorySize;
 use super::types::{
-    Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, OnLimit,
-    OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
+    Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, Offload,
+    OnLimit, OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
 };
 
 mod data;
@@ -276,6 +276,14 @@ impl ConfigBuilder {
     /// (`train.gradient_checkpointing`).
     pub fn gradient_checkpointing(mut self, on: bool) -> Self {
         self.raw.train.gradient_checkpointing = Some(on);
+        self
+    }
+
+    /// Where a step sums its micro-batches' gradients (`train.offload.gradients`): `Host`
+    /// keeps one gradient set on a device with memory of its own (not flex).
+    pub fn offload_gradients(mut self, offload: Offload) -> Self {
+        let table = self.raw.train.offload.get_or_insert_with(Default::default);
+        table.gradients = Some(name_of(offload));
         self
     }
 

@@ -9,7 +9,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use super::*;
 use crate::config::{
     parse, Column, GapPolicy, MonitorMode, RawCheckpoint, RawData, RawDevice, RawEarlyStopping,
-    RawMemory, RawModel, RawRun, RawSchedule, RawTrain, ScheduleKind,
+    RawMemory, RawModel, RawOffload, RawRun, RawSchedule, RawTrain, ScheduleKind,
 };
 
 /// Files that exist (validation checks only that).
@@ -75,6 +75,11 @@ fn train_cases() -> Cases {
         (
             b().gradient_checkpointing(true),
             "[train]\ngradient_checkpointing = true",
+        ),
+        (
+            b().device(Backend::Wgpu, 0)
+                .offload_gradients(Offload::Host),
+            "[device]\nbackend = \"wgpu\"\nindex = 0\n[train.offload]\ngradients = \"host\"",
         ),
         (
             b().schedule(schedule(
@@ -284,7 +289,7 @@ fn set_keys(prefix: &str, value: &toml::Value, out: &mut BTreeSet<String>) {
 
 #[test]
 fn the_setters_reach_every_key_a_file_takes() {
-    let tables = ["train.schedule", "train.early_stopping"];
+    let tables = ["train.schedule", "train.early_stopping", "train.offload"];
     let every: BTreeSet<String> = [
         keys::<RawRun>("run"),
         keys::<RawDevice>("device"),
@@ -293,6 +298,7 @@ fn the_setters_reach_every_key_a_file_takes() {
         keys::<RawTrain>("train"),
         keys::<RawSchedule>("train.schedule"),
         keys::<RawEarlyStopping>("train.early_stopping"),
+        keys::<RawOffload>("train.offload"),
         keys::<RawMemory>("memory"),
         keys::<RawCheckpoint>("checkpoint"),
     ]

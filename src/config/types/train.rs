@@ -58,6 +58,9 @@ pub struct TrainConfig {
     /// `[train.early_stopping]`: stop when a validation metric stops improving.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub early_stopping: Option<EarlyStoppingConfig>,
+    /// `[train.offload]`: what a step keeps in host memory (nothing by default).
+    #[serde(skip_serializing_if = "OffloadConfig::is_none")]
+    pub offload: OffloadConfig,
 }
 
 /// `[train.schedule]`: the learning rate per optimizer step, from Burn's schedulers.
@@ -164,6 +167,33 @@ impl Precision {
 impl fmt::Display for Precision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Where a part of the training state lives during a step (`[train.offload]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Offload {
+    /// On the device, with the model.
+    #[default]
+    None,
+    /// In host memory, moved to and from the device as the step needs it.
+    Host,
+}
+
+/// `[train.offload]`: what a step on a device with memory of its own keeps in host memory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OffloadConfig {
+    /// The sum of a step's micro-batches' gradients: each micro-batch's gradients are moved to
+    /// the host after its backward pass and added there, and the sum moves back for the
+    /// update, so that the device holds one gradient set instead of two.
+    pub gradients: Offload,
+}
+
+impl OffloadConfig {
+    /// Nothing offloaded (the default, left out of a resolved config).
+    pub fn is_none(&self) -> bool {
+        *self == OffloadConfig::default()
     }
 }
 

@@ -165,18 +165,33 @@ fn device(raw: RawDevice) -> Result<DeviceConfig> {
     })
 }
 
+/// Refuses offload to the host on flex, whose tensors are in host memory already.
+fn host_has_no_offload(device: &DeviceConfig, offload: &OffloadConfig) -> Result<()> {
+    if device.backend == Backend::Flex && offload.gradients == Offload::Host {
+        return Err(Invalid::new(
+            "train.offload.gradients",
+            "= \"host\" has nothing to move on device.backend = \"flex\": its tensors are in \
+             host memory already; offload is for a device with memory of its own (wgpu, cuda, \
+             cpu)",
+        ));
+    }
+    Ok(())
+}
+
 impl TryFrom<RawConfig> for RunConfig {
     type Error = Invalid;
 
     fn try_from(raw: RawConfig) -> Result<Self> {
         let run = run(raw.run)?;
         let device = device(raw.device)?;
+        let train = train::train(raw.train)?;
+        host_has_no_offload(&device, &train.offload)?;
         Ok(RunConfig {
             run,
             device,
             model: model::model(raw.model)?,
             data: data::data(raw.data)?,
-            train: train::train(raw.train)?,
+            train,
             memory: memory::memory(raw.memory)?,
             checkpoint: CheckpointConfig {
                 every_steps: raw

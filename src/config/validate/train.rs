@@ -91,6 +91,20 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         clip_grad_value,
         schedule,
         early_stopping,
+        offload: offload(raw.offload.unwrap_or_default())?,
+    })
+}
+
+/// `[train.offload]`.
+fn offload(raw: RawOffload) -> Result<OffloadConfig> {
+    let places = [("none", Offload::None), ("host", Offload::Host)];
+    Ok(OffloadConfig {
+        gradients: choice(
+            "train.offload.gradients",
+            raw.gradients.as_deref(),
+            Offload::None,
+            &places,
+        )?,
     })
 }
 

@@ -84,11 +84,12 @@ impl<T: Task> Epochs<'_, T> {
             .collect();
         self.guard.open_window();
         let guard = &mut *self.guard;
-        let probed =
-            accumulate_gradients(self.task, at.model, group, at.device, at.precision, || {
-                guard.peek_window();
-                Ok::<(), Error>(())
-            })?;
+        let offload = self.config.train.offload.gradients;
+        let (task, model, device, precision) = (self.task, at.model, at.device, at.precision);
+        let probed = accumulate_gradients(task, model, group, device, precision, offload, || {
+            guard.peek_window();
+            Ok::<(), Error>(())
+        })?;
         drop(probed);
         // After the device's queue, the figures of this probe's window alone.
         let window = self.guard.read_window()?;

@@ -26,6 +26,7 @@ impl<T: Task> Epochs<'_, T> {
         // Only a step that a limit may shrink and retry keeps its items for the retry.
         let retry = self.config.memory.on_limit == OnLimit::Shrink;
         let (task, seed) = (self.task, self.config.run.seed);
+        let offload = self.config.train.offload.gradients;
         let accumulated =
             (self.guard).run_step(self.recorder, at.epoch, at.step, |micro, check| {
                 // Dropout draws from the device's generator, whose state cannot be saved: it is
@@ -33,7 +34,8 @@ impl<T: Task> Epochs<'_, T> {
                 run.device.seed(step_seed(seed, at.step));
                 let micro = micro_batches(group, micro, retry);
                 let (model, precision) = (run.model(), &run.precision);
-                accumulate_gradients(task, model, micro, &run.device, precision, || check.check())
+                let check = || check.check();
+                accumulate_gradients(task, model, micro, &run.device, precision, offload, check)
             })?;
         group.clear();
         let loss = accumulated.loss();

@@ -165,7 +165,11 @@ impl MemoryGuard {
             full.optimizer
         };
         // The gradient sets of the layout at the breach, which a shrink or a fit changed.
-        let sets = if e.accumulation_steps > 1 { 2 } else { 1 };
+        let sets = if e.accumulation_steps > 1 && !full.host_sum {
+            2
+        } else {
+            1
+        };
         let f = Footprint {
             optimizer: state,
             gradients: full.gradients / full.gradient_sets.max(1) * sets,

@@ -7,14 +7,13 @@
 use std::ops::Range;
 
 use burn::module::Module;
-use burn::optim::GradientsAccumulator;
 use burn::tensor::Tensor;
 
 use super::HandLoop;
 use crate::error::Error;
 use crate::memory::policy::held;
 use crate::train::fit_plan::FitTarget;
-use crate::train::step::{backward_share, footprint};
+use crate::train::step::{backward_share, footprint, GradientSum};
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Probes a step of `samples` samples with `loss`, picks the micro-batch and records the
@@ -30,10 +29,12 @@ impl<M: Module + 'static> HandLoop<M> {
         let to_come = footprint(model, train, None).optimizer;
         let before = self.guard.in_use()?;
         let (guard, precision) = (&mut self.guard, &self.precision);
+        let offload = train.offload.gradients;
         let probed = target.probe_halves(|micro_batch, micro_steps| {
             guard.release()?;
             guard.open_window();
-            let mut accumulator = GradientsAccumulator::<M>::new();
+            let micro_batches = samples.div_ceil(micro_batch.max(1)).min(micro_steps.min(2));
+            let mut accumulator = GradientSum::<M>::for_step(offload, micro_batches);
             for start in (0..samples).step_by(micro_batch).take(micro_steps.min(2)) {
                 let rows = start..(start + micro_batch).min(samples);
                 let share = rows.len() as f64 / samples.max(1) as f64;

@@ -7,14 +7,13 @@ use std::ops::Range;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::optim::GradientsAccumulator;
 use burn::tensor::Tensor;
 
 use super::HandLoop;
 use crate::error::Error;
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
-use crate::train::step::backward_share;
 use crate::train::step::protocol::Updater;
+use crate::train::step::{backward_share, GradientSum};
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Trains one optimizer step over a batch of `samples` samples, and returns its mean loss.
@@ -53,6 +52,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let (epoch, step) = (self.epoch, self.stats.steps + 1);
         let seed = self.config.run.seed;
         let (device, precision) = (&self.device, &self.precision);
+        let offload = self.config.train.offload.gradients;
         let model = self
             .model
             .as_ref()
@@ -61,7 +61,8 @@ impl<M: Module + 'static> HandLoop<M> {
             (self.guard).run_step(&mut self.recorder, epoch, step, |micro, check| {
                 // Dropout draws from the device's generator: seeded per step, as the trainer does.
                 device.seed(crate::train::epochs::step_seed(seed, step));
-                let mut accumulator = GradientsAccumulator::<M>::new();
+                let micro_batches = samples.div_ceil(micro.max(1));
+                let mut accumulator = GradientSum::<M>::for_step(offload, micro_batches);
                 // The step's loss stays on the device until the step is done: one read a step,
                 // not one between micro-batches.
                 let mut value: Option<Tensor<1>> = None;
@@ -83,7 +84,7 @@ impl<M: Module + 'static> HandLoop<M> {
                         check.check()
                     })?;
                 }
-                Ok((accumulator.grads(), value))
+                Ok((accumulator.take(model), value))
             })?;
         let value = value.map_or(0.0, |v| v.into_scalar::<f32>() as f64);
         let updater = Updater {

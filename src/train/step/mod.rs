@@ -1,20 +1,22 @@
 //! One optimizer step over a group of micro-batches, for any [`Task`].
 
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 
 use super::optimizer::state_copies;
 use super::precision::{GroupOutcome, MixedPrecision};
-use crate::config::{Precision, TrainConfig};
+use crate::config::{Offload, Precision, TrainConfig};
 use crate::memory::{Footprint, MemoryProbe};
 use crate::task::{MetricSums, Task};
 
 mod clip;
 pub(in crate::train) mod protocol;
+mod sum;
 
 pub use clip::Clip;
 pub use protocol::backward_share;
+pub use sum::{GradientSum, HostSum};
 
 /// What a step returns.
 #[derive(Debug)]
@@ -74,8 +76,9 @@ pub fn micro_batches<I: Clone>(group: &mut Vec<Vec<I>>, size: usize, keep: bool)
 }
 
 /// Runs forward and backward on each micro-batch of `group` (lists of items, batched on
-/// `device` by the task's batcher) and accumulates the gradients with Burn's
-/// [`GradientsAccumulator`].
+/// `device` by the task's batcher) and sums the gradients where `offload` says: on the device
+/// with Burn's [`GradientsAccumulator`](burn::optim::GradientsAccumulator), or in host memory
+/// ([`GradientSum`]).
 ///
 /// The accumulator sums, so each micro-batch's mean loss is weighted by its share of the
 /// group's samples before `backward`. The summed gradient is then the gradient of the mean
@@ -94,10 +97,11 @@ pub fn accumulate_gradients<T: Task, E>(
     group: Vec<Vec<T::Item>>,
     device: &Device,
     precision: &MixedPrecision,
+    offload: Offload,
     mut after_backward: impl FnMut() -> Result<(), E>,
 ) -> Result<Accumulated, E> {
     let samples: usize = group.iter().map(|items| items.len()).sum();
-    let mut accumulator = GradientsAccumulator::<T::Model>::new();
+    let mut sum = GradientSum::<T::Model>::for_step(offload, group.len());
     let mut sums = MetricSums::default();
     let cx = precision.compute();
     for items in group {
@@ -118,7 +122,7 @@ pub fn accumulate_gradients<T: Task, E>(
         sums.add(out.loss.clone().detach(), out.metrics, n);
         let share = n as f64 / samples as f64;
         backward_share(
-            &mut accumulator,
+            &mut sum,
             model,
             precision,
             out.loss,
@@ -127,7 +131,7 @@ pub fn accumulate_gradients<T: Task, E>(
         )?;
     }
     Ok(Accumulated {
-        grads: accumulator.grads(),
+        grads: sum.take(model),
         sums,
     })
 }
@@ -146,10 +150,18 @@ pub fn accumulated_step<T: Task>(
     precision: &mut MixedPrecision,
     probe: &mut MemoryProbe,
 ) -> Result<Stepped<T::Model>, burn::tensor::ExecutionError> {
-    let Ok(acc) = accumulate_gradients(task, &model, group, device, precision, || {
-        probe.observe();
-        Ok::<(), std::convert::Infallible>(())
-    });
+    let Ok(acc) = accumulate_gradients(
+        task,
+        &model,
+        group,
+        device,
+        precision,
+        Offload::None,
+        || {
+            probe.observe();
+            Ok::<(), std::convert::Infallible>(())
+        },
+    );
     let (loss, samples) = (acc.loss(), acc.sums.samples());
     let applied = apply_gradients(model, acc.grads, optimizer, precision, None, lr)?;
     probe.observe();
@@ -210,20 +222,27 @@ pub fn resting_bytes<M: Module>(model: &M, config: &TrainConfig) -> u64 {
 
 /// What training `model` under `config` holds by kind, from the parameters' sizes: the
 /// weights (and a compute copy of 2 bytes a value in bf16 or f16), the gradient sets a step
-/// holds (f32; two with accumulation, the sum and the micro-batch's own) and the optimizer's
-/// state; `data`: the dataset's bytes, where counted.
+/// holds (f32; two with accumulation, the sum and the micro-batch's own, unless the sum is
+/// offloaded to the host) and the optimizer's state; `data`: the dataset's bytes, where
+/// counted.
 pub fn footprint<M: Module>(model: &M, config: &TrainConfig, data: Option<u64>) -> Footprint {
     let params = model.num_params() as u64;
     let copy = match config.precision {
         Precision::F32 => 0,
         Precision::Bf16 | Precision::F16 => params * 2,
     };
-    let grad_sets = if config.accumulation_steps > 1 { 2 } else { 1 };
+    let host_sum = config.offload.gradients == Offload::Host;
+    let grad_sets = if config.accumulation_steps > 1 && !host_sum {
+        2
+    } else {
+        1
+    };
     Footprint {
         weights: parameter_bytes(model),
         compute_copy: copy,
         gradients: params * 4 * grad_sets,
         gradient_sets: grad_sets,
+        host_sum,
         optimizer: params * 4 * state_copies(config),
         data,
     }

@@ -10,20 +10,20 @@
 //! 3. the loop counts a skipped step, then [`MemoryGuard::after_step`] reads memory after it.
 
 use burn::module::Module;
-use burn::optim::{GradientsAccumulator, GradientsParams, ModuleOptimizer};
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
 
-use super::{apply_gradients, Clip, Updated};
+use super::{apply_gradients, Clip, GradientSum, Updated};
 use crate::error::Error;
 use crate::train::decide::Schedule;
 use crate::train::precision::MixedPrecision;
 use crate::train::{MemoryGuard, RunRecorder};
 
 /// Backpropagates one micro-batch's mean `loss` (with its graph), weighted by its `share` of
-/// the batch's samples and scaled by the loss scaler, into `accumulator`, calling
+/// the batch's samples and scaled by the loss scaler, into the step's `sum`, calling
 /// `after_backward` while that micro-batch's activations and gradients are both alive.
 pub fn backward_share<M: Module, E>(
-    accumulator: &mut GradientsAccumulator<M>,
+    sum: &mut GradientSum<M>,
     model: &M,
     precision: &MixedPrecision,
     loss: Tensor<1>,
@@ -32,7 +32,7 @@ pub fn backward_share<M: Module, E>(
 ) -> Result<(), E> {
     let grads = precision.scale_loss(loss.mul_scalar(share)).backward();
     after_backward()?;
-    accumulator.accumulate(model, GradientsParams::from_grads(grads, model));
+    sum.add(model, GradientsParams::from_grads(grads, model));
     Ok(())
 }
 

@@ -128,6 +128,7 @@ fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
         clip_grad_value: None,
         schedule: None,
         early_stopping: None,
+        offload: Default::default(),
     }
 }
 
@@ -187,6 +188,7 @@ fn clipped_update(
         cut(data, sizes),
         &device,
         &precision,
+        crate::config::Offload::None,
         || Ok::<(), std::convert::Infallible>(()),
     );
     let mut optimizer = build_optimizer(config);

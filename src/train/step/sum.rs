@@ -1,0 +1,154 @@
+//! Where a step sums its micro-batches' gradients: on the device, with Burn's
+//! [`GradientsAccumulator`], or in host memory (`train.offload.gradients = "host"`), as
+//! DeepSpeed's ZeRO-Offload and PyTorch FSDP's `CPUOffload` keep what the device does not need.
+//!
+//! Burn's backward pass always returns a fresh gradient set, so a device sum holds two sets
+//! while a micro-batch's gradients are added: the sum and the newest. Summed on the host, each
+//! parameter's gradient moves to host memory as soon as its backward pass is done and is added
+//! there, its device copy dropped at once; after the last micro-batch the sum moves back. The
+//! device then holds one gradient set, for one set's transfer each way per micro-batch. The
+//! host adds in f32, as the device does, in the same order.
+
+use std::marker::PhantomData;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::{GradientsAccumulator, GradientsParams};
+use burn::tensor::{Device, Tensor, TensorData};
+
+use crate::config::Offload;
+
+/// A step's sum of its micro-batches' gradients.
+pub enum GradientSum<M> {
+    /// On the device.
+    Device(GradientsAccumulator<M>),
+    /// In host memory.
+    Host(HostSum<M>),
+}
+
+impl<M: Module> GradientSum<M> {
+    /// An empty sum, kept where `offload` says.
+    pub fn new(offload: Offload) -> Self {
+        match offload {
+            Offload::None => GradientSum::Device(GradientsAccumulator::new()),
+            Offload::Host => GradientSum::Host(HostSum::new()),
+        }
+    }
+
+    /// An empty sum for a step of `micro_batches`: in host memory only where `offload` says
+    /// so and there is a sum to keep (one micro-batch's gradients are the step's own).
+    pub fn for_step(offload: Offload, micro_batches: usize) -> Self {
+        match micro_batches > 1 {
+            true => Self::new(offload),
+            false => Self::new(Offload::None),
+        }
+    }
+
+    /// Adds one micro-batch's gradients of `model`'s parameters.
+    pub fn add(&mut self, model: &M, grads: GradientsParams) {
+        match self {
+            GradientSum::Device(accumulator) => accumulator.accumulate(model, grads),
+            GradientSum::Host(sum) => sum.add(model, grads),
+        }
+    }
+
+    /// The sum, on the device the gradients came from, and the sum emptied.
+    pub fn take(&mut self, model: &M) -> GradientsParams {
+        match self {
+            GradientSum::Device(accumulator) => accumulator.grads(),
+            GradientSum::Host(sum) => sum.take(model),
+        }
+    }
+}
+
+/// Gradients summed in host memory (Burn's `flex` device), each moved there as it comes.
+pub struct HostSum<M> {
+    sum: GradientsParams,
+    host: Device,
+    /// The device the gradients came from, where the sum goes back.
+    origin: Option<Device>,
+    phantom: PhantomData<M>,
+}
+
+impl<M: Module> HostSum<M> {
+    fn new() -> Self {
+        HostSum {
+            sum: GradientsParams::new(),
+            host: Device::flex(),
+            origin: None,
+            phantom: PhantomData,
+        }
+    }
+
+    fn add(&mut self, model: &M, mut grads: GradientsParams) {
+        let mut visitor = ToHost {
+            sum: &mut self.sum,
+            new: &mut grads,
+            host: &self.host,
+            origin: &mut self.origin,
+        };
+        model.visit(&mut visitor);
+    }
+
+    fn take(&mut self, model: &M) -> GradientsParams {
+        let mut sum = std::mem::take(&mut self.sum);
+        let Some(device) = self.origin.take() else {
+            return sum;
+        };
+        let mut back = GradientsParams::new();
+        let mut visitor = ToDevice {
+            sum: &mut sum,
+            back: &mut back,
+            device: &device,
+        };
+        model.visit(&mut visitor);
+        back
+    }
+}
+
+/// Moves each parameter's new gradient to the host and adds it to the sum there.
+struct ToHost<'a> {
+    sum: &'a mut GradientsParams,
+    new: &'a mut GradientsParams,
+    host: &'a Device,
+    origin: &'a mut Option<Device>,
+}
+
+impl ModuleVisitor for ToHost<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let Some(new) = self.new.remove::<D>(param.id) else {
+            return;
+        };
+        self.origin.get_or_insert_with(|| new.device());
+        // Through its data, read now: the device copy goes with `new` before the next
+        // parameter's move, and the host copy carries no autodiff context of the device's.
+        let new = Tensor::<D>::from_data(owned(new.into_data()), self.host);
+        let sum = match self.sum.remove::<D>(param.id) {
+            Some(sum) => sum.add(new),
+            None => new,
+        };
+        self.sum.register::<D>(param.id, sum);
+    }
+}
+
+/// Moves each parameter's summed gradient back to the device, one at a time.
+struct ToDevice<'a> {
+    sum: &'a mut GradientsParams,
+    back: &'a mut GradientsParams,
+    device: &'a Device,
+}
+
+impl ModuleVisitor for ToDevice<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if let Some(sum) = self.sum.remove::<D>(param.id) {
+            let sum = Tensor::<D>::from_data(sum.into_data(), self.device);
+            self.back.register::<D>(param.id, sum);
+        }
+    }
+}
+
+/// `data` in memory of its own. A read from a device's pools comes back in the device's staging
+/// memory (CubeCL's wgpu stream lends the mapped staging buffer to the bytes, and the pools count
+/// it in use while they live): kept as it is, the host copy would hold device memory.
+fn owned(data: TensorData) -> TensorData {
+    TensorData::from_bytes_vec(data.as_bytes().to_vec(), data.shape().clone(), data.dtype())
+}
