@@ -29,8 +29,10 @@ pub(super) enum Ending {
     Failed,
 }
 
-/// The bands of the runs: in the order they started, each at the lowest height where it
-/// overlaps no band of a run at the same time.
+/// The bands of the runs: in the order they started, each in the lowest row that no run at the
+/// same time holds, a row as tall as the largest lease. Rows of one height keep a band whose
+/// lease is a little larger than its neighbour's from climbing over it, so the rows drawn at
+/// any moment are the runs at that moment.
 pub(super) fn bands(trials: &[SearchPoint]) -> Vec<Band> {
     let mut ran: Vec<(&SearchPoint, (f64, f64), u64)> = trials
         .iter()
@@ -38,31 +40,28 @@ pub(super) fn bands(trials: &[SearchPoint]) -> Vec<Band> {
         .flat_map(|(t, lease)| t.runs.iter().map(move |&run| (t, run, lease)))
         .collect();
     ran.sort_by(|a, b| a.1 .0.total_cmp(&b.1 .0));
-    let mut placed: Vec<Band> = Vec::new();
+    let row = ran.iter().map(|r| r.2).max().unwrap_or(0) as f64 / MIB;
+    let mut placed: Vec<(usize, Band)> = Vec::new();
     for (t, (from, to), lease) in ran {
-        let height = lease as f64 / MIB;
-        let mut bottom = 0.0;
-        // Raise it past every band it would overlap, until it overlaps none.
-        while let Some(over) = placed
-            .iter()
-            .find(|b| b.from < to && from < b.to && b.bottom < bottom + height && bottom < b.top)
-        {
-            bottom = over.top;
-        }
-        placed.push(Band {
+        let taken =
+            |slot: usize| (placed.iter()).any(|(s, b)| *s == slot && b.from < to && from < b.to);
+        let slot = (0..).find(|&slot| !taken(slot)).expect("a free row");
+        let bottom = slot as f64 * row;
+        let band = Band {
             trial: t.trial,
             from,
             to,
             bottom,
-            top: bottom + height,
+            top: bottom + lease as f64 / MIB,
             ending: match (t.pruned, t.monitored) {
                 (true, _) => Ending::Pruned,
                 (false, Some(_)) => Ending::Completed,
                 (false, None) => Ending::Failed,
             },
-        });
+        };
+        placed.push((slot, band));
     }
-    placed
+    placed.into_iter().map(|(_, band)| band).collect()
 }
 
 /// The leases over wall time, under the budget.
@@ -179,6 +178,16 @@ mod tests {
         assert_eq!(ending(3), Ending::Failed);
         assert_eq!(ending(4), Ending::Pruned);
         assert_eq!(ending(1), Ending::Completed);
+        // Leases a little apart share rows: no band climbs over a smaller neighbour's.
+        // (Stacked by their own heights, the third would sit over the second, in a third row.)
+        let b = bands(&[
+            point(1, (0.0, 2.0), 10),
+            point(2, (1.0, 3.0), 10),
+            point(3, (2.5, 4.0), 11),
+        ]);
+        let rows: Vec<f64> = b.iter().map(|x| x.bottom).collect();
+        assert_eq!(rows, [0.0, 11.0, 0.0]);
+        assert!(b[2].top <= b[1].bottom, "{b:?}");
         // A trial paused between runs has a band per run.
         let mut paused = point(5, (0.0, 1.0), 2);
         paused.runs.push((3.0, 4.0));
