@@ -22,7 +22,7 @@ pub enum GradientSum<M> {
     /// On the device.
     Device(GradientsAccumulator<M>),
     /// In host memory.
-    Host(HostSum<M>),
+    Host(Box<HostSum<M>>),
 }
 
 impl<M: Module> GradientSum<M> {
@@ -30,7 +30,7 @@ impl<M: Module> GradientSum<M> {
     pub fn new(offload: Offload) -> Self {
         match offload {
             Offload::None => GradientSum::Device(GradientsAccumulator::new()),
-            Offload::Host => GradientSum::Host(HostSum::new()),
+            Offload::Host => GradientSum::Host(Box::new(HostSum::new())),
         }
     }
 
