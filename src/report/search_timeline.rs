@@ -29,10 +29,11 @@ pub(super) enum Ending {
     Failed,
 }
 
-/// The bands of the runs: in the order they started, each in the lowest row that no run at the
-/// same time holds, a row as tall as the largest lease. Rows of one height keep a band whose
-/// lease is a little larger than its neighbour's from climbing over it, so the rows drawn at
-/// any moment are the runs at that moment.
+/// The bands of the runs. Each run takes the lowest row that no run at the same time holds,
+/// in the order they started, so that the rows at any moment are the runs at that moment; then,
+/// row by row from the lowest, each band sits on the highest band below it that ran at the same
+/// time. The stack at any moment is then the leases running then (a lease a little larger than
+/// a neighbour's never climbs over it into a row of its own).
 pub(super) fn bands(trials: &[SearchPoint]) -> Vec<Band> {
     let mut ran: Vec<(&SearchPoint, (f64, f64), u64)> = trials
         .iter()
@@ -40,26 +41,38 @@ pub(super) fn bands(trials: &[SearchPoint]) -> Vec<Band> {
         .flat_map(|(t, lease)| t.runs.iter().map(move |&run| (t, run, lease)))
         .collect();
     ran.sort_by(|a, b| a.1 .0.total_cmp(&b.1 .0));
-    let row = ran.iter().map(|r| r.2).max().unwrap_or(0) as f64 / MIB;
+    let at_once = |a: &Band, b: &Band| a.from < b.to && b.from < a.to;
     let mut placed: Vec<(usize, Band)> = Vec::new();
     for (t, (from, to), lease) in ran {
-        let taken =
-            |slot: usize| (placed.iter()).any(|(s, b)| *s == slot && b.from < to && from < b.to);
-        let slot = (0..).find(|&slot| !taken(slot)).expect("a free row");
-        let bottom = slot as f64 * row;
         let band = Band {
             trial: t.trial,
             from,
             to,
-            bottom,
-            top: bottom + lease as f64 / MIB,
+            bottom: 0.0,
+            top: lease as f64 / MIB,
             ending: match (t.pruned, t.monitored) {
                 (true, _) => Ending::Pruned,
                 (false, Some(_)) => Ending::Completed,
                 (false, None) => Ending::Failed,
             },
         };
-        placed.push((slot, band));
+        let taken = |row: usize| (placed.iter()).any(|(r, b)| *r == row && at_once(b, &band));
+        let row = (0..).find(|&row| !taken(row)).expect("a free row");
+        placed.push((row, band));
+    }
+    let rows = placed.iter().map(|(row, _)| *row).max().unwrap_or(0);
+    for row in 1..=rows {
+        let in_row: Vec<usize> = (0..placed.len()).filter(|&i| placed[i].0 == row).collect();
+        for i in in_row {
+            let band = placed[i].1;
+            let below = (placed.iter())
+                .filter(|(r, b)| *r < row && at_once(b, &band))
+                .map(|(_, b)| b.top)
+                .fold(0.0, f64::max);
+            let height = band.top - band.bottom;
+            placed[i].1.bottom = below;
+            placed[i].1.top = below + height;
+        }
     }
     placed.into_iter().map(|(_, band)| band).collect()
 }
@@ -178,16 +191,19 @@ mod tests {
         assert_eq!(ending(3), Ending::Failed);
         assert_eq!(ending(4), Ending::Pruned);
         assert_eq!(ending(1), Ending::Completed);
-        // Leases a little apart share rows: no band climbs over a smaller neighbour's.
-        // (Stacked by their own heights, the third would sit over the second, in a third row.)
+        // A lease a little larger than a neighbour's keeps to the rows of the runs at once.
+        // (Each placed at the lowest height free over its whole run, the third would climb over
+        // the second into a third row, with two trials running.)
         let b = bands(&[
             point(1, (0.0, 2.0), 10),
             point(2, (1.0, 3.0), 10),
             point(3, (2.5, 4.0), 11),
         ]);
-        let rows: Vec<f64> = b.iter().map(|x| x.bottom).collect();
-        assert_eq!(rows, [0.0, 11.0, 0.0]);
-        assert!(b[2].top <= b[1].bottom, "{b:?}");
+        let rows: Vec<(f64, f64)> = b.iter().map(|x| (x.bottom, x.top)).collect();
+        assert_eq!(rows, [(0.0, 10.0), (11.0, 21.0), (0.0, 11.0)]);
+        // The stack is the leases at once, whatever their sizes: 20 then 60 is 80 high.
+        let b = bands(&[point(1, (0.0, 2.0), 20), point(2, (1.0, 3.0), 60)]);
+        assert_eq!((b[1].bottom, b[1].top), (20.0, 80.0));
         // A trial paused between runs has a band per run.
         let mut paused = point(5, (0.0, 1.0), 2);
         paused.runs.push((3.0, 4.0));

@@ -21,6 +21,7 @@ const MAY_CHANGE: &[&str] = &[
     "run.output_dir",
     "train.epochs",
     "train.gradient_checkpointing",
+    "train.offload.gradients",
     "data.num_workers",
     "device.index",
     "memory.",

@@ -91,7 +91,12 @@ impl<T: Task> Epochs<'_, T> {
                 micro_batch,
                 steps: steps * k,
             };
-            let adds = if steps == 1 { one_set } else { 0 };
+            // A second gradient set, unless the sum is kept in host memory.
+            let adds = if steps == 1 && !footprint.host_sum {
+                one_set
+            } else {
+                0
+            };
             advice.add(lever, Effect::Transient { base, with }, adds);
         }
         if batch >= 2 {

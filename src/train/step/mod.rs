@@ -213,8 +213,8 @@ pub fn apply_gradients<M: Module>(
 }
 
 /// Bytes that training `model` will add at rest to what its parameters already hold: the f32
-/// gradients (twice with accumulation) and the optimizer's state, which the first step
-/// allocates.
+/// gradients (twice with accumulation, unless the sum is offloaded to the host) and the
+/// optimizer's state, which the first step allocates.
 pub fn resting_bytes<M: Module>(model: &M, config: &TrainConfig) -> u64 {
     let f = footprint(model, config, None);
     f.gradients + f.optimizer
