@@ -44,7 +44,7 @@ use crate::error::Error;
 use crate::record::{write_atomic, Observer, Retained};
 use crate::record::{RunStatus, RunSummary};
 use crate::train::resume::check_config;
-use crate::train::{run_dir, Checkpoint, Trainer};
+use crate::train::{run_dir, Trainer};
 
 /// Tolerance for bytes kept after release, as a share of the run's peak.
 pub const RETAINED_TOLERANCE: f64 = 0.01;
@@ -264,7 +264,9 @@ fn run_all(
 }
 
 /// Trains `cfg` in `run_dir`: a run that finished before keeps its summary, one that stopped
-/// resumes from its latest checkpoint, and the rest start.
+/// resumes from its latest checkpoint, and the rest start. A run stopped before its first
+/// checkpoint (a signal during its set-up) has nothing to resume from: it starts again in its
+/// own directory, where the search reads it, not beside it in a `-2` one.
 fn train_or_resume(
     cfg: RunConfig,
     run_dir: &Path,
@@ -279,10 +281,15 @@ fn train_or_resume(
     if let Some(gate) = gate {
         trainer = trainer.gate(gate.into_gate());
     }
-    match Checkpoint::latest(run_dir) {
-        Ok(_) => trainer.resume(run_dir).run(),
-        Err(_) => trainer.run(),
+    let latest = run_dir.join("checkpoints").join("latest");
+    if latest.symlink_metadata().is_ok() {
+        // A checkpoint that cannot be read is the resume's error, naming it.
+        return trainer.resume(run_dir).run();
     }
+    if run_dir.exists() {
+        std::fs::remove_dir_all(run_dir).map_err(|e| Error::io(run_dir, e))?;
+    }
+    trainer.run()
 }
 
 fn run_name(run: usize) -> String {

@@ -348,3 +348,27 @@ fn a_shard_refuses_a_directory_planned_with_other_trials() {
     env.run(&[&["sweep", "--config", "b.toml"][..], &shard].concat())
         .fails_with(2, &["runs/small-sweep", "holds a sweep with other trials"]);
 }
+
+#[test]
+fn a_trial_stopped_before_its_first_checkpoint_starts_again_in_its_own_directory() {
+    let env = Env::new();
+    let config = format!("{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = [0.01, 0.001]\n");
+    env.write("grid.toml", &config);
+    let run = env.run(&["sweep", "--config", "grid.toml", "--set", "train.epochs=1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    // What a signal in a trial's set-up leaves: its run directory, no checkpoint, no summary.
+    let trial = env.path("runs/small-sweep/trial-001");
+    std::fs::remove_dir_all(trial.join("checkpoints")).unwrap();
+    std::fs::remove_file(trial.join("summary.json")).unwrap();
+    let resumed = env.run(&["sweep", "--resume", "runs/small-sweep"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    assert!(
+        !env.path("runs/small-sweep/trial-001-2").exists(),
+        "trained beside it"
+    );
+    assert!(trial.join("checkpoints/latest").is_file());
+    let json = sweep_json(&env, "runs/small-sweep");
+    for t in json["trials"].as_array().unwrap() {
+        assert_eq!(t["status"], "completed", "{t}");
+    }
+}
