@@ -139,6 +139,15 @@ impl MixedPrecision {
         }
     }
 
+    /// The model a step computes with: `model` itself in f32, else its compute copy
+    /// ([`compute_model`](Self::compute_model)), made for this step.
+    pub fn compute_view<'a, M: Module>(&self, model: &'a M) -> std::borrow::Cow<'a, M> {
+        match self.dtype() {
+            None => std::borrow::Cow::Borrowed(model),
+            Some(_) => std::borrow::Cow::Owned(self.compute_model(model)),
+        }
+    }
+
     /// Where a task's float tensors enter and leave the compute precision.
     pub fn compute(&self) -> Compute {
         Compute::new(self.dtype())

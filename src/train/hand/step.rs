@@ -69,15 +69,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 for start in (0..samples).step_by(micro.max(1)) {
                     let rows = start..(start + micro).min(samples);
                     let share = rows.len() as f64 / samples.max(1) as f64;
-                    let compute;
-                    let at = match precision.dtype() {
-                        None => model,
-                        Some(_) => {
-                            compute = precision.compute_model(model);
-                            &compute
-                        }
-                    };
-                    let l = loss(at, rows);
+                    let l = loss(&precision.compute_view(model), rows);
                     let part = l.clone().detach().mul_scalar(share);
                     value = Some(value.map_or(part.clone(), |sum| sum + part));
                     backward_share(&mut accumulator, model, precision, l, share, || {

@@ -107,15 +107,7 @@ pub fn accumulate_gradients<T: Task, E>(
     for items in group {
         let n = items.len();
         let batch = task.batcher().batch(items, device);
-        let cast;
-        let compute_model = match precision.dtype() {
-            None => model,
-            Some(_) => {
-                cast = precision.compute_model(model);
-                &cast
-            }
-        };
-        let out = task.step(compute_model, batch, &cx);
+        let out = task.step(&precision.compute_view(model), batch, &cx);
         // Keep the value, not the graph: a clone of the loss held across `backward` would
         // keep every saved activation alive until the gradients are taken (measured: +5.4 MiB
         // on W1's peak, and slower steps).
