@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Override, RunConfig};
-use crate::memory::format_bytes;
-use crate::report::format_metric;
-use crate::{Error, Trainer};
+use crate::Error;
 
 mod inference;
 mod sweep;
 mod terminal;
+mod train;
 
-use terminal::{fmt_opt, Terminal};
+use terminal::Terminal;
+use train::train;
 
 /// Train models on Burn with memory you can see: every run writes a memory snapshot per
 /// epoch to <output_dir>/<run.name>/snapshots.jsonl.
@@ -287,81 +287,6 @@ fn run(cli: Cli) -> Result<(), Error> {
             quiet,
         } => train(config, &overrides, resume, out, quiet),
     }
-}
-
-/// `tidemark train`: trains (or resumes) and prints the run's one-line outcome.
-fn train(
-    config: Option<PathBuf>,
-    overrides: &[String],
-    resume: Option<PathBuf>,
-    out: Option<PathBuf>,
-    quiet: bool,
-) -> Result<(), Error> {
-    let path = config_path(config, resume.as_deref())?;
-    let resolved = load_config(&path, overrides, out_override(out))?;
-    let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
-    if let Some(run_dir) = resume {
-        trainer = trainer.resume(run_dir);
-    }
-    let summary = trainer.run()?;
-    println!(
-        "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}{}, peak {} in use, {} reserved ({}); {}",
-        summary.name,
-        summary.epochs,
-        summary.steps,
-        summary.wall_time_s,
-        fmt_opt(summary.first_loss, 4),
-        fmt_opt(summary.final_loss, 4),
-        outcome(&summary),
-        format_bytes(summary.peak_bytes_in_use),
-        format_bytes(summary.peak_bytes_reserved),
-        summary.memory_source,
-        summary.run_dir.display(),
-    );
-    Ok(())
-}
-
-/// The final validation metrics (`, val accuracy 85.3%`), with the baselines to read them
-/// against.
-fn outcome(summary: &crate::record::RunSummary) -> String {
-    let mut text = String::new();
-    for (key, value) in &summary.final_metrics {
-        if let Some(name) = key.strip_prefix("final_val_") {
-            text += &format!(", val {name} {}", format_metric(name, *value));
-        }
-    }
-    let baselines: Vec<String> = summary
-        .baselines
-        .iter()
-        .map(|(name, metrics)| {
-            let figures: Vec<String> = metrics
-                .iter()
-                .map(|(k, v)| format!("{k} {}", format_metric(k, *v)))
-                .collect();
-            format!("{name} {}", figures.join(" "))
-        })
-        .collect();
-    if !baselines.is_empty() {
-        text += &format!(" (baselines: {})", baselines.join(", "));
-    }
-    let ends_on_best =
-        summary.checkpoint.is_some() && summary.checkpoint == summary.best_checkpoint;
-    if let (Some(epoch), Some(monitor), Some(value)) =
-        (summary.best_epoch, &summary.monitor, summary.best_value)
-    {
-        let stopped = if summary.stopped_early {
-            "stopped early; "
-        } else {
-            ""
-        };
-        let weights = if ends_on_best {
-            ", whose weights it ends on"
-        } else {
-            ""
-        };
-        text += &format!(" ({stopped}best epoch {epoch}, {monitor} {value:.4}{weights})");
-    }
-    text
 }
 
 /// The config to load: `--config`'s, or else the `config.toml` in the directory `--resume`

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::Path;
 
+use super::overrides::Override;
 use super::raw::RawConfig;
 use super::types::RunConfig;
 use super::validate::Invalid;
@@ -29,47 +30,6 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
-
-/// One `--set key=value` override.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Override {
-    /// Dotted key, e.g. `train.batch_size`.
-    pub key: String,
-    /// The value, parsed as TOML (a bare word that is not TOML is taken as a string).
-    pub value: toml::Value,
-    /// The text as given, for error messages.
-    pub text: String,
-}
-
-impl Override {
-    /// Parses `key=value`.
-    pub fn parse(text: &str) -> Result<Self, ConfigError> {
-        let fail = |message: String| ConfigError {
-            origin: format!("--set {text}"),
-            key: None,
-            message,
-        };
-        let (key, value) = text
-            .split_once('=')
-            .ok_or_else(|| fail("expected key=value, e.g. train.batch_size=64".into()))?;
-        let key = key.trim();
-        if key.is_empty() || key.split('.').any(|part| part.trim().is_empty()) {
-            return Err(fail(format!(
-                "\"{key}\" is not a dotted key like train.batch_size"
-            )));
-        }
-        let value = value.trim();
-        let value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
-            Ok(mut table) => table.remove("v").expect("the key was just written"),
-            Err(_) => toml::Value::String(value.to_string()),
-        };
-        Ok(Self {
-            key: key.to_string(),
-            value,
-            text: text.to_string(),
-        })
-    }
-}
 
 /// Where a configuration's text came from, for error locations.
 struct Source<'a> {
@@ -207,7 +167,7 @@ fn table_of(text: &str, name: &str, overrides: &[Override]) -> Result<toml::Tabl
         }
     })?;
     for o in overrides {
-        set(&mut table, o)?;
+        o.apply_to(&mut table)?;
     }
     Ok(table)
 }
@@ -250,29 +210,6 @@ fn describe_serde_error(key: &str, inner: &str) -> String {
         None => inner,
     };
     format!("{key}: {inner}")
-}
-
-fn set(table: &mut toml::Table, o: &Override) -> Result<(), ConfigError> {
-    let mut parts: Vec<&str> = o.key.split('.').map(str::trim).collect();
-    let last = parts.pop().expect("a key has at least one part");
-    let mut current = table;
-    for (depth, part) in parts.iter().enumerate() {
-        let entry = current
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        current = match entry {
-            toml::Value::Table(t) => t,
-            _ => {
-                return Err(ConfigError {
-                    origin: format!("--set {}", o.text),
-                    key: Some(o.key.clone()),
-                    message: format!("{} is not a table", parts[..=depth].join(".")),
-                })
-            }
-        };
-    }
-    current.insert(last.to_string(), o.value.clone());
-    Ok(())
 }
 
 /// Byte offset of the dotted `key` in TOML `text`, or of its closest enclosing table.

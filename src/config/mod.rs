@@ -5,13 +5,15 @@
 mod builder;
 pub mod defaults;
 mod load;
+mod overrides;
 mod raw;
 mod size;
 mod types;
 mod validate;
 
 pub use builder::ConfigBuilder;
-pub use load::{load, load_raw, parse, to_toml, ConfigError, Override, RawFile};
+pub use load::{load, load_raw, parse, to_toml, ConfigError, RawFile};
+pub use overrides::Override;
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize, ValueError};
 pub use types::*;

@@ -11,10 +11,12 @@ use crate::memory::{Footprint, MemoryProbe};
 use crate::task::{MetricSums, Task};
 
 mod clip;
+mod micro;
 pub(in crate::train) mod protocol;
 mod sum;
 
 pub use clip::Clip;
+pub use micro::micro_batches;
 pub use protocol::backward_share;
 pub use sum::{GradientSum, HostSum};
 
@@ -47,32 +49,6 @@ impl Accumulated {
             .mean_loss()
             .expect("a step has at least one micro-batch")
     }
-}
-
-/// Cuts each loader batch of `group` into micro-batches of at most `size` items. A short
-/// loader batch (the epoch's last) stays short rather than borrowing from another.
-///
-/// With `keep`, the items are copied and `group` keeps them, for a step that a limit may stop
-/// and retry with smaller micro-batches; without, they move out (a copy of a W1 batch is
-/// 0.8 MiB of host memory held through the step).
-pub fn micro_batches<I: Clone>(group: &mut Vec<Vec<I>>, size: usize, keep: bool) -> Vec<Vec<I>> {
-    let size = size.max(1);
-    if keep {
-        return group
-            .iter()
-            .flat_map(|batch| batch.chunks(size).map(<[I]>::to_vec))
-            .collect();
-    }
-    let mut out = Vec::new();
-    for mut batch in group.drain(..) {
-        while batch.len() > size {
-            let rest = batch.split_off(size);
-            out.push(batch);
-            batch = rest;
-        }
-        out.push(batch);
-    }
-    out
 }
 
 /// Runs forward and backward on each micro-batch of `group` (lists of items, batched on

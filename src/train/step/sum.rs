@@ -27,7 +27,7 @@ pub enum GradientSum<M> {
 
 impl<M: Module> GradientSum<M> {
     /// An empty sum, kept where `offload` says.
-    pub fn new(offload: Offload) -> Self {
+    fn new(offload: Offload) -> Self {
         match offload {
             Offload::None => GradientSum::Device(GradientsAccumulator::new()),
             Offload::Host => GradientSum::Host(Box::new(HostSum::new())),

@@ -387,16 +387,3 @@ fn summing_unscaled_losses_would_not_match() {
         .collect();
     assert!(max_abs_diff(&once, &scaled) > 1e-3);
 }
-
-#[test]
-fn micro_batches_cut_each_loader_batch_and_move_or_keep_the_items() {
-    let group = vec![vec![1, 2, 3, 4, 5], vec![6, 7]];
-    let expected = vec![vec![1, 2], vec![3, 4], vec![5], vec![6, 7]];
-    let mut kept = group.clone();
-    assert_eq!(micro_batches(&mut kept, 2, true), expected);
-    assert_eq!(kept, group, "kept for a retry");
-    let mut moved = group.clone();
-    assert_eq!(micro_batches(&mut moved, 2, false), expected);
-    assert!(moved.is_empty());
-    assert_eq!(micro_batches(&mut group.clone(), 8, false), group);
-}
