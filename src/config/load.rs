@@ -198,17 +198,10 @@ fn describe_serde_error(key: &str, inner: &str) -> String {
         };
         return format!("unknown key {full}{expected}");
     }
-    if inner.starts_with("data did not match any variant of untagged enum RawSize") {
-        return format!("{key}: must be a size like \"512MiB\" or a fraction in (0, 1]");
-    }
     let inner = inner
         .replace("expected i64", "expected an integer")
         .replace("expected f64", "expected a number")
         .replace("expected a map", "expected a table");
-    let inner = match inner.split_once(", expected struct Raw") {
-        Some((head, _)) => format!("{head}, expected a table"),
-        None => inner,
-    };
     format!("{key}: {inner}")
 }
 

@@ -8,7 +8,7 @@ pub use super::size::RawSize;
 
 /// A whole configuration file, before validation.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawConfig {
     /// `[run]`: name, seed and output directory.
     #[serde(default)]
@@ -39,7 +39,7 @@ pub struct RawConfig {
 
 /// `[sweep]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawSweep {
     /// `grid`, `random` or `tpe`.
     pub method: Option<String>,
@@ -65,7 +65,7 @@ pub struct RawSweep {
 
 /// `[sweep.prune]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawPrune {
     /// `asha`, `median` or `none`.
     pub method: Option<String>,
@@ -79,7 +79,7 @@ pub struct RawPrune {
 
 /// `[checkpoint]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawCheckpoint {
     /// Also write a checkpoint every this many optimizer steps inside an epoch.
     pub every_steps: Option<i64>,
@@ -87,7 +87,7 @@ pub struct RawCheckpoint {
 
 /// `[run]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawRun {
     /// Run name: the directory under `output_dir` that the run writes.
     pub name: Option<String>,
@@ -99,7 +99,7 @@ pub struct RawRun {
 
 /// `[device]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawDevice {
     /// `flex`, `cpu`, `cuda` or `wgpu`.
     pub backend: Option<String>,
@@ -111,7 +111,7 @@ pub struct RawDevice {
 
 /// `[model]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawModel {
     /// Model kind: `mlp`, `cnn` or `lstm`.
     pub kind: Option<String>,
@@ -145,7 +145,7 @@ pub enum RawColumn {
 
 /// `[data]` as written. Keys for one `kind` are rejected with the other.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawData {
     /// `synthetic`, `csv`, `idx` or `series`.
     pub kind: Option<String>,
@@ -199,7 +199,7 @@ pub struct RawData {
 
 /// `[train]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawTrain {
     /// Number of passes over the training split.
     pub epochs: Option<i64>,
@@ -247,7 +247,7 @@ pub struct RawTrain {
 
 /// `[train.offload]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawOffload {
     /// `none` or `host`: where a step sums its micro-batches' gradients.
     pub gradients: Option<String>,
@@ -255,7 +255,7 @@ pub struct RawOffload {
 
 /// `[train.schedule]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawSchedule {
     /// `constant`, `linear`, `cosine`, `step` or `exponential`.
     pub kind: Option<String>,
@@ -273,7 +273,7 @@ pub struct RawSchedule {
 
 /// `[train.early_stopping]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawEarlyStopping {
     /// The metric watched (`val_loss`, `val_accuracy`, ...).
     pub monitor: Option<String>,
@@ -289,7 +289,7 @@ pub struct RawEarlyStopping {
 
 /// `[memory]` as written.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawMemory {
     /// `growth` or `preallocate`.
     pub policy: Option<String>,

@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// What is wrong with a value, without its key (the caller names the key): `must be > 0, got
 /// -1`.
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize, Serializer};
 pub struct ValueError(pub String);
 
 /// A size as written in TOML: a string with a unit, an integer byte count, or a fraction.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum RawSize {
     /// Bytes.
@@ -21,6 +22,33 @@ pub enum RawSize {
     Fraction(f64),
     /// A number with a unit.
     Text(String),
+}
+
+/// Read by type, so that a value of none of the three says what a size is (serde's untagged
+/// enums only say that no variant matched).
+impl<'de> Deserialize<'de> for RawSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Size;
+        impl Visitor<'_> for Size {
+            type Value = RawSize;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a size like \"512MiB\" or a fraction in (0, 1]")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawSize, E> {
+                Ok(RawSize::Bytes(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawSize, E> {
+                Ok(RawSize::Bytes(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawSize, E> {
+                Ok(RawSize::Fraction(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawSize, E> {
+                Ok(RawSize::Text(v.to_string()))
+            }
+        }
+        deserializer.deserialize_any(Size)
+    }
 }
 
 /// A validated memory size.

@@ -66,7 +66,7 @@ fn bad_tables_name_the_key() {
         ("[sweep]\nmonitor = \"loss\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.monitor: must name a validation metric"),
         ("[sweep]\nmode = \"up\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.mode: must be \"min\" or \"max\", got \"up\""),
         ("[sweep]\nmethod = 3\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.method: invalid type: integer `3`, expected a string"),
-        ("[sweep]\nbudget = true\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.budget: must be a size like \"512MiB\" or a fraction in (0, 1]"),
+        ("[sweep]\nbudget = true\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.budget: invalid type: boolean `true`, expected a size like \"512MiB\" or a fraction in (0, 1]"),
         ("[sweep]\nvary = [1]\n", "sweep.vary: invalid type: sequence, expected a table"),
         ("[sweep]\nmethod = \"tpe\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: method = \"tpe\" needs trials"),
         ("[sweep]\nmethod = \"tpe\"\ntrials = 0\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: must be >= 1, got 0"),

@@ -76,8 +76,9 @@ impl RunRecorder {
         self.step
     }
 
-    /// Records the number of optimizer steps taken so far (a resumed run's, at its start).
-    pub fn set_step(&mut self, step: usize) {
+    /// Records the number of optimizer steps taken so far: the guard's, after each step and at
+    /// a resumed run's start.
+    pub(in crate::train) fn set_step(&mut self, step: usize) {
         self.step = step;
     }
 }
