@@ -6,8 +6,8 @@
 //! while a micro-batch's gradients are added: the sum and the newest. Summed on the host, each
 //! parameter's gradient moves to host memory as soon as its backward pass is done and is added
 //! there, its device copy dropped at once; after the last micro-batch the sum moves back. The
-//! device then holds one gradient set, for one set's transfer each way per micro-batch. The
-//! host adds in f32, as the device does, in the same order.
+//! device then holds one gradient set, for one set read back per micro-batch and one written
+//! back per step. The host adds in f32, as the device does, in the same order.
 
 use std::marker::PhantomData;
 
@@ -90,18 +90,11 @@ impl<M: Module> HostSum<M> {
     }
 
     fn take(&mut self, model: &M) -> GradientsParams {
-        let mut sum = std::mem::take(&mut self.sum);
-        let Some(device) = self.origin.take() else {
-            return sum;
-        };
-        let mut back = GradientsParams::new();
-        let mut visitor = ToDevice {
-            sum: &mut sum,
-            back: &mut back,
-            device: &device,
-        };
-        model.visit(&mut visitor);
-        back
+        let sum = std::mem::take(&mut self.sum);
+        match self.origin.take() {
+            Some(device) => sum.to_device(&device, model),
+            None => sum,
+        }
     }
 }
 
@@ -127,22 +120,6 @@ impl ModuleVisitor for ToHost<'_> {
             None => new,
         };
         self.sum.register::<D>(param.id, sum);
-    }
-}
-
-/// Moves each parameter's summed gradient back to the device, one at a time.
-struct ToDevice<'a> {
-    sum: &'a mut GradientsParams,
-    back: &'a mut GradientsParams,
-    device: &'a Device,
-}
-
-impl ModuleVisitor for ToDevice<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        if let Some(sum) = self.sum.remove::<D>(param.id) {
-            let sum = Tensor::<D>::from_data(sum.into_data(), self.device);
-            self.back.register::<D>(param.id, sum);
-        }
     }
 }
 
