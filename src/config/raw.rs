@@ -249,8 +249,10 @@ pub struct RawTrain {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawOffload {
-    /// `none` or `host`: where a step sums its micro-batches' gradients.
+    /// `none`, `host` or `auto`: where a step sums its micro-batches' gradients.
     pub gradients: Option<String>,
+    /// `none`, `host` or `auto`: where the optimizer's state lives and its update runs.
+    pub optimizer: Option<String>,
 }
 
 /// `[train.schedule]` as written.

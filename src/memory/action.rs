@@ -16,6 +16,9 @@ pub enum Action {
     Fit,
     /// A breach failed the run (`on_limit = "fail"`).
     Limit,
+    /// Moved a part of the step to host memory where a limit needed it
+    /// (`train.offload.* = "auto"`).
+    Offload,
 }
 
 impl Action {
@@ -27,6 +30,7 @@ impl Action {
             Action::Shrink => "shrink",
             Action::Fit => "fit",
             Action::Limit => "limit",
+            Action::Offload => "offload",
         }
     }
 }

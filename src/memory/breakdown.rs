@@ -36,8 +36,56 @@ pub struct Footprint {
     pub host_sum: bool,
     /// The optimizer's state once it has stepped.
     pub optimizer: u64,
+    /// The optimizer's state, and an f32 master copy of the weights, are kept in host memory
+    /// (`train.offload.optimizer = "host"`): the device holds none of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_optimizer: bool,
     /// The dataset held in memory, where it is counted (`None`: not known).
     pub data: Option<u64>,
+}
+
+impl Footprint {
+    /// One f32 gradient set.
+    pub fn gradient_set(&self) -> u64 {
+        self.gradients / self.gradient_sets.max(1)
+    }
+
+    /// The optimizer's state on the device: none where it is in host memory.
+    pub fn device_optimizer(&self) -> u64 {
+        match self.host_optimizer {
+            true => 0,
+            false => self.optimizer,
+        }
+    }
+
+    /// This footprint with the gradient sum (`sum`) and the optimizer's state (`update`) also
+    /// in host memory where they say so: what a layout that `"auto"` offload changed holds.
+    pub fn placed(self, sum: bool, update: bool) -> Self {
+        let host_sum = self.host_sum || sum;
+        let sets = if host_sum { 1 } else { self.gradient_sets };
+        Footprint {
+            gradients: self.gradient_set() * sets,
+            gradient_sets: sets,
+            host_sum,
+            host_optimizer: self.host_optimizer || update,
+            ..self
+        }
+    }
+
+    /// What offload keeps in host memory: the gradient sum, and the optimizer's state with
+    /// the master copy of the weights.
+    pub fn host_bytes(&self) -> u64 {
+        let sum = if self.host_sum {
+            self.gradient_set()
+        } else {
+            0
+        };
+        let update = match self.host_optimizer {
+            true => self.optimizer + self.gradient_set(),
+            false => 0,
+        };
+        sum + update
+    }
 }
 
 /// Where in an epoch its peak fell.
@@ -94,6 +142,10 @@ pub struct Breakdown {
     pub activations: u64,
     /// Everything else in use: the backend's workspace and the process's own allocations.
     pub other: u64,
+    /// Held in host memory by offload (the gradient sum, the optimizer's state and the
+    /// master weights): not part of the device's figure, and not in the total.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host: u64,
     /// The categories that are estimates rather than counts.
     pub estimated: Vec<String>,
 }
@@ -108,9 +160,10 @@ impl Breakdown {
     /// (validation) it is activations alone.
     pub fn of(footprint: &Footprint, rest: u64, peak: u64, phase: PeakPhase) -> Self {
         let data = footprint.data.unwrap_or(0);
-        let known = footprint.weights + footprint.optimizer + data;
+        let state = footprint.device_optimizer();
+        let known = footprint.weights + state + data;
         let transient = peak.saturating_sub(rest);
-        let one_set = footprint.gradients / footprint.gradient_sets.max(1);
+        let one_set = footprint.gradient_set();
         let (gradients, copy, update) = match phase {
             PeakPhase::Backward => {
                 let gradients = footprint.gradients.min(transient);
@@ -138,10 +191,11 @@ impl Breakdown {
             phase,
             weights: footprint.weights + copy,
             gradients,
-            optimizer: footprint.optimizer + update,
+            optimizer: state + update,
             data,
             activations: transient - gradients - copy - update,
             other: rest.saturating_sub(known),
+            host: footprint.host_bytes(),
             estimated: estimated.into_iter().map(String::from).collect(),
         }
     }
@@ -189,8 +243,15 @@ impl std::fmt::Display for Breakdown {
         if !self.estimated.is_empty() {
             write!(f, " (estimated: {})", self.estimated.join(", "))?;
         }
+        if self.host > 0 {
+            write!(f, "; offloaded to host memory: {}", format_bytes(self.host))?;
+        }
         Ok(())
     }
+}
+
+fn is_zero(bytes: &u64) -> bool {
+    *bytes == 0
 }
 
 #[cfg(test)]
@@ -207,6 +268,7 @@ mod tests {
             gradients: 20 * MIB,
             gradient_sets: 1,
             host_sum: false,
+            host_optimizer: false,
             optimizer: 20 * MIB,
             data: Some(5 * MIB),
         };
@@ -234,6 +296,7 @@ mod tests {
             gradients: 10 * MIB,
             gradient_sets: 1,
             host_sum: false,
+            host_optimizer: false,
             optimizer: 0,
             data: None,
         };
@@ -254,6 +317,7 @@ mod tests {
             gradients: 8 * MIB,
             gradient_sets: 1,
             host_sum: false,
+            host_optimizer: false,
             optimizer: 16 * MIB,
             data: Some(0),
         };
@@ -274,6 +338,7 @@ mod tests {
             gradients: 16 * MIB,
             gradient_sets: 2,
             host_sum: false,
+            host_optimizer: false,
             optimizer: 16 * MIB,
             data: Some(0),
         };

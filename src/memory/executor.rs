@@ -316,6 +316,7 @@ mod tests {
             phase: crate::memory::Phase::RunStart,
             breakdown: None,
             advice: None,
+            offload: Box::default(),
         });
         assert_eq!(exec.apply(&fail).unwrap(), None);
         assert!(HostCounters::read().installed);

@@ -59,6 +59,23 @@ impl FitTarget {
         }
     }
 
+    /// Why `probed` found no micro-batch that fits, or `None` where the last one fits: what
+    /// an `offload` memory action says before the probes run again.
+    pub(crate) fn short(&self, (probes, _): &(Vec<FitProbe>, usize)) -> Option<String> {
+        let last = probes.last().expect("one probe at least");
+        (last.peak > self.budget()).then(|| {
+            format!(
+                "no micro-batch fits: a step at micro-batch {} peaks at {}, over {} ({} limit \
+                 less {:.0}%); probing again",
+                last.micro_batch,
+                format_bytes(last.peak),
+                format_bytes(self.budget()),
+                format_bytes(self.limit),
+                MARGIN * 100.0
+            )
+        })
+    }
+
     /// After the probes: gives back what they took, and records the chosen micro-batch as a
     /// `fit` memory action, or fails the run if none fits. `before`: bytes in use before them.
     pub(crate) fn conclude(
@@ -121,6 +138,7 @@ impl FitTarget {
                 phase: Phase::Step,
                 breakdown: None,
                 advice: None,
+                offload: Box::default(),
             });
         }
         let detail = format!(

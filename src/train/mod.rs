@@ -43,10 +43,10 @@ pub use optimizer::{build_optimizer, FusedAdam};
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{
     accumulate_gradients, accumulated_step, apply_gradients, footprint, micro_batches,
-    resting_bytes, Accumulated, Clip, GradientSum, HostSum, Stepped, Updated,
+    resting_bytes, Accumulated, Clip, GradientSum, HostMaster, HostSum, Stepped, SumPlace, Updated,
 };
 pub use trainer::Trainer;
 
 pub use guard::{Breach, MemoryGuard, Prepared, StepCheck};
-pub use layout::Layout;
+pub use layout::{Layout, Offloaded};
 pub use recorder::{EpochFigures, MemoryStats, RunRecorder};

@@ -11,7 +11,7 @@ use burn::tensor::Device;
 use super::epochs::{empty_training_split, seeded_model};
 use super::optimizer::build_optimizer;
 use super::precision::MixedPrecision;
-use super::step::{accumulate_gradients, apply_gradients, footprint, Clip};
+use super::step::{accumulate_gradients, apply_gradients, footprint, Clip, HostMaster, SumPlace};
 use super::trainer::check_precision;
 use crate::backend;
 use crate::builtin::{self, Visit};
@@ -124,25 +124,22 @@ fn step_peak<T: Task>(
         .map(<[T::Item]>::to_vec)
         .collect();
     let mut precision = MixedPrecision::from_config(train);
-    let offload = train.offload.gradients;
-    let accumulated =
-        accumulate_gradients(task, &model, group, device, &precision, offload, || {
-            probe.observe();
-            Ok::<(), Error>(())
-        })?;
+    let place = SumPlace::configured(&train.offload);
+    let accumulated = accumulate_gradients(task, &model, group, device, &precision, place, || {
+        probe.observe();
+        Ok::<(), Error>(())
+    })?;
     let mut optimizer = build_optimizer(train);
     let clip = Clip::from_config(train);
-    let updated = apply_gradients(
-        model,
-        accumulated.grads,
-        &mut optimizer,
-        &mut precision,
-        clip,
-        train.lr,
-    )
+    let (grads, lr) = (accumulated.grads, train.lr);
+    let mut master = HostMaster::default();
+    let updated = match place.update_on_host {
+        true => master.apply(model, grads, &mut optimizer, (&mut precision, clip), lr),
+        false => apply_gradients(model, grads, &mut optimizer, &mut precision, clip, lr),
+    }
     .map_err(Error::device)?;
     probe.observe();
-    drop((updated, optimizer));
+    drop((updated, optimizer, master));
     let after = probe.read().map_err(Error::device)?;
     let reserved = match after.source {
         MemorySource::CubeclPool => Some(after.bytes_reserved),

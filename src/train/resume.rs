@@ -12,6 +12,7 @@ use super::{Layout, MemoryGuard, Prepared};
 use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
+use crate::memory::MemorySource;
 use crate::record::{current_epochs, read_snapshots, Snapshot};
 
 /// Keys that may differ from the run's `config.toml` on resume: they change where the run
@@ -21,7 +22,7 @@ const MAY_CHANGE: &[&str] = &[
     "run.output_dir",
     "train.epochs",
     "train.gradient_checkpointing",
-    "train.offload.gradients",
+    "train.offload.",
     "data.num_workers",
     "device.index",
     "memory.",
@@ -139,7 +140,9 @@ pub(super) fn open_run(
     resume: Option<&Resume>,
 ) -> Result<(Prepared, PathBuf, Layout), Error> {
     let prepared = MemoryGuard::prepare(&config.memory, device)?;
-    let mut layout = Layout::new(config.train.batch_size, config.train.accumulation_steps);
+    let own_memory = prepared.source() == MemorySource::CubeclPool;
+    let mut layout = Layout::new(config.train.batch_size, config.train.accumulation_steps)
+        .with_offload(&config.train.offload, own_memory);
     Ok(match resume {
         Some(resume) => {
             layout.factor = resume.checkpoint.state.layout_factor.max(1);

@@ -280,10 +280,20 @@ impl ConfigBuilder {
     }
 
     /// Where a step sums its micro-batches' gradients (`train.offload.gradients`): `Host`
-    /// keeps one gradient set on a device with memory of its own (not flex).
+    /// keeps one gradient set on a device with memory of its own (not flex); `Auto` moves it
+    /// there only when a limit needs the saving.
     pub fn offload_gradients(mut self, offload: Offload) -> Self {
         let table = self.raw.train.offload.get_or_insert_with(Default::default);
         table.gradients = Some(name_of(offload));
+        self
+    }
+
+    /// Where the optimizer's state lives and its update runs (`train.offload.optimizer`):
+    /// `Host` keeps it, with an f32 master copy of the weights, in host memory, on a device
+    /// with memory of its own (not flex).
+    pub fn offload_optimizer(mut self, offload: Offload) -> Self {
+        let table = self.raw.train.offload.get_or_insert_with(Default::default);
+        table.optimizer = Some(name_of(offload));
         self
     }
 

@@ -78,8 +78,10 @@ fn train_cases() -> Cases {
         ),
         (
             b().device(Backend::Wgpu, 0)
-                .offload_gradients(Offload::Host),
-            "[device]\nbackend = \"wgpu\"\nindex = 0\n[train.offload]\ngradients = \"host\"",
+                .offload_gradients(Offload::Host)
+                .offload_optimizer(Offload::Auto),
+            "[device]\nbackend = \"wgpu\"\nindex = 0\n[train.offload]\ngradients = \"host\"\n\
+             optimizer = \"auto\"",
         ),
         (
             b().schedule(schedule(

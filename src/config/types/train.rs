@@ -179,6 +179,9 @@ pub enum Offload {
     None,
     /// In host memory, moved to and from the device as the step needs it.
     Host,
+    /// On the device until the memory policy needs the saving: a step over the limit that
+    /// no shrink or fit can bring under it moves it to host memory from then on.
+    Auto,
 }
 
 /// `[train.offload]`: what a step on a device with memory of its own keeps in host memory.
@@ -188,6 +191,10 @@ pub struct OffloadConfig {
     /// the host after its backward pass and added there, and the sum moves back for the
     /// update, so that the device holds one gradient set instead of two.
     pub gradients: Offload,
+    /// The optimizer's state and an f32 master copy of the weights: the update runs in host
+    /// memory (on flex) and the updated weights are copied to the device, so that the device
+    /// holds no optimizer state.
+    pub optimizer: Offload,
 }
 
 impl OffloadConfig {

@@ -167,15 +167,22 @@ fn device(raw: RawDevice) -> Result<DeviceConfig> {
 
 /// Refuses offload to the host on flex, whose tensors are in host memory already.
 fn host_has_no_offload(device: &DeviceConfig, offload: &OffloadConfig) -> Result<()> {
-    if device.backend == Backend::Flex && offload.gradients == Offload::Host {
-        return Err(Invalid::new(
-            "train.offload.gradients",
+    if device.backend != Backend::Flex {
+        return Ok(());
+    }
+    let keys = [
+        ("train.offload.gradients", offload.gradients),
+        ("train.offload.optimizer", offload.optimizer),
+    ];
+    match keys.into_iter().find(|(_, place)| *place == Offload::Host) {
+        Some((key, _)) => Err(Invalid::new(
+            key,
             "= \"host\" has nothing to move on device.backend = \"flex\": its tensors are in \
              host memory already; offload is for a device with memory of its own (wgpu, cuda, \
              cpu)",
-        ));
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 impl TryFrom<RawConfig> for RunConfig {

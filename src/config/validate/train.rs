@@ -97,14 +97,15 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
 
 /// `[train.offload]`.
 fn offload(raw: RawOffload) -> Result<OffloadConfig> {
-    let places = [("none", Offload::None), ("host", Offload::Host)];
+    let places = [
+        ("none", Offload::None),
+        ("host", Offload::Host),
+        ("auto", Offload::Auto),
+    ];
+    let place = |key, value: Option<String>| choice(key, value.as_deref(), Offload::None, &places);
     Ok(OffloadConfig {
-        gradients: choice(
-            "train.offload.gradients",
-            raw.gradients.as_deref(),
-            Offload::None,
-            &places,
-        )?,
+        gradients: place("train.offload.gradients", raw.gradients)?,
+        optimizer: place("train.offload.optimizer", raw.optimizer)?,
     })
 }
 

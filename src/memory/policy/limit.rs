@@ -33,6 +33,39 @@ pub struct LimitExceeded {
     pub breakdown: Option<Box<Breakdown>>,
     /// The memory advisor's levers, estimated at the breach, where it could probe.
     pub advice: Option<Box<AdviceRecord>>,
+    /// What offload would save, for each part that `train.offload` keeps on the device.
+    pub offload: Box<[OffloadHint]>,
+}
+
+/// A part of the step that `train.offload` keeps on the device, and what moving it to host
+/// memory would save there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffloadHint {
+    /// The key that moves it (`train.offload.gradients`, `train.offload.optimizer`).
+    pub key: &'static str,
+    /// Device bytes it holds.
+    pub saves: u64,
+}
+
+impl LimitExceeded {
+    /// The offload that would bring the figure under the limit, with what it saves: the one
+    /// part that does alone, else both, else nothing.
+    pub fn offload_fix(&self) -> Option<String> {
+        let over = self.observed.saturating_sub(self.limit);
+        let one =
+            |h: &OffloadHint| format!("{} = \"host\" (saves {})", h.key, format_bytes(h.saves));
+        if let Some(h) = self.offload.iter().find(|h| h.saves >= over) {
+            return Some(one(h));
+        }
+        let all: u64 = self.offload.iter().map(|h| h.saves).sum();
+        (self.offload.len() > 1 && all >= over).then(|| {
+            self.offload
+                .iter()
+                .map(one)
+                .collect::<Vec<_>>()
+                .join(" with ")
+        })
+    }
 }
 
 impl LimitExceeded {
@@ -99,6 +132,13 @@ impl fmt::Display for LimitExceeded {
         let advice = match &self.advice {
             Some(advice) => self.advised(advice),
             None => self.suggestion(),
+        };
+        let advice = match self.offload_fix() {
+            Some(fix) => format!(
+                "offload to host memory would fit: {fix}, or \"auto\" to move it only where \
+                 the limit needs it; {advice}"
+            ),
+            None => advice,
         };
         write!(
             f,
@@ -208,6 +248,7 @@ impl MemoryPolicy for Limit {
             phase,
             breakdown: None,
             advice: None,
+            offload: Box::default(),
         };
         match phase {
             Phase::RunStart if state.resting_estimate > self.bytes => vec![MemoryAction::Fail(

@@ -7,7 +7,7 @@ use std::fmt;
 
 mod limit;
 
-pub use limit::{held, Limit, LimitExceeded};
+pub use limit::{held, Limit, LimitExceeded, OffloadHint};
 
 use super::usage::MemoryUsage;
 use crate::config::{ClearPolicy, MemoryConfig, MemoryPolicyKind};

@@ -245,6 +245,7 @@ fn limit_message_names_values_and_suggests_a_fix() {
         phase: Phase::Step,
         breakdown: None,
         advice: None,
+        offload: Box::default(),
     };
     assert_eq!(
         e.to_string(),
@@ -277,6 +278,7 @@ fn a_breach_after_a_futile_shrink_does_not_suggest_shrinking_again() {
         phase: Phase::Step,
         breakdown: None,
         advice: Some(Box::new(advice.record())),
+        offload: Box::default(),
     };
     let text = e.to_string();
     assert!(
@@ -350,4 +352,48 @@ fn policies_from_config_resolve_fractions_or_explain() {
         policies.decide(Phase::RunEnd, &usage(MemorySource::Host, 0, 0, 0), &STATE),
         vec![MemoryAction::Cleanup]
     );
+}
+
+#[test]
+fn a_limit_error_offers_the_offload_that_would_fit_and_only_that() {
+    let hint = |key, saves| super::OffloadHint { key, saves };
+    let mut e = LimitExceeded {
+        limit: 100 << 20,
+        observed: 120 << 20,
+        measure: "reserved in the device pools",
+        epoch: 1,
+        step: 2,
+        micro_batch: 64,
+        accumulation_steps: 4,
+        futile_shrink: None,
+        phase: Phase::Step,
+        breakdown: None,
+        advice: None,
+        offload: Box::new([
+            hint("train.offload.gradients", 8 << 20),
+            hint("train.offload.optimizer", 30 << 20),
+        ]),
+    };
+    // The one part that fits alone.
+    let text = e.to_string();
+    assert!(
+        text.contains(
+            "; offload to host memory would fit: train.offload.optimizer = \"host\" (saves \
+             30.0 MiB), or \"auto\""
+        ),
+        "{text}"
+    );
+    // Neither alone, both together.
+    e.offload[1].saves = 15 << 20;
+    assert_eq!(
+        e.offload_fix().as_deref(),
+        Some(
+            "train.offload.gradients = \"host\" (saves 8.0 MiB) with train.offload.optimizer = \
+             \"host\" (saves 15.0 MiB)"
+        )
+    );
+    // Not even both: not offered.
+    e.offload[1].saves = 5 << 20;
+    assert_eq!(e.offload_fix(), None);
+    assert!(!e.to_string().contains("offload"), "{e}");
 }

@@ -292,6 +292,7 @@ pub(super) mod tests {
                     data: 0,
                     activations: 9 << 20,
                     other: 1 << 20,
+                    host: 0,
                     estimated: vec![],
                 });
                 s

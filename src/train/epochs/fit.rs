@@ -10,7 +10,9 @@
 //! items come from the dataset itself) and nothing that training draws later (each step seeds
 //! the device's generator). Afterwards the free memory is given back (pool pages, heap pages)
 //! and what the probes kept is measured and recorded. Preallocation is refused with `"fit"`:
-//! the release would give its reservation back.
+//! the release would give its reservation back. Where no micro-batch fits and
+//! `train.offload.* = "auto"` may still move a part of the step to host memory, it moves it
+//! and the probes run again.
 
 use super::probe::StepUnder;
 use super::Epochs;
@@ -24,11 +26,23 @@ impl<T: Task> Epochs<'_, T> {
         let target = FitTarget::of(self.guard, &self.config.train);
         let items = self.probe_items()?;
         let before = self.guard.in_use()?;
-        let probed = target.probe_halves(|micro_batch, micro_steps| {
-            let at = StepUnder::run_as_configured(run);
-            let probed = self.probe(&at, &items, micro_batch, micro_steps)?;
-            Ok(probed.held + run.footprint.optimizer)
-        })?;
+        let probed = loop {
+            let probed = target.probe_halves(|micro_batch, micro_steps| {
+                let at = StepUnder::run_as_configured(run);
+                let probed = self.probe(&at, &items, micro_batch, micro_steps)?;
+                let state = match self.guard.layout().optimizer_on_host() {
+                    true => 0,
+                    false => run.footprint.optimizer,
+                };
+                Ok(probed.held + state)
+            })?;
+            // Where none fits, `"auto"` offload moves a part of the step to host memory and
+            // the probes run again.
+            match target.short(&probed) {
+                Some(why) if self.guard.offload_next(self.recorder, 0, &why)? => continue,
+                _ => break probed,
+            }
+        };
         target.conclude((&mut *self.guard, &mut *self.recorder), probed, before)
     }
 }

@@ -16,7 +16,7 @@ use crate::memory::policy::held;
 use crate::task::score::items;
 use crate::task::Task;
 use crate::train::precision::MixedPrecision;
-use crate::train::step::accumulate_gradients;
+use crate::train::step::{accumulate_gradients, SumPlace};
 
 /// What a probed step runs with.
 pub(super) struct StepUnder<'a, T: Task> {
@@ -84,9 +84,9 @@ impl<T: Task> Epochs<'_, T> {
             .collect();
         self.guard.open_window();
         let guard = &mut *self.guard;
-        let offload = self.config.train.offload.gradients;
+        let place = SumPlace::from(guard.layout());
         let (task, model, device, precision) = (self.task, at.model, at.device, at.precision);
-        let probed = accumulate_gradients(task, model, group, device, precision, offload, || {
+        let probed = accumulate_gradients(task, model, group, device, precision, place, || {
             guard.peek_window();
             Ok::<(), Error>(())
         })?;

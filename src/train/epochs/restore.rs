@@ -34,6 +34,7 @@ impl<T: Task> Epochs<'_, T> {
         }
         checkpoint.load_model(run.model_mut())?;
         run.optimizer = checkpoint.load_optimizer(run.optimizer.clone())?;
+        run.master.reset();
         run.schedule = checkpoint.load_schedule(run.schedule.clone())?;
         if let Some(scaler) = &state.loss_scaler {
             let precision = self.config.train.precision;

@@ -19,7 +19,7 @@ use crate::task::Task;
 use crate::train::decide::{EarlyStop, EarlyStopState, Schedule};
 use crate::train::optimizer::build_optimizer;
 use crate::train::precision::MixedPrecision;
-use crate::train::step::{footprint, Clip};
+use crate::train::step::{footprint, Clip, HostMaster};
 
 /// Held while a run seeds the device and initialises its model.
 static INITIALISING: Mutex<()> = Mutex::new(());
@@ -36,6 +36,8 @@ pub(super) struct Run<T: Task> {
     /// `None` only while an update holds it.
     model: Option<T::Model>,
     pub(super) optimizer: ModuleOptimizer,
+    /// The master copy of the weights while the update runs in host memory.
+    pub(super) master: HostMaster<T::Model>,
     pub(super) precision: MixedPrecision,
     pub(super) schedule: Schedule,
     pub(super) clip: Option<Clip>,
@@ -120,13 +122,14 @@ impl<T: Task> Epochs<'_, T> {
         };
         let footprint = footprint(&model, train, data);
         Ok(Run {
-            to_come: footprint.gradients + footprint.optimizer,
+            to_come: footprint.gradients + footprint.device_optimizer(),
             footprint,
             device,
             train_loader,
             valid_loader,
             model: Some(model),
             optimizer: build_optimizer(train),
+            master: HostMaster::default(),
             precision: MixedPrecision::from_config(train),
             schedule: Schedule::new(train, total_steps),
             clip: Clip::from_config(train),

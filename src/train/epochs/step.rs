@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::task::Task;
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
 use crate::train::step::protocol::Updater;
-use crate::train::step::{accumulate_gradients, micro_batches};
+use crate::train::step::{accumulate_gradients, micro_batches, SumPlace};
 
 impl<T: Task> Epochs<'_, T> {
     /// Trains one optimizer step over `group` (emptied), and returns its loss, on the device.
@@ -26,7 +26,6 @@ impl<T: Task> Epochs<'_, T> {
         // Only a step that a limit may shrink and retry keeps its items for the retry.
         let retry = self.config.memory.on_limit == OnLimit::Shrink;
         let (task, seed) = (self.task, self.config.run.seed);
-        let offload = self.config.train.offload.gradients;
         let accumulated =
             (self.guard).run_step(self.recorder, at.epoch, at.step, |micro, check| {
                 // Dropout draws from the device's generator, whose state cannot be saved: it is
@@ -34,8 +33,9 @@ impl<T: Task> Epochs<'_, T> {
                 run.device.seed(step_seed(seed, at.step));
                 let micro = micro_batches(group, micro, retry);
                 let (model, precision) = (run.model(), &run.precision);
+                let place = SumPlace::from(check.layout());
                 let check = || check.check();
-                accumulate_gradients(task, model, micro, &run.device, precision, offload, check)
+                accumulate_gradients(task, model, micro, &run.device, precision, place, check)
             })?;
         group.clear();
         let loss = accumulated.loss();
@@ -44,6 +44,7 @@ impl<T: Task> Epochs<'_, T> {
         let (outcome, clipped) = run.update(|run, model| {
             let updater = Updater {
                 optimizer: &mut run.optimizer,
+                master: &mut run.master,
                 precision: &mut run.precision,
                 schedule: &mut run.schedule,
                 clip: run.clip,

@@ -94,7 +94,16 @@ impl MemoryGuard {
     ) -> Result<(), Error> {
         match self.check_usage(epoch, step, usage) {
             Ok(()) => Ok(()),
-            Err(Breach::Fail(e)) => Err(self.fail(rec, e)),
+            Err(Breach::Fail(e)) => {
+                let why = format!(
+                    "{} over the limit at step {step}, from the next step on",
+                    format_bytes(e.observed)
+                );
+                match self.offload_next(rec, epoch, &why)? {
+                    true => Ok(()),
+                    false => Err(self.fail(rec, e)),
+                }
+            }
             Err(Breach::Shrink { observed }) => self.shrink(rec, (epoch, step), observed),
         }
     }
@@ -146,6 +155,7 @@ impl MemoryGuard {
     /// Records a breach and turns it into the run's error.
     pub(crate) fn fail(&mut self, rec: &mut RunRecorder, mut e: LimitExceeded) -> Error {
         e.breakdown = self.breach_breakdown(&e, rec.steps()).map(Box::new);
+        e.offload = self.offload_hints(&e);
         if let Err(write_error) = self.record(rec, e.epoch, Action::Limit, e.to_string()) {
             return write_error;
         }
@@ -164,6 +174,11 @@ impl MemoryGuard {
         } else {
             full.optimizer
         };
+        // In host memory the state is all there from the first update on, and not the device's.
+        let state = match full.host_optimizer {
+            true => full.optimizer,
+            false => state,
+        };
         // The gradient sets of the layout at the breach, which a shrink or a fit changed.
         let sets = if e.accumulation_steps > 1 && !full.host_sum {
             2
@@ -180,7 +195,7 @@ impl MemoryGuard {
         // the gradients are part of the step's transient.
         let rest = self
             .resting_estimate
-            .saturating_sub(full.gradients + full.optimizer - state);
+            .saturating_sub(full.gradients + full.device_optimizer() - f.device_optimizer());
         let phase = match e.phase {
             Phase::Step if self.in_update => PeakPhase::Update,
             Phase::RunStart | Phase::Step | Phase::RunEnd => PeakPhase::Backward,

@@ -15,6 +15,7 @@ use burn::tensor::Device;
 mod breach;
 mod limit;
 mod measure;
+mod offload;
 mod prepare;
 mod retry;
 

@@ -3,6 +3,7 @@
 
 use super::{Breach, MemoryGuard};
 use crate::error::Error;
+use crate::memory::format_bytes;
 use crate::train::recorder::RunRecorder;
 
 /// Handed to an attempt at a step: checks memory against the limit, after each backward pass.
@@ -18,6 +19,12 @@ impl StepCheck<'_> {
     pub fn check(&mut self) -> Result<(), Breach> {
         self.guard.check_step(self.recorder, self.epoch, self.step)
     }
+
+    /// The layout this attempt runs under: its micro-batch, and where its gradient sum and
+    /// update are kept ([`GradientSum::for_step`](crate::train::GradientSum::for_step) takes it).
+    pub fn layout(&self) -> crate::train::Layout {
+        self.guard.layout()
+    }
 }
 
 impl MemoryGuard {
@@ -25,7 +32,10 @@ impl MemoryGuard {
     /// [`StepCheck`] to call after each backward pass, and returns what the step produced
     /// (the accumulated gradients, say) or the breach a check reported. Under
     /// `on_limit = "shrink"` a breach halves the micro-batch, is recorded, and the attempt
-    /// runs again; a failure is recorded and becomes the run's error.
+    /// runs again; where a breach would fail the run and `train.offload.* = "auto"` may still
+    /// move a part of the step to host memory, it moves it and the attempt runs again (read
+    /// the layout from [`StepCheck::layout`]); a failure is recorded and becomes the run's
+    /// error.
     ///
     /// The attempt must leave the model untouched until it succeeds: only gradients are
     /// computed inside it, and the update follows.
@@ -47,8 +57,18 @@ impl MemoryGuard {
             };
             match attempt(micro_batch, &mut check) {
                 Ok(done) => return Ok(done),
-                Err(Breach::Shrink { observed }) => self.shrink(rec, (epoch, step), observed)?,
-                Err(Breach::Fail(e)) => return Err(self.fail(rec, e)),
+                Err(Breach::Shrink { observed }) => {
+                    self.shrink(rec, (epoch, step), observed)?;
+                    // The breached attempt's pool pages back, so that the retry is measured on
+                    // its own.
+                    self.control.release()?;
+                }
+                Err(Breach::Fail(e)) => {
+                    let why = format!("{} over the limit at step {step}", format_bytes(e.observed));
+                    if !self.offload_next(rec, epoch, &why)? {
+                        return Err(self.fail(rec, e));
+                    }
+                }
             }
             self.control.probe().begin_window();
         }

@@ -87,6 +87,7 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         self.model = None;
         self.optimizer = build_optimizer(&self.config.train);
+        self.master.reset();
         let ended = (self.guard).run_end(&mut self.recorder, self.stats.epochs);
         draw(
             (&self.guard, &mut self.recorder),

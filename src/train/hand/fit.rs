@@ -26,27 +26,38 @@ impl<M: Module + 'static> HandLoop<M> {
         let train = &self.config.train;
         let target = FitTarget::of(&self.guard, train);
         let model = (self.model.as_ref()).expect("the model is back after every update");
-        let to_come = footprint(model, train, None).optimizer;
+        let state = footprint(model, train, None).optimizer;
         let before = self.guard.in_use()?;
         let (guard, precision) = (&mut self.guard, &self.precision);
-        let offload = train.offload.gradients;
-        let probed = target.probe_halves(|micro_batch, micro_steps| {
-            guard.release()?;
-            guard.open_window();
-            let micro_batches = samples.div_ceil(micro_batch.max(1)).min(micro_steps.min(2));
-            let mut accumulator = GradientSum::<M>::for_step(offload, micro_batches);
-            for start in (0..samples).step_by(micro_batch).take(micro_steps.min(2)) {
-                let rows = start..(start + micro_batch).min(samples);
-                let share = rows.len() as f64 / samples.max(1) as f64;
-                let l = loss(model, rows);
-                backward_share(&mut accumulator, model, precision, l, share, || {
-                    guard.peek_window();
-                    Ok::<(), Error>(())
-                })?;
+        let probed = loop {
+            let probed = target.probe_halves(|micro_batch, micro_steps| {
+                let to_come = match guard.layout().optimizer_on_host() {
+                    true => 0,
+                    false => state,
+                };
+                guard.release()?;
+                guard.open_window();
+                let micro_batches = samples.div_ceil(micro_batch.max(1)).min(micro_steps.min(2));
+                let mut accumulator = GradientSum::<M>::for_step(guard.layout(), micro_batches);
+                for start in (0..samples).step_by(micro_batch).take(micro_steps.min(2)) {
+                    let rows = start..(start + micro_batch).min(samples);
+                    let share = rows.len() as f64 / samples.max(1) as f64;
+                    let l = loss(model, rows);
+                    backward_share(&mut accumulator, model, precision, l, share, || {
+                        guard.peek_window();
+                        Ok::<(), Error>(())
+                    })?;
+                }
+                drop(accumulator);
+                Ok(held(&guard.read_window()?).0 + to_come)
+            })?;
+            // Where none fits, `"auto"` offload moves a part of the step to host memory and the
+            // probes run again, as the trainer's do.
+            match target.short(&probed) {
+                Some(why) if guard.offload_next(&mut self.recorder, 0, &why)? => continue,
+                _ => break probed,
             }
-            drop(accumulator);
-            Ok(held(&guard.read_window()?).0 + to_come)
-        })?;
+        };
         target.conclude((&mut self.guard, &mut self.recorder), probed, before)
     }
 }

@@ -51,7 +51,7 @@ use super::decide::Schedule;
 use super::precision::MixedPrecision;
 use super::resume::Resume;
 use super::stats::Stats;
-use super::step::Clip;
+use super::step::{Clip, HostMaster};
 use super::{MemoryGuard, RunRecorder};
 use crate::config::RunConfig;
 use crate::error::Error;
@@ -67,6 +67,8 @@ pub struct HandLoop<M: Module + 'static> {
     /// `None` only while an update holds it.
     model: Option<M>,
     optimizer: ModuleOptimizer,
+    /// The master copy of the weights while the update runs in host memory.
+    master: HostMaster<M>,
     precision: MixedPrecision,
     schedule: Schedule,
     clip: Option<Clip>,

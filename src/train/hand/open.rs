@@ -19,7 +19,7 @@ use crate::train::precision::MixedPrecision;
 use crate::train::resume::{open_run, Resume};
 use crate::train::run_dir;
 use crate::train::stats::Stats;
-use crate::train::step::{footprint, Clip};
+use crate::train::step::{footprint, Clip, HostMaster};
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Opens the run: new, or `resume`d.
@@ -42,7 +42,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let mut optimizer = build_optimizer(train);
         let mut schedule = Schedule::new(train, total_steps);
         let mut precision = MixedPrecision::from_config(train);
-        let to_come = footprint.gradients + footprint.optimizer;
+        let to_come = footprint.gradients + footprint.device_optimizer();
         let (mut stats, epoch) = match &resume {
             None => {
                 guard.run_start(&mut recorder, to_come)?;
@@ -66,6 +66,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let to_fit = config.memory.on_limit == OnLimit::Fit && resume.is_none();
         Ok(HandLoop {
             optimizer,
+            master: HostMaster::default(),
             precision,
             schedule,
             clip: Clip::from_config(train),

@@ -52,7 +52,6 @@ impl<M: Module + 'static> HandLoop<M> {
         let (epoch, step) = (self.epoch, self.stats.steps + 1);
         let seed = self.config.run.seed;
         let (device, precision) = (&self.device, &self.precision);
-        let offload = self.config.train.offload.gradients;
         let model = self
             .model
             .as_ref()
@@ -62,7 +61,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 // Dropout draws from the device's generator: seeded per step, as the trainer does.
                 device.seed(crate::train::epochs::step_seed(seed, step));
                 let micro_batches = samples.div_ceil(micro.max(1));
-                let mut accumulator = GradientSum::<M>::for_step(offload, micro_batches);
+                let mut accumulator = GradientSum::<M>::for_step(check.layout(), micro_batches);
                 // The step's loss stays on the device until the step is done: one read a step,
                 // not one between micro-batches.
                 let mut value: Option<Tensor<1>> = None;
@@ -81,6 +80,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let value = value.map_or(0.0, |v| v.into_scalar::<f32>() as f64);
         let updater = Updater {
             optimizer: &mut self.optimizer,
+            master: &mut self.master,
             precision: &mut self.precision,
             schedule: &mut self.schedule,
             clip: self.clip,

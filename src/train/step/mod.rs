@@ -11,14 +11,16 @@ use crate::memory::{Footprint, MemoryProbe};
 use crate::task::{MetricSums, Task};
 
 mod clip;
+mod host_update;
 mod micro;
 pub(in crate::train) mod protocol;
 mod sum;
 
 pub use clip::Clip;
+pub use host_update::HostMaster;
 pub use micro::micro_batches;
 pub use protocol::backward_share;
-pub use sum::{GradientSum, HostSum};
+pub use sum::{GradientSum, HostSum, SumPlace};
 
 /// What a step returns.
 #[derive(Debug)]
@@ -52,7 +54,7 @@ impl Accumulated {
 }
 
 /// Runs forward and backward on each micro-batch of `group` (lists of items, batched on
-/// `device` by the task's batcher) and sums the gradients where `offload` says: on the device
+/// `device` by the task's batcher) and sums the gradients where `place` says: on the device
 /// with Burn's [`GradientsAccumulator`](burn::optim::GradientsAccumulator), or in host memory
 /// ([`GradientSum`]).
 ///
@@ -73,11 +75,11 @@ pub fn accumulate_gradients<T: Task, E>(
     group: Vec<Vec<T::Item>>,
     device: &Device,
     precision: &MixedPrecision,
-    offload: Offload,
+    place: SumPlace,
     mut after_backward: impl FnMut() -> Result<(), E>,
 ) -> Result<Accumulated, E> {
     let samples: usize = group.iter().map(|items| items.len()).sum();
-    let mut sum = GradientSum::<T::Model>::for_step(offload, group.len());
+    let mut sum = GradientSum::<T::Model>::for_step(place, group.len());
     let mut sums = MetricSums::default();
     let cx = precision.compute();
     for items in group {
@@ -124,7 +126,7 @@ pub fn accumulated_step<T: Task>(
         group,
         device,
         precision,
-        Offload::None,
+        SumPlace::default(),
         || {
             probe.observe();
             Ok::<(), std::convert::Infallible>(())
@@ -180,19 +182,19 @@ pub fn apply_gradients<M: Module>(
     })
 }
 
-/// Bytes that training `model` will add at rest to what its parameters already hold: the f32
-/// gradients (twice with accumulation, unless the sum is offloaded to the host) and the
-/// optimizer's state, which the first step allocates.
+/// Bytes that training `model` will add at rest on its device to what its parameters already
+/// hold: the f32 gradients (twice with accumulation, unless the sum is offloaded to the host)
+/// and the optimizer's state (unless it is offloaded), which the first step allocates.
 pub fn resting_bytes<M: Module>(model: &M, config: &TrainConfig) -> u64 {
     let f = footprint(model, config, None);
-    f.gradients + f.optimizer
+    f.gradients + f.device_optimizer()
 }
 
 /// What training `model` under `config` holds by kind, from the parameters' sizes: the
 /// weights (and a compute copy of 2 bytes a value in bf16 or f16), the gradient sets a step
 /// holds (f32; two with accumulation, the sum and the micro-batch's own, unless the sum is
-/// offloaded to the host) and the optimizer's state; `data`: the dataset's bytes, where
-/// counted.
+/// offloaded to the host) and the optimizer's state (with where `train.offload` keeps it);
+/// `data`: the dataset's bytes, where counted.
 pub fn footprint<M: Module>(model: &M, config: &TrainConfig, data: Option<u64>) -> Footprint {
     let params = model.num_params() as u64;
     let copy = match config.precision {
@@ -212,6 +214,7 @@ pub fn footprint<M: Module>(model: &M, config: &TrainConfig, data: Option<u64>) 
         gradient_sets: grad_sets,
         host_sum,
         optimizer: params * 4 * state_copies(config),
+        host_optimizer: config.offload.optimizer == Offload::Host,
         data,
     }
 }

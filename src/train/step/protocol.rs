@@ -6,14 +6,15 @@
 //!    its share of the batch, scaled and backpropagated into the step's sum by
 //!    [`backward_share`], with memory checked after each backward pass;
 //! 2. [`Updater::update`] reads memory before the update, takes the schedule's rate, and
-//!    applies the sum ([`apply_gradients`]: loss scaling undone and checked, clipping);
+//!    applies the sum ([`apply_gradients`]: loss scaling undone and checked, clipping), on
+//!    the device or, where the layout says, in host memory ([`HostMaster`]);
 //! 3. the loop counts a skipped step, then [`MemoryGuard::after_step`] reads memory after it.
 
 use burn::module::Module;
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Tensor;
 
-use super::{apply_gradients, Clip, GradientSum, Updated};
+use super::{apply_gradients, Clip, GradientSum, HostMaster, Updated};
 use crate::error::Error;
 use crate::train::decide::Schedule;
 use crate::train::precision::MixedPrecision;
@@ -36,18 +37,20 @@ pub fn backward_share<M: Module, E>(
     Ok(())
 }
 
-/// What updates the model: the optimizer, the loss scaling, the schedule and clipping.
-pub(in crate::train) struct Updater<'a> {
+/// What updates the model: the optimizer, the loss scaling, the schedule and clipping, and
+/// the master copy of the weights for an update in host memory.
+pub(in crate::train) struct Updater<'a, M> {
     pub optimizer: &'a mut ModuleOptimizer,
+    pub master: &'a mut HostMaster<M>,
     pub precision: &'a mut MixedPrecision,
     pub schedule: &'a mut Schedule,
     pub clip: Option<Clip>,
 }
 
-impl Updater<'_> {
+impl<M: Module> Updater<'_, M> {
     /// The update half of step `step` of `epoch`: memory read before it, the schedule's next
-    /// rate, and `grads` applied to `model`.
-    pub(in crate::train) fn update<M: Module>(
+    /// rate, and `grads` applied to `model`, in host memory where the guard's layout says.
+    pub(in crate::train) fn update(
         self,
         (guard, recorder): (&mut MemoryGuard, &mut RunRecorder),
         (epoch, step): (usize, usize),
@@ -56,7 +59,11 @@ impl Updater<'_> {
     ) -> Result<Updated<M>, Error> {
         guard.before_update(recorder, epoch, step)?;
         let lr = self.schedule.advance();
-        apply_gradients(model, grads, self.optimizer, self.precision, self.clip, lr)
-            .map_err(Error::device)
+        let (optimizer, precision, clip) = (self.optimizer, self.precision, self.clip);
+        match guard.layout().optimizer_on_host() {
+            true => (self.master).apply(model, grads, optimizer, (precision, clip), lr),
+            false => apply_gradients(model, grads, optimizer, precision, clip, lr),
+        }
+        .map_err(Error::device)
     }
 }

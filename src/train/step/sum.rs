@@ -15,7 +15,37 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 
-use crate::config::Offload;
+use crate::train::Layout;
+
+/// Where a step keeps its gradient sum, and where the sum is wanted for the update.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SumPlace {
+    /// The sum is kept in host memory (`train.offload.gradients`).
+    pub on_host: bool,
+    /// The update runs in host memory (`train.offload.optimizer`): a host sum stays there.
+    pub update_on_host: bool,
+}
+
+impl SumPlace {
+    /// Where `offload` puts the sum from the start (`"auto"` keeps it on the device until a
+    /// limit moves it).
+    pub fn configured(offload: &crate::config::OffloadConfig) -> Self {
+        use crate::config::Offload;
+        SumPlace {
+            on_host: offload.gradients == Offload::Host,
+            update_on_host: offload.optimizer == Offload::Host,
+        }
+    }
+}
+
+impl From<Layout> for SumPlace {
+    fn from(layout: Layout) -> Self {
+        SumPlace {
+            on_host: layout.gradients == crate::config::Offload::Host,
+            update_on_host: layout.optimizer_on_host(),
+        }
+    }
+}
 
 /// A step's sum of its micro-batches' gradients.
 pub enum GradientSum<M> {
@@ -26,20 +56,13 @@ pub enum GradientSum<M> {
 }
 
 impl<M: Module> GradientSum<M> {
-    /// An empty sum, kept where `offload` says.
-    fn new(offload: Offload) -> Self {
-        match offload {
-            Offload::None => GradientSum::Device(GradientsAccumulator::new()),
-            Offload::Host => GradientSum::Host(Box::new(HostSum::new())),
-        }
-    }
-
-    /// An empty sum for a step of `micro_batches`: in host memory only where `offload` says
-    /// so and there is a sum to keep (one micro-batch's gradients are the step's own).
-    pub fn for_step(offload: Offload, micro_batches: usize) -> Self {
-        match micro_batches > 1 {
-            true => Self::new(offload),
-            false => Self::new(Offload::None),
+    /// An empty sum for a step of `micro_batches`, kept where `place` says: in host memory
+    /// only where there is a sum to keep (one micro-batch's gradients are the step's own).
+    pub fn for_step(place: impl Into<SumPlace>, micro_batches: usize) -> Self {
+        let place = place.into();
+        match place.on_host && micro_batches > 1 {
+            true => GradientSum::Host(Box::new(HostSum::new(place.update_on_host))),
+            false => GradientSum::Device(GradientsAccumulator::new()),
         }
     }
 
@@ -51,7 +74,8 @@ impl<M: Module> GradientSum<M> {
         }
     }
 
-    /// The sum, on the device the gradients came from, and the sum emptied.
+    /// The sum, and the sum emptied: on the device the gradients came from, or in host memory
+    /// where the update runs there.
     pub fn take(&mut self, model: &M) -> GradientsParams {
         match self {
             GradientSum::Device(accumulator) => accumulator.grads(),
@@ -66,15 +90,18 @@ pub struct HostSum<M> {
     host: Device,
     /// The device the gradients came from, where the sum goes back.
     origin: Option<Device>,
+    /// The update runs in host memory: the sum stays there.
+    stays: bool,
     phantom: PhantomData<M>,
 }
 
 impl<M: Module> HostSum<M> {
-    fn new() -> Self {
+    fn new(stays: bool) -> Self {
         HostSum {
             sum: GradientsParams::new(),
             host: Device::flex(),
             origin: None,
+            stays,
             phantom: PhantomData,
         }
     }
@@ -92,8 +119,8 @@ impl<M: Module> HostSum<M> {
     fn take(&mut self, model: &M) -> GradientsParams {
         let sum = std::mem::take(&mut self.sum);
         match self.origin.take() {
-            Some(device) => sum.to_device(&device, model),
-            None => sum,
+            Some(device) if !self.stays => sum.to_device(&device, model),
+            _ => sum,
         }
     }
 }
@@ -114,13 +141,19 @@ impl ModuleVisitor for ToHost<'_> {
         self.origin.get_or_insert_with(|| new.device());
         // Through its data, read now: the device copy goes with `new` before the next
         // parameter's move, and the host copy carries no autodiff context of the device's.
-        let new = Tensor::<D>::from_data(owned(new.into_data()), self.host);
+        let new = to_host(new, self.host);
         let sum = match self.sum.remove::<D>(param.id) {
             Some(sum) => sum.add(new),
             None => new,
         };
         self.sum.register::<D>(param.id, sum);
     }
+}
+
+/// `tensor` read into host memory (`host`, flex): through its data, with no autodiff context
+/// of the device's.
+pub(super) fn to_host<const D: usize>(tensor: Tensor<D>, host: &Device) -> Tensor<D> {
+    Tensor::<D>::from_data(owned(tensor.into_data()), host)
 }
 
 /// `data` in memory of its own. A read from a device's pools comes back in the device's staging

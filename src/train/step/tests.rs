@@ -188,7 +188,7 @@ fn clipped_update(
         cut(data, sizes),
         &device,
         &precision,
-        crate::config::Offload::None,
+        super::SumPlace::default(),
         || Ok::<(), std::convert::Infallible>(()),
     );
     let mut optimizer = build_optimizer(config);
