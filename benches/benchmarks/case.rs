@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 use tidemark::config::{
-    load, Backend, ClearPolicy, ConfigBuilder, DataSource, MemorySize, OnLimit, RunConfig,
+    load, Backend, ClearPolicy, ConfigBuilder, DataSource, MemorySize, Offload, OnLimit, RunConfig,
 };
 use tidemark::memory::MemorySource;
 use tidemark::record::Observer;
@@ -86,32 +86,41 @@ fn held_peak(spec: &CaseSpec, g: &super::GrowthFigures) -> u64 {
 
 /// A limit the workload's step breaks and a step of half its micro-batch fits: halfway between
 /// the growth run's peak and the peak its breakdown predicts for half the micro-batch (half
-/// the activations, and a second gradient set where accumulation starts). An error says why
-/// halving cannot help.
+/// the activations, and a second gradient set where accumulation starts), and whether the
+/// case needs `"auto"` offload to meet it.
+///
+/// Where halving cannot help (a parameter-heavy step), a device with memory of its own sizes
+/// the limit halfway between the peak and the peak with the optimizer's state in host memory,
+/// and the case runs with `train.offload.* = "auto"`; on flex, where there is nothing to
+/// offload to, an error says why halving cannot help.
 fn shrink_limit(
     spec: &CaseSpec,
     g: &super::GrowthFigures,
     cfg: &tidemark::config::RunConfig,
-) -> Result<u64, String> {
+) -> Result<(u64, bool), String> {
     let peak = held_peak(spec, g);
     let Some(b) = &g.breakdown else {
         let rest = g.rest_in_use.min(peak);
-        return Ok(rest + (peak - rest) / 2);
+        return Ok((rest + (peak - rest) / 2, false));
     };
     let second_set = match cfg.train.accumulation_steps {
         1 => b.gradients,
         _ => 0,
     };
     let halved = (peak + second_set).saturating_sub(b.activations / 2);
-    if halved >= peak {
+    if halved < peak {
+        return Ok((halved + (peak - halved) / 2, false));
+    }
+    let bytes = tidemark::memory::format_bytes;
+    if spec.backend == tidemark::config::Backend::Flex || b.optimizer == 0 {
         return Err(format!(
-            "not sized: half the micro-batch saves at most {} of activations and adds a \
-             {} gradient set",
-            tidemark::memory::format_bytes(b.activations / 2),
-            tidemark::memory::format_bytes(second_set)
+            "not sized: half the micro-batch saves at most {} of activations and adds a {} \
+             gradient set, and flex has no device memory to offload from",
+            bytes(b.activations / 2),
+            bytes(second_set)
         ));
     }
-    Ok(halved + (peak - halved) / 2)
+    Ok((peak - b.optimizer / 2, true))
 }
 
 /// The median of `values` (sorted in place).
@@ -141,12 +150,18 @@ pub fn run(spec: &CaseSpec) -> CaseResult {
             base.memory_limit(MemorySize::Bytes(held_peak(spec, g) * 5 / 4), OnLimit::Fail)
         }
         (Policy::LimitShrink | Policy::LimitFit, Some(g)) => match shrink_limit(spec, g, &cfg) {
-            Ok(limit) => {
+            Ok((limit, offload)) => {
                 let on_limit = match spec.policy {
                     Policy::LimitFit => OnLimit::Fit,
                     _ => OnLimit::Shrink,
                 };
-                base.memory_limit(MemorySize::Bytes(limit), on_limit)
+                let base = base.memory_limit(MemorySize::Bytes(limit), on_limit);
+                match offload {
+                    true => base
+                        .offload_gradients(Offload::Auto)
+                        .offload_optimizer(Offload::Auto),
+                    false => base,
+                }
             }
             Err(note) => {
                 return CaseResult {
@@ -211,6 +226,18 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
     }
     if let Some(limit) = summary.limit_bytes {
         note.push(format!("limit {}", tidemark::memory::format_bytes(limit)));
+    }
+    let offloaded: Vec<&str> = snapshots
+        .iter()
+        .filter(|s| s.action == Some(tidemark::memory::Action::Offload))
+        .filter_map(|s| s.detail.as_deref()?.split(" = ").next())
+        .collect();
+    if !offloaded.is_empty() {
+        // The step time above includes the transfers.
+        note.push(format!(
+            "auto offload: {} (transfers in the step time)",
+            offloaded.join(", ")
+        ));
     }
     note.push(format!("run {:.1} s", started.elapsed().as_secs_f64()));
     let median_step_ms = median(&mut intervals);

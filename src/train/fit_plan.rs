@@ -12,7 +12,7 @@ use crate::train::{MemoryGuard, RunRecorder};
 
 /// The share of the limit a fitted step may not use: room for what one step's probe does not
 /// see (the update's temporaries, validation).
-pub(crate) const MARGIN: f64 = 0.10;
+pub(crate) const MARGIN: f64 = crate::memory::policy::FIT_MARGIN;
 
 /// One probed micro-batch: its size and the peak predicted for a step at it.
 pub(crate) struct FitProbe {

@@ -109,3 +109,37 @@ impl Layout {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auto() -> OffloadConfig {
+        OffloadConfig {
+            gradients: Offload::Auto,
+            optimizer: Offload::Auto,
+        }
+    }
+
+    #[test]
+    fn auto_moves_the_sum_first_then_the_optimizer_and_nothing_on_flex() {
+        let mut layout = Layout::new(64, 1).with_offload(&auto(), true);
+        // No sum to keep at one micro-batch a step: the optimizer goes first.
+        assert_eq!(layout.next_offload(), Some(Offloaded::Optimizer));
+        layout.factor = 2;
+        assert_eq!(layout.next_offload(), Some(Offloaded::Gradients));
+        layout.offload(Offloaded::Gradients);
+        assert!(layout.sum_on_host() && !layout.optimizer_on_host());
+        assert_eq!(layout.next_offload(), Some(Offloaded::Optimizer));
+        layout.offload(Offloaded::Optimizer);
+        assert!(layout.optimizer_on_host());
+        assert_eq!(layout.next_offload(), None);
+        // On flex there is no device memory to move from: "auto" stays on the device.
+        let flex = Layout::new(64, 4).with_offload(&auto(), false);
+        assert_eq!(
+            (flex.gradients, flex.optimizer),
+            (Offload::None, Offload::None)
+        );
+        assert_eq!(flex.next_offload(), None);
+    }
+}

@@ -206,7 +206,7 @@ fn a_file_where_the_directory_of_runs_is_expected_is_named() {
 }
 
 #[test]
-fn gradient_offload_on_flex_is_refused_before_the_run_directory() {
+fn offload_to_the_host_on_flex_is_refused_before_the_run_directory() {
     let env = Env::small();
     env.run(&[
         "train",
@@ -231,7 +231,18 @@ fn gradient_offload_on_flex_is_refused_before_the_run_directory() {
     ])
     .fails_with(
         2,
-        &["train.offload.gradients must be one of \"none\", \"host\", got \"gpu\""],
+        &["train.offload.gradients must be one of \"none\", \"host\", \"auto\", got \"gpu\""],
+    );
+    env.run(&[
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.offload.optimizer=\"host\"",
+    ])
+    .fails_with(
+        2,
+        &["train.offload.optimizer = \"host\" has nothing to move on device.backend = \"flex\""],
     );
     assert!(!env.path("runs").exists(), "nothing was written");
 }

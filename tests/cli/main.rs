@@ -13,6 +13,8 @@ mod flat_search;
 mod fuzz;
 mod inference;
 mod memory;
+#[cfg(feature = "wgpu")]
+mod offload;
 mod parallel;
 mod picture;
 mod prune;

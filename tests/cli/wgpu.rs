@@ -7,7 +7,7 @@
 use super::*;
 use tidemark::config::{Backend, DeviceConfig};
 
-fn adapter_or_skip(test: &str) -> bool {
+pub(super) fn adapter_or_skip(test: &str) -> bool {
     match tidemark::backend::select(&DeviceConfig {
         backend: Backend::Wgpu,
         index: 0,

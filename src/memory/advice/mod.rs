@@ -6,7 +6,10 @@
 //! the run's phases keep their peaks (the update holds one gradient set either way), so the
 //! new training peak is the highest of the phases after the change. Dropping the optimizer's
 //! state (SGD without momentum) lowers every figure taken while the state is held (from the
-//! first update on) by the state's bytes, counted from the parameters.
+//! first update on) by the state's bytes, counted from the parameters. On a device with memory
+//! of its own, offload is a lever too: the gradient sum in host memory takes one gradient set
+//! off the backward passes, the optimizer's state in host memory takes the state off every
+//! figure, each for the bytes it moves per step.
 //!
 //! [`Advice`] is plain numbers, so that a run can hold it through its release without holding
 //! heap; [`AdviceRecord`] is its form in `summary.json`, `tidemark report` and a limit error.
@@ -38,6 +41,17 @@ pub enum Lever {
     Checkpointing,
     /// bf16 compute over the f32 weights, which costs a bf16 copy of them in each step.
     Bf16,
+    /// The step's gradient sum in host memory (`train.offload.gradients = "host"`): one
+    /// gradient set fewer on the device while a step accumulates.
+    OffloadGradients {
+        /// Bytes moved between the device and the host per optimizer step.
+        moved: u64,
+    },
+    /// The optimizer's state and update in host memory (`train.offload.optimizer = "host"`).
+    OffloadOptimizer {
+        /// Bytes moved between the device and the host per optimizer step.
+        moved: u64,
+    },
     /// SGD without momentum in place of an optimizer with state.
     Sgd {
         /// The run already uses SGD, with momentum: the lever turns momentum off (and
@@ -72,7 +86,7 @@ pub struct Estimate {
 }
 
 /// The most levers one advice holds.
-const LEVERS: usize = 8;
+const LEVERS: usize = 10;
 
 /// The training peak's phases the estimates start from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -54,6 +54,23 @@ impl From<&Estimate> for LeverRecord {
                 vec!["train.precision=bf16".to_string()],
                 format!("counts the bf16 copy of the weights ({adds})"),
             ),
+            Lever::OffloadGradients { moved } => (
+                "the gradient sum in host memory".to_string(),
+                vec!["train.offload.gradients=host".to_string()],
+                format!(
+                    "the same update; moves {} between the device and the host per step",
+                    format_bytes(moved)
+                ),
+            ),
+            Lever::OffloadOptimizer { moved } => (
+                "the optimizer in host memory".to_string(),
+                vec!["train.offload.optimizer=host".to_string()],
+                format!(
+                    "the same update, run in host memory with an f32 master copy of the \
+                     weights; moves {} between the device and the host per step",
+                    format_bytes(moved)
+                ),
+            ),
             Lever::Sgd { momentum: false } => (
                 "SGD in place of the optimizer".to_string(),
                 vec!["train.optimizer=sgd".to_string()],

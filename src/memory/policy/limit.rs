@@ -47,11 +47,20 @@ pub struct OffloadHint {
     pub saves: u64,
 }
 
+/// The share of the limit that `on_limit = "fit"` keeps free: a fitted step may not use it.
+pub const FIT_MARGIN: f64 = 0.10;
+
 impl LimitExceeded {
-    /// The offload that would bring the figure under the limit, with what it saves: the one
-    /// part that does alone, else both, else nothing.
+    /// The offload that would bring the figure under the limit (under `fit`'s budget, for a
+    /// probe of `fit`), with what it saves: the one part that does alone, else both, else
+    /// nothing.
     pub fn offload_fix(&self) -> Option<String> {
-        let over = self.observed.saturating_sub(self.limit);
+        let probe = self.phase == Phase::Step && self.step == 0;
+        let room = match probe {
+            true => (self.limit as f64 * (1.0 - FIT_MARGIN)) as u64,
+            false => self.limit,
+        };
+        let over = self.observed.saturating_sub(room);
         let one =
             |h: &OffloadHint| format!("{} = \"host\" (saves {})", h.key, format_bytes(h.saves));
         if let Some(h) = self.offload.iter().find(|h| h.saves >= over) {

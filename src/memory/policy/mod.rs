@@ -7,7 +7,7 @@ use std::fmt;
 
 mod limit;
 
-pub use limit::{held, Limit, LimitExceeded, OffloadHint};
+pub use limit::{held, Limit, LimitExceeded, OffloadHint, FIT_MARGIN};
 
 use super::usage::MemoryUsage;
 use crate::config::{ClearPolicy, MemoryConfig, MemoryPolicyKind};

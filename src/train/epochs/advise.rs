@@ -14,7 +14,7 @@ use super::Epochs;
 use crate::config::{OptimizerKind, Precision};
 use crate::error::Error;
 use crate::memory::policy::Phase;
-use crate::memory::{Advice, Effect, Lever, Peaks};
+use crate::memory::{Advice, Effect, Footprint, Lever, MemorySource, Peaks};
 use crate::task::Task;
 use crate::train::precision::{self, MixedPrecision};
 
@@ -38,7 +38,8 @@ impl<T: Task> Epochs<'_, T> {
                 // steps after it will hold it.
                 let to_come = if self.stats.steps == 0 {
                     peaks.first_step = peaks.first_step.max(e.observed);
-                    run.footprint.optimizer
+                    let on_host = self.guard.layout().optimizer_on_host();
+                    run.footprint.placed(false, on_host).device_optimizer()
                 } else {
                     0
                 };
@@ -79,7 +80,8 @@ impl<T: Task> Epochs<'_, T> {
             .probe_in_place(&configured, &items, batch, steps)?
             .transient;
         let mut advice = Advice::new(peaks);
-        let footprint = run.footprint;
+        // Where `"auto"` offload moved a part of the step, the footprint as it is now.
+        let footprint = (run.footprint).placed(layout.sum_on_host(), layout.optimizer_on_host());
         let one_set = footprint.gradients / footprint.gradient_sets.max(1);
         for k in [2, 4].into_iter().filter(|&k| batch >= k) {
             let micro_batch = batch.div_ceil(k);
@@ -136,11 +138,36 @@ impl<T: Task> Epochs<'_, T> {
             let copy = footprint.weights / 2;
             advice.add(Lever::Bf16, Effect::Transient { base, with }, copy);
         }
-        if footprint.optimizer > 0 {
-            let state = footprint.optimizer;
+        let state = footprint.device_optimizer();
+        if state > 0 {
             let momentum = self.config.train.optimizer == OptimizerKind::Sgd;
             advice.add(Lever::Sgd { momentum }, Effect::State(state), state);
         }
+        if self.guard.source() == MemorySource::CubeclPool {
+            offload_levers(&mut advice, &footprint, base, steps);
+        }
         Ok(advice)
+    }
+}
+
+/// Offload's levers on a device with memory of its own, for a step of `steps` micro-batches
+/// whose backward passes' transient is `base`: the sum in host memory where the step
+/// accumulates on the device (one set off the backward passes, for each micro-batch's set read
+/// back and the sum written once), and the optimizer's state in host memory (the state off
+/// every figure, for a set of gradients read back and one of weights written).
+fn offload_levers(advice: &mut Advice, footprint: &Footprint, base: u64, steps: usize) {
+    let set = footprint.gradient_set();
+    if steps > 1 && !footprint.host_sum {
+        let moved = set * (steps as u64 + 1);
+        let with = base.saturating_sub(set);
+        advice.add(
+            Lever::OffloadGradients { moved },
+            Effect::Transient { base, with },
+            0,
+        );
+    }
+    if footprint.device_optimizer() > 0 {
+        let lever = Lever::OffloadOptimizer { moved: 2 * set };
+        advice.add(lever, Effect::State(footprint.optimizer), 0);
     }
 }
