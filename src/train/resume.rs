@@ -239,7 +239,11 @@ fn may_change_in_words() -> String {
     format!(
         "{} and the {} keys",
         keys.join(", "),
-        sections.join(" and ")
+        match sections.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        }
     )
 }
 
