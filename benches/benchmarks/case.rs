@@ -112,7 +112,7 @@ fn shrink_limit(
         return Ok((halved + (peak - halved) / 2, false));
     }
     let bytes = tidemark::memory::format_bytes;
-    if spec.backend == tidemark::config::Backend::Flex || b.optimizer == 0 {
+    if spec.backend == Backend::Flex || b.optimizer == 0 {
         return Err(format!(
             "not sized: half the micro-batch saves at most {} of activations and adds a {} \
              gradient set, and flex has no device memory to offload from",
@@ -120,7 +120,12 @@ fn shrink_limit(
             bytes(second_set)
         ));
     }
-    Ok((peak - b.optimizer / 2, true))
+    // The pages training took, not the advisor's probes after it.
+    let pages = match g.train_reserved {
+        0 => peak,
+        pages => pages.max(g.peak_in_use),
+    };
+    Ok((pages - b.optimizer / 2, true))
 }
 
 /// The median of `values` (sorted in place).
@@ -179,7 +184,21 @@ pub fn run(spec: &CaseSpec) -> CaseResult {
     if let Err(e) = Trainer::new(first).run() {
         return failed(e);
     }
+    give_back_free_pages(&cfg);
     measured_run(cfg)
+}
+
+/// On CubeCL pools, gives the pages the first run left free back to the device, so that the
+/// measured run's pages are its own: a limit counts reserved pages, and a warm-up's would count
+/// against it before the run's first step. (The host's free pages stay: they are the one-time
+/// state the first run pays for.)
+fn give_back_free_pages(cfg: &RunConfig) {
+    if cfg.device.backend == Backend::Flex {
+        return;
+    }
+    let device = tidemark::backend::select(&cfg.device).expect("the backend is compiled in");
+    device.sync().expect("the device finishes the first run");
+    device.memory_cleanup();
 }
 
 /// The growth policy, `runs` times in this process (each run in its own directory).
@@ -210,6 +229,11 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
         .iter()
         .rfind(|s| s.event == Event::Epoch)
         .map_or(0, |s| s.memory.bytes_in_use);
+    let train_reserved = (snapshots.iter())
+        .filter(|s| s.event == Event::Epoch)
+        .map(|s| s.memory.bytes_reserved)
+        .max()
+        .unwrap_or(0);
     // On the host, reserved is the resident set; its true peak is in the run-end figures.
     let peak_reserved = match summary.memory_source {
         MemorySource::Host => summary
@@ -260,6 +284,7 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
         peak_in_use: summary.peak_bytes_in_use,
         rest_in_use,
         peak_reserved,
+        train_reserved,
         fragmentation: Some(
             1.0 - summary.peak_bytes_in_use.min(peak_reserved) as f64 / peak_reserved.max(1) as f64,
         ),

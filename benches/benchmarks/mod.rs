@@ -2,7 +2,9 @@
 //!
 //! **What a case measures.** A case trains one workload under one policy with tidemark's real
 //! training loop (`Trainer`), twice in one process, and measures the second run (the first
-//! pays for one-time state and runs 5-25% slower). It times every optimizer step from inside
+//! pays for one-time state and runs 5-25% slower; on CubeCL pools the pages it left free go back
+//! to the device first, so that each row's pages are its own run's). It times every optimizer
+//! step from inside
 //! the run: an observer's
 //! `step_done` hook synchronises the device and reads the clock, so each interval holds one
 //! step's loading, forward, backward, update, memory checks and the device's work. The first
@@ -139,6 +141,10 @@ pub struct GrowthFigures {
     pub peak_in_use: u64,
     pub rest_in_use: u64,
     pub peak_reserved: u64,
+    /// On CubeCL pools, the pages its training held (the epochs' figures; the summary's peak
+    /// also counts the advisor's probes after the run).
+    #[serde(default)]
+    pub train_reserved: u64,
     /// The growth run's highest peak by category.
     pub breakdown: Option<Breakdown>,
 }
@@ -151,6 +157,10 @@ pub struct CaseResult {
     pub peak_in_use: u64,
     pub rest_in_use: u64,
     pub peak_reserved: u64,
+    /// The highest figure reserved at an epoch's end (pool pages stay reserved through a run
+    /// under `growth`, so on pools it is what training took).
+    #[serde(default)]
+    pub train_reserved: u64,
     pub fragmentation: Option<f64>,
     pub retained_in_use: Option<i64>,
     pub retained_reserved: Option<i64>,
@@ -253,6 +263,7 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
                 peak_in_use: result.peak_in_use,
                 rest_in_use: result.rest_in_use,
                 peak_reserved: result.peak_reserved,
+                train_reserved: result.train_reserved,
                 breakdown: result.breakdown.clone(),
             });
         }

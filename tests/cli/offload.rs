@@ -1,7 +1,7 @@
 //! Offload on real CubeCL pools (wgpu, on lavapipe where there is no GPU): the optimizer's
 //! state in host memory trains to the same losses with less on the device; under a limit
-//! between the two peaks, `fit` and `shrink` complete with `"auto"` offload and fail without
-//! it, saying which offload would fit; and a run killed with its optimizer in host memory
+//! between the two peaks, `fail` (retrying the step), `fit` and `shrink` complete with
+//! `"auto"` offload and fail without it, saying which offload would fit; and a run killed with its optimizer in host memory
 //! resumes to the uninterrupted run's weights.
 
 use serde_json::Value;
@@ -110,12 +110,35 @@ fn optimizer_offload_keeps_the_losses_and_a_limit_between_the_peaks_needs_it() {
         "offload saved {saved} B, a set is {set} B"
     );
 
+    // The advisor ranks both as levers on the run without them, with what each moves.
+    let summary = env.summary("runs/device");
+    let levers = summary["advice"]["levers"].as_array().expect("advice");
+    for (lever, set) in [
+        (
+            "the gradient sum in host memory",
+            "train.offload.gradients=host",
+        ),
+        (
+            "the optimizer in host memory",
+            "train.offload.optimizer=host",
+        ),
+    ] {
+        let found = levers.iter().find(|l| l["lever"] == lever);
+        let found = found.unwrap_or_else(|| panic!("no {lever} in {levers:?}"));
+        assert_eq!(found["set"][0], set);
+        assert!(num(found, "saves") > 0.0, "{found}");
+        assert!(
+            found["note"].as_str().unwrap().contains("per step"),
+            "{found}"
+        );
+    }
+
     // A limit between the two runs' pool pages (what a limit reads on pools).
     let reserved = |name: &str| num(&env.summary(&format!("runs/{name}")), "peak_bytes_reserved");
     let (high, low) = (reserved("device"), reserved("host"));
     assert!(low < 0.85 * high, "pages {low} against {high}");
     let limit = format!("memory.limit={}", ((high + low) / 2.0) as u64);
-    for policy in ["fit", "shrink"] {
+    for policy in ["fail", "fit", "shrink"] {
         let on_limit = format!("memory.on_limit=\"{policy}\"");
         let (code, err, _) = train(&env, &format!("{policy}-none"), &[&limit, &on_limit]);
         assert_eq!(code, 3, "{policy} without offload: {err}");

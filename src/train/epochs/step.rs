@@ -23,8 +23,10 @@ impl<T: Task> Epochs<'_, T> {
         at: Position,
         tally: &mut Tally,
     ) -> Result<Tensor<1>, Error> {
-        // Only a step that a limit may shrink and retry keeps its items for the retry.
-        let retry = self.config.memory.on_limit == OnLimit::Shrink;
+        // Only a step that a limit may retry (smaller, or with a part moved to host memory)
+        // keeps its items for the retry.
+        let shrinks = self.config.memory.on_limit == OnLimit::Shrink;
+        let retry = shrinks || self.guard.layout().next_offload().is_some();
         let (task, seed) = (self.task, self.config.run.seed);
         let accumulated =
             (self.guard).run_step(self.recorder, at.epoch, at.step, |micro, check| {

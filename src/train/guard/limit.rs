@@ -95,16 +95,18 @@ impl MemoryGuard {
         match self.check_usage(epoch, step, usage) {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => {
-                let why = format!(
-                    "{} over the limit at step {step}, from the next step on",
-                    format_bytes(e.observed)
-                );
+                let why = format!("{} over the limit at step {step}", format_bytes(e.observed));
                 match self.offload_next(rec, epoch, &why)? {
                     true => Ok(()),
                     false => Err(self.fail(rec, e)),
                 }
             }
-            Err(Breach::Shrink { observed }) => self.shrink(rec, (epoch, step), observed),
+            Err(Breach::Shrink { observed }) => {
+                match self.offload_before_shrink(rec, (epoch, step), observed)? {
+                    true => Ok(()),
+                    false => self.shrink(rec, (epoch, step), observed),
+                }
+            }
         }
     }
 

@@ -1,8 +1,9 @@
 //! `train.offload.* = "auto"`: where the limit needs the saving, the guard moves a part of the
 //! step to host memory instead of failing: the gradient sum first (where the step has one),
-//! then the optimizer's state. A breach that a shrink would still answer is shrunk first; only
-//! one that would fail the run (`on_limit = "fail"`, a futile or exhausted shrink, a `fit` that
-//! finds no micro-batch) moves a part. And a limit error names what offload would save where
+//! then the optimizer's state. It moves one where the run would otherwise fail
+//! (`on_limit = "fail"`, a futile or exhausted shrink, a `fit` that finds no micro-batch), and
+//! under `"shrink"` where halving the micro-batch cannot pay for the overshoot; a breach that
+//! halving can answer is shrunk. And a limit error names what offload would save where
 //! it is not allowed to act on its own.
 
 use super::MemoryGuard;
@@ -61,6 +62,40 @@ impl MemoryGuard {
         );
         self.record(rec, epoch, Action::Offload, detail)?;
         Ok(true)
+    }
+
+    /// At a breach of `observed` bytes that `on_limit = "shrink"` would answer by halving the
+    /// micro-batch: moves a part to host memory instead where `"auto"` may and halving cannot
+    /// pay for the overshoot. Halving saves at most half the step's transient beyond what the
+    /// run holds at rest (its activations, and on pools the pages they take), and the first
+    /// halving of a step that does not accumulate adds a gradient set. Returns whether a part
+    /// moved (the caller then retries without shrinking).
+    pub(super) fn offload_before_shrink(
+        &mut self,
+        rec: &mut RunRecorder,
+        (epoch, step): (usize, usize),
+        observed: u64,
+    ) -> Result<bool, Error> {
+        let (Some(f), Some(limit)) = (self.footprint, self.limit_bytes()) else {
+            return Ok(false);
+        };
+        if self.layout.next_offload().is_none() {
+            return Ok(false);
+        }
+        let halving_saves = observed.saturating_sub(self.resting_estimate) / 2;
+        let adds = match self.layout.micro_steps() == 1 && !f.host_sum {
+            true => f.gradient_set(),
+            false => 0,
+        };
+        if halving_saves >= observed.saturating_sub(limit) + adds {
+            return Ok(false);
+        }
+        let why = format!(
+            "{} over the limit at step {step}, where halving the micro-batch saves at most {}",
+            format_bytes(observed),
+            format_bytes(halving_saves.saturating_sub(adds))
+        );
+        self.offload_next(rec, epoch, &why)
     }
 
     /// What offload would save at breach `e` where `train.offload` does not allow it to act:
