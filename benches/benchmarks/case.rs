@@ -120,12 +120,15 @@ fn shrink_limit(
             bytes(second_set)
         ));
     }
-    // The pages training took, not the advisor's probes after it.
+    // Just under the pages training took (not the advisor's probes after it): a limit the
+    // step breaks, which the optimizer's state moved to host memory (about two 8 MiB pages on
+    // W1) makes room under. Halfway down that saving would leave less than a page for the
+    // staging memory the reads back take.
     let pages = match g.train_reserved {
         0 => peak,
         pages => pages.max(g.peak_in_use),
     };
-    Ok((pages - b.optimizer / 2, true))
+    Ok((pages - b.optimizer / 4, true))
 }
 
 /// The median of `values` (sorted in place).

@@ -51,7 +51,8 @@ impl MemoryGuard {
     /// Between step `step`'s backward passes and its update: the passes' figure so far (with
     /// the sum of the last micro-batch's gradients) counts as the backward passes' peak and
     /// is checked, and the update gets its own window, so that its figure is the update's
-    /// alone (the breakdown's `phase`, the advisor's phases).
+    /// alone (the breakdown's `phase`, the advisor's phases). Before the run's first update,
+    /// `"auto"` may move the optimizer's state to host memory before it exists.
     pub fn before_update(
         &mut self,
         rec: &mut RunRecorder,
@@ -61,6 +62,9 @@ impl MemoryGuard {
         let usage = self.control.probe().observe();
         rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.enforce(rec, epoch, step, &usage)?;
+        if rec.steps() == 0 {
+            self.offload_state_to_come(rec, (epoch, step), held(&usage).0)?;
+        }
         self.control.probe().begin_window();
         self.in_update = true;
         Ok(())

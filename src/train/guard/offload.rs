@@ -27,9 +27,46 @@ impl MemoryGuard {
         epoch: usize,
         why: &str,
     ) -> Result<bool, Error> {
-        let Some(part) = self.layout.next_offload() else {
-            return Ok(false);
+        match self.layout.next_offload() {
+            Some(part) => self.offload(rec, epoch, part, why).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Before the run's first update, which allocates the optimizer's state: where
+    /// `train.offload.optimizer = "auto"` and what is held now (`held`) plus that state would
+    /// break the limit, the state goes to host memory before it exists. (Once it exists on the
+    /// device it leaves only at the next update, after the step's gradient pass.)
+    pub(super) fn offload_state_to_come(
+        &mut self,
+        rec: &mut RunRecorder,
+        (epoch, step): (usize, usize),
+        held: u64,
+    ) -> Result<(), Error> {
+        let (Some(f), Some(limit)) = (self.footprint, self.limit_bytes()) else {
+            return Ok(());
         };
+        let state = f.device_optimizer();
+        if self.layout.optimizer != Offload::Auto || state == 0 || held + state <= limit {
+            return Ok(());
+        }
+        let why = format!(
+            "{} held before the first update, which would add {} of optimizer state at step \
+             {step}",
+            format_bytes(held),
+            format_bytes(state)
+        );
+        self.offload(rec, epoch, Offloaded::Optimizer, &why)
+    }
+
+    /// Moves `part` to host memory from now on, and records it.
+    fn offload(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        part: Offloaded,
+        why: &str,
+    ) -> Result<(), Error> {
         self.layout.offload(part);
         let (sum, update) = (part == Offloaded::Gradients, part == Offloaded::Optimizer);
         let saved = self.footprint.map(|f| match part {
@@ -60,15 +97,14 @@ impl MemoryGuard {
             "{} = \"auto\": {why}; {what} from now on{saves}",
             part.key()
         );
-        self.record(rec, epoch, Action::Offload, detail)?;
-        Ok(true)
+        self.record(rec, epoch, Action::Offload, detail)
     }
 
     /// At a breach of `observed` bytes that `on_limit = "shrink"` would answer by halving the
     /// micro-batch: moves a part to host memory instead where `"auto"` may and halving cannot
-    /// pay for the overshoot. Halving saves at most half the step's transient beyond what the
-    /// run holds at rest (its activations, and on pools the pages they take), and the first
-    /// halving of a step that does not accumulate adds a gradient set. Returns whether a part
+    /// pay for the overshoot. Halving saves at most half the step's peak in use beyond what the
+    /// run holds at rest (its activations), and the first halving of a step that does not
+    /// accumulate adds a gradient set. Returns whether a part
     /// moved (the caller then retries without shrinking).
     pub(super) fn offload_before_shrink(
         &mut self,
@@ -82,7 +118,10 @@ impl MemoryGuard {
         if self.layout.next_offload().is_none() {
             return Ok(false);
         }
-        let halving_saves = observed.saturating_sub(self.resting_estimate) / 2;
+        // What halving frees is bytes in use (on pools the breach is read in pages, which a
+        // smaller step does not give back by halves).
+        let in_use = self.control.window().peak_bytes_in_use.min(observed);
+        let halving_saves = in_use.saturating_sub(self.resting_estimate) / 2;
         let adds = match self.layout.micro_steps() == 1 && !f.host_sum {
             true => f.gradient_set(),
             false => 0,

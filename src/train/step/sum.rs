@@ -153,7 +153,12 @@ impl ModuleVisitor for ToHost<'_> {
 /// `tensor` read into host memory (`host`, flex): through its data, with no autodiff context
 /// of the device's.
 pub(super) fn to_host<const D: usize>(tensor: Tensor<D>, host: &Device) -> Tensor<D> {
-    Tensor::<D>::from_data(owned(tensor.into_data()), host)
+    moved_to(tensor, host)
+}
+
+/// `tensor` on `device`, through its data in memory of its own (see [`owned`]).
+pub(crate) fn moved_to<const D: usize>(tensor: Tensor<D>, device: &Device) -> Tensor<D> {
+    Tensor::<D>::from_data(owned(tensor.into_data()), device)
 }
 
 /// `data` in memory of its own. A read from a device's pools comes back in the device's staging

@@ -135,8 +135,20 @@ impl Optimizer for FusedAdam {
         (back(param), Some(state))
     }
 
-    fn to_device<const D: usize>(state: Self::State<D>, device: &Device) -> Self::State<D> {
-        <Adam as Optimizer>::to_device(state, device)
+    /// Moves the moments to `device` (the gradients', when the update moves to host memory
+    /// with `train.offload.optimizer`), each through its data in memory of its own: Burn's move
+    /// would keep a moment read back from CubeCL's pools in their staging memory, counted on
+    /// the device, until the next update replaced it.
+    fn to_device<const D: usize>(mut state: Self::State<D>, device: &Device) -> Self::State<D> {
+        let to = |t: Tensor<D>| match t.device() == *device {
+            true => t,
+            false => crate::train::step::moved_to(t, device),
+        };
+        let m = &mut state.momentum;
+        m.moment_1 = to(m.moment_1.clone());
+        m.moment_2 = to(m.moment_2.clone());
+        m.max_moment_2 = m.max_moment_2.take().map(to);
+        state
     }
 }
 
