@@ -90,9 +90,9 @@ fn held_peak(spec: &CaseSpec, g: &super::GrowthFigures) -> u64 {
 /// case needs `"auto"` offload to meet it.
 ///
 /// Where halving cannot help (a parameter-heavy step), a device with memory of its own sizes
-/// the limit halfway between the peak and the peak with the optimizer's state in host memory,
-/// and the case runs with `train.offload.* = "auto"`; on flex, where there is nothing to
-/// offload to, an error says why halving cannot help.
+/// the limit just under the pages the growth run's training took (a quarter of the optimizer's
+/// state under them), and the case runs with `train.offload.* = "auto"`; on flex, where there
+/// is nothing to offload to, an error says why halving cannot help.
 fn shrink_limit(
     spec: &CaseSpec,
     g: &super::GrowthFigures,

@@ -149,7 +149,8 @@ impl MemoryGuard {
         }
         let layout = self.layout;
         let mut hints = Vec::new();
-        let sum_on_device = !f.host_sum && e.accumulation_steps > 1;
+        // In the update the step's sum is the one gradient set left: moving it saves nothing.
+        let sum_on_device = !f.host_sum && e.accumulation_steps > 1 && !self.in_update;
         if sum_on_device && layout.gradients == Offload::None {
             hints.push(OffloadHint {
                 key: Offloaded::Gradients.key(),

@@ -15,6 +15,7 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor, TensorData};
 
+use crate::config::{Offload, OffloadConfig};
 use crate::train::Layout;
 
 /// Where a step keeps its gradient sum, and where the sum is wanted for the update.
@@ -29,8 +30,7 @@ pub struct SumPlace {
 impl SumPlace {
     /// Where `offload` puts the sum from the start (`"auto"` keeps it on the device until a
     /// limit moves it).
-    pub fn configured(offload: &crate::config::OffloadConfig) -> Self {
-        use crate::config::Offload;
+    pub fn configured(offload: &OffloadConfig) -> Self {
         SumPlace {
             on_host: offload.gradients == Offload::Host,
             update_on_host: offload.optimizer == Offload::Host,
@@ -41,7 +41,7 @@ impl SumPlace {
 impl From<Layout> for SumPlace {
     fn from(layout: Layout) -> Self {
         SumPlace {
-            on_host: layout.gradients == crate::config::Offload::Host,
+            on_host: layout.gradients == Offload::Host,
             update_on_host: layout.optimizer_on_host(),
         }
     }
