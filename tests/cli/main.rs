@@ -13,8 +13,6 @@ mod flat_search;
 mod fuzz;
 mod inference;
 mod memory;
-#[cfg(feature = "wgpu")]
-mod offload;
 mod parallel;
 mod picture;
 mod prune;
@@ -26,6 +24,9 @@ mod tpe;
 mod training;
 #[cfg(feature = "wgpu")]
 mod wgpu;
+// Named for CI's wgpu step, which runs the tests whose path names wgpu.
+#[cfg(feature = "wgpu")]
+mod wgpu_offload;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
