@@ -38,8 +38,7 @@ impl<T: Task> Epochs<'_, T> {
                 // steps after it will hold it.
                 let to_come = if self.stats.steps == 0 {
                     peaks.first_step = peaks.first_step.max(e.observed);
-                    let on_host = self.guard.layout().optimizer_on_host();
-                    run.footprint.placed(false, on_host).device_optimizer()
+                    self.guard.device_state()
                 } else {
                     0
                 };
@@ -80,8 +79,8 @@ impl<T: Task> Epochs<'_, T> {
             .probe_in_place(&configured, &items, batch, steps)?
             .transient;
         let mut advice = Advice::new(peaks);
-        // Where `"auto"` offload moved a part of the step, the footprint as it is now.
-        let footprint = (run.footprint).placed(layout.sum_on_host(), layout.optimizer_on_host());
+        // As `"auto"` offload left it.
+        let footprint = self.guard.footprint().unwrap_or(run.footprint);
         let one_set = footprint.gradients / footprint.gradient_sets.max(1);
         for k in [2, 4].into_iter().filter(|&k| batch >= k) {
             let micro_batch = batch.div_ceil(k);

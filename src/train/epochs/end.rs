@@ -68,7 +68,8 @@ impl<T: Task> Epochs<'_, T> {
                 lr: Some(run.schedule.current()),
                 clipped_steps: run.clip.map(|_| clipped),
                 metrics: figures.metrics.clone(),
-                footprint: Some(run.footprint),
+                // As `"auto"` offload left it.
+                footprint: self.guard.footprint().or(Some(run.footprint)),
             },
         )?;
         let verdict = self.decide(run, epoch, &figures)?;

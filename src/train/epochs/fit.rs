@@ -30,11 +30,7 @@ impl<T: Task> Epochs<'_, T> {
             let probed = target.probe_halves(|micro_batch, micro_steps| {
                 let at = StepUnder::run_as_configured(run);
                 let probed = self.probe(&at, &items, micro_batch, micro_steps)?;
-                let state = match self.guard.layout().optimizer_on_host() {
-                    true => 0,
-                    false => run.footprint.optimizer,
-                };
-                Ok(probed.held + state)
+                Ok(probed.held + self.guard.device_state())
             })?;
             // Where none fits, `"auto"` offload moves a part of the step to host memory and
             // the probes run again.

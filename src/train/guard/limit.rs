@@ -158,6 +158,18 @@ impl MemoryGuard {
         self.footprint = Some(footprint);
     }
 
+    /// What the run's tensors hold by kind now: the footprint it was given, with what
+    /// `train.offload.* = "auto"` has moved to host memory since.
+    pub fn footprint(&self) -> Option<Footprint> {
+        self.footprint
+    }
+
+    /// The optimizer's state the device holds, or will once the first update allocates it:
+    /// none where it is in host memory.
+    pub(crate) fn device_state(&self) -> u64 {
+        self.footprint.map_or(0, |f| f.device_optimizer())
+    }
+
     /// Records a breach and turns it into the run's error.
     pub(crate) fn fail(&mut self, rec: &mut RunRecorder, mut e: LimitExceeded) -> Error {
         e.breakdown = self.breach_breakdown(&e, rec.steps()).map(Box::new);

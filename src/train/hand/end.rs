@@ -42,15 +42,9 @@ impl<M: Module + 'static> HandLoop<M> {
         figures.lr = figures.lr.or(Some(self.schedule.current()));
         figures.loss_scale = figures.loss_scale.or(scale(&self.precision, &tally));
         figures.clipped_steps = figures.clipped_steps.or(self.clip.map(|_| tally.clipped));
-        let model = self
-            .model
-            .as_ref()
-            .expect("the model is back after every update");
-        figures.footprint = figures.footprint.or(Some(crate::train::footprint(
-            model,
-            &self.config.train,
-            None,
-        )));
+        // As `"auto"` offload left it.
+        figures.footprint = figures.footprint.or(self.guard.footprint());
+        let model = (self.model.as_ref()).expect("the model is back after every update");
         let epoch = self.epoch;
         let val_loss = figures.val_loss;
         (self.guard).epoch_end(&mut self.recorder, epoch, figures)?;

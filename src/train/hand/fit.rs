@@ -13,7 +13,7 @@ use super::HandLoop;
 use crate::error::Error;
 use crate::memory::policy::held;
 use crate::train::fit_plan::FitTarget;
-use crate::train::step::{backward_share, footprint, GradientSum};
+use crate::train::step::{backward_share, GradientSum};
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Probes a step of `samples` samples with `loss`, picks the micro-batch and records the
@@ -26,15 +26,11 @@ impl<M: Module + 'static> HandLoop<M> {
         let train = &self.config.train;
         let target = FitTarget::of(&self.guard, train);
         let model = (self.model.as_ref()).expect("the model is back after every update");
-        let state = footprint(model, train, None).optimizer;
         let before = self.guard.in_use()?;
         let (guard, precision) = (&mut self.guard, &self.precision);
         let probed = loop {
             let probed = target.probe_halves(|micro_batch, micro_steps| {
-                let to_come = match guard.layout().optimizer_on_host() {
-                    true => 0,
-                    false => state,
-                };
+                let to_come = guard.device_state();
                 guard.release()?;
                 guard.open_window();
                 let micro_batches = samples.div_ceil(micro_batch.max(1)).min(micro_steps.min(2));

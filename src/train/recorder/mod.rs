@@ -186,12 +186,8 @@ impl RunRecorder {
         let steps = Some(self.trace.take()).filter(|t| !t.is_empty());
         self.stats.run_peaks.training = self.stats.run_peaks.training.max(usage.peak_bytes_in_use);
         let peak = usage.peak_bytes_in_use;
-        // Where `"auto"` offload moved a part of the step, what the device holds now.
-        let (sum, update) = (layout.sum_on_host(), layout.optimizer_on_host());
-        let breakdown = (figures.footprint).map(|f| {
-            let f = f.placed(sum, update);
-            Breakdown::of(&f, usage.bytes_in_use, peak, step_peaks.phase_of(peak))
-        });
+        let breakdown = (figures.footprint)
+            .map(|f| Breakdown::of(&f, usage.bytes_in_use, peak, step_peaks.phase_of(peak)));
         self.snapshot(Event::Epoch, epoch, usage, layout, |s| {
             figures.fill(s);
             s.steps = steps;
