@@ -4,6 +4,10 @@
 #
 #   scripts/gpu-check.sh [--out FILE]   # on a GPU machine (driver installed; no CUDA toolkit needed)
 #   scripts/gpu-check.sh --no-gpu       # only the steps that need no GPU (CI runs this)
+#   scripts/gpu-check.sh --bin FILE [--wgpu]
+#       # a binary built elsewhere (`--features cuda`, or `cuda,wgpu` with --wgpu), on a GPU
+#       # machine with no Rust toolchain: the cargo steps are skipped; --wgpu also runs the
+#       # limit, preallocation, a parallel search and `compare` on wgpu (Vulkan on the GPU)
 #
 # Building `cuda` needs cubecl-llvm's prebuilt LLVM, which its build script downloads. Without
 # internet access, `../shared/scripts/llvm22-standin.sh` (see ../shared/notes/llvm.md) installs
@@ -12,24 +16,31 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 gpu=1
+bin=""
+wgpu=0
 out="gpu-check-$(date +%Y%m%d-%H%M%S).txt"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-gpu) gpu=0 ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --bin) bin="$2"; shift ;;
+    --wgpu) wgpu=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
 
 failures=0
+prebuilt=0
+[ -z "$bin" ] || prebuilt=1
 # Runs a step, appends its command and output to the results file, and counts failures.
 # `expect` is the exit code the step should end with.
 run() {
   local expect="$1"; shift
   printf '\n$ %s\n' "$*" | tee -a "$out"
-  "$@" 2>&1 | tee -a "$out"
+  # STEP_TIMEOUT (seconds) bounds each step on a lent machine; 0, the default, is no limit.
+  timeout --kill-after=5 "${STEP_TIMEOUT:-0}" "$@" 2>&1 | tee -a "$out"
   local code=${PIPESTATUS[0]}
   if [ "$code" -ne "$expect" ]; then
     echo "!! exit $code, expected $expect" | tee -a "$out"
@@ -40,27 +51,44 @@ run() {
 echo "tidemark GPU check, $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out"
 
 # No GPU needed: the CUDA code type-checks. DOCS_RS makes cubecl-llvm skip its LLVM download.
-run 0 env DOCS_RS=1 cargo check --features cuda --all-targets
+[ -n "$bin" ] || run 0 env DOCS_RS=1 cargo check --features cuda --all-targets
 
 if [ "$gpu" -eq 1 ]; then
   run 0 nvidia-smi
-  run 0 cargo build --release --features cuda
-  bin=target/release/tidemark
+  if [ -z "$bin" ]; then
+    run 0 cargo build --release --features cuda
+    bin=target/release/tidemark
+  fi
+  if [ "$wgpu" -eq 1 ]; then
+    # wgpu through the GPU's own Vulkan driver: the same CubeCL pool manager as CUDA.
+    w=(--set device.backend=wgpu)
+    run 3 "$bin" train --config configs/limit-fail.toml "${w[@]}" --out gpu-runs/wgpu
+    run 0 "$bin" train --config configs/limit-shrink.toml "${w[@]}" --out gpu-runs/wgpu
+    run 0 "$bin" train --config configs/preallocate.toml "${w[@]}" --out gpu-runs/wgpu
+    # Trials two at a time under leases sized from the device's capacity (a shorter search).
+    run 0 "$bin" sweep --config configs/search-parallel.toml "${w[@]}" \
+      --set sweep.trials=8 --set train.epochs=3 --out gpu-runs/wgpu
+    run 0 "$bin" compare --config configs/quickstart.toml "${w[@]}" \
+      --policies growth,preallocate,limit,shrink,never --out gpu-runs/wgpu
+  fi
   cuda=(--set device.backend=cuda)
   # The quickstart on CUDA: snapshots come from the device pools (source = "cubecl-pool").
-  run 0 "$bin" train --config configs/quickstart.toml "${cuda[@]}" --out gpu-runs
+  run 0 "$bin" train --config configs/quickstart.toml "${cuda[@]}" --out gpu-runs/cuda
   # Preallocation: run_start shows the reservation; reserved should not rise above it
   # (CUDA has no uniform/staging pools, unlike wgpu).
-  run 0 "$bin" train --config configs/preallocate.toml "${cuda[@]}" --out gpu-runs
+  run 0 "$bin" train --config configs/preallocate.toml "${cuda[@]}" --out gpu-runs/cuda
   # The limit on pool figures: fail (exit 3) and shrink.
-  run 3 "$bin" train --config configs/limit-fail.toml "${cuda[@]}" --out gpu-runs
-  run 0 "$bin" train --config configs/limit-shrink.toml "${cuda[@]}" --out gpu-runs
+  run 3 "$bin" train --config configs/limit-fail.toml "${cuda[@]}" --out gpu-runs/cuda
+  run 0 "$bin" train --config configs/limit-shrink.toml "${cuda[@]}" --out gpu-runs/cuda
   # Clearing between runs against never, ten runs each.
-  run 0 "$bin" sweep --config configs/sweep.toml --runs 10 "${cuda[@]}" --out gpu-runs/between
-  run 0 "$bin" sweep --config configs/sweep.toml --runs 10 --set memory.clear=never "${cuda[@]}" --out gpu-runs/never
+  run 0 "$bin" sweep --config configs/sweep.toml --runs 10 "${cuda[@]}" --out gpu-runs/cuda/between
+  run 0 "$bin" sweep --config configs/sweep.toml --runs 10 --set memory.clear=never "${cuda[@]}" --out gpu-runs/cuda/never
+  # Trials two at a time under leases on CUDA's pools.
+  run 0 "$bin" sweep --config configs/search-parallel.toml "${cuda[@]}" \
+    --set sweep.trials=8 --set train.epochs=3 --out gpu-runs/cuda
   # The memory tests of the test suite (flex, and wgpu if an adapter exists) with cuda built in.
-  run 0 cargo test --release --features cuda
-  for f in gpu-runs/*/snapshots.jsonl; do
+  [ "$prebuilt" -eq 1 ] || run 0 cargo test --release --features cuda
+  for f in gpu-runs/*/*/snapshots.jsonl; do
     printf '\n# %s\n' "$f" >> "$out"
     cat "$f" >> "$out"
   done

@@ -32,7 +32,8 @@ pub(super) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Erro
         MemorySource::Host => available_host_memory(),
         MemorySource::CubeclPool => device_total_memory(&device, source),
     };
-    let budget = of(packing.budget, source, memory).map_err(refused)?;
+    let budget = of(packing.budget, source, memory)
+        .map_err(|e| refused(format!("{e}{}", why_unknown(config))))?;
     check(budget)
 }
 
@@ -65,6 +66,16 @@ fn of(budget: Option<Budget>, source: MemorySource, memory: Option<u64>) -> Resu
         (None, MemorySource::CubeclPool) => 1.0 - POOL_MARGIN,
     };
     Ok((memory as f64 * share) as u64)
+}
+
+/// Why a backend reports no capacity, where that is known.
+fn why_unknown(config: &RunConfig) -> &'static str {
+    match config.device.backend {
+        crate::config::Backend::Wgpu => {
+            " (CubeCL's wgpu runtime reads it only in Burn's `vulkan` build, not the WGSL one)"
+        }
+        _ => "",
+    }
 }
 
 fn check(bytes: u64) -> Result<u64, Error> {
