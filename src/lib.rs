@@ -75,6 +75,8 @@ mod docs {
     mod cubecl_memory {}
     #[doc = include_str!("../docs/data.md")]
     mod data {}
+    #[doc = include_str!("../docs/gpu-results.md")]
+    mod gpu_results {}
     #[doc = include_str!("../docs/memory.md")]
     mod memory {}
     #[doc = include_str!("../docs/outputs.md")]

@@ -267,6 +267,13 @@ fn epoch_losses(snaps: &[Value]) -> Vec<f64> {
 }
 
 /// The run's peak, from its summary (it includes the checkpoints, which epoch peaks do not).
+/// What the process held in use at the run's start: the figure a run's own memory sits on
+/// (its share of it moves between machines: gemm's per-thread buffers are the size of the L2
+/// cache), so a bound on what a run holds is a share of its figures above this one.
+fn start_in_use(snaps: &[Value]) -> f64 {
+    num(&snaps[0], "bytes_in_use")
+}
+
 fn run_peak(env: &Env, run_dir: &str) -> f64 {
     num(&env.summary(run_dir), "peak_bytes_in_use")
 }

@@ -194,6 +194,23 @@ impl MemoryGuard {
         self.close_epoch(rec, epoch, &window)
     }
 
+    /// [`epoch_end`](Self::epoch_end) with the epoch's checkpoint (`write`) in its own window
+    /// between the snapshot and the check, in the trainer's order: what the checkpoint held
+    /// counts in the run's peak, not in the window that follows the epoch.
+    pub(crate) fn epoch_end_checkpointed<T>(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        figures: EpochFigures,
+        write: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.epoch_snapshot(rec, epoch, figures)?;
+        let window = self.control.probe().observe();
+        let written = self.checkpoint(rec, epoch, write)?;
+        self.close_epoch(rec, epoch, &window)?;
+        Ok(written)
+    }
+
     /// After the run's tensors are gone: applies the `clear` policy, measures what stayed
     /// against the baseline, warns if it is more than 1% of the peak, and writes `run_end`.
     pub fn run_end(&mut self, rec: &mut RunRecorder, epoch: usize) -> Result<Retained, Error> {

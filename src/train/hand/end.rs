@@ -47,7 +47,6 @@ impl<M: Module + 'static> HandLoop<M> {
         let model = (self.model.as_ref()).expect("the model is back after every update");
         let epoch = self.epoch;
         let val_loss = figures.val_loss;
-        (self.guard).epoch_end(&mut self.recorder, epoch, figures)?;
         self.stats.epoch(epoch, loss, val_loss, samples_per_sec);
         self.stats.clipped_steps += tally.clipped;
         self.stats.loss_scale = self.precision.scaler().map(|s| s.scale());
@@ -63,7 +62,7 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         let (checkpointer, optimizer, schedule) =
             (&self.checkpointer, &self.optimizer, &self.schedule);
-        (self.guard).checkpoint(&mut self.recorder, epoch, || {
+        (self.guard).epoch_end_checkpointed(&mut self.recorder, epoch, figures, || {
             checkpointer.save_run(&state, model, optimizer, Some(schedule), false)
         })?;
         self.open = false;
