@@ -40,12 +40,44 @@ run() {
   local expect="$1"; shift
   printf '\n$ %s\n' "$*" | tee -a "$out"
   # STEP_TIMEOUT (seconds) bounds each step on a lent machine; 0, the default, is no limit.
-  timeout --kill-after=5 "${STEP_TIMEOUT:-0}" "$@" 2>&1 | tee -a "$out"
+  if declare -F "$1" >/dev/null; then
+    "$@" 2>&1 | tee -a "$out"   # a step of this script's own (it bounds its own waits)
+  else
+    timeout --kill-after=5 "${STEP_TIMEOUT:-0}" "$@" 2>&1 | tee -a "$out"
+  fi
   local code=${PIPESTATUS[0]}
   if [ "$code" -ne "$expect" ]; then
     echo "!! exit $code, expected $expect" | tee -a "$out"
     failures=$((failures + 1))
   fi
+}
+
+# A parallel search of long trials on BACKEND, killed with SIGKILL once both trials run: its
+# children must be gone within 2 s (Linux's parent-death signal), and with them their memory on
+# the device (nvidia-smi lists no compute process of theirs). Prints what it saw; fails if not.
+orphans() {
+  local backend="$1" dir="gpu-runs/$1/orphans" search pids i
+  rm -rf "$dir"
+  "$bin" sweep --config configs/search-parallel.toml --set device.backend="$backend" \
+    --set 'sweep.budget="8GiB"' --set sweep.trials=2 --set train.epochs=500 \
+    --out "$dir" >/dev/null 2>&1 &
+  search=$!
+  for i in $(seq 1 300); do
+    pids=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(" ".join(str(v["pid"]) for v in s["slots"].values() if v["ended_unix"] is None))' \
+      "$dir/search-parallel-sweep/schedule.json" 2>/dev/null)
+    [ "$(echo "$pids" | wc -w)" -eq 2 ] && ls "$dir"/search-parallel-sweep/trial-*/checkpoints/latest >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  echo "children: $pids"
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>&1 | sed 's/^/  on the GPU before: /'
+  kill -9 "$search"; wait "$search" 2>/dev/null
+  sleep 2
+  local left=""
+  for p in $pids; do [ -d "/proc/$p" ] && ! grep -q ') Z ' "/proc/$p/stat" && left="$left $p"; done
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>&1 | sed 's/^/  on the GPU 2 s after: /'
+  echo "children alive 2 s after the search was killed:${left:- none}"
+  for p in $left; do kill -9 "$p"; done
+  [ -z "$left" ] && [ -n "$pids" ]
 }
 
 echo "tidemark GPU check, $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out"
@@ -66,10 +98,12 @@ if [ "$gpu" -eq 1 ]; then
     run 0 "$bin" train --config configs/limit-shrink.toml "${w[@]}" --out gpu-runs/wgpu
     run 0 "$bin" train --config configs/preallocate.toml "${w[@]}" --out gpu-runs/wgpu
     # Trials two at a time under leases sized from the device's capacity (a shorter search).
-    run 0 "$bin" sweep --config configs/search-parallel.toml "${w[@]}" \
+    # wgpu reports no capacity to size a default budget from (docs/search.md): give one.
+    run 0 "$bin" sweep --config configs/search-parallel.toml "${w[@]}" --set 'sweep.budget="8GiB"' \
       --set sweep.trials=8 --set train.epochs=3 --out gpu-runs/wgpu
     run 0 "$bin" compare --config configs/quickstart.toml "${w[@]}" \
       --policies growth,preallocate,limit,shrink,never --out gpu-runs/wgpu
+    run 0 orphans wgpu
   fi
   cuda=(--set device.backend=cuda)
   # The quickstart on CUDA: snapshots come from the device pools (source = "cubecl-pool").
@@ -83,6 +117,7 @@ if [ "$gpu" -eq 1 ]; then
   # Clearing between runs against never, ten runs each.
   run 0 "$bin" sweep --config configs/sweep.toml --runs 10 "${cuda[@]}" --out gpu-runs/cuda/between
   run 0 "$bin" sweep --config configs/sweep.toml --runs 10 --set memory.clear=never "${cuda[@]}" --out gpu-runs/cuda/never
+  run 0 orphans cuda
   # Trials two at a time under leases on CUDA's pools.
   run 0 "$bin" sweep --config configs/search-parallel.toml "${cuda[@]}" \
     --set sweep.trials=8 --set train.epochs=3 --out gpu-runs/cuda

@@ -2,6 +2,7 @@
 //! `validate`. Thin: it parses
 //! arguments, calls the library, prints, and returns an exit code.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
@@ -203,7 +204,8 @@ pub fn main() -> i32 {
     match run(cli) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Where stderr is closed, the exit code still says what happened.
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             e.exit_code()
         }
     }

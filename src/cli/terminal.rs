@@ -1,7 +1,7 @@
 //! What the CLI shows while it trains: progress and one line per epoch on stderr ([`Terminal`]),
 //! and one line per run of a sweep ([`SweepTerminal`]).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use std::time::Duration;
 
@@ -104,7 +104,10 @@ impl Terminal {
         match (&self.bar, &self.table) {
             (Some((bar, _)), _) => bar.println(text),
             (None, Some(table)) => table.println(text),
-            (None, None) => eprintln!("{text}"),
+            // A closed stderr (the search that reads a trial's is gone) is no reason to panic.
+            (None, None) => {
+                let _ = writeln!(std::io::stderr(), "{text}");
+            }
         }
     }
 

@@ -7,11 +7,10 @@
 //! Two guards keep a trial to one writer: the child holds an exclusive lock on
 //! `launch/trial-NNN.lock` while it trains, so a second process on the same trial (a resumed
 //! search while an orphaned child still runs) is refused; and the child stops when the
-//! search's process is gone, so it is not left training alone.
+//! search's process is gone, so it is not left training alone ([`super::parent_death`]).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use nix::fcntl::{Flock, FlockArg};
 
@@ -62,7 +61,7 @@ pub(super) fn write_launch(
 pub fn run_child(launch: &Path, observer: Box<dyn Observer>) -> Result<RunSummary, Error> {
     let cfg = crate::config::load(launch, &[])?;
     let _lock = lock(&launch.with_extension("lock"))?;
-    stop_with_the_parent();
+    super::parent_death::arm()?;
     let gate = GateSpec::read(&gate_path(launch))?;
     let run_dir = cfg.run.output_dir.join(&cfg.run.name);
     train_or_resume(cfg, &run_dir, observer, gate)
@@ -80,20 +79,4 @@ fn lock(path: &Path) -> Result<Flock<File>, Error> {
                 .into(),
         })
     })
-}
-
-/// Ends this process when its parent, the search, is gone (killed, or out of memory): its
-/// latest checkpoint is kept, and `sweep --resume` goes on from it.
-fn stop_with_the_parent() {
-    let parent = std::os::unix::process::parent_id();
-    std::thread::spawn(move || loop {
-        std::thread::sleep(Duration::from_millis(500));
-        if std::os::unix::process::parent_id() != parent {
-            eprintln!(
-                "error: the search that started this trial is gone; stopped at the latest \
-                 checkpoint"
-            );
-            std::process::exit(1);
-        }
-    });
 }

@@ -45,6 +45,10 @@ impl Launch {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        command.env(
+            super::parent_death::SEARCH_PID,
+            std::process::id().to_string(),
+        );
         if let Some(threads) = self.threads {
             command.env("RAYON_NUM_THREADS", threads.to_string());
         }

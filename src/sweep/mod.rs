@@ -12,6 +12,7 @@ mod in_turn;
 mod lease;
 mod packed;
 mod parallel;
+mod parent_death;
 mod picture;
 mod preflight;
 mod prune;
@@ -225,8 +226,47 @@ fn read_plan(dir: &Path) -> Result<Plan, Error> {
         }),
         _ => Error::io(&path, e),
     })?;
-    serde_json::from_slice::<Plan>(&bytes)
-        .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))
+    let plan = serde_json::from_slice::<Plan>(&bytes)
+        .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))?;
+    if let Some(search) = &plan.search {
+        check_plan(search)
+            .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))?;
+    }
+    Ok(plan)
+}
+
+/// What a search takes for granted in its plan, and a hand-edited one may break: trials
+/// numbered 1, 2, ... in order, and TPE's ranges as `[sweep.vary]` checks them.
+fn check_plan(plan: &SearchPlan) -> Result<(), String> {
+    for (i, trial) in plan.trials.iter().enumerate() {
+        if trial.number != i + 1 {
+            return Err(format!(
+                "trials[{i}].number is {}, where the plan's trials are numbered 1, 2, ... in order",
+                trial.number
+            ));
+        }
+    }
+    for (key, domain) in plan.tpe.iter().flat_map(|tpe| &tpe.vary) {
+        match domain {
+            space::Domain::Values(values) if values.is_empty() => {
+                return Err(format!("tpe.vary {key}: an empty list of values"));
+            }
+            space::Domain::Range { min, max, log, .. } => {
+                if min >= max {
+                    return Err(format!(
+                        "tpe.vary {key}: min ({min}) must be below max ({max})"
+                    ));
+                }
+                if *log && *min <= 0.0 {
+                    return Err(format!(
+                        "tpe.vary {key}: a log range needs min > 0, got {min}"
+                    ));
+                }
+            }
+            space::Domain::Values(_) => {}
+        }
+    }
+    Ok(())
 }
 
 fn write_plan(dir: &Path, plan: &Plan) -> Result<(), Error> {

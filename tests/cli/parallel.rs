@@ -213,11 +213,14 @@ fn running_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
     })
 }
 
-/// The grid two at a time, eight epochs a trial, started in the background.
+/// The grid two at a time, eight epochs a trial, started in the background. Five times the
+/// small config's data, so that a trial runs for a while after its first checkpoint (with
+/// Burn optimized in the test build, the small config's whole search takes about a second).
 fn search_of_eight_epochs(env: &Env) -> std::process::Child {
     env.write("grid.toml", &grid("parallel = 2"));
     std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(["sweep", "--config", "grid.toml", "--set", "train.epochs=8"])
+        .args(["--set", "data.samples=6000"])
         .current_dir(env.path("."))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -302,10 +305,15 @@ fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() 
     }
 }
 
-/// Whether process `pid` is not a running tidemark child (a reused pid, or a zombie).
+/// Whether process `pid` is not a running trial child (a reused pid, or a zombie). A child
+/// runs as `/proc/self/exe trial .../launch/trial-NNN.toml`, so its name in `stat` is `exe`:
+/// its command line says what it is.
 fn zombie_or_other(pid: u64) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    !stat.contains("(tidemark)") || stat.contains(") Z ")
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    let trial = cmdline.contains("\0trial\0") && cmdline.contains("launch/trial-");
+    !trial || stat.contains(") Z ")
 }
 
 #[test]
@@ -330,4 +338,83 @@ fn listed_order_and_parallel_trials_do_not_go_together() {
     env.write("grid.toml", &grid("parallel = 2\nbudget = \"lots\""));
     env.run(&["sweep", "--config", "grid.toml"])
         .fails_with(2, &["sweep.budget", "\"lots\""]);
+}
+
+/// The search killed with SIGKILL, as the out-of-memory killer would: every child it was
+/// running stops with it, by Linux's parent-death signal, within the 2 s docs/search.md
+/// promises, keeping its latest checkpoint. Before, a child's watcher thread panicked writing
+/// to the dead search's stderr, and the children trained on alone.
+#[test]
+fn the_children_of_a_killed_search_stop_with_it() {
+    let env = Env::new();
+    env.write("grid.toml", &grid("parallel = 2"));
+    // Trials of 500 epochs: a child left alone would train on for minutes.
+    children_stop_with_the_search(&env, "grid.toml", "runs/small-sweep", "train.epochs=500");
+}
+
+/// Starts `sweep --config CONFIG --set SET` (a search of long trials, two at a time, into
+/// `dir`), kills it with SIGKILL once a trial has checkpointed, and checks that every running
+/// child is gone within 2 s, each with its latest checkpoint whole.
+pub(super) fn children_stop_with_the_search(env: &Env, config: &str, dir: &str, set: &str) {
+    let mut search = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["sweep", "--config", config, "--set", set])
+        .current_dir(env.path("."))
+        .env("XDG_RUNTIME_DIR", env.path("."))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (checkpointed, _) = wait_for(|| running_with_a_checkpoint(env, dir));
+    let text = std::fs::read_to_string(env.path(dir).join("schedule.json")).unwrap();
+    let schedule: Value = serde_json::from_str(&text).unwrap();
+    let running: Vec<(u64, u64)> = schedule["slots"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|slot| slot["ended_unix"].is_null())
+        .map(|slot| {
+            (
+                slot["trial"].as_u64().unwrap(),
+                slot["pid"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(!running.is_empty());
+    signal(search.id() as i32, "-KILL");
+    search.wait().unwrap();
+    let killed = Instant::now();
+    let alive =
+        |pid: u64| std::path::Path::new(&format!("/proc/{pid}")).exists() && !zombie_or_other(pid);
+    while running.iter().any(|&(_, pid)| alive(pid)) && killed.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = killed.elapsed();
+    let orphans: Vec<u64> = running
+        .iter()
+        .map(|&(_, pid)| pid)
+        .filter(|&pid| alive(pid))
+        .collect();
+    for &pid in &orphans {
+        signal(pid as i32, "-KILL");
+    }
+    assert!(
+        orphans.is_empty(),
+        "trials still training 10 s after the search died: {orphans:?}"
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "the children stopped {took:?} after the search"
+    );
+    // Each kept its latest checkpoint whole (one just started may have none yet).
+    for (trial, _) in running {
+        let trial_dir = env.path(dir).join(format!("trial-{trial:03}/checkpoints"));
+        let Ok(latest) = std::fs::read_to_string(trial_dir.join("latest")) else {
+            assert_ne!(trial, checkpointed, "trial {trial} lost its checkpoint");
+            continue;
+        };
+        assert!(
+            trial_dir.join(latest.trim()).join("model.bpk").is_file(),
+            "{latest}"
+        );
+    }
 }

@@ -108,3 +108,49 @@ fn tpe_across_shards_is_refused_naming_the_method() {
         run.stderr()
     );
 }
+
+/// A hand-edited `plan.json` that breaks what the search takes for granted is refused on
+/// `--resume` with exit 2 and one line naming the file, the field and the value, and left as
+/// it is: a trial numbered 0 (it panicked with an index out of bounds), a TPE range with min
+/// above max (it panicked in the estimator).
+#[test]
+fn a_damaged_plan_is_refused_in_one_line_not_a_panic() {
+    let env = Env::new();
+    search(&env);
+    let dir = "a/small-sweep";
+    sweep(&env, "a", &["--set", "sweep.trials=3"]);
+    let path = env.path(dir).join("plan.json");
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let edit = |change: &dyn Fn(&mut Value)| {
+        let mut plan = good.clone();
+        change(&mut plan["search"]);
+        let text = serde_json::to_string_pretty(&plan).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        text
+    };
+    let cases: [(&dyn Fn(&mut Value), &str); 2] = [
+        (
+            &|s| s["trials"][0]["number"] = 0.into(),
+            "trials[0].number is 0, where the plan's trials are numbered 1, 2, ... in order",
+        ),
+        (
+            &|s| {
+                let vary = s["tpe"]["vary"].as_array_mut().unwrap();
+                let lr = vary.iter_mut().find(|v| v[0] == "train.lr").unwrap();
+                lr[1]["range"]["min"] = 0.5.into();
+            },
+            "tpe.vary train.lr: min (0.5) must be below max (0.1)",
+        ),
+    ];
+    for (change, says) in cases {
+        let written = edit(change);
+        let run = env.run(&["sweep", "--resume", dir]);
+        run.fails_with(2, &["plan.json", "not a sweep plan", says]);
+        assert_eq!(run.stderr().trim().lines().count(), 1, "{}", run.stderr());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            written,
+            "left as it is"
+        );
+    }
+}

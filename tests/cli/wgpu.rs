@@ -390,6 +390,26 @@ fn two_trials_run_at_once_each_under_its_lease_on_pools() {
     );
 }
 
+/// On real CubeCL pools too, the children of a search killed with SIGKILL stop with it within
+/// 2 s, and the device's memory goes back with their processes.
+#[test]
+fn the_children_of_a_killed_search_on_pools_stop_with_it() {
+    if !adapter_or_skip("the_children_of_a_killed_search_on_pools_stop_with_it") {
+        return;
+    }
+    let env = Env::new();
+    let search = format!(
+        "{POOL}\n[sweep]\nparallel = 2\nbudget = \"4GiB\"\n[sweep.vary]\ntrain.lr = [0.001, 0.002]\n"
+    );
+    env.write("pool.toml", &search);
+    super::parallel::children_stop_with_the_search(
+        &env,
+        "pool.toml",
+        "runs/pool-sweep",
+        "train.epochs=500",
+    );
+}
+
 /// A parameter-heavy MLP, 64 -> 512 -> 512 -> 10 (a gradient set of 1.2 MiB), trained by SGD,
 /// whose update holds no state: a step's highest figure is in its backward passes.
 const WIDE: &str = r#"
