@@ -128,7 +128,8 @@ fn a_damaged_plan_is_refused_in_one_line_not_a_panic() {
         std::fs::write(&path, &text).unwrap();
         text
     };
-    let cases: [(&dyn Fn(&mut Value), &str); 2] = [
+    type Edit<'a> = &'a dyn Fn(&mut Value);
+    let cases: [(Edit, &str); 2] = [
         (
             &|s| s["trials"][0]["number"] = 0.into(),
             "trials[0].number is 0, where the plan's trials are numbered 1, 2, ... in order",
