@@ -113,6 +113,14 @@ fn parse_bytes_text(text: &str) -> Result<u64, String> {
     // ("1.5GB") through f64, rounded to a byte.
     let bytes = if number.contains('.') {
         let value: f64 = number.parse().map_err(|_| bad())?;
+        // "0.5" is a fraction of a byte, not of the memory: a quoted fraction would otherwise
+        // round to a budget or a limit of 1 B.
+        if scale == 1 && value.fract() != 0.0 {
+            return Err(format!(
+                "\"{text}\" is a fraction of a byte: write a share of the memory unquoted \
+                 ({number}), or a size with a unit (\"512MiB\")"
+            ));
+        }
         let bytes = (value * scale as f64).round();
         if bytes >= u64::MAX as f64 {
             return Err(too_large());
@@ -182,6 +190,12 @@ mod tests {
             )))
         );
         assert!(parse_bytes("1e30").is_err());
+        // A quoted fraction is no size (it rounded to 1 B: a search's budget of one byte).
+        let e = parse_bytes("0.5").unwrap_err().0;
+        assert!(e.contains("\"0.5\" is a fraction of a byte"), "{e}");
+        assert!(e.contains("unquoted (0.5)"), "{e}");
+        assert!(parse_bytes("0.5B").is_err());
+        assert_eq!(parse_bytes("2.0"), Ok(2));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! reports the error.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -50,15 +51,20 @@ pub(super) type Arranged<'a> = (&'a Trial, Option<u64>);
 /// `observer`. `config` builds a trial's config; each is built when needed and dropped after,
 /// so that a long search holds none but the one that trains. With `leases` (trials in
 /// parallel), every unfinished trial is probed for its lease.
+/// A signal that sets `stop` ends the probes with [`Error::Interrupted`].
 pub(super) fn arrange<'a>(
     todo: Vec<&'a Trial>,
     config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
-    order: Order,
-    leases: bool,
+    (order, leases): (Order, bool),
     dir: &Path,
     shard: Option<Shard>,
     observer: &mut dyn Observer,
+    stop: Option<&AtomicBool>,
 ) -> Result<Vec<Arranged<'a>>, Error> {
+    let stopped = || match stop.is_some_and(|s| s.load(Ordering::SeqCst)) {
+        true => Err(Error::Interrupted),
+        false => Ok(()),
+    };
     // Every trial's summary is read here, before any trains: one that cannot be read stops
     // the search before it has replaced anything.
     let unfinished = todo
@@ -79,8 +85,12 @@ pub(super) fn arrange<'a>(
     let mut probed = todo
         .into_iter()
         .zip(unfinished)
-        .map(|(trial, unfinished)| Ok((probe(trial, &config(trial)?, unfinished), trial)))
+        .map(|(trial, unfinished)| {
+            stopped()?;
+            Ok((probe(trial, &config(trial)?, unfinished), trial))
+        })
         .collect::<Result<Vec<(Probe, &Trial)>, Error>>()?;
+    stopped()?;
     // Stable, on two significant digits: trials of one size keep their numbers' order; failed
     // probes go last. Listed (probed for leases only), they stay in their numbers' order.
     if order == Order::LargestFirst {

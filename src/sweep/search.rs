@@ -274,14 +274,20 @@ pub fn run_trials(
         Some(_) => Order::Listed,
         None => plan.order,
     };
+    // In parallel, a signal from here on, the probes included, stops the search with exit
+    // code 130, resumable (the children's own handling takes over when they start).
+    let stop = match budget {
+        Some(_) => Some(super::signals::StopOnSignal::install()?),
+        None => None,
+    };
     let mine = arrange(
         mine,
         &config_of,
-        order,
-        budget.is_some(),
+        (order, budget.is_some()),
         dir,
         shard,
         &mut *observer(0, n),
+        stop.as_ref().map(|s| s.flag()),
     )?;
     let errors = match budget {
         Some(budget) => {

@@ -418,3 +418,58 @@ pub(super) fn children_stop_with_the_search(env: &Env, config: &str, dir: &str, 
         );
     }
 }
+
+/// Forty trials whose probes take seconds (a model of 512 x 512), each trained on two steps.
+const PROBED: &str = r#"
+[run]
+name = "p"
+seed = 1
+[model]
+hidden = [512, 512]
+[data]
+kind = "synthetic"
+samples = 512
+features = 64
+classes = 4
+[train]
+epochs = 1
+batch_size = 256
+[sweep]
+method = "random"
+trials = 40
+parallel = 2
+[sweep.vary]
+train.lr = { min = 1e-4, max = 1e-2, log = true }
+"#;
+
+/// SIGTERM while a parallel search probes its trials, before any trains, ends it with exit
+/// code 130 and its one line, not killed by signal 15 without a word; `sweep --resume` then
+/// runs the whole search.
+#[test]
+fn sigterm_while_probing_exits_130_and_the_search_resumes() {
+    let env = Env::new();
+    env.write("probe.toml", PROBED);
+    let search = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["sweep", "--config", "probe.toml"])
+        .current_dir(env.path("."))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = "runs/p-sweep";
+    // The plan is written before the probes, preflight.json after them.
+    wait_for(|| env.path(dir).join("plan.json").exists().then_some(()));
+    std::thread::sleep(Duration::from_millis(300));
+    let probing = !env.path(dir).join("preflight.json").exists();
+    signal(search.id() as i32, "-TERM");
+    let out = search.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(probing, "the probes were over before the signal: {stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("error: stopped by a signal"), "{stderr}");
+    let resumed = env.run(&["sweep", "--resume", dir]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    let json = sweep_json(&env, dir);
+    assert_eq!(trials(&json).len(), 40);
+    assert!(trials(&json).iter().all(|t| t["status"] == "completed"));
+}

@@ -100,5 +100,9 @@ mod tests {
         assert!(message.contains("\"lots\""), "{message}");
         let (_, message) = packing("budget = 1.5").unwrap_err();
         assert!(message.contains("1.5"), "{message}");
+        // Quoted, a fraction was a budget of 1 B, and every trial failed as larger than it.
+        let (key, message) = packing("budget = \"0.5\"").unwrap_err();
+        assert_eq!(key, "sweep.budget");
+        assert!(message.contains("a fraction of a byte"), "{message}");
     }
 }
