@@ -13,7 +13,6 @@
 # internet access, `../shared/scripts/llvm22-standin.sh` (see ../shared/notes/llvm.md) installs
 # Debian's LLVM 22 in its place; that route is unsupported for users.
 set -uo pipefail
-cd "$(dirname "$0")/.."
 
 gpu=1
 bin=""
@@ -22,14 +21,16 @@ out="gpu-check-$(date +%Y%m%d-%H%M%S).txt"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-gpu) gpu=0 ;;
-    --out) out="$2"; shift ;;
-    --bin) bin="$2"; shift ;;
+    --out) out="$(realpath -m "${2:?--out needs a file}")"; shift ;;
+    --bin) bin="$(realpath "${2:?--bin needs a file}")"; shift ;;
     --wgpu) wgpu=1 ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
+# Paths given are the caller's; the steps run from the repository's root.
+cd "$(dirname "$0")/.."
 
 failures=0
 prebuilt=0
@@ -74,10 +75,15 @@ orphans() {
   sleep 2
   local left=""
   for p in $pids; do [ -d "/proc/$p" ] && ! grep -q ') Z ' "/proc/$p/stat" && left="$left $p"; done
-  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>&1 | sed 's/^/  on the GPU 2 s after: /'
+  local after
+  after=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>&1)
+  echo "$after" | sed 's/^/  on the GPU 2 s after: /'
   echo "children alive 2 s after the search was killed:${left:- none}"
   for p in $left; do kill -9 "$p"; done
-  [ -z "$left" ] && [ -n "$pids" ]
+  local held=""
+  for p in $pids; do echo "$after" | grep -q "^$p," && held="$held $p"; done
+  echo "children still holding device memory:${held:- none}"
+  [ -z "$left" ] && [ -z "$held" ] && [ "$(echo "$pids" | wc -w)" -eq 2 ]
 }
 
 echo "tidemark GPU check, $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee "$out"

@@ -29,9 +29,14 @@ case "${1:-}" in
     unshare --mount --propagation private bash -c '
       set -e
       file="$1"; shift
+      mounted=0
       for dir in /sys/devices/system/cpu/cpu[0-9]*/cache/index*; do
-        [ "$(cat "$dir/level" 2>/dev/null)" = 2 ] && mount --bind "$file" "$dir/size"
+        if [ "$(cat "$dir/level" 2>/dev/null)" = 2 ]; then
+          mount --bind "$file" "$dir/size"
+          mounted=$((mounted + 1))
+        fi
       done
+      [ "$mounted" -gt 0 ] || { echo "other-cpu: no L2 cache in /sys to change" >&2; exit 2; }
       exec "$@"' other-cpu "$file" "$@"
     ;;
   --haswell)
@@ -44,7 +49,7 @@ case "${1:-}" in
     # qemu warns once per CPU feature its emulator lacks (tsc-deadline, hle, ...): noise here.
     qemu-x86_64 -cpu Haswell "$@" 2> >(grep -v '^qemu-x86_64: warning: TCG' >&2)
     ;;
-  -h | --help | '') sed -n '2,17p' "$0" ;;
+  -h | --help | '') sed -n '2,16p' "$0" ;;
   *)
     echo "other-cpu: unknown option $1 (try --help)" >&2
     exit 2

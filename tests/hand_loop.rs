@@ -380,7 +380,7 @@ fn same_memory_figures(fit: &std::path::Path, hand: &std::path::Path) {
         // The release's line is the one whose peak is not the run's: its window opens at the
         // hand loop's last checkpoint, with the model and the optimizer's state still held,
         // and after the trainer has dropped them with its loaders (tens of KiB here).
-        if f["event"] != "memory_action" {
+        if f["action"] != "cleanup" {
             near(
                 &h["peak_bytes_in_use"],
                 &f["peak_bytes_in_use"],

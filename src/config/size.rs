@@ -113,12 +113,12 @@ fn parse_bytes_text(text: &str) -> Result<u64, String> {
     // ("1.5GB") through f64, rounded to a byte.
     let bytes = if number.contains('.') {
         let value: f64 = number.parse().map_err(|_| bad())?;
-        // "0.5" is a fraction of a byte, not of the memory: a quoted fraction would otherwise
+        // "0.5" or "1.0" is no count of bytes: a quoted share of the memory would otherwise
         // round to a budget or a limit of 1 B.
-        if scale == 1 && value.fract() != 0.0 {
+        if scale == 1 {
             return Err(format!(
-                "\"{text}\" is a fraction of a byte: write a share of the memory unquoted \
-                 ({number}), or a size with a unit (\"512MiB\")"
+                "\"{text}\" is not a byte count (a decimal without a unit): write a share of \
+                 the memory unquoted, in (0, 1], or a size with a unit (\"512MiB\")"
             ));
         }
         let bytes = (value * scale as f64).round();
@@ -192,10 +192,11 @@ mod tests {
         assert!(parse_bytes("1e30").is_err());
         // A quoted fraction is no size (it rounded to 1 B: a search's budget of one byte).
         let e = parse_bytes("0.5").unwrap_err().0;
-        assert!(e.contains("\"0.5\" is a fraction of a byte"), "{e}");
-        assert!(e.contains("unquoted (0.5)"), "{e}");
-        assert!(parse_bytes("0.5B").is_err());
-        assert_eq!(parse_bytes("2.0"), Ok(2));
+        assert!(e.contains("\"0.5\" is not a byte count"), "{e}");
+        assert!(e.contains("a share of the memory unquoted"), "{e}");
+        for text in ["1.0", "0.5B", "2."] {
+            assert!(parse_bytes(text).is_err(), "{text}");
+        }
     }
 
     #[test]

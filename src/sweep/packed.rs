@@ -2,6 +2,7 @@
 //! workers each, under the scheduler ([`parallel`](super::parallel)).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use super::children::Launch;
 use super::draws::Draws;
@@ -11,7 +12,6 @@ use super::preflight::Arranged;
 use super::prune::Pruner;
 use super::schedule;
 use super::shard::Shard;
-use super::signals::StopOnSignal;
 use super::space::Trial;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
@@ -34,15 +34,16 @@ pub(super) struct Packed {
 
 /// Trains `todo` in child processes under `packed`, each with the config `config` builds for
 /// it when it starts, and returns each trial with its error if it failed. A trial that
-/// finished before (a resumed search) is not run again.
+/// finished before (a resumed search) is not run again. `stop` is the flag the caller's
+/// signal handlers set (installed before the probes, so that no signal falls between).
 pub(super) fn train_packed<'a>(
     dir: &Path,
     packed: Packed,
     todo: Vec<Arranged<'a>>,
     config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     observer: &mut dyn Observer,
-    mut pruner: Option<&mut Pruner>,
-    draws: Option<&mut Draws>,
+    (mut pruner, draws): (Option<&mut Pruner>, Option<&mut Draws>),
+    stop: &AtomicBool,
 ) -> Result<Vec<Ended<'a>>, Error> {
     let mut ended = Vec::new();
     let mut unfinished = Vec::new();
@@ -80,9 +81,8 @@ pub(super) fn train_packed<'a>(
         packed.parallel,
         format_bytes(packed.budget)
     ));
-    let stop = StopOnSignal::install()?;
     let chosen = Chosen { pruner, draws };
-    ended.extend(pack.run(unfinished, config, stop.flag(), observer, chosen)?);
+    ended.extend(pack.run(unfinished, config, stop, observer, chosen)?);
     Ok(ended)
 }
 

@@ -32,7 +32,9 @@ pub(super) fn arm() -> Result<(), Error> {
     })?;
     let parent = std::os::unix::process::parent_id();
     let search = std::env::var(SEARCH_PID).ok().and_then(|p| p.parse().ok());
-    if search.is_some_and(|search: u32| search != parent) {
+    // Another parent than the search is a wrapper (`TIDEMARK_BIN` a script that does not
+    // exec); the search's process gone is what ends the child.
+    if search.is_some_and(|search: u32| search != parent && !alive(search)) {
         gone();
     }
     #[cfg(not(target_os = "linux"))]
@@ -43,6 +45,15 @@ pub(super) fn arm() -> Result<(), Error> {
         }
     });
     Ok(())
+}
+
+/// Whether process `pid` exists (signal 0: nothing is sent; not ours to signal still exists).
+fn alive(pid: u32) -> bool {
+    let pid = nix::unistd::Pid::from_raw(pid as i32);
+    !matches!(
+        nix::sys::signal::kill(pid, None),
+        Err(nix::errno::Errno::ESRCH)
+    )
 }
 
 /// Says so where stderr still reads it (a closed one is no error here), and exits.

@@ -300,7 +300,21 @@ pub fn run_trials(
             let mut errors = BTreeMap::new();
             let observer = &mut *observer(0, n);
             let (pruner, draws) = (pruner.as_mut(), draws.as_mut());
-            let ended = train_packed(dir, packed, mine, &config_of, observer, pruner, draws)?;
+            // The handlers installed before the probes, read by the scheduler, removed after
+            // it: a signal after that is the process's own again.
+            let flag = stop
+                .as_ref()
+                .expect("installed where trials run in parallel");
+            let ended = train_packed(
+                dir,
+                packed,
+                mine,
+                &config_of,
+                observer,
+                (pruner, draws),
+                flag.flag(),
+            )?;
+            drop(stop);
             // In the order the runs ended: a trial's later run clears an earlier run's error.
             for (trial, error) in ended {
                 match error {

@@ -266,14 +266,14 @@ fn epoch_losses(snaps: &[Value]) -> Vec<f64> {
         .collect()
 }
 
-/// The run's peak, from its summary (it includes the checkpoints, which epoch peaks do not).
 /// What the process held in use at the run's start: the figure a run's own memory sits on
-/// (its share of it moves between machines: gemm's per-thread buffers are the size of the L2
-/// cache), so a bound on what a run holds is a share of its figures above this one.
+/// (its share of it moves between machines: gemm's per-thread buffers follow the size of the
+/// L2 cache), so a bound on what a run holds is a share of its figures above this one.
 fn start_in_use(snaps: &[Value]) -> f64 {
     num(&snaps[0], "bytes_in_use")
 }
 
+/// The run's peak, from its summary (it includes the checkpoints, which epoch peaks do not).
 fn run_peak(env: &Env, run_dir: &str) -> f64 {
     num(&env.summary(run_dir), "peak_bytes_in_use")
 }

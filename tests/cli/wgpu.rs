@@ -391,7 +391,8 @@ fn two_trials_run_at_once_each_under_its_lease_on_pools() {
 }
 
 /// On real CubeCL pools too, the children of a search killed with SIGKILL stop with it within
-/// 2 s, and the device's memory goes back with their processes.
+/// 2 s; their device memory goes with their processes (on an H200, `nvidia-smi` listed none
+/// of them after: `scripts/gpu-check.sh`'s `orphans` step, docs/gpu-results.md).
 #[test]
 fn the_children_of_a_killed_search_on_pools_stop_with_it() {
     if !adapter_or_skip("the_children_of_a_killed_search_on_pools_stop_with_it") {

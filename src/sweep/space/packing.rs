@@ -103,6 +103,6 @@ mod tests {
         // Quoted, a fraction was a budget of 1 B, and every trial failed as larger than it.
         let (key, message) = packing("budget = \"0.5\"").unwrap_err();
         assert_eq!(key, "sweep.budget");
-        assert!(message.contains("a fraction of a byte"), "{message}");
+        assert!(message.contains("is not a byte count"), "{message}");
     }
 }
