@@ -14,6 +14,7 @@ mod packed;
 mod parallel;
 mod parent_death;
 mod picture;
+mod plan;
 mod preflight;
 mod prune;
 mod rank;
@@ -46,6 +47,7 @@ use crate::record::{write_atomic, Observer, Retained};
 use crate::record::{RunStatus, RunSummary};
 use crate::train::resume::check_config;
 use crate::train::{run_dir, Trainer};
+use plan::{read_plan, write_plan, Plan};
 
 /// Tolerance for bytes kept after release, as a share of the run's peak.
 pub const RETAINED_TOLERANCE: f64 = 0.01;
@@ -107,24 +109,6 @@ impl SweepRow {
                 || self.first_in_process
                 || kept <= RSS_NOISE_BYTES
                 || self.rss_share() <= RSS_TOLERANCE)
-    }
-}
-
-/// `plan.json` in a sweep's directory: how many runs it is to make, or a search's trials
-/// (its base config is `config.toml` beside it).
-#[derive(Debug, Serialize, Deserialize)]
-struct Plan {
-    runs: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    search: Option<SearchPlan>,
-}
-
-impl Plan {
-    fn search(plan: SearchPlan) -> Self {
-        Plan {
-            runs: plan.trials.len(),
-            search: Some(plan),
-        }
     }
 }
 
@@ -214,65 +198,6 @@ pub fn resume_sweep(
     }
     let (dir, rows) = run_all(dir, config, runs, observer)?;
     Ok((dir, Swept::Runs(rows)))
-}
-
-fn read_plan(dir: &Path) -> Result<Plan, Error> {
-    let path = dir.join("plan.json");
-    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::Config(ConfigError {
-            origin: format!("--resume {}", dir.display()),
-            key: None,
-            message: format!("not a sweep directory: {} is missing", path.display()),
-        }),
-        _ => Error::io(&path, e),
-    })?;
-    let plan = serde_json::from_slice::<Plan>(&bytes)
-        .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))?;
-    if let Some(search) = &plan.search {
-        check_plan(search)
-            .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))?;
-    }
-    Ok(plan)
-}
-
-/// What a search takes for granted in its plan, and a hand-edited one may break: trials
-/// numbered 1, 2, ... in order, and TPE's ranges as `[sweep.vary]` checks them.
-fn check_plan(plan: &SearchPlan) -> Result<(), String> {
-    for (i, trial) in plan.trials.iter().enumerate() {
-        if trial.number != i + 1 {
-            return Err(format!(
-                "trials[{i}].number is {}, where the plan's trials are numbered 1, 2, ... in order",
-                trial.number
-            ));
-        }
-    }
-    for (key, domain) in plan.tpe.iter().flat_map(|tpe| &tpe.vary) {
-        match domain {
-            space::Domain::Values(values) if values.is_empty() => {
-                return Err(format!("tpe.vary {key}: an empty list of values"));
-            }
-            space::Domain::Range { min, max, log, .. } => {
-                if min >= max {
-                    return Err(format!(
-                        "tpe.vary {key}: min ({min}) must be below max ({max})"
-                    ));
-                }
-                if *log && *min <= 0.0 {
-                    return Err(format!(
-                        "tpe.vary {key}: a log range needs min > 0, got {min}"
-                    ));
-                }
-            }
-            space::Domain::Values(_) => {}
-        }
-    }
-    Ok(())
-}
-
-fn write_plan(dir: &Path, plan: &Plan) -> Result<(), Error> {
-    let path = dir.join("plan.json");
-    let json = serde_json::to_vec_pretty(plan).expect("a plan serialises");
-    write_atomic(&path, &json).map_err(|e| Error::io(&path, e))
 }
 
 fn run_all(

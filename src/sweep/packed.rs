@@ -1,6 +1,7 @@
 //! A search's trials in child processes: which to run, with which binary and how many rayon
 //! workers each, under the scheduler ([`parallel`](super::parallel)).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -12,6 +13,7 @@ use super::preflight::Arranged;
 use super::prune::Pruner;
 use super::schedule;
 use super::shard::Shard;
+use super::signals::StopOnSignal;
 use super::space::Trial;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
@@ -36,7 +38,7 @@ pub(super) struct Packed {
 /// it when it starts, and returns each trial with its error if it failed. A trial that
 /// finished before (a resumed search) is not run again. `stop` is the flag the caller's
 /// signal handlers set (installed before the probes, so that no signal falls between).
-pub(super) fn train_packed<'a>(
+fn train_packed<'a>(
     dir: &Path,
     packed: Packed,
     todo: Vec<Arranged<'a>>,
@@ -117,4 +119,29 @@ fn tidemark_exe() -> Result<PathBuf, Error> {
                 .into(),
         })),
     }
+}
+
+/// `mine` in child processes under `packed`, under the signal handlers `stop` installed before
+/// the probes, removed when the last child has ended (a signal after that is the process's own
+/// again); each trial's error, if its last run failed.
+pub(super) fn train_parallel(
+    dir: &Path,
+    packed: Packed,
+    mine: Vec<Arranged>,
+    config_of: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
+    observer: &mut dyn Observer,
+    chosen: (Option<&mut Pruner>, Option<&mut Draws>),
+    stop: StopOnSignal,
+) -> Result<BTreeMap<usize, String>, Error> {
+    let ended = train_packed(dir, packed, mine, config_of, observer, chosen, stop.flag())?;
+    drop(stop);
+    let mut errors = BTreeMap::new();
+    // In the order the runs ended: a trial's later run clears an earlier run's error.
+    for (trial, error) in ended {
+        match error {
+            Some(e) => errors.insert(trial.number, e),
+            None => errors.remove(&trial.number),
+        };
+    }
+    Ok(errors)
 }

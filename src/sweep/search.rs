@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::draws::{Draws, TpePlan};
 use super::in_turn::InTurn;
-use super::packed::{train_packed, Packed};
+use super::packed::{train_parallel, Packed};
 use super::picture::picture;
 use super::preflight::arrange;
 use super::prune::{PruneConfig, Pruner};
@@ -18,6 +18,7 @@ use super::rank::{rank, ranking, TrialRow};
 use super::rows::read_rows;
 use super::schedule::Schedule;
 use super::shard::Shard;
+use super::signals::StopOnSignal;
 use super::space::{check_order, literal, Method, Order, Packing, Space, Trial};
 use super::{read_plan, write_plan, Plan};
 use crate::config::Monitor;
@@ -263,9 +264,14 @@ pub fn run_trials(
         .iter()
         .filter(|t| in_shard(shard, t) && !pruner.as_ref().is_some_and(|p| p.settled(t.number)))
         .collect();
-    // A parallel search's budget is known before its probes run.
-    let budget = match plan.packing.parallel > 1 {
-        true => Some(super::budget::resolve(&plan.packing, config)?),
+    // In parallel: the budget, known before the probes run; and the signal handlers, with
+    // which a signal from here on, the probes included, stops the search with exit code 130,
+    // resumable (the children's own handling takes over when they start).
+    let parallel = match plan.packing.parallel > 1 {
+        true => Some((
+            super::budget::resolve(&plan.packing, config)?,
+            StopOnSignal::install()?,
+        )),
         false => None,
     };
     let mut draws = Draws::of(dir, plan);
@@ -274,55 +280,26 @@ pub fn run_trials(
         Some(_) => Order::Listed,
         None => plan.order,
     };
-    // In parallel, a signal from here on, the probes included, stops the search with exit
-    // code 130, resumable (the children's own handling takes over when they start).
-    let stop = match budget {
-        Some(_) => Some(super::signals::StopOnSignal::install()?),
-        None => None,
-    };
     let mine = arrange(
         mine,
         &config_of,
-        (order, budget.is_some()),
+        (order, parallel.is_some()),
         dir,
         shard,
         &mut *observer(0, n),
-        stop.as_ref().map(|s| s.flag()),
+        parallel.as_ref().map(|(_, stop)| stop.flag()),
     )?;
-    let errors = match budget {
-        Some(budget) => {
+    let errors = match parallel {
+        Some((budget, stop)) => {
             let packed = Packed {
                 parallel: plan.packing.parallel,
                 budget,
                 fit: plan.packing.fit_in_lease,
                 shard,
             };
-            let mut errors = BTreeMap::new();
+            let chosen = (pruner.as_mut(), draws.as_mut());
             let observer = &mut *observer(0, n);
-            let (pruner, draws) = (pruner.as_mut(), draws.as_mut());
-            // The handlers installed before the probes, read by the scheduler, removed after
-            // it: a signal after that is the process's own again.
-            let flag = stop
-                .as_ref()
-                .expect("installed where trials run in parallel");
-            let ended = train_packed(
-                dir,
-                packed,
-                mine,
-                &config_of,
-                observer,
-                (pruner, draws),
-                flag.flag(),
-            )?;
-            drop(stop);
-            // In the order the runs ended: a trial's later run clears an earlier run's error.
-            for (trial, error) in ended {
-                match error {
-                    Some(e) => errors.insert(trial.number, e),
-                    None => errors.remove(&trial.number),
-                };
-            }
-            errors
+            train_parallel(dir, packed, mine, &config_of, observer, chosen, stop)?
         }
         None => {
             let todo = mine.into_iter().map(|(t, _)| t).collect();

@@ -341,6 +341,14 @@ fn fit_sizes_the_micro_batch_by_the_pool_pages_a_probe_takes() {
     );
 }
 
+/// The pool config searched over two learning rates, two trials at once under a 4 GiB budget
+/// (wgpu reports no capacity to default one from).
+fn pool_search() -> String {
+    format!(
+        "{POOL}\n[sweep]\nparallel = 2\nbudget = \"4GiB\"\n[sweep.vary]\ntrain.lr = [0.001, 0.002]\n"
+    )
+}
+
 /// Two trials at once on real CubeCL pools: each child's limit is its lease, read on the
 /// pools, and the leases together stay under the budget.
 #[test]
@@ -349,9 +357,7 @@ fn two_trials_run_at_once_each_under_its_lease_on_pools() {
         return;
     }
     let env = Env::new();
-    let search = format!(
-        "{POOL}\n[sweep]\nparallel = 2\nbudget = \"4GiB\"\n[sweep.vary]\ntrain.lr = [0.001, 0.002]\n"
-    );
+    let search = pool_search();
     env.write("pool.toml", &search);
     let run = env.run(&["sweep", "--config", "pool.toml"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
@@ -399,9 +405,7 @@ fn the_children_of_a_killed_search_on_pools_stop_with_it() {
         return;
     }
     let env = Env::new();
-    let search = format!(
-        "{POOL}\n[sweep]\nparallel = 2\nbudget = \"4GiB\"\n[sweep.vary]\ntrain.lr = [0.001, 0.002]\n"
-    );
+    let search = pool_search();
     env.write("pool.toml", &search);
     super::parallel::children_stop_with_the_search(
         &env,

@@ -45,16 +45,31 @@ pub(super) fn range(t: &toml::Table) -> Result<Domain, String> {
         Some(toml::Value::Boolean(b)) => *b,
         Some(other) => return Err(format!("log must be true or false, got {other}")),
     };
-    if min >= max {
-        return Err(format!("min ({min}) must be below max ({max})"));
-    }
-    if log && min <= 0.0 {
-        return Err(format!("a log range needs min > 0, got {min}"));
-    }
-    Ok(Domain::Range {
+    let domain = Domain::Range {
         min,
         max,
         log,
         int: int_min && int_max,
-    })
+    };
+    domain.check()?;
+    Ok(domain)
+}
+
+impl Domain {
+    /// What a draw from the domain needs: a list that is not empty, a range whose min is below
+    /// its max, a log range above 0. The error says what is wrong, without the key.
+    pub fn check(&self) -> Result<(), String> {
+        match *self {
+            Domain::Values(ref values) if values.is_empty() => {
+                Err("an empty list of values".into())
+            }
+            Domain::Range { min, max, .. } if min >= max => {
+                Err(format!("min ({min}) must be below max ({max})"))
+            }
+            Domain::Range { min, log: true, .. } if min <= 0.0 => {
+                Err(format!("a log range needs min > 0, got {min}"))
+            }
+            _ => Ok(()),
+        }
+    }
 }
