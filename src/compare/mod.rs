@@ -15,6 +15,7 @@ use crate::record::{read_snapshots, write_atomic, Event, Observer, Snapshot};
 use crate::train::Trainer;
 
 mod chart;
+mod shrink;
 
 use chart::chart;
 
@@ -29,8 +30,8 @@ pub enum ComparePolicy {
     /// A limit the run fits in: the config's `memory.limit`, or 125% of the growth run's peak of
     /// the figure limits apply to (in use on the host, reserved in CubeCL pools).
     Limit,
-    /// A limit the run does not fit in, with `on_limit = "shrink"`: halfway between what the
-    /// growth run held at rest (in use after an epoch) and its peak.
+    /// A limit the run does not fit in and half its micro-batch does, with
+    /// `on_limit = "shrink"` ([`shrink`] says how it is sized).
     Shrink,
     /// Growth with `clear = "never"`: nothing released after the run.
     Never,
@@ -121,9 +122,18 @@ pub struct CompareRow {
     pub val_accuracy: Option<f64>,
 }
 
-/// The growth run's (peak of the figure limits apply to, in use at the end of its last
-/// epoch, peak reserved): what the other policies are sized from.
-type Growth = (u64, u64, u64);
+/// The growth run's figures, which the other policies are sized from.
+#[derive(Debug, Clone, Copy)]
+struct Growth {
+    /// The peak of the figure limits apply to (in use on the host, reserved in pools).
+    held: u64,
+    /// In use at the end of its last epoch.
+    rest: u64,
+    /// Reserved at its peak.
+    reserved: u64,
+    /// Where the figures come from.
+    source: MemorySource,
+}
 
 /// Runs `config` under each of `policies`, inside `<output_dir>/<name>-compare/`, and writes
 /// the table and chart there. The growth run, which sizes the limits, always runs first.
@@ -143,8 +153,7 @@ pub fn compare(
     let mut series = Vec::new();
     for policy in order {
         let outcome = variant(config, policy, &dir, growth)
-            .build()
-            .map_err(Error::Config)
+            .and_then(|builder| builder.build().map_err(Error::Config))
             .and_then(|cfg| Trainer::new(cfg).observer(observer(policy)).run());
         let row = match outcome {
             Ok(summary) => {
@@ -189,22 +198,21 @@ fn variant(
     policy: ComparePolicy,
     dir: &Path,
     growth: Option<Growth>,
-) -> ConfigBuilder {
-    let peak_share =
-        |share: f64| growth.map(|(peak, _, _)| MemorySize::Bytes((peak as f64 * share) as u64));
+) -> Result<ConfigBuilder, Error> {
+    let peak_share = |share: f64| growth.map(|g| MemorySize::Bytes((g.held as f64 * share) as u64));
     let base = ConfigBuilder::from_config(config)
         .name(policy.name())
         .output_dir(dir)
         .growth()
         .no_memory_limit()
         .clear(ClearPolicy::BetweenRuns);
-    match policy {
+    Ok(match policy {
         ComparePolicy::Growth => base,
         ComparePolicy::Preallocate => base.preallocate(
             config
                 .memory
                 .preallocate
-                .or(growth.map(|(_, _, reserved)| MemorySize::Bytes(reserved / 4 * 5)))
+                .or(growth.map(|g| MemorySize::Bytes(g.reserved / 4 * 5)))
                 .unwrap_or(MemorySize::Fraction(defaults::PREALLOCATE_FRACTION)),
         ),
         ComparePolicy::Limit => match config.memory.limit.or(peak_share(1.25)) {
@@ -215,8 +223,8 @@ fn variant(
         // builder's validation says so in the row.
         ComparePolicy::Shrink => {
             let mut base = base;
-            if let Some((peak, rest, _)) = growth {
-                let limit = MemorySize::Bytes(rest + peak.saturating_sub(rest) / 2);
+            if let Some(growth) = growth {
+                let limit = MemorySize::Bytes(shrink::limit(config, &growth)?);
                 base = base.memory_limit(limit, OnLimit::Shrink);
             } else {
                 base.raw_mut().memory.on_limit = Some("shrink".into());
@@ -224,7 +232,7 @@ fn variant(
             base
         }
         ComparePolicy::Never => base.clear(ClearPolicy::Never),
-    }
+    })
 }
 
 /// The growth run's figures that size the other policies.
@@ -239,7 +247,12 @@ fn growth_figures(summary: &RunSummary, snapshots: &[Snapshot], peak_reserved: u
         MemorySource::Host => summary.peak_bytes_in_use,
         MemorySource::CubeclPool => summary.peak_bytes_reserved.max(summary.peak_bytes_in_use),
     };
-    (held, rest, peak_reserved)
+    Growth {
+        held,
+        rest,
+        reserved: peak_reserved,
+        source: summary.memory_source,
+    }
 }
 
 /// The row of a run that completed.
