@@ -42,6 +42,7 @@ pub mod compare;
 pub mod config;
 pub mod data;
 mod error;
+mod failpoint;
 pub mod inference;
 pub mod memory;
 pub mod model;

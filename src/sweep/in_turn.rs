@@ -103,11 +103,13 @@ impl InTurn<'_, '_> {
             p.started(trial.number)?;
         }
         let observer = (self.observer)(trial.number, self.n);
+        crate::failpoint::pass("start");
         let trained =
             (self.config)(trial).and_then(|cfg| train_or_resume(cfg, &run_dir, observer, gate));
         if let Some(p) = pruner {
             p.ended(trial.number, &run_dir, trained.is_err())?;
         }
+        crate::failpoint::pass("ended");
         Ok(trained.err().map(|e| e.to_string()))
     }
 }

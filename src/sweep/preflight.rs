@@ -126,7 +126,10 @@ fn probe(trial: &Trial, cfg: &RunConfig, unfinished: bool) -> Probe {
             "memory.limit is set on {}, and a probe runs outside the limit",
             cfg.device.backend
         )),
-        (true, false) => probe_step(cfg).map(Some).map_err(|e| e.to_string()),
+        (true, false) => {
+            crate::failpoint::pass("probe");
+            probe_step(cfg).map(Some).map_err(|e| e.to_string())
+        }
     };
     let probed = result.as_ref().ok().copied().flatten();
     let own_limit = own_limit(cfg);

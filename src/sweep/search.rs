@@ -248,14 +248,18 @@ pub fn run_trials(
     let config_of = |t: &Trial| trial_config(&base, t, dir).map_err(Error::Config);
     let n = plan.trials.len();
     let mut pruner = match plan.prune {
-        Some(prune) => Some(Pruner::open(
-            dir,
-            shard,
-            prune,
-            &plan.monitor,
-            plan.mode,
-            config.train.epochs,
-        )?),
+        Some(prune) => {
+            let numbers: Vec<usize> = (plan.trials.iter())
+                .filter(|t| in_shard(shard, t))
+                .map(|t| t.number)
+                .collect();
+            let (monitor, mode, epochs) = (&plan.monitor, plan.mode, config.train.epochs);
+            let mut pruner = Pruner::open(dir, shard, prune, monitor, mode, epochs, &numbers)?;
+            for line in pruner.rebuilt() {
+                observer(0, n).message(&line);
+            }
+            Some(pruner)
+        }
         None => None,
     };
     // Trials the pruner is done with (a resumed search's) are neither probed nor trained.
@@ -320,6 +324,7 @@ pub fn run_trials(
     };
     let mut rows = read_rows(dir, plan, shard, errors)?;
     rank(&mut rows, plan.mode);
+    crate::failpoint::pass("results");
     match shard {
         None => write_results(dir, plan, &rows)?,
         Some(shard) => {

@@ -1,12 +1,16 @@
 //! Stopping a parallel search: SIGINT and SIGTERM set a flag that the scheduler reads, so that
 //! it stops its children at their checkpoints before it exits. A second signal while the
 //! first is handled exits at once (code 130), for a search whose children do not stop. The
-//! handlers are removed when the search ends, so a program that searches through the library
-//! gets its Ctrl-C back.
+//! handlers are removed when the scheduler ends, and the signals then end the process again,
+//! as they did before the search: signal-hook leaves a signal ignored once its last action is
+//! removed, so an action registered once per process carries out the default action whenever
+//! no search holds the signals ([`defaults`]). A program that searches through the library
+//! gets its Ctrl-C back, and a signal while the search writes its ranking ends it (the
+//! ranking is written again by `--resume`).
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::SigId;
@@ -17,12 +21,16 @@ use crate::error::Error;
 pub(super) struct StopOnSignal {
     flag: Arc<AtomicBool>,
     handlers: Vec<SigId>,
+    /// Set again on drop: the signals' default actions.
+    defaults: Arc<AtomicBool>,
 }
 
 impl StopOnSignal {
     /// Installs the handlers.
     pub fn install() -> Result<Self, Error> {
         let flag = Arc::new(AtomicBool::new(false));
+        let defaults = defaults()?;
+        defaults.store(false, Ordering::SeqCst);
         let fail = |e| Error::io(Path::new("a signal handler"), e);
         let mut handlers = Vec::new();
         for signal in [SIGINT, SIGTERM] {
@@ -32,7 +40,11 @@ impl StopOnSignal {
             handlers.push(second.map_err(fail)?);
             handlers.push(signal_hook::flag::register(signal, Arc::clone(&flag)).map_err(fail)?);
         }
-        Ok(StopOnSignal { flag, handlers })
+        Ok(StopOnSignal {
+            flag,
+            handlers,
+            defaults,
+        })
     }
 
     /// Whether a signal asked the search to stop.
@@ -46,13 +58,29 @@ impl Drop for StopOnSignal {
         for id in self.handlers.drain(..) {
             signal_hook::low_level::unregister(id);
         }
+        self.defaults.store(true, Ordering::SeqCst);
     }
+}
+
+/// The switch of the actions that carry out SIGINT's and SIGTERM's default (ending the
+/// process) while it is set, registered the first time a search asks.
+fn defaults() -> Result<Arc<AtomicBool>, Error> {
+    static DEFAULTS: Mutex<Option<Arc<AtomicBool>>> = Mutex::new(None);
+    let mut slot = DEFAULTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(defaults) = &*slot {
+        return Ok(Arc::clone(defaults));
+    }
+    let defaults = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_default(signal, Arc::clone(&defaults))
+            .map_err(|e| Error::io(Path::new("a signal handler"), e))?;
+    }
+    *slot = Some(Arc::clone(&defaults));
+    Ok(defaults)
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::Ordering;
-
     use super::*;
 
     #[test]

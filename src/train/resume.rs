@@ -13,7 +13,7 @@ use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::MemorySource;
-use crate::record::{current_epochs, read_snapshots, Snapshot};
+use crate::record::{current_epochs, read_snapshots, RunStatus, RunSummary, Snapshot};
 
 /// Keys that may differ from the run's `config.toml` on resume: they change where the run
 /// writes, how long it goes on, or how its memory is governed, not what it computes.
@@ -56,11 +56,14 @@ impl Resume {
         let checkpoint = Checkpoint::latest(run_dir)?;
         checkpoint.verify()?;
         let done = checkpoint.state.epoch;
-        if let Some(stopped) = checkpoint
-            .state
-            .early_stop
-            .as_ref()
+        // A run stopped after its last checkpoint but before its summary (killed there) is
+        // finished by its resume, which trains no epoch; one whose summary says it ended has
+        // nothing to resume.
+        let ended = RunSummary::read(run_dir)?
+            .is_some_and(|s| s.status == RunStatus::Completed && s.epochs >= done);
+        if let Some(stopped) = (checkpoint.state.early_stop.as_ref())
             .and_then(|e| e.stopped_at)
+            .filter(|_| ended)
         {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", run_dir.display()),
@@ -73,7 +76,7 @@ impl Resume {
         }
         // Inside an epoch (`step_in_epoch` > 0), the run is in epoch `done + 1`, which
         // `train.epochs` must still include.
-        if done >= config.train.epochs {
+        if done >= config.train.epochs && (ended || done > config.train.epochs) {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", run_dir.display()),
                 key: Some("train.epochs".into()),

@@ -185,7 +185,9 @@ impl Trainer {
         summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
         let path = run_dir.join("summary.json");
         let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
+        crate::failpoint::pass("summary");
         write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
+        crate::failpoint::pass("summarised");
         result.map(|_| summary)
     }
 }

@@ -12,6 +12,7 @@ mod fit;
 mod flat_search;
 mod fuzz;
 mod inference;
+mod kill_anywhere;
 mod memory;
 mod parallel;
 mod picture;

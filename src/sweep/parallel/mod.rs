@@ -247,6 +247,7 @@ impl Pack {
                 None => None,
             };
             let launch = write_launch(&self.dir, trial, &cfg, lease, self.fit, gate.as_ref())?;
+            crate::failpoint::pass("start");
             let child = self.launch.start(&launch)?;
             let started = now();
             let slot = Slot {
@@ -295,6 +296,7 @@ impl Pack {
             Some(p) => Some(p.ended(done.trial.number, &run_dir, error.is_some())?),
             None => None,
         };
+        crate::failpoint::pass("ended");
         let tally = &mut state.tally;
         let how = match (&error, standing) {
             (Some(reason), _) => {

@@ -31,6 +31,8 @@ pub struct Pruner {
     rungs: Vec<usize>,
     path: PathBuf,
     record: Record,
+    /// Lines saying what the trials' own files changed in the record at open.
+    rebuilt: Vec<String>,
 }
 
 /// `prune.json` in `dir`, or a shard's own `prune-shard-I-of-N.json` (each shard prunes among
@@ -44,7 +46,8 @@ fn path(dir: &Path, shard: Option<Shard>) -> PathBuf {
 
 impl Pruner {
     /// The pruner of the search in `dir` whose trials train `epochs` epochs, with the record an
-    /// earlier process left, if any.
+    /// earlier process left, if any, checked against the `trials`' own files ([`Self::rebuilt`]
+    /// says what they changed).
     pub fn open(
         dir: &Path,
         shard: Option<Shard>,
@@ -52,6 +55,7 @@ impl Pruner {
         monitor: &str,
         mode: MonitorMode,
         epochs: usize,
+        trials: &[usize],
     ) -> Result<Pruner, Error> {
         let path = path(dir, shard);
         let record = Record::read(&path)?.unwrap_or_else(|| Record {
@@ -68,29 +72,51 @@ impl Pruner {
             rungs,
             path,
             record,
+            rebuilt: Vec::new(),
         };
-        pruner.reconcile(dir)?;
+        pruner.reconcile(dir, trials)?;
         Ok(pruner)
     }
 
-    /// After a stop: a trial recorded running whose run reached its next rung (stopped between
-    /// its checkpoint there and its pause) is paused there, as it would have been.
-    fn reconcile(&mut self, dir: &Path) -> Result<(), Error> {
+    /// After a stop, the trials' own files are the truth ([`from_files`]): a trial the record
+    /// does not list, or lists as running, takes the standing its summary and snapshots give
+    /// it. So a record lost, or one that a stop left behind its trials (a summary written, the
+    /// record not yet), neither retrains a pruned trial nor loses a paused one.
+    fn reconcile(&mut self, dir: &Path, trials: &[usize]) -> Result<(), Error> {
         let monitor = self.record.monitor.clone();
-        for (&trial, curve) in self.record.trials.iter_mut() {
-            let Some(rung) = asha::next_stop(&self.rungs, curve.epochs()) else {
+        for &trial in trials {
+            let recorded = self.record.trials.get(&trial).map(|c| c.standing);
+            if !matches!(recorded, None | Some(Standing::Running)) {
+                continue;
+            }
+            let Some(found) = from_files(&dir.join(trial_name(trial)), &monitor)? else {
                 continue;
             };
-            if curve.standing != Standing::Running {
+            if recorded == Some(found.standing) {
                 continue;
             }
-            let values = read_curve(&dir.join(trial_name(trial)), &monitor)?;
-            if values.len() == rung {
-                curve.values = values;
-                curve.standing = Standing::Paused;
-            }
+            let was = match recorded {
+                None => "not in the pruning record".to_string(),
+                Some(_) => "recorded running".to_string(),
+            };
+            self.rebuilt.push(format!(
+                "{}: {was}; its own files say {} after epoch {}, and the search goes on from \
+                 there",
+                trial_name(trial),
+                describe(found.standing),
+                found.epochs()
+            ));
+            self.record.trials.insert(trial, found);
         }
-        Ok(())
+        match self.rebuilt.is_empty() {
+            true => Ok(()),
+            false => self.record.write(&self.path),
+        }
+    }
+
+    /// What [`Self::open`] rebuilt from the trials' files, one line each, for the user.
+    pub fn rebuilt(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.rebuilt)
     }
 
     /// The trials a stop left running, to go on before any other.
@@ -189,8 +215,16 @@ impl Pruner {
     pub fn gate(&self, run_dir: &Path) -> Result<Option<GateSpec>, Error> {
         let done = read_curve(run_dir, &self.record.monitor)?.len();
         match self.config.method {
+            // A run that reached a rung but whose pause there is not on disk (a stop between
+            // the epoch's snapshot and its summary) pauses at that rung: at once from a
+            // checkpoint there, else after training the rung's epoch again.
             PruneMethod::Asha => {
-                Ok(asha::next_stop(&self.rungs, done).map(|epoch| GateSpec::PauseAt { epoch }))
+                let reached = self.rungs.contains(&done) && !stopped_at(run_dir, done)?;
+                let stop = match reached {
+                    true => Some(done),
+                    false => asha::next_stop(&self.rungs, done),
+                };
+                Ok(stop.map(|epoch| GateSpec::PauseAt { epoch }))
             }
             PruneMethod::Median => Ok(Some(GateSpec::Median {
                 record: self.path.clone(),
@@ -260,6 +294,49 @@ impl Pruner {
     }
 }
 
+/// Where the run in `run_dir` stands by its own files: its summary's standing where the
+/// summary is of the epochs its snapshots hold (completed, paused or pruned), else running if
+/// it trained anything (resumed from its checkpoint); `None` if it never started.
+fn from_files(run_dir: &Path, monitor: &str) -> Result<Option<Curve>, Error> {
+    let values = read_curve(run_dir, monitor)?;
+    let summary = RunSummary::read(run_dir)?.filter(|s| s.epochs == values.len());
+    let (standing, reason) = match summary.map(|s| (s.status, s.stopped_by)) {
+        Some((RunStatus::Completed, _)) => (Standing::Completed, None),
+        Some((RunStatus::Paused, _)) => (Standing::Paused, None),
+        Some((RunStatus::Pruned, why)) => (Standing::Pruned, why),
+        _ if !values.is_empty() => (Standing::Running, None),
+        _ => return Ok(None),
+    };
+    Ok(Some(Curve {
+        values,
+        standing,
+        reason,
+    }))
+}
+
+/// Whether the run in `run_dir` stopped after `epoch` epochs with its summary written there
+/// (paused, pruned or completed).
+fn stopped_at(run_dir: &Path, epoch: usize) -> Result<bool, Error> {
+    Ok(RunSummary::read(run_dir)?.is_some_and(|s| {
+        s.epochs == epoch
+            && matches!(
+                s.status,
+                RunStatus::Paused | RunStatus::Pruned | RunStatus::Completed
+            )
+    }))
+}
+
+/// A standing, as the user reads it.
+fn describe(standing: Standing) -> &'static str {
+    match standing {
+        Standing::Running => "stopped mid-way",
+        Standing::Paused => "paused at its rung",
+        Standing::Completed => "completed",
+        Standing::Pruned => "pruned",
+        Standing::Failed => "failed",
+    }
+}
+
 /// Trial `n`'s directory name.
 fn trial_name(n: usize) -> String {
     super::space::Trial {
@@ -292,7 +369,7 @@ mod tests {
             reduction: 3,
             startup: 5,
         };
-        let mut p = Pruner::open(dir, None, config, "val_loss", MonitorMode::Min, 9).unwrap();
+        let mut p = Pruner::open(dir, None, config, "val_loss", MonitorMode::Min, 9, &[]).unwrap();
         for (t, v) in [(1, 0.3), (2, 0.5), (3, 0.4)] {
             let curve = Curve {
                 values: vec![Some(v)],

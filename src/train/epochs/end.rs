@@ -8,8 +8,10 @@ use super::setup::Run;
 use super::Epochs;
 use crate::config::ConfigError;
 use crate::error::Error;
+use crate::record::{current_epochs, read_snapshots};
 use crate::task::metrics::Means;
 use crate::task::Task;
+use crate::train::checkpoint::CheckpointState;
 use crate::train::decide::Verdict;
 use crate::train::gate::{Ending, Gate};
 use crate::train::EpochFigures;
@@ -72,9 +74,11 @@ impl<T: Task> Epochs<'_, T> {
                 footprint: self.guard.footprint().or(Some(run.footprint)),
             },
         )?;
+        crate::failpoint::pass("snapshot");
         let verdict = self.decide(run, epoch, &figures)?;
         let state = self.state(run, epoch);
         self.checkpoint(run, state, verdict == Some(Verdict::Improved))?;
+        crate::failpoint::pass("checkpoint");
         (self.guard).close_epoch(self.recorder, epoch, &window)?;
         if verdict == Some(Verdict::Stop) {
             return Ok(Some(Ending::Completed));
@@ -104,6 +108,31 @@ impl<T: Task> Epochs<'_, T> {
         };
         self.recorder.tell(&message);
         Some(ending)
+    }
+
+    /// A run resumed from the checkpoint at an epoch's end asks the gate about that epoch
+    /// first, with the figures its snapshot holds: a stop after the checkpoint and before the
+    /// gate's answer was carried out (a trial at its rung, not yet paused) ends the run there,
+    /// as it would have ended, not an epoch later.
+    pub(super) fn gate_at_resume(
+        &mut self,
+        start: &CheckpointState,
+    ) -> Result<Option<Ending>, Error> {
+        if self.resume.is_none() || self.gate.is_none() || start.step_in_epoch > 0 {
+            return Ok(None);
+        }
+        let snapshots = read_snapshots(self.recorder.snapshots_path())?;
+        let epochs = current_epochs(&snapshots);
+        let Some(at) = epochs.iter().rfind(|s| s.epoch == start.epoch) else {
+            return Ok(None);
+        };
+        let figures = Figures {
+            val_loss: at.val_loss,
+            metrics: (at.metrics.iter())
+                .filter_map(|(key, value)| value.map(|v| (key.clone(), v)))
+                .collect(),
+        };
+        Ok(self.gate(start.epoch, &figures))
     }
 
     /// Early stopping's verdict on epoch `epoch`, with the stop told to the user.

@@ -66,6 +66,7 @@ impl<T: Task> Epochs<'_, T> {
         self.stats.steps = at.step;
         tally.sums.merge(accumulated.sums);
         self.recorder.step_done(at.epoch, tally.steps);
+        crate::failpoint::pass("step");
         Ok(loss)
     }
 
