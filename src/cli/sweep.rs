@@ -7,7 +7,7 @@ use super::load_config;
 use super::terminal::{SweepTerminal, Terminal};
 use crate::config::{self, ClearPolicy, ConfigError, Override, RawMemory, RunConfig};
 use crate::record::Observer;
-use crate::sweep::{Shard, Space, Swept, TrialStatus};
+use crate::sweep::{Changes, Shard, Space, Swept, TrialStatus};
 use crate::Error;
 
 /// `tidemark sweep`'s arguments.
@@ -36,7 +36,12 @@ pub(super) fn run(mut args: SweepArgs) -> Result<(), Error> {
     };
     let (dir, swept) = match &args.resume {
         Some(dir) => {
-            crate::sweep::resume_sweep(dir, &resolved, args.runs, args.parallel, observer)?
+            let overrides = (args.overrides.iter())
+                .map(|o| Override::parse(o))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut changes = Changes::of(&overrides)?;
+            changes.parallel = args.parallel.or(changes.parallel);
+            crate::sweep::resume_sweep(dir, &resolved, args.runs, changes, observer)?
         }
         None => match search_space(&args.path, &args.overrides, args.runs)? {
             Some(mut space) => {

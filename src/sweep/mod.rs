@@ -18,6 +18,7 @@ mod plan;
 mod preflight;
 mod prune;
 mod rank;
+mod resume_set;
 mod rows;
 mod schedule;
 mod search;
@@ -30,6 +31,7 @@ pub use child::run_child;
 pub use lease::LEASE_MARGIN;
 pub use prune::{PruneConfig, PruneMethod};
 pub use rank::{rank, ranking, TrialRow, TrialStatus};
+pub use resume_set::Changes;
 pub use schedule::{Schedule, Slot};
 pub use search::{merge, run_trials, search, trial_configs, SearchPlan};
 pub use shard::Shard;
@@ -147,21 +149,21 @@ pub fn sweep(
 /// (their rows come from their `summary.json`), a run that stopped resumes from its latest
 /// checkpoint, and the rest start. `config` must match the sweep's `config.toml` except in
 /// the keys a resumed run may change; `runs`, if given, replaces the planned count, and
-/// `parallel` a search's trials at once.
+/// `changes` a search's trials at once and their budget ([`Changes`]).
 pub fn resume_sweep(
     dir: &Path,
     config: &RunConfig,
     runs: Option<usize>,
-    parallel: Option<usize>,
-    observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
+    changes: Changes,
+    mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Swept), Error> {
     check_config(dir, config, crate::builtin::SECTIONS)?;
     let plan = read_plan(dir)?;
     if let Some(mut search) = plan.search {
-        if let Some(parallel) = parallel {
-            search.packing.parallel = parallel;
-            space::check_order(search.order, parallel, "--parallel")?;
+        for line in changes.apply(&mut search.packing) {
+            observer(0, search.trials.len()).message(&line);
         }
+        space::check_order(search.order, search.packing.parallel, "--parallel")?;
         if runs.is_some() {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", dir.display()),
@@ -182,12 +184,13 @@ pub fn resume_sweep(
             },
         ));
     }
-    if let Some(n) = parallel {
+    if changes != Changes::default() {
         return Err(Error::Config(ConfigError {
-            origin: format!("--parallel {n}"),
+            origin: format!("--resume {}", dir.display()),
             key: None,
             message: format!(
-                "{} is a sweep of runs, and only a search's trials run in parallel",
+                "{} is a sweep of runs, and only a search's trials run in parallel (under \
+                 sweep.parallel and sweep.budget)",
                 dir.display()
             ),
         }));

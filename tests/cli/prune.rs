@@ -226,3 +226,33 @@ fn a_bad_prune_table_is_one_line_naming_the_key_before_anything_trains() {
     );
     assert!(!env.path("runs").exists(), "nothing was trained or written");
 }
+
+#[test]
+fn a_resume_refuses_a_sweep_key_it_cannot_change_and_says_the_ones_it_applies() {
+    let env = Env::new();
+    search(&env, "", "method = \"asha\"");
+    sweep(&env, "runs", &[]);
+    let dir = "runs/small-sweep";
+    let resume = |set: &str| env.run(&["sweep", "--resume", dir, "--set", set]);
+    // The pruner and the trials are the plan's: a change is refused, naming the key.
+    resume("sweep.prune.method=\"median\"").fails_with(
+        2,
+        &[
+            "--set sweep.prune.method=\"median\"",
+            "plan.json",
+            "sweep.parallel and sweep.budget",
+        ],
+    );
+    resume("sweep.vary.train.lr=[0.1]").fails_with(2, &["sweep.vary.train.lr"]);
+    // A budget that is no size is refused, not ignored.
+    resume("sweep.budget=\"lots\"").fails_with(2, &["sweep.budget", "\"lots\""]);
+    // How many at once, and their budget: applied, and said.
+    let run = resume("sweep.parallel=2");
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("resumed with sweep.parallel = 2 (planned 1)"),
+        "{}",
+        run.stderr()
+    );
+}

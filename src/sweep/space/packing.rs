@@ -46,7 +46,7 @@ impl Default for Packing {
 
 impl Packing {
     /// Reads `parallel` and `budget` from the `[sweep]` table; the error is (key, message).
-    pub(super) fn from_raw(raw: &RawSweep) -> Result<Packing, (String, String)> {
+    pub(in crate::sweep) fn from_raw(raw: &RawSweep) -> Result<Packing, (String, String)> {
         let parallel = match raw.parallel {
             None => 1,
             Some(n) if (1..=256).contains(&n) => n as usize,
