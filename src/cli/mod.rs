@@ -254,7 +254,10 @@ fn run(cli: Cli) -> Result<(), Error> {
         Command::Report { run_dir } => report_run(&run_dir),
         Command::Validate { config } => {
             let resolved = config.load(vec![])?;
-            sweep::search_space(&config.config, &config.overrides, None)?;
+            // Every check `sweep` makes before it writes anything.
+            if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
+                crate::sweep::check_search(&resolved, &space, None)?;
+            }
             println!("{}: ok", config.config.display());
             print!("{}", config::to_toml(&resolved));
             Ok(())

@@ -33,7 +33,7 @@ pub use prune::{PruneConfig, PruneMethod};
 pub use rank::{rank, ranking, TrialRow, TrialStatus};
 pub use resume_set::Changes;
 pub use schedule::{Schedule, Slot};
-pub use search::{merge, run_trials, search, trial_configs, SearchPlan};
+pub use search::{check_search, merge, run_trials, search, trial_configs, SearchPlan};
 pub use shard::Shard;
 pub use space::{Budget, Domain, Method, Order, Packing, Space, Trial, DEFAULT_BUDGET_SHARE};
 pub use table::table;

@@ -142,27 +142,7 @@ pub fn search(
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let trials = space.trials();
     // Every trial is checked before the sweep's directory exists.
-    check_trials(
-        &to_toml(config),
-        &trials,
-        &config.run.output_dir,
-        &space.monitor,
-    )?;
-    check_order(space.order, space.packing.parallel, "--parallel")?;
-    check_prune(space, config)?;
-    if shard.is_some() && space.method == Method::Tpe {
-        return Err(Error::Config(ConfigError {
-            origin: "--shard".into(),
-            key: Some("sweep.method".into()),
-            message: "sweep.method = \"tpe\" draws each trial from the results before it, and \
-                      shards train apart; run a TPE search in one process (with sweep.parallel \
-                      for trials at once), or use method = \"random\" across shards"
-                .into(),
-        }));
-    }
-    if space.packing.parallel > 1 {
-        super::budget::resolve(&space.packing, config)?;
-    }
+    check(config, space, &trials, shard)?;
     let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
         monitor: space.monitor.clone(),
@@ -181,6 +161,43 @@ pub fn search(
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
     run_trials(&dir, config, &plan, shard, observer)
+}
+
+/// Every check a search makes before it writes anything (`tidemark validate` makes them
+/// too): each trial's config, the order, the pruner, TPE across shards, and the budget of
+/// trials in parallel.
+pub fn check_search(config: &RunConfig, space: &Space, shard: Option<Shard>) -> Result<(), Error> {
+    check(config, space, &space.trials(), shard)
+}
+
+fn check(
+    config: &RunConfig,
+    space: &Space,
+    trials: &[Trial],
+    shard: Option<Shard>,
+) -> Result<(), Error> {
+    check_trials(
+        &to_toml(config),
+        trials,
+        &config.run.output_dir,
+        &space.monitor,
+    )?;
+    check_order(space.order, space.packing.parallel, "--parallel")?;
+    check_prune(space, config)?;
+    if shard.is_some() && space.method == Method::Tpe {
+        return Err(Error::Config(ConfigError {
+            origin: "--shard".into(),
+            key: Some("sweep.method".into()),
+            message: "sweep.method = \"tpe\" draws each trial from the results before it, and \
+                      shards train apart; run a TPE search in one process (with sweep.parallel \
+                      for trials at once), or use method = \"random\" across shards"
+                .into(),
+        }));
+    }
+    if space.packing.parallel > 1 {
+        super::budget::resolve(&space.packing, config)?;
+    }
+    Ok(())
 }
 
 /// Refuses a pruner that could prune nothing (its first rung at or past the last epoch), or

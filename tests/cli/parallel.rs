@@ -106,7 +106,7 @@ fn trials_in_parallel_stay_in_their_leases_under_the_budget_with_the_sequential_
 }
 
 #[test]
-fn a_tight_budget_runs_one_trial_at_a_time_and_a_lease_over_it_fails_before_training() {
+fn a_tight_budget_runs_one_trial_at_a_time_and_one_under_every_lease_is_refused_before_training() {
     let env = Env::new();
     env.write("grid.toml", &grid("parallel = 4"));
     let run = env.run(&["sweep", "--config", "grid.toml", "--out", "first"]);
@@ -132,7 +132,8 @@ fn a_tight_budget_runs_one_trial_at_a_time_and_a_lease_over_it_fails_before_trai
     let slots = slots(&json);
     assert!(!overlapped(&slots), "one at a time: {slots:?}");
 
-    // Under half a lease, no trial can run: each fails before training, with both sizes.
+    // Under half a lease, no trial can run: the search is refused before any trains, with
+    // both sizes (each trial failed alone before).
     let half = format!("sweep.budget={}", (lease / 2.0) as u64);
     let run = env.run(&[
         "sweep",
@@ -143,16 +144,18 @@ fn a_tight_budget_runs_one_trial_at_a_time_and_a_lease_over_it_fails_before_trai
         "--set",
         &half,
     ]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
-    for t in trials(&sweep_json(&env, "none/small-sweep")) {
-        assert_eq!(t["status"], "failed");
-        let reason = t["reason"].as_str().unwrap();
-        assert!(
-            reason.contains("is larger than the whole budget") && reason.contains("sweep.budget"),
-            "{reason}"
-        );
-        assert!(t["memory"].is_null(), "it did not train: {t}");
-    }
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    let stderr = run.stderr();
+    let error = stderr.lines().last().unwrap();
+    assert!(
+        error.starts_with("error: [sweep]: sweep.budget: ")
+            && error.contains("is smaller than every trial's memory lease (the smallest, trial-"),
+        "{stderr}"
+    );
+    assert!(
+        !env.path("none/small-sweep/trial-001/summary.json").exists(),
+        "nothing trained"
+    );
 }
 
 /// Waits up to a minute for `ready`, polling.

@@ -215,15 +215,26 @@ fn a_bad_prune_table_is_one_line_naming_the_key_before_anything_trains() {
              got \"hyperband\""
         );
     }
+    // What `sweep` refuses before it writes anything, `validate` refuses too.
     search(&env, "", "method = \"asha\"\nmin_epochs = 4");
-    let run = env.run(&["sweep", "--config", "prune.toml", "--set", "train.epochs=4"]);
-    assert_eq!(run.code(), 2, "{}", run.stderr());
-    assert!(
-        run.stderr()
-            .contains("sweep.prune.min_epochs: must be below train.epochs (4), got 4"),
-        "{}",
-        run.stderr()
-    );
+    for command in ["validate", "sweep"] {
+        let run = env.run(&[command, "--config", "prune.toml", "--set", "train.epochs=4"]);
+        run.fails_with(
+            2,
+            &["sweep.prune.min_epochs: must be below train.epochs (4), got 4"],
+        );
+        let run = env.run(&[
+            command,
+            "--config",
+            "prune.toml",
+            "--set",
+            "sweep.vary.train.epochs=[4, 8]",
+        ]);
+        run.fails_with(
+            2,
+            &["sweep.vary.train.epochs: a pruned search compares trials"],
+        );
+    }
     assert!(!env.path("runs").exists(), "nothing was trained or written");
 }
 

@@ -115,6 +115,7 @@ impl Pack {
         observer: &mut dyn Observer,
         chosen: Chosen<'_>,
     ) -> Result<Vec<Ended<'a>>, Error> {
+        no_lease_fits(&todo, self.budget)?;
         let mut schedule = Schedule::read(&self.schedule)?.unwrap_or_default();
         schedule.budget_bytes = self.budget;
         schedule.parallel = self.parallel;
@@ -360,6 +361,31 @@ impl Pack {
 }
 
 /// Fails `trial`, whose lease is larger than the whole budget, before it trains.
+/// Refuses a budget smaller than every trial's lease, before any trial starts: not one of them
+/// could train, and each would fail alone.
+fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Result<(), Error> {
+    let leases: Option<Vec<(u64, &Trial)>> = (todo.iter())
+        .map(|(trial, lease)| lease.map(|l| (l, *trial)))
+        .collect();
+    let Some(smallest) = leases.and_then(|l| l.into_iter().min_by_key(|&(l, _)| l)) else {
+        return Ok(());
+    };
+    if smallest.0 <= budget {
+        return Ok(());
+    }
+    Err(Error::Config(crate::config::ConfigError {
+        origin: "[sweep]".into(),
+        key: Some("sweep.budget".into()),
+        message: format!(
+            "sweep.budget: {} is smaller than every trial's memory lease (the smallest, {}'s: \
+             {}); raise sweep.budget, or make the trials smaller",
+            format_bytes(budget),
+            smallest.1.name(),
+            format_bytes(smallest.0)
+        ),
+    }))
+}
+
 fn fail_too_large<'a>(
     state: &mut State<'a, '_>,
     trial: &'a Trial,
