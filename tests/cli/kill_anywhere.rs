@@ -238,7 +238,7 @@ fn a_tpe_search_killed_anywhere_draws_and_ends_as_if_never_stopped() {
     });
 }
 
-/// Each trial's summary.json and latest checkpoint's files, by path, as bytes.
+/// Each trial's summary.json and latest checkpoint's files (those it has), by path, as bytes.
 fn trial_files(env: &Env, dir: &str) -> BTreeMap<String, Vec<u8>> {
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(env.path(dir)).unwrap().flatten() {
@@ -247,12 +247,13 @@ fn trial_files(env: &Env, dir: &str) -> BTreeMap<String, Vec<u8>> {
             continue;
         }
         let summary = entry.path().join("summary.json");
-        files.insert(
-            format!("{name}/summary.json"),
-            std::fs::read(summary).unwrap(),
-        );
+        if let Ok(bytes) = std::fs::read(summary) {
+            files.insert(format!("{name}/summary.json"), bytes);
+        }
         let checkpoints = entry.path().join("checkpoints");
-        let latest = std::fs::read_to_string(checkpoints.join("latest")).unwrap();
+        let Ok(latest) = std::fs::read_to_string(checkpoints.join("latest")) else {
+            continue;
+        };
         for file in std::fs::read_dir(checkpoints.join(latest.trim()))
             .unwrap()
             .flatten()
@@ -313,4 +314,118 @@ fn a_resumed_search_without_its_pruning_record_retrains_no_pruned_trial() {
         before,
         "a trial's files were rewritten"
     );
+}
+
+/// Copies directory `from` to `to`, recursively.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        match entry.file_type().unwrap().is_dir() {
+            true => copy_dir(&entry.path(), &target),
+            false => {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+}
+
+/// The ways a file is damaged: cut in half, emptied, of the wrong type, every whole number
+/// made negative or too large.
+fn damaged(text: &str) -> Vec<(&'static str, String)> {
+    let numbers = |to: &str| {
+        let mut out = String::new();
+        let mut chars = text.chars().peekable();
+        let mut last = ' ';
+        while let Some(c) = chars.next() {
+            if c.is_ascii_digit() && !last.is_alphanumeric() && last != '.' && last != '-' {
+                let mut rest = String::new();
+                while chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+                    rest.push(chars.next().unwrap());
+                }
+                if chars
+                    .peek()
+                    .is_some_and(|d| d.is_alphanumeric() || *d == '.')
+                {
+                    out.push(c);
+                    out.push_str(&rest);
+                } else {
+                    out.push_str(to);
+                }
+                last = '0';
+                continue;
+            }
+            out.push(c);
+            last = c;
+        }
+        out
+    };
+    let wrong = match text.trim_start().starts_with('{') {
+        true => "[]".to_string(),
+        false => "run = [".to_string(),
+    };
+    vec![
+        ("truncated", text[..text.len() / 2].to_string()),
+        ("empty", String::new()),
+        ("of the wrong type", wrong),
+        ("with negative numbers", numbers("-1")),
+        ("with numbers out of range", numbers("99999999999")),
+    ]
+}
+
+#[test]
+fn a_damaged_search_file_is_refused_in_one_line_or_resumed_and_nothing_is_overwritten() {
+    let env = Env::new();
+    config(&env, "parallel = 2\nbudget = \"4GiB\"", LRS);
+    // A search stopped with trials paused, pruned, completed and running: every file it
+    // keeps is on disk.
+    let args = ["sweep", "--config", "search.toml", "--out", "stopped"];
+    let (status, stderr) = tidemark(&env, &args, Some(("ended:3:KILL", "count")));
+    assert!(status.signal().is_some(), "{stderr}");
+    let stopped = env.path("stopped/small-sweep");
+    let launch = std::fs::read_dir(stopped.join("launch")).unwrap().flatten();
+    let launch: Vec<String> = (launch.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|name| name.ends_with(".toml") || name.ends_with(".gate.json"))
+        .map(|name| format!("launch/{name}"))
+        .take(2)
+        .collect();
+    let files = ["plan.json", "prune.json", "schedule.json", "preflight.json"];
+    let files: Vec<String> = files.iter().map(|f| f.to_string()).chain(launch).collect();
+    for (i, file) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(stopped.join(file)).unwrap();
+        for (j, (how, bad)) in damaged(&text).into_iter().enumerate() {
+            let case = format!("{file} {how}");
+            let dir = format!("case-{i}-{j}/small-sweep");
+            copy_dir(&stopped, &env.path(&dir));
+            std::fs::write(env.path(&dir).join(file), &bad).unwrap();
+            let before = trial_files(&env, &dir);
+            let (status, stderr) = tidemark(&env, &["sweep", "--resume", &dir], None);
+            assert!(!stderr.contains("panicked"), "{case}: {stderr}");
+            match status.code() {
+                Some(0) => {
+                    for (trial, (status, ..)) in outcome(&env, &dir) {
+                        assert!(
+                            ["completed", "pruned"].contains(&status.as_str()),
+                            "{case}: trial {trial} {status}"
+                        );
+                    }
+                }
+                Some(2) => {
+                    let last = stderr.lines().last().unwrap_or("");
+                    assert!(
+                        last.starts_with("error: ") && last.contains(file.as_str()),
+                        "{case}: {stderr}"
+                    );
+                    let now = std::fs::read_to_string(env.path(&dir).join(file)).unwrap();
+                    assert_eq!(now, bad, "{case}: the damaged file was rewritten");
+                    assert_eq!(
+                        trial_files(&env, &dir),
+                        before,
+                        "{case}: a trial's files changed"
+                    );
+                }
+                _ => panic!("{case}: {status}: {stderr}"),
+            }
+        }
+    }
 }
