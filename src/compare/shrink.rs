@@ -29,8 +29,9 @@ fn pool_limit(config: &RunConfig) -> Result<u64, Error> {
     let mut half = config.clone();
     half.train.batch_size = (micro_batch / 2).max(1);
     half.train.accumulation_steps = config.train.accumulation_steps * 2;
-    let full = reserved(config)?;
+    // The half first: pages a probe leaves reserved could only inflate the later one.
     let reserved = reserved(&half)?;
+    let full = self::reserved(config)?;
     if micro_batch < 2 || reserved >= full {
         return Err(Error::Config(ConfigError {
             origin: "compare".into(),

@@ -44,8 +44,12 @@ impl Changes {
             toml::Value::Table(table.clone())
                 .try_into()
                 .map_err(|e: toml::de::Error| {
+                    let set: Vec<&str> = (overrides.iter())
+                        .filter(|o| o.key.starts_with("sweep."))
+                        .map(|o| o.text.as_str())
+                        .collect();
                     Error::Config(ConfigError {
-                        origin: "--set".into(),
+                        origin: format!("--set {}", set.join(" --set ")),
                         key: None,
                         message: e.message().to_string(),
                     })

@@ -30,7 +30,6 @@ impl StopOnSignal {
     pub fn install() -> Result<Self, Error> {
         let flag = Arc::new(AtomicBool::new(false));
         let defaults = defaults()?;
-        defaults.store(false, Ordering::SeqCst);
         let fail = |e| Error::io(Path::new("a signal handler"), e);
         let mut handlers = Vec::new();
         for signal in [SIGINT, SIGTERM] {
@@ -40,6 +39,8 @@ impl StopOnSignal {
             handlers.push(second.map_err(fail)?);
             handlers.push(signal_hook::flag::register(signal, Arc::clone(&flag)).map_err(fail)?);
         }
+        // Only now, so that no signal finds neither the defaults nor the search's handlers.
+        defaults.store(false, Ordering::SeqCst);
         Ok(StopOnSignal {
             flag,
             handlers,
@@ -55,10 +56,10 @@ impl StopOnSignal {
 
 impl Drop for StopOnSignal {
     fn drop(&mut self) {
+        self.defaults.store(true, Ordering::SeqCst);
         for id in self.handlers.drain(..) {
             signal_hook::low_level::unregister(id);
         }
-        self.defaults.store(true, Ordering::SeqCst);
     }
 }
 
@@ -70,7 +71,7 @@ fn defaults() -> Result<Arc<AtomicBool>, Error> {
     if let Some(defaults) = &*slot {
         return Ok(Arc::clone(defaults));
     }
-    let defaults = Arc::new(AtomicBool::new(false));
+    let defaults = Arc::new(AtomicBool::new(true));
     for signal in [SIGINT, SIGTERM] {
         signal_hook::flag::register_conditional_default(signal, Arc::clone(&defaults))
             .map_err(|e| Error::io(Path::new("a signal handler"), e))?;

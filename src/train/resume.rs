@@ -76,7 +76,8 @@ impl Resume {
         }
         // Inside an epoch (`step_in_epoch` > 0), the run is in epoch `done + 1`, which
         // `train.epochs` must still include.
-        if done >= config.train.epochs && (ended || done > config.train.epochs) {
+        let at_epoch_end = checkpoint.state.step_in_epoch == 0;
+        if done >= config.train.epochs && (ended || !at_epoch_end || done > config.train.epochs) {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", run_dir.display()),
                 key: Some("train.epochs".into()),

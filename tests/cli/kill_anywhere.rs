@@ -377,8 +377,12 @@ fn damaged(text: &str) -> Vec<(&'static str, String)> {
 fn a_damaged_search_file_is_refused_in_one_line_or_resumed_and_nothing_is_overwritten() {
     let env = Env::new();
     config(&env, "parallel = 2\nbudget = \"4GiB\"", LRS);
-    // A search stopped with trials paused, pruned, completed and running: every file it
-    // keeps is on disk.
+    let unpruned = ["--set", "sweep.prune.method=\"none\"", "--out", "full"];
+    let args = [&["sweep", "--config", "search.toml"][..], &unpruned].concat();
+    let (status, stderr) = tidemark(&env, &args, None);
+    assert!(status.success(), "{stderr}");
+    let full = outcome(&env, "full/small-sweep");
+    // A search stopped with trials paused and running: every file it keeps is on disk.
     let args = ["sweep", "--config", "search.toml", "--out", "stopped"];
     let (status, stderr) = tidemark(&env, &args, Some(("ended:3:KILL", "count")));
     assert!(status.signal().is_some(), "{stderr}");
@@ -403,11 +407,19 @@ fn a_damaged_search_file_is_refused_in_one_line_or_resumed_and_nothing_is_overwr
             assert!(!stderr.contains("panicked"), "{case}: {stderr}");
             match status.code() {
                 Some(0) => {
-                    for (trial, (status, ..)) in outcome(&env, &dir) {
+                    // Every trial settled, each completed one with its unpruned value.
+                    for (trial, (status, _, value)) in outcome(&env, &dir) {
                         assert!(
                             ["completed", "pruned"].contains(&status.as_str()),
                             "{case}: trial {trial} {status}"
                         );
+                        if status == "completed" {
+                            let (a, b) = (value.unwrap(), full[&trial].2.unwrap());
+                            assert!(
+                                (a - b).abs() < 1e-6,
+                                "{case}: trial {trial}: {a} against {b}"
+                            );
+                        }
                     }
                 }
                 Some(2) => {

@@ -360,7 +360,6 @@ impl Pack {
     }
 }
 
-/// Fails `trial`, whose lease is larger than the whole budget, before it trains.
 /// Refuses a budget smaller than every trial's lease, before any trial starts: not one of them
 /// could train, and each would fail alone.
 fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Result<(), Error> {
@@ -386,6 +385,7 @@ fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Result<(), Error> {
     }))
 }
 
+/// Fails `trial`, whose lease is larger than the whole budget, before it trains.
 fn fail_too_large<'a>(
     state: &mut State<'a, '_>,
     trial: &'a Trial,

@@ -71,12 +71,13 @@ impl<T: Task> Epochs<'_, T> {
 
     fn epochs(&mut self, run: &mut Run<T>) -> Result<Ending, Error> {
         let start = self.start(run)?;
-        if let Some(ending) = self.gate_at_resume(&start)? {
-            return Ok(ending);
-        }
-        // Resumed after early stopping ended it (a stop before its summary): it ends there.
+        // Resumed after early stopping ended it (a stop before its summary): it ends there,
+        // as early stopping's word comes before the gate's at an epoch's end.
         if (run.early_stop.as_ref()).is_some_and(|e| e.state().stopped_at.is_some()) {
             return Ok(Ending::Completed);
+        }
+        if let Some(ending) = self.gate_at_resume(&start)? {
+            return Ok(ending);
         }
         for epoch in start.epoch + 1..=self.config.train.epochs {
             self.guard.begin_epoch(self.recorder);
