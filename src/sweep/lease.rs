@@ -8,6 +8,10 @@
 //! every epoch), all with [`LEASE_MARGIN`] to spare. The child trains with `memory.limit`
 //! set to its lease, so the lease is enforced, not hoped.
 
+use super::preflight::Arranged;
+use super::space::Trial;
+use crate::config::ConfigError;
+use crate::error::Error;
 use crate::memory::format_bytes;
 
 /// The share added to a trial's measured figures: room for what one probed step does not
@@ -55,6 +59,31 @@ pub fn too_large(lease: u64, budget: u64) -> String {
         format_bytes(lease),
         format_bytes(budget)
     )
+}
+
+/// Refuses a budget smaller than every trial's lease, before any trial starts: not one of them
+/// could train, and each would fail alone.
+pub(super) fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Result<(), Error> {
+    let leases: Option<Vec<(u64, &Trial)>> = (todo.iter())
+        .map(|(trial, lease)| lease.map(|l| (l, *trial)))
+        .collect();
+    let Some(smallest) = leases.and_then(|l| l.into_iter().min_by_key(|&(l, _)| l)) else {
+        return Ok(());
+    };
+    if smallest.0 <= budget {
+        return Ok(());
+    }
+    Err(Error::Config(ConfigError {
+        origin: "[sweep]".into(),
+        key: Some("sweep.budget".into()),
+        message: format!(
+            "sweep.budget: {} is smaller than every trial's memory lease (the smallest, {}'s: \
+             {}); raise sweep.budget, or make the trials smaller",
+            format_bytes(budget),
+            smallest.1.name(),
+            format_bytes(smallest.0)
+        ),
+    }))
 }
 
 #[cfg(test)]

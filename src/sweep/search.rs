@@ -140,9 +140,9 @@ pub fn search(
     shard: Option<Shard>,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-    let trials = space.trials();
     // Every trial is checked before the sweep's directory exists.
-    check(config, space, &trials, shard)?;
+    check_search(config, space, shard)?;
+    let trials = space.trials();
     let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
         monitor: space.monitor.clone(),
@@ -167,18 +167,10 @@ pub fn search(
 /// too): each trial's config, the order, the pruner, TPE across shards, and the budget of
 /// trials in parallel.
 pub fn check_search(config: &RunConfig, space: &Space, shard: Option<Shard>) -> Result<(), Error> {
-    check(config, space, &space.trials(), shard)
-}
-
-fn check(
-    config: &RunConfig,
-    space: &Space,
-    trials: &[Trial],
-    shard: Option<Shard>,
-) -> Result<(), Error> {
+    let trials = space.trials();
     check_trials(
         &to_toml(config),
-        trials,
+        &trials,
         &config.run.output_dir,
         &space.monitor,
     )?;

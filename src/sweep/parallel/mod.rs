@@ -19,7 +19,7 @@ use pruning::{finish, promote, promote_last};
 use super::child::write_launch;
 use super::children::{Child, Launch};
 use super::draws::Draws;
-use super::lease::{next, too_large};
+use super::lease::{next, no_lease_fits, too_large};
 use super::preflight::{lease_of, Arranged};
 use super::prune::{Pruner, Standing};
 use super::schedule::{now, Schedule, Slot};
@@ -358,31 +358,6 @@ impl Pack {
         }
         self.record(&state.schedule, observer);
     }
-}
-
-/// Refuses a budget smaller than every trial's lease, before any trial starts: not one of them
-/// could train, and each would fail alone.
-fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Result<(), Error> {
-    let leases: Option<Vec<(u64, &Trial)>> = (todo.iter())
-        .map(|(trial, lease)| lease.map(|l| (l, *trial)))
-        .collect();
-    let Some(smallest) = leases.and_then(|l| l.into_iter().min_by_key(|&(l, _)| l)) else {
-        return Ok(());
-    };
-    if smallest.0 <= budget {
-        return Ok(());
-    }
-    Err(Error::Config(crate::config::ConfigError {
-        origin: "[sweep]".into(),
-        key: Some("sweep.budget".into()),
-        message: format!(
-            "sweep.budget: {} is smaller than every trial's memory lease (the smallest, {}'s: \
-             {}); raise sweep.budget, or make the trials smaller",
-            format_bytes(budget),
-            smallest.1.name(),
-            format_bytes(smallest.0)
-        ),
-    }))
 }
 
 /// Fails `trial`, whose lease is larger than the whole budget, before it trains.

@@ -11,6 +11,7 @@ mod asha;
 mod config;
 mod gate;
 mod median;
+mod own_files;
 mod record;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use super::shard::Shard;
 use crate::config::MonitorMode;
 use crate::error::Error;
 use crate::record::{write_atomic, RunStatus, RunSummary};
+use own_files::{describe, from_files, stopped_at};
 
 /// A search's pruner: its record, and the decisions on it.
 pub struct Pruner {
@@ -291,49 +293,6 @@ impl Pruner {
         }
         self.record.write(&self.path)?;
         Ok(pruned)
-    }
-}
-
-/// Where the run in `run_dir` stands by its own files: its summary's standing where the
-/// summary is of the epochs its snapshots hold (completed, paused or pruned), else running if
-/// it trained anything (resumed from its checkpoint); `None` if it never started.
-fn from_files(run_dir: &Path, monitor: &str) -> Result<Option<Curve>, Error> {
-    let values = read_curve(run_dir, monitor)?;
-    let summary = RunSummary::read(run_dir)?.filter(|s| s.epochs == values.len());
-    let (standing, reason) = match summary.map(|s| (s.status, s.stopped_by)) {
-        Some((RunStatus::Completed, _)) => (Standing::Completed, None),
-        Some((RunStatus::Paused, _)) => (Standing::Paused, None),
-        Some((RunStatus::Pruned, why)) => (Standing::Pruned, why),
-        _ if !values.is_empty() => (Standing::Running, None),
-        _ => return Ok(None),
-    };
-    Ok(Some(Curve {
-        values,
-        standing,
-        reason,
-    }))
-}
-
-/// Whether the run in `run_dir` stopped after `epoch` epochs with its summary written there
-/// (paused, pruned or completed).
-fn stopped_at(run_dir: &Path, epoch: usize) -> Result<bool, Error> {
-    Ok(RunSummary::read(run_dir)?.is_some_and(|s| {
-        s.epochs == epoch
-            && matches!(
-                s.status,
-                RunStatus::Paused | RunStatus::Pruned | RunStatus::Completed
-            )
-    }))
-}
-
-/// A standing, as the user reads it.
-fn describe(standing: Standing) -> &'static str {
-    match standing {
-        Standing::Running => "stopped mid-way",
-        Standing::Paused => "paused at its rung",
-        Standing::Completed => "completed",
-        Standing::Pruned => "pruned",
-        Standing::Failed => "failed",
     }
 }
 
