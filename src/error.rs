@@ -81,8 +81,9 @@ pub enum Error {
         /// The loss seen.
         loss: f64,
     },
-    /// SIGINT or SIGTERM stopped a search whose trials ran in child processes; each kept its
-    /// latest checkpoint.
+    /// SIGINT or SIGTERM stopped a search (each trial kept its latest checkpoint; one trained
+    /// in the search's process writes one where it stopped), or a
+    /// [`Trainer::stop_when`](crate::Trainer::stop_when) flag stopped a run.
     #[error(
         "stopped by a signal: every running trial kept its latest checkpoint; continue with \
          tidemark sweep --resume on the sweep directory"

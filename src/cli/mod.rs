@@ -33,7 +33,7 @@ use train::train;
     tidemark evaluate runs/recipe --checkpoint best\n  \
     tidemark predict runs/co2-lstm --data data/co2-weekly.csv --out forecast.csv\n\n\
     Exit codes: 0 success, 2 bad usage, config, device choice or data file, 3 memory limit \
-    exceeded or device out of memory, 130 a parallel search stopped by a signal, 1 any other \
+    exceeded or device out of memory, 130 a search stopped by a signal, 1 any other \
     failure."
 )]
 struct Cli {

@@ -17,9 +17,25 @@ pub fn read_json<T: DeserializeOwned>(path: &Path, what: &str) -> Result<Option<
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(RecordError::io(path, e)),
     };
-    serde_json::from_slice(&bytes)
+    parse_json(&bytes)
         .map(Some)
         .map_err(|e| RecordError::corrupt(path, None, format!("not {what}: {e}")))
+}
+
+/// `bytes` as a `T`. The error names the field where serde knows it (`trials.3.standing:
+/// unknown variant ...`), then serde's own words with the line and column.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        // A segment serde could not name (in a value cut short) is left out.
+        let field = e.path().to_string().replace(".?", "");
+        match field.as_str() {
+            "." => e.into_inner().to_string(),
+            _ => format!("{field}: {}", e.into_inner()),
+        }
+    })?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(value)
 }
 
 /// Writes `value` to `path` as pretty JSON, whole or not at all.

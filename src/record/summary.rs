@@ -153,7 +153,7 @@ impl RunSummary {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(RecordError::io(&path, e)),
         };
-        serde_json::from_slice(&bytes)
+        super::parse_json(&bytes)
             .map(Some)
             .map_err(|e| RecordError::corrupt(&path, None, format!("not a run summary: {e}")))
     }

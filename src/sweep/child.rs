@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{Flock, FlockArg};
 
 use super::prune::GateSpec;
-use super::search::set;
 use super::space::Trial;
 use super::train_or_resume;
+use super::trial_config::set;
 use crate::config::{parse, to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunSummary};
@@ -64,7 +64,7 @@ pub fn run_child(launch: &Path, observer: Box<dyn Observer>) -> Result<RunSummar
     super::parent_death::arm()?;
     let gate = GateSpec::read(&gate_path(launch))?;
     let run_dir = cfg.run.output_dir.join(&cfg.run.name);
-    train_or_resume(cfg, &run_dir, observer, gate)
+    train_or_resume(cfg, &run_dir, observer, gate, None)
 }
 
 /// An exclusive lock on `path`, held until dropped; an error if another process holds it.

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::draws::Draws;
 use super::prune::Pruner;
@@ -25,6 +27,8 @@ pub(super) struct InTurn<'a, 'o> {
     pub n: usize,
     /// TPE's draws, for a search that draws its trials as they start.
     pub draws: Option<&'a mut Draws>,
+    /// Set by a signal: the trial in training checkpoints and the search stops.
+    pub stop: Arc<AtomicBool>,
 }
 
 impl InTurn<'_, '_> {
@@ -47,6 +51,9 @@ impl InTurn<'_, '_> {
         let mut queue = first.into_iter().chain(rest);
         let mut errors = BTreeMap::new();
         loop {
+            if self.stop.load(Ordering::SeqCst) {
+                return Err(Error::Interrupted);
+            }
             let promoted = match pruner.as_deref_mut() {
                 Some(p) => (p.promote(|n| by_number.contains_key(&n))?)
                     .and_then(|n| by_number.get(&n).copied()),
@@ -104,8 +111,13 @@ impl InTurn<'_, '_> {
         }
         let observer = (self.observer)(trial.number, self.n);
         crate::failpoint::pass("start");
-        let trained =
-            (self.config)(trial).and_then(|cfg| train_or_resume(cfg, &run_dir, observer, gate));
+        let stop = Some(Arc::clone(&self.stop));
+        let trained = (self.config)(trial)
+            .and_then(|cfg| train_or_resume(cfg, &run_dir, observer, gate, stop));
+        // Stopped by a signal: left running in the record, it goes on first on resume.
+        if let Err(Error::Interrupted) = trained {
+            return Err(Error::Interrupted);
+        }
         if let Some(p) = pruner {
             p.ended(trial.number, &run_dir, trained.is_err())?;
         }

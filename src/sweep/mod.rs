@@ -5,6 +5,7 @@
 //! metric; without, N runs of the same config with new seeds.
 
 mod budget;
+mod checks;
 mod child;
 mod children;
 mod draws;
@@ -26,19 +27,24 @@ mod shard;
 mod signals;
 mod space;
 mod table;
+mod trial_config;
 
+pub use checks::check_search;
 pub use child::run_child;
 pub use lease::LEASE_MARGIN;
 pub use prune::{PruneConfig, PruneMethod};
 pub use rank::{rank, ranking, TrialRow, TrialStatus};
 pub use resume_set::Changes;
 pub use schedule::{Schedule, Slot};
-pub use search::{check_search, merge, run_trials, search, trial_configs, SearchPlan};
+pub use search::{merge, run_trials, search, SearchPlan};
 pub use shard::Shard;
 pub use space::{Budget, Domain, Method, Order, Packing, Space, Trial, DEFAULT_BUDGET_SHARE};
 pub use table::table;
+pub use trial_config::trial_configs;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -218,7 +224,7 @@ fn run_all(
         let run_dir = dir.join(&cfg.run.name);
         // Its row is read back from its summary.json below: the sweep keeps nothing per run
         // in memory while it trains (see docs/search.md, "A long search stays flat").
-        train_or_resume(cfg, &run_dir, observer(run, runs), None)?;
+        train_or_resume(cfg, &run_dir, observer(run, runs), None, None)?;
     }
     let rows = (1..=runs)
         .map(|run| Ok(SweepRow::of(run, summary(&dir.join(run_name(run)))?)))
@@ -240,6 +246,7 @@ fn train_or_resume(
     run_dir: &Path,
     mut observer: Box<dyn Observer>,
     gate: Option<prune::GateSpec>,
+    stop: Option<Arc<AtomicBool>>,
 ) -> Result<RunSummary, Error> {
     if let Some(summary) = finished(run_dir, cfg.train.epochs)? {
         observer.message(&format!("finished before: {}", run_dir.display()));
@@ -248,6 +255,9 @@ fn train_or_resume(
     let mut trainer = Trainer::new(cfg).observer(observer);
     if let Some(gate) = gate {
         trainer = trainer.gate(gate.into_gate());
+    }
+    if let Some(stop) = stop {
+        trainer = trainer.stop_when(stop);
     }
     let latest = run_dir.join("checkpoints").join("latest");
     if latest.symlink_metadata().is_ok() {

@@ -13,7 +13,6 @@ use super::preflight::Arranged;
 use super::prune::Pruner;
 use super::schedule;
 use super::shard::Shard;
-use super::signals::StopOnSignal;
 use super::space::Trial;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
@@ -121,9 +120,8 @@ fn tidemark_exe() -> Result<PathBuf, Error> {
     }
 }
 
-/// `mine` in child processes under `packed`, under the signal handlers `stop` installed before
-/// the probes, removed when the last child has ended (a signal after that is the process's own
-/// again); each trial's error, if its last run failed.
+/// `mine` in child processes under `packed`, until the last has ended or a signal has set
+/// `stop`; each trial's error, if its last run failed.
 pub(super) fn train_parallel(
     dir: &Path,
     packed: Packed,
@@ -131,10 +129,9 @@ pub(super) fn train_parallel(
     config_of: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     observer: &mut dyn Observer,
     chosen: (Option<&mut Pruner>, Option<&mut Draws>),
-    stop: StopOnSignal,
+    stop: &AtomicBool,
 ) -> Result<BTreeMap<usize, String>, Error> {
-    let ended = train_packed(dir, packed, mine, config_of, observer, chosen, stop.flag())?;
-    drop(stop);
+    let ended = train_packed(dir, packed, mine, config_of, observer, chosen, stop)?;
     let mut errors = BTreeMap::new();
     // In the order the runs ended: a trial's later run clears an earlier run's error.
     for (trial, error) in ended {

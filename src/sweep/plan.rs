@@ -38,7 +38,7 @@ pub(super) fn read_plan(dir: &Path) -> Result<Plan, Error> {
         }),
         _ => Error::io(&path, e),
     })?;
-    let plan = serde_json::from_slice::<Plan>(&bytes)
+    let plan = crate::record::parse_json::<Plan>(&bytes)
         .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))?;
     if let Some(search) = &plan.search {
         check(search, &path)?;

@@ -5,9 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
 
+use super::checks::{check_search, check_trials};
 use super::draws::{Draws, TpePlan};
 use super::in_turn::InTurn;
 use super::packed::{train_parallel, Packed};
@@ -19,14 +21,13 @@ use super::rows::read_rows;
 use super::schedule::Schedule;
 use super::shard::Shard;
 use super::signals::StopOnSignal;
-use super::space::{check_order, literal, Method, Order, Packing, Space, Trial};
+use super::space::{Order, Packing, Space, Trial};
+use super::trial_config::trial_config;
 use super::{read_plan, write_plan, Plan};
-use crate::config::Monitor;
-use crate::config::{parse, to_toml, ConfigError, MonitorMode, Override, RunConfig};
+use crate::config::{to_toml, ConfigError, MonitorMode, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer};
 use crate::report::render_search_svg;
-use crate::task::unknown_monitor;
 use crate::train::run_dir;
 
 /// What a search plans, in `plan.json`: resuming trains the same trials.
@@ -50,84 +51,6 @@ pub struct SearchPlan {
     /// With `method = "tpe"`: what draws the trials past the random start, as they start.
     #[serde(default)]
     pub tpe: Option<TpePlan>,
-}
-
-/// Each trial's config: `config` with the trial's values, named after the trial, in `dir`.
-/// The first trial whose values do not validate is the error, naming the key and the value.
-pub fn trial_configs(
-    config: &RunConfig,
-    trials: &[Trial],
-    dir: &Path,
-) -> Result<Vec<RunConfig>, ConfigError> {
-    let base = to_toml(config);
-    trials
-        .iter()
-        .map(|trial| trial_config(&base, trial, dir))
-        .collect()
-}
-
-/// One trial's config: the base config's TOML `base` with the trial's values, named after
-/// the trial, in `dir`.
-fn trial_config(base: &str, trial: &Trial, dir: &Path) -> Result<RunConfig, ConfigError> {
-    let mut overrides: Vec<Override> = trial
-        .values
-        .iter()
-        .map(|(key, value)| Override {
-            key: key.clone(),
-            value: value.clone(),
-            text: format!("{key}={}", literal(value)),
-        })
-        .collect();
-    overrides.push(set("run.name", toml::Value::String(trial.name())));
-    let out = dir.display().to_string();
-    overrides.push(set("run.output_dir", toml::Value::String(out)));
-    parse(base, "config.toml", &overrides).map_err(|e| in_trial(e, trial))
-}
-
-/// Checks every trial's config, and that its task reports `monitor`, building one config at
-/// a time.
-fn check_trials(
-    base: &str,
-    trials: &[Trial],
-    dir: &Path,
-    monitor: &str,
-) -> Result<(), ConfigError> {
-    trials.iter().try_for_each(|trial| {
-        let config = trial_config(base, trial, dir)?;
-        check_monitor(monitor, &config)
-    })
-}
-
-/// An override of `key` with `value`, as `--set` would give it.
-pub(super) fn set(key: &str, value: toml::Value) -> Override {
-    Override {
-        key: key.into(),
-        text: format!("{key}={value}"),
-        value,
-    }
-}
-
-/// Refuses a `sweep.monitor` that a trial's task does not report: every trial would train, and
-/// none would have a value to rank by.
-fn check_monitor(monitor: &str, config: &RunConfig) -> Result<(), ConfigError> {
-    let reported = Monitor::figures(crate::builtin::metric_names(config));
-    match reported.contains(&monitor.to_string()) {
-        true => Ok(()),
-        false => Err(ConfigError {
-            origin: "[sweep]".into(),
-            key: Some("sweep.monitor".into()),
-            message: unknown_monitor("sweep.monitor", monitor, &reported),
-        }),
-    }
-}
-
-/// A trial's error, said as the trial's: `[sweep] trial-003 (train.lr=-1): ...`.
-fn in_trial(e: ConfigError, trial: &Trial) -> ConfigError {
-    let origin = match e.origin.strip_prefix("--set ") {
-        Some(value) => format!("[sweep] {} ({value})", trial.name()),
-        None => format!("[sweep] {} ({})", trial.name(), trial.describe()),
-    };
-    ConfigError { origin, ..e }
 }
 
 /// Plans and runs the search of `space` over `config`, in `<output_dir>/<name>-sweep/` (a new
@@ -161,59 +84,6 @@ pub fn search(
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
     run_trials(&dir, config, &plan, shard, observer)
-}
-
-/// Every check a search makes before it writes anything (`tidemark validate` makes them
-/// too): each trial's config, the order, the pruner, TPE across shards, and the budget of
-/// trials in parallel.
-pub fn check_search(config: &RunConfig, space: &Space, shard: Option<Shard>) -> Result<(), Error> {
-    let trials = space.trials();
-    check_trials(
-        &to_toml(config),
-        &trials,
-        &config.run.output_dir,
-        &space.monitor,
-    )?;
-    check_order(space.order, space.packing.parallel, "--parallel")?;
-    check_prune(space, config)?;
-    if shard.is_some() && space.method == Method::Tpe {
-        return Err(Error::Config(ConfigError {
-            origin: "--shard".into(),
-            key: Some("sweep.method".into()),
-            message: "sweep.method = \"tpe\" draws each trial from the results before it, and \
-                      shards train apart; run a TPE search in one process (with sweep.parallel \
-                      for trials at once), or use method = \"random\" across shards"
-                .into(),
-        }));
-    }
-    if space.packing.parallel > 1 {
-        super::budget::resolve(&space.packing, config)?;
-    }
-    Ok(())
-}
-
-/// Refuses a pruner that could prune nothing (its first rung at or past the last epoch), or
-/// trials that vary `train.epochs` (rungs are epochs of one length of run).
-fn check_prune(space: &Space, config: &RunConfig) -> Result<(), ConfigError> {
-    let Some(prune) = space.prune else {
-        return Ok(());
-    };
-    let fail = |key: String, message: String| ConfigError {
-        origin: "[sweep.prune]".into(),
-        message: format!("{key}: {message}"),
-        key: Some(key),
-    };
-    if space.vary.iter().any(|(key, _)| key == "train.epochs") {
-        return Err(fail(
-            "sweep.vary.train.epochs".into(),
-            "a pruned search compares trials at the same epochs, so its trials share \
-             train.epochs; vary it in another search, or remove [sweep.prune]"
-                .into(),
-        ));
-    }
-    prune
-        .check_epochs(config.train.epochs)
-        .map_err(|(key, message)| fail(key, message))
 }
 
 /// The sweep directory shards share: created by the first, and refused if an earlier search
@@ -277,16 +147,14 @@ pub fn run_trials(
         .iter()
         .filter(|t| in_shard(shard, t) && !pruner.as_ref().is_some_and(|p| p.settled(t.number)))
         .collect();
-    // In parallel: the budget, known before the probes run; and the signal handlers, with
-    // which a signal from here on, the probes included, stops the search with exit code 130,
-    // resumable (the children's own handling takes over when they start).
-    let parallel = match plan.packing.parallel > 1 {
-        true => Some((
-            super::budget::resolve(&plan.packing, config)?,
-            StopOnSignal::install()?,
-        )),
+    // In parallel: the budget, known before the probes run. The signal handlers, with which
+    // a signal from here on, the probes included, stops the search with exit code 130,
+    // resumable: children are stopped by the scheduler, a trial in this process at its step.
+    let budget = match plan.packing.parallel > 1 {
+        true => Some(super::budget::resolve(&plan.packing, config)?),
         false => None,
     };
+    let stop = StopOnSignal::install()?;
     let mut draws = Draws::of(dir, plan);
     // TPE draws from the trials before: they train in their numbers' order.
     let order = match draws {
@@ -296,14 +164,14 @@ pub fn run_trials(
     let mine = arrange(
         mine,
         &config_of,
-        (order, parallel.is_some()),
+        (order, budget.is_some()),
         dir,
         shard,
         &mut *observer(0, n),
-        parallel.as_ref().map(|(_, stop)| stop.flag()),
+        Some(stop.flag()),
     )?;
-    let errors = match parallel {
-        Some((budget, stop)) => {
+    let errors = match budget {
+        Some(budget) => {
             let packed = Packed {
                 parallel: plan.packing.parallel,
                 budget,
@@ -312,7 +180,7 @@ pub fn run_trials(
             };
             let chosen = (pruner.as_mut(), draws.as_mut());
             let observer = &mut *observer(0, n);
-            train_parallel(dir, packed, mine, &config_of, observer, chosen, stop)?
+            train_parallel(dir, packed, mine, &config_of, observer, chosen, stop.flag())?
         }
         None => {
             let todo = mine.into_iter().map(|(t, _)| t).collect();
@@ -322,6 +190,7 @@ pub fn run_trials(
                 observer: &mut observer,
                 n,
                 draws: draws.as_mut(),
+                stop: stop.shared(),
             };
             in_turn.train(todo, pruner.as_mut())?
         }
@@ -342,6 +211,11 @@ pub fn run_trials(
             write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
         }
     }
+    // A signal at the very end still says so: the results are whole, and a resume says so.
+    if stop.flag().load(Ordering::SeqCst) {
+        return Err(Error::Interrupted);
+    }
+    drop(stop);
     Ok((dir.to_path_buf(), rows))
 }
 

@@ -1,5 +1,6 @@
-//! Stopping a parallel search: SIGINT and SIGTERM set a flag that the scheduler reads, so that
-//! it stops its children at their checkpoints before it exits. A second signal while the
+//! Stopping a search: SIGINT and SIGTERM set a flag that the scheduler reads, so that it
+//! stops its children at their checkpoints before it exits, and that a trial trained in the
+//! search's own process reads between its steps ([`Trainer::stop_when`](crate::Trainer::stop_when)). A second signal while the
 //! first is handled exits at once (code 130), for a search whose children do not stop. The
 //! handlers are removed when the scheduler ends, and the signals then end the process again,
 //! as they did before the search: signal-hook leaves a signal ignored once its last action is
@@ -51,6 +52,11 @@ impl StopOnSignal {
     /// Whether a signal asked the search to stop.
     pub fn flag(&self) -> &AtomicBool {
         &self.flag
+    }
+
+    /// The flag, for a trainer in this process to stop on.
+    pub fn shared(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.flag)
     }
 }
 

@@ -2,7 +2,8 @@
 //! goes.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::checkpoint::Checkpointer;
@@ -44,6 +45,8 @@ pub struct Trainer {
     data_bytes: Option<u64>,
     /// A search's pruner, asked after each epoch.
     gate: Option<EpochGate>,
+    /// Set (by a signal handler) to stop the run at its next step.
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl Trainer {
@@ -55,6 +58,7 @@ impl Trainer {
             resume: None,
             data_bytes: None,
             gate: None,
+            stop: None,
         }
     }
 
@@ -78,6 +82,16 @@ impl Trainer {
     /// from there as any other.
     pub fn gate(mut self, gate: EpochGate) -> Self {
         self.gate = Some(gate);
+        self
+    }
+
+    /// Stops the run once `flag` is set (by a signal handler, say): at the end of the step in
+    /// progress it writes a checkpoint there (at an epoch's last step, the epoch's own) and
+    /// returns [`Error::Interrupted`]. The run directory is left as a killed run's, with no
+    /// `summary.json` from this process, and [`resume`](Self::resume) goes on from that
+    /// checkpoint as if the run had never stopped.
+    pub fn stop_when(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.stop = Some(flag);
         self
     }
 
@@ -121,6 +135,7 @@ impl Trainer {
             resume,
             data_bytes,
             mut gate,
+            stop,
         } = self;
         let resume = match resume {
             Some(dir) => Some(Resume::open(&dir, &config, task.config_sections())?),
@@ -166,12 +181,17 @@ impl Trainer {
             resume: resume.as_ref().map(|r| &r.checkpoint),
             data_bytes,
             gate: gate.as_mut(),
+            stop: stop.as_deref(),
         }
         .train();
         // The run's end is recorded (released, verified) whatever the epochs' outcome.
         let ended = guard.run_end(&mut recorder, stats.epochs);
         let result = result.and_then(|ending| ended.map(|_| ending));
         draw((&guard, &mut recorder), &config, &id.name);
+        // Stopped on request: the run is left to be resumed, as a killed one would be.
+        if let Err(Error::Interrupted) = result {
+            return Err(Error::Interrupted);
+        }
         let (status, stopped_by) = match &result {
             Ok(Ending::Completed) => (RunStatus::Completed, None),
             Ok(Ending::Paused) => (RunStatus::Paused, None),

@@ -5,6 +5,7 @@ mod advisor;
 mod bad_input;
 mod breakdown;
 mod custom;
+mod damaged_files;
 mod data;
 mod docs;
 mod experiments;
@@ -21,6 +22,7 @@ mod recipe;
 mod resume;
 mod run_dir;
 mod search;
+mod stop;
 mod tpe;
 mod training;
 #[cfg(feature = "wgpu")]

@@ -31,7 +31,7 @@ pub fn read_snapshot_log(path: &Path) -> Result<SnapshotLog, RecordError> {
         if line.trim().is_empty() {
             continue;
         }
-        let snapshot = serde_json::from_str(line)
+        let snapshot = super::super::parse_json(line.as_bytes())
             .map_err(|e| RecordError::corrupt(path, Some(i + 1), format!("not a snapshot: {e}")))?;
         snapshots.push(snapshot);
     }

@@ -23,7 +23,7 @@ pub use record::{read_curve, Curve, Record, Standing};
 use super::shard::Shard;
 use crate::config::MonitorMode;
 use crate::error::Error;
-use crate::record::{write_atomic, RunStatus, RunSummary};
+use crate::record::{write_atomic, RecordError, RunStatus, RunSummary};
 use own_files::{describe, from_files, stopped_at};
 
 /// A search's pruner: its record, and the decisions on it.
@@ -85,6 +85,18 @@ impl Pruner {
     /// it. So a record lost, or one that a stop left behind its trials (a summary written, the
     /// record not yet), neither retrains a pruned trial nor loses a paused one.
     fn reconcile(&mut self, dir: &Path, trials: &[usize]) -> Result<(), Error> {
+        // A trial the search does not have would rank at the rungs beside its own.
+        if let Some(stray) = (self.record.trials.keys()).find(|n| !trials.contains(n)) {
+            let mut listed: Vec<String> = trials.iter().take(6).map(|n| n.to_string()).collect();
+            if trials.len() > 6 {
+                listed.push(format!("... {}", trials[trials.len() - 1]));
+            }
+            let message = format!(
+                "trials.{stray}: no trial {stray} among the ones this record keeps ({})",
+                listed.join(", ")
+            );
+            return Err(RecordError::corrupt(&self.path, None, message).into());
+        }
         let monitor = self.record.monitor.clone();
         for &trial in trials {
             let recorded = self.record.trials.get(&trial).map(|c| c.standing);
@@ -328,7 +340,16 @@ mod tests {
             reduction: 3,
             startup: 5,
         };
-        let mut p = Pruner::open(dir, None, config, "val_loss", MonitorMode::Min, 9, &[]).unwrap();
+        let mut p = Pruner::open(
+            dir,
+            None,
+            config,
+            "val_loss",
+            MonitorMode::Min,
+            9,
+            &[1, 2, 3],
+        )
+        .unwrap();
         for (t, v) in [(1, 0.3), (2, 0.5), (3, 0.4)] {
             let curve = Curve {
                 values: vec![Some(v)],

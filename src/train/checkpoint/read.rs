@@ -147,7 +147,7 @@ impl Checkpoint {
             };
             Error::checkpoint(&meta, message)
         })?;
-        let state: CheckpointState = serde_json::from_slice(&text)
+        let state: CheckpointState = crate::record::parse_json(&text)
             .map_err(|e| Error::checkpoint(&meta, format!("not a checkpoint's state: {e}")))?;
         for file in ["model.bpk", "optimizer.bpk"] {
             let path = dir.join(file);

@@ -13,6 +13,8 @@ mod setup;
 mod step;
 mod validate;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use burn::data::dataset::DatasetError;
 use burn::tensor::Device;
 
@@ -43,6 +45,8 @@ pub(super) struct Epochs<'a, T: Task> {
     pub(super) data_bytes: Option<u64>,
     /// A search's pruner, asked after each epoch but the last.
     pub(super) gate: Option<&'a mut EpochGate>,
+    /// Set to stop the run at its next step (see [`Trainer::stop_when`](crate::Trainer::stop_when)).
+    pub(super) stop: Option<&'a AtomicBool>,
 }
 
 /// A training pass's position, for the limit's messages and the progress line.
@@ -80,6 +84,10 @@ impl<T: Task> Epochs<'_, T> {
             return Ok(ending);
         }
         for epoch in start.epoch + 1..=self.config.train.epochs {
+            // The checkpoint of the epoch before (or the one resumed from) is the latest.
+            if self.stopping() {
+                return Err(Error::Interrupted);
+            }
             self.guard.begin_epoch(self.recorder);
             let resumed = (epoch == start.epoch + 1 && start.step_in_epoch > 0).then_some(&start);
             let tally = self.pass(run, epoch, resumed)?;
@@ -88,6 +96,11 @@ impl<T: Task> Epochs<'_, T> {
             }
         }
         Ok(Ending::Completed)
+    }
+
+    /// Whether the run was asked to stop.
+    fn stopping(&self) -> bool {
+        self.stop.is_some_and(|s| s.load(Ordering::SeqCst))
     }
 
     /// The run's state after `epoch` epochs, for a checkpoint.

@@ -135,7 +135,8 @@ impl<T: Task> Epochs<'_, T> {
 
     /// After step `at`: about once a second (and at the epoch's end) the loss is read for
     /// progress and the divergence check; every `checkpoint.every_steps` steps a checkpoint
-    /// is written, never of a diverged model.
+    /// is written, never of a diverged model, and one where a stop was asked for, which
+    /// then ends the run with [`Error::Interrupted`].
     fn after_step(
         &mut self,
         run: &mut Run<T>,
@@ -144,9 +145,12 @@ impl<T: Task> Epochs<'_, T> {
         done: bool,
         tally: &Tally,
     ) -> Result<(), Error> {
-        // Checkpoints inside the epoch only: its end writes one anyway.
-        let checkpoint = tally.steps < run.steps_per_epoch
-            && (self.config.checkpoint.every_steps).is_some_and(|n| at.step.is_multiple_of(n));
+        // Checkpoints inside the epoch only: its end writes one anyway. A run asked to stop
+        // writes one where it is, and stops.
+        let inside = tally.steps < run.steps_per_epoch;
+        let stop = inside && self.stopping();
+        let every = (self.config.checkpoint.every_steps).is_some_and(|n| at.step.is_multiple_of(n));
+        let checkpoint = stop || (inside && every);
         let report = done || run.last_report.elapsed() >= REPORT_INTERVAL;
         if !(checkpoint || report) {
             return Ok(());
@@ -186,6 +190,9 @@ impl<T: Task> Epochs<'_, T> {
             };
             self.checkpoint(run, state, false)?;
         }
-        Ok(())
+        match stop {
+            true => Err(Error::Interrupted),
+            false => Ok(()),
+        }
     }
 }

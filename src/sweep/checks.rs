@@ -1,0 +1,93 @@
+//! Every check a search makes before it writes anything, which `tidemark validate` makes
+//! too: each trial's config and monitor, the order, the pruner, TPE across shards, and the
+//! budget of trials in parallel.
+
+use std::path::Path;
+
+use super::shard::Shard;
+use super::space::{check_order, Method, Space, Trial};
+use super::trial_config::trial_config;
+use crate::config::{to_toml, ConfigError, Monitor, RunConfig};
+use crate::error::Error;
+use crate::task::unknown_monitor;
+
+/// Every check a search makes before it writes anything (`tidemark validate` makes them
+/// too): each trial's config, the order, the pruner, TPE across shards, and the budget of
+/// trials in parallel.
+pub fn check_search(config: &RunConfig, space: &Space, shard: Option<Shard>) -> Result<(), Error> {
+    let trials = space.trials();
+    check_trials(
+        &to_toml(config),
+        &trials,
+        &config.run.output_dir,
+        &space.monitor,
+    )?;
+    check_order(space.order, space.packing.parallel, "--parallel")?;
+    check_prune(space, config)?;
+    if shard.is_some() && space.method == Method::Tpe {
+        return Err(Error::Config(ConfigError {
+            origin: "--shard".into(),
+            key: Some("sweep.method".into()),
+            message: "sweep.method = \"tpe\" draws each trial from the results before it, and \
+                      shards train apart; run a TPE search in one process (with sweep.parallel \
+                      for trials at once), or use method = \"random\" across shards"
+                .into(),
+        }));
+    }
+    if space.packing.parallel > 1 {
+        super::budget::resolve(&space.packing, config)?;
+    }
+    Ok(())
+}
+
+/// Refuses a pruner that could prune nothing (its first rung at or past the last epoch), or
+/// trials that vary `train.epochs` (rungs are epochs of one length of run).
+fn check_prune(space: &Space, config: &RunConfig) -> Result<(), ConfigError> {
+    let Some(prune) = space.prune else {
+        return Ok(());
+    };
+    let fail = |key: String, message: String| ConfigError {
+        origin: "[sweep.prune]".into(),
+        message: format!("{key}: {message}"),
+        key: Some(key),
+    };
+    if space.vary.iter().any(|(key, _)| key == "train.epochs") {
+        return Err(fail(
+            "sweep.vary.train.epochs".into(),
+            "a pruned search compares trials at the same epochs, so its trials share \
+             train.epochs; vary it in another search, or remove [sweep.prune]"
+                .into(),
+        ));
+    }
+    prune
+        .check_epochs(config.train.epochs)
+        .map_err(|(key, message)| fail(key, message))
+}
+
+/// Checks every trial's config, and that its task reports `monitor`, building one config at
+/// a time.
+pub(super) fn check_trials(
+    base: &str,
+    trials: &[Trial],
+    dir: &Path,
+    monitor: &str,
+) -> Result<(), ConfigError> {
+    trials.iter().try_for_each(|trial| {
+        let config = trial_config(base, trial, dir)?;
+        check_monitor(monitor, &config)
+    })
+}
+
+/// Refuses a `sweep.monitor` that a trial's task does not report: every trial would train, and
+/// none would have a value to rank by.
+fn check_monitor(monitor: &str, config: &RunConfig) -> Result<(), ConfigError> {
+    let reported = Monitor::figures(crate::builtin::metric_names(config));
+    match reported.contains(&monitor.to_string()) {
+        true => Ok(()),
+        false => Err(ConfigError {
+            origin: "[sweep]".into(),
+            key: Some("sweep.monitor".into()),
+            message: unknown_monitor("sweep.monitor", monitor, &reported),
+        }),
+    }
+}

@@ -1,0 +1,61 @@
+//! A trial's config: the search's base config with the trial's values as overrides, named
+//! after the trial, in the sweep's directory; an error in it is said as the trial's.
+
+use std::path::Path;
+
+use super::space::{literal, Trial};
+use crate::config::{parse, to_toml, ConfigError, Override, RunConfig};
+
+/// Each trial's config: `config` with the trial's values, named after the trial, in `dir`.
+/// The first trial whose values do not validate is the error, naming the key and the value.
+pub fn trial_configs(
+    config: &RunConfig,
+    trials: &[Trial],
+    dir: &Path,
+) -> Result<Vec<RunConfig>, ConfigError> {
+    let base = to_toml(config);
+    trials
+        .iter()
+        .map(|trial| trial_config(&base, trial, dir))
+        .collect()
+}
+
+/// One trial's config: the base config's TOML `base` with the trial's values, named after
+/// the trial, in `dir`.
+pub(super) fn trial_config(
+    base: &str,
+    trial: &Trial,
+    dir: &Path,
+) -> Result<RunConfig, ConfigError> {
+    let mut overrides: Vec<Override> = trial
+        .values
+        .iter()
+        .map(|(key, value)| Override {
+            key: key.clone(),
+            value: value.clone(),
+            text: format!("{key}={}", literal(value)),
+        })
+        .collect();
+    overrides.push(set("run.name", toml::Value::String(trial.name())));
+    let out = dir.display().to_string();
+    overrides.push(set("run.output_dir", toml::Value::String(out)));
+    parse(base, "config.toml", &overrides).map_err(|e| in_trial(e, trial))
+}
+
+/// An override of `key` with `value`, as `--set` would give it.
+pub(super) fn set(key: &str, value: toml::Value) -> Override {
+    Override {
+        key: key.into(),
+        text: format!("{key}={value}"),
+        value,
+    }
+}
+
+/// A trial's error, said as the trial's: `[sweep] trial-003 (train.lr=-1): ...`.
+fn in_trial(e: ConfigError, trial: &Trial) -> ConfigError {
+    let origin = match e.origin.strip_prefix("--set ") {
+        Some(value) => format!("[sweep] {} ({value})", trial.name()),
+        None => format!("[sweep] {} ({})", trial.name(), trial.describe()),
+    };
+    ConfigError { origin, ..e }
+}

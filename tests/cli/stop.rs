@@ -1,0 +1,78 @@
+//! A run asked to stop (`Trainer::stop_when`, what a search's signal handler sets): it writes
+//! a checkpoint where it is, returns `Error::Interrupted` without a summary, and its resume
+//! ends where the uninterrupted run does.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tidemark::config::{ConfigBuilder, RunConfig};
+use tidemark::record::Observer;
+use tidemark::{Error, Trainer};
+
+/// Sets `flag` when step `at.1` of epoch `at.0` is done.
+struct StopAt {
+    at: (usize, usize),
+    flag: Arc<AtomicBool>,
+}
+
+impl Observer for StopAt {
+    fn step_done(&mut self, epoch: usize, step: usize) {
+        if (epoch, step) == self.at {
+            self.flag.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// 960 training samples in steps of 32: 30 steps an epoch, 3 epochs.
+fn config(dir: &Path, name: &str) -> RunConfig {
+    ConfigBuilder::new(name)
+        .output_dir(dir)
+        .synthetic(1200, 16, 4)
+        .hidden(&[32])
+        .epochs(3)
+        .batch_size(32)
+        .build()
+        .unwrap()
+}
+
+fn latest(run_dir: &Path) -> String {
+    std::fs::read_to_string(run_dir.join("checkpoints/latest")).unwrap()
+}
+
+#[test]
+fn a_run_asked_to_stop_checkpoints_where_it_is_and_its_resume_ends_as_if_never_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = Trainer::new(config(dir.path(), "whole")).run().unwrap();
+    // Mid-epoch (the 5th step of epoch 2, step 35), and at epoch 1's last step, whose
+    // epoch end writes its own checkpoint before the run stops.
+    for (name, at, checkpoint) in [("mid", (2, 5), "step-35"), ("end", (1, 30), "epoch-1")] {
+        let flag = Arc::new(AtomicBool::new(false));
+        let observer = StopAt {
+            at,
+            flag: Arc::clone(&flag),
+        };
+        let stopped = Trainer::new(config(dir.path(), name))
+            .observer(observer)
+            .stop_when(flag)
+            .run();
+        assert!(
+            matches!(stopped, Err(Error::Interrupted)),
+            "{name}: {stopped:?}"
+        );
+        let run_dir = dir.path().join(name);
+        assert_eq!(latest(&run_dir), checkpoint, "{name}");
+        assert!(!run_dir.join("summary.json").exists(), "{name}: a summary");
+        let resumed = Trainer::new(config(dir.path(), name))
+            .resume(&run_dir)
+            .run()
+            .unwrap();
+        assert_eq!(resumed.steps, whole.steps, "{name}");
+        let figures = |s: &tidemark::record::RunSummary| {
+            [s.final_loss, s.final_val_loss, s.metric("val_accuracy")].map(Option::unwrap)
+        };
+        for (a, b) in figures(&resumed).into_iter().zip(figures(&whole)) {
+            assert!((a - b).abs() < 1e-6, "{name}: {a} against {b}");
+        }
+    }
+}
