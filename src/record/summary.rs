@@ -143,6 +143,20 @@ impl RunSummary {
         self.final_metrics.get(&format!("final_{key}")).copied()
     }
 
+    /// The run's value of `monitor` (`val_loss` or a metric's epoch key): the best epoch's
+    /// where early stopping watched it, else the last epoch's.
+    pub fn monitored(&self, monitor: &str) -> Option<f64> {
+        if self.monitor.as_deref() == Some(monitor) {
+            if let Some(best) = self.best_value {
+                return Some(best);
+            }
+        }
+        match monitor {
+            "val_loss" => self.final_val_loss,
+            key => self.metric(key),
+        }
+    }
+
     /// The `summary.json` in `run_dir`: `None` if there is none (the run has not finished, or
     /// was killed), and an error naming the file if it is there but cannot be read, so that
     /// a damaged summary is never taken for a run that did not run.

@@ -35,7 +35,7 @@ pub fn check_search(config: &RunConfig, space: &Space, shard: Option<Shard>) -> 
         }));
     }
     if space.packing.parallel > 1 {
-        super::budget::resolve(&space.packing, config)?;
+        super::sizing::budget::resolve(&space.packing, config)?;
     }
     Ok(())
 }

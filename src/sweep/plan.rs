@@ -1,14 +1,62 @@
 //! `plan.json`: what a sweep directory is to train, written when the sweep starts (and as TPE
 //! draws), read back by `--resume`, and checked as it is read.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::SearchPlan;
-use crate::config::ConfigError;
+use super::space::{Domain, Method, Order, Packing, PruneConfig, Space, Trial};
+
+use crate::config::{ConfigError, MonitorMode};
 use crate::error::Error;
 use crate::record::write_atomic;
+
+/// What a search plans, in `plan.json`: resuming trains the same trials.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SearchPlan {
+    /// The metric the trials are ranked by.
+    pub monitor: String,
+    /// Whether lower or higher is better.
+    pub mode: MonitorMode,
+    /// The trials, in order.
+    pub trials: Vec<Trial>,
+    /// The order a process trains its trials in.
+    #[serde(default)]
+    pub order: Order,
+    /// Trials at once, and the memory they may hold together.
+    #[serde(default)]
+    pub packing: Packing,
+    /// The pruner, if any.
+    #[serde(default)]
+    pub prune: Option<PruneConfig>,
+    /// With `method = "tpe"`: what draws the trials past the random start, as they start.
+    #[serde(default)]
+    pub tpe: Option<TpePlan>,
+}
+
+/// What a TPE search keeps in its plan to draw the rest of its trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TpePlan {
+    /// The random draws' seed.
+    pub seed: u64,
+    /// The keys varied, with what each takes.
+    pub vary: Vec<(String, Domain)>,
+    /// The trials drawn so far by TPE (past the random start), by number.
+    #[serde(default)]
+    pub drawn: BTreeSet<usize>,
+}
+
+impl TpePlan {
+    /// The TPE part of `space`'s plan, if it draws by TPE.
+    pub fn of(space: &Space) -> Option<TpePlan> {
+        (space.method == Method::Tpe).then(|| TpePlan {
+            seed: space.seed,
+            vary: space.vary.clone(),
+            drawn: BTreeSet::new(),
+        })
+    }
+}
 
 /// `plan.json` in a sweep's directory: how many runs it is to make, or a search's trials
 /// (its base config is `config.toml` beside it).

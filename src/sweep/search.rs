@@ -7,51 +7,26 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use serde::{Deserialize, Serialize};
-
 use super::checks::{check_search, check_trials};
-use super::draws::{Draws, TpePlan};
-use super::in_turn::InTurn;
-use super::packed::{train_parallel, Packed};
-use super::picture::picture;
-use super::preflight::arrange;
-use super::prune::{PruneConfig, Pruner};
-use super::rank::{rank, ranking, TrialRow};
-use super::rows::read_rows;
-use super::schedule::Schedule;
+use super::parallel::schedule::Schedule;
+use super::parallel::{train_parallel, Packed};
+use super::plan::{read_plan, write_plan, Plan, SearchPlan, TpePlan};
+use super::prune::Pruner;
+use super::results::rank::{rank, ranking, TrialRow};
+use super::results::rows::read_rows;
+use super::results::sweep_svg::picture;
+use super::sequential::InTurn;
 use super::shard::Shard;
 use super::signals::StopOnSignal;
-use super::space::{Order, Packing, Space, Trial};
+use super::sizing::preflight::arrange;
+use super::space::{Order, Space, Trial};
+use super::tpe_draws::Draws;
 use super::trial_config::trial_config;
-use super::{read_plan, write_plan, Plan};
-use crate::config::{to_toml, ConfigError, MonitorMode, RunConfig};
+use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer};
 use crate::report::render_search_svg;
 use crate::train::run_dir;
-
-/// What a search plans, in `plan.json`: resuming trains the same trials.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SearchPlan {
-    /// The metric the trials are ranked by.
-    pub monitor: String,
-    /// Whether lower or higher is better.
-    pub mode: MonitorMode,
-    /// The trials, in order.
-    pub trials: Vec<Trial>,
-    /// The order a process trains its trials in.
-    #[serde(default)]
-    pub order: Order,
-    /// Trials at once, and the memory they may hold together.
-    #[serde(default)]
-    pub packing: Packing,
-    /// The pruner, if any.
-    #[serde(default)]
-    pub prune: Option<PruneConfig>,
-    /// With `method = "tpe"`: what draws the trials past the random start, as they start.
-    #[serde(default)]
-    pub tpe: Option<TpePlan>,
-}
 
 /// Plans and runs the search of `space` over `config`, in `<output_dir>/<name>-sweep/` (a new
 /// directory; with a `shard`, the one directory every shard shares, trained only in this
@@ -129,7 +104,7 @@ pub fn run_trials(
     let mut pruner = match plan.prune {
         Some(prune) => {
             let numbers: Vec<usize> = (plan.trials.iter())
-                .filter(|t| in_shard(shard, t))
+                .filter(|t| Shard::holds(shard, t.number))
                 .map(|t| t.number)
                 .collect();
             let (monitor, mode, epochs) = (&plan.monitor, plan.mode, config.train.epochs);
@@ -145,13 +120,15 @@ pub fn run_trials(
     let mine = plan
         .trials
         .iter()
-        .filter(|t| in_shard(shard, t) && !pruner.as_ref().is_some_and(|p| p.settled(t.number)))
+        .filter(|t| {
+            Shard::holds(shard, t.number) && !pruner.as_ref().is_some_and(|p| p.settled(t.number))
+        })
         .collect();
     // In parallel: the budget, known before the probes run. The signal handlers, with which
     // a signal from here on, the probes included, stops the search with exit code 130,
     // resumable: children are stopped by the scheduler, a trial in this process at its step.
     let budget = match plan.packing.parallel > 1 {
-        true => Some(super::budget::resolve(&plan.packing, config)?),
+        true => Some(super::sizing::budget::resolve(&plan.packing, config)?),
         false => None,
     };
     let stop = StopOnSignal::install()?;
@@ -217,10 +194,6 @@ pub fn run_trials(
     }
     drop(stop);
     Ok((dir.to_path_buf(), rows))
-}
-
-pub(super) fn in_shard(shard: Option<Shard>, trial: &Trial) -> bool {
-    shard.is_none_or(|s| s.includes(trial.number))
 }
 
 /// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever shard

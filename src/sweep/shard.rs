@@ -21,6 +21,11 @@ impl Shard {
         (number - 1) % self.count == self.index
     }
 
+    /// Whether trial `number` is `shard`'s: every trial where there are no shards.
+    pub fn holds(shard: Option<Shard>, number: usize) -> bool {
+        shard.is_none_or(|s| s.includes(number))
+    }
+
     /// `shard-1-of-3`: the name of what this shard writes alone.
     pub fn name(&self) -> String {
         format!("shard-{}-of-{}", self.index, self.count)

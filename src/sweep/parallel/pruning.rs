@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::State;
+use super::state::State;
 use crate::error::Error;
 use crate::record::Observer;
 

@@ -4,10 +4,11 @@
 
 use std::time::Instant;
 
-use super::{in_use, Pack, State};
+use super::schedule::now;
+use super::scheduler::Pack;
+use super::state::{in_use, State};
 use crate::memory::format_bytes;
 use crate::record::{Observer, RunningTrial, SearchStatus};
-use crate::sweep::schedule::now;
 
 impl Pack {
     /// Tells the live view where the trials stand.

@@ -8,7 +8,6 @@
 //! value is from fewer epochs, not comparable.
 
 mod asha;
-mod config;
 mod gate;
 mod median;
 mod own_files;
@@ -16,11 +15,11 @@ mod record;
 
 use std::path::{Path, PathBuf};
 
-pub use config::{PruneConfig, PruneMethod};
 pub use gate::GateSpec;
 pub use record::{read_curve, Curve, Record, Standing};
 
 use super::shard::Shard;
+use super::space::{PruneConfig, PruneMethod};
 use crate::config::MonitorMode;
 use crate::error::Error;
 use crate::record::{write_atomic, RecordError, RunStatus, RunSummary};

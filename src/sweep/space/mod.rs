@@ -14,7 +14,7 @@
 //! parallel = 2               # trials at once, each in a child process under its lease
 //! budget = "4GiB"            # what the running trials may hold together (packing.rs)
 //!
-//! [sweep.prune]              # stop trials that are behind (prune/config.rs)
+//! [sweep.prune]              # stop trials that are behind (prune.rs)
 //! method = "asha"            # or "median"
 //!
 //! [sweep.vary]
@@ -28,11 +28,11 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
-use super::prune::PruneConfig;
 use crate::config::{defaults, ConfigError, Invalid, Monitor, MonitorMode, RawSweep};
 
 mod domain;
 mod packing;
+mod prune;
 pub mod tpe;
 mod vary;
 
@@ -40,6 +40,7 @@ use domain::draw;
 use vary::{trials, vary};
 
 pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
+pub use prune::{PruneConfig, PruneMethod};
 
 /// How a search picks its trials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

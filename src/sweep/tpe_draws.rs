@@ -5,40 +5,13 @@
 //! same seed gives the same trials; in parallel, a draw sees only the trials finished when it
 //! starts, so the trials depend on timing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use super::rows::monitored;
-use super::search::SearchPlan;
-use super::space::{Domain, Method, Space, Trial};
-use super::{write_plan, Plan};
+use super::plan::{write_plan, Plan, SearchPlan};
+use super::space::{Method, Space, Trial};
 use crate::error::Error;
 use crate::record::{RunStatus, RunSummary};
-
-/// What a TPE search keeps in its plan to draw the rest of its trials.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TpePlan {
-    /// The random draws' seed.
-    pub seed: u64,
-    /// The keys varied, with what each takes.
-    pub vary: Vec<(String, Domain)>,
-    /// The trials drawn so far by TPE (past the random start), by number.
-    #[serde(default)]
-    pub drawn: BTreeSet<usize>,
-}
-
-impl TpePlan {
-    /// The TPE part of `space`'s plan, if it draws by TPE.
-    pub fn of(space: &Space) -> Option<TpePlan> {
-        (space.method == Method::Tpe).then(|| TpePlan {
-            seed: space.seed,
-            vary: space.vary.clone(),
-            drawn: BTreeSet::new(),
-        })
-    }
-}
 
 /// Draws a TPE search's trials as they start, keeping `plan.json` up to date.
 pub(super) struct Draws {
@@ -107,7 +80,7 @@ impl Draws {
             if !matches!(summary.status, RunStatus::Completed | RunStatus::Pruned) {
                 continue;
             }
-            if let Some(value) = monitored(&summary, &self.plan.monitor) {
+            if let Some(value) = summary.monitored(&self.plan.monitor) {
                 self.known.insert(trial.number, value);
             }
         }

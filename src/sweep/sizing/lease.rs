@@ -8,11 +8,14 @@
 //! every epoch), all with [`LEASE_MARGIN`] to spare. The child trains with `memory.limit`
 //! set to its lease, so the lease is enforced, not hoped.
 
-use super::preflight::Arranged;
-use super::space::Trial;
 use crate::config::ConfigError;
 use crate::error::Error;
 use crate::memory::format_bytes;
+use crate::sweep::space::Trial;
+
+/// A trial to train, in the order to train it, with its lease where trials run in parallel
+/// and one could be had.
+pub(in crate::sweep) type Arranged<'a> = (&'a Trial, Option<u64>);
 
 /// The share added to a trial's measured figures: room for what one probed step does not
 /// show (the loader's batches in flight, validation, the run's own records). Inside its lease
@@ -63,7 +66,7 @@ pub fn too_large(lease: u64, budget: u64) -> String {
 
 /// Refuses a budget smaller than every trial's lease, before any trial starts: not one of them
 /// could train, and each would fail alone.
-pub(super) fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Result<(), Error> {
+pub(in crate::sweep) fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Result<(), Error> {
     let leases: Option<Vec<(u64, &Trial)>> = (todo.iter())
         .map(|(trial, lease)| lease.map(|l| (l, *trial)))
         .collect();

@@ -1,11 +1,15 @@
 //! What `sweep.svg` draws of a search's ranked trials.
 
 use super::rank::{TrialRow, TrialStatus};
-use super::search::SearchPlan;
 use crate::report::{SearchPicture, SearchPoint};
+use crate::sweep::plan::SearchPlan;
 
 /// What `sweep.svg` draws of the trials.
-pub(super) fn picture(plan: &SearchPlan, rows: &[TrialRow], budget: Option<u64>) -> SearchPicture {
+pub(in crate::sweep) fn picture(
+    plan: &SearchPlan,
+    rows: &[TrialRow],
+    budget: Option<u64>,
+) -> SearchPicture {
     let keys: Vec<String> = rows
         .first()
         .map(|r| r.values.keys().cloned().collect())

@@ -1,28 +1,29 @@
 //! A search's trials in child processes: which to run, with which binary and how many rayon
-//! workers each, under the scheduler ([`parallel`](super::parallel)).
+//! workers each, under the scheduler ([`parallel`](super::scheduler)).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use super::children::Launch;
-use super::draws::Draws;
-use super::parallel::Chosen;
-use super::parallel::{Ended, Pack};
-use super::preflight::Arranged;
-use super::prune::Pruner;
+use super::processes::Launch;
 use super::schedule;
-use super::shard::Shard;
-use super::space::Trial;
+use super::scheduler::Chosen;
+use super::scheduler::Pack;
+use super::state::Ended;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::Observer;
+use crate::sweep::prune::Pruner;
+use crate::sweep::shard::Shard;
+use crate::sweep::sizing::lease::Arranged;
+use crate::sweep::space::Trial;
+use crate::sweep::tpe_draws::Draws;
 
 /// How a search packs its trials: at once, under what, and whether a trial fits its
 /// micro-batch in its lease.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Packed {
+pub(in crate::sweep) struct Packed {
     /// Trials at once.
     pub parallel: usize,
     /// The budget, in bytes.
@@ -50,7 +51,7 @@ fn train_packed<'a>(
     let mut unfinished = Vec::new();
     for (trial, lease) in todo {
         let run_dir = dir.join(trial.name());
-        match super::finished(&run_dir, config(trial)?.train.epochs)? {
+        match crate::sweep::trial_run::finished(&run_dir, config(trial)?.train.epochs)? {
             Some(_) => {
                 // A trial that finished after the pruner last heard of it (a stopped search).
                 if let Some(p) = pruner.as_deref_mut() {
@@ -122,7 +123,7 @@ fn tidemark_exe() -> Result<PathBuf, Error> {
 
 /// `mine` in child processes under `packed`, until the last has ended or a signal has set
 /// `stop`; each trial's error, if its last run failed.
-pub(super) fn train_parallel(
+pub(in crate::sweep) fn train_parallel(
     dir: &Path,
     packed: Packed,
     mine: Vec<Arranged>,

@@ -14,16 +14,16 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
 
-use super::prune::GateSpec;
-use super::space::Trial;
-use super::train_or_resume;
-use super::trial_config::set;
 use crate::config::{parse, to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer, RunSummary};
+use crate::sweep::prune::GateSpec;
+use crate::sweep::space::Trial;
+use crate::sweep::trial_config::set;
+use crate::sweep::trial_run::train_or_resume;
 
 /// Where trial `trial`'s launch file goes in the sweep directory `dir`.
-pub(super) fn launch_path(dir: &Path, trial: &Trial) -> PathBuf {
+pub(in crate::sweep) fn launch_path(dir: &Path, trial: &Trial) -> PathBuf {
     dir.join("launch").join(format!("{}.toml", trial.name()))
 }
 
@@ -35,7 +35,7 @@ fn gate_path(launch: &Path) -> PathBuf {
 /// Writes `cfg` with `memory.limit = limit` bytes (and `memory.on_limit = "fit"` if `fit`) as
 /// trial `trial`'s launch file, with the pruner's `gate` for this run beside it, and returns
 /// its path.
-pub(super) fn write_launch(
+pub(in crate::sweep) fn write_launch(
     dir: &Path,
     trial: &Trial,
     cfg: &RunConfig,

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::rank::{TrialRow, TrialStatus};
-use super::schedule::{attach, Schedule};
-use super::search::{in_shard, SearchPlan};
-use super::shard::Shard;
-use super::space::{literal, Trial};
 use super::SweepRow;
 use crate::error::Error;
 use crate::record::{RunStatus, RunSummary};
+use crate::sweep::parallel::schedule::Schedule;
+use crate::sweep::plan::SearchPlan;
+use crate::sweep::shard::Shard;
+use crate::sweep::space::{literal, Trial};
 
 /// The rows of the plan's trials (a `shard`'s only), from their `summary.json`, with the
 /// `errors` of those that failed. A trial that fails still writes its summary, with its memory
@@ -21,14 +21,14 @@ use crate::record::{RunStatus, RunSummary};
 /// ranking (a report, say), which would otherwise rank that trial as not run and rewrite the
 /// results; a trial that failed keeps its own error whatever its file holds. Each row gets its
 /// lease and times where the trials ran in parallel.
-pub(super) fn read_rows(
+pub(in crate::sweep) fn read_rows(
     dir: &Path,
     plan: &SearchPlan,
     shard: Option<Shard>,
     mut errors: BTreeMap<usize, String>,
 ) -> Result<Vec<TrialRow>, Error> {
     let mut rows = Vec::new();
-    for t in plan.trials.iter().filter(|t| in_shard(shard, t)) {
+    for t in plan.trials.iter().filter(|t| Shard::holds(shard, t.number)) {
         let error = errors.remove(&t.number);
         let summary = match (RunSummary::read(&dir.join(t.name())), &error) {
             (Ok(summary), _) => summary,
@@ -70,7 +70,7 @@ fn row(
         monitored: summary
             .as_ref()
             .filter(|_| matches!(status, TrialStatus::Completed | TrialStatus::Pruned))
-            .and_then(|s| monitored(s, monitor)),
+            .and_then(|s| s.monitored(monitor)),
         epochs: summary.as_ref().map(|s| s.epochs),
         lease_bytes: None,
         started_s: None,
@@ -80,16 +80,24 @@ fn row(
     }
 }
 
-/// The run's value of `monitor`: the best epoch's with early stopping on it, else the last.
-pub(super) fn monitored(summary: &RunSummary, monitor: &str) -> Option<f64> {
-    if summary.monitor.as_deref() == Some(monitor) {
-        if let Some(best) = summary.best_value {
-            return Some(best);
+/// Each row's lease and times from `schedule`, where it ran in a child process.
+fn attach(rows: &mut [TrialRow], schedule: &Schedule) {
+    let Some(origin) = schedule.origin() else {
+        return;
+    };
+    for row in rows {
+        if let Some(slot) = schedule.slots.get(&row.trial) {
+            row.lease_bytes = Some(slot.lease_bytes);
+            row.started_s = Some(slot.started_unix - origin);
+            row.ended_s = slot.ended_unix.map(|t| t - origin);
+            let latest = slot.ended_unix.map(|end| [slot.started_unix, end]);
+            row.runs = (slot.earlier.iter().copied().chain(latest))
+                .map(|[from, to]| [from - origin, to - origin])
+                .collect();
+            if let Some(first) = row.runs.first() {
+                row.started_s = Some(first[0]);
+            }
         }
-    }
-    match monitor {
-        "val_loss" => summary.final_val_loss,
-        key => summary.metric(key),
     }
 }
 

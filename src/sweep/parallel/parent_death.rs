@@ -18,11 +18,11 @@
 use crate::error::Error;
 
 /// The environment variable that holds the search's process id, for its children.
-pub(super) const SEARCH_PID: &str = "TIDEMARK_SEARCH_PID";
+pub(in crate::sweep) const SEARCH_PID: &str = "TIDEMARK_SEARCH_PID";
 
 /// Ends this process when its parent, the search, is gone, from now on; at once if the search
 /// ended before this was armed (the process then has another parent already).
-pub(super) fn arm() -> Result<(), Error> {
+pub(in crate::sweep) fn arm() -> Result<(), Error> {
     #[cfg(target_os = "linux")]
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(|e| {
         Error::io(

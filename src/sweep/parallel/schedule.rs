@@ -9,10 +9,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::rank::TrialRow;
-use super::shard::Shard;
 use crate::error::Error;
 use crate::record::{read_json, write_json};
+use crate::sweep::shard::Shard;
 
 /// One trial's run in a child process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,27 +108,6 @@ impl Schedule {
     /// that did not).
     pub fn packed(&self) -> Option<(u64, usize)> {
         (!self.slots.is_empty()).then_some((self.budget_bytes, self.parallel))
-    }
-}
-
-/// Each row's lease and times from `schedule`, where it ran in a child process.
-pub(super) fn attach(rows: &mut [TrialRow], schedule: &Schedule) {
-    let Some(origin) = schedule.origin() else {
-        return;
-    };
-    for row in rows {
-        if let Some(slot) = schedule.slots.get(&row.trial) {
-            row.lease_bytes = Some(slot.lease_bytes);
-            row.started_s = Some(slot.started_unix - origin);
-            row.ended_s = slot.ended_unix.map(|t| t - origin);
-            let latest = slot.ended_unix.map(|end| [slot.started_unix, end]);
-            row.runs = (slot.earlier.iter().copied().chain(latest))
-                .map(|[from, to]| [from - origin, to - origin])
-                .collect();
-            if let Some(first) = row.runs.first() {
-                row.started_s = Some(first[0]);
-            }
-        }
     }
 }
 

@@ -55,8 +55,8 @@ pub fn table(rows: &[SweepRow]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::run_row::tests::row;
     use super::*;
-    use crate::sweep::tests::row;
 
     #[test]
     fn table_marks_runs_that_kept_memory() {

@@ -8,11 +8,11 @@
 
 use burn::tensor::Device;
 
-use super::space::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 use crate::backend;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::{available_host_memory, device_total_memory, MemoryProbe, MemorySource};
+use crate::sweep::space::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 
 /// The share of a device's capacity the default budget leaves out: room for what its pools do
 /// not count (each child's own context on the device, the search's probes) and for anything
@@ -23,7 +23,7 @@ pub const POOL_MARGIN: f64 = 0.10;
 const MOST: u64 = i64::MAX as u64;
 
 /// The budget of `packing` for trials of `config`, in bytes.
-pub(super) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Error> {
+pub(in crate::sweep) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Error> {
     if let Some(Budget::Bytes(bytes)) = packing.budget {
         return check(bytes);
     }
@@ -38,7 +38,7 @@ pub(super) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Erro
 }
 
 /// The device `config` trains on, and where its memory figures come from.
-pub(super) fn device_of(config: &RunConfig) -> Result<(Device, MemorySource), Error> {
+pub(in crate::sweep) fn device_of(config: &RunConfig) -> Result<(Device, MemorySource), Error> {
     let device = backend::select(&config.device)?;
     let source = MemoryProbe::new(&device).source();
     Ok((device, source))
@@ -46,7 +46,7 @@ pub(super) fn device_of(config: &RunConfig) -> Result<(Device, MemorySource), Er
 
 /// The trial's own `memory.limit` in bytes (a fraction of its device's memory resolved), if
 /// it sets one.
-pub(super) fn own_limit(config: &RunConfig) -> Option<u64> {
+pub(in crate::sweep) fn own_limit(config: &RunConfig) -> Option<u64> {
     let limit = config.memory.limit?;
     let (device, source) = device_of(config).ok()?;
     limit.resolve(device_total_memory(&device, source))

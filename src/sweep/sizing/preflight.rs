@@ -19,13 +19,13 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::budget::own_limit;
-use super::lease::{lease, Measured};
-use super::shard::Shard;
-use super::space::{Order, Trial};
+use super::lease::{lease, Arranged, Measured};
 use crate::config::{Backend, RunConfig};
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::{write_atomic, Observer};
+use crate::sweep::shard::Shard;
+use crate::sweep::space::{Order, Trial};
 use crate::train::preflight::{probe_step, warm_up};
 
 /// One trial's probe, as `preflight.json` has it.
@@ -42,17 +42,13 @@ struct Probe {
     error: Option<String>,
 }
 
-/// A trial to train, in the order to train it, with its lease where trials run in parallel
-/// and one could be had.
-pub(super) type Arranged<'a> = (&'a Trial, Option<u64>);
-
 /// `todo`, in the order this process trains it: as listed, or (largest first) by one probed
 /// step of each trial that has not finished, written to the sweep directory `dir` and told to
 /// `observer`. `config` builds a trial's config; each is built when needed and dropped after,
 /// so that a long search holds none but the one that trains. With `leases` (trials in
 /// parallel), every unfinished trial is probed for its lease.
 /// A signal that sets `stop` ends the probes with [`Error::Interrupted`].
-pub(super) fn arrange<'a>(
+pub(in crate::sweep) fn arrange<'a>(
     todo: Vec<&'a Trial>,
     config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
     (order, leases): (Order, bool),
@@ -69,7 +65,12 @@ pub(super) fn arrange<'a>(
     // the search before it has replaced anything.
     let unfinished = todo
         .iter()
-        .map(|t| Ok(super::finished(&dir.join(t.name()), config(t)?.train.epochs)?.is_none()))
+        .map(|t| {
+            Ok(
+                crate::sweep::trial_run::finished(&dir.join(t.name()), config(t)?.train.epochs)?
+                    .is_none(),
+            )
+        })
         .collect::<Result<Vec<bool>, Error>>()?;
     let few = unfinished.iter().filter(|&&u| u).count() < 2;
     if !leases && (order == Order::Listed || few) {
@@ -112,7 +113,7 @@ pub(super) fn arrange<'a>(
 }
 
 /// The lease of `trial` with the config `cfg`, probed now (a TPE trial drawn as it starts).
-pub(super) fn lease_of(trial: &Trial, cfg: &RunConfig) -> Option<u64> {
+pub(in crate::sweep) fn lease_of(trial: &Trial, cfg: &RunConfig) -> Option<u64> {
     probe(trial, cfg, true).lease_bytes
 }
 

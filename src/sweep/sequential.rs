@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::draws::Draws;
 use super::prune::Pruner;
 use super::space::Trial;
-use super::train_or_resume;
+use super::tpe_draws::Draws;
+use super::trial_run::train_or_resume;
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::record::Observer;

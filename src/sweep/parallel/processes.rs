@@ -18,7 +18,7 @@ use crate::error::Error;
 
 /// What starts a trial's child.
 #[derive(Debug, Clone)]
-pub(super) struct Launch {
+pub(in crate::sweep) struct Launch {
     /// The `tidemark` binary.
     pub exe: PathBuf,
     /// Rayon workers per child; `None` keeps the environment's `RAYON_NUM_THREADS`.
@@ -26,7 +26,7 @@ pub(super) struct Launch {
 }
 
 /// A running child.
-pub(super) struct Child {
+pub(in crate::sweep) struct Child {
     process: std::process::Child,
     last_line: Option<JoinHandle<String>>,
     reaped: bool,

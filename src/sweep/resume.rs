@@ -1,0 +1,86 @@
+//! `sweep --resume`: a sweep of runs or a search continued where it stopped.
+
+use std::path::{Path, PathBuf};
+
+use super::plan::{read_plan, write_plan, Plan};
+use super::results::{SweepRow, TrialRow};
+use super::resume_set::Changes;
+use super::runs::run_all;
+use super::search::run_trials;
+use crate::config::{ConfigError, RunConfig};
+use crate::error::Error;
+use crate::record::Observer;
+use crate::train::resume::check_config;
+
+/// What a resumed sweep finished with.
+pub enum Swept {
+    /// Runs of the same config.
+    Runs(Vec<SweepRow>),
+    /// A search's trials, ranked by `monitor`.
+    Search {
+        /// The trials, best first.
+        rows: Vec<TrialRow>,
+        /// The metric they are ranked by.
+        monitor: String,
+        /// Whether lower or higher is better.
+        mode: crate::config::MonitorMode,
+    },
+}
+
+/// Continues the sweep in `dir` at the first run that did not finish: completed runs are kept
+/// (their rows come from their `summary.json`), a run that stopped resumes from its latest
+/// checkpoint, and the rest start. `config` must match the sweep's `config.toml` except in
+/// the keys a resumed run may change; `runs`, if given, replaces the planned count, and
+/// `changes` a search's trials at once and their budget ([`Changes`]).
+pub fn resume_sweep(
+    dir: &Path,
+    config: &RunConfig,
+    runs: Option<usize>,
+    changes: Changes,
+    mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
+) -> Result<(PathBuf, Swept), Error> {
+    check_config(dir, config, crate::builtin::SECTIONS)?;
+    let plan = read_plan(dir)?;
+    if let Some(mut search) = plan.search {
+        for line in changes.apply(&mut search.packing) {
+            observer(0, search.trials.len()).message(&line);
+        }
+        super::space::check_order(search.order, search.packing.parallel, "--parallel")?;
+        if runs.is_some() {
+            return Err(Error::Config(ConfigError {
+                origin: format!("--resume {}", dir.display()),
+                key: None,
+                message: "--runs repeats one config; this sweep is a search, whose trials \
+                          come from its [sweep] table"
+                    .into(),
+            }));
+        }
+        let (dir, rows) = run_trials(dir, config, &search, None, observer)?;
+        let (monitor, mode) = (search.monitor, search.mode);
+        return Ok((
+            dir,
+            Swept::Search {
+                rows,
+                monitor,
+                mode,
+            },
+        ));
+    }
+    if changes != Changes::default() {
+        return Err(Error::Config(ConfigError {
+            origin: format!("--resume {}", dir.display()),
+            key: None,
+            message: format!(
+                "{} is a sweep of runs, and only a search's trials run in parallel (under \
+                 sweep.parallel and sweep.budget)",
+                dir.display()
+            ),
+        }));
+    }
+    let runs = runs.unwrap_or(plan.runs);
+    if runs != plan.runs {
+        write_plan(dir, &Plan { runs, search: None })?;
+    }
+    let (dir, rows) = run_all(dir, config, runs, observer)?;
+    Ok((dir, Swept::Runs(rows)))
+}

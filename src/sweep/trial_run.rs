@@ -1,0 +1,68 @@
+//! One run of a sweep or trial of a search, in its own directory: found finished, resumed from
+//! its latest checkpoint, or started.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::prune::GateSpec;
+use crate::config::RunConfig;
+use crate::error::Error;
+use crate::record::{Observer, RunStatus, RunSummary};
+use crate::Trainer;
+
+/// Trains `cfg` in `run_dir`: a run that finished before keeps its summary, one that stopped
+/// resumes from its latest checkpoint, and the rest start. A run stopped before its first
+/// checkpoint (a signal during its set-up) has nothing to resume from: it starts again in its
+/// own directory, where the search reads it, not beside it in a `-2` one.
+pub(super) fn train_or_resume(
+    cfg: RunConfig,
+    run_dir: &Path,
+    mut observer: Box<dyn Observer>,
+    gate: Option<GateSpec>,
+    stop: Option<Arc<AtomicBool>>,
+) -> Result<RunSummary, Error> {
+    if let Some(summary) = finished(run_dir, cfg.train.epochs)? {
+        observer.message(&format!("finished before: {}", run_dir.display()));
+        return Ok(summary);
+    }
+    let mut trainer = Trainer::new(cfg).observer(observer);
+    if let Some(gate) = gate {
+        trainer = trainer.gate(gate.into_gate());
+    }
+    if let Some(stop) = stop {
+        trainer = trainer.stop_when(stop);
+    }
+    let latest = run_dir.join("checkpoints").join("latest");
+    if latest.symlink_metadata().is_ok() {
+        // A checkpoint that cannot be read is the resume's error, naming it.
+        return trainer.resume(run_dir).run();
+    }
+    if run_dir.exists() {
+        std::fs::remove_dir_all(run_dir).map_err(|e| Error::io(run_dir, e))?;
+    }
+    trainer.run()
+}
+
+pub(super) fn run_name(run: usize) -> String {
+    format!("run-{run:02}")
+}
+
+/// The `summary.json` of a run that has just finished.
+pub(super) fn summary(run_dir: &Path) -> Result<RunSummary, Error> {
+    RunSummary::read(run_dir)?.ok_or_else(|| {
+        let path = run_dir.join("summary.json");
+        Error::io(&path, std::io::ErrorKind::NotFound.into())
+    })
+}
+
+/// The summary of a run in `run_dir` that completed `epochs` epochs (or more), if there is one.
+/// A summary that cannot be read is an error: training the run again would replace what it
+/// recorded on the strength of a damaged file.
+pub(crate) fn finished(run_dir: &Path, epochs: usize) -> Result<Option<RunSummary>, Error> {
+    Ok(RunSummary::read(run_dir)?.filter(|summary| {
+        summary.status == RunStatus::Completed
+            && summary.epochs >= epochs
+            && summary.retained.is_some()
+    }))
+}
