@@ -4,6 +4,7 @@
 
 mod builder;
 pub mod defaults;
+mod error;
 mod load;
 mod overrides;
 mod raw;
@@ -12,7 +13,8 @@ mod types;
 mod validate;
 
 pub use builder::ConfigBuilder;
-pub use load::{load, load_raw, parse, to_toml, ConfigError, RawFile};
+pub use error::ConfigError;
+pub use load::{load, load_raw, parse, to_toml, RawFile};
 pub use overrides::Override;
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize, ValueError};

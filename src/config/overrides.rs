@@ -1,7 +1,7 @@
 //! `--set key=value`: one override of a config file's key, parsed as TOML, and applied to the
 //! file's table before it is read.
 
-use super::load::ConfigError;
+use super::error::ConfigError;
 
 /// One `--set key=value` override.
 #[derive(Debug, Clone, PartialEq)]

@@ -54,7 +54,7 @@ impl Trained {
             return Err(Error::not_a_run(run_dir, &path));
         }
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-        if let Some(task) = crate::train::resume::code_task(&text).filter(|_| !code) {
+        if let Some(task) = crate::train::run_dir::code_task(&text).filter(|_| !code) {
             return Err(Error::Config(ConfigError {
                 origin: path.display().to_string(),
                 key: None,

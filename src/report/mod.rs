@@ -5,11 +5,13 @@
 
 mod error;
 mod plot;
+mod search_picture;
 mod search_plot;
 mod search_timeline;
 mod text;
 
 pub use error::ReportError;
 pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};
-pub use search_plot::{render_search_svg, SearchPicture, SearchPoint};
+pub use search_picture::{SearchPicture, SearchPoint};
+pub use search_plot::render_search_svg;
 pub use text::{format_metric, report};

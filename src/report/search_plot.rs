@@ -5,51 +5,15 @@
 use super::error::ReportError;
 use std::path::Path;
 
-use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::search_picture::{Area, DrawError, SearchPicture};
 use super::search_timeline::draw_timeline;
-
-/// One trial, as the picture needs it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchPoint {
-    /// 1-based trial number.
-    pub trial: usize,
-    /// The varied keys' values as TOML writes them, in the order of [`SearchPicture::keys`].
-    pub values: Vec<String>,
-    /// Its monitored value; `None` if it failed or has not run.
-    pub monitored: Option<f64>,
-    /// Whether the pruner stopped it (its value is from fewer epochs).
-    pub pruned: bool,
-    /// Its peak bytes in use, where known.
-    pub peak: Option<u64>,
-    /// Its memory lease, where it ran in parallel.
-    pub lease: Option<u64>,
-    /// Each run of its child, in seconds since the search's first trial started (more than
-    /// one where the pruner paused it between runs).
-    pub runs: Vec<(f64, f64)>,
-}
-
-/// What `sweep.svg` shows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchPicture {
-    /// The metric trials are ranked by.
-    pub monitor: String,
-    /// The varied keys.
-    pub keys: Vec<String>,
-    /// The trials, in trial order.
-    pub trials: Vec<SearchPoint>,
-    /// The budget the trials' leases shared, where they ran in parallel.
-    pub budget: Option<u64>,
-}
 
 const PANEL: (u32, u32) = (440, 280);
 const BLUE: RGBColor = RGBColor(31, 119, 180);
 const ORANGE: RGBColor = RGBColor(255, 127, 14);
 const GREY: RGBColor = RGBColor(120, 120, 120);
-
-pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
-pub(super) type DrawError = DrawingAreaErrorKind<std::io::Error>;
 
 /// Where a key's values sit on its axis: numbers (log10 of them where they span a decade or
 /// more, all positive), or the distinct values in order of appearance.

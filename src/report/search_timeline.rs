@@ -5,7 +5,7 @@
 
 use plotters::prelude::*;
 
-use super::search_plot::{Area, DrawError, SearchPicture, SearchPoint};
+use super::search_picture::{Area, DrawError, SearchPicture, SearchPoint};
 use crate::memory::format_bytes;
 
 const MIB: f64 = 1024.0 * 1024.0;

@@ -25,6 +25,7 @@ pub mod gate;
 mod guard;
 mod hand;
 mod layout;
+mod moved;
 mod optimizer;
 pub mod precision;
 pub(crate) mod preflight;

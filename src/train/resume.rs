@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use burn::tensor::Device;
 
 use super::checkpoint::Checkpoint;
+use super::run_dir::{self, code_task};
 use super::stats::Stats;
 use super::{Layout, MemoryGuard, Prepared};
 use crate::builtin::SECTIONS as TASK_SECTIONS;
@@ -28,9 +29,6 @@ const MAY_CHANGE: &[&str] = &[
     "memory.",
     "checkpoint.",
 ];
-
-/// The first line of a `config.toml` written for a task defined in code.
-pub(super) const CODE_TASK_HEADER: &str = "# model and data: task";
 
 /// A run to continue.
 pub(super) struct Resume {
@@ -154,7 +152,7 @@ pub(super) fn open_run(
             (prepared, resume.run_dir.clone(), layout)
         }
         None => {
-            let dir = super::run_dir::create(&config.run.output_dir, &config.run.name)?;
+            let dir = run_dir::create(&config.run.output_dir, &config.run.name)?;
             (prepared, dir, layout)
         }
     })
@@ -223,13 +221,6 @@ pub(crate) fn check_config(
         }));
     }
     Ok(())
-}
-
-/// The name of the task a run's `config.toml` (`text`) says was defined in code, if it says so.
-pub(crate) fn code_task(text: &str) -> Option<&str> {
-    let first = text.lines().next()?;
-    let rest = first.strip_prefix(CODE_TASK_HEADER)?;
-    Some(rest.split(',').next().unwrap_or_default().trim())
 }
 
 /// [`MAY_CHANGE`] in words: `train.epochs, ... and the [memory] and [checkpoint] keys`.

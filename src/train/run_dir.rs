@@ -3,12 +3,21 @@
 
 use std::path::{Path, PathBuf};
 
-use super::resume::CODE_TASK_HEADER;
 use crate::builtin::SECTIONS as TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::write_atomic;
 use crate::task::Task;
+
+/// The first line of a `config.toml` written for a task defined in code.
+const CODE_TASK_HEADER: &str = "# model and data: task";
+
+/// The name of the task a run's `config.toml` (`text`) says was defined in code, if it says so.
+pub(crate) fn code_task(text: &str) -> Option<&str> {
+    let first = text.lines().next()?;
+    let rest = first.strip_prefix(CODE_TASK_HEADER)?;
+    Some(rest.split(',').next().unwrap_or_default().trim())
+}
 
 /// `<output_dir>/<name>`, or `<name>-2`, `-3`, ... if that exists: a run never writes over
 /// another run's files.

@@ -2,7 +2,7 @@
 //! same [`TryFrom`] the CLI uses, so code and files obey identical rules. Every key a config
 //! file takes has a setter; the `[data]` ones are in `data.rs`.
 
-use super::load::ConfigError;
+use super::error::ConfigError;
 use super::raw::RawConfig;
 use super::raw::RawSize;
 use super::size::MemorySize;

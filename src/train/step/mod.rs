@@ -20,7 +20,6 @@ pub use clip::Clip;
 pub use host_update::HostMaster;
 pub use micro::micro_batches;
 pub use protocol::backward_share;
-pub(crate) use sum::moved_to;
 pub use sum::{GradientSum, HostSum, SumPlace};
 
 /// What a step returns.

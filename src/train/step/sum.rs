@@ -13,9 +13,10 @@ use std::marker::PhantomData;
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams};
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Device, Tensor};
 
 use crate::config::{Offload, OffloadConfig};
+use crate::train::moved::moved_to;
 use crate::train::Layout;
 
 /// Where a step keeps its gradient sum, and where the sum is wanted for the update.
@@ -154,16 +155,4 @@ impl ModuleVisitor for ToHost<'_> {
 /// of the device's.
 pub(super) fn to_host<const D: usize>(tensor: Tensor<D>, host: &Device) -> Tensor<D> {
     moved_to(tensor, host)
-}
-
-/// `tensor` on `device`, through its data in memory of its own (see [`owned`]).
-pub(crate) fn moved_to<const D: usize>(tensor: Tensor<D>, device: &Device) -> Tensor<D> {
-    Tensor::<D>::from_data(owned(tensor.into_data()), device)
-}
-
-/// `data` in memory of its own. A read from a device's pools comes back in the device's staging
-/// memory (CubeCL's wgpu stream lends the mapped staging buffer to the bytes, and the pools count
-/// it in use while they live): kept as it is, the host copy would hold device memory.
-fn owned(data: TensorData) -> TensorData {
-    TensorData::from_bytes_vec(data.as_bytes().to_vec(), data.shape().clone(), data.dtype())
 }

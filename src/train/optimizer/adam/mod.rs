@@ -142,7 +142,7 @@ impl Optimizer for FusedAdam {
     fn to_device<const D: usize>(mut state: Self::State<D>, device: &Device) -> Self::State<D> {
         let to = |t: Tensor<D>| match t.device() == *device {
             true => t,
-            false => crate::train::step::moved_to(t, device),
+            false => crate::train::moved::moved_to(t, device),
         };
         let m = &mut state.momentum;
         m.moment_1 = to(m.moment_1.clone());
