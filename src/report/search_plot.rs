@@ -210,6 +210,7 @@ fn span(values: impl Iterator<Item = f64>, pad: f64) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::SearchPoint;
 
     #[test]
     fn draws_a_panel_per_key_and_the_peaks() {
