@@ -218,11 +218,11 @@ fn run(cli: Cli) -> Result<(), Error> {
             policies,
             out,
         } => {
-            let list = crate::compare::ComparePolicy::parse_list(&policies).map_err(|message| {
+            let list = crate::compare::ComparePolicy::parse_list(&policies).map_err(|e| {
                 crate::config::ConfigError {
                     origin: "--policies".into(),
                     key: None,
-                    message,
+                    message: e.to_string(),
                 }
             })?;
             let resolved = config.load(out_override(out))?;

@@ -37,9 +37,14 @@ pub enum ComparePolicy {
     Never,
 }
 
+/// A name in `--policies` that is not a policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy \"{0}\" (expected growth, preallocate, limit, shrink, never)")]
+pub struct UnknownPolicy(pub String);
+
 impl ComparePolicy {
     /// Parses a comma-separated list such as `growth,preallocate,limit`.
-    pub fn parse_list(text: &str) -> Result<Vec<Self>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<Self>, UnknownPolicy> {
         text.split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
@@ -49,9 +54,7 @@ impl ComparePolicy {
                 "limit" => Ok(Self::Limit),
                 "shrink" => Ok(Self::Shrink),
                 "never" => Ok(Self::Never),
-                other => Err(format!(
-                    "unknown policy \"{other}\" (expected growth, preallocate, limit, shrink, never)"
-                )),
+                other => Err(UnknownPolicy(other.to_string())),
             })
             .collect()
     }
@@ -361,7 +364,9 @@ mod tests {
                 ComparePolicy::Limit
             ]
         );
-        let err = ComparePolicy::parse_list("growth,magic").unwrap_err();
+        let err = ComparePolicy::parse_list("growth,magic")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("unknown policy \"magic\""), "{err}");
     }
 }

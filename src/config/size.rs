@@ -86,16 +86,16 @@ impl MemorySize {
 /// Parses `"512MiB"`, `"2 GiB"`, `"1.5GB"`, `"4096"`, `"64kb"` (units are case-insensitive;
 /// `KB`/`MB`/`GB`/`TB` are decimal, `KiB`/`MiB`/`GiB`/`TiB` binary).
 pub fn parse_bytes(text: &str) -> Result<u64, ValueError> {
-    parse_bytes_text(text).map_err(ValueError)
-}
-
-fn parse_bytes_text(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let bad = || format!("must be a size like \"512MiB\" or \"2GB\", got \"{text}\"");
+    let bad = || {
+        ValueError(format!(
+            "must be a size like \"512MiB\" or \"2GB\", got \"{text}\""
+        ))
+    };
     let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "kb" => 1_000,
@@ -108,7 +108,12 @@ fn parse_bytes_text(text: &str) -> Result<u64, String> {
         "tib" => 1 << 40,
         _ => return Err(bad()),
     };
-    let too_large = || format!("must be at most {} bytes, got \"{text}\"", u64::MAX);
+    let too_large = || {
+        ValueError(format!(
+            "must be at most {} bytes, got \"{text}\"",
+            u64::MAX
+        ))
+    };
     // Whole numbers in integers, so that every byte count reads back exactly; fractions
     // ("1.5GB") through f64, rounded to a byte.
     let bytes = if number.contains('.') {
@@ -116,10 +121,10 @@ fn parse_bytes_text(text: &str) -> Result<u64, String> {
         // "0.5" or "1.0" is no count of bytes: a quoted share of the memory would otherwise
         // round to a budget or a limit of 1 B.
         if scale == 1 {
-            return Err(format!(
+            return Err(ValueError(format!(
                 "\"{text}\" is not a byte count (a decimal without a unit): write a share of \
                  the memory unquoted, in (0, 1], or a size with a unit (\"512MiB\")"
-            ));
+            )));
         }
         let bytes = (value * scale as f64).round();
         if bytes >= u64::MAX as f64 {
@@ -136,7 +141,7 @@ fn parse_bytes_text(text: &str) -> Result<u64, String> {
         value.checked_mul(scale).ok_or_else(too_large)?
     };
     if bytes == 0 {
-        return Err(format!("must be > 0, got \"{text}\""));
+        return Err(ValueError(format!("must be > 0, got \"{text}\"")));
     }
     Ok(bytes)
 }

@@ -1,6 +1,7 @@
 //! CSV datasets: numeric feature columns and one target column, an integer class label
 //! (`data.label_column`) or a value to predict (`data.target_column`).
 
+use super::csv_error::CsvError;
 use super::{DataError, Row, Sample};
 use crate::config::{Column, CsvConfig};
 
@@ -217,7 +218,7 @@ impl Layout {
             return Ok(layout);
         }
         let (key, column) = target_of(config);
-        let index = layout.column(key, &column).map_err(format)?;
+        let index = (layout.column(key, &column)).map_err(|e| format(e.to_string()))?;
         if width < 2 {
             return Err(format(format!(
                 "need at least one feature column and a label column, got {width} column(s)"
@@ -228,7 +229,7 @@ impl Layout {
     }
 
     /// The index of `column` (the value of config key `key`).
-    fn column(&self, key: &str, column: &Column) -> Result<usize, String> {
+    fn column(&self, key: &str, column: &Column) -> Result<usize, CsvError> {
         let width = self.width;
         match column {
             Column::Index(i) => {
@@ -236,19 +237,22 @@ impl Layout {
                 usize::try_from(idx)
                     .ok()
                     .filter(|&c| c < width)
-                    .ok_or_else(|| format!("{key} = {i} is out of range for {width} columns"))
+                    .ok_or_else(|| CsvError::OutOfRange {
+                        key: key.to_string(),
+                        index: *i,
+                        width,
+                    })
             }
             Column::Name(name) => {
                 let Some(header) = &self.header else {
-                    return Err(format!(
-                        "{key} = \"{name}\" needs a header row, and this file has none"
-                    ));
+                    return Err(CsvError::NoHeader {
+                        key: key.to_string(),
+                        name: name.clone(),
+                    });
                 };
-                header.iter().position(|h| h == name).ok_or_else(|| {
-                    format!(
-                        "no column named \"{name}\" (columns: {})",
-                        header.join(", ")
-                    )
+                (header.iter().position(|h| h == name)).ok_or_else(|| CsvError::NoSuchColumn {
+                    name: name.clone(),
+                    columns: header.join(", "),
                 })
             }
         }
@@ -273,10 +277,10 @@ impl Layout {
             .iter()
             .skip(skip)
             .map(|(line, record)| {
-                self.row(record).map_err(|message| DataError::Format {
+                self.row(record).map_err(|e| DataError::Format {
                     path: path.to_string(),
                     line: *line,
-                    message,
+                    message: e.to_string(),
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -289,13 +293,12 @@ impl Layout {
     }
 
     /// One row's features and target.
-    fn row(&self, record: &csv::StringRecord) -> Result<(Vec<f32>, Option<f64>), String> {
+    fn row(&self, record: &csv::StringRecord) -> Result<(Vec<f32>, Option<f64>), CsvError> {
         if record.len() != self.width {
-            return Err(format!(
-                "expected {} columns like the first row, got {}",
-                self.width,
-                record.len()
-            ));
+            return Err(CsvError::Width {
+                width: self.width,
+                got: record.len(),
+            });
         }
         let mut features = Vec::with_capacity(self.width);
         let mut target = None;
@@ -309,28 +312,28 @@ impl Layout {
         Ok((features, target))
     }
 
-    fn label(&self, c: usize, cell: &str) -> Result<f64, String> {
-        cell.parse::<usize>().map(|l| l as f64).map_err(|_| {
-            format!(
-                "{}: label must be a non-negative integer, got \"{cell}\"",
-                self.name(c)
-            )
+    fn label(&self, c: usize, cell: &str) -> Result<f64, CsvError> {
+        let label = cell.parse::<usize>().map(|l| l as f64);
+        label.map_err(|_| CsvError::Label {
+            column: self.name(c),
+            cell: cell.to_string(),
         })
     }
 
-    fn target(&self, c: usize, cell: &str) -> Result<f64, String> {
+    fn target(&self, c: usize, cell: &str) -> Result<f64, CsvError> {
         let value = cell.parse::<f64>().ok().filter(|v| v.is_finite());
-        value.ok_or_else(|| {
-            format!(
-                "{}: target must be a finite number, got \"{cell}\"",
-                self.name(c)
-            )
+        value.ok_or_else(|| CsvError::Target {
+            column: self.name(c),
+            cell: cell.to_string(),
         })
     }
 
-    fn feature(&self, c: usize, cell: &str) -> Result<f32, String> {
+    fn feature(&self, c: usize, cell: &str) -> Result<f32, CsvError> {
         let value = cell.parse::<f32>().ok().filter(|v| v.is_finite());
-        value.ok_or_else(|| format!("{}: expected a finite number, got \"{cell}\"", self.name(c)))
+        value.ok_or_else(|| CsvError::Feature {
+            column: self.name(c),
+            cell: cell.to_string(),
+        })
     }
 }
 

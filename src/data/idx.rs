@@ -102,21 +102,48 @@ fn read(path: &Path) -> Result<IdxArray, DataError> {
     } else {
         bytes
     };
-    parse(&bytes).map_err(io)
+    parse(&bytes).map_err(|e| io(e.to_string()))
 }
 
-/// Parses IDX bytes; the error says what is wrong, without the path.
-fn parse(bytes: &[u8]) -> Result<IdxArray, String> {
+/// What makes bytes no IDX file (said without the path, which the reader adds).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum IdxError {
+    /// The first four bytes are not an IDX magic number.
+    #[error(
+        "not an IDX file: it must start with two zero bytes, a type and a rank (magic number \
+         like 0x00000803), got {0}"
+    )]
+    Magic(String),
+    /// A data type byte IDX does not define.
+    #[error("unknown IDX data type 0x{0:02x}")]
+    Kind(u8),
+    /// A header shorter than its rank needs.
+    #[error("truncated header: rank {rank} needs {header} bytes, the file has {got}")]
+    Header {
+        /// The rank byte.
+        rank: usize,
+        /// The header's bytes for that rank.
+        header: usize,
+        /// The file's bytes.
+        got: usize,
+    },
+    /// Data of another length than the dimensions need.
+    #[error("{} the data: dimensions {dims:?} need {expected} bytes, the file has {got}", if got < expected { "truncated" } else { "extra bytes after" })]
+    Data {
+        /// The dimensions in the header.
+        dims: Vec<usize>,
+        /// The bytes they need.
+        expected: usize,
+        /// The bytes after the header.
+        got: usize,
+    },
+}
+
+/// Parses IDX bytes.
+fn parse(bytes: &[u8]) -> Result<IdxArray, IdxError> {
     let [0, 0, kind, rank, ..] = *bytes else {
-        return Err(format!(
-            "not an IDX file: it must start with two zero bytes, a type and a rank (magic \
-             number like 0x00000803), got {}",
-            bytes
-                .iter()
-                .take(4)
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        ));
+        let magic = bytes.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        return Err(IdxError::Magic(magic));
     };
     let (width, decode): (usize, fn(&[u8]) -> f32) = match kind {
         0x08 => (1, |b| f32::from(b[0])),
@@ -127,15 +154,16 @@ fn parse(bytes: &[u8]) -> Result<IdxArray, String> {
         0x0E => (8, |b| {
             f64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as f32
         }),
-        other => return Err(format!("unknown IDX data type 0x{other:02x}")),
+        other => return Err(IdxError::Kind(other)),
     };
     let rank = usize::from(rank);
     let header = 4 + 4 * rank;
     if rank == 0 || bytes.len() < header {
-        return Err(format!(
-            "truncated header: rank {rank} needs {header} bytes, the file has {}",
-            bytes.len()
-        ));
+        return Err(IdxError::Header {
+            rank,
+            header,
+            got: bytes.len(),
+        });
     }
     let dims: Vec<usize> = bytes[4..header]
         .chunks_exact(4)
@@ -145,15 +173,11 @@ fn parse(bytes: &[u8]) -> Result<IdxArray, String> {
     let expected = count * width;
     let data = &bytes[header..];
     if data.len() != expected {
-        return Err(format!(
-            "{} the data: dimensions {dims:?} need {expected} bytes, the file has {}",
-            if data.len() < expected {
-                "truncated"
-            } else {
-                "extra bytes after"
-            },
-            data.len()
-        ));
+        return Err(IdxError::Data {
+            dims,
+            expected,
+            got: data.len(),
+        });
     }
     Ok(IdxArray {
         values: data.chunks_exact(width).map(decode).collect(),
@@ -185,18 +209,18 @@ mod tests {
 
     #[test]
     fn corrupt_files_say_what_is_wrong() {
-        assert!(parse(&[1, 2, 3, 4])
-            .unwrap_err()
-            .starts_with("not an IDX file"));
-        assert!(parse(&idx(0x07, &[1], &[0]))
-            .unwrap_err()
-            .contains("unknown IDX data type 0x07"));
+        let said = |bytes: &[u8]| parse(bytes).unwrap_err().to_string();
+        assert!(said(&[1, 2, 3, 4]).starts_with("not an IDX file"));
+        assert!(said(&[1, 2, 3, 4]).ends_with("got 01020304"));
+        assert_eq!(said(&idx(0x07, &[1], &[0])), "unknown IDX data type 0x07");
         assert_eq!(
-            parse(&idx(0x08, &[2, 2], &[0, 1, 2])).unwrap_err(),
+            said(&idx(0x08, &[2, 2], &[0, 1, 2])),
             "truncated the data: dimensions [2, 2] need 4 bytes, the file has 3"
         );
-        assert!(parse(&[0, 0, 8, 3, 0, 0])
-            .unwrap_err()
-            .starts_with("truncated header"));
+        assert_eq!(
+            said(&idx(0x08, &[1], &[0, 1])),
+            "extra bytes after the data: dimensions [1] need 1 bytes, the file has 2"
+        );
+        assert!(said(&[0, 0, 8, 3, 0, 0]).starts_with("truncated header"));
     }
 }

@@ -4,6 +4,7 @@
 
 mod batcher;
 mod csv;
+mod csv_error;
 mod idx;
 mod loader;
 mod rows;

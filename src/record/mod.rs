@@ -14,7 +14,7 @@ mod trace;
 
 pub use error::RecordError;
 pub use growth::{check_growth, GrowthAlarm, GrowthWatch};
-pub use json::{parse_json, read_json, write_json};
+pub use json::{parse_json, read_json, write_json, JsonError};
 pub use observer::{EpochProgress, Observer, Silent, Warning};
 pub use search_status::{RunningTrial, SearchStatus};
 pub use snapshots::{

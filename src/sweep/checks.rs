@@ -7,7 +7,7 @@ use std::path::Path;
 use super::shard::Shard;
 use super::space::{check_order, Method, Space, Trial};
 use super::trial_config::trial_config;
-use crate::config::{to_toml, ConfigError, Monitor, RunConfig};
+use crate::config::{to_toml, ConfigError, Invalid, Monitor, RunConfig};
 use crate::error::Error;
 use crate::task::unknown_monitor;
 
@@ -61,7 +61,11 @@ fn check_prune(space: &Space, config: &RunConfig) -> Result<(), ConfigError> {
     }
     prune
         .check_epochs(config.train.epochs)
-        .map_err(|(key, message)| fail(key, message))
+        .map_err(|Invalid { key, message }| ConfigError {
+            origin: "[sweep.prune]".into(),
+            key: Some(key),
+            message,
+        })
 }
 
 /// Checks every trial's config, and that its task reports `monitor`, building one config at

@@ -44,7 +44,7 @@ pub use search::{merge, run_trials, search};
 pub use shard::Shard;
 pub use sizing::LEASE_MARGIN;
 pub use space::{
-    Budget, Domain, Method, Order, Packing, PruneConfig, PruneMethod, Space, Trial,
+    Budget, Domain, DomainError, Method, Order, Packing, PruneConfig, PruneMethod, Space, Trial,
     DEFAULT_BUDGET_SHARE,
 };
 pub use trial_config::trial_configs;

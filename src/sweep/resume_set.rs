@@ -8,7 +8,7 @@
 //! ...: [`crate::train::resume`]).
 
 use super::space::Packing;
-use crate::config::{ConfigError, Override, RawSweep};
+use crate::config::{ConfigError, Invalid, Override, RawSweep};
 use crate::error::Error;
 
 /// The `[sweep]` keys a resumed search takes.
@@ -54,9 +54,13 @@ impl Changes {
                         message: e.message().to_string(),
                     })
                 })?;
-        let packing = Packing::from_raw(&raw).map_err(|(key, message)| {
+        let packing = Packing::from_raw(&raw).map_err(|Invalid { key, message }| {
             let o = overrides.iter().rfind(|o| o.key == key).expect("a key set");
-            refused(o, &message)
+            Error::Config(ConfigError {
+                origin: format!("--set {}", o.text),
+                key: Some(key),
+                message,
+            })
         })?;
         Ok(Changes {
             parallel: table.contains_key("parallel").then_some(packing.parallel),

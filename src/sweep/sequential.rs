@@ -11,6 +11,7 @@ use super::prune::Pruner;
 use super::space::Trial;
 use super::tpe_draws::Draws;
 use super::trial_run::train_or_resume;
+use super::trial_run::TrialErrors;
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::record::Observer;
@@ -38,7 +39,7 @@ impl InTurn<'_, '_> {
         &mut self,
         todo: Vec<&Trial>,
         mut pruner: Option<&mut Pruner>,
-    ) -> Result<BTreeMap<usize, String>, Error> {
+    ) -> Result<TrialErrors, Error> {
         let by_number: BTreeMap<usize, &Trial> = todo.iter().map(|t| (t.number, *t)).collect();
         // Trials a stop left running go on first, as they would have.
         let interrupted = pruner

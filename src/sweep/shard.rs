@@ -6,6 +6,16 @@
 
 use crate::config::ConfigError;
 
+/// A shard number that is not one of the shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("shard {index} of {count}: shards are numbered 0..N-1, with N >= 1")]
+pub struct NoSuchShard {
+    /// The shard asked for.
+    index: usize,
+    /// How many shards there are.
+    count: usize,
+}
+
 /// One shard of a search's trials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
@@ -46,14 +56,12 @@ impl Shard {
                 .parse::<usize>()
                 .map_err(|_| fail(format!("{s:?} is not a whole number")))
         };
-        Shard::new(number(i)?, number(n)?).map_err(fail)
+        Shard::new(number(i)?, number(n)?).map_err(|e| fail(e.to_string()))
     }
 
-    fn new(index: usize, count: usize) -> Result<Shard, String> {
+    fn new(index: usize, count: usize) -> Result<Shard, NoSuchShard> {
         if count == 0 || index >= count {
-            return Err(format!(
-                "shard {index} of {count}: shards are numbered 0..N-1, with N >= 1"
-            ));
+            return Err(NoSuchShard { index, count });
         }
         Ok(Shard { index, count })
     }
@@ -93,7 +101,7 @@ impl Shard {
             let count = shards.unwrap_or(count);
             return Shard::new(index, count)
                 .map(Some)
-                .map_err(|m| fail("SLURM_ARRAY_TASK_ID", m));
+                .map_err(|e| fail("SLURM_ARRAY_TASK_ID", e.to_string()));
         }
         if let Some(index) = number("JOB_COMPLETION_INDEX")? {
             let count = shards.ok_or_else(|| {
@@ -106,7 +114,7 @@ impl Shard {
             })?;
             return Shard::new(index, count)
                 .map(Some)
-                .map_err(|m| fail("JOB_COMPLETION_INDEX", m));
+                .map_err(|e| fail("JOB_COMPLETION_INDEX", e.to_string()));
         }
         Ok(None)
     }

@@ -1,6 +1,7 @@
 //! One run of a sweep or trial of a search, in its own directory: found finished, resumed from
 //! its latest checkpoint, or started.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -10,6 +11,9 @@ use crate::config::RunConfig;
 use crate::error::Error;
 use crate::record::{Observer, RunStatus, RunSummary};
 use crate::Trainer;
+
+/// The error of each trial whose last run failed, by trial number.
+pub(super) type TrialErrors = BTreeMap<usize, String>;
 
 /// Trains `cfg` in `run_dir`: a run that finished before keeps its summary, one that stopped
 /// resumes from its latest checkpoint, and the rest start. A run stopped before its first

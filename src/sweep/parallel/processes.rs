@@ -82,7 +82,7 @@ impl Child {
     }
 
     /// `Some(outcome)` once the child has exited: `Ok` for exit code 0, else its reason.
-    pub fn exited(&mut self) -> Result<Option<Result<(), String>>, Error> {
+    pub fn exited(&mut self) -> Result<Option<Result<(), ChildFailed>>, Error> {
         let status = self
             .process
             .try_wait()
@@ -121,7 +121,7 @@ impl Child {
         self.reaped = true;
     }
 
-    fn outcome(&mut self, status: ExitStatus) -> Result<(), String> {
+    fn outcome(&mut self, status: ExitStatus) -> Result<(), ChildFailed> {
         self.reaped = true;
         let last = self
             .last_line
@@ -131,22 +131,51 @@ impl Child {
         let last = last.strip_prefix("error: ").unwrap_or(&last).to_string();
         match (status.code(), status.signal()) {
             (Some(0), _) => Ok(()),
-            (Some(code), _) if last.is_empty() => Err(format!("exited with code {code}")),
-            (Some(_), _) => Err(last),
-            (None, Some(signal)) => Err(killed(signal, &last)),
-            (None, None) => Err(format!("ended without an exit code: {status}")),
+            (Some(code), _) if last.is_empty() => Err(ChildFailed::Exited(code)),
+            (Some(_), _) => Err(ChildFailed::Said(last)),
+            (None, Some(signal)) => Err(ChildFailed::killed(signal, &last)),
+            (None, None) => Err(ChildFailed::NoCode(status.to_string())),
         }
     }
 }
 
-/// `killed by signal 9 (SIGKILL)`, with the child's last line if it said one.
-fn killed(signal: i32, last: &str) -> String {
-    let name = nix::sys::signal::Signal::try_from(signal)
-        .map(|s| format!(" ({})", s.as_str()))
-        .unwrap_or_default();
-    match last.is_empty() {
-        true => format!("killed by signal {signal}{name}"),
-        false => format!("killed by signal {signal}{name}; its last line: {last}"),
+/// Why a trial's child failed, as its trial's error says it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChildFailed {
+    /// It exited with a code other than 0 and said nothing.
+    #[error("exited with code {0}")]
+    Exited(i32),
+    /// Its last line on stderr (its error), without `error: `.
+    #[error("{0}")]
+    Said(String),
+    /// A signal ended it: `killed by signal 9 (SIGKILL)`, with its last line if it said one.
+    #[error("killed by signal {signal}{name}{last}")]
+    Killed {
+        /// The signal's number.
+        signal: i32,
+        /// ` (SIGKILL)`, where the number has a name.
+        name: String,
+        /// `; its last line: ...`, where it said one.
+        last: String,
+    },
+    /// It ended with neither a code nor a signal.
+    #[error("ended without an exit code: {0}")]
+    NoCode(String),
+}
+
+impl ChildFailed {
+    /// Ended by `signal`, having said `last` (or nothing).
+    fn killed(signal: i32, last: &str) -> Self {
+        ChildFailed::Killed {
+            signal,
+            name: nix::sys::signal::Signal::try_from(signal)
+                .map(|s| format!(" ({})", s.as_str()))
+                .unwrap_or_default(),
+            last: match last.is_empty() {
+                true => String::new(),
+                false => format!("; its last line: {last}"),
+            },
+        }
     }
 }
 
@@ -167,6 +196,7 @@ mod tests {
         let panicked =
             "thread 'main' panicked at x.rs:1:1:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
         assert_eq!(last_line(panicked.as_bytes()), "boom");
+        let killed = |signal, last| ChildFailed::killed(signal, last).to_string();
         assert_eq!(killed(9, ""), "killed by signal 9 (SIGKILL)");
         assert_eq!(
             killed(15, "epoch 2"),

@@ -145,7 +145,7 @@ impl Pack {
                 match state.running[i].child.exited()? {
                     Some(outcome) => {
                         let done = state.running.swap_remove(i);
-                        self.end(done, outcome.err(), state, observer)?;
+                        self.end(done, outcome.err().map(|e| e.to_string()), state, observer)?;
                     }
                     None => i += 1,
                 }

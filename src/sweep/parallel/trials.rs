@@ -19,6 +19,7 @@ use crate::sweep::shard::Shard;
 use crate::sweep::sizing::lease::Arranged;
 use crate::sweep::space::Trial;
 use crate::sweep::tpe_draws::Draws;
+use crate::sweep::trial_run::TrialErrors;
 
 /// How a search packs its trials: at once, under what, and whether a trial fits its
 /// micro-batch in its lease.
@@ -131,7 +132,7 @@ pub(in crate::sweep) fn train_parallel(
     observer: &mut dyn Observer,
     chosen: (Option<&mut Pruner>, Option<&mut Draws>),
     stop: &AtomicBool,
-) -> Result<BTreeMap<usize, String>, Error> {
+) -> Result<TrialErrors, Error> {
     let ended = train_packed(dir, packed, mine, config_of, observer, chosen, stop)?;
     let mut errors = BTreeMap::new();
     // In the order the runs ended: a trial's later run clears an earlier run's error.

@@ -1,7 +1,6 @@
 //! A search's rows: each trial's figures read back from its `summary.json` (whichever process
 //! or shard trained it), with how it ended, its lease and when it ran.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::rank::{TrialRow, TrialStatus};
@@ -12,6 +11,7 @@ use crate::sweep::parallel::schedule::Schedule;
 use crate::sweep::plan::SearchPlan;
 use crate::sweep::shard::Shard;
 use crate::sweep::space::{literal, Trial};
+use crate::sweep::trial_run::TrialErrors;
 
 /// The rows of the plan's trials (a `shard`'s only), from their `summary.json`, with the
 /// `errors` of those that failed. A trial that fails still writes its summary, with its memory
@@ -25,7 +25,7 @@ pub(in crate::sweep) fn read_rows(
     dir: &Path,
     plan: &SearchPlan,
     shard: Option<Shard>,
-    mut errors: BTreeMap<usize, String>,
+    mut errors: TrialErrors,
 ) -> Result<Vec<TrialRow>, Error> {
     let mut rows = Vec::new();
     for t in plan.trials.iter().filter(|t| Shard::holds(shard, t.number)) {

@@ -52,13 +52,27 @@ pub(in crate::sweep) fn own_limit(config: &RunConfig) -> Option<u64> {
     limit.resolve(device_total_memory(&device, source))
 }
 
+/// Memory a default budget, or one given as a share, cannot be taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum MemoryUnknown {
+    /// Linux's `MemAvailable`, on flex.
+    #[error("the machine's available memory cannot be read (/proc/meminfo)")]
+    Host,
+    /// The device's capacity, on a backend with pools.
+    #[error("the device does not report its memory")]
+    Device,
+}
+
 /// The budget from the device's memory: available host memory on flex, capacity on pools.
-fn of(budget: Option<Budget>, source: MemorySource, memory: Option<u64>) -> Result<u64, String> {
-    let unknown = match source {
-        MemorySource::Host => "the machine's available memory cannot be read (/proc/meminfo)",
-        MemorySource::CubeclPool => "the device does not report its memory",
-    };
-    let memory = memory.ok_or(unknown)?;
+fn of(
+    budget: Option<Budget>,
+    source: MemorySource,
+    memory: Option<u64>,
+) -> Result<u64, MemoryUnknown> {
+    let memory = memory.ok_or(match source {
+        MemorySource::Host => MemoryUnknown::Host,
+        MemorySource::CubeclPool => MemoryUnknown::Device,
+    })?;
     let share = match (budget, source) {
         (Some(Budget::Bytes(bytes)), _) => return Ok(bytes),
         (Some(Budget::Fraction(share)), _) => share,
@@ -115,8 +129,9 @@ mod tests {
             of(Some(Budget::Fraction(0.5)), pools, Some(80 * GIB)),
             Ok(40 * GIB)
         );
-        let e = of(None, pools, None).unwrap_err();
-        assert!(e.contains("does not report its memory"), "{e}");
+        assert_eq!(of(None, pools, None), Err(MemoryUnknown::Device));
+        let e = of(None, MemorySource::Host, None).unwrap_err().to_string();
+        assert!(e.contains("/proc/meminfo"), "{e}");
     }
 
     #[test]

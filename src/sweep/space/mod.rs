@@ -39,6 +39,7 @@ mod vary;
 use domain::draw;
 use vary::{trials, vary};
 
+pub use domain::DomainError;
 pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 pub use prune::{PruneConfig, PruneMethod};
 
@@ -143,8 +144,21 @@ pub fn literal(value: &toml::Value) -> String {
     }
 }
 
+/// `key`'s error `message`, said after the key: `sweep.trials: must be >= 1, got 0`.
+pub(super) fn invalid(key: &str, message: impl std::fmt::Display) -> Invalid {
+    Invalid {
+        key: key.to_string(),
+        message: format!("{key}: {message}"),
+    }
+}
+
 /// `value`, the value of `key`, named by one of `options`; `default` when it is absent.
-fn choice<T: Copy>(value: Option<&str>, default: T, options: &[(&str, T)]) -> Result<T, String> {
+fn choice<T: Copy>(
+    key: &str,
+    value: Option<&str>,
+    default: T,
+    options: &[(&str, T)],
+) -> Result<T, Invalid> {
     let Some(value) = value else {
         return Ok(default);
     };
@@ -155,7 +169,7 @@ fn choice<T: Copy>(value: Option<&str>, default: T, options: &[(&str, T)]) -> Re
             Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
             _ => quoted.concat(),
         };
-        format!("must be {names}, got \"{value}\"")
+        invalid(key, format!("must be {names}, got \"{value}\""))
     })
 }
 
@@ -178,19 +192,20 @@ pub fn check_order(order: Order, parallel: usize, origin: &str) -> Result<(), Co
 impl Space {
     /// Validates the `[sweep]` table as written (the config's first stage, [`RawSweep`]).
     pub fn from_raw(raw: &RawSweep) -> Result<Space, Invalid> {
-        let fail = |key: &str, message: String| Invalid {
-            key: key.to_string(),
-            message: format!("{key}: {message}"),
-        };
+        let fail = invalid;
         let methods = [
             ("grid", Method::Grid),
             ("random", Method::Random),
             ("tpe", Method::Tpe),
         ];
-        let method = choice(raw.method.as_deref(), Method::Grid, &methods)
-            .map_err(|m| fail("sweep.method", m))?;
-        let vary = vary(raw.vary.as_ref(), method).map_err(|(k, m)| fail(&k, m))?;
-        let trials = trials(raw.trials, method, &vary).map_err(|m| fail("sweep.trials", m))?;
+        let method = choice(
+            "sweep.method",
+            raw.method.as_deref(),
+            Method::Grid,
+            &methods,
+        )?;
+        let vary = vary(raw.vary.as_ref(), method)?;
+        let trials = trials(raw.trials, method, &vary)?;
         let seed = match raw.seed {
             None => 0,
             Some(s) if s >= 0 => s as u64,
@@ -199,14 +214,18 @@ impl Space {
         let monitor = (raw.monitor.clone()).unwrap_or_else(|| defaults::MONITOR.to_string());
         let mode = Monitor::natural_mode(&monitor).map_err(|m| fail("sweep.monitor", m.0))?;
         let modes = [("min", MonitorMode::Min), ("max", MonitorMode::Max)];
-        let mode = choice(raw.mode.as_deref(), mode, &modes).map_err(|m| fail("sweep.mode", m))?;
+        let mode = choice("sweep.mode", raw.mode.as_deref(), mode, &modes)?;
         let orders = [
             ("largest_first", Order::LargestFirst),
             ("listed", Order::Listed),
         ];
-        let order = choice(raw.order.as_deref(), Order::LargestFirst, &orders)
-            .map_err(|m| fail("sweep.order", m))?;
-        let packing = Packing::from_raw(raw).map_err(|(k, m)| fail(&k, m))?;
+        let order = choice(
+            "sweep.order",
+            raw.order.as_deref(),
+            Order::LargestFirst,
+            &orders,
+        )?;
+        let packing = Packing::from_raw(raw)?;
         if let Err(e) = check_order(order, packing.parallel, "") {
             let key = "sweep.order".to_string();
             return Err(Invalid {
@@ -216,7 +235,7 @@ impl Space {
         }
         let prune = match &raw.prune {
             None => None,
-            Some(prune) => PruneConfig::from_raw(prune).map_err(|(k, m)| fail(&k, m))?,
+            Some(prune) => PruneConfig::from_raw(prune)?,
         };
         Ok(Space {
             method,

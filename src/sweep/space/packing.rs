@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{MemorySize, RawSweep};
+use super::invalid;
+use crate::config::{Invalid, MemorySize, RawSweep};
 
 /// How a search packs its trials onto one device.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -45,14 +46,14 @@ impl Default for Packing {
 }
 
 impl Packing {
-    /// Reads `parallel` and `budget` from the `[sweep]` table; the error is (key, message).
-    pub(in crate::sweep) fn from_raw(raw: &RawSweep) -> Result<Packing, (String, String)> {
+    /// Reads `parallel` and `budget` from the `[sweep]` table.
+    pub(in crate::sweep) fn from_raw(raw: &RawSweep) -> Result<Packing, Invalid> {
         let parallel = match raw.parallel {
             None => 1,
             Some(n) if (1..=256).contains(&n) => n as usize,
             Some(n) => {
-                return Err((
-                    "sweep.parallel".into(),
+                return Err(invalid(
+                    "sweep.parallel",
                     format!("must be from 1 to 256, got {n}"),
                 ))
             }
@@ -62,7 +63,7 @@ impl Packing {
             Some(size) => Some(match MemorySize::parse(size) {
                 Ok(MemorySize::Bytes(b)) => Budget::Bytes(b),
                 Ok(MemorySize::Fraction(f)) => Budget::Fraction(f),
-                Err(e) => return Err(("sweep.budget".into(), e.0)),
+                Err(e) => return Err(invalid("sweep.budget", e.0)),
             }),
         };
         Ok(Packing {
@@ -77,7 +78,7 @@ impl Packing {
 mod tests {
     use super::*;
 
-    fn packing(text: &str) -> Result<Packing, (String, String)> {
+    fn packing(text: &str) -> Result<Packing, Invalid> {
         Packing::from_raw(&toml::from_str(text).unwrap())
     }
 
@@ -92,16 +93,16 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_key_and_the_value() {
-        let (key, message) = packing("parallel = 0").unwrap_err();
+        let Invalid { key, message } = packing("parallel = 0").unwrap_err();
         assert_eq!(key, "sweep.parallel");
         assert!(message.contains("got 0"), "{message}");
-        let (key, message) = packing("budget = \"lots\"").unwrap_err();
+        let Invalid { key, message } = packing("budget = \"lots\"").unwrap_err();
         assert_eq!(key, "sweep.budget");
         assert!(message.contains("\"lots\""), "{message}");
-        let (_, message) = packing("budget = 1.5").unwrap_err();
+        let Invalid { message, .. } = packing("budget = 1.5").unwrap_err();
         assert!(message.contains("1.5"), "{message}");
         // Quoted, a fraction was a budget of 1 B, and every trial failed as larger than it.
-        let (key, message) = packing("budget = \"0.5\"").unwrap_err();
+        let Invalid { key, message } = packing("budget = \"0.5\"").unwrap_err();
         assert_eq!(key, "sweep.budget");
         assert!(message.contains("is not a byte count"), "{message}");
     }

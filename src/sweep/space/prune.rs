@@ -10,7 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::RawPrune;
+use super::invalid;
+use crate::config::{Invalid, RawPrune};
 
 /// Which pruner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,10 +43,9 @@ pub const DEFAULT_STARTUP: usize = 5;
 
 impl PruneConfig {
     /// Validates the `[sweep.prune]` table as written (`None` for `method = "none"`, which
-    /// turns a config's pruner off from the command line); an error is (the key, what is
-    /// wrong).
-    pub fn from_raw(raw: &RawPrune) -> Result<Option<PruneConfig>, (String, String)> {
-        let fail = |key: &str, message: String| (format!("sweep.prune.{key}"), message);
+    /// turns a config's pruner off from the command line).
+    pub fn from_raw(raw: &RawPrune) -> Result<Option<PruneConfig>, Invalid> {
+        let fail = |key: &str, message: String| invalid(&format!("sweep.prune.{key}"), message);
         let method = match raw.method.as_deref() {
             Some("asha") => PruneMethod::Asha,
             Some("median") => PruneMethod::Median,
@@ -72,11 +72,11 @@ impl PruneConfig {
     }
 
     /// Refuses a first rung at or past the trials' last epoch: nothing could be pruned.
-    pub fn check_epochs(&self, epochs: usize) -> Result<(), (String, String)> {
+    pub fn check_epochs(&self, epochs: usize) -> Result<(), Invalid> {
         match self.min_epochs < epochs {
             true => Ok(()),
-            false => Err((
-                "sweep.prune.min_epochs".into(),
+            false => Err(invalid(
+                "sweep.prune.min_epochs",
                 format!(
                     "must be below train.epochs ({epochs}), got {}: a trial is judged after an \
                      epoch before its last",
@@ -91,7 +91,7 @@ impl PruneConfig {
 mod tests {
     use super::*;
 
-    fn read(text: &str) -> Result<PruneConfig, (String, String)> {
+    fn read(text: &str) -> Result<PruneConfig, Invalid> {
         let config = PruneConfig::from_raw(&toml::from_str(text).unwrap())?;
         Ok(config.expect("a pruner"))
     }
@@ -101,25 +101,24 @@ mod tests {
         let asha = read("method = \"asha\"").unwrap();
         assert_eq!((asha.min_epochs, asha.reduction, asha.startup), (1, 3, 5));
         let e = read("method = \"hyperband\"").unwrap_err();
-        assert_eq!(e.0, "sweep.prune.method");
+        assert_eq!(e.key, "sweep.prune.method");
         assert!(
-            e.1.contains("\"asha\", \"median\" or \"none\", got \"hyperband\""),
+            e.message
+                .contains("\"asha\", \"median\" or \"none\", got \"hyperband\""),
             "{}",
-            e.1
+            e.message
         );
         let none = toml::from_str("method = \"none\"\nmin_epochs = 2").unwrap();
         assert_eq!(PruneConfig::from_raw(&none), Ok(None));
         let e = read("method = \"asha\"\nreduction = 1").unwrap_err();
-        assert_eq!(
-            e,
-            ("sweep.prune.reduction".into(), "must be >= 2, got 1".into())
-        );
+        assert_eq!(e.key, "sweep.prune.reduction");
+        assert_eq!(e.message, "sweep.prune.reduction: must be >= 2, got 1");
         // An unknown key is the first stage's: the table as written.
         let e = toml::from_str::<RawPrune>("method = \"median\"\nwarmup = 2").unwrap_err();
         assert!(e.to_string().contains("unknown field `warmup`"), "{e}");
-        let e = asha.check_epochs(1).unwrap_err().1;
+        let e = asha.check_epochs(1).unwrap_err().message;
         assert!(
-            e.starts_with("must be below train.epochs (1), got 1"),
+            e.starts_with("sweep.prune.min_epochs: must be below train.epochs (1), got 1"),
             "{e}"
         );
     }

@@ -2,24 +2,25 @@
 //! gives.
 
 use super::domain::range;
-use super::{Domain, Method};
+use super::{invalid, Domain, Method};
+use crate::config::Invalid;
 
 /// `[sweep.vary]` flattened to dotted keys: a table of `min`, `max` (and `log`) is a range, a
 /// list is values, any other table nests keys (`train.lr = ...` is `[sweep.vary.train]`).
 pub(super) fn vary(
     table: Option<&toml::Table>,
     method: Method,
-) -> Result<Vec<(String, Domain)>, (String, String)> {
+) -> Result<Vec<(String, Domain)>, Invalid> {
     let Some(table) = table else {
-        return Err((
-            "sweep.vary".into(),
-            "must be a table of the keys to vary, e.g. train.lr = [1e-3, 1e-4]".into(),
+        return Err(invalid(
+            "sweep.vary",
+            "must be a table of the keys to vary, e.g. train.lr = [1e-3, 1e-4]",
         ));
     };
     let mut out = Vec::new();
     flatten(table, "", method, &mut out)?;
     if out.is_empty() {
-        return Err(("sweep.vary".into(), "names no key to vary".into()));
+        return Err(invalid("sweep.vary", "names no key to vary"));
     }
     Ok(out)
 }
@@ -29,29 +30,28 @@ fn flatten(
     prefix: &str,
     method: Method,
     out: &mut Vec<(String, Domain)>,
-) -> Result<(), (String, String)> {
+) -> Result<(), Invalid> {
     for (k, v) in table {
         let key = format!("{prefix}{k}");
         let at = format!("sweep.vary.{key}");
         match v {
             toml::Value::Array(values) if values.is_empty() => {
-                return Err((at, "an empty list gives no trials".into()))
+                return Err(invalid(&at, "an empty list gives no trials"))
             }
             toml::Value::Array(values) => out.push((key, Domain::Values(values.clone()))),
             toml::Value::Table(t) if t.contains_key("min") || t.contains_key("max") => {
                 if method == Method::Grid {
-                    return Err((
-                        at,
-                        "a range needs method = \"random\" or \"tpe\"; a grid takes a list of values"
-                            .into(),
+                    return Err(invalid(
+                        &at,
+                        "a range needs method = \"random\" or \"tpe\"; a grid takes a list of values",
                     ));
                 }
-                out.push((key, range(t).map_err(|m| (at, m))?));
+                out.push((key, range(t).map_err(|e| invalid(&at, e))?));
             }
             toml::Value::Table(t) => flatten(t, &format!("{key}."), method, out)?,
             other => {
-                return Err((
-                    at,
+                return Err(invalid(
+                    &at,
                     format!("must be a list of values or a range {{ min, max, log }}, got {other}"),
                 ))
             }
@@ -65,14 +65,13 @@ pub(super) fn trials(
     value: Option<i64>,
     method: Method,
     vary: &[(String, Domain)],
-) -> Result<usize, String> {
+) -> Result<usize, Invalid> {
+    let fail = |message: String| Err(invalid("sweep.trials", message));
     match (method, value) {
         (Method::Random | Method::Tpe, Some(n)) if n >= 1 => Ok(n as usize),
-        (Method::Random | Method::Tpe, Some(n)) => Err(format!("must be >= 1, got {n}")),
-        (Method::Random, None) => {
-            Err("method = \"random\" needs trials, the number of draws".into())
-        }
-        (Method::Tpe, None) => Err("method = \"tpe\" needs trials, the number it runs".into()),
+        (Method::Random | Method::Tpe, Some(n)) => fail(format!("must be >= 1, got {n}")),
+        (Method::Random, None) => fail("method = \"random\" needs trials, the number of draws".into()),
+        (Method::Tpe, None) => fail("method = \"tpe\" needs trials, the number it runs".into()),
         (Method::Grid, None) => Ok(vary
             .iter()
             .map(|(_, d)| match d {
@@ -80,7 +79,7 @@ pub(super) fn trials(
                 Domain::Range { .. } => 1,
             })
             .product()),
-        (Method::Grid, Some(_)) => Err(
+        (Method::Grid, Some(_)) => fail(
             "a grid runs every combination of its lists; remove trials, or use method = \"random\" \
              or \"tpe\""
                 .into(),
