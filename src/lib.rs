@@ -94,7 +94,7 @@ mod docs {
     mod training {}
 }
 
-pub use error::Error;
+pub use error::{Error, TrainingError};
 pub use task::Task;
 pub use train::{HandLoop, Trainer};
 

@@ -24,7 +24,7 @@ use tidemark::memory::CountingAllocator;
 use tidemark::record::RunStatus;
 use tidemark::task::{Compute, Splits, StepOutput, Task};
 use tidemark::train::{Checkpoint, EpochFigures, MixedPrecision};
-use tidemark::{HandLoop, Trainer};
+use tidemark::{Error, HandLoop, Trainer, TrainingError};
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();
@@ -172,11 +172,31 @@ fn a_hand_loop_shrinks_or_fits_under_its_limit_and_records_its_run() {
     let mut run = HandLoop::setup(small.build().unwrap(), 128, Net::new).unwrap();
     train(&mut run, 64, 128).unwrap();
     run.end_epoch(EpochFigures::default()).unwrap();
+    // An epoch ended twice: the same kind of error, naming the epoch.
+    let again = run.end_epoch(EpochFigures::default()).unwrap_err();
+    let without_step = TrainingError::EpochWithoutStep { epoch: 1 };
+    assert!(
+        matches!(&again, Error::Training(t) if *t == without_step),
+        "{again}"
+    );
     let device = run.device().clone();
     let e = run.step(64, |model, _| {
         model.forward(Tensor::zeros([1, 16], &device)).mean()
     });
-    let e = e.unwrap_err().to_string();
+    let e = e.unwrap_err();
+    let after_last = TrainingError::StepAfterLastEpoch { epochs: 1 };
+    assert!(matches!(&e, Error::Training(t) if *t == after_last), "{e}");
+    assert_eq!(e.exit_code(), 4);
+    // After a failed step the run goes no further.
+    let after = run.end_epoch(EpochFigures::default()).unwrap_err();
+    assert!(
+        matches!(
+            &after,
+            Error::Training(TrainingError::AfterFailedStep { .. })
+        ),
+        "{after}"
+    );
+    let e = e.to_string();
     assert!(
         e.contains("a step after the run's last epoch (train.epochs = 1)"),
         "{e}"

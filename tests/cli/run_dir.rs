@@ -219,7 +219,7 @@ fn a_diverging_run_keeps_its_snapshots_and_says_why() {
         "--set",
         "train.lr=1e30",
     ]);
-    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert_eq!(run.code(), 4, "{}", run.stderr());
     assert!(
         run.stderr().contains("error: training diverged"),
         "{}",

@@ -7,7 +7,7 @@ use super::pass::Tally;
 use super::setup::Run;
 use super::Epochs;
 use crate::config::ConfigError;
-use crate::error::Error;
+use crate::error::{Error, TrainingError};
 use crate::record::{current_epochs, read_snapshots};
 use crate::task::metrics::Means;
 use crate::task::Task;
@@ -43,11 +43,12 @@ impl<T: Task> Epochs<'_, T> {
             .unwrap_or((f64::NAN, BTreeMap::new()));
         // The in-epoch check reads the loss about once a second; this one sees every step.
         if samples > 0 && !loss.is_finite() {
-            return Err(Error::Diverged {
+            return Err(TrainingError::Diverged {
                 epoch,
                 step: self.stats.steps,
                 loss,
-            });
+            }
+            .into());
         }
         // Validation in its own window, so that the limit is checked against what it held
         // (the epoch's peak also holds any attempt that shrank).

@@ -8,7 +8,7 @@ use burn::tensor::Tensor;
 use super::restore::{inside_epoch, skip_batches};
 use super::setup::Run;
 use super::{loader_error, Epochs, Position};
-use crate::error::Error;
+use crate::error::{Error, TrainingError};
 use crate::record::EpochProgress;
 use crate::task::metrics::read;
 use crate::task::{MetricSums, Task};
@@ -157,11 +157,12 @@ impl<T: Task> Epochs<'_, T> {
         }
         let loss = read(loss).map_err(Error::device)?;
         if !loss.is_finite() {
-            return Err(Error::Diverged {
+            return Err(TrainingError::Diverged {
                 epoch: at.epoch,
                 step: at.step,
                 loss,
-            });
+            }
+            .into());
         }
         if report {
             run.last_report = Instant::now();

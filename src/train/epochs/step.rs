@@ -8,7 +8,7 @@ use super::pass::Tally;
 use super::setup::Run;
 use super::{step_seed, Epochs, Position};
 use crate::config::OnLimit;
-use crate::error::Error;
+use crate::error::{Error, TrainingError};
 use crate::task::Task;
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
 use crate::train::step::protocol::Updater;
@@ -76,12 +76,13 @@ impl<T: Task> Epochs<'_, T> {
         self.stats.skipped_steps += 1;
         let scaler = run.precision.scaler().expect("only loss scaling skips");
         if scaler.consecutive_skips() >= MAX_CONSECUTIVE_SKIPS {
-            return Err(Error::LossScaleCollapsed {
+            return Err(TrainingError::LossScaleCollapsed {
                 epoch: at.epoch,
                 step: at.step,
                 skips: scaler.consecutive_skips(),
                 scale: scaler.scale(),
-            });
+            }
+            .into());
         }
         Ok(())
     }

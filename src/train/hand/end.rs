@@ -5,8 +5,8 @@
 use burn::module::Module;
 
 use super::{HandLoop, Tally};
-use crate::config::ConfigError;
 use crate::error::Error;
+use crate::error::TrainingError;
 use crate::record::{RunStatus, RunSummary};
 use crate::train::build_optimizer;
 use crate::train::checkpoint::CheckpointState;
@@ -24,14 +24,8 @@ impl<M: Module + 'static> HandLoop<M> {
             return Err(super::step::stopped(e));
         }
         if !self.open {
-            return Err(Error::Config(ConfigError {
-                origin: "HandLoop::end_epoch".into(),
-                key: None,
-                message: format!(
-                    "no step since epoch {} ended: an epoch ends after its steps",
-                    self.epoch
-                ),
-            }));
+            let epoch = self.epoch;
+            return Err(TrainingError::EpochWithoutStep { epoch }.into());
         }
         let tally = std::mem::take(&mut self.tally);
         let loss = tally.loss_sum / tally.samples.max(1) as f64;

@@ -10,7 +10,7 @@ use burn::module::Module;
 use burn::tensor::Tensor;
 
 use super::HandLoop;
-use crate::error::Error;
+use crate::error::{Error, TrainingError};
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
 use crate::train::step::protocol::Updater;
 use crate::train::step::{backward_share, GradientSum};
@@ -112,15 +112,8 @@ impl<M: Module + 'static> HandLoop<M> {
             return Ok(());
         }
         if self.epoch >= self.config.train.epochs {
-            return Err(Error::Config(crate::config::ConfigError {
-                origin: "[train]".into(),
-                key: Some("train.epochs".into()),
-                message: format!(
-                    "a step after the run's last epoch (train.epochs = {}); the loop trains \
-                     HandLoop::epochs()",
-                    self.config.train.epochs
-                ),
-            }));
+            let epochs = self.config.train.epochs;
+            return Err(TrainingError::StepAfterLastEpoch { epochs }.into());
         }
         self.epoch += 1;
         self.open = true;
@@ -135,12 +128,13 @@ impl<M: Module + 'static> HandLoop<M> {
         self.stats.skipped_steps += 1;
         let scaler = self.precision.scaler().expect("only loss scaling skips");
         if scaler.consecutive_skips() >= MAX_CONSECUTIVE_SKIPS {
-            return Err(Error::LossScaleCollapsed {
+            return Err(TrainingError::LossScaleCollapsed {
                 epoch,
                 step,
                 skips: scaler.consecutive_skips(),
                 scale: scaler.scale(),
-            });
+            }
+            .into());
         }
         Ok(())
     }
@@ -148,9 +142,6 @@ impl<M: Module + 'static> HandLoop<M> {
 
 /// The error of a call after a step failed.
 pub(super) fn stopped(e: &str) -> Error {
-    Error::Config(crate::config::ConfigError {
-        origin: "HandLoop".into(),
-        key: None,
-        message: format!("a step failed ({e}); the run cannot go on: call finish"),
-    })
+    let cause = e.to_string();
+    TrainingError::AfterFailedStep { cause }.into()
 }

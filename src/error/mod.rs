@@ -1,5 +1,9 @@
 //! The library's top-level error, and the exit code each kind maps to.
 
+mod training;
+
+pub use training::TrainingError;
+
 use std::path::{Path, PathBuf};
 
 use crate::backend::BackendError;
@@ -69,18 +73,6 @@ pub enum Error {
         /// Why, on one line.
         message: String,
     },
-    /// The loss stopped being finite.
-    #[error(
-        "training diverged: loss is {loss} at step {step} of epoch {epoch}; try a lower train.lr"
-    )]
-    Diverged {
-        /// Epoch (1-based).
-        epoch: usize,
-        /// Global optimizer step.
-        step: usize,
-        /// The loss seen.
-        loss: f64,
-    },
     /// SIGINT or SIGTERM stopped a search (each trial kept its latest checkpoint; one trained
     /// in the search's process writes one where it stopped), or a
     /// [`Trainer::stop_when`](crate::Trainer::stop_when) flag stopped a run.
@@ -89,22 +81,10 @@ pub enum Error {
          tidemark sweep --resume on the sweep directory"
     )]
     Interrupted,
-    /// Loss scaling skipped step after step: the gradients are not finite at any scale.
-    #[error(
-        "loss scaling skipped {skips} steps in a row, up to step {step} of epoch {epoch} \
-         (scale now {scale:e}): the gradients are not finite at any scale; try \
-         train.precision = \"bf16\" or a lower train.lr"
-    )]
-    LossScaleCollapsed {
-        /// Epoch (1-based).
-        epoch: usize,
-        /// Global optimizer step.
-        step: usize,
-        /// Steps skipped in a row.
-        skips: usize,
-        /// The scale reached.
-        scale: f64,
-    },
+    /// Training could not go on: the loss diverged, loss scaling collapsed, or a hand-written
+    /// loop's calls came out of order.
+    #[error(transparent)]
+    Training(#[from] TrainingError),
 }
 
 impl Error {
@@ -153,7 +133,8 @@ impl Error {
 
     /// The process exit code for this error: 2 for bad input (config, device choice, data
     /// files, a run's own files that cannot be read back), 3 for an exceeded memory limit or a
-    /// device out-of-memory, 1 for everything else.
+    /// device out-of-memory, 4 for training that could not go on ([`TrainingError`]), 130 for
+    /// a stop by a signal, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
@@ -164,9 +145,8 @@ impl Error {
             | Error::Record(RecordError::Io { .. })
             | Error::Device(_)
             | Error::Report(_)
-            | Error::CheckpointSave { .. }
-            | Error::Diverged { .. }
-            | Error::LossScaleCollapsed { .. } => 1,
+            | Error::CheckpointSave { .. } => 1,
+            Error::Training(_) => 4,
         }
     }
 }

@@ -1,0 +1,59 @@
+//! [`TrainingError`]: a state met while training that stops it, neither bad input nor a lack
+//! of memory: the loss diverged, loss scaling collapsed, or a hand-written loop's calls came
+//! out of order. Exit code 4.
+
+/// Training that could not go on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TrainingError {
+    /// The loss stopped being finite.
+    #[error(
+        "training diverged: loss is {loss} at step {step} of epoch {epoch}; try a lower train.lr"
+    )]
+    Diverged {
+        /// Epoch (1-based).
+        epoch: usize,
+        /// Global optimizer step.
+        step: usize,
+        /// The loss seen.
+        loss: f64,
+    },
+    /// Loss scaling skipped step after step: the gradients are not finite at any scale.
+    #[error(
+        "loss scaling skipped {skips} steps in a row, up to step {step} of epoch {epoch} \
+         (scale now {scale:e}): the gradients are not finite at any scale; try \
+         train.precision = \"bf16\" or a lower train.lr"
+    )]
+    LossScaleCollapsed {
+        /// Epoch (1-based).
+        epoch: usize,
+        /// Global optimizer step.
+        step: usize,
+        /// Steps skipped in a row.
+        skips: usize,
+        /// The scale reached.
+        scale: f64,
+    },
+    /// A hand-written loop's step after the run's last epoch.
+    #[error(
+        "HandLoop: a step after the run's last epoch (train.epochs = {epochs}); the loop trains \
+         HandLoop::epochs()"
+    )]
+    StepAfterLastEpoch {
+        /// The run's `train.epochs`.
+        epochs: usize,
+    },
+    /// A hand-written loop's `end_epoch` with no step since the epoch before ended.
+    #[error(
+        "HandLoop::end_epoch: no step since epoch {epoch} ended: an epoch ends after its steps"
+    )]
+    EpochWithoutStep {
+        /// The last epoch ended.
+        epoch: usize,
+    },
+    /// A hand-written loop's call after one of its steps failed.
+    #[error("HandLoop: a step failed ({cause}); the run cannot go on: call finish")]
+    AfterFailedStep {
+        /// The failed step's error.
+        cause: String,
+    },
+}
