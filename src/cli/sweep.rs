@@ -50,7 +50,7 @@ pub(super) fn run(mut args: SweepArgs) -> Result<(), Error> {
                 }
                 let shard = shard(args.shard.as_deref(), args.shards)?;
                 let (dir, rows) = crate::sweep::search(&resolved, &space, shard, observer)?;
-                let (monitor, mode) = (space.monitor, space.mode);
+                let (monitor, mode) = (space.monitor.name().to_string(), space.monitor.mode());
                 (
                     dir,
                     Swept::Search {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Backend, Execution, Precision};
+use crate::config::{Backend, Execution, Monitor, Precision};
 use crate::memory::{AdviceRecord, Breakdown, MemorySource};
 use crate::record::{GrowthAlarm, RecordError, Retained};
 
@@ -151,10 +151,7 @@ impl RunSummary {
                 return Some(best);
             }
         }
-        match monitor {
-            "val_loss" => self.final_val_loss,
-            key => self.metric(key),
-        }
+        Monitor::value_of(monitor, self.final_val_loss, |key| self.metric(key))
     }
 
     /// The `summary.json` in `run_dir`: `None` if there is none (the run has not finished, or

@@ -20,7 +20,7 @@ pub fn check_search(config: &RunConfig, space: &Space, shard: Option<Shard>) -> 
         &to_toml(config),
         &trials,
         &config.run.output_dir,
-        &space.monitor,
+        space.monitor.name(),
     )?;
     check_order(space.order, space.packing.parallel, "--parallel")?;
     check_prune(space, config)?;

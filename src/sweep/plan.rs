@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::space::{Domain, Method, Order, Packing, PruneConfig, Space, Trial};
 
-use crate::config::{ConfigError, MonitorMode};
+use crate::config::{ConfigError, Monitor, MonitorMode};
 use crate::error::Error;
 use crate::record::write_atomic;
 
@@ -104,6 +104,9 @@ fn check(plan: &SearchPlan, path: &Path) -> Result<(), Error> {
             "trials[{i}].number is {}, where the plan's trials are numbered 1, 2, ... in order",
             trial.number
         )));
+    }
+    if let Err(e) = Monitor::new(plan.monitor.clone(), Some(plan.mode)) {
+        return Err(refused(format!("monitor: {}", e.0)));
     }
     for (key, domain) in plan.tpe.iter().flat_map(|tpe| &tpe.vary) {
         domain

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use super::checks::{check_search, check_trials};
-use super::parallel::schedule::Schedule;
+use super::parallel::timeline::Timeline;
 use super::parallel::{train_parallel, Packed};
 use super::plan::{read_plan, write_plan, Plan, SearchPlan, TpePlan};
 use super::prune::Pruner;
@@ -43,8 +43,8 @@ pub fn search(
     let trials = space.trials();
     let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
-        monitor: space.monitor.clone(),
-        mode: space.mode,
+        monitor: space.monitor.name().to_string(),
+        mode: space.monitor.mode(),
         trials,
         order: space.order,
         packing: space.packing,
@@ -215,7 +215,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
 /// `sweep.json` and `sweep.md`.
 fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(), Error> {
     let best = rows.iter().find(|r| r.rank == Some(1));
-    let packed = Schedule::merged(dir)?.packed();
+    let packed = Timeline::merged(dir)?.packed();
     let json = serde_json::json!({
         "monitor": plan.monitor,
         "mode": plan.mode,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::plan::{write_plan, Plan, SearchPlan};
 use super::space::{Method, Space, Trial};
+use crate::config::Monitor;
 use crate::error::Error;
 use crate::record::{RunStatus, RunSummary};
 
@@ -30,8 +31,8 @@ impl Draws {
             method: Method::Tpe,
             trials: plan.trials.len(),
             seed: tpe.seed,
-            monitor: plan.monitor.clone(),
-            mode: plan.mode,
+            monitor: Monitor::new(plan.monitor.clone(), Some(plan.mode))
+                .expect("a plan's monitor is checked as the plan is read"),
             vary: tpe.vary.clone(),
             order: plan.order,
             packing: plan.packing,

@@ -60,6 +60,19 @@ impl Monitor {
             .collect()
     }
 
+    /// The value of the figure `name` among a run's: its validation loss `val_loss`, else the
+    /// metric `metric` gives for the key. The one place `val_loss` is told from a metric.
+    pub fn value_of(
+        name: &str,
+        val_loss: Option<f64>,
+        metric: impl FnOnce(&str) -> Option<f64>,
+    ) -> Option<f64> {
+        match name {
+            VAL_LOSS => val_loss,
+            key => metric(key),
+        }
+    }
+
     /// The figure's name.
     pub fn name(&self) -> &str {
         &self.name

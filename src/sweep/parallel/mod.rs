@@ -8,12 +8,12 @@ pub(in crate::sweep) mod launch;
 pub(in crate::sweep) mod parent_death;
 pub(in crate::sweep) mod processes;
 pub(in crate::sweep) mod pruning;
-pub(in crate::sweep) mod schedule;
 pub(in crate::sweep) mod scheduler;
 pub(in crate::sweep) mod state;
+pub(in crate::sweep) mod timeline;
 pub(in crate::sweep) mod trials;
 pub(in crate::sweep) mod view;
 
 pub use launch::run_child;
-pub use schedule::{Schedule, Slot};
+pub use timeline::{Slot, Timeline};
 pub(super) use trials::{train_parallel, Packed};

@@ -15,8 +15,8 @@ use super::pruning::{finish, promote, promote_last};
 
 use super::launch::write_launch;
 use super::processes::Launch;
-use super::schedule::{now, Schedule, Slot};
 use super::state::{in_use, Ended, Running, State, Tally};
+use super::timeline::{now, Slot, Timeline};
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::format_bytes;
@@ -72,7 +72,7 @@ impl Pack {
         chosen: Chosen<'_>,
     ) -> Result<Vec<Ended<'a>>, Error> {
         no_lease_fits(&todo, self.budget)?;
-        let mut schedule = Schedule::read(&self.schedule)?.unwrap_or_default();
+        let mut schedule = Timeline::read(&self.schedule)?.unwrap_or_default();
         schedule.budget_bytes = self.budget;
         schedule.parallel = self.parallel;
         let mut state = State {
@@ -290,7 +290,7 @@ impl Pack {
 
     /// Writes the schedule; a file that cannot be written is a warning, not a reason to stop
     /// the trials.
-    fn record(&self, schedule: &Schedule, observer: &mut dyn Observer) {
+    fn record(&self, schedule: &Timeline, observer: &mut dyn Observer) {
         if let Err(e) = schedule.write(&self.schedule) {
             observer.message(&format!("warning: {e}; the trials go on"));
         }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::processes::Child;
-use super::schedule::Schedule;
+use super::timeline::Timeline;
 use crate::sweep::prune::Pruner;
 use crate::sweep::space::Trial;
 use crate::sweep::tpe_draws::Draws;
@@ -38,7 +38,7 @@ pub(super) struct State<'a, 'p> {
     pub(super) unprobed: Vec<&'a Trial>,
     pub(super) running: Vec<Running<'a>>,
     pub(super) ended: Vec<Ended<'a>>,
-    pub(super) schedule: Schedule,
+    pub(super) schedule: Timeline,
     /// How the trials ended so far, for the live view.
     pub(super) tally: Tally,
     /// When the live view was last told.

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::processes::Launch;
-use super::schedule;
 use super::scheduler::Chosen;
 use super::scheduler::Pack;
 use super::state::Ended;
+use super::timeline;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::format_bytes;
@@ -75,7 +75,7 @@ fn train_packed<'a>(
             exe: tidemark_exe()?,
             threads: threads_per_child(packed.parallel),
         },
-        schedule: schedule::path(dir, packed.shard),
+        schedule: timeline::path(dir, packed.shard),
         in_order: draws.is_some(),
     };
     observer.message(&format!(

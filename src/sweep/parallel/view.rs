@@ -4,9 +4,9 @@
 
 use std::time::Instant;
 
-use super::schedule::now;
 use super::scheduler::Pack;
 use super::state::{in_use, State};
+use super::timeline::now;
 use crate::memory::format_bytes;
 use crate::record::{Observer, RunningTrial, SearchStatus};
 

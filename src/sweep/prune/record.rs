@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::MonitorMode;
+use crate::config::{Monitor, MonitorMode};
 use crate::error::Error;
 use crate::record::{current_epochs, read_json, read_snapshots, write_json};
 
@@ -111,10 +111,7 @@ pub fn read_curve(run_dir: &Path, monitor: &str) -> Result<Vec<Option<f64>>, Err
     let snapshots = read_snapshots(&path)?;
     let mut values = Vec::new();
     for s in current_epochs(&snapshots) {
-        let value = match monitor {
-            "val_loss" => s.val_loss,
-            key => s.metric(key),
-        };
+        let value = Monitor::value_of(monitor, s.val_loss, |key| s.metric(key));
         values.resize(s.epoch.saturating_sub(1), None);
         values.push(value);
     }

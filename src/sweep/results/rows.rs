@@ -7,7 +7,7 @@ use super::rank::{TrialRow, TrialStatus};
 use super::SweepRow;
 use crate::error::Error;
 use crate::record::{RunStatus, RunSummary};
-use crate::sweep::parallel::schedule::Schedule;
+use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::plan::SearchPlan;
 use crate::sweep::shard::Shard;
 use crate::sweep::space::{literal, Trial};
@@ -37,7 +37,7 @@ pub(in crate::sweep) fn read_rows(
         };
         rows.push(row(t, summary, error, &plan.monitor));
     }
-    attach(&mut rows, &Schedule::merged(dir)?);
+    attach(&mut rows, &Timeline::merged(dir)?);
     Ok(rows)
 }
 
@@ -81,7 +81,7 @@ fn row(
 }
 
 /// Each row's lease and times from `schedule`, where it ran in a child process.
-fn attach(rows: &mut [TrialRow], schedule: &Schedule) {
+fn attach(rows: &mut [TrialRow], schedule: &Timeline) {
     let Some(origin) = schedule.origin() else {
         return;
     };

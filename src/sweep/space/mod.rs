@@ -96,10 +96,9 @@ pub struct Space {
     pub trials: usize,
     /// The random draws' seed.
     pub seed: u64,
-    /// The metric trials are ranked by (`val_loss`, `val_accuracy`, ...).
-    pub monitor: String,
-    /// Whether lower or higher is better.
-    pub mode: MonitorMode,
+    /// The metric trials are ranked by (`val_loss`, `val_accuracy`, ...), and which way is
+    /// better.
+    pub monitor: Monitor,
     /// The keys varied, in order, with what each takes.
     pub vary: Vec<(String, Domain)>,
     /// The order a process trains its trials in.
@@ -211,10 +210,11 @@ impl Space {
             Some(s) if s >= 0 => s as u64,
             Some(s) => return Err(fail("sweep.seed", format!("must be >= 0, got {s}"))),
         };
-        let monitor = (raw.monitor.clone()).unwrap_or_else(|| defaults::MONITOR.to_string());
-        let mode = Monitor::natural_mode(&monitor).map_err(|m| fail("sweep.monitor", m.0))?;
+        let name = (raw.monitor.clone()).unwrap_or_else(|| defaults::MONITOR.to_string());
+        let natural = Monitor::natural_mode(&name).map_err(|m| fail("sweep.monitor", m.0))?;
         let modes = [("min", MonitorMode::Min), ("max", MonitorMode::Max)];
-        let mode = choice("sweep.mode", raw.mode.as_deref(), mode, &modes)?;
+        let mode = choice("sweep.mode", raw.mode.as_deref(), natural, &modes)?;
+        let monitor = Monitor::new(name, Some(mode)).map_err(|m| fail("sweep.monitor", m.0))?;
         let orders = [
             ("largest_first", Order::LargestFirst),
             ("listed", Order::Listed),
@@ -242,7 +242,6 @@ impl Space {
             trials,
             seed,
             monitor,
-            mode,
             vary,
             order,
             packing,

@@ -23,7 +23,10 @@ fn a_grid_runs_every_combination_with_the_last_key_fastest() {
     assert_eq!(trials[1].describe(), "model.hidden = [4], train.lr = 0.01");
     assert_eq!(trials[5].describe(), "model.hidden = [16], train.lr = 0.01");
     assert_eq!(trials[5].name(), "trial-006");
-    assert_eq!((s.monitor.as_str(), s.mode), ("val_loss", MonitorMode::Min));
+    assert_eq!(
+        (s.monitor.name(), s.monitor.mode()),
+        ("val_loss", MonitorMode::Min)
+    );
 }
 
 #[test]
@@ -32,7 +35,7 @@ fn random_draws_stay_in_range_and_repeat_from_the_seed() {
                 [sweep.vary]\ntrain.lr = { min = 1e-4, max = 1e-2, log = true }\n\
                 train.batch_size = { min = 16, max = 64 }\n";
     let s = space(text).unwrap();
-    assert_eq!(s.mode, MonitorMode::Max);
+    assert_eq!(s.monitor.mode(), MonitorMode::Max);
     let trials = s.trials();
     assert_eq!(trials, space(text).unwrap().trials());
     let lrs: Vec<f64> = trials
@@ -202,7 +205,7 @@ fn tpe_concentrates_where_the_objective_is_low() {
         );
         // Maximising the negated objective draws the same trials.
         let max = Space {
-            mode: MonitorMode::Max,
+            monitor: Monitor::new("val_loss", Some(MonitorMode::Max)).unwrap(),
             ..s.clone()
         };
         let maximised = search(&max, |v| -objective(v));

@@ -70,7 +70,7 @@ pub fn draw_tpe(
     history.sort_by_key(|(trial, _)| trial.number);
     // What TPE minimises.
     let score = |value: f64| {
-        let score = match space.mode {
+        let score = match space.monitor.mode() {
             MonitorMode::Min => value,
             MonitorMode::Max => -value,
         };

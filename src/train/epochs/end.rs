@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::pass::Tally;
 use super::setup::Run;
 use super::Epochs;
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Monitor};
 use crate::error::{Error, TrainingError};
 use crate::record::{current_epochs, read_snapshots};
 use crate::task::metrics::Means;
@@ -201,10 +201,7 @@ impl Figures {
 
     /// A validation figure by its snapshot key: `val_loss` or a metric's.
     fn get(&self, key: &str) -> Option<f64> {
-        match key {
-            "val_loss" => self.val_loss,
-            _ => self.metrics.get(key).copied(),
-        }
+        Monitor::value_of(key, self.val_loss, |key| self.metrics.get(key).copied())
     }
 
     /// The keys early stopping may watch.

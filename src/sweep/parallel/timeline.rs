@@ -32,9 +32,9 @@ pub struct Slot {
     pub earlier: Vec<[f64; 2]>,
 }
 
-/// A search's schedule, as one process (or shard) ran it.
+/// A parallel search's timeline (`schedule.json`), as one process (or shard) ran it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Schedule {
+pub struct Timeline {
     /// The memory all running trials could hold together.
     pub budget_bytes: u64,
     /// Trials at once.
@@ -58,11 +58,11 @@ pub fn path(dir: &Path, shard: Option<Shard>) -> PathBuf {
     }
 }
 
-impl Schedule {
+impl Timeline {
     /// The schedule at `path` (an earlier process's, whose slots a resumed search keeps), or
     /// `None` if there is none. One that is there but cannot be read is an error naming it,
     /// never taken for none.
-    pub fn read(path: &Path) -> Result<Option<Schedule>, Error> {
+    pub fn read(path: &Path) -> Result<Option<Timeline>, Error> {
         Ok(read_json(path, "a search's schedule")?)
     }
 
@@ -72,8 +72,8 @@ impl Schedule {
     }
 
     /// Every slot of every schedule file in `dir` (shards write their own), by trial.
-    pub fn merged(dir: &Path) -> Result<Schedule, Error> {
-        let mut merged = Schedule::default();
+    pub fn merged(dir: &Path) -> Result<Timeline, Error> {
+        let mut merged = Timeline::default();
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Ok(merged);
         };
@@ -86,7 +86,7 @@ impl Schedule {
             .collect();
         files.sort();
         for file in files {
-            let one = Schedule::read(&file)?.unwrap_or_default();
+            let one = Timeline::read(&file)?.unwrap_or_default();
             merged.budget_bytes = merged.budget_bytes.max(one.budget_bytes);
             merged.parallel = merged.parallel.max(one.parallel);
             merged.slots.extend(one.slots);
@@ -103,7 +103,7 @@ impl Schedule {
     }
 }
 
-impl Schedule {
+impl Timeline {
     /// The budget and the trials at once, for a search that ran in parallel (`None` for one
     /// that did not).
     pub fn packed(&self) -> Option<(u64, usize)> {
@@ -130,23 +130,23 @@ mod tests {
     fn shards_schedules_merge_and_count_from_the_earliest_start() {
         let dir = tempfile::tempdir().unwrap();
         let shard = |i| Some(Shard { index: i, count: 2 });
-        let mut a = Schedule {
+        let mut a = Timeline {
             budget_bytes: 100,
             parallel: 2,
-            ..Schedule::default()
+            ..Timeline::default()
         };
         a.slots.insert(1, slot(1, 50.0));
         a.write(&path(dir.path(), shard(0))).unwrap();
         let mut b = a.clone();
         b.slots = BTreeMap::from([(2, slot(2, 20.0))]);
         b.write(&path(dir.path(), shard(1))).unwrap();
-        let merged = Schedule::merged(dir.path()).unwrap();
+        let merged = Timeline::merged(dir.path()).unwrap();
         assert_eq!(merged.slots.len(), 2);
         assert_eq!(merged.origin(), Some(20.0));
         assert_eq!((merged.budget_bytes, merged.parallel), (100, 2));
-        assert_eq!(Schedule::read(&dir.path().join("none.json")).unwrap(), None);
+        assert_eq!(Timeline::read(&dir.path().join("none.json")).unwrap(), None);
         std::fs::write(dir.path().join("schedule.json"), "{").unwrap();
-        let e = Schedule::merged(dir.path()).unwrap_err().to_string();
+        let e = Timeline::merged(dir.path()).unwrap_err().to_string();
         assert!(e.contains("schedule.json: not a search's schedule"), "{e}");
     }
 }
