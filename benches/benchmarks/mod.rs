@@ -453,7 +453,7 @@ fn run_child(case: &str) {
 /// limit policy runs. These are all the per-step calls `Trainer` makes into the layer.
 fn layer_cost_us(backend: Backend) -> f64 {
     use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
-    use tidemark::memory::{MemoryProbe, Phase, Policies, RunState};
+    use tidemark::memory::{MemoryMeter, Phase, Policies, RunState};
 
     let config = ConfigBuilder::new("layer")
         .device(backend, 0)
@@ -462,7 +462,7 @@ fn layer_cost_us(backend: Backend) -> f64 {
         .expect("defaults validate");
     let device = tidemark::backend::select(&config.device).expect("compiled in");
     let policies = Policies::from_config(&config.memory, None).expect("a byte limit");
-    let mut probe = MemoryProbe::new(&device);
+    let mut probe = MemoryMeter::new(&device);
     let state = RunState {
         epoch: 1,
         step: 1,

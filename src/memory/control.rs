@@ -1,4 +1,4 @@
-//! [`Control`]: the probe, the policies and the executor for one device, set up from
+//! [`Control`]: the meter, the policies and the executor for one device, set up from
 //! `[memory]`, with the baseline that clearing is verified against. What a run does with
 //! them is the training loop's: the layout and the limit's steps in its
 //! [`MemoryGuard`](crate::train::MemoryGuard), the snapshots and statistics in its
@@ -9,14 +9,14 @@ use burn::tensor::Device;
 use super::error::MemoryError;
 use super::executor::{device_total_memory, Applied, Executor};
 use super::host::{available_host_memory, reset_peak_resident_set, resident_set_bytes};
+use super::meter::MemoryMeter;
 use super::policy::{MemoryAction, Phase, Policies, RunState};
-use super::probe::MemoryProbe;
 use super::usage::{format_bytes, MemorySource, MemoryUsage};
 use crate::config::{ClearPolicy, MemoryConfig, MemoryPolicyKind, MemorySize};
 
 /// The memory layer of one device: it reads figures, decides, and applies.
 pub struct Control {
-    probe: MemoryProbe,
+    meter: MemoryMeter,
     policies: Policies,
     executor: Executor,
     clear: ClearPolicy,
@@ -30,8 +30,8 @@ impl Control {
     /// Checks `config` against `device`, warms the backend up and takes the baseline: the
     /// backend's one-time state exists, nothing of a run does.
     pub fn new(config: &MemoryConfig, device: &Device) -> Result<Self, MemoryError> {
-        let mut probe = MemoryProbe::new(device);
-        let source = probe.source();
+        let mut meter = MemoryMeter::new(device);
+        let source = meter.source();
         let total = device_total_memory(device, source);
         let policies =
             Policies::from_config(config, total).map_err(|e| MemoryError::Settings(e.0))?;
@@ -39,13 +39,13 @@ impl Control {
             check_host_reservation(config)?;
         }
         let mut executor = Executor::new(device, source);
-        let before_warm_up = probe.read()?;
+        let before_warm_up = meter.read()?;
         executor.warm_up(config.clear != ClearPolicy::Never)?;
-        let baseline = probe.read()?;
+        let baseline = meter.read()?;
         let rss_before = resident_set_bytes().unwrap_or(0);
         reset_peak_resident_set();
         Ok(Self {
-            probe,
+            meter,
             policies,
             executor,
             clear: config.clear,
@@ -59,13 +59,13 @@ impl Control {
     /// Takes the baseline again: once a run's own records exist, so that what the run keeps
     /// is what training left, not its bookkeeping.
     pub fn rebaseline(&mut self) -> Result<(), MemoryError> {
-        self.baseline = self.probe.read()?;
+        self.baseline = self.meter.read()?;
         Ok(())
     }
 
     /// Where memory figures come from.
     pub fn source(&self) -> MemorySource {
-        self.probe.source()
+        self.meter.source()
     }
 
     /// The limit in bytes, if one is set.
@@ -93,14 +93,14 @@ impl Control {
         self.clear
     }
 
-    /// The probe, for figures and windows.
-    pub fn probe(&mut self) -> &mut MemoryProbe {
-        &mut self.probe
+    /// The meter, for figures and windows.
+    pub fn meter(&mut self) -> &mut MemoryMeter {
+        &mut self.meter
     }
 
     /// The figures now, after waiting for the device.
     pub fn read(&mut self) -> Result<MemoryUsage, MemoryError> {
-        Ok(self.probe.read()?)
+        Ok(self.meter.read()?)
     }
 
     /// Gives back what is free and reads the figures again: after probes that allocate at
@@ -112,12 +112,12 @@ impl Control {
 
     /// Opens a new window (a step, validation, a probe) at the current figure.
     pub fn begin_window(&mut self) {
-        self.probe.begin_window();
+        self.meter.begin_window();
     }
 
     /// The figures of the window opened last, without waiting for the device.
     pub fn window(&mut self) -> MemoryUsage {
-        self.probe.observe()
+        self.meter.observe()
     }
 
     /// What the policies decide at `phase` on `usage`.

@@ -1,5 +1,5 @@
 //! Memory, measured and controlled: [`MemoryUsage`] figures read from the device's CubeCL
-//! pools or from tidemark's own host accounting by the [`MemoryProbe`], pure [`policy`]
+//! pools or from tidemark's own host accounting by the [`MemoryMeter`], pure [`policy`]
 //! decisions over them, and the [`Executor`], the only code applying those decisions to a
 //! device; [`Control`] holds the three for one device. The [`Breakdown`] of a peak by category
 //! and the [`Advice`] on what would lower it are computed here too. Failures are
@@ -16,10 +16,10 @@ mod control;
 mod error;
 mod executor;
 mod host;
+mod meter;
 pub mod oom;
 pub mod policy;
 mod pools;
-mod probe;
 mod usage;
 
 pub use action::Action;
@@ -33,7 +33,7 @@ pub use host::{
     pool_host_heap, reserve_host_heap, reset_host_peak, reset_peak_resident_set,
     resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters, HostReservation,
 };
+pub use meter::MemoryMeter;
 pub use policy::{Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use pools::{device_pool_figures, PoolFigures};
-pub use probe::MemoryProbe;
 pub use usage::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};

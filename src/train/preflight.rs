@@ -17,7 +17,7 @@ use crate::backend;
 use crate::builtin::{self, Visit};
 use crate::config::RunConfig;
 use crate::error::Error;
-use crate::memory::{Executor, MemoryProbe, MemorySource};
+use crate::memory::{Executor, MemoryMeter, MemorySource};
 use crate::model::Network;
 use crate::task::score::items;
 use crate::task::{Classify, Regress, Task};
@@ -51,7 +51,7 @@ pub(crate) fn probe_step(config: &RunConfig) -> Result<ProbedStep, Error> {
 /// a fresh process running the trial would hold ([`crate::memory::Executor::warm_up`]).
 pub(crate) fn warm_up(config: &RunConfig) -> Result<(), Error> {
     let device = backend::select(&config.device)?;
-    let source = MemoryProbe::new(&device).source();
+    let source = MemoryMeter::new(&device).source();
     Executor::new(&device, source)
         .warm_up(true)
         .map_err(Error::device)
@@ -81,17 +81,17 @@ fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<ProbedStep, Error
         true => device.clone().autodiff().gradient_checkpointing(),
         false => device.clone().autodiff(),
     };
-    let mut probe = MemoryProbe::new(&device);
-    let start = probe.read().map_err(Error::device)?.bytes_in_use;
-    probe.reset_peak();
-    let peak = step_peak(task, config, &autodiff, &mut probe);
+    let mut meter = MemoryMeter::new(&device);
+    let start = meter.read().map_err(Error::device)?.bytes_in_use;
+    meter.reset_peak();
+    let peak = step_peak(task, config, &autodiff, &mut meter);
     // Given back whether the step ran or not.
-    let cleaned = Executor::new(&device, probe.source()).cleanup();
+    let cleaned = Executor::new(&device, meter.source()).cleanup();
     let ((peak, reserved), checkpoint) = peak?;
     cleaned.map_err(Error::device)?;
     // What the step left in use for good is the process's one-time state (the first product
     // of a shape sizes buffers the backend keeps), not the step's.
-    let end = probe.read().map_err(Error::device)?.bytes_in_use;
+    let end = meter.read().map_err(Error::device)?.bytes_in_use;
     Ok(ProbedStep {
         before: start,
         step: peak.saturating_sub(start.max(end)),
@@ -107,7 +107,7 @@ fn step_peak<T: Task>(
     task: &T,
     config: &RunConfig,
     device: &Device,
-    probe: &mut MemoryProbe,
+    meter: &mut MemoryMeter,
 ) -> Result<((u64, Option<u64>), u64), Error> {
     let train = &config.train;
     let model = seeded_model(task, config.run.seed, device);
@@ -126,7 +126,7 @@ fn step_peak<T: Task>(
     let mut precision = MixedPrecision::from_config(train);
     let place = SumPlace::configured(&train.offload);
     let accumulated = accumulate_gradients(task, &model, group, device, &precision, place, || {
-        probe.observe();
+        meter.observe();
         Ok::<(), Error>(())
     })?;
     let mut optimizer = build_optimizer(train);
@@ -138,12 +138,12 @@ fn step_peak<T: Task>(
         false => apply_gradients(model, grads, &mut optimizer, &mut precision, clip, lr),
     }
     .map_err(Error::device)?;
-    probe.observe();
+    meter.observe();
     drop((updated, optimizer, master));
-    let after = probe.read().map_err(Error::device)?;
+    let after = meter.read().map_err(Error::device)?;
     let reserved = match after.source {
         MemorySource::CubeclPool => Some(after.bytes_reserved),
         MemorySource::Host => None,
     };
-    Ok(((probe.epoch_peak(), reserved), checkpoint))
+    Ok(((meter.epoch_peak(), reserved), checkpoint))
 }

@@ -9,7 +9,7 @@ use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor, TensorData};
 use tidemark::config::{ConfigBuilder, OptimizerKind};
-use tidemark::memory::MemoryProbe;
+use tidemark::memory::MemoryMeter;
 use tidemark::model::parameters;
 use tidemark::task::{Compute, Splits, StepOutput, Task};
 use tidemark::train::{accumulated_step, build_optimizer, GroupOutcome, MixedPrecision};
@@ -62,7 +62,7 @@ fn accumulation_on_the_example_model_gives_the_large_batch_update() {
                 group,
                 &device,
                 &mut MixedPrecision::f32(),
-                &mut MemoryProbe::new(&device),
+                &mut MemoryMeter::new(&device),
             )
             .unwrap();
             assert_eq!(out.outcome, GroupOutcome::Apply);

@@ -11,7 +11,7 @@ use burn::tensor::Device;
 use crate::backend;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
-use crate::memory::{available_host_memory, device_total_memory, MemoryProbe, MemorySource};
+use crate::memory::{available_host_memory, device_total_memory, MemoryMeter, MemorySource};
 use crate::sweep::space::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 
 /// The share of a device's capacity the default budget leaves out: room for what its pools do
@@ -40,7 +40,7 @@ pub(in crate::sweep) fn resolve(packing: &Packing, config: &RunConfig) -> Result
 /// The device `config` trains on, and where its memory figures come from.
 pub(in crate::sweep) fn device_of(config: &RunConfig) -> Result<(Device, MemorySource), Error> {
     let device = backend::select(&config.device)?;
-    let source = MemoryProbe::new(&device).source();
+    let source = MemoryMeter::new(&device).source();
     Ok((device, source))
 }
 

@@ -20,7 +20,7 @@ impl MemoryGuard {
         epoch: usize,
         step: usize,
     ) -> Result<(), Breach> {
-        let usage = self.control.probe().observe();
+        let usage = self.control.meter().observe();
         rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.check_usage(epoch, step, &usage)
     }
@@ -59,13 +59,13 @@ impl MemoryGuard {
         epoch: usize,
         step: usize,
     ) -> Result<(), Error> {
-        let usage = self.control.probe().observe();
+        let usage = self.control.meter().observe();
         rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.enforce(rec, epoch, step, &usage)?;
         if rec.steps() == 0 {
             self.offload_state_to_come(rec, (epoch, step), held(&usage).0)?;
         }
-        self.control.probe().begin_window();
+        self.control.meter().begin_window();
         self.in_update = true;
         Ok(())
     }
@@ -81,7 +81,7 @@ impl MemoryGuard {
         step: usize,
     ) -> Result<(), Error> {
         rec.set_step(step);
-        let usage = self.control.probe().observe();
+        let usage = self.control.meter().observe();
         rec.step_figure(PeakPhase::Update, usage.peak_bytes_in_use);
         rec.step_point(step, usage.bytes_in_use);
         self.enforce(rec, epoch, step, &usage)

@@ -39,12 +39,12 @@ impl MemoryGuard {
     /// The epoch's peak so far, to put back with [`restore_epoch_peak`](Self::restore_epoch_peak)
     /// after work whose figures must not count (the advisor's probes).
     pub(crate) fn epoch_peak_so_far(&mut self) -> u64 {
-        self.control.probe().epoch_peak()
+        self.control.meter().epoch_peak()
     }
 
     /// Restarts the windows at the current figure with `peak` as the epoch's peak: what ran
     /// since [`epoch_peak_so_far`](Self::epoch_peak_so_far) counts for nothing.
     pub(crate) fn restore_epoch_peak(&mut self, peak: u64) {
-        self.control.probe().restart_at(peak);
+        self.control.meter().restart_at(peak);
     }
 }

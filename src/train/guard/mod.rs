@@ -75,7 +75,7 @@ impl MemoryGuard {
 
     /// Reads the memory figures now, after waiting for the device.
     fn read(&mut self) -> Result<MemoryUsage, Error> {
-        self.control.probe().read().map_err(Error::device)
+        self.control.meter().read().map_err(Error::device)
     }
 
     fn state(&self, epoch: usize, step: usize) -> RunState {
@@ -128,7 +128,7 @@ impl MemoryGuard {
 
     /// Starts an epoch: the epoch's peak restarts at the current figure.
     pub fn begin_epoch(&mut self, rec: &mut RunRecorder) {
-        self.control.probe().reset_peak();
+        self.control.meter().reset_peak();
         rec.begin_epoch();
     }
 
@@ -136,7 +136,7 @@ impl MemoryGuard {
     fn begin_step(&mut self, rec: &mut RunRecorder) {
         self.previous_attempt = None;
         self.in_update = false;
-        self.control.probe().begin_window();
+        self.control.meter().begin_window();
         rec.begin_step();
     }
 
@@ -160,9 +160,9 @@ impl MemoryGuard {
         epoch: usize,
         write: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
-        self.control.probe().begin_window();
+        self.control.meter().begin_window();
         let written = write()?;
-        let usage = self.control.probe().observe();
+        let usage = self.control.meter().observe();
         rec.outside_peak(usage.peak_bytes_in_use);
         let state = self.state(epoch, rec.steps());
         self.apply(rec, Phase::Checkpoint, &usage, &state)?;
@@ -190,7 +190,7 @@ impl MemoryGuard {
         figures: EpochFigures,
     ) -> Result<(), Error> {
         self.epoch_snapshot(rec, epoch, figures)?;
-        let window = self.control.probe().observe();
+        let window = self.control.meter().observe();
         self.close_epoch(rec, epoch, &window)
     }
 
@@ -205,7 +205,7 @@ impl MemoryGuard {
         write: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
         self.epoch_snapshot(rec, epoch, figures)?;
-        let window = self.control.probe().observe();
+        let window = self.control.meter().observe();
         let written = self.checkpoint(rec, epoch, write)?;
         self.close_epoch(rec, epoch, &window)?;
         Ok(written)
@@ -221,7 +221,7 @@ impl MemoryGuard {
         let after = self.read()?;
         let retained = Retained::since(&self.control.baseline(), &after, self.control.rss_before());
         let pools = self.control.clear() != ClearPolicy::Never
-            && self.control.probe().source() == MemorySource::CubeclPool;
+            && self.control.meter().source() == MemorySource::CubeclPool;
         rec.run_end(epoch, after, retained, pools, self.layout)?;
         Ok(retained)
     }
@@ -259,7 +259,7 @@ impl MemoryGuard {
         action: crate::memory::Action,
         detail: String,
     ) -> Result<(), Error> {
-        let usage = self.control.probe().observe();
+        let usage = self.control.meter().observe();
         rec.memory_event(epoch, action, detail, usage, self.layout)
     }
 }

@@ -61,7 +61,7 @@ impl Prepared {
         control.rebaseline()?;
         // The run's figures start here: the peak of its set-up (the model, the loaders) is
         // the run's own, not what the process did before it (an earlier run, a warm-up).
-        control.probe().reset_peak();
+        control.meter().reset_peak();
         let guard = MemoryGuard {
             control,
             layout,

@@ -72,7 +72,7 @@ impl MemoryGuard {
                     }
                 }
             }
-            self.control.probe().begin_window();
+            self.control.meter().begin_window();
         }
     }
 }

@@ -7,7 +7,7 @@ use burn::tensor::Device;
 use super::*;
 use crate::config::{MlpConfig, SyntheticConfig};
 use crate::data::{generate, Sample};
-use crate::memory::MemoryProbe;
+use crate::memory::MemoryMeter;
 use crate::model::{parameters, Mlp};
 use crate::task::Classify;
 use crate::train::{accumulated_step, MixedPrecision};
@@ -23,7 +23,7 @@ fn config(optimizer: &str, keys: &[(&str, toml::Value)]) -> TrainConfig {
 fn steps(optimizer: &mut ModuleOptimizer, mut model: Mlp, data: &[Sample], n: usize) -> Mlp {
     let device = Device::flex().autodiff();
     let task = Classify::<Mlp>::new(Vec::new(), Vec::new(), |_| unreachable!());
-    let mut probe = MemoryProbe::new(&device);
+    let mut meter = MemoryMeter::new(&device);
     for i in 0..n {
         let batch = data[i * 32..(i + 1) * 32].to_vec();
         model = accumulated_step(
@@ -34,7 +34,7 @@ fn steps(optimizer: &mut ModuleOptimizer, mut model: Mlp, data: &[Sample], n: us
             vec![batch],
             &device,
             &mut MixedPrecision::f32(),
-            &mut probe,
+            &mut meter,
         )
         .unwrap()
         .model;

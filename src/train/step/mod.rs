@@ -7,7 +7,7 @@ use burn::tensor::{Device, Tensor};
 use super::optimizer::state_copies;
 use super::precision::{GroupOutcome, MixedPrecision};
 use crate::config::{Offload, Precision, TrainConfig};
-use crate::memory::{Footprint, MemoryProbe};
+use crate::memory::{Footprint, MemoryMeter};
 use crate::task::{MetricSums, Task};
 
 mod clip;
@@ -118,7 +118,7 @@ pub fn accumulated_step<T: Task>(
     group: Vec<Vec<T::Item>>,
     device: &Device,
     precision: &mut MixedPrecision,
-    probe: &mut MemoryProbe,
+    probe: &mut MemoryMeter,
 ) -> Result<Stepped<T::Model>, burn::tensor::ExecutionError> {
     let Ok(acc) = accumulate_gradients(
         task,

@@ -77,7 +77,7 @@ fn one_update_in<N: Network>(
 ) -> (Vec<f32>, f32) {
     let device = Device::flex().autodiff();
     let mut optimizer = build_optimizer(config);
-    let mut probe = MemoryProbe::new(&device);
+    let mut meter = MemoryMeter::new(&device);
     let out = accumulated_step(
         &task::<N>(),
         model,
@@ -86,7 +86,7 @@ fn one_update_in<N: Network>(
         cut(data, sizes),
         &device,
         precision,
-        &mut probe,
+        &mut meter,
     )
     .unwrap();
     assert_eq!(out.outcome, GroupOutcome::Apply);
@@ -295,7 +295,7 @@ fn overflows_skip_the_step_then_the_scale_settles_and_no_weight_is_ever_nan() {
     let mut precision =
         MixedPrecision::new(Precision::F16, Some(LossScaler::new(2f64.powi(40), 2000)));
     let mut optimizer = build_optimizer(&config);
-    let mut probe = MemoryProbe::new(&device);
+    let mut meter = MemoryMeter::new(&device);
     let mut model = model(&device);
     let (mut skipped, mut applied, mut losses) = (0, 0, Vec::new());
     for _ in 0..40 {
@@ -308,7 +308,7 @@ fn overflows_skip_the_step_then_the_scale_settles_and_no_weight_is_ever_nan() {
             group.clone(),
             &device,
             &mut precision,
-            &mut probe,
+            &mut meter,
         )
         .unwrap();
         match out.outcome {

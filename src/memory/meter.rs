@@ -15,7 +15,7 @@ use super::usage::{MemorySource, MemoryUsage};
 /// points the training loop calls [`observe`](Self::observe) (after each backward pass and
 /// each optimizer update).
 #[derive(Debug, Clone)]
-pub struct MemoryProbe {
+pub struct MemoryMeter {
     device: Device,
     source: MemorySource,
     /// CubeCL: highest in-use seen in the step window.
@@ -24,8 +24,8 @@ pub struct MemoryProbe {
     epoch_peak: u64,
 }
 
-impl MemoryProbe {
-    /// A probe for `device` (autodiff or not; the pools are the inner device's).
+impl MemoryMeter {
+    /// A meter for `device` (autodiff or not; the pools are the inner device's).
     pub fn new(device: &Device) -> Self {
         let device = device.clone().without_autodiff();
         let source = match device_pool_figures(&device) {
@@ -40,7 +40,7 @@ impl MemoryProbe {
         }
     }
 
-    /// Where this probe's figures come from.
+    /// Where this meter's figures come from.
     pub fn source(&self) -> MemorySource {
         self.source
     }
@@ -135,26 +135,26 @@ mod tests {
 
     #[test]
     fn flex_reads_from_host_accounting() {
-        let mut probe = MemoryProbe::new(&Device::flex().autodiff());
-        assert_eq!(probe.source(), MemorySource::Host);
-        probe.reset_peak();
-        let usage = probe.read().unwrap();
+        let mut meter = MemoryMeter::new(&Device::flex().autodiff());
+        assert_eq!(meter.source(), MemorySource::Host);
+        meter.reset_peak();
+        let usage = meter.read().unwrap();
         assert_eq!(usage.source, MemorySource::Host);
         assert!(usage.bytes_in_use > 0 && usage.bytes_reserved > 0 && usage.peak_bytes_in_use > 0);
     }
 
     #[test]
     fn a_closed_window_still_counts_for_the_epoch() {
-        let mut probe = MemoryProbe::new(&Device::flex());
-        probe.reset_peak();
+        let mut meter = MemoryMeter::new(&Device::flex());
+        meter.reset_peak();
         let block = std::hint::black_box(vec![1u8; 128 << 20]);
         drop(block);
-        assert!(probe.observe().peak_bytes_in_use >= 128 << 20);
-        probe.begin_window();
+        assert!(meter.observe().peak_bytes_in_use >= 128 << 20);
+        meter.begin_window();
         // The new window starts low (other tests may allocate in parallel, but not 128 MiB
         // at once in every case, so compare with the block, not with zero).
         assert!(
-            probe.read().unwrap().peak_bytes_in_use >= 128 << 20,
+            meter.read().unwrap().peak_bytes_in_use >= 128 << 20,
             "epoch peak kept"
         );
     }
