@@ -462,21 +462,20 @@ fn layer_cost_us(backend: Backend) -> f64 {
         .expect("defaults validate");
     let device = tidemark::backend::select(&config.device).expect("compiled in");
     let policies = Policies::from_config(&config.memory, None).expect("a byte limit");
-    let mut probe = MemoryMeter::new(&device);
+    let mut meter = MemoryMeter::new(&device);
     let state = RunState {
         epoch: 1,
         step: 1,
-        micro_batch: 256,
-        accumulation_steps: 1,
+        layout: tidemark::memory::Layout::new(256, 1),
         resting_estimate: 0,
         previous_attempt: None,
     };
     const CALLS: u32 = 10_000;
     let start = std::time::Instant::now();
     for _ in 0..CALLS {
-        probe.begin_window();
+        meter.begin_window();
         for _ in 0..2 {
-            let usage = probe.observe();
+            let usage = meter.observe();
             std::hint::black_box(policies.decide(Phase::Step, &usage, &state));
         }
     }

@@ -16,6 +16,7 @@ mod control;
 mod error;
 mod executor;
 mod host;
+mod layout;
 mod meter;
 pub mod oom;
 pub mod policy;
@@ -33,6 +34,7 @@ pub use host::{
     pool_host_heap, reserve_host_heap, reset_host_peak, reset_peak_resident_set,
     resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters, HostReservation,
 };
+pub use layout::{Layout, Offloaded};
 pub use meter::MemoryMeter;
 pub use policy::{Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use pools::{device_pool_figures, PoolFigures};

@@ -24,7 +24,6 @@ mod fit_plan;
 pub mod gate;
 mod guard;
 mod hand;
-mod layout;
 mod moved;
 mod optimizer;
 pub mod precision;
@@ -48,6 +47,6 @@ pub use step::{
 };
 pub use trainer::Trainer;
 
+pub use crate::memory::{Layout, Offloaded};
 pub use guard::{Breach, MemoryGuard, Prepared, StepCheck};
-pub use layout::{Layout, Offloaded};
 pub use recorder::{EpochFigures, MemoryStats, RunRecorder};

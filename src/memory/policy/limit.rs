@@ -251,8 +251,8 @@ impl MemoryPolicy for Limit {
             measure,
             epoch: state.epoch,
             step: state.step,
-            micro_batch: state.micro_batch,
-            accumulation_steps: state.accumulation_steps,
+            micro_batch: state.layout.micro_batch(),
+            accumulation_steps: state.layout.micro_steps(),
             futile_shrink: None,
             phase,
             breakdown: None,
@@ -283,10 +283,9 @@ impl MemoryPolicy for Limit {
                         futile_shrink: Some(saved),
                         ..breach(observed, measure)
                     })]
-                } else if self.on_limit == OnLimit::Shrink && state.micro_batch > 1 {
+                } else if self.on_limit == OnLimit::Shrink && state.layout.micro_batch() > 1 {
                     vec![MemoryAction::ShrinkBatch {
-                        micro_batch: state.micro_batch.div_ceil(2),
-                        accumulation_steps: state.accumulation_steps * 2,
+                        layout: state.layout.halved(),
                     }]
                 } else {
                     vec![MemoryAction::Fail(breach(observed, measure))]

@@ -6,9 +6,12 @@
 use std::fmt;
 
 mod limit;
+mod offload;
 
 pub use limit::{held, Limit, LimitExceeded, OffloadHint, FIT_MARGIN};
+pub use offload::{offload_hints, OffloadDecision, OffloadView};
 
+use super::layout::Layout;
 use super::usage::MemoryUsage;
 use crate::config::{ClearPolicy, MemoryConfig, MemoryPolicyKind};
 
@@ -36,10 +39,8 @@ pub struct RunState {
     pub epoch: usize,
     /// Optimizer step being taken (1-based within the run; 0 before training).
     pub step: usize,
-    /// Samples per micro-batch now.
-    pub micro_batch: usize,
-    /// Micro-batches per optimizer step now.
-    pub accumulation_steps: usize,
+    /// How the step's samples are cut now.
+    pub layout: Layout,
     /// Bytes the run needs at rest once training starts: parameters, gradients (twice with
     /// accumulation) and optimizer state, plus what was already held at run start.
     pub resting_estimate: u64,
@@ -70,10 +71,8 @@ pub enum MemoryAction {
     Fail(LimitExceeded),
     /// Retry the step with smaller micro-batches and proportionally more of them.
     ShrinkBatch {
-        /// New micro-batch size.
-        micro_batch: usize,
-        /// New accumulation steps.
-        accumulation_steps: usize,
+        /// The layout to retry at.
+        layout: Layout,
     },
 }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::config::{MemorySize, OnLimit};
-use crate::memory::MemorySource;
+use crate::memory::{Layout, MemorySource};
 
 fn usage(source: MemorySource, in_use: u64, reserved: u64, peak: u64) -> MemoryUsage {
     MemoryUsage {
@@ -18,8 +18,7 @@ const STATE: RunState = RunState {
     previous_attempt: None,
     epoch: 2,
     step: 7,
-    micro_batch: 256,
-    accumulation_steps: 1,
+    layout: Layout::new(256, 1),
     resting_estimate: 100,
 };
 
@@ -132,8 +131,7 @@ fn shrinking_stops_when_halving_cannot_reach_the_limit() {
     };
     let at = |micro_batch, accumulation_steps, prev_acc, prev_observed, observed| {
         let state = RunState {
-            micro_batch,
-            accumulation_steps,
+            layout: Layout::new(micro_batch, accumulation_steps),
             previous_attempt: Some(Attempt {
                 accumulation_steps: prev_acc,
                 observed: prev_observed,
@@ -180,24 +178,36 @@ fn shrink_halves_the_micro_batch_until_one() {
     assert_eq!(
         limit.decide(Phase::Step, &over, &STATE),
         vec![MemoryAction::ShrinkBatch {
-            micro_batch: 128,
-            accumulation_steps: 2
+            layout: Layout::new(256, 1).halved()
         }]
     );
+    let shrunk = |state: &RunState| match limit.decide(Phase::Step, &over, state).as_slice() {
+        [MemoryAction::ShrinkBatch { layout }] => (layout.micro_batch(), layout.micro_steps()),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(shrunk(&STATE), (128, 2));
     let odd = RunState {
-        micro_batch: 5,
-        accumulation_steps: 3,
+        layout: Layout::new(5, 3),
         ..STATE
     };
-    assert_eq!(
-        limit.decide(Phase::Step, &over, &odd),
-        vec![MemoryAction::ShrinkBatch {
-            micro_batch: 3,
-            accumulation_steps: 6
-        }]
-    );
+    assert_eq!(shrunk(&odd), (3, 6));
+    // The layout it retries at keeps what the step has moved to host memory.
+    let offloaded = RunState {
+        layout: Layout {
+            optimizer: crate::config::Offload::Host,
+            ..Layout::new(64, 1)
+        },
+        ..STATE
+    };
+    match limit.decide(Phase::Step, &over, &offloaded).as_slice() {
+        [MemoryAction::ShrinkBatch { layout }] => {
+            assert_eq!(layout.optimizer, crate::config::Offload::Host);
+            assert_eq!((layout.micro_batch(), layout.factor), (32, 2));
+        }
+        other => panic!("{other:?}"),
+    }
     let one = RunState {
-        micro_batch: 1,
+        layout: Layout::new(1, 1),
         ..STATE
     };
     assert!(matches!(

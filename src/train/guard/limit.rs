@@ -5,8 +5,8 @@ use super::{Breach, MemoryGuard};
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
-use crate::memory::Action;
 use crate::memory::MemoryUsage;
+use crate::memory::{Action, Layout};
 use crate::memory::{Breakdown, Footprint, PeakPhase};
 use crate::train::recorder::RunRecorder;
 
@@ -35,9 +35,10 @@ impl MemoryGuard {
         let state = self.state(epoch, step);
         for action in self.control.decide(Phase::Step, usage, &state) {
             match action {
-                MemoryAction::ShrinkBatch { .. } => {
+                MemoryAction::ShrinkBatch { layout } => {
                     return Err(Breach::Shrink {
                         observed: held(usage).0,
+                        layout,
                     })
                 }
                 MemoryAction::Fail(e) => return Err(Breach::Fail(e)),
@@ -105,29 +106,31 @@ impl MemoryGuard {
                     false => Err(self.fail(rec, e)),
                 }
             }
-            Err(Breach::Shrink { observed }) => {
+            Err(Breach::Shrink { observed, layout }) => {
                 match self.offload_before_shrink(rec, (epoch, step), observed)? {
                     true => Ok(()),
-                    false => self.shrink(rec, (epoch, step), observed),
+                    false => self.shrink(rec, (epoch, step), observed, layout),
                 }
             }
         }
     }
 
-    /// Halves the micro-batch (doubling accumulation) after a breach at step `step`, and
-    /// records it; the caller retries the step with [`layout`](Self::layout).
+    /// Takes the limit policy's `layout` (the micro-batch halved, accumulation doubled) after
+    /// a breach at step `step`, and records it; the caller retries the step with
+    /// [`layout`](Self::layout).
     pub(super) fn shrink(
         &mut self,
         rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         observed: u64,
+        layout: Layout,
     ) -> Result<(), Error> {
         let before = self.layout;
         self.previous_attempt = Some(Attempt {
             accumulation_steps: before.micro_steps(),
             observed,
         });
-        self.layout.factor *= 2;
+        self.layout = layout;
         let detail = format!(
             "{} over the memory limit at step {step} of epoch {epoch}: micro-batch {} -> {}, \
              accumulation_steps {} -> {} (effective batch unchanged); retrying the step",

@@ -23,10 +23,10 @@ pub use breach::Breach;
 pub use prepare::Prepared;
 pub use retry::StepCheck;
 
-use super::layout::Layout;
 use super::recorder::{EpochFigures, RunRecorder};
 use crate::config::{ClearPolicy, MemoryConfig};
 use crate::error::Error;
+use crate::memory::Layout;
 use crate::memory::{
     Attempt, Control, Footprint, MemoryAction, MemorySource, MemoryUsage, Phase, RunState,
 };
@@ -82,8 +82,7 @@ impl MemoryGuard {
         RunState {
             epoch,
             step,
-            micro_batch: self.layout.micro_batch(),
-            accumulation_steps: self.layout.micro_steps(),
+            layout: self.layout,
             resting_estimate: self.resting_estimate,
             previous_attempt: self.previous_attempt,
         }

@@ -1,17 +1,16 @@
-//! `train.offload.* = "auto"`: where the limit needs the saving, the guard moves a part of the
-//! step to host memory instead of failing: the gradient sum first (where the step has one),
-//! then the optimizer's state. It moves one where the run would otherwise fail
+//! `train.offload.* = "auto"` carried out: where the limit needs the saving, the guard moves a
+//! part of the step to host memory instead of failing (the gradient sum first, where the step
+//! has one, then the optimizer's state). It moves one where the run would otherwise fail
 //! (`on_limit = "fail"`, a futile or exhausted shrink, a `fit` that finds no micro-batch), and
-//! under `"shrink"` where halving the micro-batch cannot pay for the overshoot; a breach that
-//! halving can answer is shrunk. And a limit error names what offload would save where
-//! it is not allowed to act on its own.
+//! under `"shrink"` where halving the micro-batch cannot pay for the overshoot. Which part and
+//! when is the pure policy's ([`crate::memory::policy::OffloadView`]); the guard reads the
+//! device for it, moves the part, gives back the device memory and records why.
 
 use super::MemoryGuard;
-use crate::config::Offload;
 use crate::error::Error;
-use crate::memory::policy::{LimitExceeded, OffloadHint};
+use crate::memory::policy::{offload_hints, LimitExceeded, OffloadHint, OffloadView};
+use crate::memory::Offloaded;
 use crate::memory::{format_bytes, Action, MemorySource};
-use crate::train::layout::Offloaded;
 use crate::train::recorder::RunRecorder;
 
 impl MemoryGuard {
@@ -33,30 +32,33 @@ impl MemoryGuard {
         }
     }
 
-    /// Before the run's first update, which allocates the optimizer's state: where
-    /// `train.offload.optimizer = "auto"` and what is held now (`held`) plus that state would
-    /// break the limit, the state goes to host memory before it exists. (Once it exists on the
-    /// device it leaves only at the next update, after the step's gradient pass.)
+    /// The auto-offload decisions' view of the run: `None` without a limit or a footprint.
+    fn offload_view(&self) -> Option<OffloadView> {
+        Some(OffloadView {
+            layout: self.layout,
+            footprint: self.footprint?,
+            limit: self.limit_bytes()?,
+            resting_estimate: self.resting_estimate,
+        })
+    }
+
+    /// Before the run's first update, which allocates the optimizer's state: moves it to host
+    /// memory before it exists where the policy says ([`OffloadView::state_to_come`]). (Once
+    /// it exists on the device it leaves only at the next update, after the step's gradient
+    /// pass.)
     pub(super) fn offload_state_to_come(
         &mut self,
         rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         held: u64,
     ) -> Result<(), Error> {
-        let (Some(f), Some(limit)) = (self.footprint, self.limit_bytes()) else {
-            return Ok(());
-        };
-        let state = f.device_optimizer();
-        if self.layout.optimizer != Offload::Auto || state == 0 || held + state <= limit {
-            return Ok(());
+        match self
+            .offload_view()
+            .and_then(|v| v.state_to_come(held, step))
+        {
+            Some(d) => self.offload(rec, epoch, d.part, &d.why),
+            None => Ok(()),
         }
-        let why = format!(
-            "{} held before the first update, which would add {} of optimizer state at step \
-             {step}",
-            format_bytes(held),
-            format_bytes(state)
-        );
-        self.offload(rec, epoch, Offloaded::Optimizer, &why)
     }
 
     /// Moves `part` to host memory from now on, and records it.
@@ -101,68 +103,30 @@ impl MemoryGuard {
     }
 
     /// At a breach of `observed` bytes that `on_limit = "shrink"` would answer by halving the
-    /// micro-batch: moves a part to host memory instead where `"auto"` may and halving cannot
-    /// pay for the overshoot. Halving saves at most half the step's peak in use beyond what the
-    /// run holds at rest (its activations), and the first halving of a step that does not
-    /// accumulate adds a gradient set. Returns whether a part
-    /// moved (the caller then retries without shrinking).
+    /// micro-batch: moves a part to host memory instead where the policy says
+    /// ([`OffloadView::before_shrink`]). Returns whether a part moved (the caller then retries
+    /// without shrinking).
     pub(super) fn offload_before_shrink(
         &mut self,
         rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         observed: u64,
     ) -> Result<bool, Error> {
-        let (Some(f), Some(limit)) = (self.footprint, self.limit_bytes()) else {
-            return Ok(false);
-        };
-        if self.layout.next_offload().is_none() {
-            return Ok(false);
+        let in_use = self.control.window().peak_bytes_in_use;
+        match (self.offload_view()).and_then(|v| v.before_shrink(observed, in_use, step)) {
+            Some(d) => self.offload(rec, epoch, d.part, &d.why).map(|()| true),
+            None => Ok(false),
         }
-        // What halving frees is bytes in use (on pools the breach is read in pages, which a
-        // smaller step does not give back by halves).
-        let in_use = self.control.window().peak_bytes_in_use.min(observed);
-        let halving_saves = in_use.saturating_sub(self.resting_estimate) / 2;
-        let adds = match self.layout.micro_steps() == 1 && !f.host_sum {
-            true => f.gradient_set(),
-            false => 0,
-        };
-        if halving_saves >= observed.saturating_sub(limit) + adds {
-            return Ok(false);
-        }
-        let why = format!(
-            "{} over the limit at step {step}, where halving the micro-batch saves at most {}",
-            format_bytes(observed),
-            format_bytes(halving_saves.saturating_sub(adds))
-        );
-        self.offload_next(rec, epoch, &why)
     }
 
-    /// What offload would save at breach `e` where `train.offload` does not allow it to act:
-    /// each part still on the device with what it holds there, on a device with memory of its
-    /// own. Empty on flex, or where nothing is left to move.
+    /// What offload would save at breach `e` where `train.offload` does not allow it to act
+    /// ([`offload_hints`]), on a device with memory of its own. Empty on flex.
     pub(super) fn offload_hints(&self, e: &LimitExceeded) -> Box<[OffloadHint]> {
-        let Some(f) = self.footprint else {
-            return Box::default();
-        };
-        if self.source() != MemorySource::CubeclPool {
-            return Box::default();
+        match (self.footprint, self.source()) {
+            (Some(f), MemorySource::CubeclPool) => {
+                offload_hints(&f, &self.layout, e.accumulation_steps, self.in_update).into()
+            }
+            _ => Box::default(),
         }
-        let layout = self.layout;
-        let mut hints = Vec::new();
-        // In the update the step's sum is the one gradient set left: moving it saves nothing.
-        let sum_on_device = !f.host_sum && e.accumulation_steps > 1 && !self.in_update;
-        if sum_on_device && layout.gradients == Offload::None {
-            hints.push(OffloadHint {
-                key: Offloaded::Gradients.key(),
-                saves: f.gradient_set(),
-            });
-        }
-        if !f.host_optimizer && f.optimizer > 0 && layout.optimizer == Offload::None {
-            hints.push(OffloadHint {
-                key: Offloaded::Optimizer.key(),
-                saves: f.optimizer,
-            });
-        }
-        hints.into()
     }
 }

@@ -10,9 +10,9 @@ use burn::tensor::Device;
 use super::MemoryGuard;
 use crate::config::MemoryConfig;
 use crate::error::Error;
+use crate::memory::Layout;
 use crate::memory::{Control, MemorySource};
 use crate::record::Observer;
-use crate::train::layout::Layout;
 use crate::train::recorder::RunRecorder;
 
 /// A guard before its run directory exists.

@@ -57,9 +57,9 @@ impl MemoryGuard {
             };
             match attempt(micro_batch, &mut check) {
                 Ok(done) => return Ok(done),
-                Err(Breach::Shrink { observed }) => {
+                Err(Breach::Shrink { observed, layout }) => {
                     if !self.offload_before_shrink(rec, (epoch, step), observed)? {
-                        self.shrink(rec, (epoch, step), observed)?;
+                        self.shrink(rec, (epoch, step), observed, layout)?;
                     }
                     // The breached attempt's pool pages back, so that the retry is measured on
                     // its own.

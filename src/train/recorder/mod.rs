@@ -14,8 +14,8 @@ mod stats;
 pub use figures::EpochFigures;
 pub use stats::MemoryStats;
 
-use super::layout::Layout;
 use crate::error::Error;
+use crate::memory::Layout;
 use crate::memory::{resident_set_bytes, Action, Breakdown, MemoryUsage, PeakPhase, StepPeaks};
 use crate::record::{
     EpochProgress, Event, Observer, Retained, Snapshot, SnapshotWriter, StepSample, StepTrace,

@@ -1,6 +1,7 @@
 //! The batch layout: how a step's samples are cut, which a limit may shrink, and what the
 //! step keeps in host memory, which a limit may move there (`train.offload.* = "auto"`). The
-//! guard changes it; the recorder writes it in each snapshot.
+//! limit policy decides the layout a shrink retries at; the trainer's guard applies it, and
+//! its recorder writes it in each snapshot.
 
 use crate::config::{Offload, OffloadConfig};
 
@@ -43,7 +44,7 @@ impl Offloaded {
 
 impl Layout {
     /// The configured layout, unshrunk, with nothing offloaded.
-    pub fn new(batch_size: usize, accumulation_steps: usize) -> Self {
+    pub const fn new(batch_size: usize, accumulation_steps: usize) -> Self {
         Self {
             batch_size,
             accumulation_steps,
@@ -64,6 +65,15 @@ impl Layout {
         Self {
             gradients: place(offload.gradients),
             optimizer: place(offload.optimizer),
+            ..self
+        }
+    }
+
+    /// This layout with the micro-batch halved (rounded up) and twice the micro-batches: the
+    /// same effective batch.
+    pub fn halved(self) -> Self {
+        Self {
+            factor: self.factor * 2,
             ..self
         }
     }
