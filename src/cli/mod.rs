@@ -217,26 +217,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             config,
             policies,
             out,
-        } => {
-            let list = crate::compare::ComparePolicy::parse_list(&policies).map_err(|e| {
-                crate::config::ConfigError {
-                    origin: "--policies".into(),
-                    key: None,
-                    message: e.to_string(),
-                }
-            })?;
-            let resolved = config.load(out_override(out))?;
-            let (dir, rows) = crate::compare::compare(&resolved, &list, |policy| {
-                eprintln!("== {}", policy.name());
-                Box::new(Terminal::new(true))
-            })?;
-            println!("{}", crate::compare::table(&rows));
-            println!(
-                "compare: wrote compare.md, compare.json and compare.svg in {}",
-                dir.display()
-            );
-            Ok(())
-        }
+        } => compare(config, &policies, out),
         Command::Evaluate {
             run_dir,
             data,
@@ -252,16 +233,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             sweep::report(&run_dir)
         }
         Command::Report { run_dir } => report_run(&run_dir),
-        Command::Validate { config } => {
-            let resolved = config.load(vec![])?;
-            // Every check `sweep` makes before it writes anything.
-            if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
-                crate::sweep::check_search(&resolved, &space, None)?;
-            }
-            println!("{}: ok", config.config.display());
-            print!("{}", config::to_toml(&resolved));
-            Ok(())
-        }
+        Command::Validate { config } => validate(config),
         Command::Sweep {
             config,
             overrides,
@@ -292,6 +264,40 @@ fn run(cli: Cli) -> Result<(), Error> {
             quiet,
         } => train(config, &overrides, resume, out, quiet),
     }
+}
+
+/// `tidemark compare`: the config under each of `policies`, and the table.
+fn compare(config: ConfigArgs, policies: &str, out: Option<PathBuf>) -> Result<(), Error> {
+    let list = crate::compare::ComparePolicy::parse_list(policies).map_err(|e| {
+        crate::config::ConfigError {
+            origin: "--policies".into(),
+            key: None,
+            message: e.to_string(),
+        }
+    })?;
+    let resolved = config.load(out_override(out))?;
+    let (dir, rows) = crate::compare::compare(&resolved, &list, |policy| {
+        eprintln!("== {}", policy.name());
+        Box::new(Terminal::new(true))
+    })?;
+    println!("{}", crate::compare::table(&rows));
+    println!(
+        "compare: wrote compare.md, compare.json and compare.svg in {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// `tidemark validate`: the resolved config, after every check `sweep` makes before it writes
+/// anything.
+fn validate(config: ConfigArgs) -> Result<(), Error> {
+    let resolved = config.load(vec![])?;
+    if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
+        crate::sweep::check_search(&resolved, &space, None)?;
+    }
+    println!("{}: ok", config.config.display());
+    print!("{}", config::to_toml(&resolved));
+    Ok(())
 }
 
 /// The config to load: `--config`'s, or else the `config.toml` in the directory `--resume`

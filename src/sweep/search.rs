@@ -22,6 +22,7 @@ use super::sizing::preflight::arrange;
 use super::space::{Order, Space, Trial};
 use super::tpe_draws::Draws;
 use super::trial_config::trial_config;
+use super::trial_run::TrialErrors;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer};
@@ -101,28 +102,12 @@ pub fn run_trials(
     check_trials(&base, &plan.trials, dir, &plan.monitor)?;
     let config_of = |t: &Trial| trial_config(&base, t, dir).map_err(Error::Config);
     let n = plan.trials.len();
-    let mut pruner = match plan.prune {
-        Some(prune) => {
-            let numbers: Vec<usize> = (plan.trials.iter())
-                .filter(|t| Shard::holds(shard, t.number))
-                .map(|t| t.number)
-                .collect();
-            let (monitor, mode, epochs) = (&plan.monitor, plan.mode, config.train.epochs);
-            let mut pruner = Pruner::open(dir, shard, prune, monitor, mode, epochs, &numbers)?;
-            for line in pruner.rebuilt() {
-                observer(0, n).message(&line);
-            }
-            Some(pruner)
-        }
-        None => None,
-    };
+    let epochs = config.train.epochs;
+    let mut pruner = open_pruner(dir, plan, shard, epochs, &mut *observer(0, n))?;
     // Trials the pruner is done with (a resumed search's) are neither probed nor trained.
-    let mine = plan
-        .trials
-        .iter()
-        .filter(|t| {
-            Shard::holds(shard, t.number) && !pruner.as_ref().is_some_and(|p| p.settled(t.number))
-        })
+    let settled = |n: usize| pruner.as_ref().is_some_and(|p| p.settled(n));
+    let mine = (plan.trials.iter())
+        .filter(|t| Shard::holds(shard, t.number) && !settled(t.number))
         .collect();
     // In parallel: the budget, known before the probes run. The signal handlers, with which
     // a signal from here on, the probes included, stops the search with exit code 130,
@@ -134,9 +119,10 @@ pub fn run_trials(
     let stop = StopOnSignal::install()?;
     let mut draws = Draws::of(dir, plan);
     // TPE draws from the trials before: they train in their numbers' order.
-    let order = match draws {
-        Some(_) => Order::Listed,
-        None => plan.order,
+    let order = if draws.is_some() {
+        Order::Listed
+    } else {
+        plan.order
     };
     let mine = arrange(
         mine,
@@ -177,6 +163,47 @@ pub fn run_trials(
         Some(_) => &read_plan(dir)?.search.expect("a search's plan"),
         None => plan,
     };
+    let rows = write_ranked(dir, plan, shard, errors)?;
+    // A signal at the very end still says so: the results are whole, and a resume says so.
+    if stop.flag().load(Ordering::SeqCst) {
+        return Err(Error::Interrupted);
+    }
+    drop(stop);
+    Ok((dir.to_path_buf(), rows))
+}
+
+/// The pruner of `plan`'s trials in `shard`, if it prunes, with the record an earlier process
+/// left checked against the trials' own files; what that rebuilt is told to `observer`.
+fn open_pruner(
+    dir: &Path,
+    plan: &SearchPlan,
+    shard: Option<Shard>,
+    epochs: usize,
+    observer: &mut dyn Observer,
+) -> Result<Option<Pruner>, Error> {
+    let Some(prune) = plan.prune else {
+        return Ok(None);
+    };
+    let numbers: Vec<usize> = (plan.trials.iter())
+        .filter(|t| Shard::holds(shard, t.number))
+        .map(|t| t.number)
+        .collect();
+    let (monitor, mode) = (&plan.monitor, plan.mode);
+    let mut pruner = Pruner::open(dir, shard, prune, monitor, mode, epochs, &numbers)?;
+    for line in pruner.rebuilt() {
+        observer.message(&line);
+    }
+    Ok(Some(pruner))
+}
+
+/// The rows of `plan`'s trials in `shard`, read from their summaries (`errors`: those whose
+/// last run failed), ranked, and written: `sweep.json` and `sweep.md`, or a shard's own rows.
+fn write_ranked(
+    dir: &Path,
+    plan: &SearchPlan,
+    shard: Option<Shard>,
+    errors: TrialErrors,
+) -> Result<Vec<TrialRow>, Error> {
     let mut rows = read_rows(dir, plan, shard, errors)?;
     rank(&mut rows, plan.mode);
     crate::failpoint::pass("results");
@@ -188,12 +215,7 @@ pub fn run_trials(
             write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
         }
     }
-    // A signal at the very end still says so: the results are whole, and a resume says so.
-    if stop.flag().load(Ordering::SeqCst) {
-        return Err(Error::Interrupted);
-    }
-    drop(stop);
-    Ok((dir.to_path_buf(), rows))
+    Ok(rows)
 }
 
 /// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever shard

@@ -17,6 +17,7 @@
 //!   the snapshots, the step trace, the run's memory statistics, progress to the observer;
 //! - `stats`: figures that become the [summary](crate::record::RunSummary).
 
+mod before_run;
 mod checkpoint;
 mod decide;
 mod epochs;

@@ -6,25 +6,22 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::before_run::{check_before_run, notes};
 use super::checkpoint::Checkpointer;
-use super::epochs::{steps_per_epoch, Epochs};
-use super::precision;
+use super::epochs::Epochs;
 use super::resume::{open_run, Resume};
 use super::run_dir;
 use super::stats::Identity;
 use crate::backend;
 use crate::builtin::{self, Visit};
-use crate::config::{
-    Backend, ConfigError, EarlyStoppingConfig, Execution, LossScaling, Precision, RunConfig,
-    TrainConfig,
-};
+use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::HostCounters;
 use crate::model::Network;
 use crate::record::{write_atomic, Observer, Silent, Warning};
 use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
-use crate::task::{unknown_monitor, Classify, Regress, Task};
+use crate::task::{Classify, Regress, Task};
 use crate::train::gate::{Ending, EpochGate};
 use crate::train::{MemoryGuard, RunRecorder};
 
@@ -144,11 +141,7 @@ impl Trainer {
         let device = backend::select(&config.device)?;
         let execution = backend::execution(&config.device)?;
         let precision = config.train.precision;
-        check_precision(&config, &device, &task)?;
-        if let Some(early) = &config.train.early_stopping {
-            check_monitor(early, task.metric_names())?;
-        }
-        check_warmup(&config.train, &task)?;
+        check_before_run(&config, &device, &task)?;
         let (prepared, run_dir, layout) = open_run(&config, &device, resume.as_ref())?;
         observer.message(&format!("run directory: {}", run_dir.display()));
         for note in notes(&config).into_iter().chain(task.notes()) {
@@ -192,24 +185,35 @@ impl Trainer {
         if let Err(Error::Interrupted) = result {
             return Err(Error::Interrupted);
         }
-        let (status, stopped_by) = match &result {
-            Ok(Ending::Completed) => (RunStatus::Completed, None),
-            Ok(Ending::Paused) => (RunStatus::Paused, None),
-            Ok(Ending::Pruned(reason)) => (RunStatus::Pruned, Some(reason.clone())),
-            Err(e) => (RunStatus::Failed(e.to_string()), None),
-        };
+        let (status, stopped_by) = status_of(&result);
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
         let wall_time_s = earlier_s + started.elapsed().as_secs_f64();
         let mut summary = stats.summary(id, (&guard, &recorder), status, wall_time_s);
         summary.stopped_by = stopped_by;
         summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
-        let path = run_dir.join("summary.json");
-        let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
-        crate::failpoint::pass("summary");
-        write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
-        crate::failpoint::pass("summarised");
+        write_summary(&run_dir, &summary)?;
         result.map(|_| summary)
     }
+}
+
+/// A run's status in its summary, and the pruner's reason where it stopped it.
+fn status_of(result: &Result<Ending, Error>) -> (RunStatus, Option<String>) {
+    match result {
+        Ok(Ending::Completed) => (RunStatus::Completed, None),
+        Ok(Ending::Paused) => (RunStatus::Paused, None),
+        Ok(Ending::Pruned(reason)) => (RunStatus::Pruned, Some(reason.clone())),
+        Err(e) => (RunStatus::Failed(e.to_string()), None),
+    }
+}
+
+/// Writes `summary.json` in `run_dir`, whole or not at all.
+fn write_summary(run_dir: &std::path::Path, summary: &RunSummary) -> Result<(), Error> {
+    let path = run_dir.join("summary.json");
+    let json = serde_json::to_vec_pretty(summary).expect("summaries serialise");
+    crate::failpoint::pass("summary");
+    write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
+    crate::failpoint::pass("summarised");
+    Ok(())
 }
 
 /// Runs this process has finished, for each summary's `run_in_process`.
@@ -225,126 +229,6 @@ impl Visit for Trainer {
     fn regress<N: Network>(self, task: Regress<N>) -> Result<RunSummary, Error> {
         self.fit(task)
     }
-}
-
-/// Lines about how this run computes, for the terminal.
-fn notes(config: &RunConfig) -> Vec<String> {
-    let mut notes = Vec::new();
-    if config.device.backend == Backend::Flex {
-        notes.push(
-            "memory: flex has no device pools; figures are host heap bytes counted by \
-             tidemark's allocator (reserved = the process's anonymous resident memory)"
-                .to_string(),
-        );
-        if config.device.execution == Some(Execution::Fused) {
-            notes.push(
-                "execution: flex has no fused mode (kernel fusion exists for the CubeCL \
-                 backends); this run executes eagerly, as \"eager\" would"
-                    .to_string(),
-            );
-        }
-    }
-    let train = &config.train;
-    if train.precision != Precision::F32 {
-        notes.push(format!(
-            "precision: {} compute, f32 weights and optimizer state{}",
-            train.precision,
-            match train.loss_scaling {
-                LossScaling::Dynamic => {
-                    format!(", dynamic loss scaling from {}", train.initial_loss_scale)
-                }
-                LossScaling::Off => String::new(),
-            }
-        ));
-    }
-    notes
-}
-
-/// Refuses a `train.precision` that `device` does not have, or that `task`'s model cannot
-/// compute in, before anything runs.
-pub(super) fn check_precision<T: Task>(
-    config: &RunConfig,
-    device: &burn::tensor::Device,
-    task: &T,
-) -> Result<(), Error> {
-    let precision = config.train.precision;
-    if !precision::supported(device, precision) {
-        return Err(unsupported_precision(config, device));
-    }
-    match task.half_precision_unsupported() {
-        Some(why) if precision != Precision::F32 => Err(Error::Config(ConfigError {
-            origin: "[train]".into(),
-            key: Some("train.precision".into()),
-            message: format!(
-                "train.precision = \"{precision}\" is not supported by this task's model: \
-                 {why}; use \"f32\""
-            ),
-        })),
-        _ => Ok(()),
-    }
-}
-
-/// Refuses a monitor the task does not report, before the run directory
-/// exists, where the task says what it reports; otherwise the first epoch's figures are the check.
-fn check_monitor(
-    early: &EarlyStoppingConfig,
-    metrics: Option<&'static [&'static str]>,
-) -> Result<(), Error> {
-    let Some(metrics) = metrics else {
-        return Ok(());
-    };
-    let reported = crate::config::Monitor::figures(metrics);
-    if reported.contains(&early.monitor) {
-        return Ok(());
-    }
-    let key = "train.early_stopping.monitor";
-    Err(Error::Config(ConfigError {
-        origin: "[train.early_stopping]".into(),
-        key: Some(key.into()),
-        message: unknown_monitor(key, &early.monitor, &reported),
-    }))
-}
-
-/// Refuses a warmup longer than the run: it would train every step below the configured rate
-/// (10,000 steps of warmup on a run of 45 train it all at about `lr / 2000`), without a word.
-/// Before the run directory exists.
-fn check_warmup<T: Task>(train: &TrainConfig, task: &T) -> Result<(), Error> {
-    let Some(schedule) = train.schedule.as_ref().filter(|s| s.warmup_steps > 0) else {
-        return Ok(());
-    };
-    // The run's length needs the training split's; only a schedule with a warmup asks.
-    let total_steps = steps_per_epoch(train, task.data().train.len()) * train.epochs;
-    if schedule.warmup_steps <= total_steps {
-        return Ok(());
-    }
-    Err(Error::Config(ConfigError {
-        origin: "[train.schedule]".into(),
-        key: Some("train.schedule.warmup_steps".into()),
-        message: format!(
-            "train.schedule.warmup_steps = {} is longer than the run, {total_steps} optimizer \
-             steps (train.epochs times the steps of an epoch): the rate would never reach \
-             train.lr; use at most {total_steps}",
-            schedule.warmup_steps
-        ),
-    }))
-}
-
-fn unsupported_precision(config: &RunConfig, device: &burn::tensor::Device) -> Error {
-    let precision = config.train.precision;
-    Error::Config(ConfigError {
-        origin: "[train]".into(),
-        key: Some("train.precision".into()),
-        message: format!(
-            "train.precision = \"{precision}\" is not supported by the {} device; use \
-             \"f32\"{}",
-            config.device.backend,
-            [Precision::Bf16, Precision::F16]
-                .into_iter()
-                .filter(|&p| p != precision && precision::supported(device, p))
-                .map(|p| format!(" or \"{p}\""))
-                .collect::<String>()
-        ),
-    })
 }
 
 /// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture

@@ -29,21 +29,6 @@ fn b() -> ConfigBuilder {
 type Cases = Vec<(ConfigBuilder, String)>;
 
 fn train_cases() -> Cases {
-    let schedule = |kind, min_lr, decay_steps, step_size, gamma| ScheduleConfig {
-        kind,
-        warmup_steps: 10,
-        min_lr,
-        decay_steps,
-        step_size,
-        gamma,
-    };
-    let early = EarlyStoppingConfig {
-        monitor: "val_accuracy".into(),
-        mode: MonitorMode::Max,
-        patience: 3,
-        min_delta: 0.001,
-        restore_best: true,
-    };
     let cases: Vec<(ConfigBuilder, &str)> = vec![
         (
             b().epochs(3).batch_size(16).accumulation_steps(2).lr(0.01),
@@ -83,6 +68,28 @@ fn train_cases() -> Cases {
             "[device]\nbackend = \"wgpu\"\nindex = 0\n[train.offload]\ngradients = \"host\"\n\
              optimizer = \"auto\"",
         ),
+    ];
+    cases.into_iter().map(|(b, t)| (b, text(t))).collect()
+}
+
+/// `[train.schedule]` and `[train.early_stopping]`.
+fn train_table_cases() -> Cases {
+    let schedule = |kind, min_lr, decay_steps, step_size, gamma| ScheduleConfig {
+        kind,
+        warmup_steps: 10,
+        min_lr,
+        decay_steps,
+        step_size,
+        gamma,
+    };
+    let early = EarlyStoppingConfig {
+        monitor: "val_accuracy".into(),
+        mode: MonitorMode::Max,
+        patience: 3,
+        min_delta: 0.001,
+        restore_best: true,
+    };
+    let cases: Vec<(ConfigBuilder, &str)> = vec![
         (
             b().schedule(schedule(
                 ScheduleKind::Cosine,
@@ -147,12 +154,6 @@ fn other_cases() -> Cases {
         .holdout(104)
         .gaps(GapPolicy::Previous)
         .season(52);
-    let memory = b()
-        .preallocate(MemorySize::Bytes(1 << 20))
-        .memory_limit(MemorySize::Bytes(1 << 30), OnLimit::Shrink)
-        .clear(ClearPolicy::Never)
-        .snapshot(SnapshotEvery::Epoch)
-        .checkpoint_every_steps(50);
     vec![
         (
             mlp_on_csv,
@@ -190,22 +191,34 @@ fn other_cases() -> Cases {
             b().idx(DIGITS, CO2),
             format!("[data]\nkind = \"idx\"\nimages = '{DIGITS}'\nlabels = '{CO2}'"),
         ),
-        (
-            memory,
-            "[memory]\npolicy = \"preallocate\"\npreallocate = 1048576\nlimit = 1073741824\n\
-             on_limit = \"shrink\"\nclear = \"never\"\nsnapshot = \"epoch\"\n[checkpoint]\n\
-             every_steps = 50"
-                .into(),
-        ),
-        (
-            b().growth()
-                .memory_limit(MemorySize::Fraction(0.5), OnLimit::Fit),
-            "[memory]\npolicy = \"growth\"\nlimit = 0.5\non_limit = \"fit\"".into(),
-        ),
     ]
     .into_iter()
     .map(|(b, t)| (b, text(&t)))
     .collect()
+}
+
+/// `[memory]` and `[checkpoint]`.
+fn memory_cases() -> Cases {
+    let memory = b()
+        .preallocate(MemorySize::Bytes(1 << 20))
+        .memory_limit(MemorySize::Bytes(1 << 30), OnLimit::Shrink)
+        .clear(ClearPolicy::Never)
+        .snapshot(SnapshotEvery::Epoch)
+        .checkpoint_every_steps(50);
+    let cases: Vec<(ConfigBuilder, &str)> = vec![
+        (
+            memory,
+            "[memory]\npolicy = \"preallocate\"\npreallocate = 1048576\nlimit = 1073741824\n\
+             on_limit = \"shrink\"\nclear = \"never\"\nsnapshot = \"epoch\"\n[checkpoint]\n\
+             every_steps = 50",
+        ),
+        (
+            b().growth()
+                .memory_limit(MemorySize::Fraction(0.5), OnLimit::Fit),
+            "[memory]\npolicy = \"growth\"\nlimit = 0.5\non_limit = \"fit\"",
+        ),
+    ];
+    cases.into_iter().map(|(b, t)| (b, text(t))).collect()
 }
 
 /// Each builder writes the keys its file writes, and builds the config the file parses to.
@@ -224,11 +237,13 @@ fn assert_same(cases: Cases) {
 #[test]
 fn every_train_key_the_docs_show_has_a_setter_equal_to_its_toml() {
     assert_same(train_cases());
+    assert_same(train_table_cases());
 }
 
 #[test]
 fn every_model_data_device_and_memory_key_has_a_setter_equal_to_its_toml() {
     assert_same(other_cases());
+    assert_same(memory_cases());
 }
 
 /// A deserializer that only records the field names of the struct asked of it.
@@ -313,7 +328,8 @@ fn the_setters_reach_every_key_a_file_takes() {
         "{every:?}"
     );
     let mut set = BTreeSet::new();
-    for (builder, _) in train_cases().into_iter().chain(other_cases()) {
+    let cases = train_cases().into_iter().chain(train_table_cases());
+    for (builder, _) in cases.chain(other_cases()).chain(memory_cases()) {
         set_keys("", &toml::Value::try_from(&builder.raw).unwrap(), &mut set);
     }
     let missing: Vec<_> = every.difference(&set).collect();

@@ -100,49 +100,8 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
     )?;
     misplaced("data", KIND_KEYS, &present(&raw), kind)?;
     let source = match kind {
-        "synthetic" => {
-            let classes = positive("data.classes", raw.classes, defaults::CLASSES)?;
-            if classes < 2 {
-                return Err(Invalid::new(
-                    "data.classes",
-                    format_args!("must be >= 2, got {classes}"),
-                ));
-            }
-            DataSource::Synthetic(SyntheticConfig {
-                samples: positive("data.samples", raw.samples, defaults::SAMPLES)?,
-                features: positive("data.features", raw.features, defaults::FEATURES)?,
-                classes,
-                seed: non_negative("data.seed", raw.seed, defaults::DATA_SEED)?,
-                noise: finite_in(
-                    "data.noise",
-                    raw.noise.unwrap_or(defaults::NOISE),
-                    0.0,
-                    f64::MAX,
-                    "a finite number >= 0",
-                )?,
-            })
-        }
-        "csv" => {
-            if raw.label_column.is_some() && raw.target_column.is_some() {
-                return Err(Invalid::new(
-                    "data.target_column",
-                    "makes the run a regression, and data.label_column a classification; set one",
-                ));
-            }
-
-            let target_column = raw.target_column.clone().map(column);
-            DataSource::Csv(CsvConfig {
-                path: existing("data.path", raw.path.clone(), "csv")?,
-                label_column: match (&target_column, raw.label_column.clone()) {
-                    (Some(_), _) => None,
-                    (None, label) => {
-                        Some(label.map_or(Column::Index(defaults::LABEL_COLUMN), column))
-                    }
-                },
-                target_column,
-                header: raw.header,
-            })
-        }
+        "synthetic" => DataSource::Synthetic(synthetic(&raw)?),
+        "csv" => DataSource::Csv(csv(&raw)?),
         "idx" => DataSource::Idx(IdxConfig {
             images: existing("data.images", raw.images.clone(), "idx")?,
             labels: existing("data.labels", raw.labels.clone(), "idx")?,
@@ -183,6 +142,48 @@ pub(super) fn data(raw: RawData) -> Result<DataConfig> {
             raw.num_workers,
             defaults::NUM_WORKERS as u64,
         )? as usize,
+    })
+}
+
+fn synthetic(raw: &RawData) -> Result<SyntheticConfig> {
+    let classes = positive("data.classes", raw.classes, defaults::CLASSES)?;
+    if classes < 2 {
+        return Err(Invalid::new(
+            "data.classes",
+            format_args!("must be >= 2, got {classes}"),
+        ));
+    }
+    Ok(SyntheticConfig {
+        samples: positive("data.samples", raw.samples, defaults::SAMPLES)?,
+        features: positive("data.features", raw.features, defaults::FEATURES)?,
+        classes,
+        seed: non_negative("data.seed", raw.seed, defaults::DATA_SEED)?,
+        noise: finite_in(
+            "data.noise",
+            raw.noise.unwrap_or(defaults::NOISE),
+            0.0,
+            f64::MAX,
+            "a finite number >= 0",
+        )?,
+    })
+}
+
+fn csv(raw: &RawData) -> Result<CsvConfig> {
+    if raw.label_column.is_some() && raw.target_column.is_some() {
+        return Err(Invalid::new(
+            "data.target_column",
+            "makes the run a regression, and data.label_column a classification; set one",
+        ));
+    }
+    let target_column = raw.target_column.clone().map(column);
+    Ok(CsvConfig {
+        path: existing("data.path", raw.path.clone(), "csv")?,
+        label_column: match (&target_column, raw.label_column.clone()) {
+            (Some(_), _) => None,
+            (None, label) => Some(label.map_or(Column::Index(defaults::LABEL_COLUMN), column)),
+        },
+        target_column,
+        header: raw.header,
     })
 }
 

@@ -40,6 +40,44 @@ pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
             ("fit", OnLimit::Fit),
         ],
     )?;
+    let clear = choice(
+        "memory.clear",
+        raw.clear.as_deref(),
+        defaults::CLEAR,
+        &[
+            ("never", ClearPolicy::Never),
+            ("between_runs", ClearPolicy::BetweenRuns),
+            ("every_epoch", ClearPolicy::EveryEpoch),
+        ],
+    )?;
+    let config = MemoryConfig {
+        policy,
+        preallocate,
+        limit,
+        on_limit,
+        clear,
+        snapshot: choice(
+            "memory.snapshot",
+            raw.snapshot.as_deref(),
+            defaults::SNAPSHOT,
+            &[("epoch", SnapshotEvery::Epoch)],
+        )?,
+    };
+    consistent(&config)?;
+    Ok(config)
+}
+
+/// Refuses keys that each validate but not together: a limit policy without a limit, and
+/// what would give a preallocated reservation back or exceed the limit.
+fn consistent(config: &MemoryConfig) -> Result<()> {
+    let MemoryConfig {
+        policy,
+        preallocate,
+        limit,
+        on_limit,
+        clear,
+        ..
+    } = *config;
     if on_limit != OnLimit::Fail && limit.is_none() {
         let name = if on_limit == OnLimit::Shrink {
             "shrink"
@@ -58,16 +96,6 @@ pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
              would give a preallocated reservation back too; use memory.policy = \"growth\"",
         ));
     }
-    let clear = choice(
-        "memory.clear",
-        raw.clear.as_deref(),
-        defaults::CLEAR,
-        &[
-            ("never", ClearPolicy::Never),
-            ("between_runs", ClearPolicy::BetweenRuns),
-            ("every_epoch", ClearPolicy::EveryEpoch),
-        ],
-    )?;
     if clear == ClearPolicy::EveryEpoch && policy == MemoryPolicyKind::Preallocate {
         return Err(Invalid::new(
             "memory.clear",
@@ -92,17 +120,5 @@ pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
             ));
         }
     }
-    Ok(MemoryConfig {
-        policy,
-        preallocate,
-        limit,
-        on_limit,
-        clear,
-        snapshot: choice(
-            "memory.snapshot",
-            raw.snapshot.as_deref(),
-            defaults::SNAPSHOT,
-            &[("epoch", SnapshotEvery::Epoch)],
-        )?,
-    })
+    Ok(())
 }

@@ -17,39 +17,7 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
             format_args!("must be a finite number > 0, got {lr}"),
         ));
     }
-    let precision = choice(
-        "train.precision",
-        raw.precision.as_deref(),
-        defaults::PRECISION,
-        &[
-            ("f32", Precision::F32),
-            ("bf16", Precision::Bf16),
-            ("f16", Precision::F16),
-        ],
-    )?;
-    let loss_scaling = choice(
-        "train.loss_scaling",
-        raw.loss_scaling.as_deref(),
-        match precision {
-            Precision::F16 => LossScaling::Dynamic,
-            Precision::F32 | Precision::Bf16 => LossScaling::Off,
-        },
-        &[("dynamic", LossScaling::Dynamic), ("off", LossScaling::Off)],
-    )?;
-    if loss_scaling == LossScaling::Dynamic && precision == Precision::F32 {
-        return Err(Invalid::new(
-            "train.loss_scaling",
-            "\"dynamic\" needs train.precision = \"f16\" or \"bf16\"; f32 gradients do not underflow",
-        ));
-    }
-    let initial_loss_scale = finite_in(
-        "train.initial_loss_scale",
-        raw.initial_loss_scale
-            .unwrap_or(defaults::INITIAL_LOSS_SCALE),
-        f64::MIN_POSITIVE,
-        f64::MAX,
-        "a finite number > 0",
-    )?;
+    let (precision, loss_scaling, initial_loss_scale) = mixed_precision(&raw)?;
     let optimizer = optimizer::optimizer(&raw)?;
     let (clip_grad_norm, clip_grad_value) = clipping(&raw)?;
     let schedule = raw
@@ -93,6 +61,45 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         early_stopping,
         offload: offload(raw.offload.unwrap_or_default())?,
     })
+}
+
+/// `train.precision`, `train.loss_scaling` (dynamic for f16 unless turned off) and
+/// `train.initial_loss_scale`.
+fn mixed_precision(raw: &RawTrain) -> Result<(Precision, LossScaling, f64)> {
+    let precision = choice(
+        "train.precision",
+        raw.precision.as_deref(),
+        defaults::PRECISION,
+        &[
+            ("f32", Precision::F32),
+            ("bf16", Precision::Bf16),
+            ("f16", Precision::F16),
+        ],
+    )?;
+    let loss_scaling = choice(
+        "train.loss_scaling",
+        raw.loss_scaling.as_deref(),
+        match precision {
+            Precision::F16 => LossScaling::Dynamic,
+            Precision::F32 | Precision::Bf16 => LossScaling::Off,
+        },
+        &[("dynamic", LossScaling::Dynamic), ("off", LossScaling::Off)],
+    )?;
+    if loss_scaling == LossScaling::Dynamic && precision == Precision::F32 {
+        return Err(Invalid::new(
+            "train.loss_scaling",
+            "\"dynamic\" needs train.precision = \"f16\" or \"bf16\"; f32 gradients do not underflow",
+        ));
+    }
+    let initial_loss_scale = finite_in(
+        "train.initial_loss_scale",
+        raw.initial_loss_scale
+            .unwrap_or(defaults::INITIAL_LOSS_SCALE),
+        f64::MIN_POSITIVE,
+        f64::MAX,
+        "a finite number > 0",
+    )?;
+    Ok((precision, loss_scaling, initial_loss_scale))
 }
 
 /// `[train.offload]`.
