@@ -1,7 +1,6 @@
 //! `tidemark compare`: the same config under several memory policies, one after another, with
 //! a table (`compare.md`, `compare.json`) and a chart (`compare.svg`) of what each costs.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -9,13 +8,15 @@ use serde::Serialize;
 use crate::config::{defaults, ClearPolicy, ConfigBuilder, MemorySize, OnLimit, RunConfig};
 use crate::error::Error;
 use crate::memory::MemorySource;
-use crate::memory::{format_bytes, format_signed_bytes};
 use crate::record::RunSummary;
 use crate::record::{read_snapshots, write_atomic, Event, Observer, Snapshot};
 use crate::train::Trainer;
 
 mod chart;
 mod shrink;
+mod table;
+
+pub use table::table;
 
 use chart::chart;
 
@@ -302,52 +303,6 @@ fn failed_row(policy: ComparePolicy, e: &Error) -> CompareRow {
         micro_batch: None,
         val_accuracy: None,
     }
-}
-
-fn opt_bytes(b: Option<u64>) -> String {
-    b.map_or("-".into(), format_bytes)
-}
-
-fn signed(b: Option<i64>) -> String {
-    b.map_or("-".into(), format_signed_bytes)
-}
-
-/// The comparison as a Markdown table.
-pub fn table(rows: &[CompareRow]) -> String {
-    let mut out = String::from(
-        "| policy | samples/s | peak in use | peak reserved | fragmentation | retained in use | \
-         retained reserved | limit | micro-batch | val accuracy | status |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
-    );
-    for r in rows {
-        let ran = r.run_dir.is_some();
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.policy.name(),
-            r.samples_per_sec.map_or("-".into(), |s| format!("{s:.0}")),
-            if ran {
-                format_bytes(r.peak_bytes_in_use)
-            } else {
-                "-".into()
-            },
-            if ran {
-                format_bytes(r.peak_bytes_reserved)
-            } else {
-                "-".into()
-            },
-            r.fragmentation
-                .map_or("-".into(), |f| format!("{:.1}%", f * 100.0)),
-            signed(r.retained_bytes_in_use),
-            signed(r.retained_bytes_reserved),
-            opt_bytes(r.limit_bytes),
-            r.micro_batch.map_or("-".into(), |m| m.to_string()),
-            r.val_accuracy
-                .map_or("-".into(), |a| format!("{:.1}%", a * 100.0)),
-            r.status.to_string().replace('|', "/"),
-        );
-    }
-    out
 }
 
 #[cfg(test)]

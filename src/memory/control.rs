@@ -8,9 +8,9 @@ use burn::tensor::Device;
 
 use super::error::MemoryError;
 use super::executor::{device_total_memory, Applied, Executor};
-use super::host::{available_host_memory, reset_peak_resident_set, resident_set_bytes};
 use super::meter::MemoryMeter;
 use super::policy::{MemoryAction, Phase, Policies, RunState};
+use super::proc_status::{available_host_memory, reset_peak_resident_set, resident_set_bytes};
 use super::usage::{format_bytes, MemorySource, MemoryUsage};
 use crate::config::{ClearPolicy, MemoryConfig, MemoryPolicyKind, MemorySize};
 

@@ -15,27 +15,33 @@ mod breakdown;
 mod control;
 mod error;
 mod executor;
+mod footprint;
 mod host;
 mod layout;
 mod meter;
 pub mod oom;
 pub mod policy;
 mod pools;
+mod proc_status;
 mod usage;
 
 pub use action::Action;
 pub use advice::{Advice, AdviceRecord, Effect, Estimate, Lever, LeverRecord, Peaks};
-pub use breakdown::{Breakdown, Footprint, PeakPhase, StepPeaks};
+pub use breakdown::{Breakdown, PeakPhase, StepPeaks};
 pub use control::Control;
 pub use error::MemoryError;
 pub use executor::{device_total_memory, Applied, Executor};
+pub use footprint::Footprint;
 pub use host::{
-    anonymous_resident_bytes, available_host_memory, host_usage, peak_resident_set_bytes,
-    pool_host_heap, reserve_host_heap, reset_host_peak, reset_peak_resident_set,
-    resident_set_bytes, trim_host_heap, CountingAllocator, HostCounters, HostReservation,
+    host_usage, pool_host_heap, reserve_host_heap, reset_host_peak, trim_host_heap,
+    CountingAllocator, HostCounters, HostReservation,
 };
 pub use layout::{Layout, Offloaded};
 pub use meter::MemoryMeter;
 pub use policy::{Attempt, LimitExceeded, MemoryAction, Phase, Policies, RunState};
 pub use pools::{device_pool_figures, PoolFigures};
+pub use proc_status::{
+    anonymous_resident_bytes, available_host_memory, peak_resident_set_bytes,
+    reset_peak_resident_set, resident_set_bytes,
+};
 pub use usage::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};

@@ -4,7 +4,6 @@
 
 use super::error::ConfigError;
 use super::raw::RawConfig;
-use super::raw::RawSize;
 use super::size::MemorySize;
 use super::types::{
     Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, Offload,
@@ -12,6 +11,9 @@ use super::types::{
 };
 
 mod data;
+mod raw_values;
+
+use raw_values::{as_raw, ints, name_of, raw_size};
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -321,35 +323,6 @@ impl ConfigBuilder {
             key: Some(invalid.key),
             message: invalid.message,
         })
-    }
-}
-
-fn raw_size(size: MemorySize) -> RawSize {
-    match size {
-        MemorySize::Bytes(bytes) => RawSize::Bytes(bytes.min(i64::MAX as u64) as i64),
-        MemorySize::Fraction(share) => RawSize::Fraction(share),
-    }
-}
-
-/// A validated table as the raw one it reads back from (a validated config writes what a
-/// file would hold).
-fn as_raw<T: serde::Serialize, R: serde::de::DeserializeOwned>(validated: &T) -> R {
-    let value = toml::Value::try_from(validated).expect("a validated table serialises");
-    value
-        .try_into()
-        .expect("a validated table reads back as a raw one")
-}
-
-/// Sizes as a config file writes them.
-fn ints(values: &[usize]) -> Vec<i64> {
-    values.iter().map(|&v| v as i64).collect()
-}
-
-/// The name a config file gives `value`, one of the config's enums (`"between_runs"`).
-fn name_of<T: serde::Serialize>(value: T) -> String {
-    match toml::Value::try_from(value) {
-        Ok(toml::Value::String(name)) => name,
-        other => panic!("a config enum serialises as its name, got {other:?}"),
     }
 }
 
