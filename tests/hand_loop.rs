@@ -163,6 +163,17 @@ fn a_hand_loop_shrinks_or_fits_under_its_limit_and_records_its_run() {
         !snapshots.contains("\"action\":\"shrink\""),
         "and no breach"
     );
+    // The probes are the fit's, before the epoch: its peak is its steps', under the limit, as
+    // the trainer's is.
+    let epoch: serde_json::Value = (snapshots.lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|s| s["event"] == "epoch" && s["epoch"] == 1)
+        .unwrap();
+    let peak = epoch["peak_bytes_in_use"].as_u64().unwrap();
+    assert!(
+        peak <= limit,
+        "epoch 1's peak {peak} B over the {limit} B limit"
+    );
 
     // A step past the last epoch is refused in one line.
     let small = ConfigBuilder::new("one")

@@ -38,7 +38,8 @@ impl<M: Module + 'static> HandLoop<M> {
                 for start in (0..samples).step_by(micro_batch).take(micro_steps.min(2)) {
                     let rows = start..(start + micro_batch).min(samples);
                     let share = rows.len() as f64 / samples.max(1) as f64;
-                    let l = loss(model, rows);
+                    // In the run's precision, as its steps compute.
+                    let l = loss(&precision.compute_view(model), rows);
                     backward_share(&mut accumulator, model, precision, l, share, || {
                         guard.peek_window();
                         Ok::<(), Error>(())

@@ -31,6 +31,11 @@ impl<M: Module + 'static> HandLoop<M> {
         resume: Option<Resume>,
     ) -> Result<Self, Error> {
         let device = backend::select(&config.device)?.autodiff();
+        // As the trainer's steps: recomputed activations where the config asks.
+        let device = match config.train.gradient_checkpointing {
+            true => device.gradient_checkpointing(),
+            false => device,
+        };
         let (prepared, run_dir, layout) = open_run(&config, &device, resume.as_ref())?;
         run_dir::write_hand_config(&run_dir, &config)?;
         let train = &config.train;

@@ -45,10 +45,12 @@ impl<M: Module + 'static> HandLoop<M> {
         samples: usize,
         mut loss: impl FnMut(&M, Range<usize>) -> Tensor<1>,
     ) -> Result<f64, Error> {
-        self.open_epoch()?;
+        // The fit's probes come before the epoch, as the trainer's do: the epoch's peak is its
+        // steps'.
         if std::mem::take(&mut self.to_fit) {
             self.fit(samples, &mut loss)?;
         }
+        self.open_epoch()?;
         let (epoch, step) = (self.epoch, self.stats.steps + 1);
         let seed = self.config.run.seed;
         let (device, precision) = (&self.device, &self.precision);
