@@ -15,7 +15,7 @@ use super::prune::Pruner;
 use super::results::rank::{rank, ranking, TrialRow};
 use super::results::rows::read_rows;
 use super::results::sweep_svg::picture;
-use super::sequential::InTurn;
+use super::sequential::Sequential;
 use super::shard::Shard;
 use super::signals::StopOnSignal;
 use super::sizing::preflight::arrange;
@@ -147,7 +147,7 @@ pub fn run_trials(
         }
         None => {
             let todo = mine.into_iter().map(|(t, _)| t).collect();
-            let mut in_turn = InTurn {
+            let mut sequential = Sequential {
                 dir,
                 config: &config_of,
                 observer: &mut observer,
@@ -155,7 +155,7 @@ pub fn run_trials(
                 draws: draws.as_mut(),
                 stop: stop.shared(),
             };
-            in_turn.train(todo, pruner.as_mut())?
+            sequential.train(todo, pruner.as_mut())?
         }
     };
     // TPE's draws are in the plan on disk now.

@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::record::Observer;
 
 /// What the trials are trained with.
-pub(super) struct InTurn<'a, 'o> {
+pub(super) struct Sequential<'a, 'o> {
     /// The sweep directory.
     pub dir: &'a Path,
     /// Builds a trial's config when it trains.
@@ -32,7 +32,7 @@ pub(super) struct InTurn<'a, 'o> {
     pub stop: Arc<AtomicBool>,
 }
 
-impl InTurn<'_, '_> {
+impl Sequential<'_, '_> {
     /// Trains `todo` in order, with `pruner`'s promotions first; returns the errors of the
     /// trials that failed, by number.
     pub fn train(
