@@ -273,6 +273,15 @@ impl Task for Sines {
     }
 }
 
+/// Counts the steps a run reports done.
+struct StepsDone(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl tidemark::record::Observer for StepsDone {
+    fn step_done(&mut self, _epoch: usize, _step: usize) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The hand loop's epochs over `task`'s batches in the trainer's order (its loader: batches of
 /// 32, two to an optimizer step), stopping without `finish` after epoch `stop`, if given.
 fn hand_epochs(
@@ -333,10 +342,16 @@ fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
     let run = HandLoop::setup(config("cut"), samples, |d| task.model(d)).unwrap();
     assert!(hand_epochs(run, &task, Some(2)).is_none());
     let cut = dir.path().join("cut");
-    let run = HandLoop::resume(config("cut"), &cut, samples, |d| task.model(d)).unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = StepsDone(std::sync::Arc::clone(&done));
+    let run = HandLoop::resume_with(config("cut"), &cut, samples, |d| task.model(d), counted);
+    let run = run.unwrap();
     assert_eq!(run.epochs(), 3..=3);
     let resumed = hand_epochs(run, &task, None).unwrap();
     assert_eq!(resumed.steps, fitted.steps);
+    // The resumed loop reports its steps: the third epoch's, a third of the run's.
+    let third = fitted.steps / 3;
+    assert_eq!(done.load(std::sync::atomic::Ordering::SeqCst), third);
     let weights = |run: &str| {
         Checkpoint::latest(&dir.path().join(run))
             .unwrap()

@@ -91,6 +91,8 @@ pub struct HandLoop<M: Module + 'static> {
 struct Tally {
     loss_sum: f64,
     samples: usize,
+    /// Optimizer steps done in the epoch.
+    steps: usize,
     skipped: u64,
     clipped: u64,
     started: Option<Instant>,
@@ -137,8 +139,19 @@ impl<M: Module + 'static> HandLoop<M> {
         samples: usize,
         model: impl FnOnce(&Device) -> M,
     ) -> Result<Self, Error> {
+        Self::resume_with(config, run_dir, samples, model, Silent)
+    }
+
+    /// [`resume`](Self::resume), reporting progress to `observer`.
+    pub fn resume_with(
+        config: RunConfig,
+        run_dir: impl AsRef<Path>,
+        samples: usize,
+        model: impl FnOnce(&Device) -> M,
+        observer: impl Observer + 'static,
+    ) -> Result<Self, Error> {
         let resume = Resume::open(run_dir.as_ref(), &config, &[])?;
-        Self::open(config, samples, model, Box::new(Silent), Some(resume))
+        Self::open(config, samples, model, Box::new(observer), Some(resume))
     }
 
     /// The epochs to train: `1..=train.epochs`, or those after a resumed run's checkpoint.

@@ -105,6 +105,9 @@ impl<M: Module + 'static> HandLoop<M> {
         self.stats.steps = step;
         self.tally.loss_sum += value * samples as f64;
         self.tally.samples += samples;
+        self.tally.steps += 1;
+        // Told as the trainer tells its steps: the step's number in its epoch.
+        self.recorder.step_done(epoch, self.tally.steps);
         Ok(value)
     }
 
