@@ -525,3 +525,42 @@ fn a_breach_in_a_hand_loop_s_update_is_caught() {
     assert!(matches!(e, tidemark::Error::Limit(_)), "{text}");
     assert!(text.contains("in the optimizer's update"), "{text}");
 }
+
+#[test]
+fn a_diverging_hand_loop_stops_with_the_step_and_keeps_finite_weights() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let config = ConfigBuilder::new("diverge")
+        .output_dir(dir.path())
+        .epochs(3)
+        .batch_size(64)
+        .optimizer(tidemark::config::OptimizerKind::Sgd, 1e30)
+        .build()
+        .unwrap();
+    let mut run = HandLoop::setup(config, 256, Net::new).unwrap();
+    let e = train(&mut run, 64, 256).unwrap_err();
+    let Error::Training(TrainingError::Diverged { epoch, step, loss }) = e else {
+        panic!("not a divergence: {e}");
+    };
+    assert!(!loss.is_finite(), "{loss}");
+    assert!(epoch == 1 && step > 1, "epoch {epoch}, step {step}");
+    assert_eq!(
+        Error::Training(TrainingError::Diverged { epoch, step, loss }).exit_code(),
+        4
+    );
+    // The weights never took the diverged step.
+    let weights = tidemark::model::parameters(run.model());
+    assert!(
+        weights.iter().all(|w| w.is_finite()),
+        "a weight is not finite"
+    );
+    // finish records the run as failed, with the divergence.
+    let summary = run.finish().unwrap();
+    let RunStatus::Failed(why) = &summary.status else {
+        panic!("{:?}", summary.status);
+    };
+    assert!(
+        why.starts_with("training diverged: loss is NaN at step"),
+        "{why}"
+    );
+}

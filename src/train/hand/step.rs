@@ -80,6 +80,11 @@ impl<M: Module + 'static> HandLoop<M> {
                 Ok((accumulator.take(model), value))
             })?;
         let value = value.map_or(0.0, |v| v.into_scalar::<f32>() as f64);
+        // As the trainer's divergence check, before the update: no weight takes the step.
+        if !value.is_finite() {
+            let loss = value;
+            return Err(TrainingError::Diverged { epoch, step, loss }.into());
+        }
         let updater = Updater {
             optimizer: &mut self.optimizer,
             master: &mut self.master,
