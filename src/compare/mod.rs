@@ -32,7 +32,7 @@ pub enum ComparePolicy {
     /// the figure limits apply to (in use on the host, reserved in CubeCL pools).
     Limit,
     /// A limit the run does not fit in and half its micro-batch does, with
-    /// `on_limit = "shrink"` ([`shrink`] says how it is sized).
+    /// `on_limit = "shrink"` (`compare/shrink.rs` says how it is sized).
     Shrink,
     /// Growth with `clear = "never"`: nothing released after the run.
     Never,

@@ -13,7 +13,7 @@ use crate::train::run_dir;
 
 /// Runs `config` `runs` times, reporting run `i` of `n` to `observer(i, n)`. Run `i` is named `run-<i>` with seed `seed + i - 1`, inside
 /// `<output_dir>/<name>-sweep/` (`-sweep-2`, ... if that exists). Writes the base config and
-/// the plan there first (for [`resume_sweep`]), then `sweep.json` and `sweep.md`.
+/// the plan there first (for [`resume_sweep`](super::resume_sweep)), then `sweep.json` and `sweep.md`.
 pub fn sweep(
     config: &RunConfig,
     runs: usize,
