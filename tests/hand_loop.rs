@@ -285,9 +285,21 @@ impl tidemark::record::Observer for StepsDone {
 /// The hand loop's epochs over `task`'s batches in the trainer's order (its loader: batches of
 /// 32, two to an optimizer step), stopping without `finish` after epoch `stop`, if given.
 fn hand_epochs(
+    run: HandLoop<Small>,
+    task: &Sines,
+    stop: Option<usize>,
+) -> Option<tidemark::record::RunSummary> {
+    hand_epochs_scored(run, task, stop, false)
+}
+
+/// [`hand_epochs`], with each epoch's validation loss given to `end_epoch` where `validate`
+/// (scored as the trainer scores it: the validation split in batches of 32, in f32), and the
+/// loop ended where early stopping stops it.
+fn hand_epochs_scored(
     mut run: HandLoop<Small>,
     task: &Sines,
     stop: Option<usize>,
+    validate: bool,
 ) -> Option<tidemark::record::RunSummary> {
     let seed = 1;
     let loader = tidemark::data::item_loader(task.data().train, 32, Some(seed), 0);
@@ -308,9 +320,20 @@ fn hand_epochs(
             })
             .unwrap();
         }
-        run.end_epoch(EpochFigures::default()).unwrap();
+        let mut figures = EpochFigures::default();
+        if validate {
+            let valid = task.data().valid.unwrap();
+            let model = run.model().valid();
+            let device = burn::tensor::Device::flex();
+            let score = tidemark::task::evaluate(task, &model, valid.as_ref(), 32, &device);
+            figures.val_loss = Some(score.unwrap().loss);
+        }
+        run.end_epoch(figures).unwrap();
         if Some(epoch) == stop {
             return None;
+        }
+        if run.stopped_early() {
+            break;
         }
     }
     Some(run.finish().unwrap())
@@ -562,5 +585,103 @@ fn a_diverging_hand_loop_stops_with_the_step_and_keeps_finite_weights() {
     assert!(
         why.starts_with("training diverged: loss is NaN at step"),
         "{why}"
+    );
+}
+
+#[test]
+fn early_stopping_in_a_hand_loop_stops_where_the_trainer_stops_and_keeps_the_best() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // No epoch after the first improves by 10: patience 1 stops the run after epoch 2 of 4.
+    let early = tidemark::config::EarlyStoppingConfig {
+        monitor: "val_loss".into(),
+        mode: tidemark::config::MonitorMode::Min,
+        patience: 1,
+        min_delta: 10.0,
+        restore_best: true,
+    };
+    let config = |name: &str| {
+        ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .epochs(4)
+            .batch_size(32)
+            .accumulation_steps(2)
+            .num_workers(0)
+            .seed(1)
+            .early_stopping(early.clone())
+            .build()
+            .unwrap()
+    };
+    let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
+    assert!(fitted.stopped_early, "{fitted:?}");
+    assert_eq!(fitted.best_epoch, Some(1));
+    let task = Sines;
+    let samples = task.data().train.len();
+    let run = HandLoop::setup(config("hand"), samples, |d| task.model(d)).unwrap();
+    let hand = hand_epochs_scored(run, &task, None, true).unwrap();
+    assert!(hand.stopped_early, "{hand:?}");
+    assert_eq!((hand.epochs, hand.steps), (fitted.epochs, fitted.steps));
+    assert_eq!(
+        (hand.best_epoch, hand.best_value),
+        (fitted.best_epoch, fitted.best_value)
+    );
+    // restore_best: both end on epoch 1's weights, in checkpoints/best.
+    let best = |run: &str| {
+        let dir = dir.path().join(run);
+        let best = Checkpoint::best(&dir).unwrap();
+        let summary = tidemark::record::RunSummary::read(&dir).unwrap().unwrap();
+        assert_eq!(summary.checkpoint.as_ref(), Some(&best.dir), "{run}");
+        assert!(
+            best.dir.ends_with("checkpoints/epoch-1"),
+            "{run}: {:?}",
+            best.dir
+        );
+        best.weights().unwrap()
+    };
+    assert_eq!(
+        best("hand"),
+        best("fit"),
+        "the same best weights, to the bit"
+    );
+    // Stopped after epoch 1 and resumed, the loop keeps its patience and best: it stops
+    // after epoch 2 again.
+    let run = HandLoop::setup(config("cut"), samples, |d| task.model(d)).unwrap();
+    assert!(hand_epochs_scored(run, &task, Some(1), true).is_none());
+    let cut = dir.path().join("cut");
+    let run = HandLoop::resume(config("cut"), &cut, samples, |d| task.model(d)).unwrap();
+    let resumed = hand_epochs_scored(run, &task, None, true).unwrap();
+    assert!(resumed.stopped_early);
+    assert_eq!((resumed.epochs, resumed.best_epoch), (2, Some(1)));
+    // A step after the stop is refused.
+    let run = HandLoop::setup(config("again"), samples, |d| task.model(d)).unwrap();
+    let mut run = run;
+    let (x, y) = (
+        Tensor::<2>::zeros([2, 4], run.device()),
+        Tensor::<2>::zeros([2, 1], run.device()),
+    );
+    for _ in 0..2 {
+        run.step(2, |m, _| {
+            (m.out.forward(relu(m.hidden.forward(x.clone()))) - y.clone())
+                .powi_scalar(2)
+                .mean()
+        })
+        .unwrap();
+        let figures = EpochFigures {
+            val_loss: Some(1.0),
+            ..EpochFigures::default()
+        };
+        run.end_epoch(figures).unwrap();
+    }
+    assert!(run.stopped_early());
+    let e = run.step(2, |m, _| {
+        m.out.forward(relu(m.hidden.forward(x.clone()))).mean()
+    });
+    let e = e.unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::Training(TrainingError::StepAfterEarlyStop { epoch: 2 })
+        ),
+        "{e}"
     );
 }

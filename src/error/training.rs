@@ -42,6 +42,15 @@ pub enum TrainingError {
         /// The run's `train.epochs`.
         epochs: usize,
     },
+    /// A hand-written loop's step after early stopping ended the run.
+    #[error(
+        "HandLoop: a step after early stopping ended the run at epoch {epoch}; the loop asks \
+         HandLoop::stopped_early after each epoch, then calls finish"
+    )]
+    StepAfterEarlyStop {
+        /// The epoch early stopping stopped after.
+        epoch: usize,
+    },
     /// A hand-written loop's `end_epoch` with no step since the epoch before ended.
     #[error(
         "HandLoop::end_epoch: no step since epoch {epoch} ended: an epoch ends after its steps"

@@ -12,14 +12,20 @@ use crate::train::build_optimizer;
 use crate::train::checkpoint::CheckpointState;
 use crate::train::stats::Identity;
 use crate::train::trainer::draw;
-use crate::train::EpochFigures;
+use crate::train::{EpochFigures, Verdict};
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Ends the epoch the steps are in: its snapshot, with `figures` (the loop's validation
     /// loss and metrics) and what the steps counted (the mean training loss, samples per
     /// second, the learning rate, loss scaling and clipping), then its checkpoint, from which
     /// the run resumes exactly. An error before any step of the epoch.
-    pub fn end_epoch(&mut self, mut figures: EpochFigures) -> Result<(), Error> {
+    pub fn end_epoch(&mut self, figures: EpochFigures) -> Result<(), Error> {
+        self.end_open_epoch(figures, true)
+    }
+
+    /// Ends the open epoch; with `decide`, early stopping judges it (an epoch `finish` ends
+    /// has no figures of the loop's to judge).
+    fn end_open_epoch(&mut self, mut figures: EpochFigures, decide: bool) -> Result<(), Error> {
         if let Some(e) = &self.failed {
             return Err(super::step::stopped(e));
         }
@@ -38,8 +44,13 @@ impl<M: Module + 'static> HandLoop<M> {
         figures.clipped_steps = figures.clipped_steps.or(self.clip.map(|_| tally.clipped));
         // As `"auto"` offload left it.
         figures.footprint = figures.footprint.or(self.guard.footprint());
-        let model = (self.model.as_ref()).expect("the model is back after every update");
         let epoch = self.epoch;
+        let verdict = match decide {
+            true => self.decide(epoch, &figures)?,
+            false => None,
+        };
+        let best = verdict == Some(Verdict::Improved);
+        let model = (self.model.as_ref()).expect("the model is back after every update");
         let val_loss = figures.val_loss;
         self.stats.epoch(epoch, loss, val_loss, samples_per_sec);
         self.stats.clipped_steps += tally.clipped;
@@ -52,12 +63,13 @@ impl<M: Module + 'static> HandLoop<M> {
             skipped_steps: self.stats.skipped_steps,
             lr: Some(self.schedule.current()),
             clipped_steps: self.stats.clipped_steps,
+            early_stop: self.early_stop.as_ref().map(|e| e.state().clone()),
             ..CheckpointState::default()
         };
         let (checkpointer, optimizer, schedule) =
             (&self.checkpointer, &self.optimizer, &self.schedule);
         (self.guard).epoch_end_checkpointed(&mut self.recorder, epoch, figures, || {
-            checkpointer.save_run(&state, model, optimizer, Some(schedule), false)
+            checkpointer.save_run(&state, model, optimizer, Some(schedule), best)
         })?;
         self.open = false;
         Ok(())
@@ -70,8 +82,12 @@ impl<M: Module + 'static> HandLoop<M> {
     /// is not checkpointed (the last checkpoint stays).
     pub fn finish(mut self) -> Result<RunSummary, Error> {
         if self.open && self.failed.is_none() {
-            self.end_epoch(EpochFigures::default())?;
+            self.end_open_epoch(EpochFigures::default(), false)?;
         }
+        // Early stopping's outcome for the summary: where it stopped, the best epoch, and
+        // with `restore_best` the run's final weights in `checkpoints/best`.
+        self.stats.early_stop =
+            (self.early_stop.as_ref()).map(|e| (e.config().clone(), e.state().clone()));
         self.model = None;
         self.optimizer = build_optimizer(&self.config.train);
         self.master.reset();

@@ -34,6 +34,7 @@
 //! # Ok::<(), tidemark::Error>(())
 //! ```
 
+mod early;
 mod end;
 mod fit;
 mod open;
@@ -47,7 +48,7 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
 use super::checkpoint::Checkpointer;
-use super::decide::Schedule;
+use super::decide::{EarlyStop, Schedule};
 use super::precision::MixedPrecision;
 use super::resume::Resume;
 use super::stats::Stats;
@@ -81,6 +82,10 @@ pub struct HandLoop<M: Module + 'static> {
     to_fit: bool,
     /// The error that stopped a step, for the summary: the run cannot go on after it.
     failed: Option<String>,
+    /// `[train.early_stopping]`, watching the figures the loop gives each epoch.
+    early_stop: Option<EarlyStop>,
+    /// Whether early stopping has ended the run.
+    stopped_early: bool,
     /// The open epoch's figures so far.
     tally: Tally,
     started: Instant,

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::record::Observer;
 use crate::train::build_optimizer;
 use crate::train::checkpoint::Checkpointer;
-use crate::train::decide::Schedule;
+use crate::train::decide::{EarlyStop, Schedule};
 use crate::train::epochs::{seeded, steps_per_epoch};
 use crate::train::precision::MixedPrecision;
 use crate::train::resume::{open_run, Resume};
@@ -69,6 +69,12 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         stats.train_samples = samples;
         let to_fit = config.memory.on_limit == OnLimit::Fit && resume.is_none();
+        // Early stopping's patience and best so far come back with the checkpoint.
+        let early_state = resume
+            .as_ref()
+            .and_then(|r| r.checkpoint.state.early_stop.clone());
+        let early_stop = (train.early_stopping.clone())
+            .map(|c| EarlyStop::new(c, early_state.unwrap_or_default()));
         Ok(HandLoop {
             optimizer,
             master: HostMaster::default(),
@@ -85,6 +91,8 @@ impl<M: Module + 'static> HandLoop<M> {
             stats,
             to_fit,
             failed: None,
+            early_stop,
+            stopped_early: false,
             epoch,
             open: false,
             tally: Tally::default(),

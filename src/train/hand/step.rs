@@ -33,6 +33,10 @@ impl<M: Module + 'static> HandLoop<M> {
         if let Some(e) = &self.failed {
             return Err(stopped(e));
         }
+        if self.stopped_early {
+            let epoch = self.epoch;
+            return Err(TrainingError::StepAfterEarlyStop { epoch }.into());
+        }
         let stepped = self.try_step(samples, loss);
         if let Err(e) = &stepped {
             self.failed = Some(e.to_string());
