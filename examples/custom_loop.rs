@@ -1,13 +1,17 @@
 //! A hand-written training loop (the TF2 custom-training-loop and `GradientTape` style, or
-//! Lightning Fabric's) that keeps tidemark's memory layer, in four calls into tidemark besides
-//! the model and the data: `HandLoop::setup`, `step`, `end_epoch` and `finish`.
+//! Lightning Fabric's) that keeps tidemark's memory layer, early stopping and exact resume, in
+//! six calls into tidemark besides the model and the data: `HandLoop::setup`, `step`,
+//! `end_epoch`, `stopped_early`, `HandLoop::resume` and `finish`.
 //!
 //! `setup` makes the run directory and builds the model on the configured device; `step` runs
 //! one optimizer step over a batch, in the micro-batches the memory limit allows (here a limit
 //! that a batch of 4096 breaches, with `on_limit = "shrink"`: the step halves its micro-batch
 //! and runs again, keeping the effective batch), with the update measured before and after;
-//! `end_epoch` writes the epoch's snapshot and checkpoint; `finish` releases, checks the
-//! release, and writes `memory.svg` and `summary.json`.
+//! `end_epoch` takes the loop's validation loss and writes the epoch's snapshot and checkpoint
+//! (`checkpoints/best` where the loss improved); `stopped_early` says when
+//! `[train.early_stopping]` has run out of patience. The loop stops after epoch 2 as a killed
+//! run would, and `resume` goes on from its checkpoint, patience included; `finish` releases,
+//! checks the release, and writes `memory.svg` and `summary.json`.
 //!
 //!     cargo run --release --example custom_loop [-- OUTPUT_DIR]
 
@@ -15,7 +19,7 @@ use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
-use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
+use tidemark::config::{ConfigBuilder, EarlyStoppingConfig, MemorySize, MonitorMode, OnLimit};
 use tidemark::memory::{format_bytes, CountingAllocator};
 use tidemark::train::EpochFigures;
 use tidemark::HandLoop;
@@ -59,44 +63,101 @@ fn data(n: usize, device: &Device) -> (Tensor<2>, Tensor<2>) {
     )
 }
 
+/// The loop: epochs of steps over `train`, each ended with its loss on `valid`, until early
+/// stopping ends the run or, if given, after epoch `until`.
+fn epochs(
+    run: &mut HandLoop<Net>,
+    (x, y): &(Tensor<2>, Tensor<2>),
+    (xv, yv): &(Tensor<2>, Tensor<2>),
+    until: Option<usize>,
+) -> Result<(), tidemark::Error> {
+    let (batch, samples) = (4096, x.dims()[0]);
+    for epoch in run.epochs() {
+        for start in (0..samples).step_by(batch) {
+            let rows = batch.min(samples - start);
+            run.step(rows, |model, part| {
+                let at = start + part.start..start + part.end;
+                let xb = x.clone().slice([at.clone(), 0..16]);
+                let yb = y.clone().slice([at, 0..1]);
+                (model.forward(xb) - yb).powi_scalar(2).mean()
+            })?;
+        }
+        // Validation is the loop's own: the model in inference mode, over the held-out rows.
+        let predicted = run.model().valid().forward(xv.clone());
+        let val_loss = (predicted - yv.clone())
+            .powi_scalar(2)
+            .mean()
+            .into_scalar::<f32>();
+        let figures = EpochFigures {
+            val_loss: Some(val_loss as f64),
+            ..EpochFigures::default()
+        };
+        run.end_epoch(figures)?;
+        if run.stopped_early() || Some(epoch) == until {
+            break;
+        }
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = std::path::PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "runs".into()));
-    let (batch, samples) = (4096, 8192);
+    let (samples, held_out) = (8192, 2048);
     // A step at 4096 holds at least three 4096 x 2048 f32 activations (96 MiB): over the
     // limit, so the first step shrinks its micro-batch until a step fits.
     let config = ConfigBuilder::new("custom-loop")
         .output_dir(&out)
-        .epochs(3)
-        .batch_size(batch)
+        .epochs(12)
+        .batch_size(4096)
         .memory_limit(MemorySize::Bytes(80 << 20), OnLimit::Shrink)
+        .early_stopping(EarlyStoppingConfig {
+            monitor: "val_loss".into(),
+            mode: MonitorMode::Min,
+            patience: 2,
+            min_delta: 0.005,
+            restore_best: true,
+        })
         .build()?;
-    let mut run = HandLoop::setup(config, samples, Net::new)?; // 1
-    let (x, y) = data(samples, run.device());
-    for _epoch in run.epochs() {
-        for start in (0..samples).step_by(batch) {
-            let rows = batch.min(samples - start);
-            run.step(rows, |model, part| {
-                // 2
-                let (xb, yb) = (x.clone(), y.clone());
-                let at = start + part.start..start + part.end;
-                let xb = xb.slice([at.clone(), 0..16]);
-                let yb = yb.slice([at, 0..1]);
-                (model.forward(xb) - yb).powi_scalar(2).mean()
-            })?;
-        }
-        run.end_epoch(EpochFigures::default())?; // 3
-    }
-    let micro = run.micro_batch();
+    let mut run = HandLoop::setup(config.clone(), samples, Net::new)?;
+    let device = run.device().clone();
+    let (x, y) = data(samples + held_out, &device);
+    let train = (
+        x.clone().slice([0..samples, 0..16]),
+        y.clone().slice([0..samples, 0..1]),
+    );
+    let all = samples + held_out;
+    let valid = (
+        x.slice([samples..all, 0..16]),
+        y.slice([samples..all, 0..1]),
+    );
+    // Two epochs, then the process "dies" after epoch 2's checkpoint...
+    epochs(&mut run, &train, &valid, Some(2))?;
     let dir = run.run_dir().to_path_buf();
-    drop((x, y));
-    let summary = run.finish()?; // 4
+    drop(run);
+    // ... and the run goes on from it, as if it had never stopped.
+    let mut run = HandLoop::resume(config, &dir, samples, Net::new)?;
+    epochs(&mut run, &train, &valid, None)?;
+    let micro = run.micro_batch();
+    drop((train, valid));
+    let summary = run.finish()?;
+    let stopped = match (summary.stopped_early, summary.best_epoch) {
+        (true, Some(best)) => format!(
+            "stopped early after epoch {}, best epoch {best}",
+            summary.epochs
+        ),
+        _ => format!("all {} epochs", summary.epochs),
+    };
     println!(
-        "custom-loop: {} epochs, {} steps, loss {:.4} -> {:.4}; micro-batch {micro} of {batch} \
-         after the limit shrank it; peak {} in use (limit 80.0 MiB); {}",
-        summary.epochs,
+        "custom-loop: {stopped} (resumed after epoch 2), {} steps, loss {:.4} -> {:.4}, \
+         val_loss {:.4}; micro-batch {micro} of 4096 after the limit shrank it; peak {} in use \
+         (limit 80.0 MiB); {}",
         summary.steps,
         summary.first_loss.unwrap_or(f64::NAN),
         summary.final_loss.unwrap_or(f64::NAN),
+        summary
+            .best_value
+            .or(summary.final_val_loss)
+            .unwrap_or(f64::NAN),
         format_bytes(summary.peak_bytes_in_use),
         dir.display()
     );
