@@ -23,7 +23,7 @@ use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
 use tidemark::memory::CountingAllocator;
 use tidemark::record::RunStatus;
 use tidemark::task::{Compute, Splits, StepOutput, Task};
-use tidemark::train::{Checkpoint, EpochFigures, MixedPrecision};
+use tidemark::train::{Checkpoint, EpochFigures};
 use tidemark::{Error, HandLoop, Trainer, TrainingError};
 
 #[global_allocator]
@@ -303,7 +303,7 @@ fn hand_epochs_scored(
 ) -> Option<tidemark::record::RunSummary> {
     let seed = 1;
     let loader = tidemark::data::item_loader(task.data().train, 32, Some(seed), 0);
-    let cx = MixedPrecision::f32().compute();
+    let cx = run.compute();
     let device = run.device().clone();
     // The loader reshuffles at each epoch's start: the epochs done are started again.
     for _ in 1..*run.epochs().start() {
@@ -684,4 +684,55 @@ fn early_stopping_in_a_hand_loop_stops_where_the_trainer_stops_and_keeps_the_bes
         ),
         "{e}"
     );
+}
+
+#[test]
+fn a_hand_loop_in_bf16_ends_on_the_weights_trainer_fit_ends_on_with_and_without_fit() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // Without a limit, and with `fit` under one the step fits in (its probes then run first in
+    // both loops, in bf16, and pick the configured micro-batch).
+    for fit in [false, true] {
+        let config = |name: &str| {
+            let mut b = ConfigBuilder::new(&format!("{name}-{fit}"))
+                .output_dir(dir.path())
+                .epochs(2)
+                .batch_size(32)
+                .accumulation_steps(2)
+                .num_workers(0)
+                .seed(1)
+                .precision(tidemark::config::Precision::Bf16);
+            if fit {
+                b = b.memory_limit(MemorySize::Bytes(1 << 30), OnLimit::Fit);
+            }
+            b.build().unwrap()
+        };
+        let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
+        let task = Sines;
+        let samples = task.data().train.len();
+        let run = HandLoop::setup(config("hand"), samples, |d| task.model(d)).unwrap();
+        let hand = hand_epochs(run, &task, None).unwrap();
+        assert_eq!(
+            (hand.steps, hand.micro_batch),
+            (fitted.steps, fitted.micro_batch)
+        );
+        let weights = |run: &str| {
+            Checkpoint::latest(&dir.path().join(format!("{run}-{fit}")))
+                .unwrap()
+                .weights()
+                .unwrap()
+        };
+        assert_eq!(
+            weights("hand"),
+            weights("fit"),
+            "fit {fit}: the same weights in bf16"
+        );
+        let fitted_action = |run: &str| {
+            let path = dir.path().join(format!("{run}-{fit}/snapshots.jsonl"));
+            std::fs::read_to_string(path)
+                .unwrap()
+                .contains("\"action\":\"fit\"")
+        };
+        assert_eq!((fitted_action("hand"), fitted_action("fit")), (fit, fit));
+    }
 }

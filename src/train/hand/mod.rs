@@ -57,6 +57,7 @@ use super::{MemoryGuard, RunRecorder};
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::record::{Observer, Silent};
+use crate::task::Compute;
 
 /// A hand-written loop's run: its model, what updates it, and the memory layer around it.
 pub struct HandLoop<M: Module + 'static> {
@@ -179,6 +180,13 @@ impl<M: Module + 'static> HandLoop<M> {
     /// The run directory.
     pub fn run_dir(&self) -> &Path {
         &self.run_dir
+    }
+
+    /// The run's compute precision (`train.precision`), for the loop's loss: the model a step
+    /// hands the closure is already in it, and a task's `step` takes it to cast its inputs
+    /// and outputs, as the trainer's steps do.
+    pub fn compute(&self) -> Compute {
+        self.precision.compute()
     }
 
     /// The micro-batch size a step runs at now (smaller after a shrink).
