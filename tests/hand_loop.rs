@@ -694,7 +694,7 @@ fn a_hand_loop_in_bf16_ends_on_the_weights_trainer_fit_ends_on_with_and_without_
     // both loops, in bf16, and pick the configured micro-batch).
     for fit in [false, true] {
         let config = |name: &str| {
-            let mut b = ConfigBuilder::new(&format!("{name}-{fit}"))
+            let mut b = ConfigBuilder::new(format!("{name}-{fit}"))
                 .output_dir(dir.path())
                 .epochs(2)
                 .batch_size(32)
