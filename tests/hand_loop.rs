@@ -736,3 +736,79 @@ fn a_hand_loop_in_bf16_ends_on_the_weights_trainer_fit_ends_on_with_and_without_
         assert_eq!((fitted_action("hand"), fitted_action("fit")), (fit, fit));
     }
 }
+
+/// [`Sines`] with a metric: the mean absolute error of each batch.
+struct SinesMae;
+
+impl Task for SinesMae {
+    type Model = Small;
+    type Item = Item;
+    type Batch = (Tensor<2>, Tensor<2>);
+
+    fn model(&self, device: &Device) -> Small {
+        Sines.model(device)
+    }
+    fn data(&self) -> Splits<Item> {
+        Sines.data()
+    }
+    fn batcher(&self) -> &dyn Batcher<Item, (Tensor<2>, Tensor<2>)> {
+        &Rows
+    }
+    fn step(&self, model: &Small, (x, y): Self::Batch, cx: &Compute) -> StepOutput {
+        let hidden = relu(model.hidden.forward(cx.input(x)));
+        let error = cx.output(model.out.forward(hidden)) - y;
+        StepOutput::new(error.clone().powi_scalar(2).mean()).metric("mae", error.abs().mean())
+    }
+}
+
+#[test]
+fn a_hand_loop_s_step_metrics_are_the_trainer_s_train_metrics() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str| {
+        ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .epochs(2)
+            .batch_size(32)
+            .accumulation_steps(2)
+            .num_workers(0)
+            .seed(1)
+            .build()
+            .unwrap()
+    };
+    Trainer::new(config("fit")).fit(SinesMae).unwrap();
+    let task = SinesMae;
+    let samples = task.data().train.len();
+    let mut run = HandLoop::setup(config("hand"), samples, |d| task.model(d)).unwrap();
+    let loader = tidemark::data::item_loader(task.data().train, 32, Some(1), 0);
+    let (cx, device) = (run.compute(), run.device().clone());
+    for _ in run.epochs() {
+        let batches: Vec<Vec<Item>> = loader.iter().collect::<Result<_, _>>().unwrap();
+        for group in batches.chunks(2) {
+            let items: Vec<Item> = group.concat();
+            run.step_with(items.len(), |model, rows| {
+                task.step(model, Rows.batch(items[rows].to_vec(), &device), &cx)
+            })
+            .unwrap();
+        }
+        run.end_epoch(EpochFigures::default()).unwrap();
+    }
+    run.finish().unwrap();
+    let train_mae = |run: &str| -> Vec<f64> {
+        let text = std::fs::read_to_string(dir.path().join(run).join("snapshots.jsonl")).unwrap();
+        (text.lines())
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|s| s["event"] == "epoch")
+            .map(|s| {
+                s["train_mae"]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{run}: {s}"))
+            })
+            .collect()
+    };
+    let (hand, fit) = (train_mae("hand"), train_mae("fit"));
+    assert_eq!(hand.len(), 2);
+    for (a, b) in hand.iter().zip(&fit) {
+        assert!((a - b).abs() < 1e-6, "train_mae {a} against {b}");
+    }
+}

@@ -33,11 +33,22 @@ impl<M: Module + 'static> HandLoop<M> {
             let epoch = self.epoch;
             return Err(TrainingError::EpochWithoutStep { epoch }.into());
         }
-        let tally = std::mem::take(&mut self.tally);
+        let mut tally = std::mem::take(&mut self.tally);
         let loss = tally.loss_sum / tally.samples.max(1) as f64;
         let seconds = tally.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
         let samples_per_sec = tally.samples as f64 / seconds.max(1e-9);
         figures.loss = figures.loss.or(Some(loss));
+        // The steps' metrics, as the trainer names them, unless the loop gave its own.
+        let sums = std::mem::take(&mut tally.sums)
+            .finish()
+            .map_err(Error::device)?;
+        let (_, train) = sums.unwrap_or_default();
+        for (name, value) in train {
+            figures
+                .metrics
+                .entry(format!("train_{name}"))
+                .or_insert(value);
+        }
         figures.samples_per_sec = figures.samples_per_sec.or(Some(samples_per_sec));
         figures.lr = figures.lr.or(Some(self.schedule.current()));
         figures.loss_scale = figures.loss_scale.or(scale(&self.precision, &tally));

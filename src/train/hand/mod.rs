@@ -99,6 +99,8 @@ struct Tally {
     samples: usize,
     /// Optimizer steps done in the epoch.
     steps: usize,
+    /// The steps' metrics, where the loop gives them ([`HandLoop::step_with`]).
+    sums: crate::task::MetricSums,
     skipped: u64,
     clipped: u64,
     started: Option<Instant>,

@@ -11,6 +11,7 @@ use burn::tensor::Tensor;
 
 use super::HandLoop;
 use crate::error::{Error, TrainingError};
+use crate::task::{MetricSums, StepOutput};
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
 use crate::train::step::protocol::Updater;
 use crate::train::step::{backward_share, GradientSum};
@@ -28,7 +29,18 @@ impl<M: Module + 'static> HandLoop<M> {
     pub fn step(
         &mut self,
         samples: usize,
-        loss: impl FnMut(&M, Range<usize>) -> Tensor<1>,
+        mut loss: impl FnMut(&M, Range<usize>) -> Tensor<1>,
+    ) -> Result<f64, Error> {
+        self.step_with(samples, |model, rows| StepOutput::new(loss(model, rows)))
+    }
+
+    /// [`step`](Self::step) with metrics: `output` gives a micro-batch's [`StepOutput`] (its
+    /// loss and metrics, as a task's `step` does), and the epoch's snapshot has each metric as
+    /// `train_<name>`, weighted by samples over the epoch, as the trainer's has.
+    pub fn step_with(
+        &mut self,
+        samples: usize,
+        output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<f64, Error> {
         if let Some(e) = &self.failed {
             return Err(stopped(e));
@@ -37,7 +49,7 @@ impl<M: Module + 'static> HandLoop<M> {
             let epoch = self.epoch;
             return Err(TrainingError::StepAfterEarlyStop { epoch }.into());
         }
-        let stepped = self.try_step(samples, loss);
+        let stepped = self.try_step(samples, output);
         if let Err(e) = &stepped {
             self.failed = Some(e.to_string());
         }
@@ -47,12 +59,12 @@ impl<M: Module + 'static> HandLoop<M> {
     fn try_step(
         &mut self,
         samples: usize,
-        mut loss: impl FnMut(&M, Range<usize>) -> Tensor<1>,
+        mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<f64, Error> {
         // The fit's probes come before the epoch, as the trainer's do: the epoch's peak is its
         // steps'.
         if std::mem::take(&mut self.to_fit) {
-            self.fit(samples, &mut loss)?;
+            self.fit(samples, &mut |model, rows| output(model, rows).loss)?;
         }
         self.open_epoch()?;
         let (epoch, step) = (self.epoch, self.stats.steps + 1);
@@ -62,7 +74,7 @@ impl<M: Module + 'static> HandLoop<M> {
             .model
             .as_ref()
             .expect("the model is back after every update");
-        let (grads, value) =
+        let (grads, value, sums) =
             (self.guard).run_step(&mut self.recorder, epoch, step, |micro, check| {
                 // Dropout draws from the device's generator: seeded per step, as the trainer does.
                 device.seed(crate::train::epochs::step_seed(seed, step));
@@ -71,17 +83,23 @@ impl<M: Module + 'static> HandLoop<M> {
                 // The step's loss stays on the device until the step is done: one read a step,
                 // not one between micro-batches.
                 let mut value: Option<Tensor<1>> = None;
+                // The metrics of this attempt only: a retried step counts its last.
+                let mut sums = MetricSums::default();
                 for start in (0..samples).step_by(micro.max(1)) {
                     let rows = start..(start + micro).min(samples);
                     let share = rows.len() as f64 / samples.max(1) as f64;
-                    let l = loss(&precision.compute_view(model), rows);
+                    let out = output(&precision.compute_view(model), rows.clone());
+                    let l = out.loss;
+                    if !out.metrics.is_empty() {
+                        sums.add(l.clone(), out.metrics, rows.len());
+                    }
                     let part = l.clone().detach().mul_scalar(share);
                     value = Some(value.map_or(part.clone(), |sum| sum + part));
                     backward_share(&mut accumulator, model, precision, l, share, || {
                         check.check()
                     })?;
                 }
-                Ok((accumulator.take(model), value))
+                Ok((accumulator.take(model), value, sums))
             })?;
         let value = value.map_or(0.0, |v| v.into_scalar::<f32>() as f64);
         // As the trainer's divergence check, before the update: no weight takes the step.
@@ -115,6 +133,7 @@ impl<M: Module + 'static> HandLoop<M> {
         self.tally.loss_sum += value * samples as f64;
         self.tally.samples += samples;
         self.tally.steps += 1;
+        self.tally.sums.merge(sums);
         // Told as the trainer tells its steps: the step's number in its epoch.
         self.recorder.step_done(epoch, self.tally.steps);
         Ok(value)
