@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use burn::module::Module;
+use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 
 use super::HandLoop;
@@ -107,6 +108,24 @@ impl<M: Module + 'static> HandLoop<M> {
             let loss = value;
             return Err(TrainingError::Diverged { epoch, step, loss }.into());
         }
+        self.update((epoch, step), grads)?;
+        self.stats.steps = step;
+        self.tally.loss_sum += value * samples as f64;
+        self.tally.samples += samples;
+        self.tally.steps += 1;
+        self.tally.sums.merge(sums);
+        // Told as the trainer tells its steps: the step's number in its epoch.
+        self.recorder.step_done(epoch, self.tally.steps);
+        Ok(value)
+    }
+
+    /// Step `step`'s update with `grads` at the schedule's rate, clipped, measured before and
+    /// after; a step that loss scaling skipped is counted.
+    fn update(
+        &mut self,
+        (epoch, step): (usize, usize),
+        grads: GradientsParams,
+    ) -> Result<(), Error> {
         let updater = Updater {
             optimizer: &mut self.optimizer,
             master: &mut self.master,
@@ -129,14 +148,7 @@ impl<M: Module + 'static> HandLoop<M> {
             self.skipped(epoch, step)?;
         }
         (self.guard).after_step(&mut self.recorder, epoch, step)?;
-        self.stats.steps = step;
-        self.tally.loss_sum += value * samples as f64;
-        self.tally.samples += samples;
-        self.tally.steps += 1;
-        self.tally.sums.merge(sums);
-        // Told as the trainer tells its steps: the step's number in its epoch.
-        self.recorder.step_done(epoch, self.tally.steps);
-        Ok(value)
+        Ok(())
     }
 
     /// Opens the next epoch at its first step, ending the one before if the loop did not.
