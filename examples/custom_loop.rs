@@ -1,10 +1,10 @@
 //! A hand-written training loop (the TF2 custom-training-loop and `GradientTape` style, or
 //! Lightning Fabric's) that keeps tidemark's memory layer, early stopping and exact resume, in
-//! six calls into tidemark besides the model and the data: `HandLoop::setup`, `step`,
+//! six calls into tidemark besides the model and the data: `HandLoop::setup`, `step_with`,
 //! `end_epoch`, `stopped_early`, `HandLoop::resume` and `finish`.
 //!
-//! `setup` makes the run directory and builds the model on the configured device; `step` runs
-//! one optimizer step over a batch, in the micro-batches the memory limit allows (here a limit
+//! `setup` makes the run directory and builds the model on the configured device; `step_with`
+//! runs one optimizer step over a batch (its loss and a metric, `train_mae`), in the micro-batches the memory limit allows (here a limit
 //! that a batch of 4096 breaches, with `on_limit = "shrink"`: the step halves its micro-batch
 //! and runs again, keeping the effective batch), with the update measured before and after;
 //! `end_epoch` takes the loop's validation loss and writes the epoch's snapshot and checkpoint
@@ -21,6 +21,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
 use tidemark::config::{ConfigBuilder, EarlyStoppingConfig, MemorySize, MonitorMode, OnLimit};
 use tidemark::memory::{format_bytes, CountingAllocator};
+use tidemark::task::StepOutput;
 use tidemark::train::EpochFigures;
 use tidemark::HandLoop;
 
@@ -75,11 +76,13 @@ fn epochs(
     for epoch in run.epochs() {
         for start in (0..samples).step_by(batch) {
             let rows = batch.min(samples - start);
-            run.step(rows, |model, part| {
+            run.step_with(rows, |model, part| {
                 let at = start + part.start..start + part.end;
                 let xb = x.clone().slice([at.clone(), 0..16]);
-                let yb = y.clone().slice([at, 0..1]);
-                (model.forward(xb) - yb).powi_scalar(2).mean()
+                let error = model.forward(xb) - y.clone().slice([at, 0..1]);
+                // The loss, and a metric: `train_mae` in each epoch's snapshot.
+                StepOutput::new(error.clone().powi_scalar(2).mean())
+                    .metric("mae", error.abs().mean())
             })?;
         }
         // Validation is the loop's own: the model in inference mode, over the held-out rows.
@@ -149,11 +152,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     println!(
         "custom-loop: {stopped} (resumed after epoch 2), {} steps, loss {:.4} -> {:.4}, \
-         val_loss {:.4}; micro-batch {micro} of 4096 after the limit shrank it; peak {} in use \
-         (limit 80.0 MiB); {}",
+         train_mae {:.4}, val_loss {:.4}; micro-batch {micro} of 4096 after the limit shrank it; \
+         peak {} in use (limit 80.0 MiB); {}",
         summary.steps,
         summary.first_loss.unwrap_or(f64::NAN),
         summary.final_loss.unwrap_or(f64::NAN),
+        summary.metric("train_mae").unwrap_or(f64::NAN),
         summary
             .best_value
             .or(summary.final_val_loss)
