@@ -659,13 +659,22 @@ fn early_stopping_in_a_hand_loop_stops_where_the_trainer_stops_and_keeps_the_bes
         Tensor::<2>::zeros([2, 4], run.device()),
         Tensor::<2>::zeros([2, 1], run.device()),
     );
-    for _ in 0..2 {
+    for epoch in 1..=2 {
         run.step(2, |m, _| {
             (m.out.forward(relu(m.hidden.forward(x.clone()))) - y.clone())
                 .powi_scalar(2)
                 .mean()
         })
         .unwrap();
+        if epoch == 1 {
+            // Figures without the monitor are refused in one line, and the epoch stays as
+            // it was: the next end_epoch has its steps' loss.
+            let e = run.end_epoch(EpochFigures::default()).unwrap_err();
+            assert!(
+                e.to_string().contains("train.early_stopping.monitor"),
+                "{e}"
+            );
+        }
         let figures = EpochFigures {
             val_loss: Some(1.0),
             ..EpochFigures::default()
@@ -673,6 +682,13 @@ fn early_stopping_in_a_hand_loop_stops_where_the_trainer_stops_and_keeps_the_bes
         run.end_epoch(figures).unwrap();
     }
     assert!(run.stopped_early());
+    let again = dir.path().join("again");
+    let text = std::fs::read_to_string(again.join("snapshots.jsonl")).unwrap();
+    let first: serde_json::Value = (text.lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|s| s["event"] == "epoch")
+        .unwrap();
+    assert!(first["loss"].as_f64().unwrap() > 0.0, "{first}");
     let e = run.step(2, |m, _| {
         m.out.forward(relu(m.hidden.forward(x.clone()))).mean()
     });
@@ -684,6 +700,14 @@ fn early_stopping_in_a_hand_loop_stops_where_the_trainer_stops_and_keeps_the_bes
         ),
         "{e}"
     );
+    // Killed after the stop, before finish: resumed, it has no epoch left and finishes as
+    // stopped early.
+    drop(run);
+    let run = HandLoop::resume(config("again"), &again, samples, |d| task.model(d)).unwrap();
+    assert!(run.stopped_early());
+    assert!(run.epochs().is_empty(), "{:?}", run.epochs());
+    let summary = run.finish().unwrap();
+    assert!(summary.stopped_early && summary.epochs == 2, "{summary:?}");
 }
 
 #[test]

@@ -78,7 +78,8 @@ pub enum Error {
     /// [`Trainer::stop_when`](crate::Trainer::stop_when) flag stopped a run.
     #[error(
         "stopped by a signal: every running trial kept its latest checkpoint; continue with \
-         tidemark sweep --resume on the sweep directory"
+         tidemark sweep --resume on the sweep directory (a run trained from code: \
+         Trainer::resume on its run directory)"
     )]
     Interrupted,
     /// Training could not go on: the loss diverged, loss scaling collapsed, or a hand-written

@@ -86,7 +86,9 @@ impl Trainer {
     /// progress it writes a checkpoint there (at an epoch's last step, the epoch's own) and
     /// returns [`Error::Interrupted`]. The run directory is left as a killed run's, with no
     /// `summary.json` from this process, and [`resume`](Self::resume) goes on from that
-    /// checkpoint as if the run had never stopped.
+    /// checkpoint as if the run had never stopped. A run that ends at that step anyway (its
+    /// last epoch's last step, or where early stopping or a search's gate ends it) ends as it
+    /// would have, with its summary.
     pub fn stop_when(mut self, flag: Arc<AtomicBool>) -> Self {
         self.stop = Some(flag);
         self

@@ -18,6 +18,21 @@ impl<M: Module + 'static> HandLoop<M> {
         self.stopped_early
     }
 
+    /// Refuses `figures` that do not give the monitor early stopping watches.
+    pub(super) fn check_monitor(&self, figures: &EpochFigures) -> Result<(), Error> {
+        let Some(early) = &self.early_stop else {
+            return Ok(());
+        };
+        let monitor = &early.config().monitor;
+        let value = Monitor::value_of(monitor, figures.val_loss, |key| {
+            figures.metrics.get(key).copied()
+        });
+        match value {
+            Some(_) => Ok(()),
+            None => Err(missing(monitor, figures)),
+        }
+    }
+
     /// Early stopping's verdict on the epoch just ended, from the loop's `figures`; the stop
     /// told to the user. `None` without `[train.early_stopping]`.
     pub(super) fn decide(

@@ -33,6 +33,10 @@ impl<M: Module + 'static> HandLoop<M> {
             let epoch = self.epoch;
             return Err(TrainingError::EpochWithoutStep { epoch }.into());
         }
+        // Before anything of the epoch is taken: an error here leaves it open as it was.
+        if decide {
+            self.check_monitor(&figures)?;
+        }
         let mut tally = std::mem::take(&mut self.tally);
         let loss = tally.loss_sum / tally.samples.max(1) as f64;
         let seconds = tally.started.map_or(0.0, |s| s.elapsed().as_secs_f64());

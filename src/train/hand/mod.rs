@@ -164,7 +164,11 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// The epochs to train: `1..=train.epochs`, or those after a resumed run's checkpoint.
     pub fn epochs(&self) -> std::ops::RangeInclusive<usize> {
-        self.epoch + 1..=self.config.train.epochs
+        match self.stopped_early {
+            // None left: early stopping has ended the run.
+            true => self.epoch + 1..=self.epoch,
+            false => self.epoch + 1..=self.config.train.epochs,
+        }
     }
 
     /// The model as it stands.

@@ -73,6 +73,8 @@ impl<M: Module + 'static> HandLoop<M> {
         let early_state = resume
             .as_ref()
             .and_then(|r| r.checkpoint.state.early_stop.clone());
+        // A run early stopping had ended (killed before `finish`) stays ended.
+        let stopped_early = early_state.as_ref().is_some_and(|s| s.stopped_at.is_some());
         let early_stop = (train.early_stopping.clone())
             .map(|c| EarlyStop::new(c, early_state.unwrap_or_default()));
         Ok(HandLoop {
@@ -92,7 +94,7 @@ impl<M: Module + 'static> HandLoop<M> {
             to_fit,
             failed: None,
             early_stop,
-            stopped_early: false,
+            stopped_early,
             epoch,
             open: false,
             tally: Tally::default(),
