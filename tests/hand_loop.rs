@@ -295,12 +295,15 @@ fn hand_epochs(
 /// [`hand_epochs`], with each epoch's validation loss given to `end_epoch` where `validate`
 /// (scored as the trainer scores it: the validation split in batches of 32, in f32), and the
 /// loop ended where early stopping stops it.
-fn hand_epochs_scored(
+fn hand_epochs_scored<T>(
     mut run: HandLoop<Small>,
-    task: &Sines,
+    task: &T,
     stop: Option<usize>,
     validate: bool,
-) -> Option<tidemark::record::RunSummary> {
+) -> Option<tidemark::record::RunSummary>
+where
+    T: Task<Model = Small, Item = Item, Batch = (Tensor<2>, Tensor<2>)>,
+{
     let seed = 1;
     let loader = tidemark::data::item_loader(task.data().train, 32, Some(seed), 0);
     let cx = run.compute();
@@ -313,10 +316,10 @@ fn hand_epochs_scored(
         let batches: Vec<Vec<Item>> = loader.iter().collect::<Result<_, _>>().unwrap();
         for group in batches.chunks(2) {
             let items: Vec<Item> = group.concat();
-            run.step(items.len(), |model, rows| {
+            run.step_with(items.len(), |model, rows| {
                 // The trainer's micro-batches are its loader batches: a step's two halves.
                 let batch = Rows.batch(items[rows].to_vec(), &device);
-                task.step(model, batch, &cx).loss
+                task.step(model, batch, &cx)
             })
             .unwrap();
         }
@@ -714,9 +717,12 @@ fn early_stopping_in_a_hand_loop_stops_where_the_trainer_stops_and_keeps_the_bes
 fn a_hand_loop_in_bf16_ends_on_the_weights_trainer_fit_ends_on_with_and_without_fit() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
-    // Without a limit, and with `fit` under one the step fits in (its probes then run first in
-    // both loops, in bf16, and pick the configured micro-batch).
+    // Without a limit, and with `fit` under one the step fits in: twice the peak the run
+    // without it measured (the probes then run first in both loops, in bf16, and pick the
+    // configured micro-batch).
+    let mut measured = None;
     for fit in [false, true] {
+        let limit = measured.filter(|_| fit);
         let config = |name: &str| {
             let mut b = ConfigBuilder::new(format!("{name}-{fit}"))
                 .output_dir(dir.path())
@@ -726,12 +732,14 @@ fn a_hand_loop_in_bf16_ends_on_the_weights_trainer_fit_ends_on_with_and_without_
                 .num_workers(0)
                 .seed(1)
                 .precision(tidemark::config::Precision::Bf16);
-            if fit {
-                b = b.memory_limit(MemorySize::Bytes(1 << 30), OnLimit::Fit);
+            if let Some(bytes) = limit {
+                b = b.memory_limit(MemorySize::Bytes(bytes), OnLimit::Fit);
             }
             b.build().unwrap()
         };
         let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
+        assert_eq!(fitted.limit_bytes, limit);
+        measured = Some(2 * fitted.peak_bytes_in_use);
         let task = Sines;
         let samples = task.data().train.len();
         let run = HandLoop::setup(config("hand"), samples, |d| task.model(d)).unwrap();
@@ -803,21 +811,8 @@ fn a_hand_loop_s_step_metrics_are_the_trainer_s_train_metrics() {
     Trainer::new(config("fit")).fit(SinesMae).unwrap();
     let task = SinesMae;
     let samples = task.data().train.len();
-    let mut run = HandLoop::setup(config("hand"), samples, |d| task.model(d)).unwrap();
-    let loader = tidemark::data::item_loader(task.data().train, 32, Some(1), 0);
-    let (cx, device) = (run.compute(), run.device().clone());
-    for _ in run.epochs() {
-        let batches: Vec<Vec<Item>> = loader.iter().collect::<Result<_, _>>().unwrap();
-        for group in batches.chunks(2) {
-            let items: Vec<Item> = group.concat();
-            run.step_with(items.len(), |model, rows| {
-                task.step(model, Rows.batch(items[rows].to_vec(), &device), &cx)
-            })
-            .unwrap();
-        }
-        run.end_epoch(EpochFigures::default()).unwrap();
-    }
-    run.finish().unwrap();
+    let run = HandLoop::setup(config("hand"), samples, |d| task.model(d)).unwrap();
+    hand_epochs_scored(run, &task, None, false).unwrap();
     let train_mae = |run: &str| -> Vec<f64> {
         let text = std::fs::read_to_string(dir.path().join(run).join("snapshots.jsonl")).unwrap();
         (text.lines())

@@ -7,21 +7,8 @@
 use std::os::unix::process::ExitStatusExt;
 
 use super::kill_anywhere::{config, outcome, rows, tidemark, trial_files, Outcome, LRS};
+use super::resume::copy_dir;
 use super::Env;
-
-/// Copies directory `from` to `to`, recursively.
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        match entry.file_type().unwrap().is_dir() {
-            true => copy_dir(&entry.path(), &target),
-            false => {
-                std::fs::copy(entry.path(), target).unwrap();
-            }
-        }
-    }
-}
 
 /// The ways a file is damaged: cut in half, emptied, of the wrong type, every whole number
 /// made negative or too large.

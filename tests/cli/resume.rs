@@ -407,7 +407,8 @@ fn remove(path: &Path) {
     std::fs::remove_file(path).unwrap();
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies directory `from` to `to`, recursively.
+pub(super) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap().flatten() {
         let target = to.join(entry.file_name());

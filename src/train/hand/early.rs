@@ -18,43 +18,30 @@ impl<M: Module + 'static> HandLoop<M> {
         self.stopped_early
     }
 
-    /// Refuses `figures` that do not give the monitor early stopping watches.
-    pub(super) fn check_monitor(&self, figures: &EpochFigures) -> Result<(), Error> {
+    /// The value of the monitor early stopping watches in `figures`: `None` without
+    /// `[train.early_stopping]`, an error where the figures do not give it.
+    pub(super) fn monitored(&self, figures: &EpochFigures) -> Result<Option<f64>, Error> {
         let Some(early) = &self.early_stop else {
-            return Ok(());
+            return Ok(None);
         };
         let monitor = &early.config().monitor;
         let value = Monitor::value_of(monitor, figures.val_loss, |key| {
             figures.metrics.get(key).copied()
         });
-        match value {
-            Some(_) => Ok(()),
-            None => Err(missing(monitor, figures)),
-        }
+        value.map(Some).ok_or_else(|| missing(monitor, figures))
     }
 
-    /// Early stopping's verdict on the epoch just ended, from the loop's `figures`; the stop
-    /// told to the user. `None` without `[train.early_stopping]`.
-    pub(super) fn decide(
-        &mut self,
-        epoch: usize,
-        figures: &EpochFigures,
-    ) -> Result<Option<Verdict>, Error> {
-        let Some(early) = &mut self.early_stop else {
-            return Ok(None);
-        };
-        let monitor = early.config().monitor.clone();
-        let value = Monitor::value_of(&monitor, figures.val_loss, |key| {
-            figures.metrics.get(key).copied()
-        });
-        let value = value.ok_or_else(|| missing(&monitor, figures))?;
+    /// Early stopping's verdict on the epoch just ended, on the monitor's `value` (from
+    /// [`monitored`](Self::monitored)); the stop told to the user.
+    pub(super) fn decide(&mut self, epoch: usize, value: f64) -> Option<Verdict> {
+        let early = self.early_stop.as_mut()?;
         let verdict = early.observe(epoch, value);
         if verdict == Verdict::Stop {
             self.stopped_early = true;
             let message = stopping(early, epoch);
             self.recorder.tell(&message);
         }
-        Ok(Some(verdict))
+        Some(verdict)
     }
 }
 

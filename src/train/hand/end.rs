@@ -34,9 +34,10 @@ impl<M: Module + 'static> HandLoop<M> {
             return Err(TrainingError::EpochWithoutStep { epoch }.into());
         }
         // Before anything of the epoch is taken: an error here leaves it open as it was.
-        if decide {
-            self.check_monitor(&figures)?;
-        }
+        let monitored = match decide {
+            true => self.monitored(&figures)?,
+            false => None,
+        };
         let mut tally = std::mem::take(&mut self.tally);
         let loss = tally.loss_sum / tally.samples.max(1) as f64;
         let seconds = tally.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
@@ -60,10 +61,7 @@ impl<M: Module + 'static> HandLoop<M> {
         // As `"auto"` offload left it.
         figures.footprint = figures.footprint.or(self.guard.footprint());
         let epoch = self.epoch;
-        let verdict = match decide {
-            true => self.decide(epoch, &figures)?,
-            false => None,
-        };
+        let verdict = monitored.and_then(|value| self.decide(epoch, value));
         let best = verdict == Some(Verdict::Improved);
         let model = (self.model.as_ref()).expect("the model is back after every update");
         let val_loss = figures.val_loss;

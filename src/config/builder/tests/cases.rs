@@ -1,0 +1,196 @@
+//! The builder's cases: each setter with the file text it should equal.
+
+use super::*;
+
+pub(super) fn train_cases() -> Cases {
+    let cases: Vec<(ConfigBuilder, &str)> = vec![
+        (
+            b().epochs(3).batch_size(16).accumulation_steps(2).lr(0.01),
+            "[train]\nepochs = 3\nbatch_size = 16\naccumulation_steps = 2\nlr = 0.01",
+        ),
+        (b().weight_decay(0.01), "[train]\nweight_decay = 0.01"),
+        (
+            b().optimizer(OptimizerKind::Adamw, 1e-3)
+                .betas(0.8, 0.99)
+                .eps(1e-7),
+            "[train]\noptimizer = \"adamw\"\nlr = 1e-3\nbetas = [0.8, 0.99]\neps = 1e-7",
+        ),
+        (
+            b().optimizer(OptimizerKind::Sgd, 0.1).momentum(0.9, true),
+            "[train]\noptimizer = \"sgd\"\nlr = 0.1\nmomentum = 0.9\nnesterov = true",
+        ),
+        (
+            b().optimizer(OptimizerKind::Rmsprop, 0.01).alpha(0.9),
+            "[train]\noptimizer = \"rmsprop\"\nlr = 0.01\nalpha = 0.9",
+        ),
+        (b().clip_grad_norm(1.0), "[train]\nclip_grad_norm = 1.0"),
+        (b().clip_grad_value(0.5), "[train]\nclip_grad_value = 0.5"),
+        (
+            b().precision(Precision::F16)
+                .loss_scaling(LossScaling::Dynamic, 1024.0, 100),
+            "[train]\nprecision = \"f16\"\nloss_scaling = \"dynamic\"\n\
+             initial_loss_scale = 1024.0\nloss_scale_growth_interval = 100",
+        ),
+        (
+            b().gradient_checkpointing(true),
+            "[train]\ngradient_checkpointing = true",
+        ),
+        (
+            b().device(Backend::Wgpu, 0)
+                .offload_gradients(Offload::Host)
+                .offload_optimizer(Offload::Auto),
+            "[device]\nbackend = \"wgpu\"\nindex = 0\n[train.offload]\ngradients = \"host\"\n\
+             optimizer = \"auto\"",
+        ),
+    ];
+    cases.into_iter().map(|(b, t)| (b, text(t))).collect()
+}
+
+/// `[train.schedule]` and `[train.early_stopping]`.
+pub(super) fn train_table_cases() -> Cases {
+    let schedule = |kind, min_lr, decay_steps, step_size, gamma| ScheduleConfig {
+        kind,
+        warmup_steps: 10,
+        min_lr,
+        decay_steps,
+        step_size,
+        gamma,
+    };
+    let early = EarlyStoppingConfig {
+        monitor: "val_accuracy".into(),
+        mode: MonitorMode::Max,
+        patience: 3,
+        min_delta: 0.001,
+        restore_best: true,
+    };
+    let cases: Vec<(ConfigBuilder, &str)> = vec![
+        (
+            b().schedule(schedule(
+                ScheduleKind::Cosine,
+                Some(1e-5),
+                Some(100),
+                None,
+                None,
+            )),
+            "[train.schedule]\nkind = \"cosine\"\nwarmup_steps = 10\nmin_lr = 1e-5\n\
+             decay_steps = 100",
+        ),
+        (
+            b().schedule(schedule(
+                ScheduleKind::Step,
+                None,
+                None,
+                Some(30),
+                Some(0.5),
+            )),
+            "[train.schedule]\nkind = \"step\"\nwarmup_steps = 10\nstep_size = 30\ngamma = 0.5",
+        ),
+        (
+            b().early_stopping(early),
+            "[train.early_stopping]\nmonitor = \"val_accuracy\"\nmode = \"max\"\n\
+             patience = 3\nmin_delta = 0.001\nrestore_best = true",
+        ),
+    ];
+    cases.into_iter().map(|(b, t)| (b, text(t))).collect()
+}
+
+pub(super) fn other_cases() -> Cases {
+    let mlp_on_csv = b()
+        .seed(3)
+        .output_dir("out")
+        .device(Backend::Cpu, 1)
+        .execution(Execution::Fused)
+        .mlp(&[16, 8])
+        .activation(Activation::Gelu)
+        .dropout(0.1)
+        .csv(DIGITS)
+        .label_column(Column::Name("label".into()))
+        .header(true)
+        .validation_fraction(0.25)
+        .stratify(false)
+        .standardize(false)
+        .num_workers(2);
+    let cnn = b()
+        .cnn([1, 8, 8], &[4, 8], 5)
+        .pool(2)
+        .batch_norm(false)
+        .activation(Activation::Tanh)
+        .dropout(0.2)
+        .synthetic(100, 64, 3)
+        .data_seed(9)
+        .noise(0.5);
+    let lstm = b()
+        .lstm(&[16, 8])
+        .series(CO2, 52)
+        .column(Column::Name("co2".into()))
+        .header(true)
+        .horizon(4)
+        .holdout(104)
+        .gaps(GapPolicy::Previous)
+        .season(52);
+    vec![
+        (
+            mlp_on_csv,
+            format!(
+                "seed = 3\noutput_dir = \"out\"\n[device]\nbackend = \"cpu\"\nindex = 1\n\
+                 execution = \"fused\"\n[model]\nkind = \"mlp\"\nhidden = [16, 8]\n\
+                 activation = \"gelu\"\ndropout = 0.1\n[data]\nkind = \"csv\"\npath = '{DIGITS}'\n\
+                 label_column = \"label\"\nheader = true\nvalidation_fraction = 0.25\n\
+                 stratify = false\nstandardize = false\nnum_workers = 2"
+            ),
+        ),
+        (
+            b().csv(DIGITS)
+                .target_column(Column::Index(3))
+                .header(false),
+            format!("[data]\nkind = \"csv\"\npath = '{DIGITS}'\ntarget_column = 3\nheader = false"),
+        ),
+        (
+            cnn,
+            "[model]\nkind = \"cnn\"\ninput = [1, 8, 8]\nchannels = [4, 8]\nkernel_size = 5\n\
+             pool = 2\nbatch_norm = false\nactivation = \"tanh\"\ndropout = 0.2\n[data]\n\
+             kind = \"synthetic\"\nsamples = 100\nfeatures = 64\nclasses = 3\nseed = 9\n\
+             noise = 0.5"
+                .into(),
+        ),
+        (
+            lstm,
+            format!(
+                "[model]\nkind = \"lstm\"\nhidden = [16, 8]\n[data]\nkind = \"series\"\n\
+                 path = '{CO2}'\nwindow = 52\ncolumn = \"co2\"\nheader = true\nhorizon = 4\n\
+                 holdout = 104\ngaps = \"previous\"\nseason = 52"
+            ),
+        ),
+        (
+            b().idx(DIGITS, CO2),
+            format!("[data]\nkind = \"idx\"\nimages = '{DIGITS}'\nlabels = '{CO2}'"),
+        ),
+    ]
+    .into_iter()
+    .map(|(b, t)| (b, text(&t)))
+    .collect()
+}
+
+/// `[memory]` and `[checkpoint]`.
+pub(super) fn memory_cases() -> Cases {
+    let memory = b()
+        .preallocate(MemorySize::Bytes(1 << 20))
+        .memory_limit(MemorySize::Bytes(1 << 30), OnLimit::Shrink)
+        .clear(ClearPolicy::Never)
+        .snapshot(SnapshotEvery::Epoch)
+        .checkpoint_every_steps(50);
+    let cases: Vec<(ConfigBuilder, &str)> = vec![
+        (
+            memory,
+            "[memory]\npolicy = \"preallocate\"\npreallocate = 1048576\nlimit = 1073741824\n\
+             on_limit = \"shrink\"\nclear = \"never\"\nsnapshot = \"epoch\"\n[checkpoint]\n\
+             every_steps = 50",
+        ),
+        (
+            b().growth()
+                .memory_limit(MemorySize::Fraction(0.5), OnLimit::Fit),
+            "[memory]\npolicy = \"growth\"\nlimit = 0.5\non_limit = \"fit\"",
+        ),
+    ];
+    cases.into_iter().map(|(b, t)| (b, text(t))).collect()
+}
