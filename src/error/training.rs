@@ -51,6 +51,12 @@ pub enum TrainingError {
         /// The epoch early stopping stopped after.
         epoch: usize,
     },
+    /// A hand-written loop's step over no samples.
+    #[error("HandLoop::step: a step over 0 samples (step {step}); a step trains on 1 at least")]
+    EmptyStep {
+        /// The step's number among the run's optimizer steps.
+        step: usize,
+    },
     /// A hand-written loop's `end_epoch` with no step since the epoch before ended.
     #[error(
         "HandLoop::end_epoch: no step since epoch {epoch} ended: an epoch ends after its steps"

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::memory::policy::{LimitExceeded, Phase};
 use crate::memory::MemorySource;
 use crate::memory::{format_bytes, format_signed_bytes};
-use crate::train::{MemoryGuard, RunRecorder};
+use crate::train::MemoryGuard;
 
 /// The share of the limit a fitted step may not use: room for what one step's probe does not
 /// see (the update's temporaries, validation).
@@ -80,14 +80,14 @@ impl FitTarget {
     /// `fit` memory action, or fails the run if none fits. `before`: bytes in use before them.
     pub(crate) fn conclude(
         &self,
-        (guard, recorder): (&mut MemoryGuard, &mut RunRecorder),
+        guard: &mut MemoryGuard,
         (probes, factor): (Vec<FitProbe>, usize),
         before: u64,
     ) -> Result<(), Error> {
         let kept = guard.release()? as i64 - before as i64;
         match self.choose(&probes, factor, kept) {
-            Ok((factor, detail)) => guard.fit_layout(recorder, factor, detail),
-            Err(e) => Err(guard.fail(recorder, e)),
+            Ok((factor, detail)) => guard.fit_layout(factor, detail),
+            Err(e) => Err(guard.fail(e)),
         }
     }
 

@@ -5,7 +5,10 @@
 //!
 //! - [`trainer`](Trainer): set-up and preflight, then the run's outcome;
 //! - `run_dir`: the run directory and the resolved `config.toml`;
-//! - `epochs`: the epoch loop, in phases (set-up, restore, step with retry, validation, epoch end);
+//! - `learner`: the model and what updates it, with the calls every loop makes: a step, an
+//!   epoch's end, a checkpoint; the trainer's epochs and the [`HandLoop`] both make them;
+//! - `epochs`: the trainer's epoch loop, in phases (set-up, restore, pass, step, validation,
+//!   epoch end);
 //! - `step`: one optimizer step over micro-batches, and clipping; [`precision`]: mixed
 //!   precision; `optimizer`: the configured one, from Burn's;
 //! - `decide`: the learning-rate [`Schedule`] and [`EarlyStop`], as pure decisions;
@@ -25,6 +28,7 @@ mod fit_plan;
 pub mod gate;
 mod guard;
 mod hand;
+mod learner;
 mod moved;
 mod optimizer;
 pub mod precision;

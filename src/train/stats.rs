@@ -10,7 +10,7 @@ use crate::config::EarlyStoppingConfig;
 use crate::memory::{Advice, Breakdown};
 use crate::record::{current_epochs, read_snapshots, Event, Snapshot};
 use crate::record::{RunStatus, RunSummary};
-use crate::train::{MemoryGuard, RunRecorder};
+use crate::train::MemoryGuard;
 
 /// What the epochs have produced so far: scalars only, so that the run's own records hold no
 /// heap that grows while it trains (what a run keeps after release is measured to the byte).
@@ -65,15 +65,16 @@ impl Stats {
         self.throughput_epochs += 1;
     }
 
-    /// The summary, with the memory figures from the guard and its recorder, the last epoch's metrics
+    /// The summary, with the memory figures from the guard's recorder, the last epoch's metrics
     /// (`val_<name>`, `train_<name>`) from its snapshot, and the latest checkpoint.
     pub(super) fn summary(
         self,
         id: Identity,
-        (guard, recorder): (&MemoryGuard, &RunRecorder),
+        guard: &MemoryGuard,
         status: RunStatus,
         wall_time_s: f64,
     ) -> RunSummary {
+        let recorder = guard.recorder();
         let snapshots = read_snapshots(recorder.snapshots_path()).unwrap_or_default();
         let final_metrics = final_metrics(&snapshots, self.epochs);
         let best = Checkpoint::best(&id.run_dir).ok().map(|c| c.dir);

@@ -23,7 +23,7 @@ use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
 use crate::task::{Classify, Regress, Task};
 use crate::train::gate::{Ending, EpochGate};
-use crate::train::{MemoryGuard, RunRecorder};
+use crate::train::MemoryGuard;
 
 /// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
 /// [`Task`] ([`fit`](Self::fit)).
@@ -162,7 +162,7 @@ impl Trainer {
         };
         let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
         let checkpointer = Checkpointer::new(&run_dir);
-        let (mut guard, mut recorder) = prepared.open(&run_dir, layout, observer)?;
+        let mut guard = prepared.open(&run_dir, layout, observer)?;
         // Every tensor of the run lives inside `train`, so all are dropped when it returns,
         // whether it succeeded or not; `run_end` then releases and verifies.
         let result = Epochs {
@@ -170,7 +170,6 @@ impl Trainer {
             task: &task,
             device: &device,
             guard: &mut guard,
-            recorder: &mut recorder,
             stats: &mut stats,
             checkpointer: &checkpointer,
             resume: resume.as_ref().map(|r| &r.checkpoint),
@@ -180,9 +179,9 @@ impl Trainer {
         }
         .train();
         // The run's end is recorded (released, verified) whatever the epochs' outcome.
-        let ended = guard.run_end(&mut recorder, stats.epochs);
+        let ended = guard.run_end(stats.epochs);
         let result = result.and_then(|ending| ended.map(|_| ending));
-        draw((&guard, &mut recorder), &config, &id.name);
+        draw(&mut guard, &config, &id.name);
         // Stopped on request: the run is left to be resumed, as a killed one would be.
         if let Err(Error::Interrupted) = result {
             return Err(Error::Interrupted);
@@ -190,7 +189,7 @@ impl Trainer {
         let (status, stopped_by) = status_of(&result);
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
         let wall_time_s = earlier_s + started.elapsed().as_secs_f64();
-        let mut summary = stats.summary(id, (&guard, &recorder), status, wall_time_s);
+        let mut summary = stats.summary(id, &guard, status, wall_time_s);
         summary.stopped_by = stopped_by;
         summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
         write_summary(&run_dir, &summary)?;
@@ -237,7 +236,7 @@ impl Visit for Trainer {
 /// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
 /// and `tidemark report RUN_DIR` can draw it again.
 pub(super) fn draw(
-    (guard, recorder): (&MemoryGuard, &mut RunRecorder),
+    guard: &mut MemoryGuard,
     config: &RunConfig,
     title: &str,
 ) {
@@ -250,8 +249,8 @@ pub(super) fn draw(
             .as_ref()
             .map(|e| e.monitor.as_str()),
     };
-    if let Err(e) = draw_memory_svg(recorder.snapshots_path(), of) {
+    if let Err(e) = draw_memory_svg(guard.recorder().snapshots_path(), of) {
         let (path, cause) = (e.path, e.cause);
-        recorder.warn(&Warning::PictureNotDrawn { path, cause });
+        guard.recorder_mut().warn(&Warning::PictureNotDrawn { path, cause });
     }
 }

@@ -26,7 +26,7 @@ impl<T: Task> Epochs<'_, T> {
         run: &Run<T>,
         result: Result<(), Error>,
     ) -> Result<(), Error> {
-        let mut peaks = self.recorder.stats().run_peaks;
+        let mut peaks = self.guard.recorder().stats().run_peaks;
         match result {
             Ok(()) => {
                 self.stats.advice = self.advise_or_tell(run, peaks);
@@ -63,7 +63,7 @@ impl<T: Task> Epochs<'_, T> {
             Err(e) => {
                 let text =
                     format!("the memory advisor's probes failed, so there is no advice: {e}");
-                self.recorder.tell(&text);
+                self.guard.recorder_mut().tell(&text);
                 None
             }
         }
@@ -109,28 +109,28 @@ impl<T: Task> Epochs<'_, T> {
             advice.add(lever, Effect::Transient { base, with }, 0);
         }
         if !self.config.train.gradient_checkpointing {
-            let device = run.device.clone().gradient_checkpointing();
+            let device = run.learner.device.clone().gradient_checkpointing();
             // A model made on that device: every tensor it holds (parameters, running
             // statistics) under the device's strategy, and the same sizes as the run's.
             let model = self.fresh_model(&device);
             let at = StepUnder {
                 model: &model,
                 device: &device,
-                precision: &run.precision,
+                precision: &run.learner.precision,
             };
             let with = self.probe_in_place(&at, &items, batch, steps)?.transient;
             advice.add(Lever::Checkpointing, Effect::Transient { base, with }, 0);
         }
         let f32 = self.config.train.precision == Precision::F32;
         let bf16_runs = self.task.half_precision_unsupported().is_none();
-        if f32 && bf16_runs && precision::supported(&run.device, Precision::Bf16) {
+        if f32 && bf16_runs && precision::supported(&run.learner.device, Precision::Bf16) {
             let bf16 = MixedPrecision::new(Precision::Bf16, None);
             // A fresh model: the run's own has running statistics (a batch norm's) that f32
             // training wrote, which a bf16 step would mix with bf16 values.
-            let model = self.fresh_model(&run.device);
+            let model = self.fresh_model(&run.learner.device);
             let at = StepUnder {
                 model: &model,
-                device: &run.device,
+                device: &run.learner.device,
                 precision: &bf16,
             };
             let with = self.probe_in_place(&at, &items, batch, steps)?.transient;

@@ -35,10 +35,10 @@ impl<T: Task> Epochs<'_, T> {
             // Where none fits, `"auto"` offload moves a part of the step to host memory and
             // the probes run again.
             match target.short(&probed) {
-                Some(why) if self.guard.offload_next(self.recorder, 0, &why)? => continue,
+                Some(why) if self.guard.offload_next(0, &why)? => continue,
                 _ => break probed,
             }
         };
-        target.conclude((&mut *self.guard, &mut *self.recorder), probed, before)
+        target.conclude(self.guard, probed, before)
     }
 }

@@ -19,13 +19,14 @@ use burn::data::dataset::DatasetError;
 use burn::tensor::Device;
 
 use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer};
+use super::learner::Position;
 use super::stats::Stats;
 use crate::config::RunConfig;
 use crate::data::DataError;
 use crate::error::Error;
 use crate::task::Task;
 use crate::train::gate::{Ending, EpochGate};
-use crate::train::{MemoryGuard, RunRecorder};
+use crate::train::MemoryGuard;
 
 use setup::Run;
 pub(super) use setup::{empty_training_split, seeded, seeded_model, steps_per_epoch};
@@ -36,7 +37,6 @@ pub(super) struct Epochs<'a, T: Task> {
     pub(super) task: &'a T,
     pub(super) device: &'a Device,
     pub(super) guard: &'a mut MemoryGuard,
-    pub(super) recorder: &'a mut RunRecorder,
     pub(super) stats: &'a mut Stats,
     pub(super) checkpointer: &'a Checkpointer,
     /// The checkpoint a resumed run continues from.
@@ -47,13 +47,6 @@ pub(super) struct Epochs<'a, T: Task> {
     pub(super) gate: Option<&'a mut EpochGate>,
     /// Set to stop the run at its next step (see [`Trainer::stop_when`](crate::Trainer::stop_when)).
     pub(super) stop: Option<&'a AtomicBool>,
-}
-
-/// A training pass's position, for the limit's messages and the progress line.
-#[derive(Clone, Copy)]
-struct Position {
-    epoch: usize,
-    step: usize,
 }
 
 impl<T: Task> Epochs<'_, T> {
@@ -69,7 +62,8 @@ impl<T: Task> Epochs<'_, T> {
             Ok(stopped) => Ok(stopped),
             Err(e) => self.advise_run(&run, Err(e)).map(|()| Ending::Completed),
         };
-        self.finish(&run, matches!(result, Ok(Ending::Completed)));
+        let completed = matches!(result, Ok(Ending::Completed));
+        (run.learner).finish(self.guard, self.stats, completed);
         result
     }
 
@@ -77,7 +71,7 @@ impl<T: Task> Epochs<'_, T> {
         let start = self.start(run)?;
         // Resumed after early stopping ended it (a stop before its summary): it ends there,
         // as early stopping's word comes before the gate's at an epoch's end.
-        if (run.early_stop.as_ref()).is_some_and(|e| e.state().stopped_at.is_some()) {
+        if run.learner.stopped_early() {
             return Ok(Ending::Completed);
         }
         if let Some(ending) = self.gate_at_resume(&start)? {
@@ -88,7 +82,7 @@ impl<T: Task> Epochs<'_, T> {
             if self.stopping() {
                 return Err(Error::Interrupted);
             }
-            self.guard.begin_epoch(self.recorder);
+            self.guard.begin_epoch();
             let resumed = (epoch == start.epoch + 1 && start.step_in_epoch > 0).then_some(&start);
             let tally = self.pass(run, epoch, resumed)?;
             if let Some(ending) = self.end_epoch(run, epoch, tally)? {
@@ -105,48 +99,13 @@ impl<T: Task> Epochs<'_, T> {
 
     /// The run's state after `epoch` epochs, for a checkpoint.
     fn state(&self, run: &Run<T>, epoch: usize) -> CheckpointState {
-        CheckpointState {
-            epoch,
-            step: self.stats.steps,
-            layout_factor: self.guard.layout().factor,
-            loss_scaler: run.precision.scaler().cloned(),
-            skipped_steps: self.stats.skipped_steps,
-            lr: Some(run.schedule.current()),
-            clipped_steps: self.stats.clipped_steps,
-            early_stop: run.early_stop.as_ref().map(|e| e.state().clone()),
-            ..CheckpointState::default()
-        }
+        run.learner.state(self.stats, self.guard, epoch)
     }
 
-    /// Writes, under the limit, the checkpoint of `state`; with `best`, it also becomes
-    /// `checkpoints/best`.
-    fn checkpoint(
-        &mut self,
-        run: &Run<T>,
-        state: CheckpointState,
-        best: bool,
-    ) -> Result<(), Error> {
-        let checkpointer = self.checkpointer;
-        self.guard.checkpoint(self.recorder, state.epoch, || {
-            checkpointer.save_run(
-                &state,
-                run.model(),
-                &run.optimizer,
-                Some(&run.schedule),
-                best,
-            )
-        })?;
-        Ok(())
+    /// Writes, under the limit, the checkpoint of `state`.
+    fn checkpoint(&mut self, run: &Run<T>, state: &CheckpointState) -> Result<(), Error> {
+        (run.learner).checkpoint(self.guard, self.checkpointer, state, false)
     }
-}
-
-/// The device generator's seed for step `step` of a run seeded with `seed` (SplitMix64's
-/// finaliser, so that neighbouring steps get unrelated seeds).
-pub(in crate::train) fn step_seed(seed: u64, step: usize) -> u64 {
-    let mut z = seed ^ (step as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 fn loader_error(e: DatasetError) -> Error {

@@ -3,87 +3,20 @@
 
 use std::time::{Duration, Instant};
 
-use burn::tensor::Tensor;
-
 use super::restore::{inside_epoch, skip_batches};
 use super::setup::Run;
 use super::{loader_error, Epochs, Position};
-use crate::error::{Error, TrainingError};
+use crate::error::Error;
 use crate::record::EpochProgress;
-use crate::task::metrics::read;
-use crate::task::{MetricSums, Task};
+use crate::task::Task;
 use crate::train::checkpoint::CheckpointState;
+use crate::train::learner::{read_loss, StepLoss, Tally};
 
 /// How often, at most, a step's loss is read for progress and the divergence check. Reading the
 /// loss waits for the device and costs the step its overlap with the backend's threads:
 /// measured on W1 (flex), a read every third step made the median step 20-22 ms against 16 ms
 /// without; so it is read at most once per interval, and at each epoch's end.
 const REPORT_INTERVAL: Duration = Duration::from_secs(1);
-
-/// What an epoch's steps add up to.
-pub(super) struct Tally {
-    pub(super) sums: MetricSums,
-    /// Optimizer steps done in the epoch.
-    pub(super) steps: usize,
-    /// Steps skipped for non-finite gradients.
-    pub(super) skipped: u64,
-    /// Steps clipped, on the device, not yet read.
-    clipped: Option<Tensor<1>>,
-    /// Steps clipped before a resume inside the epoch.
-    clipped_before: u64,
-    /// Samples the epoch had trained before a resume inside it (not timed now).
-    pub(super) restored_samples: usize,
-    /// Steps the epoch had done before a resume inside it.
-    restored_steps: usize,
-    pub(super) started: Instant,
-}
-
-impl Tally {
-    fn new() -> Self {
-        Self {
-            sums: MetricSums::default(),
-            steps: 0,
-            skipped: 0,
-            clipped: None,
-            clipped_before: 0,
-            restored_samples: 0,
-            restored_steps: 0,
-            started: Instant::now(),
-        }
-    }
-
-    /// Counts a step's clipping flag (1.0 or 0.0, on the device).
-    pub(super) fn add_clipped(&mut self, flag: Tensor<1>) {
-        self.clipped = Some(match self.clipped.take() {
-            Some(sum) => sum.add(flag),
-            None => flag,
-        });
-    }
-
-    /// The epoch's pace in this process so far: samples/s, and the seconds left to the end
-    /// of the epoch's steps and of the run's (`epochs_after` more epochs of `steps` steps).
-    fn pace(&self, steps: usize, epochs_after: usize) -> EpochProgress {
-        let seconds = self.started.elapsed().as_secs_f64().max(1e-9);
-        let samples = self.sums.samples() - self.restored_samples;
-        let per_step = seconds / (self.steps - self.restored_steps).max(1) as f64;
-        let epoch_eta_s = steps.saturating_sub(self.steps) as f64 * per_step;
-        EpochProgress {
-            samples_per_sec: samples as f64 / seconds,
-            epoch_eta_s,
-            run_eta_s: epoch_eta_s + (epochs_after * steps) as f64 * per_step,
-            ..EpochProgress::default()
-        }
-    }
-
-    /// Steps clipped in the epoch so far (one read from the device).
-    pub(super) fn clipped(&self) -> Result<u64, Error> {
-        let now = match &self.clipped {
-            Some(sum) => read(sum.clone()).map_err(Error::device)? as u64,
-            None => 0,
-        };
-        Ok(self.clipped_before + now)
-    }
-}
 
 impl<T: Task> Epochs<'_, T> {
     /// Trains epoch `epoch`; `resumed` is the checkpoint inside it that a resume starts from.
@@ -100,7 +33,7 @@ impl<T: Task> Epochs<'_, T> {
         if let Some(state) = resumed {
             // Inside the epoch: its first steps' batches are drawn and passed over, and its
             // figures so far come back from the checkpoint.
-            let (sums, skip) = inside_epoch(state, accumulation, &run.device);
+            let (sums, skip) = inside_epoch(state, accumulation, &run.learner.device);
             skip_batches(&mut *batches, skip)?;
             tally.restored_samples = sums.samples();
             tally.sums = sums;
@@ -124,8 +57,12 @@ impl<T: Task> Epochs<'_, T> {
                 epoch,
                 step: self.stats.steps + 1,
             };
-            let loss = self.step(run, &mut group, at, &mut tally)?;
-            self.after_step(run, at, loss, done, &tally)?;
+            // The loss is read (and checked) before the update about once a second, at the
+            // epoch's end, and for a checkpoint.
+            let report = done || run.last_report.elapsed() >= REPORT_INTERVAL;
+            let read = report || self.checkpoints_at(run, at, tally.steps + 1);
+            let loss = self.step(run, &mut group, (at, read), &mut tally)?;
+            self.after_step(run, at, loss, report, &tally)?;
             if done {
                 break;
             }
@@ -133,37 +70,34 @@ impl<T: Task> Epochs<'_, T> {
         Ok(tally)
     }
 
-    /// After step `at`: about once a second (and at the epoch's end) the loss is read for
-    /// progress and the divergence check; every `checkpoint.every_steps` steps a checkpoint
-    /// is written, never of a diverged model, and one where a stop was asked for, which
-    /// then ends the run with [`Error::Interrupted`].
+    /// Whether step `at`, the epoch's `step_in_epoch`th, writes a checkpoint: every
+    /// `checkpoint.every_steps` steps, inside the epoch only (its end writes one anyway).
+    fn checkpoints_at(&self, run: &Run<T>, at: Position, step_in_epoch: usize) -> bool {
+        let every = self.config.checkpoint.every_steps;
+        step_in_epoch < run.steps_per_epoch && every.is_some_and(|n| at.step.is_multiple_of(n))
+    }
+
+    /// After step `at`: with `report` (about once a second, and at the epoch's end), progress;
+    /// every `checkpoint.every_steps` steps a checkpoint, never of a diverged model; and one
+    /// where a stop was asked for, which then ends the run with [`Error::Interrupted`].
     fn after_step(
         &mut self,
         run: &mut Run<T>,
         at: Position,
-        loss: Tensor<1>,
-        done: bool,
+        loss: StepLoss,
+        report: bool,
         tally: &Tally,
     ) -> Result<(), Error> {
-        // Checkpoints inside the epoch only: its end writes one anyway. A run asked to stop
-        // writes one where it is, and stops.
-        let inside = tally.steps < run.steps_per_epoch;
-        let stop = inside && self.stopping();
-        let every = (self.config.checkpoint.every_steps).is_some_and(|n| at.step.is_multiple_of(n));
-        let checkpoint = stop || (inside && every);
-        let report = done || run.last_report.elapsed() >= REPORT_INTERVAL;
+        // A run asked to stop writes a checkpoint where it is, and stops.
+        let stop = tally.steps < run.steps_per_epoch && self.stopping();
+        let checkpoint = stop || self.checkpoints_at(run, at, tally.steps);
         if !(checkpoint || report) {
             return Ok(());
         }
-        let loss = read(loss).map_err(Error::device)?;
-        if !loss.is_finite() {
-            return Err(TrainingError::Diverged {
-                epoch: at.epoch,
-                step: at.step,
-                loss,
-            }
-            .into());
-        }
+        let loss = match loss.value {
+            Some(value) => value,
+            None => read_loss(loss.on_device, at)?,
+        };
         if report {
             run.last_report = Instant::now();
             // The loss read has waited for the device already.
@@ -174,12 +108,12 @@ impl<T: Task> Epochs<'_, T> {
                 step: tally.steps,
                 steps: run.steps_per_epoch,
                 loss,
-                lr: Some(run.schedule.current()),
+                lr: Some(run.learner.schedule.current()),
                 bytes_in_use: Some(in_use),
                 limit_bytes: self.guard.limit_bytes(),
                 ..tally.pace(run.steps_per_epoch, self.config.train.epochs - at.epoch)
             };
-            self.recorder.progress(&progress);
+            self.guard.recorder_mut().progress(&progress);
         }
         if checkpoint {
             let state = CheckpointState {
@@ -189,7 +123,7 @@ impl<T: Task> Epochs<'_, T> {
                 epoch_clipped: tally.clipped()?,
                 ..self.state(run, at.epoch - 1)
             };
-            self.checkpoint(run, state, false)?;
+            self.checkpoint(run, &state)?;
         }
         match stop {
             true => Err(Error::Interrupted),

@@ -30,8 +30,8 @@ impl<'a, T: Task> StepUnder<'a, T> {
     pub(super) fn run_as_configured(run: &'a Run<T>) -> Self {
         Self {
             model: run.model(),
-            device: &run.device,
-            precision: &run.precision,
+            device: &run.learner.device,
+            precision: &run.learner.precision,
         }
     }
 }

@@ -8,20 +8,18 @@ use crate::config::OnLimit;
 use crate::error::Error;
 use crate::task::{MetricSums, Task};
 use crate::train::checkpoint::CheckpointState;
-use crate::train::decide::EarlyStop;
-use crate::train::precision::MixedPrecision;
 
 impl<T: Task> Epochs<'_, T> {
     /// Where the run starts: epoch 0 for a new run, the checkpoint's state for a resumed one.
     pub(super) fn start(&mut self, run: &mut Run<T>) -> Result<CheckpointState, Error> {
         self.guard.set_footprint(run.footprint);
         let Some(checkpoint) = self.resume else {
-            self.guard.run_start(self.recorder, run.to_come)?;
+            self.guard.run_start(run.to_come)?;
             if self.config.memory.on_limit == OnLimit::Fit {
                 self.fit(run)?;
             }
             let state = self.state(run, 0);
-            self.checkpoint(run, state.clone(), false)?;
+            self.checkpoint(run, &state)?;
             return Ok(state);
         };
         let state = checkpoint.state.clone();
@@ -32,20 +30,9 @@ impl<T: Task> Epochs<'_, T> {
             );
             return Err(Error::checkpoint(checkpoint.dir.join("meta.json"), message));
         }
-        checkpoint.load_model(run.model_mut())?;
-        run.optimizer = checkpoint.load_optimizer(run.optimizer.clone())?;
-        run.master.reset();
-        run.schedule = checkpoint.load_schedule(run.schedule.clone())?;
-        if let Some(scaler) = &state.loss_scaler {
-            let precision = self.config.train.precision;
-            run.precision = MixedPrecision::new(precision, Some(scaler.clone()));
-        }
-        if let Some(early) = &mut run.early_stop {
-            let saved = state.early_stop.clone().unwrap_or_default();
-            *early = EarlyStop::new(early.config().clone(), saved);
-        }
+        run.learner.restore(checkpoint, &self.config.train)?;
         let (at, detail) = ((state.epoch, state.step), checkpoint.describe());
-        (self.guard).resume_start(self.recorder, at, run.to_come, detail)?;
+        (self.guard).resume_start(at, run.to_come, detail)?;
         // The data order: the loader reshuffles from one generator at each epoch's start, so
         // the epochs done are started (and dropped) again.
         for _ in 0..state.epoch {

@@ -1,12 +1,12 @@
-//! Set-up: the loaders, the model (seeded and initialised), the optimizer, the precision, the
-//! schedule, clipping and early stopping, everything a run trains with.
+//! Set-up: the loaders, and the model (seeded and initialised) in its [`Learner`] with the
+//! optimizer, the precision, the schedule, clipping and early stopping: everything a run
+//! trains with.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use burn::data::dataloader::DataLoader;
 use burn::module::Module;
-use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
 use super::Epochs;
@@ -16,10 +16,8 @@ use crate::error::Error;
 use crate::memory::{Footprint, MemorySource};
 use crate::model::initialize;
 use crate::task::Task;
-use crate::train::decide::{EarlyStop, EarlyStopState, Schedule};
-use crate::train::optimizer::build_optimizer;
-use crate::train::precision::MixedPrecision;
-use crate::train::step::{footprint, Clip, HostMaster};
+use crate::train::learner::{run_device, Learner};
+use crate::train::step::footprint;
 
 /// Held while a run seeds the device and initialises its model.
 static INITIALISING: Mutex<()> = Mutex::new(());
@@ -29,19 +27,10 @@ pub(super) type Loader<T> = Arc<dyn DataLoader<Vec<<T as Task>::Item>>>;
 
 /// Everything a run trains with.
 pub(super) struct Run<T: Task> {
-    /// The autodiff device the steps run on.
-    pub(super) device: Device,
+    /// The model and what updates it.
+    pub(super) learner: Learner<T::Model>,
     pub(super) train_loader: Loader<T>,
     pub(super) valid_loader: Option<Loader<T>>,
-    /// `None` only while an update holds it.
-    model: Option<T::Model>,
-    pub(super) optimizer: ModuleOptimizer,
-    /// The master copy of the weights while the update runs in host memory.
-    pub(super) master: HostMaster<T::Model>,
-    pub(super) precision: MixedPrecision,
-    pub(super) schedule: Schedule,
-    pub(super) clip: Option<Clip>,
-    pub(super) early_stop: Option<EarlyStop>,
     /// Optimizer steps in a full epoch.
     pub(super) steps_per_epoch: usize,
     /// Bytes the first step will add at rest (gradients, optimizer state).
@@ -55,29 +44,7 @@ pub(super) struct Run<T: Task> {
 impl<T: Task> Run<T> {
     /// The model being trained.
     pub(super) fn model(&self) -> &T::Model {
-        self.model
-            .as_ref()
-            .expect("the model is back after every update")
-    }
-
-    pub(super) fn model_mut(&mut self) -> &mut T::Model {
-        self.model
-            .as_mut()
-            .expect("the model is back after every update")
-    }
-
-    /// Replaces the model by what `update` makes of it, and returns what else it returns.
-    pub(super) fn update<R, E>(
-        &mut self,
-        update: impl FnOnce(&mut Self, T::Model) -> Result<(T::Model, R), E>,
-    ) -> Result<R, E> {
-        let model = self
-            .model
-            .take()
-            .expect("the model is back after every update");
-        let (model, rest) = update(self, model)?;
-        self.model = Some(model);
-        Ok(rest)
+        self.learner.model()
     }
 }
 
@@ -86,10 +53,7 @@ impl<T: Task> Epochs<'_, T> {
     pub(super) fn set_up(&mut self) -> Result<Run<T>, Error> {
         let config = self.config;
         let train = &config.train;
-        let device = match train.gradient_checkpointing {
-            true => self.device.clone().autodiff().gradient_checkpointing(),
-            false => self.device.clone().autodiff(),
-        };
+        let device = run_device(self.device, train);
         let splits = self.task.data();
         self.stats.train_samples = splits.train.len();
         self.stats.valid_samples = splits.valid.as_ref().map_or(0, |v| v.len());
@@ -112,7 +76,7 @@ impl<T: Task> Epochs<'_, T> {
         let total_steps = steps_per_epoch * train.epochs;
         if let Some(schedule) = &train.schedule {
             for line in schedule_notes(schedule, total_steps) {
-                self.recorder.tell(&line);
+                self.guard.recorder_mut().tell(&line);
             }
         }
         // The dataset's bytes are in the figures only where they are host bytes.
@@ -124,19 +88,9 @@ impl<T: Task> Epochs<'_, T> {
         Ok(Run {
             to_come: footprint.gradients + footprint.device_optimizer(),
             footprint,
-            device,
+            learner: Learner::new(train, seed, device, model, total_steps),
             train_loader,
             valid_loader,
-            model: Some(model),
-            optimizer: build_optimizer(train),
-            master: HostMaster::default(),
-            precision: MixedPrecision::from_config(train),
-            schedule: Schedule::new(train, total_steps),
-            clip: Clip::from_config(train),
-            early_stop: train
-                .early_stopping
-                .clone()
-                .map(|c| EarlyStop::new(c, EarlyStopState::default())),
             steps_per_epoch,
             last_report: Instant::now(),
         })

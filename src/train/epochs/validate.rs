@@ -20,7 +20,8 @@ impl<T: Task> Epochs<'_, T> {
     }
 
     fn validate_on(&mut self, run: &Run<T>, loader: &Loader<T>) -> Result<Means, Error> {
-        let model = run.precision.compute_model(&run.model().valid());
+        let precision = &run.learner.precision;
+        let model = precision.compute_model(&run.model().valid());
         // In micro-batches, like training: a limit that shrank the training step holds for
         // validation too.
         let micro = self.guard.layout().micro_batch();
@@ -34,7 +35,7 @@ impl<T: Task> Epochs<'_, T> {
         let score = score_batches(
             self.task,
             &model,
-            &run.precision.compute(),
+            &precision.compute(),
             self.device,
             batches,
         )?;

@@ -8,7 +8,6 @@ use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
 use crate::memory::MemoryUsage;
 use crate::memory::{Action, Layout};
 use crate::memory::{Breakdown, Footprint, PeakPhase};
-use crate::train::recorder::RunRecorder;
 
 impl MemoryGuard {
     /// Looks at memory inside step `step` of `epoch`, after a backward pass: a breach of the
@@ -16,12 +15,11 @@ impl MemoryGuard {
     /// `phase`).
     pub(super) fn check_step(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         step: usize,
     ) -> Result<(), Breach> {
         let usage = self.control.meter().observe();
-        rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
+        self.rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.check_usage(epoch, step, &usage)
     }
 
@@ -56,15 +54,14 @@ impl MemoryGuard {
     /// `"auto"` may move the optimizer's state to host memory before it exists.
     pub fn before_update(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         step: usize,
     ) -> Result<(), Error> {
         let usage = self.control.meter().observe();
-        rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
-        self.enforce(rec, epoch, step, &usage)?;
-        if rec.steps() == 0 {
-            self.offload_state_to_come(rec, (epoch, step), held(&usage).0)?;
+        self.rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
+        self.enforce(epoch, step, &usage)?;
+        if self.rec.steps() == 0 {
+            self.offload_state_to_come((epoch, step), held(&usage).0)?;
         }
         self.control.meter().begin_window();
         self.in_update = true;
@@ -77,22 +74,20 @@ impl MemoryGuard {
     /// The recorder counts the step as taken.
     pub fn after_step(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         step: usize,
     ) -> Result<(), Error> {
-        rec.set_step(step);
+        self.rec.set_step(step);
         let usage = self.control.meter().observe();
-        rec.step_figure(PeakPhase::Update, usage.peak_bytes_in_use);
-        rec.step_point(step, usage.bytes_in_use);
-        self.enforce(rec, epoch, step, &usage)
+        self.rec.step_figure(PeakPhase::Update, usage.peak_bytes_in_use);
+        self.rec.step_point(step, usage.bytes_in_use);
+        self.enforce(epoch, step, &usage)
     }
 
     /// Checks `usage` outside an attempt at a step: a breach fails the run, or halves the
     /// micro-batch from the next step on.
     fn enforce(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         step: usize,
         usage: &MemoryUsage,
@@ -101,15 +96,15 @@ impl MemoryGuard {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => {
                 let why = format!("{} over the limit at step {step}", format_bytes(e.observed));
-                match self.offload_next(rec, epoch, &why)? {
+                match self.offload_next(epoch, &why)? {
                     true => Ok(()),
-                    false => Err(self.fail(rec, e)),
+                    false => Err(self.fail(e)),
                 }
             }
             Err(Breach::Shrink { observed, layout }) => {
-                match self.offload_before_shrink(rec, (epoch, step), observed)? {
+                match self.offload_before_shrink((epoch, step), observed)? {
                     true => Ok(()),
-                    false => self.shrink(rec, (epoch, step), observed, layout),
+                    false => self.shrink((epoch, step), observed, layout),
                 }
             }
         }
@@ -120,7 +115,6 @@ impl MemoryGuard {
     /// [`layout`](Self::layout).
     pub(super) fn shrink(
         &mut self,
-        rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         observed: u64,
         layout: Layout,
@@ -140,19 +134,18 @@ impl MemoryGuard {
             before.micro_steps(),
             self.layout.micro_steps(),
         );
-        self.record(rec, epoch, Action::Shrink, detail)
+        self.record(epoch, Action::Shrink, detail)
     }
 
     /// `on_limit = "fit"`, before the first step: cuts each loader batch into `factor`
     /// micro-batches from now on, and records why (`detail`) as a `fit` memory action.
     pub(crate) fn fit_layout(
         &mut self,
-        rec: &mut RunRecorder,
         factor: usize,
         detail: String,
     ) -> Result<(), Error> {
         self.layout.factor = factor.max(1);
-        self.record(rec, 0, Action::Fit, detail)
+        self.record(0, Action::Fit, detail)
     }
 
     /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),
@@ -174,10 +167,10 @@ impl MemoryGuard {
     }
 
     /// Records a breach and turns it into the run's error.
-    pub(crate) fn fail(&mut self, rec: &mut RunRecorder, mut e: LimitExceeded) -> Error {
-        e.breakdown = self.breach_breakdown(&e, rec.steps()).map(Box::new);
+    pub(crate) fn fail(&mut self, mut e: LimitExceeded) -> Error {
+        e.breakdown = self.breach_breakdown(&e, self.rec.steps()).map(Box::new);
         e.offload = self.offload_hints(&e);
-        if let Err(write_error) = self.record(rec, e.epoch, Action::Limit, e.to_string()) {
+        if let Err(write_error) = self.record(e.epoch, Action::Limit, e.to_string()) {
             return write_error;
         }
         Error::Limit(e)

@@ -2,7 +2,7 @@
 //! one run's phases, with the batch layout a limit may shrink (`layout`), a step under the
 //! limit and its retry (`retry`, `limit`), `fit`'s layout, and the reads a loop makes outside
 //! the phases (`measure`). What it sees and does is recorded by the run's
-//! [`RunRecorder`], which each phase takes: a phase cannot act without recording.
+//! [`RunRecorder`], which the guard owns: a phase cannot act without recording.
 //!
 //! The [`Trainer`](crate::Trainer) and [`HandLoop`](crate::HandLoop) drive one; a loop of
 //! one's own can too: [`prepare`](MemoryGuard::prepare) and [`open`](Prepared::open) give the
@@ -44,6 +44,8 @@ pub struct MemoryGuard {
     /// Whether the step under way is in its update (after `before_update`): a breach there is
     /// the update's.
     in_update: bool,
+    /// What records what the guard sees and does, and what the loop reports.
+    rec: RunRecorder,
 }
 
 impl MemoryGuard {
@@ -56,6 +58,16 @@ impl MemoryGuard {
     /// The memory layer: where figures come from, the limit, the baseline.
     pub fn control(&self) -> &Control {
         &self.control
+    }
+
+    /// The run's recorder: its snapshots, step trace and statistics, and the observer.
+    pub fn recorder(&self) -> &RunRecorder {
+        &self.rec
+    }
+
+    /// The run's recorder, to tell the user something or report progress.
+    pub fn recorder_mut(&mut self) -> &mut RunRecorder {
+        &mut self.rec
     }
 
     /// The batch layout now.
@@ -92,26 +104,24 @@ impl MemoryGuard {
     /// is held now plus `to_come` bytes (gradients and optimizer state, which the first step
     /// allocates; see [`resting_bytes`](crate::train::resting_bytes)) fit the limit, and writes
     /// the `run_start` snapshot.
-    pub fn run_start(&mut self, rec: &mut RunRecorder, to_come: u64) -> Result<(), Error> {
-        self.start(rec, Event::RunStart, 0, to_come, None)
+    pub fn run_start(&mut self, to_come: u64) -> Result<(), Error> {
+        self.start(Event::RunStart, 0, to_come, None)
     }
 
     /// [`run_start`](Self::run_start) for a run that continues after `epoch` epochs and `step`
     /// optimizer steps: the snapshot is a `resume` event, with `detail` saying from where.
     pub(crate) fn resume_start(
         &mut self,
-        rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         to_come: u64,
         detail: String,
     ) -> Result<(), Error> {
-        rec.set_step(step);
-        self.start(rec, Event::Resume, epoch, to_come, Some(detail))
+        self.rec.set_step(step);
+        self.start(Event::Resume, epoch, to_come, Some(detail))
     }
 
     fn start(
         &mut self,
-        rec: &mut RunRecorder,
         event: Event,
         epoch: usize,
         to_come: u64,
@@ -119,52 +129,50 @@ impl MemoryGuard {
     ) -> Result<(), Error> {
         let usage = self.read()?;
         self.resting_estimate = usage.bytes_in_use + to_come;
-        let state = self.state(epoch, rec.steps());
-        self.apply(rec, Phase::RunStart, &usage, &state)?;
+        let state = self.state(epoch, self.rec.steps());
+        self.apply(Phase::RunStart, &usage, &state)?;
         let usage = self.read()?;
-        rec.snapshot(event, epoch, usage, self.layout, |s| s.detail = detail)
+        self.rec.snapshot(event, epoch, usage, self.layout, |s| s.detail = detail)
     }
 
     /// Starts an epoch: the epoch's peak restarts at the current figure.
-    pub fn begin_epoch(&mut self, rec: &mut RunRecorder) {
+    pub fn begin_epoch(&mut self) {
         self.control.meter().reset_peak();
-        rec.begin_epoch();
+        self.rec.begin_epoch();
     }
 
     /// Starts a step: a new window, and no breached attempt behind it.
-    fn begin_step(&mut self, rec: &mut RunRecorder) {
+    fn begin_step(&mut self) {
         self.previous_attempt = None;
         self.in_update = false;
         self.control.meter().begin_window();
-        rec.begin_step();
+        self.rec.begin_step();
     }
 
     /// Writes epoch `epoch`'s snapshot with `figures` and the epoch's memory, and watches for
     /// growth.
     pub(crate) fn epoch_snapshot(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         figures: EpochFigures,
     ) -> Result<(), Error> {
         let usage = self.read()?;
-        rec.epoch_snapshot(epoch, figures, usage, self.layout)
+        self.rec.epoch_snapshot(epoch, figures, usage, self.layout)
     }
 
     /// Runs `write` (a checkpoint of `epoch`) in its own window and checks what it held
     /// against the limit. A failure leaves what `write` wrote on disk.
     pub fn checkpoint<T>(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         write: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
         self.control.meter().begin_window();
         let written = write()?;
         let usage = self.control.meter().observe();
-        rec.outside_peak(usage.peak_bytes_in_use);
-        let state = self.state(epoch, rec.steps());
-        self.apply(rec, Phase::Checkpoint, &usage, &state)?;
+        self.rec.outside_peak(usage.peak_bytes_in_use);
+        let state = self.state(epoch, self.rec.steps());
+        self.apply(Phase::Checkpoint, &usage, &state)?;
         Ok(written)
     }
 
@@ -172,74 +180,54 @@ impl MemoryGuard {
     /// the limit and applies `clear = "every_epoch"`.
     pub(crate) fn close_epoch(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         window: &MemoryUsage,
     ) -> Result<(), Error> {
-        let state = self.state(epoch, rec.steps());
-        self.apply(rec, Phase::EpochEnd, window, &state)
+        let state = self.state(epoch, self.rec.steps());
+        self.apply(Phase::EpochEnd, window, &state)
     }
 
     /// The epoch's snapshot, then the end-of-epoch check over the epoch's own figures: the
     /// epoch end of a hand-written loop.
     pub fn epoch_end(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         figures: EpochFigures,
     ) -> Result<(), Error> {
-        self.epoch_snapshot(rec, epoch, figures)?;
+        self.epoch_snapshot(epoch, figures)?;
         let window = self.control.meter().observe();
-        self.close_epoch(rec, epoch, &window)
-    }
-
-    /// [`epoch_end`](Self::epoch_end) with the epoch's checkpoint (`write`) in its own window
-    /// between the snapshot and the check, in the trainer's order: what the checkpoint held
-    /// counts in the run's peak, not in the window that follows the epoch.
-    pub(crate) fn epoch_end_checkpointed<T>(
-        &mut self,
-        rec: &mut RunRecorder,
-        epoch: usize,
-        figures: EpochFigures,
-        write: impl FnOnce() -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        self.epoch_snapshot(rec, epoch, figures)?;
-        let window = self.control.meter().observe();
-        let written = self.checkpoint(rec, epoch, write)?;
-        self.close_epoch(rec, epoch, &window)?;
-        Ok(written)
+        self.close_epoch(epoch, &window)
     }
 
     /// After the run's tensors are gone: applies the `clear` policy, measures what stayed
     /// against the baseline, warns if it is more than 1% of the peak, and writes `run_end`.
-    pub fn run_end(&mut self, rec: &mut RunRecorder, epoch: usize) -> Result<Retained, Error> {
+    pub fn run_end(&mut self, epoch: usize) -> Result<Retained, Error> {
         self.control.settle()?;
-        let state = self.state(epoch, rec.steps());
+        let state = self.state(epoch, self.rec.steps());
         let usage = self.read()?;
-        self.apply(rec, Phase::RunEnd, &usage, &state)?;
+        self.apply(Phase::RunEnd, &usage, &state)?;
         let after = self.read()?;
         let retained = Retained::since(&self.control.baseline(), &after, self.control.rss_before());
         let pools = self.control.clear() != ClearPolicy::Never
             && self.control.meter().source() == MemorySource::CubeclPool;
-        rec.run_end(epoch, after, retained, pools, self.layout)?;
+        self.rec.run_end(epoch, after, retained, pools, self.layout)?;
         Ok(retained)
     }
 
     /// Applies the policies' decisions at `phase` outside a step.
     fn apply(
         &mut self,
-        rec: &mut RunRecorder,
         phase: Phase,
         usage: &MemoryUsage,
         state: &RunState,
     ) -> Result<(), Error> {
         for action in self.control.decide(phase, usage, state) {
             match action {
-                MemoryAction::Fail(e) => return Err(self.fail(rec, e)),
+                MemoryAction::Fail(e) => return Err(self.fail(e)),
                 MemoryAction::ShrinkBatch { .. } => {}
                 action => {
                     if let Some(applied) = self.control.execute(&action)? {
-                        self.record(rec, state.epoch, applied.action, applied.detail)?;
+                        self.record(state.epoch, applied.action, applied.detail)?;
                     }
                 }
             }
@@ -253,12 +241,11 @@ impl MemoryGuard {
     /// A memory action it took at `epoch`, with the figures now, as a snapshot line.
     fn record(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         action: crate::memory::Action,
         detail: String,
     ) -> Result<(), Error> {
         let usage = self.control.meter().observe();
-        rec.memory_event(epoch, action, detail, usage, self.layout)
+        self.rec.memory_event(epoch, action, detail, usage, self.layout)
     }
 }

@@ -11,7 +11,6 @@ use crate::error::Error;
 use crate::memory::policy::{offload_hints, LimitExceeded, OffloadHint, OffloadView};
 use crate::memory::Offloaded;
 use crate::memory::{format_bytes, Action, MemorySource};
-use crate::train::recorder::RunRecorder;
 
 impl MemoryGuard {
     /// Moves the next part that `"auto"` may still move ([`Layout::next_offload`]) to host
@@ -22,12 +21,11 @@ impl MemoryGuard {
     /// [`Layout::next_offload`]: crate::train::Layout::next_offload
     pub(crate) fn offload_next(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         why: &str,
     ) -> Result<bool, Error> {
         match self.layout.next_offload() {
-            Some(part) => self.offload(rec, epoch, part, why).map(|()| true),
+            Some(part) => self.offload(epoch, part, why).map(|()| true),
             None => Ok(false),
         }
     }
@@ -48,7 +46,6 @@ impl MemoryGuard {
     /// pass.)
     pub(super) fn offload_state_to_come(
         &mut self,
-        rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         held: u64,
     ) -> Result<(), Error> {
@@ -56,7 +53,7 @@ impl MemoryGuard {
             .offload_view()
             .and_then(|v| v.state_to_come(held, step))
         {
-            Some(d) => self.offload(rec, epoch, d.part, &d.why),
+            Some(d) => self.offload(epoch, d.part, &d.why),
             None => Ok(()),
         }
     }
@@ -64,7 +61,6 @@ impl MemoryGuard {
     /// Moves `part` to host memory from now on, and records it.
     fn offload(
         &mut self,
-        rec: &mut RunRecorder,
         epoch: usize,
         part: Offloaded,
         why: &str,
@@ -99,7 +95,7 @@ impl MemoryGuard {
             "{} = \"auto\": {why}; {what} from now on{saves}",
             part.key()
         );
-        self.record(rec, epoch, Action::Offload, detail)
+        self.record(epoch, Action::Offload, detail)
     }
 
     /// At a breach of `observed` bytes that `on_limit = "shrink"` would answer by halving the
@@ -108,13 +104,12 @@ impl MemoryGuard {
     /// without shrinking).
     pub(super) fn offload_before_shrink(
         &mut self,
-        rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         observed: u64,
     ) -> Result<bool, Error> {
         let in_use = self.control.window().peak_bytes_in_use;
         match (self.offload_view()).and_then(|v| v.before_shrink(observed, in_use, step)) {
-            Some(d) => self.offload(rec, epoch, d.part, &d.why).map(|()| true),
+            Some(d) => self.offload(epoch, d.part, &d.why).map(|()| true),
             None => Ok(false),
         }
     }

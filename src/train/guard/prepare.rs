@@ -42,14 +42,14 @@ impl Prepared {
         self
     }
 
-    /// Opens `<run_dir>/snapshots.jsonl`: the run's guard, and the recorder it records
+    /// Opens `<run_dir>/snapshots.jsonl`: the run's guard, with the recorder it records
     /// through.
     pub fn open(
         self,
         run_dir: &Path,
         layout: Layout,
         observer: Box<dyn Observer>,
-    ) -> Result<(MemoryGuard, RunRecorder), Error> {
+    ) -> Result<MemoryGuard, Error> {
         let Prepared {
             mut control,
             started,
@@ -62,14 +62,14 @@ impl Prepared {
         // The run's figures start here: the peak of its set-up (the model, the loaders) is
         // the run's own, not what the process did before it (an earlier run, a warm-up).
         control.meter().reset_peak();
-        let guard = MemoryGuard {
+        Ok(MemoryGuard {
             control,
             layout,
             previous_attempt: None,
             resting_estimate: 0,
             footprint: None,
             in_update: false,
-        };
-        Ok((guard, recorder))
+            rec: recorder,
+        })
     }
 }

@@ -7,54 +7,49 @@
 use std::ops::Range;
 
 use burn::module::Module;
-use burn::tensor::Tensor;
 
 use super::HandLoop;
 use crate::error::Error;
 use crate::memory::policy::held;
+use crate::task::StepOutput;
 use crate::train::fit_plan::FitTarget;
-use crate::train::step::{backward_share, GradientSum};
+use crate::train::step::{accumulate, micro_ranges, SumPlace};
 
 impl<M: Module + 'static> HandLoop<M> {
-    /// Probes a step of `samples` samples with `loss`, picks the micro-batch and records the
-    /// choice; an error if none fits.
+    /// Probes a step of `samples` samples with `output`, picks the micro-batch and records
+    /// the choice; an error if none fits.
     pub(super) fn fit(
         &mut self,
         samples: usize,
-        loss: &mut impl FnMut(&M, Range<usize>) -> Tensor<1>,
+        output: &mut impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<(), Error> {
-        let train = &self.config.train;
-        let target = FitTarget::of(&self.guard, train);
-        let model = (self.model.as_ref()).expect("the model is back after every update");
+        let target = FitTarget::of(&self.guard, &self.config.train);
         let before = self.guard.in_use()?;
-        let (guard, precision) = (&mut self.guard, &self.precision);
+        let (guard, learner) = (&mut self.guard, &self.learner);
         let probed = loop {
             let probed = target.probe_halves(|micro_batch, micro_steps| {
                 let to_come = guard.device_state();
                 guard.release()?;
                 guard.open_window();
-                let micro_batches = samples.div_ceil(micro_batch.max(1)).min(micro_steps.min(2));
-                let mut accumulator = GradientSum::<M>::for_step(guard.layout(), micro_batches);
-                for start in (0..samples).step_by(micro_batch).take(micro_steps.min(2)) {
-                    let rows = start..(start + micro_batch).min(samples);
-                    let share = rows.len() as f64 / samples.max(1) as f64;
-                    // In the run's precision, as its steps compute.
-                    let l = loss(&precision.compute_view(model), rows);
-                    backward_share(&mut accumulator, model, precision, l, share, || {
-                        guard.peek_window();
-                        Ok::<(), Error>(())
-                    })?;
-                }
-                drop(accumulator);
+                // The step's first micro-batches, in the run's precision, as its steps compute.
+                let mut parts = micro_ranges(&[samples], micro_batch);
+                parts.truncate(micro_steps.min(2));
+                let place = SumPlace::from(guard.layout());
+                let (model, precision) = (learner.model(), &learner.precision);
+                let probe = accumulate(model, precision, place, parts, &mut *output, || {
+                    guard.peek_window();
+                    Ok::<(), Error>(())
+                })?;
+                drop(probe);
                 Ok(held(&guard.read_window()?).0 + to_come)
             })?;
             // Where none fits, `"auto"` offload moves a part of the step to host memory and the
             // probes run again, as the trainer's do.
             match target.short(&probed) {
-                Some(why) if guard.offload_next(&mut self.recorder, 0, &why)? => continue,
+                Some(why) if guard.offload_next(0, &why)? => continue,
                 _ => break probed,
             }
         };
-        target.conclude((&mut self.guard, &mut self.recorder), probed, before)
+        target.conclude(&mut self.guard, probed, before)
     }
 }

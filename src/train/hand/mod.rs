@@ -39,23 +39,22 @@ mod end;
 mod fit;
 mod open;
 mod step;
+mod validate;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
 use super::checkpoint::Checkpointer;
-use super::decide::{EarlyStop, Schedule};
-use super::precision::MixedPrecision;
+use super::learner::{Learner, Tally};
 use super::resume::Resume;
 use super::stats::Stats;
-use super::step::{Clip, HostMaster};
-use super::{MemoryGuard, RunRecorder};
+use super::MemoryGuard;
 use crate::config::RunConfig;
 use crate::error::Error;
+use crate::memory::MemoryUsage;
 use crate::record::{Observer, Silent};
 use crate::task::Compute;
 
@@ -63,17 +62,10 @@ use crate::task::Compute;
 pub struct HandLoop<M: Module + 'static> {
     config: RunConfig,
     run_dir: PathBuf,
-    device: Device,
+    /// The memory layer, with the run's recorder.
     guard: MemoryGuard,
-    recorder: RunRecorder,
-    /// `None` only while an update holds it.
-    model: Option<M>,
-    optimizer: ModuleOptimizer,
-    /// The master copy of the weights while the update runs in host memory.
-    master: HostMaster<M>,
-    precision: MixedPrecision,
-    schedule: Schedule,
-    clip: Option<Clip>,
+    /// The model and what updates it, as the trainer's.
+    learner: Learner<M>,
     checkpointer: Checkpointer,
     stats: Stats,
     /// The epoch the loop is in (0 before the first step), and whether it is open.
@@ -83,27 +75,11 @@ pub struct HandLoop<M: Module + 'static> {
     to_fit: bool,
     /// The error that stopped a step, for the summary: the run cannot go on after it.
     failed: Option<String>,
-    /// `[train.early_stopping]`, watching the figures the loop gives each epoch.
-    early_stop: Option<EarlyStop>,
-    /// Whether early stopping has ended the run.
-    stopped_early: bool,
     /// The open epoch's figures so far.
     tally: Tally,
+    /// What [`validate`](Self::validate) held, for the limit's check at the epoch's end.
+    validated: Option<MemoryUsage>,
     started: Instant,
-}
-
-/// An epoch's figures so far.
-#[derive(Default)]
-struct Tally {
-    loss_sum: f64,
-    samples: usize,
-    /// Optimizer steps done in the epoch.
-    steps: usize,
-    /// The steps' metrics, where the loop gives them ([`HandLoop::step_with`]).
-    sums: crate::task::MetricSums,
-    skipped: u64,
-    clipped: u64,
-    started: Option<Instant>,
 }
 
 impl<M: Module + 'static> HandLoop<M> {
@@ -164,7 +140,7 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// The epochs to train: `1..=train.epochs`, or those after a resumed run's checkpoint.
     pub fn epochs(&self) -> std::ops::RangeInclusive<usize> {
-        match self.stopped_early {
+        match self.learner.stopped_early() {
             // None left: early stopping has ended the run.
             true => self.epoch + 1..=self.epoch,
             false => self.epoch + 1..=self.config.train.epochs,
@@ -173,14 +149,12 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// The model as it stands.
     pub fn model(&self) -> &M {
-        self.model
-            .as_ref()
-            .expect("the model is back after every update")
+        self.learner.model()
     }
 
     /// The autodiff device the model lives on (for the loop's own tensors).
     pub fn device(&self) -> &Device {
-        &self.device
+        &self.learner.device
     }
 
     /// The run directory.
@@ -192,7 +166,7 @@ impl<M: Module + 'static> HandLoop<M> {
     /// hands the closure is already in it, and a task's `step` takes it to cast its inputs
     /// and outputs, as the trainer's steps do.
     pub fn compute(&self) -> Compute {
-        self.precision.compute()
+        self.learner.precision.compute()
     }
 
     /// The micro-batch size a step runs at now (smaller after a shrink).

@@ -1,25 +1,24 @@
 //! A hand loop's run opened: a new one (its directory made, its model seeded) or one resumed
-//! from its latest checkpoint (weights, optimizer, schedule, loss scaler and micro-batch back).
+//! from its latest checkpoint (weights, optimizer, schedule, loss scaler, early stopping and
+//! micro-batch back), its [`Learner`] built as the trainer's is.
 
 use std::time::Instant;
 
 use burn::module::Module;
 use burn::tensor::Device;
 
-use super::{HandLoop, Tally};
+use super::HandLoop;
 use crate::backend;
 use crate::config::{OnLimit, RunConfig};
 use crate::error::Error;
 use crate::record::Observer;
-use crate::train::build_optimizer;
 use crate::train::checkpoint::Checkpointer;
-use crate::train::decide::{EarlyStop, Schedule};
 use crate::train::epochs::{seeded, steps_per_epoch};
-use crate::train::precision::MixedPrecision;
+use crate::train::learner::{run_device, Learner, Tally};
 use crate::train::resume::{open_run, Resume};
 use crate::train::run_dir;
 use crate::train::stats::Stats;
-use crate::train::step::{footprint, Clip, HostMaster};
+use crate::train::step::footprint;
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Opens the run: new, or `resume`d.
@@ -30,74 +29,46 @@ impl<M: Module + 'static> HandLoop<M> {
         observer: Box<dyn Observer>,
         resume: Option<Resume>,
     ) -> Result<Self, Error> {
-        let device = backend::select(&config.device)?.autodiff();
-        // As the trainer's steps: recomputed activations where the config asks.
-        let device = match config.train.gradient_checkpointing {
-            true => device.gradient_checkpointing(),
-            false => device,
-        };
+        let train = &config.train;
+        let device = run_device(&backend::select(&config.device)?, train);
         let (prepared, run_dir, layout) = open_run(&config, &device, resume.as_ref())?;
         run_dir::write_hand_config(&run_dir, &config)?;
-        let train = &config.train;
-        let (mut guard, mut recorder) = prepared.open(&run_dir, layout, observer)?;
-        let mut model = seeded(config.run.seed, &device, model);
+        let mut guard = prepared.open(&run_dir, layout, observer)?;
+        let model = seeded(config.run.seed, &device, model);
         let footprint = footprint(&model, train, None);
         guard.set_footprint(footprint);
         let total_steps = steps_per_epoch(train, samples) * train.epochs;
-        let mut optimizer = build_optimizer(train);
-        let mut schedule = Schedule::new(train, total_steps);
-        let mut precision = MixedPrecision::from_config(train);
+        let mut learner = Learner::new(train, config.run.seed, device, model, total_steps);
         let to_come = footprint.gradients + footprint.device_optimizer();
         let (mut stats, epoch) = match &resume {
             None => {
-                guard.run_start(&mut recorder, to_come)?;
+                guard.run_start(to_come)?;
                 (Stats::default(), 0)
             }
             Some(resume) => {
                 let checkpoint = &resume.checkpoint;
+                learner.restore(checkpoint, train)?;
                 let state = &checkpoint.state;
-                checkpoint.load_model(&mut model)?;
-                optimizer = checkpoint.load_optimizer(optimizer)?;
-                schedule = checkpoint.load_schedule(schedule)?;
-                if let Some(scaler) = &state.loss_scaler {
-                    precision = MixedPrecision::new(train.precision, Some(scaler.clone()));
-                }
                 let (at, detail) = ((state.epoch, state.step), checkpoint.describe());
-                guard.resume_start(&mut recorder, at, to_come, detail)?;
+                guard.resume_start(at, to_come, detail)?;
                 (resume.stats(), state.epoch)
             }
         };
         stats.train_samples = samples;
         let to_fit = config.memory.on_limit == OnLimit::Fit && resume.is_none();
-        // Early stopping's patience and best so far come back with the checkpoint.
-        let early_state = resume
-            .as_ref()
-            .and_then(|r| r.checkpoint.state.early_stop.clone());
-        // A run early stopping had ended (killed before `finish`) stays ended.
-        let stopped_early = early_state.as_ref().is_some_and(|s| s.stopped_at.is_some());
-        let early_stop = (train.early_stopping.clone())
-            .map(|c| EarlyStop::new(c, early_state.unwrap_or_default()));
         Ok(HandLoop {
-            optimizer,
-            master: HostMaster::default(),
-            precision,
-            schedule,
-            clip: Clip::from_config(train),
             checkpointer: Checkpointer::new(&run_dir),
             config,
             run_dir,
-            device,
             guard,
-            recorder,
-            model: Some(model),
+            learner,
             stats,
             to_fit,
             failed: None,
-            early_stop,
-            stopped_early,
             epoch,
             open: false,
             tally: Tally::default(),
+            validated: None,
             started: Instant::now(),
         })
     }

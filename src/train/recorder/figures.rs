@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::Monitor;
 use crate::memory::Footprint;
 use crate::record::Snapshot;
 
@@ -27,6 +28,20 @@ pub struct EpochFigures {
 }
 
 impl EpochFigures {
+    /// A figure by its snapshot key: `val_loss`, or a metric's (`val_accuracy`, ...).
+    pub(crate) fn get(&self, key: &str) -> Option<f64> {
+        Monitor::value_of(key, self.val_loss, |key| self.metrics.get(key).copied())
+    }
+
+    /// The validation figures given, by key: what early stopping may watch.
+    pub(crate) fn validation_keys(&self) -> Vec<String> {
+        let metrics = (self.metrics.keys()).filter(|k| Monitor::is_validation(k));
+        (self.val_loss.map(|_| "val_loss".to_string()))
+            .into_iter()
+            .chain(metrics.cloned())
+            .collect()
+    }
+
     /// Writes the figures into the epoch's snapshot `s` (the breakdown, which needs the
     /// epoch's peaks by phase, is the recorder's).
     pub(super) fn fill(self, s: &mut Snapshot) {

@@ -1,5 +1,7 @@
 //! One optimizer step over a group of micro-batches, for any [`Task`].
 
+use std::ops::Range;
+
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
@@ -8,7 +10,7 @@ use super::optimizer::state_copies;
 use super::precision::{GroupOutcome, MixedPrecision};
 use crate::config::{Offload, Precision, TrainConfig};
 use crate::memory::{Footprint, MemoryMeter};
-use crate::task::{MetricSums, Task};
+use crate::task::{MetricSums, StepOutput, Task};
 
 mod clip;
 mod host_update;
@@ -18,7 +20,7 @@ mod sum;
 
 pub use clip::Clip;
 pub use host_update::HostMaster;
-pub use micro::micro_batches;
+pub use micro::{micro_batches, micro_ranges, Items};
 pub use protocol::backward_share;
 pub use sum::{GradientSum, HostSum, SumPlace};
 
@@ -76,16 +78,38 @@ pub fn accumulate_gradients<T: Task, E>(
     device: &Device,
     precision: &MixedPrecision,
     place: SumPlace,
+    after_backward: impl FnMut() -> Result<(), E>,
+) -> Result<Accumulated, E> {
+    let sizes: Vec<usize> = group.iter().map(Vec::len).collect();
+    let mut items = Items::new(group, false);
+    let cx = precision.compute();
+    let parts = micro_ranges(&sizes, usize::MAX);
+    let output = |model: &T::Model, rows| {
+        let batch = task.batcher().batch(items.take(rows), device);
+        task.step(model, batch, &cx)
+    };
+    accumulate(model, precision, place, parts, output, after_backward)
+}
+
+/// The gradients of one step over its micro-batches `parts` (ranges of the step's samples,
+/// from [`micro_ranges`]), as every loop takes them: `output` gives a micro-batch's loss and
+/// metrics from the model in the run's compute precision, the loss is weighted by the
+/// micro-batch's share of the step's samples, scaled, and backpropagated into the step's sum,
+/// kept where `place` says; `after_backward` runs after each backward pass.
+pub(in crate::train) fn accumulate<M: Module, E>(
+    model: &M,
+    precision: &MixedPrecision,
+    place: SumPlace,
+    parts: Vec<Range<usize>>,
+    mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
     mut after_backward: impl FnMut() -> Result<(), E>,
 ) -> Result<Accumulated, E> {
-    let samples: usize = group.iter().map(|items| items.len()).sum();
-    let mut sum = GradientSum::<T::Model>::for_step(place, group.len());
+    let samples: usize = parts.iter().map(ExactSizeIterator::len).sum();
+    let mut sum = GradientSum::<M>::for_step(place, parts.len());
     let mut sums = MetricSums::default();
-    let cx = precision.compute();
-    for items in group {
-        let n = items.len();
-        let batch = task.batcher().batch(items, device);
-        let out = task.step(&precision.compute_view(model), batch, &cx);
+    for rows in parts {
+        let n = rows.len();
+        let out = output(&precision.compute_view(model), rows);
         // Keep the value, not the graph: a clone of the loss held across `backward` would
         // keep every saved activation alive until the gradients are taken (measured: +5.4 MiB
         // on W1's peak, and slower steps).

@@ -1,0 +1,56 @@
+//! Validation in a hand loop, in one call: the loop's validation closure over its data in
+//! micro-batches at the run's micro-batch (a limit that shrank the training step holds for
+//! validation too), on the model in inference mode in the run's compute precision, as the
+//! trainer validates; what it held is measured in its own window and checked against the
+//! limit at the epoch's end.
+
+use std::ops::Range;
+
+use burn::module::Module;
+
+use super::HandLoop;
+use crate::error::Error;
+use crate::task::{MetricSums, StepOutput};
+use crate::train::step::micro_ranges;
+use crate::train::EpochFigures;
+
+impl<M: Module + 'static> HandLoop<M> {
+    /// Scores the model on the loop's `samples` validation samples: `output` gets the model
+    /// (in inference mode, in the run's precision) and a range of the samples, and returns
+    /// that part's mean loss and metrics, as a task's `valid_step` does. Returns the epoch's
+    /// validation figures (`val_loss` and each metric as `val_<name>`, weighted by samples),
+    /// to give [`end_epoch`](Self::end_epoch) (early stopping watches them there), and counts
+    /// `samples` as the run's `valid_samples`.
+    pub fn validate(
+        &mut self,
+        samples: usize,
+        mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
+    ) -> Result<EpochFigures, Error> {
+        if let Some(e) = &self.failed {
+            return Err(super::step::stopped(e));
+        }
+        let precision = &self.learner.precision;
+        let model = precision.compute_model(&self.learner.model().valid());
+        let micro = self.guard.layout().micro_batch();
+        self.guard.open_window();
+        let mut sums = MetricSums::default();
+        for rows in micro_ranges(&[samples], micro) {
+            let n = rows.len();
+            let out = output(&model, rows);
+            sums.add(out.loss, out.metrics, n);
+        }
+        let means = sums.finish().map_err(Error::device)?;
+        self.validated = Some(self.guard.read_window()?);
+        self.stats.valid_samples = samples;
+        let Some((val_loss, metrics)) = means else {
+            return Ok(EpochFigures::default());
+        };
+        Ok(EpochFigures {
+            val_loss: Some(val_loss),
+            metrics: (metrics.into_iter())
+                .map(|(name, value)| (format!("val_{name}"), value))
+                .collect(),
+            ..EpochFigures::default()
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! The [`Learner`]: the model and what updates it (the optimizer, the schedule, mixed
+//! precision, clipping, early stopping), with the calls every loop makes. The trainer's epochs
+//! and a [`HandLoop`](crate::HandLoop) each hold one, and take each step (`step`), end each
+//! epoch (`epoch_end`) and write each checkpoint through it: a key that changes a step or an
+//! epoch's end changes it in both.
+
+mod epoch_end;
+mod step;
+mod tally;
+
+use burn::module::Module;
+use burn::optim::ModuleOptimizer;
+use burn::tensor::Device;
+
+pub(super) use step::{read_loss, Position, StepLoss};
+pub(super) use tally::Tally;
+
+use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer};
+use super::decide::{EarlyStop, EarlyStopState, Schedule};
+use super::optimizer::build_optimizer;
+use super::precision::MixedPrecision;
+use super::stats::Stats;
+use super::step::{Clip, HostMaster};
+use super::MemoryGuard;
+use crate::config::TrainConfig;
+use crate::error::Error;
+
+/// The model being trained and what updates it.
+pub(in crate::train) struct Learner<M: Module> {
+    /// The autodiff device the steps run on.
+    pub(super) device: Device,
+    /// `None` only while an update holds it.
+    model: Option<M>,
+    pub(super) optimizer: ModuleOptimizer,
+    /// The master copy of the weights while the update runs in host memory.
+    pub(super) master: HostMaster<M>,
+    pub(super) precision: MixedPrecision,
+    pub(super) schedule: Schedule,
+    pub(super) clip: Option<Clip>,
+    pub(super) early_stop: Option<EarlyStop>,
+    /// The run's seed: each step seeds the device's generator from it.
+    seed: u64,
+}
+
+impl<M: Module> Learner<M> {
+    /// A new run's learner: `model` on `device` (from [`run_device`]), and the optimizer,
+    /// schedule (over `total_steps` optimizer steps), precision, clipping and early stopping
+    /// from `train`.
+    pub(super) fn new(
+        train: &TrainConfig,
+        seed: u64,
+        device: Device,
+        model: M,
+        total_steps: usize,
+    ) -> Self {
+        Self {
+            device,
+            model: Some(model),
+            optimizer: build_optimizer(train),
+            master: HostMaster::default(),
+            precision: MixedPrecision::from_config(train),
+            schedule: Schedule::new(train, total_steps),
+            clip: Clip::from_config(train),
+            early_stop: (train.early_stopping.clone())
+                .map(|c| EarlyStop::new(c, EarlyStopState::default())),
+            seed,
+        }
+    }
+
+    /// Back to `checkpoint`: the weights, the optimizer's state, the schedule, the loss scaler
+    /// and early stopping's patience and best so far.
+    pub(super) fn restore(
+        &mut self,
+        checkpoint: &Checkpoint,
+        train: &TrainConfig,
+    ) -> Result<(), Error> {
+        let state = &checkpoint.state;
+        checkpoint.load_model(self.model_mut())?;
+        self.optimizer = checkpoint.load_optimizer(self.optimizer.clone())?;
+        self.master.reset();
+        self.schedule = checkpoint.load_schedule(self.schedule.clone())?;
+        if let Some(scaler) = &state.loss_scaler {
+            self.precision = MixedPrecision::new(train.precision, Some(scaler.clone()));
+        }
+        if let Some(early) = &mut self.early_stop {
+            let saved = state.early_stop.clone().unwrap_or_default();
+            *early = EarlyStop::new(early.config().clone(), saved);
+        }
+        Ok(())
+    }
+
+    /// The model being trained.
+    pub(super) fn model(&self) -> &M {
+        self.model
+            .as_ref()
+            .expect("the model is back after every update")
+    }
+
+    fn model_mut(&mut self) -> &mut M {
+        self.model
+            .as_mut()
+            .expect("the model is back after every update")
+    }
+
+    /// Drops the model and the optimizer's state, at the run's end, before its release.
+    pub(super) fn drop_tensors(&mut self, train: &TrainConfig) {
+        self.model = None;
+        self.optimizer = build_optimizer(train);
+        self.master.reset();
+    }
+
+    /// Whether early stopping has ended the run.
+    pub(super) fn stopped_early(&self) -> bool {
+        (self.early_stop.as_ref()).is_some_and(|e| e.state().stopped_at.is_some())
+    }
+
+    /// The run's state after `epoch` epochs, for a checkpoint.
+    pub(super) fn state(&self, stats: &Stats, guard: &MemoryGuard, epoch: usize) -> CheckpointState {
+        CheckpointState {
+            epoch,
+            step: stats.steps,
+            layout_factor: guard.layout().factor,
+            loss_scaler: self.precision.scaler().cloned(),
+            skipped_steps: stats.skipped_steps,
+            lr: Some(self.schedule.current()),
+            clipped_steps: stats.clipped_steps,
+            early_stop: self.early_stop.as_ref().map(|e| e.state().clone()),
+            ..CheckpointState::default()
+        }
+    }
+
+    /// Writes, under the limit, the checkpoint of `state`; with `best`, it also becomes
+    /// `checkpoints/best`.
+    pub(super) fn checkpoint(
+        &self,
+        guard: &mut MemoryGuard,
+        checkpointer: &Checkpointer,
+        state: &CheckpointState,
+        best: bool,
+    ) -> Result<(), Error> {
+        guard.checkpoint(state.epoch, || {
+            let (model, optimizer) = (self.model(), &self.optimizer);
+            checkpointer.save_run(state, model, optimizer, Some(&self.schedule), best)
+        })?;
+        Ok(())
+    }
+}
+
+/// The autodiff device a run's steps take on `device`, with recomputed activations where
+/// `train.gradient_checkpointing` asks.
+pub(in crate::train) fn run_device(device: &Device, train: &TrainConfig) -> Device {
+    match train.gradient_checkpointing {
+        true => device.clone().autodiff().gradient_checkpointing(),
+        false => device.clone().autodiff(),
+    }
+}

@@ -1,0 +1,84 @@
+//! What an epoch's steps add up to: the loss and metric sums, the steps done, skipped and
+//! clipped, and the pace, for progress and the epoch's snapshot.
+
+use std::time::Instant;
+
+use burn::tensor::Tensor;
+
+use crate::error::Error;
+use crate::record::EpochProgress;
+use crate::task::metrics::read;
+use crate::task::MetricSums;
+
+/// What an epoch's steps add up to.
+pub(in crate::train) struct Tally {
+    pub(in crate::train) sums: MetricSums,
+    /// Optimizer steps done in the epoch.
+    pub(in crate::train) steps: usize,
+    /// Steps skipped for non-finite gradients.
+    pub(in crate::train) skipped: u64,
+    /// Steps clipped, on the device, not yet read.
+    clipped: Option<Tensor<1>>,
+    /// Steps clipped before a resume inside the epoch.
+    pub(in crate::train) clipped_before: u64,
+    /// Samples the epoch had trained before a resume inside it (not timed now).
+    pub(in crate::train) restored_samples: usize,
+    /// Steps the epoch had done before a resume inside it.
+    pub(in crate::train) restored_steps: usize,
+    pub(in crate::train) started: Instant,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Tally {
+    /// An epoch's tally, started now.
+    pub(in crate::train) fn new() -> Self {
+        Self {
+            sums: MetricSums::default(),
+            steps: 0,
+            skipped: 0,
+            clipped: None,
+            clipped_before: 0,
+            restored_samples: 0,
+            restored_steps: 0,
+            started: Instant::now(),
+        }
+    }
+
+    /// Counts a step's clipping flag (1.0 or 0.0, on the device).
+    pub(in crate::train) fn add_clipped(&mut self, flag: Tensor<1>) {
+        self.clipped = Some(match self.clipped.take() {
+            Some(sum) => sum.add(flag),
+            None => flag,
+        });
+    }
+
+    /// The epoch's pace in this process so far: samples/s, and the seconds left to the end
+    /// of the epoch's steps and of the run's (`epochs_after` more epochs of `steps` steps).
+    pub(in crate::train) fn pace(&self, steps: usize, epochs_after: usize) -> EpochProgress {
+        let seconds = self.started.elapsed().as_secs_f64().max(1e-9);
+        let samples = self.sums.samples() - self.restored_samples;
+        let per_step = seconds / (self.steps - self.restored_steps).max(1) as f64;
+        let epoch_eta_s = steps.saturating_sub(self.steps) as f64 * per_step;
+        EpochProgress {
+            samples_per_sec: samples as f64 / seconds,
+            epoch_eta_s,
+            run_eta_s: epoch_eta_s + (epochs_after * steps) as f64 * per_step,
+            ..EpochProgress::default()
+        }
+    }
+
+    /// Steps clipped in the epoch so far (one read from the device).
+    pub(in crate::train) fn clipped(&self) -> Result<u64, Error> {
+        let now = match &self.clipped {
+            Some(sum) => read(sum.clone()).map_err(Error::device)? as u64,
+            None => 0,
+        };
+        Ok(self.clipped_before + now)
+    }
+}
+
