@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::restore::{inside_epoch, skip_batches};
+use super::restore::skip_batches;
 use super::setup::Run;
 use super::{loader_error, Epochs, Position};
 use crate::error::Error;
@@ -33,14 +33,8 @@ impl<T: Task> Epochs<'_, T> {
         if let Some(state) = resumed {
             // Inside the epoch: its first steps' batches are drawn and passed over, and its
             // figures so far come back from the checkpoint.
-            let (sums, skip) = inside_epoch(state, accumulation, &run.learner.device);
-            skip_batches(&mut *batches, skip)?;
-            tally.restored_samples = sums.samples();
-            tally.sums = sums;
-            tally.steps = state.step_in_epoch;
-            tally.restored_steps = state.step_in_epoch;
-            tally.skipped = state.epoch_skipped;
-            tally.clipped_before = state.epoch_clipped;
+            skip_batches(&mut *batches, state.step_in_epoch * accumulation)?;
+            tally = Tally::resumed(state, &run.learner.device);
         }
         let mut group = Vec::with_capacity(accumulation);
         loop {
@@ -116,13 +110,7 @@ impl<T: Task> Epochs<'_, T> {
             self.guard.recorder_mut().progress(&progress);
         }
         if checkpoint {
-            let state = CheckpointState {
-                step_in_epoch: tally.steps,
-                epoch_sums: tally.sums.to_host().map_err(Error::device)?,
-                epoch_skipped: tally.skipped,
-                epoch_clipped: tally.clipped()?,
-                ..self.state(run, at.epoch - 1)
-            };
+            let state = tally.inside(self.state(run, at.epoch - 1))?;
             self.checkpoint(run, &state)?;
         }
         match stop {

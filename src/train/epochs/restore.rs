@@ -6,7 +6,7 @@ use super::setup::Run;
 use super::{loader_error, Epochs};
 use crate::config::OnLimit;
 use crate::error::Error;
-use crate::task::{MetricSums, Task};
+use crate::task::Task;
 use crate::train::checkpoint::CheckpointState;
 
 impl<T: Task> Epochs<'_, T> {
@@ -40,21 +40,6 @@ impl<T: Task> Epochs<'_, T> {
         }
         Ok(state)
     }
-}
-
-/// Inside an epoch: the checkpoint's figures of the epoch so far, and how many loader batches
-/// its steps took (to be drawn and passed over).
-pub(super) fn inside_epoch(
-    state: &CheckpointState,
-    accumulation_steps: usize,
-    device: &burn::tensor::Device,
-) -> (MetricSums, usize) {
-    let sums = state
-        .epoch_sums
-        .as_ref()
-        .map(|host| MetricSums::from_host(host, device))
-        .unwrap_or_default();
-    (sums, state.step_in_epoch * accumulation_steps)
 }
 
 /// Passes over `n` batches of `batches`.

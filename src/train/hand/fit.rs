@@ -16,11 +16,11 @@ use crate::train::fit_plan::FitTarget;
 use crate::train::step::{accumulate, micro_ranges, SumPlace};
 
 impl<M: Module + 'static> HandLoop<M> {
-    /// Probes a step of `samples` samples with `output`, picks the micro-batch and records
-    /// the choice; an error if none fits.
+    /// Probes a step of `batches` with `output`, picks the micro-batch and records the choice;
+    /// an error if none fits.
     pub(super) fn fit(
         &mut self,
-        samples: usize,
+        batches: &[usize],
         output: &mut impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<(), Error> {
         let target = FitTarget::of(&self.guard, &self.config.train);
@@ -32,7 +32,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 guard.release()?;
                 guard.open_window();
                 // The step's first micro-batches, in the run's precision, as its steps compute.
-                let mut parts = micro_ranges(&[samples], micro_batch);
+                let mut parts = micro_ranges(batches, micro_batch);
                 parts.truncate(micro_steps.min(2));
                 let place = SumPlace::from(guard.layout());
                 let (model, precision) = (learner.model(), &learner.precision);

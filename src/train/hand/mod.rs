@@ -71,12 +71,17 @@ pub struct HandLoop<M: Module + 'static> {
     /// The epoch the loop is in (0 before the first step), and whether it is open.
     epoch: usize,
     open: bool,
-    /// `on_limit = "fit"` on a new run: the first step is probed first.
-    to_fit: bool,
+    /// A new run before its first step, which first fits the micro-batch (under
+    /// `on_limit = "fit"`) and writes checkpoint 0, as the trainer does before its first.
+    starting: bool,
     /// The error that stopped a step, for the summary: the run cannot go on after it.
     failed: Option<String>,
     /// The open epoch's figures so far.
     tally: Tally,
+    /// A run resumed inside an epoch: that epoch's figures so far, until it opens.
+    resumed: Option<Tally>,
+    /// Optimizer steps in a full epoch, for `checkpoint.every_steps`.
+    steps_per_epoch: usize,
     /// What [`validate`](Self::validate) held, for the limit's check at the epoch's end.
     validated: Option<MemoryUsage>,
     started: Instant,
@@ -167,6 +172,14 @@ impl<M: Module + 'static> HandLoop<M> {
     /// and outputs, as the trainer's steps do.
     pub fn compute(&self) -> Compute {
         self.learner.precision.compute()
+    }
+
+    /// The steps of the first epoch of [`epochs`](Self::epochs) that a run resumed from a
+    /// checkpoint inside that epoch (`checkpoint.every_steps`) has trained already: the loop
+    /// passes over that many of the epoch's steps, in its data order. 0 once the epoch is
+    /// open, and for any other run.
+    pub fn steps_done_in_epoch(&self) -> usize {
+        self.resumed.as_ref().map_or(0, |tally| tally.steps)
     }
 
     /// The micro-batch size a step runs at now (smaller after a shrink).

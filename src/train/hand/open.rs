@@ -9,10 +9,10 @@ use burn::tensor::Device;
 
 use super::HandLoop;
 use crate::backend;
-use crate::config::{OnLimit, RunConfig};
+use crate::config::RunConfig;
 use crate::error::Error;
 use crate::record::Observer;
-use crate::train::checkpoint::Checkpointer;
+use crate::train::checkpoint::{Checkpoint, Checkpointer};
 use crate::train::epochs::{seeded, steps_per_epoch};
 use crate::train::learner::{run_device, Learner, Tally};
 use crate::train::resume::{open_run, Resume};
@@ -37,25 +37,28 @@ impl<M: Module + 'static> HandLoop<M> {
         let model = seeded(config.run.seed, &device, model);
         let footprint = footprint(&model, train, None);
         guard.set_footprint(footprint);
-        let total_steps = steps_per_epoch(train, samples) * train.epochs;
+        let per_epoch = steps_per_epoch(train, samples);
+        let total_steps = per_epoch * train.epochs;
         let mut learner = Learner::new(train, config.run.seed, device, model, total_steps);
         let to_come = footprint.gradients + footprint.device_optimizer();
-        let (mut stats, epoch) = match &resume {
+        let (mut stats, epoch, resumed) = match &resume {
             None => {
                 guard.run_start(to_come)?;
-                (Stats::default(), 0)
+                (Stats::default(), 0, None)
             }
             Some(resume) => {
                 let checkpoint = &resume.checkpoint;
-                learner.restore(checkpoint, train)?;
                 let state = &checkpoint.state;
+                inside_an_epoch(checkpoint, per_epoch)?;
+                learner.restore(checkpoint, train)?;
+                let inside = state.step_in_epoch > 0;
+                let resumed = inside.then(|| Tally::resumed(state, &learner.device));
                 let (at, detail) = ((state.epoch, state.step), checkpoint.describe());
                 guard.resume_start(at, to_come, detail)?;
-                (resume.stats(), state.epoch)
+                (resume.stats(), state.epoch, resumed)
             }
         };
         stats.train_samples = samples;
-        let to_fit = config.memory.on_limit == OnLimit::Fit && resume.is_none();
         Ok(HandLoop {
             checkpointer: Checkpointer::new(&run_dir),
             config,
@@ -63,13 +66,25 @@ impl<M: Module + 'static> HandLoop<M> {
             guard,
             learner,
             stats,
-            to_fit,
+            starting: resume.is_none(),
             failed: None,
             epoch,
             open: false,
             tally: Tally::default(),
+            resumed,
+            steps_per_epoch: per_epoch,
             validated: None,
             started: Instant::now(),
         })
     }
+}
+
+/// Refuses a checkpoint inside an epoch past the epoch's `steps` steps (one of other data).
+fn inside_an_epoch(checkpoint: &Checkpoint, steps: usize) -> Result<(), Error> {
+    let inside = checkpoint.state.step_in_epoch;
+    if inside < steps {
+        return Ok(());
+    }
+    let message = format!("step_in_epoch = {inside} but an epoch of this data has {steps} steps");
+    Err(Error::checkpoint(checkpoint.dir.join("meta.json"), message))
 }

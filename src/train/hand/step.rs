@@ -12,7 +12,8 @@ use burn::tensor::Tensor;
 use super::HandLoop;
 use crate::error::{Error, TrainingError};
 use crate::task::StepOutput;
-use crate::train::learner::{Position, Tally};
+use crate::config::OnLimit;
+use crate::train::learner::Position;
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Trains one optimizer step over a batch of `samples` samples, and returns its mean loss.
@@ -40,6 +41,18 @@ impl<M: Module + 'static> HandLoop<M> {
         samples: usize,
         output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<f64, Error> {
+        self.step_batches(&[samples], output)
+    }
+
+    /// [`step_with`](Self::step_with) over a step of several batches (of `batches` samples
+    /// each, in order: accumulated into one update): each batch is cut into micro-batches on
+    /// its own, where the limit asks, as the trainer cuts its loader batches, so that a short
+    /// batch stays short. `output` gets ranges of the step's samples, `0..` their sum.
+    pub fn step_batches(
+        &mut self,
+        batches: &[usize],
+        output: impl FnMut(&M, Range<usize>) -> StepOutput,
+    ) -> Result<f64, Error> {
         if let Some(e) = &self.failed {
             return Err(stopped(e));
         }
@@ -47,11 +60,11 @@ impl<M: Module + 'static> HandLoop<M> {
             let epoch = self.epoch;
             return Err(TrainingError::StepAfterEarlyStop { epoch }.into());
         }
-        if samples == 0 {
+        if batches.iter().sum::<usize>() == 0 {
             let step = self.stats.steps + 1;
             return Err(TrainingError::EmptyStep { step }.into());
         }
-        let stepped = self.try_step(samples, output);
+        let stepped = self.try_step(batches, output);
         if let Err(e) = &stepped {
             self.failed = Some(e.to_string());
         }
@@ -60,13 +73,11 @@ impl<M: Module + 'static> HandLoop<M> {
 
     fn try_step(
         &mut self,
-        samples: usize,
+        batches: &[usize],
         mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<f64, Error> {
-        // The fit's probes come before the epoch, as the trainer's do: the epoch's peak is its
-        // steps'.
-        if std::mem::take(&mut self.to_fit) {
-            self.fit(samples, &mut output)?;
+        if std::mem::take(&mut self.starting) {
+            self.start(batches, &mut output)?;
         }
         self.open_epoch()?;
         let at = Position {
@@ -75,8 +86,37 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         // Read at every step: the loop gets its loss, and a diverged step updates nothing.
         let counts = (&mut self.stats, &mut self.tally);
-        let loss = (self.learner).step(&mut self.guard, counts, (at, true), &[samples], output)?;
+        let loss = (self.learner).step(&mut self.guard, counts, (at, true), batches, output)?;
+        self.checkpoint_inside(at)?;
         Ok(loss.value.expect("a step asked to read its loss reads it"))
+    }
+
+    /// Before a new run's first step, as the trainer's: under `on_limit = "fit"` the step is
+    /// probed and the micro-batch chosen (before the epoch: its peak is its steps'), then
+    /// checkpoint 0 is written, from which the run can start again.
+    fn start(
+        &mut self,
+        batches: &[usize],
+        output: &mut impl FnMut(&M, Range<usize>) -> StepOutput,
+    ) -> Result<(), Error> {
+        if self.config.memory.on_limit == OnLimit::Fit {
+            self.fit(batches, output)?;
+        }
+        let state = (self.learner).state(&self.stats, &self.guard, 0);
+        (self.learner).checkpoint(&mut self.guard, &self.checkpointer, &state, false)
+    }
+
+    /// After step `at`, every `checkpoint.every_steps` steps inside the epoch (its end writes
+    /// one anyway), a checkpoint with the epoch's figures so far, as the trainer's.
+    fn checkpoint_inside(&mut self, at: Position) -> Result<(), Error> {
+        let every = self.config.checkpoint.every_steps;
+        let inside = self.tally.steps < self.steps_per_epoch;
+        if !(inside && every.is_some_and(|n| at.step.is_multiple_of(n))) {
+            return Ok(());
+        }
+        let before = (self.learner).state(&self.stats, &self.guard, at.epoch - 1);
+        let state = self.tally.inside(before)?;
+        (self.learner).checkpoint(&mut self.guard, &self.checkpointer, &state, false)
     }
 
     /// Opens the next epoch at its first step, ending the one before if the loop did not.
@@ -91,7 +131,7 @@ impl<M: Module + 'static> HandLoop<M> {
         self.epoch += 1;
         self.open = true;
         self.guard.begin_epoch();
-        self.tally = Tally::new();
+        self.tally = self.resumed.take().unwrap_or_default();
         self.validated = None;
         Ok(())
     }

@@ -3,12 +3,13 @@
 
 use std::time::Instant;
 
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor};
 
 use crate::error::Error;
 use crate::record::EpochProgress;
 use crate::task::metrics::read;
 use crate::task::MetricSums;
+use crate::train::checkpoint::CheckpointState;
 
 /// What an epoch's steps add up to.
 pub(in crate::train) struct Tally {
@@ -47,6 +48,35 @@ impl Tally {
             restored_steps: 0,
             started: Instant::now(),
         }
+    }
+
+    /// The tally of the epoch a checkpoint inside it (`state`) stopped in: its figures so far
+    /// (on `device`) and its steps, skipped and clipped.
+    pub(in crate::train) fn resumed(state: &CheckpointState, device: &Device) -> Self {
+        let sums = (state.epoch_sums.as_ref())
+            .map(|host| MetricSums::from_host(host, device))
+            .unwrap_or_default();
+        Self {
+            restored_samples: sums.samples(),
+            sums,
+            steps: state.step_in_epoch,
+            restored_steps: state.step_in_epoch,
+            skipped: state.epoch_skipped,
+            clipped_before: state.epoch_clipped,
+            ..Self::new()
+        }
+    }
+
+    /// The state of a checkpoint inside the epoch: `state` (the run's, after the epochs
+    /// before) with the epoch's figures so far.
+    pub(in crate::train) fn inside(&self, state: CheckpointState) -> Result<CheckpointState, Error> {
+        Ok(CheckpointState {
+            step_in_epoch: self.steps,
+            epoch_sums: self.sums.to_host().map_err(Error::device)?,
+            epoch_skipped: self.skipped,
+            epoch_clipped: self.clipped()?,
+            ..state
+        })
     }
 
     /// Counts a step's clipping flag (1.0 or 0.0, on the device).

@@ -8,6 +8,8 @@
 //! `Trainer::fit` ends on, to the bit, with the same snapshots and memory figures: both loops
 //! take their steps through the same calls.
 //!
+//! `keys`: one test per key that changes a step or an epoch's end, the two loops bit-equal.
+//!
 //! A binary of its own with tidemark's counting allocator (the limit is measured in host bytes
 //! on flex).
 
@@ -25,6 +27,8 @@ use tidemark::record::RunStatus;
 use tidemark::task::{Compute, Splits, StepOutput, Task};
 use tidemark::train::{Checkpoint, EpochFigures};
 use tidemark::{Error, HandLoop, Trainer, TrainingError};
+
+mod keys;
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();
@@ -240,6 +244,17 @@ impl Batcher<Item, (Tensor<2>, Tensor<2>)> for Rows {
 
 struct Sines;
 
+/// Items `range` of y = sum(sin(x)) over 4 inputs in [-1, 1).
+fn sines(range: std::ops::Range<usize>) -> Arc<dyn Dataset<Item>> {
+    let items: Vec<Item> = range
+        .map(|i| {
+            let x = [0, 1, 2, 3].map(|k| ((i * 31 + k * 7) % 101) as f32 / 50.0 - 1.0);
+            (x, x.iter().map(|v| v.sin()).sum())
+        })
+        .collect();
+    Arc::new(InMemDataset::new(items))
+}
+
 impl Task for Sines {
     type Model = Small;
     type Item = Item;
@@ -252,16 +267,7 @@ impl Task for Sines {
         }
     }
     fn data(&self) -> Splits<Item> {
-        let items = |range: std::ops::Range<usize>| -> Arc<dyn Dataset<Item>> {
-            let items: Vec<Item> = range
-                .map(|i| {
-                    let x = [0, 1, 2, 3].map(|k| ((i * 31 + k * 7) % 101) as f32 / 50.0 - 1.0);
-                    (x, x.iter().map(|v| v.sin()).sum())
-                })
-                .collect();
-            Arc::new(InMemDataset::new(items))
-        };
-        Splits::new(items(0..200), Some(items(200..240)))
+        Splits::new(sines(0..200), Some(sines(200..240)))
     }
     fn batcher(&self) -> &dyn Batcher<Item, (Tensor<2>, Tensor<2>)> {
         &Rows
@@ -292,11 +298,11 @@ fn hand_epochs(
     hand_epochs_scored(run, task, stop, false)
 }
 
-/// [`hand_epochs`], with each epoch's validation loss given to `end_epoch` where `validate`
-/// (scored as the trainer scores it: the validation split in batches of 32, in f32), and the
-/// loop ended where early stopping stops it.
+/// [`hand_epochs`], with each epoch validated (as the trainer validates: the validation split
+/// in the run's precision, through `HandLoop::validate`) where `validate`, and the loop ended
+/// where early stopping stops it.
 fn hand_epochs_scored<T>(
-    mut run: HandLoop<Small>,
+    run: HandLoop<Small>,
     task: &T,
     stop: Option<usize>,
     validate: bool,
@@ -304,35 +310,85 @@ fn hand_epochs_scored<T>(
 where
     T: Task<Model = Small, Item = Item, Batch = (Tensor<2>, Tensor<2>)>,
 {
+    let shape = Shape {
+        batch: 32,
+        accumulation: 2,
+    };
+    let cut = stop.map_or(Cut::Never, Cut::AfterEpoch);
+    hand_run(run, task, shape, cut, validate)
+}
+
+/// How the trainer batches a run: loader batches of `batch`, `accumulation` to a step.
+#[derive(Clone, Copy)]
+struct Shape {
+    batch: usize,
+    accumulation: usize,
+}
+
+/// Where a hand loop stops without `finish`, as a kill would stop it.
+#[derive(Clone, Copy, PartialEq)]
+enum Cut {
+    Never,
+    /// After this epoch's end.
+    AfterEpoch(usize),
+    /// After this many steps of the call.
+    AfterStep(usize),
+}
+
+/// The hand loop's epochs over `task`'s batches as the trainer takes them under `shape`: the
+/// loader's order, its batches grouped into steps and cut where the limit asks; stopped
+/// without `finish` at `cut`; validated where `validate`; ended where early stopping stops
+/// it. A resumed run passes over the steps its checkpoint had done.
+fn hand_run<T>(
+    mut run: HandLoop<Small>,
+    task: &T,
+    shape: Shape,
+    cut: Cut,
+    validate: bool,
+) -> Option<tidemark::record::RunSummary>
+where
+    T: Task<Model = Small, Item = Item, Batch = (Tensor<2>, Tensor<2>)>,
+{
     let seed = 1;
-    let loader = tidemark::data::item_loader(task.data().train, 32, Some(seed), 0);
+    let loader = tidemark::data::item_loader(task.data().train, shape.batch, Some(seed), 0);
     let cx = run.compute();
     let device = run.device().clone();
     // The loader reshuffles at each epoch's start: the epochs done are started again.
     for _ in 1..*run.epochs().start() {
         drop(loader.iter());
     }
+    let mut done = run.steps_done_in_epoch();
+    let mut step = 0;
     for epoch in run.epochs() {
         let batches: Vec<Vec<Item>> = loader.iter().collect::<Result<_, _>>().unwrap();
-        for group in batches.chunks(2) {
+        for group in batches.chunks(shape.accumulation).skip(std::mem::take(&mut done)) {
+            let sizes: Vec<usize> = group.iter().map(Vec::len).collect();
             let items: Vec<Item> = group.concat();
-            run.step_with(items.len(), |model, rows| {
-                // The trainer's micro-batches are its loader batches: a step's two halves.
+            run.step_batches(&sizes, |model, rows| {
+                // The trainer's micro-batches: its loader batches, cut where the limit asks.
                 let batch = Rows.batch(items[rows].to_vec(), &device);
                 task.step(model, batch, &cx)
             })
             .unwrap();
+            step += 1;
+            if cut == Cut::AfterStep(step) {
+                return None;
+            }
         }
         let mut figures = EpochFigures::default();
         if validate {
-            let valid = task.data().valid.unwrap();
-            let model = run.model().valid();
-            let device = burn::tensor::Device::flex();
-            let score = tidemark::task::evaluate(task, &model, valid.as_ref(), 32, &device);
-            figures.val_loss = Some(score.unwrap().loss);
+            let valid: Vec<Item> = (task.data().valid.unwrap().iter())
+                .collect::<Result<_, _>>()
+                .unwrap();
+            figures = run
+                .validate(valid.len(), |model, rows| {
+                    let batch = Rows.batch(valid[rows].to_vec(), &device);
+                    task.valid_step(model, batch, &cx)
+                })
+                .unwrap();
         }
         run.end_epoch(figures).unwrap();
-        if Some(epoch) == stop {
+        if cut == Cut::AfterEpoch(epoch) {
             return None;
         }
         if run.stopped_early() {
