@@ -1,13 +1,15 @@
 //! A hand-written training loop (the TF2 custom-training-loop and `GradientTape` style, or
 //! Lightning Fabric's) that keeps tidemark's memory layer, early stopping and exact resume, in
-//! six calls into tidemark besides the model and the data: `HandLoop::setup`, `step_with`,
-//! `end_epoch`, `stopped_early`, `HandLoop::resume` and `finish`.
+//! seven calls into tidemark besides the model and the data: `HandLoop::setup`, `step_with`,
+//! `validate`, `end_epoch`, `stopped_early`, `HandLoop::resume` and `finish`.
 //!
 //! `setup` makes the run directory and builds the model on the configured device; `step_with`
-//! runs one optimizer step over a batch (its loss and a metric, `train_mae`), in the micro-batches the memory limit allows (here a limit
-//! that a batch of 4096 breaches, with `on_limit = "shrink"`: the step halves its micro-batch
-//! and runs again, keeping the effective batch), with the update measured before and after;
-//! `end_epoch` takes the loop's validation loss and writes the epoch's snapshot and checkpoint
+//! runs one optimizer step over a batch (its loss and a metric, `train_mae`), in the
+//! micro-batches the memory limit allows (here a limit that a batch of 4096 breaches, with
+//! `on_limit = "shrink"`: the step halves its micro-batch and runs again, keeping the
+//! effective batch), with the update measured before and after; `validate` scores the model
+//! in inference mode over the held-out rows, in the same micro-batches (`val_loss`,
+//! `val_mae`); `end_epoch` takes those figures and writes the epoch's snapshot and checkpoint
 //! (`checkpoints/best` where the loss improved); `stopped_early` says when
 //! `[train.early_stopping]` has run out of patience. The loop stops after epoch 2 as a killed
 //! run would, and `resume` goes on from its checkpoint, patience included; `finish` releases,
@@ -22,7 +24,6 @@ use burn::tensor::{Device, Tensor, TensorData};
 use tidemark::config::{ConfigBuilder, EarlyStoppingConfig, MemorySize, MonitorMode, OnLimit};
 use tidemark::memory::{format_bytes, CountingAllocator};
 use tidemark::task::StepOutput;
-use tidemark::train::EpochFigures;
 use tidemark::HandLoop;
 
 // Host memory accounting, as the `tidemark` binary has it: on flex the limit is measured in it.
@@ -85,16 +86,12 @@ fn epochs(
                     .metric("mae", error.abs().mean())
             })?;
         }
-        // Validation is the loop's own: the model in inference mode, over the held-out rows.
-        let predicted = run.model().valid().forward(xv.clone());
-        let val_loss = (predicted - yv.clone())
-            .powi_scalar(2)
-            .mean()
-            .into_scalar::<f32>();
-        let figures = EpochFigures {
-            val_loss: Some(val_loss as f64),
-            ..EpochFigures::default()
-        };
+        // The model in inference mode over the held-out rows: `val_loss` and `val_mae`.
+        let figures = run.validate(xv.dims()[0], |model, part| {
+            let error = model.forward(xv.clone().slice([part.clone(), 0..16]))
+                - yv.clone().slice([part, 0..1]);
+            StepOutput::new(error.clone().powi_scalar(2).mean()).metric("mae", error.abs().mean())
+        })?;
         run.end_epoch(figures)?;
         if run.stopped_early() || Some(epoch) == until {
             break;
@@ -152,7 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     println!(
         "custom-loop: {stopped} (resumed after epoch 2), {} steps, loss {:.4} -> {:.4}, \
-         train_mae {:.4}, val_loss {:.4}; micro-batch {micro} of 4096 after the limit shrank it; \
+         train_mae {:.4}, val_loss {:.4}, val_mae {:.4}; micro-batch {micro} of 4096 after the limit shrank it; \
          peak {} in use (limit 80.0 MiB); {}",
         summary.steps,
         summary.first_loss.unwrap_or(f64::NAN),
@@ -162,6 +159,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .best_value
             .or(summary.final_val_loss)
             .unwrap_or(f64::NAN),
+        summary.metric("val_mae").unwrap_or(f64::NAN),
         format_bytes(summary.peak_bytes_in_use),
         dir.display()
     );

@@ -235,11 +235,7 @@ impl Visit for Trainer {
 /// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture
 /// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
 /// and `tidemark report RUN_DIR` can draw it again.
-pub(super) fn draw(
-    guard: &mut MemoryGuard,
-    config: &RunConfig,
-    title: &str,
-) {
+pub(super) fn draw(guard: &mut MemoryGuard, config: &RunConfig, title: &str) {
     let of = PictureOf {
         title,
         limit: guard.limit_bytes(),
@@ -251,6 +247,8 @@ pub(super) fn draw(
     };
     if let Err(e) = draw_memory_svg(guard.recorder().snapshots_path(), of) {
         let (path, cause) = (e.path, e.cause);
-        guard.recorder_mut().warn(&Warning::PictureNotDrawn { path, cause });
+        guard
+            .recorder_mut()
+            .warn(&Warning::PictureNotDrawn { path, cause });
     }
 }

@@ -98,7 +98,11 @@ fn agree(dir: &Path, fitted: &RunSummary, summary: &RunSummary, other: &str) {
     let shape = |s: &RunSummary| (s.epochs, s.steps, s.micro_batch, s.clipped_steps);
     assert_eq!(shape(summary), shape(fitted), "{other}: steps and layout");
     assert_eq!(summary.final_val_loss, fitted.final_val_loss, "{other}");
-    assert_eq!(actions(&dir.join(other)), actions(&dir.join("fit")), "{other}");
+    assert_eq!(
+        actions(&dir.join(other)),
+        actions(&dir.join("fit")),
+        "{other}"
+    );
     assert_eq!(
         weights(&dir.join(other)),
         weights(&dir.join("fit")),
@@ -141,7 +145,12 @@ fn wide_peak(dir: &Path) -> u64 {
 fn gradient_checkpointing_is_the_same_in_both_loops() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
-    both(dir.path(), || Sines, SMALL, |b| b.gradient_checkpointing(true));
+    both(
+        dir.path(),
+        || Sines,
+        SMALL,
+        |b| b.gradient_checkpointing(true),
+    );
 }
 
 #[test]
@@ -167,7 +176,10 @@ fn offload_to_host_memory_is_the_same_in_both_loops() {
     };
     if let Err(e) = tidemark::backend::select(&wgpu) {
         let required = std::env::var_os("TIDEMARK_REQUIRE_WGPU").is_some();
-        assert!(!required, "TIDEMARK_REQUIRE_WGPU is set but no wgpu adapter: {e}");
+        assert!(
+            !required,
+            "TIDEMARK_REQUIRE_WGPU is set but no wgpu adapter: {e}"
+        );
         eprintln!("skipped: {e}");
         return;
     }
@@ -249,7 +261,11 @@ fn checkpoints_every_few_steps_are_the_same_in_both_loops_and_resume_inside_an_e
     assert!(hand_run(run, &task, SMALL, Cut::AfterStep(6), true).is_none());
     let run_dir = dir.path().join("cut");
     let latest = Checkpoint::latest(&run_dir).unwrap();
-    assert!(latest.dir.ends_with("checkpoints/step-6"), "{:?}", latest.dir);
+    assert!(
+        latest.dir.ends_with("checkpoints/step-6"),
+        "{:?}",
+        latest.dir
+    );
     assert_eq!(latest.state.step_in_epoch, 2);
     let run = HandLoop::resume(cut, &run_dir, samples, |d| task.model(d)).unwrap();
     assert_eq!((run.epochs(), run.steps_done_in_epoch()), (2..=3, 2));
@@ -279,9 +295,10 @@ fn the_divergence_check_stops_both_loops_in_the_same_epoch_on_the_same_weights()
     let e = (batches.chunks(2))
         .map(|group| {
             let items = group.concat();
-            run.step_batches(&[group[0].len(), items.len() - group[0].len()], |m, rows| {
-                task.step(m, Rows.batch(items[rows].to_vec(), &device), &cx)
-            })
+            run.step_batches(
+                &[group[0].len(), items.len() - group[0].len()],
+                |m, rows| task.step(m, Rows.batch(items[rows].to_vec(), &device), &cx),
+            )
         })
         .find_map(Result::err)
         .expect("the loop diverges in its first epoch");
@@ -296,9 +313,15 @@ fn the_divergence_check_stops_both_loops_in_the_same_epoch_on_the_same_weights()
     // The hand loop reads every step's loss; the trainer about once a second and at the
     // epoch's end: it stops at that read, no earlier.
     assert_eq!(hand_epoch, epoch);
-    assert!(hand_step <= step, "hand loop at step {hand_step}, trainer at {step}");
+    assert!(
+        hand_step <= step,
+        "hand loop at step {hand_step}, trainer at {step}"
+    );
     let summary = run.finish().unwrap();
-    assert!(matches!(summary.status, RunStatus::Failed(_)), "{summary:?}");
+    assert!(
+        matches!(summary.status, RunStatus::Failed(_)),
+        "{summary:?}"
+    );
     // Neither keeps a diverged model: both left checkpoint 0, the same weights.
     let (fit, hand) = (dir.path().join("fit"), dir.path().join("hand"));
     let latest = |run: &Path| Checkpoint::latest(run).unwrap().dir;

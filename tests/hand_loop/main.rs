@@ -361,7 +361,10 @@ where
     let mut step = 0;
     for epoch in run.epochs() {
         let batches: Vec<Vec<Item>> = loader.iter().collect::<Result<_, _>>().unwrap();
-        for group in batches.chunks(shape.accumulation).skip(std::mem::take(&mut done)) {
+        for group in batches
+            .chunks(shape.accumulation)
+            .skip(std::mem::take(&mut done))
+        {
             let sizes: Vec<usize> = group.iter().map(Vec::len).collect();
             let items: Vec<Item> = group.concat();
             run.step_batches(&sizes, |model, rows| {

@@ -6,8 +6,8 @@ use super::setup::Run;
 use super::{Epochs, Position};
 use crate::config::OnLimit;
 use crate::error::Error;
-use crate::train::learner::{StepLoss, Tally};
 use crate::task::Task;
+use crate::train::learner::{StepLoss, Tally};
 use crate::train::step::Items;
 
 impl<T: Task> Epochs<'_, T> {
@@ -29,9 +29,15 @@ impl<T: Task> Epochs<'_, T> {
         let (task, device) = (self.task, &run.learner.device.clone());
         let cx = run.learner.precision.compute();
         let learner = &mut run.learner;
-        learner.step(self.guard, (self.stats, tally), (at, read), &batches, |model, rows| {
-            let batch = task.batcher().batch(items.take(rows), device);
-            task.step(model, batch, &cx)
-        })
+        learner.step(
+            self.guard,
+            (self.stats, tally),
+            (at, read),
+            &batches,
+            |model, rows| {
+                let batch = task.batcher().batch(items.take(rows), device);
+                task.step(model, batch, &cx)
+            },
+        )
     }
 }

@@ -13,13 +13,10 @@ impl MemoryGuard {
     /// Looks at memory inside step `step` of `epoch`, after a backward pass: a breach of the
     /// limit stops the step. The figure counts as the backward passes' peak (the breakdown's
     /// `phase`).
-    pub(super) fn check_step(
-        &mut self,
-        epoch: usize,
-        step: usize,
-    ) -> Result<(), Breach> {
+    pub(super) fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
         let usage = self.control.meter().observe();
-        self.rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
+        self.rec
+            .step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.check_usage(epoch, step, &usage)
     }
 
@@ -52,13 +49,10 @@ impl MemoryGuard {
     /// is checked, and the update gets its own window, so that its figure is the update's
     /// alone (the breakdown's `phase`, the advisor's phases). Before the run's first update,
     /// `"auto"` may move the optimizer's state to host memory before it exists.
-    pub fn before_update(
-        &mut self,
-        epoch: usize,
-        step: usize,
-    ) -> Result<(), Error> {
+    pub fn before_update(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
         let usage = self.control.meter().observe();
-        self.rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
+        self.rec
+            .step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.enforce(epoch, step, &usage)?;
         if self.rec.steps() == 0 {
             self.offload_state_to_come((epoch, step), held(&usage).0)?;
@@ -72,26 +66,18 @@ impl MemoryGuard {
     /// on the first step): a breach fails the run, or with `on_limit = "shrink"` halves the
     /// micro-batch from the next step on.
     /// The recorder counts the step as taken.
-    pub fn after_step(
-        &mut self,
-        epoch: usize,
-        step: usize,
-    ) -> Result<(), Error> {
+    pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
         self.rec.set_step(step);
         let usage = self.control.meter().observe();
-        self.rec.step_figure(PeakPhase::Update, usage.peak_bytes_in_use);
+        self.rec
+            .step_figure(PeakPhase::Update, usage.peak_bytes_in_use);
         self.rec.step_point(step, usage.bytes_in_use);
         self.enforce(epoch, step, &usage)
     }
 
     /// Checks `usage` outside an attempt at a step: a breach fails the run, or halves the
     /// micro-batch from the next step on.
-    fn enforce(
-        &mut self,
-        epoch: usize,
-        step: usize,
-        usage: &MemoryUsage,
-    ) -> Result<(), Error> {
+    fn enforce(&mut self, epoch: usize, step: usize, usage: &MemoryUsage) -> Result<(), Error> {
         match self.check_usage(epoch, step, usage) {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => {
@@ -139,11 +125,7 @@ impl MemoryGuard {
 
     /// `on_limit = "fit"`, before the first step: cuts each loader batch into `factor`
     /// micro-batches from now on, and records why (`detail`) as a `fit` memory action.
-    pub(crate) fn fit_layout(
-        &mut self,
-        factor: usize,
-        detail: String,
-    ) -> Result<(), Error> {
+    pub(crate) fn fit_layout(&mut self, factor: usize, detail: String) -> Result<(), Error> {
         self.layout.factor = factor.max(1);
         self.record(0, Action::Fit, detail)
     }

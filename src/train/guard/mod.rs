@@ -132,7 +132,8 @@ impl MemoryGuard {
         let state = self.state(epoch, self.rec.steps());
         self.apply(Phase::RunStart, &usage, &state)?;
         let usage = self.read()?;
-        self.rec.snapshot(event, epoch, usage, self.layout, |s| s.detail = detail)
+        self.rec
+            .snapshot(event, epoch, usage, self.layout, |s| s.detail = detail)
     }
 
     /// Starts an epoch: the epoch's peak restarts at the current figure.
@@ -178,22 +179,14 @@ impl MemoryGuard {
 
     /// The end of epoch `epoch`: checks `window` (validation's figures, or the epoch's) against
     /// the limit and applies `clear = "every_epoch"`.
-    pub(crate) fn close_epoch(
-        &mut self,
-        epoch: usize,
-        window: &MemoryUsage,
-    ) -> Result<(), Error> {
+    pub(crate) fn close_epoch(&mut self, epoch: usize, window: &MemoryUsage) -> Result<(), Error> {
         let state = self.state(epoch, self.rec.steps());
         self.apply(Phase::EpochEnd, window, &state)
     }
 
     /// The epoch's snapshot, then the end-of-epoch check over the epoch's own figures: the
     /// epoch end of a hand-written loop.
-    pub fn epoch_end(
-        &mut self,
-        epoch: usize,
-        figures: EpochFigures,
-    ) -> Result<(), Error> {
+    pub fn epoch_end(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
         self.epoch_snapshot(epoch, figures)?;
         let window = self.control.meter().observe();
         self.close_epoch(epoch, &window)
@@ -210,17 +203,13 @@ impl MemoryGuard {
         let retained = Retained::since(&self.control.baseline(), &after, self.control.rss_before());
         let pools = self.control.clear() != ClearPolicy::Never
             && self.control.meter().source() == MemorySource::CubeclPool;
-        self.rec.run_end(epoch, after, retained, pools, self.layout)?;
+        self.rec
+            .run_end(epoch, after, retained, pools, self.layout)?;
         Ok(retained)
     }
 
     /// Applies the policies' decisions at `phase` outside a step.
-    fn apply(
-        &mut self,
-        phase: Phase,
-        usage: &MemoryUsage,
-        state: &RunState,
-    ) -> Result<(), Error> {
+    fn apply(&mut self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Result<(), Error> {
         for action in self.control.decide(phase, usage, state) {
             match action {
                 MemoryAction::Fail(e) => return Err(self.fail(e)),
@@ -246,6 +235,7 @@ impl MemoryGuard {
         detail: String,
     ) -> Result<(), Error> {
         let usage = self.control.meter().observe();
-        self.rec.memory_event(epoch, action, detail, usage, self.layout)
+        self.rec
+            .memory_event(epoch, action, detail, usage, self.layout)
     }
 }

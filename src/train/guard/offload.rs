@@ -19,11 +19,7 @@ impl MemoryGuard {
     /// moved.
     ///
     /// [`Layout::next_offload`]: crate::train::Layout::next_offload
-    pub(crate) fn offload_next(
-        &mut self,
-        epoch: usize,
-        why: &str,
-    ) -> Result<bool, Error> {
+    pub(crate) fn offload_next(&mut self, epoch: usize, why: &str) -> Result<bool, Error> {
         match self.layout.next_offload() {
             Some(part) => self.offload(epoch, part, why).map(|()| true),
             None => Ok(false),
@@ -59,12 +55,7 @@ impl MemoryGuard {
     }
 
     /// Moves `part` to host memory from now on, and records it.
-    fn offload(
-        &mut self,
-        epoch: usize,
-        part: Offloaded,
-        why: &str,
-    ) -> Result<(), Error> {
+    fn offload(&mut self, epoch: usize, part: Offloaded, why: &str) -> Result<(), Error> {
         self.layout.offload(part);
         let (sum, update) = (part == Offloaded::Gradients, part == Offloaded::Optimizer);
         let saved = self.footprint.map(|f| match part {

@@ -9,7 +9,6 @@ use super::HandLoop;
 use crate::error::Error;
 use crate::error::TrainingError;
 use crate::record::{RunStatus, RunSummary};
-use crate::train::learner::Tally;
 use crate::train::stats::Identity;
 use crate::train::trainer::draw;
 use crate::train::EpochFigures;
@@ -38,7 +37,7 @@ impl<M: Module + 'static> HandLoop<M> {
         if judged {
             self.check_monitored(&figures)?;
         }
-        let tally = std::mem::replace(&mut self.tally, Tally::new());
+        let tally = std::mem::take(&mut self.tally);
         let (epoch, step) = (self.epoch, self.stats.steps);
         let trained = self.learner.trained(tally, (epoch, step))?;
         // What validation held, or the epoch's end since its last step.
@@ -76,7 +75,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let id = Identity {
             name: self.config.run.name.clone(),
             run_dir: self.run_dir.clone(),
-            task: "hand loop".into(),
+            task: self.task.clone(),
             backend: self.config.device.backend,
             execution: crate::backend::execution(&self.config.device)?,
             precision: self.config.train.precision,

@@ -1,15 +1,16 @@
-//! [`HandLoop`]: tidemark around a training loop the user writes, in four calls, as Lightning
+//! [`HandLoop`]: tidemark around a training loop the user writes, in a few calls, as Lightning
 //! Fabric and Accelerate allow: [`setup`](HandLoop::setup) from a config (the run directory
-//! made, the model built on the configured device, the optimizer, schedule, mixed precision and
-//! clipping from `[train]`, the memory layer opened), [`step`](HandLoop::step) for each
-//! optimizer step, [`end_epoch`](HandLoop::end_epoch) for each epoch, and
-//! [`finish`](HandLoop::finish).
+//! made, the model built on the configured device, the optimizer, schedule, mixed precision,
+//! clipping and early stopping from `[train]`, the memory layer opened),
+//! [`step`](HandLoop::step) for each optimizer step, [`validate`](HandLoop::validate) and
+//! [`end_epoch`](HandLoop::end_epoch) for each epoch, and [`finish`](HandLoop::finish).
 //!
-//! `step` is a whole step: the micro-batches the limit allows (retried smaller under
-//! `on_limit = "shrink"`), accumulation, the loss scaling, the memory checks after each
-//! backward pass, before the update and after it, the schedule's rate, clipping and the
-//! update. No phase hangs on a call the loop could forget: an epoch the loop does not end is
-//! ended by the next epoch's first step or by `finish`, with its snapshot and checkpoint.
+//! It is the trainer's loop, not a copy: both hold a learner and take each step and end each
+//! epoch through its calls. `step` is a whole step: the micro-batches the limit allows
+//! (retried smaller under `on_limit = "shrink"`), accumulation, the loss scaling, the memory
+//! checks after each backward pass, before the update and after it, the divergence check, the
+//! schedule's rate, clipping and the update. No phase hangs on a call the loop could forget:
+//! an epoch the loop does not end is ended by `finish`, with its snapshot and checkpoint.
 //!
 //! ```no_run
 //! # use burn::nn::{Linear, LinearConfig};
@@ -82,6 +83,8 @@ pub struct HandLoop<M: Module + 'static> {
     resumed: Option<Tally>,
     /// Optimizer steps in a full epoch, for `checkpoint.every_steps`.
     steps_per_epoch: usize,
+    /// What the summary calls the task: "hand loop" unless the loop names it.
+    task: String,
     /// What [`validate`](Self::validate) held, for the limit's check at the epoch's end.
     validated: Option<MemoryUsage>,
     started: Instant,
@@ -180,6 +183,12 @@ impl<M: Module + 'static> HandLoop<M> {
     /// open, and for any other run.
     pub fn steps_done_in_epoch(&self) -> usize {
         self.resumed.as_ref().map_or(0, |tally| tally.steps)
+    }
+
+    /// Names what the loop trains, for the summary's `task` (and `tidemark report`'s table):
+    /// "hand loop" unless named.
+    pub fn name_task(&mut self, task: impl Into<String>) {
+        self.task = task.into();
     }
 
     /// The micro-batch size a step runs at now (smaller after a shrink).

@@ -73,6 +73,7 @@ impl<M: Module + 'static> HandLoop<M> {
             tally: Tally::default(),
             resumed,
             steps_per_epoch: per_epoch,
+            task: "hand loop".into(),
             validated: None,
             started: Instant::now(),
         })

@@ -10,9 +10,9 @@ use burn::module::Module;
 use burn::tensor::Tensor;
 
 use super::HandLoop;
+use crate::config::OnLimit;
 use crate::error::{Error, TrainingError};
 use crate::task::StepOutput;
-use crate::config::OnLimit;
 use crate::train::learner::Position;
 
 impl<M: Module + 'static> HandLoop<M> {

@@ -90,7 +90,12 @@ impl<M: Module> Learner<M> {
         crate::failpoint::pass("snapshot");
         let verdict = monitored.and_then(|value| self.decide(guard, epoch, value));
         let state = self.state(stats, guard, epoch);
-        self.checkpoint(guard, checkpointer, &state, verdict == Some(Verdict::Improved))?;
+        self.checkpoint(
+            guard,
+            checkpointer,
+            &state,
+            verdict == Some(Verdict::Improved),
+        )?;
         crate::failpoint::pass("checkpoint");
         guard.close_epoch(epoch, window)?;
         Ok(Closed { verdict, figures })
@@ -126,7 +131,9 @@ impl<M: Module> Learner<M> {
         };
         let monitor = &early.config().monitor;
         let value = figures.get(monitor);
-        value.map(Some).ok_or_else(|| unknown_monitor(monitor, figures))
+        value
+            .map(Some)
+            .ok_or_else(|| unknown_monitor(monitor, figures))
     }
 
     /// Early stopping's verdict on epoch `epoch`, on the monitor's `value`, with the stop told

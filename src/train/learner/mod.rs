@@ -115,7 +115,12 @@ impl<M: Module> Learner<M> {
     }
 
     /// The run's state after `epoch` epochs, for a checkpoint.
-    pub(super) fn state(&self, stats: &Stats, guard: &MemoryGuard, epoch: usize) -> CheckpointState {
+    pub(super) fn state(
+        &self,
+        stats: &Stats,
+        guard: &MemoryGuard,
+        epoch: usize,
+    ) -> CheckpointState {
         CheckpointState {
             epoch,
             step: stats.steps,

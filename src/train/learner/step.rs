@@ -59,7 +59,9 @@ impl<M: Module> Learner<M> {
             device.seed(step_seed(seed, at.step));
             let parts = micro_ranges(batches, micro);
             let place = SumPlace::from(check.layout());
-            accumulate(model, precision, place, parts, &mut output, || check.check())
+            accumulate(model, precision, place, parts, &mut output, || {
+                check.check()
+            })
         })?;
         let on_device = accumulated.loss();
         let value = match read {

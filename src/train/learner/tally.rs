@@ -69,7 +69,10 @@ impl Tally {
 
     /// The state of a checkpoint inside the epoch: `state` (the run's, after the epochs
     /// before) with the epoch's figures so far.
-    pub(in crate::train) fn inside(&self, state: CheckpointState) -> Result<CheckpointState, Error> {
+    pub(in crate::train) fn inside(
+        &self,
+        state: CheckpointState,
+    ) -> Result<CheckpointState, Error> {
         Ok(CheckpointState {
             step_in_epoch: self.steps,
             epoch_sums: self.sums.to_host().map_err(Error::device)?,
@@ -111,4 +114,3 @@ impl Tally {
         Ok(self.clipped_before + now)
     }
 }
-
