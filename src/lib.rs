@@ -44,6 +44,7 @@ pub mod data;
 mod error;
 mod failpoint;
 pub mod inference;
+pub mod kinds;
 pub mod memory;
 pub mod model;
 pub mod record;

@@ -3,20 +3,21 @@
 //! [`Visit`]or, so that everything after this module is generic over the network.
 
 mod inputs;
+mod kind;
+mod predict;
 
-pub(crate) use inputs::{inputs, Inputs, Readout};
+pub use kind::kinds;
+
+use inputs::{inputs, Inputs, Readout};
 
 use burn::tensor::Device;
 
-use crate::config::{ConfigError, DataSource, ModelConfig, RunConfig};
+use crate::config::{ConfigError, DataSource, ModelConfig, RunConfig, TASK_SECTIONS};
 use crate::data::{self, Dataset, RowData};
 use crate::error::Error;
 use crate::model::{Cnn, Lstm, Mlp, Network};
 use crate::task::{Classify, Regress};
 
-/// The config sections that describe a task: a built-in task owns them (its run's
-/// `config.toml` keeps them), a task defined in code none.
-pub(crate) const SECTIONS: &[&str] = &["data", "model"];
 
 /// What the configured data is for.
 pub(crate) enum Loaded {
@@ -121,12 +122,12 @@ fn task<N: Network, V: Visit>(
 ) -> Result<V::Output, Error> {
     match loaded {
         Loaded::Classes(d) => {
-            visitor.classify(Classify::new(d.train, d.valid, build).owning(SECTIONS))
+            visitor.classify(Classify::new(d.train, d.valid, build).owning(TASK_SECTIONS))
         }
         Loaded::Rows(rows, name) => {
             let task = Regress::new(rows.train, rows.valid, rows.unit_scale, build)
                 .named(name)
-                .owning(SECTIONS)
+                .owning(TASK_SECTIONS)
                 .with_notes(rows.notes)
                 .with_baselines(
                     rows.baselines

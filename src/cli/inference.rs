@@ -2,18 +2,20 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::inference::{self, Trained};
+use crate::inference::Trained;
+use crate::kinds::Kinds;
 use crate::report::format_metric;
 use crate::Error;
 
 /// Scores the run and prints its figures.
 pub(super) fn evaluate(
+    kinds: &Kinds,
     run_dir: &Path,
     data: Option<PathBuf>,
     checkpoint: Option<String>,
 ) -> Result<(), Error> {
     let run = Trained::open(run_dir, checkpoint.as_deref())?;
-    let evaluation = inference::evaluate(&run, data.as_deref())?;
+    let evaluation = kinds.evaluate(&run, data.as_deref())?;
     let score = &evaluation.score;
     let mut figures = format!("loss {:.4}", score.loss);
     for (name, value) in &score.metrics {
@@ -32,13 +34,14 @@ pub(super) fn evaluate(
 
 /// Writes the run's outputs for every input and says where.
 pub(super) fn predict(
+    kinds: &Kinds,
     run_dir: &Path,
     data: &Path,
     out: &Path,
     checkpoint: Option<String>,
 ) -> Result<(), Error> {
     let run = Trained::open(run_dir, checkpoint.as_deref())?;
-    let predictions = inference::predict(&run, data, out)?;
+    let predictions = kinds.predict(&run, data, out)?;
     println!(
         "predict: {} (checkpoints/{}) on {}: {} rows ({}) in {}",
         run_dir.display(),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Override, RunConfig};
+use crate::kinds::Kinds;
 use crate::Error;
 
 mod inference;
@@ -192,16 +193,55 @@ fn load_config(
     Ok(config::load(path, &overrides)?)
 }
 
-/// Runs the CLI on the process arguments and returns the exit code.
+/// Runs the `tidemark` binary's command line (the built-in kinds) on the process arguments
+/// and returns the exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
+    App::new().run()
+}
+
+/// A program's command line: every `tidemark` command, over the model kinds the program
+/// registers. The `tidemark` binary is `App::new()`, the built-in kinds alone.
+pub struct App {
+    kinds: Kinds,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl App {
+    /// The commands over the built-in kinds (`mlp`, `cnn`, `lstm`).
+    pub fn new() -> Self {
+        App {
+            kinds: crate::builtin::kinds(),
         }
-    };
-    match run(cli) {
+    }
+
+    /// The kinds the commands know.
+    pub fn kinds(&self) -> &Kinds {
+        &self.kinds
+    }
+
+    /// Runs the command line on the process arguments and returns the exit code (0 success,
+    /// 2 bad usage or config, 3 memory, 4 training that could not go on, 130 a search stopped
+    /// by a signal, 1 any other failure): `std::process::exit(app.run())`.
+    pub fn run(self) -> i32 {
+        let cli = match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e) => {
+                let _ = e.print();
+                return if e.use_stderr() { 2 } else { 0 };
+            }
+        };
+        exit_code(run(&self.kinds, cli))
+    }
+}
+
+/// The exit code of a command's outcome, its error printed.
+fn exit_code(outcome: Result<(), Error>) -> i32 {
+    match outcome {
         Ok(()) => 0,
         Err(e) => {
             // Where stderr is closed, the exit code still says what happened.
@@ -211,29 +251,29 @@ pub fn main() -> i32 {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Error> {
+fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Compare {
             config,
             policies,
             out,
-        } => compare(config, &policies, out),
+        } => compare(kinds, config, &policies, out),
         Command::Evaluate {
             run_dir,
             data,
             checkpoint,
-        } => inference::evaluate(&run_dir, data, checkpoint),
+        } => inference::evaluate(kinds, &run_dir, data, checkpoint),
         Command::Predict {
             run_dir,
             data,
             out,
             checkpoint,
-        } => inference::predict(&run_dir, &data, &out, checkpoint),
+        } => inference::predict(kinds, &run_dir, &data, &out, checkpoint),
         Command::Report { run_dir } if run_dir.join("plan.json").is_file() => {
             sweep::report(&run_dir)
         }
         Command::Report { run_dir } => report_run(&run_dir),
-        Command::Validate { config } => validate(config),
+        Command::Validate { config } => validate(kinds, config),
         Command::Sweep {
             config,
             overrides,
@@ -244,7 +284,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             shard,
             shards,
             parallel,
-        } => sweep::run(sweep::SweepArgs {
+        } => sweep::run(
+            kinds,
+            sweep::SweepArgs {
             path: config_path(config, resume.as_deref())?,
             overrides,
             runs: runs.map(|n| n as usize),
@@ -254,20 +296,26 @@ fn run(cli: Cli) -> Result<(), Error> {
             shard,
             shards: shards.map(|n| n as usize),
             parallel: parallel.map(|n| n as usize),
-        }),
-        Command::Trial { launch } => sweep::trial(&launch),
+            },
+        ),
+        Command::Trial { launch } => sweep::trial(kinds, &launch),
         Command::Train {
             config,
             overrides,
             resume,
             out,
             quiet,
-        } => train(config, &overrides, resume, out, quiet),
+        } => train(kinds, config, &overrides, resume, out, quiet),
     }
 }
 
 /// `tidemark compare`: the config under each of `policies`, and the table.
-fn compare(config: ConfigArgs, policies: &str, out: Option<PathBuf>) -> Result<(), Error> {
+fn compare(
+    kinds: &Kinds,
+    config: ConfigArgs,
+    policies: &str,
+    out: Option<PathBuf>,
+) -> Result<(), Error> {
     let list = crate::compare::ComparePolicy::parse_list(policies).map_err(|e| {
         crate::config::ConfigError {
             origin: "--policies".into(),
@@ -276,7 +324,7 @@ fn compare(config: ConfigArgs, policies: &str, out: Option<PathBuf>) -> Result<(
         }
     })?;
     let resolved = config.load(out_override(out))?;
-    let (dir, rows) = crate::compare::compare(&resolved, &list, |policy| {
+    let (dir, rows) = crate::compare::compare(kinds, &resolved, &list, |policy| {
         eprintln!("== {}", policy.name());
         Box::new(Terminal::new(true))
     })?;
@@ -290,10 +338,10 @@ fn compare(config: ConfigArgs, policies: &str, out: Option<PathBuf>) -> Result<(
 
 /// `tidemark validate`: the resolved config, after every check `sweep` makes before it writes
 /// anything.
-fn validate(config: ConfigArgs) -> Result<(), Error> {
+fn validate(kinds: &Kinds, config: ConfigArgs) -> Result<(), Error> {
     let resolved = config.load(vec![])?;
     if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
-        crate::sweep::check_search(&resolved, &space, None)?;
+        crate::sweep::check_search(kinds, &resolved, &space, None)?;
     }
     println!("{}: ok", config.config.display());
     print!("{}", config::to_toml(&resolved));

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::load_config;
 use super::terminal::{SweepTerminal, Terminal};
 use crate::config::{self, ClearPolicy, ConfigError, Override, RawMemory, RunConfig};
+use crate::kinds::Kinds;
 use crate::record::Observer;
 use crate::sweep::{Changes, Shard, Space, Swept, TrialStatus};
 use crate::Error;
@@ -24,7 +25,7 @@ pub(super) struct SweepArgs {
 }
 
 /// Runs the sweep, and prints its table and one-line outcome.
-pub(super) fn run(mut args: SweepArgs) -> Result<(), Error> {
+pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
     let resolved = load_config(&args.path, &args.overrides, std::mem::take(&mut args.out))?;
     let verbose = args.verbose;
     let observer = |run, runs| -> Box<dyn Observer> {
@@ -41,7 +42,7 @@ pub(super) fn run(mut args: SweepArgs) -> Result<(), Error> {
                 .collect::<Result<Vec<_>, _>>()?;
             let mut changes = Changes::of(&overrides)?;
             changes.parallel = args.parallel.or(changes.parallel);
-            crate::sweep::resume_sweep(dir, &resolved, args.runs, changes, observer)?
+            crate::sweep::resume_sweep(kinds, dir, &resolved, args.runs, changes, observer)?
         }
         None => match search_space(&args.path, &args.overrides, args.runs)? {
             Some(mut space) => {
@@ -49,7 +50,7 @@ pub(super) fn run(mut args: SweepArgs) -> Result<(), Error> {
                     space.packing.parallel = parallel;
                 }
                 let shard = shard(args.shard.as_deref(), args.shards)?;
-                let (dir, rows) = crate::sweep::search(&resolved, &space, shard, observer)?;
+                let (dir, rows) = crate::sweep::search(kinds, &resolved, &space, shard, observer)?;
                 let (monitor, mode) = (space.monitor.name().to_string(), space.monitor.mode());
                 (
                     dir,
@@ -63,7 +64,7 @@ pub(super) fn run(mut args: SweepArgs) -> Result<(), Error> {
             None => {
                 plain_runs_take_no_shard(&args)?;
                 let runs = args.runs.unwrap_or(5);
-                let (dir, rows) = crate::sweep::sweep(&resolved, runs, observer)?;
+                let (dir, rows) = crate::sweep::sweep(kinds, &resolved, runs, observer)?;
                 (dir, Swept::Runs(rows))
             }
         },
@@ -214,6 +215,6 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
 }
 
 /// `tidemark trial LAUNCH_FILE`: one trial of a parallel search, quiet, in its child process.
-pub(super) fn trial(launch: &Path) -> Result<(), Error> {
-    crate::sweep::run_child(launch, Box::new(Terminal::new(true))).map(|_| ())
+pub(super) fn trial(kinds: &Kinds, launch: &Path) -> Result<(), Error> {
+    crate::sweep::run_child(kinds, launch, Box::new(Terminal::new(true))).map(|_| ())
 }

@@ -5,12 +5,14 @@ use std::path::PathBuf;
 
 use super::terminal::{fmt_opt, Terminal};
 use super::{config_path, load_config, out_override};
+use crate::kinds::Kinds;
 use crate::memory::format_bytes;
 use crate::report::format_metric;
 use crate::{Error, Trainer};
 
 /// `tidemark train`: trains (or resumes) and prints the run's one-line outcome.
 pub(super) fn train(
+    kinds: &Kinds,
     config: Option<PathBuf>,
     overrides: &[String],
     resume: Option<PathBuf>,
@@ -23,7 +25,7 @@ pub(super) fn train(
     if let Some(run_dir) = resume {
         trainer = trainer.resume(run_dir);
     }
-    let summary = trainer.run()?;
+    let summary = kinds.train(trainer)?;
     println!(
         "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}{}, peak {} in use, {} reserved ({}); {}",
         summary.name,

@@ -1,6 +1,7 @@
 //! `tidemark compare`: the same config under several memory policies, one after another, with
 //! a table (`compare.md`, `compare.json`) and a chart (`compare.svg`) of what each costs.
 
+use crate::kinds::Kinds;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -142,6 +143,7 @@ struct Growth {
 /// Runs `config` under each of `policies`, inside `<output_dir>/<name>-compare/`, and writes
 /// the table and chart there. The growth run, which sizes the limits, always runs first.
 pub fn compare(
+    kinds: &Kinds,
     config: &RunConfig,
     policies: &[ComparePolicy],
     mut observer: impl FnMut(ComparePolicy) -> Box<dyn Observer>,
@@ -156,9 +158,9 @@ pub fn compare(
     let mut rows = Vec::new();
     let mut series = Vec::new();
     for policy in order {
-        let outcome = variant(config, policy, &dir, growth)
+        let outcome = variant(kinds, config, policy, &dir, growth)
             .and_then(|builder| builder.build().map_err(Error::Config))
-            .and_then(|cfg| Trainer::new(cfg).observer(observer(policy)).run());
+            .and_then(|cfg| kinds.train(Trainer::new(cfg).observer(observer(policy))));
         let row = match outcome {
             Ok(summary) => {
                 let path = summary.run_dir.join("snapshots.jsonl");
@@ -198,6 +200,7 @@ pub fn compare(
 
 /// `config` under `policy`, in `dir`, sized from the growth run where it needs to be.
 fn variant(
+    kinds: &Kinds,
     config: &RunConfig,
     policy: ComparePolicy,
     dir: &Path,
@@ -228,7 +231,7 @@ fn variant(
         ComparePolicy::Shrink => {
             let mut base = base;
             if let Some(growth) = growth {
-                let limit = MemorySize::Bytes(shrink::limit(config, &growth)?);
+                let limit = MemorySize::Bytes(shrink::limit(kinds, config, &growth)?);
                 base = base.memory_limit(limit, OnLimit::Shrink);
             } else {
                 base.raw_mut().memory.on_limit = Some("shrink".into());

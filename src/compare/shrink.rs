@@ -13,25 +13,25 @@ use super::Growth;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::{format_bytes, MemorySource};
-use crate::train::preflight::probe_step;
+use crate::kinds::Kinds;
 
 /// The shrink row's limit, in bytes, sized from the growth run of `config`.
-pub(super) fn limit(config: &RunConfig, growth: &Growth) -> Result<u64, Error> {
+pub(super) fn limit(kinds: &Kinds, config: &RunConfig, growth: &Growth) -> Result<u64, Error> {
     match growth.source {
         MemorySource::Host => Ok(growth.rest + growth.held.saturating_sub(growth.rest) / 2),
-        MemorySource::CubeclPool => pool_limit(config),
+        MemorySource::CubeclPool => pool_limit(kinds, config),
     }
 }
 
 /// Halfway between what one step reserves at half the micro-batch and at the micro-batch.
-fn pool_limit(config: &RunConfig) -> Result<u64, Error> {
+fn pool_limit(kinds: &Kinds, config: &RunConfig) -> Result<u64, Error> {
     let micro_batch = config.train.batch_size;
     let mut half = config.clone();
     half.train.batch_size = (micro_batch / 2).max(1);
     half.train.accumulation_steps = config.train.accumulation_steps * 2;
     // The half first: pages a probe leaves reserved could only inflate the later one.
-    let reserved = reserved(&half)?;
-    let full = self::reserved(config)?;
+    let reserved = reserved(kinds, &half)?;
+    let full = self::reserved(kinds, config)?;
     if micro_batch < 2 || reserved >= full {
         return Err(Error::Config(ConfigError {
             origin: "compare".into(),
@@ -50,7 +50,7 @@ fn pool_limit(config: &RunConfig) -> Result<u64, Error> {
 }
 
 /// What the pools reserve by the end of one step of `config`.
-fn reserved(config: &RunConfig) -> Result<u64, Error> {
-    let probed = probe_step(config)?;
+fn reserved(kinds: &Kinds, config: &RunConfig) -> Result<u64, Error> {
+    let probed = kinds.probe(config)?;
     Ok(probed.reserved.unwrap_or(probed.before + probed.step))
 }

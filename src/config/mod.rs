@@ -20,3 +20,7 @@ pub use raw::*;
 pub use size::{parse_bytes, MemorySize, ValueError};
 pub use types::*;
 pub use validate::Invalid;
+
+/// The sections that describe a config's task: a task its model kind builds from the config
+/// owns them (its run's `config.toml` keeps them), a task defined in code none.
+pub(crate) const TASK_SECTIONS: &[&str] = &["data", "model"];

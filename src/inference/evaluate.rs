@@ -1,16 +1,14 @@
-//! `tidemark evaluate`: a finished run's model scored on its validation split or on a file,
-//! written to `evaluation.json`.
+//! `tidemark evaluate`: a finished run's model scored on its validation split or on a file
+//! (the task its model kind builds), written to `evaluation.json`.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::Trained;
-use crate::builtin::{self, Visit};
 use crate::error::Error;
-use crate::model::Network;
 use crate::record::write_atomic;
-use crate::task::{Classify, Regress, Score, Task};
+use crate::task::{Score, Task};
 
 /// A run's model scored on some data.
 #[derive(Debug, Clone, Serialize)]
@@ -36,28 +34,22 @@ impl Evaluation {
     }
 }
 
-/// Scores `run`'s model on `data` (a file laid out like the run's own data), or on the run's
-/// validation split without one, and writes `<run_dir>/evaluation.json`.
-pub fn evaluate(run: &Trained, data: Option<&Path>) -> Result<Evaluation, Error> {
-    let loaded = match data {
-        Some(path) => builtin::inputs(&run.config, path)?.labelled(path, &run.config)?,
-        None => builtin::load(&run.config)?,
-    };
-    let score = builtin::visit(&run.config, loaded, Scorer(run))?;
-    write(run, data, score)
-}
-
 /// Scores the model a run of `task`, a task defined in code, left in `run_dir` (its final
 /// weights, as `tidemark evaluate` takes them) on the task's validation split, and writes
 /// `<run_dir>/evaluation.json`: one call, where a task built from a config has the CLI.
 pub fn evaluate_task<T: Task>(run_dir: &Path, task: T) -> Result<Evaluation, Error> {
     let run = Trained::open_run(run_dir, None, true)?;
-    let score = Scorer(&run).score(task)?;
-    write(&run, None, score)
+    let score = score(&run, task)?;
+    record_evaluation(&run, None, score)
 }
 
-/// The evaluation of `run` on `data` (its validation split without), written.
-fn write(run: &Trained, data: Option<&Path>, score: Score) -> Result<Evaluation, Error> {
+/// The evaluation of `run` on `data` (its validation split without): `score`, written to
+/// `<run_dir>/evaluation.json`.
+pub(crate) fn record_evaluation(
+    run: &Trained,
+    data: Option<&Path>,
+    score: Score,
+) -> Result<Evaluation, Error> {
     let evaluation = Evaluation {
         run_dir: run.run_dir.clone(),
         checkpoint: run.checkpoint_name.clone(),
@@ -70,30 +62,14 @@ fn write(run: &Trained, data: Option<&Path>, score: Score) -> Result<Evaluation,
     Ok(evaluation)
 }
 
-/// Scores the task's validation items with the run's weights.
-struct Scorer<'a>(&'a Trained);
-
-impl Scorer<'_> {
-    fn score<T: Task>(&self, task: T) -> Result<Score, Error> {
-        let run = self.0;
-        let model = run.model(|device| task.model(device))?;
-        let Some(valid) = task.data().valid else {
-            return Err(Error::Data(crate::data::DataError::Unusable(
-                "there is nothing to score: the data has no validation items".into(),
-            )));
-        };
-        crate::task::evaluate(&task, &model, valid.as_ref(), run.batch_size(), &run.device)
-    }
-}
-
-impl Visit for Scorer<'_> {
-    type Output = Score;
-
-    fn classify<N: Network>(self, task: Classify<N>) -> Result<Score, Error> {
-        self.score(task)
-    }
-
-    fn regress<N: Network>(self, task: Regress<N>) -> Result<Score, Error> {
-        self.score(task)
-    }
+/// `task`'s validation items (a file's, where the task was built from one) scored with `run`'s
+/// weights.
+pub(crate) fn score<T: Task>(run: &Trained, task: T) -> Result<Score, Error> {
+    let model = run.model(|device| task.model(device))?;
+    let Some(valid) = task.data().valid else {
+        return Err(Error::Data(crate::data::DataError::Unusable(
+            "there is nothing to score: the data has no validation items".into(),
+        )));
+    };
+    crate::task::evaluate(&task, &model, valid.as_ref(), run.batch_size(), &run.device)
 }

@@ -1,6 +1,6 @@
-//! Using a finished run of a built-in task: [`evaluate`] scores its model on data and
-//! [`predict`] writes its outputs for every input. Both read the run's `config.toml`, load one
-//! of its checkpoints, and prepare a file exactly as the run's training prepared its own data.
+//! Using a finished run: [`Trained`] opens it (its `config.toml` and one of its checkpoints);
+//! its model kind scores the model on data or writes its outputs for every input
+//! (`Kinds::evaluate`, `Kinds::predict`), with the generic parts here.
 //!
 //! A task defined in code is scored from Rust with [`evaluate_task`], given the task, and
 //! [`task_model`] gives its trained model to predict with, through the task's own forward
@@ -9,8 +9,10 @@
 mod evaluate;
 mod predict;
 
-pub use evaluate::{evaluate, evaluate_task, Evaluation};
-pub use predict::{predict, Predictions};
+pub(crate) use evaluate::{record_evaluation, score};
+pub use evaluate::{evaluate_task, Evaluation};
+pub(crate) use predict::{outputs, write_predictions, Csv};
+pub use predict::Predictions;
 
 use std::path::{Path, PathBuf};
 
@@ -34,7 +36,7 @@ pub struct Trained {
     pub checkpoint: Checkpoint,
     /// That checkpoint's directory name (`epoch-3`).
     pub checkpoint_name: String,
-    device: Device,
+    pub(crate) device: Device,
 }
 
 impl Trained {
@@ -85,7 +87,7 @@ impl Trained {
     }
 
     /// The model `build` makes, with the checkpoint's weights, on the run's device.
-    fn model<M: Module + ModuleSnapshot>(&self, build: impl Fn(&Device) -> M) -> Result<M, Error> {
+    pub(crate) fn model<M: Module + ModuleSnapshot>(&self, build: impl Fn(&Device) -> M) -> Result<M, Error> {
         let mut model = build(&self.device);
         initialize(&model);
         self.checkpoint.load_model(&mut model)?;
@@ -93,7 +95,7 @@ impl Trained {
     }
 
     /// Items per forward pass: the run's batch size.
-    fn batch_size(&self) -> usize {
+    pub(crate) fn batch_size(&self) -> usize {
         self.config.train.batch_size
     }
 }

@@ -9,14 +9,21 @@ use super::space::{check_order, Method, Space, Trial};
 use super::trial_config::trial_config;
 use crate::config::{to_toml, ConfigError, Invalid, Monitor, RunConfig};
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::task::unknown_monitor;
 
 /// Every check a search makes before it writes anything (`tidemark validate` makes them
 /// too): each trial's config, the order, the pruner, TPE across shards, and the budget of
 /// trials in parallel.
-pub fn check_search(config: &RunConfig, space: &Space, shard: Option<Shard>) -> Result<(), Error> {
+pub fn check_search(
+    kinds: &Kinds,
+    config: &RunConfig,
+    space: &Space,
+    shard: Option<Shard>,
+) -> Result<(), Error> {
     let trials = space.trials();
     check_trials(
+        kinds,
         &to_toml(config),
         &trials,
         &config.run.output_dir,
@@ -71,27 +78,29 @@ fn check_prune(space: &Space, config: &RunConfig) -> Result<(), ConfigError> {
 /// Checks every trial's config, and that its task reports `monitor`, building one config at
 /// a time.
 pub(super) fn check_trials(
+    kinds: &Kinds,
     base: &str,
     trials: &[Trial],
     dir: &Path,
     monitor: &str,
-) -> Result<(), ConfigError> {
+) -> Result<(), Error> {
     trials.iter().try_for_each(|trial| {
         let config = trial_config(base, trial, dir)?;
-        check_monitor(monitor, &config)
+        check_monitor(kinds, monitor, &config)
     })
 }
 
 /// Refuses a `sweep.monitor` that a trial's task does not report: every trial would train, and
 /// none would have a value to rank by.
-fn check_monitor(monitor: &str, config: &RunConfig) -> Result<(), ConfigError> {
-    let reported = Monitor::figures(crate::builtin::metric_names(config));
+fn check_monitor(kinds: &Kinds, monitor: &str, config: &RunConfig) -> Result<(), Error> {
+    let metrics = kinds.metric_names(config)?;
+    let reported = Monitor::figures(&metrics.iter().map(String::as_str).collect::<Vec<_>>());
     match reported.contains(&monitor.to_string()) {
         true => Ok(()),
-        false => Err(ConfigError {
+        false => Err(Error::Config(ConfigError {
             origin: "[sweep]".into(),
             key: Some("sweep.monitor".into()),
             message: unknown_monitor("sweep.monitor", monitor, &reported),
-        }),
+        })),
     }
 }

@@ -7,6 +7,8 @@ use super::results::{SweepRow, TrialRow};
 use super::resume_set::Changes;
 use super::runs::run_all;
 use super::search::run_trials;
+use crate::config::TASK_SECTIONS;
+use crate::kinds::Kinds;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::Observer;
@@ -33,13 +35,14 @@ pub enum Swept {
 /// the keys a resumed run may change; `runs`, if given, replaces the planned count, and
 /// `changes` a search's trials at once and their budget ([`Changes`]).
 pub fn resume_sweep(
+    kinds: &Kinds,
     dir: &Path,
     config: &RunConfig,
     runs: Option<usize>,
     changes: Changes,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Swept), Error> {
-    check_config(dir, config, crate::builtin::SECTIONS)?;
+    check_config(dir, config, TASK_SECTIONS)?;
     let plan = read_plan(dir)?;
     if let Some(mut search) = plan.search {
         for line in changes.apply(&mut search.packing) {
@@ -55,7 +58,7 @@ pub fn resume_sweep(
                     .into(),
             }));
         }
-        let (dir, rows) = run_trials(dir, config, &search, None, observer)?;
+        let (dir, rows) = run_trials(kinds, dir, config, &search, None, observer)?;
         let (monitor, mode) = (search.monitor, search.mode);
         return Ok((
             dir,
@@ -81,6 +84,6 @@ pub fn resume_sweep(
     if runs != plan.runs {
         write_plan(dir, &Plan { runs, search: None })?;
     }
-    let (dir, rows) = run_all(dir, config, runs, observer)?;
+    let (dir, rows) = run_all(kinds, dir, config, runs, observer)?;
     Ok((dir, Swept::Runs(rows)))
 }

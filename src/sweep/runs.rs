@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::plan::{write_plan, Plan};
 use super::results::{table, SweepRow};
 use super::trial_run::{run_name, summary, train_or_resume};
+use crate::kinds::Kinds;
 use crate::config::{to_toml, ConfigBuilder, RunConfig};
 use crate::error::Error;
 use crate::record::{write_atomic, Observer};
@@ -15,6 +16,7 @@ use crate::train::run_dir;
 /// `<output_dir>/<name>-sweep/` (`-sweep-2`, ... if that exists). Writes the base config and
 /// the plan there first (for [`resume_sweep`](super::resume_sweep)), then `sweep.json` and `sweep.md`.
 pub fn sweep(
+    kinds: &Kinds,
     config: &RunConfig,
     runs: usize,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
@@ -24,10 +26,11 @@ pub fn sweep(
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan { runs, search: None })?;
-    run_all(&dir, config, runs, observer)
+    run_all(kinds, &dir, config, runs, observer)
 }
 
 pub(super) fn run_all(
+    kinds: &Kinds,
     dir: &Path,
     config: &RunConfig,
     runs: usize,
@@ -42,7 +45,7 @@ pub(super) fn run_all(
         let run_dir = dir.join(&cfg.run.name);
         // Its row is read back from its summary.json below: the sweep keeps nothing per run
         // in memory while it trains (see docs/search.md, "A long search stays flat").
-        train_or_resume(cfg, &run_dir, observer(run, runs), None, None)?;
+        train_or_resume(kinds, cfg, &run_dir, observer(run, runs), None, None)?;
     }
     let rows = (1..=runs)
         .map(|run| Ok(SweepRow::of(run, summary(&dir.join(run_name(run)))?)))

@@ -21,10 +21,11 @@ use super::signals::StopOnSignal;
 use super::sizing::preflight::arrange;
 use super::space::{Order, Space, Trial};
 use super::tpe_draws::Draws;
-use super::trial_config::trial_config;
+use super::trial_config::{trial_config, TrialBuild};
 use super::trial_run::TrialErrors;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::record::{write_atomic, Observer};
 use crate::report::render_search_svg;
 use crate::train::run_dir;
@@ -34,13 +35,14 @@ use crate::train::run_dir;
 /// shard's trials). `observer(i, n)` watches trial `i` of `n`; `observer(0, n)` is told what
 /// the search itself does before any trial trains (its probes and the order they give).
 pub fn search(
+    kinds: &Kinds,
     config: &RunConfig,
     space: &Space,
     shard: Option<Shard>,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     // Every trial is checked before the sweep's directory exists.
-    check_search(config, space, shard)?;
+    check_search(kinds, config, space, shard)?;
     let trials = space.trials();
     let name = format!("{}-sweep", config.run.name);
     let plan = SearchPlan {
@@ -59,7 +61,7 @@ pub fn search(
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
-    run_trials(&dir, config, &plan, shard, observer)
+    run_trials(kinds, &dir, config, &plan, shard, observer)
 }
 
 /// The sweep directory shards share: created by the first, and refused if an earlier search
@@ -92,6 +94,7 @@ fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
 /// the rows are read back from the trials' `summary.json` once all have trained. So a search of
 /// any length keeps the process flat (docs/search.md, "A long search stays flat").
 pub fn run_trials(
+    kinds: &Kinds,
     dir: &Path,
     config: &RunConfig,
     plan: &SearchPlan,
@@ -99,7 +102,7 @@ pub fn run_trials(
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let base = to_toml(config);
-    check_trials(&base, &plan.trials, dir, &plan.monitor)?;
+    check_trials(kinds, &base, &plan.trials, dir, &plan.monitor)?;
     let config_of = |t: &Trial| trial_config(&base, t, dir).map_err(Error::Config);
     let n = plan.trials.len();
     let epochs = config.train.epochs;
@@ -124,9 +127,13 @@ pub fn run_trials(
     } else {
         plan.order
     };
+    let build = TrialBuild {
+        kinds,
+        config: &config_of,
+    };
     let mine = arrange(
         mine,
-        &config_of,
+        build,
         (order, budget.is_some()),
         dir,
         shard,
@@ -143,13 +150,13 @@ pub fn run_trials(
             };
             let chosen = (pruner.as_mut(), draws.as_mut());
             let observer = &mut *observer(0, n);
-            train_parallel(dir, packed, mine, &config_of, observer, chosen, stop.flag())?
+            train_parallel(dir, packed, mine, build, observer, chosen, stop.flag())?
         }
         None => {
             let todo = mine.into_iter().map(|(t, _)| t).collect();
             let mut sequential = Sequential {
                 dir,
-                config: &config_of,
+                build,
                 observer: &mut observer,
                 n,
                 draws: draws.as_mut(),

@@ -12,16 +12,16 @@ use super::space::Trial;
 use super::tpe_draws::Draws;
 use super::trial_run::train_or_resume;
 use super::trial_run::TrialErrors;
-use crate::config::RunConfig;
 use crate::error::Error;
+use super::trial_config::TrialBuild;
 use crate::record::Observer;
 
 /// What the trials are trained with.
 pub(super) struct Sequential<'a, 'o> {
     /// The sweep directory.
     pub dir: &'a Path,
-    /// Builds a trial's config when it trains.
-    pub config: &'a dyn Fn(&Trial) -> Result<RunConfig, Error>,
+    /// Builds a trial's config when it trains, and its task.
+    pub build: TrialBuild<'a>,
     /// Watches trial `i` of `n` (`0`: the search itself).
     pub observer: &'o mut dyn FnMut(usize, usize) -> Box<dyn Observer>,
     /// Trials in the search.
@@ -113,8 +113,9 @@ impl Sequential<'_, '_> {
         let observer = (self.observer)(trial.number, self.n);
         crate::failpoint::pass("start");
         let stop = Some(Arc::clone(&self.stop));
-        let trained = (self.config)(trial)
-            .and_then(|cfg| train_or_resume(cfg, &run_dir, observer, gate, stop));
+        let kinds = self.build.kinds;
+        let trained = (self.build.config(trial))
+            .and_then(|cfg| train_or_resume(kinds, cfg, &run_dir, observer, gate, stop));
         // Stopped by a signal: left running in the record, it goes on first on resume.
         if let Err(Error::Interrupted) = trained {
             return Err(Error::Interrupted);

@@ -5,6 +5,23 @@ use std::path::Path;
 
 use super::space::{literal, Trial};
 use crate::config::{parse, to_toml, ConfigError, Override, RunConfig};
+use crate::error::Error;
+use crate::kinds::Kinds;
+
+/// What builds a search's trials: each trial's config (built when it is needed and dropped
+/// after), and the model kinds that build its task from it.
+#[derive(Clone, Copy)]
+pub(super) struct TrialBuild<'a> {
+    pub kinds: &'a Kinds,
+    pub config: &'a dyn Fn(&Trial) -> Result<RunConfig, Error>,
+}
+
+impl TrialBuild<'_> {
+    /// `trial`'s config.
+    pub fn config(&self, trial: &Trial) -> Result<RunConfig, Error> {
+        (self.config)(trial)
+    }
+}
 
 /// Each trial's config: `config` with the trial's values, named after the trial, in `dir`.
 /// The first trial whose values do not validate is the error, naming the key and the value.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::prune::GateSpec;
 use crate::config::RunConfig;
+use crate::kinds::Kinds;
 use crate::error::Error;
 use crate::record::{Observer, RunStatus, RunSummary};
 use crate::Trainer;
@@ -20,6 +21,7 @@ pub(super) type TrialErrors = BTreeMap<usize, String>;
 /// checkpoint (a signal during its set-up) has nothing to resume from: it starts again in its
 /// own directory, where the search reads it, not beside it in a `-2` one.
 pub(super) fn train_or_resume(
+    kinds: &Kinds,
     cfg: RunConfig,
     run_dir: &Path,
     mut observer: Box<dyn Observer>,
@@ -40,12 +42,12 @@ pub(super) fn train_or_resume(
     let latest = run_dir.join("checkpoints").join("latest");
     if latest.symlink_metadata().is_ok() {
         // A checkpoint that cannot be read is the resume's error, naming it.
-        return trainer.resume(run_dir).run();
+        return kinds.train(trainer.resume(run_dir));
     }
     if run_dir.exists() {
         std::fs::remove_dir_all(run_dir).map_err(|e| Error::io(run_dir, e))?;
     }
-    trainer.run()
+    kinds.train(trainer)
 }
 
 pub(super) fn run_name(run: usize) -> String {

@@ -14,13 +14,11 @@ use super::optimizer::build_optimizer;
 use super::precision::MixedPrecision;
 use super::step::{accumulate_gradients, apply_gradients, footprint, Clip, HostMaster, SumPlace};
 use crate::backend;
-use crate::builtin::{self, Visit};
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::{Executor, MemoryMeter, MemorySource};
-use crate::model::Network;
 use crate::task::score::items;
-use crate::task::{Classify, Regress, Task};
+use crate::task::Task;
 
 /// What a probe of one step measured, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,13 +37,6 @@ pub(crate) struct ProbedStep {
     pub reserved: Option<u64>,
 }
 
-/// One step of `config`, probed. Its memory is given back before it returns, whether the step
-/// ran or not.
-pub(crate) fn probe_step(config: &RunConfig) -> Result<ProbedStep, Error> {
-    let loaded = builtin::load(config)?;
-    builtin::visit(config, loaded, StepProbe { config })
-}
-
 /// Gives the process the one-time state a run's warm-up gives it (on flex, a packing buffer
 /// for every rayon worker), so that what a probe finds in use before its step includes what
 /// a fresh process running the trial would hold ([`crate::memory::Executor::warm_up`]).
@@ -57,23 +48,9 @@ pub(crate) fn warm_up(config: &RunConfig) -> Result<(), Error> {
         .map_err(Error::device)
 }
 
-struct StepProbe<'a> {
-    config: &'a RunConfig,
-}
-
-impl Visit for StepProbe<'_> {
-    type Output = ProbedStep;
-
-    fn classify<N: Network>(self, task: Classify<N>) -> Result<ProbedStep, Error> {
-        probe_task(&task, self.config)
-    }
-
-    fn regress<N: Network>(self, task: Regress<N>) -> Result<ProbedStep, Error> {
-        probe_task(&task, self.config)
-    }
-}
-
-fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<ProbedStep, Error> {
+/// One step of `task` under `config`, probed. Its memory is given back before it returns,
+/// whether the step ran or not.
+pub(crate) fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<ProbedStep, Error> {
     let device = backend::select(&config.device)?;
     check_precision(config, &device, task)?;
     let train = &config.train;

@@ -10,7 +10,7 @@ use super::checkpoint::Checkpoint;
 use super::run_dir::{self, code_task};
 use super::stats::Stats;
 use super::{Layout, MemoryGuard, Prepared};
-use crate::builtin::SECTIONS as TASK_SECTIONS;
+use crate::config::TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::memory::MemorySource;

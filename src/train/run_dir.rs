@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::builtin::SECTIONS as TASK_SECTIONS;
+use crate::config::TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::write_atomic;

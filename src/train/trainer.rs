@@ -13,20 +13,18 @@ use super::resume::{open_run, Resume};
 use super::run_dir;
 use super::stats::Identity;
 use crate::backend;
-use crate::builtin::{self, Visit};
 use crate::config::RunConfig;
 use crate::error::Error;
-use crate::memory::HostCounters;
-use crate::model::Network;
 use crate::record::{write_atomic, Observer, Silent, Warning};
 use crate::record::{RunStatus, RunSummary};
 use crate::report::{draw_memory_svg, PictureOf};
-use crate::task::{Classify, Regress, Task};
+use crate::task::Task;
 use crate::train::gate::{Ending, EpochGate};
 use crate::train::MemoryGuard;
 
-/// Trains one run: the built-in task a config describes ([`run`](Self::run)), or any
-/// [`Task`] ([`fit`](Self::fit)).
+/// Trains one run: any [`Task`] ([`fit`](Self::fit)), or the task a config's model kind
+/// builds ([`run`](Self::run) for the built-in kinds, [`Kinds::train`](crate::kinds::Kinds::train)
+/// for a program's).
 ///
 /// ```no_run
 /// let config = tidemark::config::ConfigBuilder::new("demo").build()?;
@@ -105,18 +103,10 @@ impl Trainer {
         &self.config
     }
 
-    /// Trains the model `[model]` describes on the data `[data]` describes.
-    pub fn run(mut self) -> Result<RunSummary, Error> {
-        let before = HostCounters::read();
-        let loaded = builtin::load(&self.config)?;
-        let after = HostCounters::read();
-        // Counted only with tidemark's allocator installed (the CLI's), and only on this
-        // thread's watch: another run loading at the same time would be counted too.
-        self.data_bytes = after
-            .installed
-            .then(|| after.in_use.saturating_sub(before.in_use));
-        let config = self.config.clone();
-        builtin::visit(&config, loaded, self)
+    /// Counts `bytes` as the run's dataset (host bytes its kind counted while loading it).
+    pub(crate) fn data_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.data_bytes = bytes;
+        self
     }
 
     /// Trains `task` under this trainer's `[run]`, `[device]`, `[train]` and `[memory]`
@@ -219,19 +209,6 @@ fn write_summary(run_dir: &std::path::Path, summary: &RunSummary) -> Result<(), 
 
 /// Runs this process has finished, for each summary's `run_in_process`.
 static RUNS_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
-/// A built-in task is trained like any other.
-impl Visit for Trainer {
-    type Output = RunSummary;
-
-    fn classify<N: Network>(self, task: Classify<N>) -> Result<RunSummary, Error> {
-        self.fit(task)
-    }
-
-    fn regress<N: Network>(self, task: Regress<N>) -> Result<RunSummary, Error> {
-        self.fit(task)
-    }
-}
-
 /// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture
 /// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
 /// and `tidemark report RUN_DIR` can draw it again.

@@ -14,6 +14,17 @@ pub enum ModelConfig {
     Lstm(LstmConfig),
 }
 
+impl ModelConfig {
+    /// The kind's name, as `[model] kind` gives it: the name a command looks its kind up by.
+    pub fn kind(&self) -> &str {
+        match self {
+            ModelConfig::Mlp(_) => "mlp",
+            ModelConfig::Cnn(_) => "cnn",
+            ModelConfig::Lstm(_) => "lstm",
+        }
+    }
+}
+
 /// Stacked LSTM layers (Burn's `nn::Lstm`) over the sample's values, one per step, then a
 /// linear head on the last step's hidden state.
 #[derive(Debug, Clone, PartialEq, Serialize)]

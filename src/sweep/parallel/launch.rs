@@ -20,6 +20,7 @@ use crate::record::{write_atomic, Observer, RunSummary};
 use crate::sweep::prune::GateSpec;
 use crate::sweep::space::Trial;
 use crate::sweep::trial_config::set;
+use crate::kinds::Kinds;
 use crate::sweep::trial_run::train_or_resume;
 
 /// Where trial `trial`'s launch file goes in the sweep directory `dir`.
@@ -58,13 +59,17 @@ pub(in crate::sweep) fn write_launch(
 }
 
 /// Trains the trial whose launch file is `launch`, in `<run.output_dir>/<run.name>`.
-pub fn run_child(launch: &Path, observer: Box<dyn Observer>) -> Result<RunSummary, Error> {
+pub fn run_child(
+    kinds: &Kinds,
+    launch: &Path,
+    observer: Box<dyn Observer>,
+) -> Result<RunSummary, Error> {
     let cfg = crate::config::load(launch, &[])?;
     let _lock = lock(&launch.with_extension("lock"))?;
     super::parent_death::arm()?;
     let gate = GateSpec::read(&gate_path(launch))?;
     let run_dir = cfg.run.output_dir.join(&cfg.run.name);
-    train_or_resume(cfg, &run_dir, observer, gate, None)
+    train_or_resume(kinds, cfg, &run_dir, observer, gate, None)
 }
 
 /// An exclusive lock on `path`, held until dropped; an error if another process holds it.

@@ -17,6 +17,7 @@ use super::launch::write_launch;
 use super::processes::Launch;
 use super::state::{in_use, Ended, Running, State, Tally};
 use super::timeline::{now, Slot, Timeline};
+use crate::kinds::Kinds;
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::format_bytes;
@@ -35,6 +36,8 @@ const SHOW_EVERY: Duration = Duration::from_millis(500);
 
 /// The search's packing: the budget, how many at once, and how a child starts.
 pub(in crate::sweep) struct Pack {
+    /// The model kinds the trials' configs name (a trial TPE draws is probed for its lease).
+    pub kinds: Kinds,
     /// The memory all running trials' leases may add up to.
     pub budget: u64,
     /// Trials at once.
@@ -184,7 +187,7 @@ impl Pack {
             };
             let cfg = config(drawn.as_ref().map_or(trial, |d| &d.0))?;
             let lease = match &drawn {
-                Some((drawn, true)) => lease_of(drawn, &cfg).unwrap_or(self.budget),
+                Some((drawn, true)) => lease_of(&self.kinds, drawn, &cfg).unwrap_or(self.budget),
                 _ => lease,
             };
             if lease > self.budget {

@@ -10,14 +10,14 @@ use super::scheduler::Chosen;
 use super::scheduler::Pack;
 use super::state::Ended;
 use super::timeline;
-use crate::config::{ConfigError, RunConfig};
+use crate::config::ConfigError;
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::Observer;
 use crate::sweep::prune::Pruner;
 use crate::sweep::shard::Shard;
 use crate::sweep::sizing::lease::Arranged;
-use crate::sweep::space::Trial;
+use crate::sweep::trial_config::TrialBuild;
 use crate::sweep::tpe_draws::Draws;
 use crate::sweep::trial_run::TrialErrors;
 
@@ -43,7 +43,7 @@ fn train_packed<'a>(
     dir: &Path,
     packed: Packed,
     todo: Vec<Arranged<'a>>,
-    config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
+    build: TrialBuild<'_>,
     observer: &mut dyn Observer,
     (mut pruner, draws): (Option<&mut Pruner>, Option<&mut Draws>),
     stop: &AtomicBool,
@@ -52,7 +52,7 @@ fn train_packed<'a>(
     let mut unfinished = Vec::new();
     for (trial, lease) in todo {
         let run_dir = dir.join(trial.name());
-        match crate::sweep::trial_run::finished(&run_dir, config(trial)?.train.epochs)? {
+        match crate::sweep::trial_run::finished(&run_dir, build.config(trial)?.train.epochs)? {
             Some(_) => {
                 // A trial that finished after the pruner last heard of it (a stopped search).
                 if let Some(p) = pruner.as_deref_mut() {
@@ -67,6 +67,7 @@ fn train_packed<'a>(
         return Ok(ended);
     }
     let pack = Pack {
+        kinds: build.kinds.clone(),
         budget: packed.budget,
         parallel: packed.parallel,
         dir: dir.to_path_buf(),
@@ -85,7 +86,7 @@ fn train_packed<'a>(
         format_bytes(packed.budget)
     ));
     let chosen = Chosen { pruner, draws };
-    ended.extend(pack.run(unfinished, config, stop, observer, chosen)?);
+    ended.extend(pack.run(unfinished, build.config, stop, observer, chosen)?);
     Ok(ended)
 }
 
@@ -128,12 +129,12 @@ pub(in crate::sweep) fn train_parallel(
     dir: &Path,
     packed: Packed,
     mine: Vec<Arranged>,
-    config_of: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
+    build: TrialBuild<'_>,
     observer: &mut dyn Observer,
     chosen: (Option<&mut Pruner>, Option<&mut Draws>),
     stop: &AtomicBool,
 ) -> Result<TrialErrors, Error> {
-    let ended = train_packed(dir, packed, mine, config_of, observer, chosen, stop)?;
+    let ended = train_packed(dir, packed, mine, build, observer, chosen, stop)?;
     let mut errors = BTreeMap::new();
     // In the order the runs ended: a trial's later run clears an earlier run's error.
     for (trial, error) in ended {

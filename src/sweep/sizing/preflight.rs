@@ -26,7 +26,9 @@ use crate::memory::format_bytes;
 use crate::record::{write_atomic, Observer};
 use crate::sweep::shard::Shard;
 use crate::sweep::space::{Order, Trial};
-use crate::train::preflight::{probe_step, warm_up};
+use crate::kinds::Kinds;
+use crate::sweep::trial_config::TrialBuild;
+use crate::train::preflight::warm_up;
 
 /// One trial's probe, as `preflight.json` has it.
 #[derive(Debug, Serialize)]
@@ -50,7 +52,7 @@ struct Probe {
 /// A signal that sets `stop` ends the probes with [`Error::Interrupted`].
 pub(in crate::sweep) fn arrange<'a>(
     todo: Vec<&'a Trial>,
-    config: &dyn Fn(&Trial) -> Result<RunConfig, Error>,
+    build: TrialBuild<'_>,
     (order, leases): (Order, bool),
     dir: &Path,
     shard: Option<Shard>,
@@ -67,7 +69,7 @@ pub(in crate::sweep) fn arrange<'a>(
         .iter()
         .map(|t| {
             Ok(
-                crate::sweep::trial_run::finished(&dir.join(t.name()), config(t)?.train.epochs)?
+                crate::sweep::trial_run::finished(&dir.join(t.name()), build.config(t)?.train.epochs)?
                     .is_none(),
             )
         })
@@ -80,7 +82,7 @@ pub(in crate::sweep) fn arrange<'a>(
     if leases {
         // A lease counts what a fresh process holds before the step: its one-time state too.
         if let Some(first) = todo.first() {
-            warm_up(&config(first)?)?;
+            warm_up(&build.config(first)?)?;
         }
     }
     let mut probed = todo
@@ -88,7 +90,7 @@ pub(in crate::sweep) fn arrange<'a>(
         .zip(unfinished)
         .map(|(trial, unfinished)| {
             stopped()?;
-            Ok((probe(trial, &config(trial)?, unfinished), trial))
+            Ok((probe(build.kinds, trial, &build.config(trial)?, unfinished), trial))
         })
         .collect::<Result<Vec<(Probe, &Trial)>, Error>>()?;
     stopped()?;
@@ -113,13 +115,13 @@ pub(in crate::sweep) fn arrange<'a>(
 }
 
 /// The lease of `trial` with the config `cfg`, probed now (a TPE trial drawn as it starts).
-pub(in crate::sweep) fn lease_of(trial: &Trial, cfg: &RunConfig) -> Option<u64> {
-    probe(trial, cfg, true).lease_bytes
+pub(in crate::sweep) fn lease_of(kinds: &Kinds, trial: &Trial, cfg: &RunConfig) -> Option<u64> {
+    probe(kinds, trial, cfg, true).lease_bytes
 }
 
 /// The probe of one trial; a finished one (kept as it is) is not probed, nor one with a memory
 /// limit on a device with pools, which a probe (outside the run's limit) could overrun.
-fn probe(trial: &Trial, cfg: &RunConfig, unfinished: bool) -> Probe {
+fn probe(kinds: &Kinds, trial: &Trial, cfg: &RunConfig, unfinished: bool) -> Probe {
     let pools = cfg.device.backend != Backend::Flex;
     let result = match (unfinished, pools && cfg.memory.limit.is_some()) {
         (false, _) => Ok(None),
@@ -129,7 +131,7 @@ fn probe(trial: &Trial, cfg: &RunConfig, unfinished: bool) -> Probe {
         )),
         (true, false) => {
             crate::failpoint::pass("probe");
-            probe_step(cfg).map(Some).map_err(|e| e.to_string())
+            kinds.probe(cfg).map(Some).map_err(|e| e.to_string())
         }
     };
     let probed = result.as_ref().ok().copied().flatten();

@@ -1,0 +1,110 @@
+//! Model kinds by name: what a config's `[model] kind` names, and the one way every command
+//! reaches a task built from a config. A [`Kinds`] registry maps each name to a [`Kind`], which
+//! builds the config's task and hands it to the command: train it, probe one step of it, score
+//! or predict with a finished run of it.
+//!
+//! Nothing below this module knows which kinds exist: the trainer, the probes and the inference
+//! code are generic over the task. The built-in kinds (`mlp`, `cnn`, `lstm`) register here as
+//! an app's do, from the top (`crate::builtin::kinds`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::{ConfigError, RunConfig};
+use crate::error::Error;
+use crate::inference::{Evaluation, Predictions, Trained};
+use crate::record::RunSummary;
+use crate::train::preflight::ProbedStep;
+use crate::Trainer;
+
+pub(crate) use crate::inference::Csv;
+
+/// What the commands do with a config of one model kind: each builds the config's task and
+/// hands it on.
+pub(crate) trait Kind: Send + Sync {
+    /// The metrics a run of `config` reports, known before it trains: a search checks its
+    /// monitor against them.
+    fn metric_names(&self, config: &RunConfig) -> Vec<String>;
+
+    /// Trains `trainer`'s config.
+    fn train(&self, trainer: Trainer) -> Result<RunSummary, Error>;
+
+    /// One probed step of `config`.
+    fn probe(&self, config: &RunConfig) -> Result<ProbedStep, Error>;
+
+    /// `run`'s model scored on `data` (a file laid out like its data), or on its validation
+    /// split without one.
+    fn evaluate(&self, run: &Trained, data: Option<&Path>) -> Result<crate::task::Score, Error>;
+
+    /// `run`'s outputs for every input of `data`, as a CSV.
+    fn predict(&self, run: &Trained, data: &Path) -> Result<Csv, Error>;
+}
+
+/// The model kinds a program knows, by name.
+#[derive(Clone, Default)]
+pub struct Kinds {
+    by_name: BTreeMap<String, Arc<dyn Kind>>,
+}
+
+impl Kinds {
+    /// No kinds.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `kind` under `name`, replacing any kind of that name.
+    pub(crate) fn add(&mut self, name: &str, kind: Arc<dyn Kind>) {
+        self.by_name.insert(name.to_string(), kind);
+    }
+
+    /// The names known, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.by_name.keys().map(String::as_str).collect()
+    }
+
+    /// The kind `config`'s `[model]` names; an error naming the kinds there are.
+    pub(crate) fn of(&self, config: &RunConfig) -> Result<&dyn Kind, Error> {
+        let name = config.model.kind();
+        match self.by_name.get(name) {
+            Some(kind) => Ok(kind.as_ref()),
+            None => Err(Error::Config(ConfigError {
+                origin: "[model]".into(),
+                key: Some("model.kind".into()),
+                message: format!(
+                    "model.kind = \"{name}\" is not a kind this program knows; it knows {}",
+                    self.names().join(", ")
+                ),
+            })),
+        }
+    }
+
+    /// Trains `trainer`'s config with its kind.
+    pub fn train(&self, trainer: Trainer) -> Result<RunSummary, Error> {
+        self.of(trainer.config())?.train(trainer)
+    }
+
+    /// One probed step of `config`, with its kind.
+    pub(crate) fn probe(&self, config: &RunConfig) -> Result<ProbedStep, Error> {
+        self.of(config)?.probe(config)
+    }
+
+    /// The metrics a run of `config` reports.
+    pub(crate) fn metric_names(&self, config: &RunConfig) -> Result<Vec<String>, Error> {
+        Ok(self.of(config)?.metric_names(config))
+    }
+
+    /// Scores `run`'s model on `data` (a file laid out like the run's own data), or on the
+    /// run's validation split without one, and writes `<run_dir>/evaluation.json`.
+    pub fn evaluate(&self, run: &Trained, data: Option<&Path>) -> Result<Evaluation, Error> {
+        let score = self.of(&run.config)?.evaluate(run, data)?;
+        crate::inference::record_evaluation(run, data, score)
+    }
+
+    /// Writes `run`'s outputs for every input of `data` (a file laid out like the run's own
+    /// data) to the CSV file `out`.
+    pub fn predict(&self, run: &Trained, data: &Path, out: &Path) -> Result<Predictions, Error> {
+        let csv = self.of(&run.config)?.predict(run, data)?;
+        crate::inference::write_predictions(out, csv)
+    }
+}
