@@ -18,7 +18,6 @@ use crate::error::Error;
 use crate::model::{Cnn, Lstm, Mlp, Network};
 use crate::task::{Classify, Regress};
 
-
 /// What the configured data is for.
 pub(crate) enum Loaded {
     /// Labelled samples: classification.

@@ -2,7 +2,6 @@
 //! `validate`. Thin: it parses
 //! arguments, calls the library, prints, and returns an exit code.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
@@ -11,11 +10,13 @@ use crate::config::{self, Override, RunConfig};
 use crate::kinds::Kinds;
 use crate::Error;
 
+mod app;
 mod inference;
 mod sweep;
 mod terminal;
 mod train;
 
+pub use app::{main, App};
 use terminal::Terminal;
 use train::train;
 
@@ -193,64 +194,6 @@ fn load_config(
     Ok(config::load(path, &overrides)?)
 }
 
-/// Runs the `tidemark` binary's command line (the built-in kinds) on the process arguments
-/// and returns the exit code.
-pub fn main() -> i32 {
-    App::new().run()
-}
-
-/// A program's command line: every `tidemark` command, over the model kinds the program
-/// registers. The `tidemark` binary is `App::new()`, the built-in kinds alone.
-pub struct App {
-    kinds: Kinds,
-}
-
-impl Default for App {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl App {
-    /// The commands over the built-in kinds (`mlp`, `cnn`, `lstm`).
-    pub fn new() -> Self {
-        App {
-            kinds: crate::builtin::kinds(),
-        }
-    }
-
-    /// The kinds the commands know.
-    pub fn kinds(&self) -> &Kinds {
-        &self.kinds
-    }
-
-    /// Runs the command line on the process arguments and returns the exit code (0 success,
-    /// 2 bad usage or config, 3 memory, 4 training that could not go on, 130 a search stopped
-    /// by a signal, 1 any other failure): `std::process::exit(app.run())`.
-    pub fn run(self) -> i32 {
-        let cli = match Cli::try_parse() {
-            Ok(cli) => cli,
-            Err(e) => {
-                let _ = e.print();
-                return if e.use_stderr() { 2 } else { 0 };
-            }
-        };
-        exit_code(run(&self.kinds, cli))
-    }
-}
-
-/// The exit code of a command's outcome, its error printed.
-fn exit_code(outcome: Result<(), Error>) -> i32 {
-    match outcome {
-        Ok(()) => 0,
-        Err(e) => {
-            // Where stderr is closed, the exit code still says what happened.
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            e.exit_code()
-        }
-    }
-}
-
 fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Compare {
@@ -287,15 +230,15 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
         } => sweep::run(
             kinds,
             sweep::SweepArgs {
-            path: config_path(config, resume.as_deref())?,
-            overrides,
-            runs: runs.map(|n| n as usize),
-            resume,
-            out: out_override(out),
-            verbose,
-            shard,
-            shards: shards.map(|n| n as usize),
-            parallel: parallel.map(|n| n as usize),
+                path: config_path(config, resume.as_deref())?,
+                overrides,
+                runs: runs.map(|n| n as usize),
+                resume,
+                out: out_override(out),
+                verbose,
+                shard,
+                shards: shards.map(|n| n as usize),
+                parallel: parallel.map(|n| n as usize),
             },
         ),
         Command::Trial { launch } => sweep::trial(kinds, &launch),

@@ -12,8 +12,8 @@
 use super::Growth;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
-use crate::memory::{format_bytes, MemorySource};
 use crate::kinds::Kinds;
+use crate::memory::{format_bytes, MemorySource};
 
 /// The shrink row's limit, in bytes, sized from the growth run of `config`.
 pub(super) fn limit(kinds: &Kinds, config: &RunConfig, growth: &Growth) -> Result<u64, Error> {

@@ -9,10 +9,10 @@
 mod evaluate;
 mod predict;
 
-pub(crate) use evaluate::{record_evaluation, score};
 pub use evaluate::{evaluate_task, Evaluation};
-pub(crate) use predict::{outputs, write_predictions, Csv};
+pub(crate) use evaluate::{record_evaluation, score};
 pub use predict::Predictions;
+pub(crate) use predict::{outputs, write_predictions, Csv};
 
 use std::path::{Path, PathBuf};
 
@@ -87,7 +87,10 @@ impl Trained {
     }
 
     /// The model `build` makes, with the checkpoint's weights, on the run's device.
-    pub(crate) fn model<M: Module + ModuleSnapshot>(&self, build: impl Fn(&Device) -> M) -> Result<M, Error> {
+    pub(crate) fn model<M: Module + ModuleSnapshot>(
+        &self,
+        build: impl Fn(&Device) -> M,
+    ) -> Result<M, Error> {
         let mut model = build(&self.device);
         initialize(&model);
         self.checkpoint.load_model(&mut model)?;

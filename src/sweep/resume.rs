@@ -8,9 +8,9 @@ use super::resume_set::Changes;
 use super::runs::run_all;
 use super::search::run_trials;
 use crate::config::TASK_SECTIONS;
-use crate::kinds::Kinds;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::record::Observer;
 use crate::train::resume::check_config;
 

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use super::plan::{write_plan, Plan};
 use super::results::{table, SweepRow};
 use super::trial_run::{run_name, summary, train_or_resume};
-use crate::kinds::Kinds;
 use crate::config::{to_toml, ConfigBuilder, RunConfig};
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::record::{write_atomic, Observer};
 use crate::train::run_dir;
 

@@ -115,18 +115,13 @@ pub fn run_trials(
     // In parallel: the budget, known before the probes run. The signal handlers, with which
     // a signal from here on, the probes included, stops the search with exit code 130,
     // resumable: children are stopped by the scheduler, a trial in this process at its step.
-    let budget = match plan.packing.parallel > 1 {
-        true => Some(super::sizing::budget::resolve(&plan.packing, config)?),
-        false => None,
-    };
+    let parallel = plan.packing.parallel > 1;
+    let budget =
+        (parallel.then(|| super::sizing::budget::resolve(&plan.packing, config))).transpose()?;
     let stop = StopOnSignal::install()?;
     let mut draws = Draws::of(dir, plan);
     // TPE draws from the trials before: they train in their numbers' order.
-    let order = if draws.is_some() {
-        Order::Listed
-    } else {
-        plan.order
-    };
+    let order = draws.as_ref().map_or(plan.order, |_| Order::Listed);
     let build = TrialBuild {
         kinds,
         config: &config_of,

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use super::prune::Pruner;
 use super::space::Trial;
 use super::tpe_draws::Draws;
+use super::trial_config::TrialBuild;
 use super::trial_run::train_or_resume;
 use super::trial_run::TrialErrors;
 use crate::error::Error;
-use super::trial_config::TrialBuild;
 use crate::record::Observer;
 
 /// What the trials are trained with.

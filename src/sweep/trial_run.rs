@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::prune::GateSpec;
 use crate::config::RunConfig;
-use crate::kinds::Kinds;
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::record::{Observer, RunStatus, RunSummary};
 use crate::Trainer;
 

@@ -16,11 +16,11 @@ use nix::fcntl::{Flock, FlockArg};
 
 use crate::config::{parse, to_toml, ConfigError, RunConfig};
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::record::{write_atomic, Observer, RunSummary};
 use crate::sweep::prune::GateSpec;
 use crate::sweep::space::Trial;
 use crate::sweep::trial_config::set;
-use crate::kinds::Kinds;
 use crate::sweep::trial_run::train_or_resume;
 
 /// Where trial `trial`'s launch file goes in the sweep directory `dir`.

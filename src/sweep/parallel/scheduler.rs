@@ -11,20 +11,18 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::pruning::{finish, promote, promote_last};
-
 use super::launch::write_launch;
 use super::processes::Launch;
+use super::pruning::{finish, promote, promote_last};
 use super::state::{in_use, Ended, Running, State, Tally};
 use super::timeline::{now, Slot, Timeline};
-use crate::kinds::Kinds;
 use crate::config::RunConfig;
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::memory::format_bytes;
 use crate::record::Observer;
 use crate::sweep::prune::{Pruner, Standing};
-use crate::sweep::sizing::lease::Arranged;
-use crate::sweep::sizing::lease::{next, no_lease_fits, too_large};
+use crate::sweep::sizing::lease::{next, no_lease_fits, too_large, Arranged};
 use crate::sweep::sizing::preflight::lease_of;
 use crate::sweep::space::Trial;
 use crate::sweep::tpe_draws::Draws;
@@ -36,7 +34,7 @@ const SHOW_EVERY: Duration = Duration::from_millis(500);
 
 /// The search's packing: the budget, how many at once, and how a child starts.
 pub(in crate::sweep) struct Pack {
-    /// The model kinds the trials' configs name (a trial TPE draws is probed for its lease).
+    /// The model kinds: a trial TPE draws is probed for its lease.
     pub kinds: Kinds,
     /// The memory all running trials' leases may add up to.
     pub budget: u64,

@@ -17,8 +17,8 @@ use crate::record::Observer;
 use crate::sweep::prune::Pruner;
 use crate::sweep::shard::Shard;
 use crate::sweep::sizing::lease::Arranged;
-use crate::sweep::trial_config::TrialBuild;
 use crate::sweep::tpe_draws::Draws;
+use crate::sweep::trial_config::TrialBuild;
 use crate::sweep::trial_run::TrialErrors;
 
 /// How a search packs its trials: at once, under what, and whether a trial fits its

@@ -22,11 +22,11 @@ use super::budget::own_limit;
 use super::lease::{lease, Arranged, Measured};
 use crate::config::{Backend, RunConfig};
 use crate::error::Error;
+use crate::kinds::Kinds;
 use crate::memory::format_bytes;
 use crate::record::{write_atomic, Observer};
 use crate::sweep::shard::Shard;
 use crate::sweep::space::{Order, Trial};
-use crate::kinds::Kinds;
 use crate::sweep::trial_config::TrialBuild;
 use crate::train::preflight::warm_up;
 
@@ -68,10 +68,11 @@ pub(in crate::sweep) fn arrange<'a>(
     let unfinished = todo
         .iter()
         .map(|t| {
-            Ok(
-                crate::sweep::trial_run::finished(&dir.join(t.name()), build.config(t)?.train.epochs)?
-                    .is_none(),
-            )
+            Ok(crate::sweep::trial_run::finished(
+                &dir.join(t.name()),
+                build.config(t)?.train.epochs,
+            )?
+            .is_none())
         })
         .collect::<Result<Vec<bool>, Error>>()?;
     let few = unfinished.iter().filter(|&&u| u).count() < 2;
@@ -90,7 +91,10 @@ pub(in crate::sweep) fn arrange<'a>(
         .zip(unfinished)
         .map(|(trial, unfinished)| {
             stopped()?;
-            Ok((probe(build.kinds, trial, &build.config(trial)?, unfinished), trial))
+            Ok((
+                probe(build.kinds, trial, &build.config(trial)?, unfinished),
+                trial,
+            ))
         })
         .collect::<Result<Vec<(Probe, &Trial)>, Error>>()?;
     stopped()?;
