@@ -111,6 +111,12 @@ pub(crate) fn visit<V: Visit>(
         ModelConfig::Lstm(lstm) => task(loaded, visitor, move |device| {
             Lstm::new(&lstm.hidden, outputs, device)
         }),
+        // Registered under the built-in names only: another kind is not built here.
+        ModelConfig::App(app) => Err(Error::Config(ConfigError {
+            origin: "[model]".into(),
+            key: Some("model.kind".into()),
+            message: format!("model.kind = \"{}\" is not a built-in kind", app.kind),
+        })),
     }
 }
 

@@ -35,6 +35,14 @@ impl App {
         }
     }
 
+    /// Adds a model kind of the program's own under `name`: a config's
+    /// `[model] kind = "<name>"` (with the kind's keys) then trains, searches, resumes,
+    /// evaluates and compares the kind's task as it does a built-in kind's.
+    pub fn kind(mut self, name: &str, kind: impl crate::kinds::ModelKind) -> Self {
+        self.kinds.register(name, kind);
+        self
+    }
+
     /// The kinds the commands know.
     pub fn kinds(&self) -> &Kinds {
         &self.kinds

@@ -176,12 +176,15 @@ struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    fn load(&self, extra: Vec<Override>) -> Result<RunConfig, Error> {
-        load_config(&self.config, &self.overrides, extra)
+    fn load(&self, kinds: &Kinds, extra: Vec<Override>) -> Result<RunConfig, Error> {
+        load_config(kinds, &self.config, &self.overrides, extra)
     }
 }
 
+/// The config at `path` with `overrides` and `extra`, its model kind one of `kinds` and its
+/// keys the kind's.
 fn load_config(
+    kinds: &Kinds,
     path: &Path,
     overrides: &[String],
     extra: Vec<Override>,
@@ -191,7 +194,7 @@ fn load_config(
         .map(|o| Override::parse(o))
         .collect::<Result<Vec<_>, _>>()?;
     overrides.extend(extra);
-    Ok(config::load(path, &overrides)?)
+    Ok(config::load_checked(path, &overrides, &|c| kinds.check(c))?)
 }
 
 fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
@@ -266,7 +269,7 @@ fn compare(
             message: e.to_string(),
         }
     })?;
-    let resolved = config.load(out_override(out))?;
+    let resolved = config.load(kinds, out_override(out))?;
     let (dir, rows) = crate::compare::compare(kinds, &resolved, &list, |policy| {
         eprintln!("== {}", policy.name());
         Box::new(Terminal::new(true))
@@ -282,7 +285,7 @@ fn compare(
 /// `tidemark validate`: the resolved config, after every check `sweep` makes before it writes
 /// anything.
 fn validate(kinds: &Kinds, config: ConfigArgs) -> Result<(), Error> {
-    let resolved = config.load(vec![])?;
+    let resolved = config.load(kinds, vec![])?;
     if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
         crate::sweep::check_search(kinds, &resolved, &space, None)?;
     }

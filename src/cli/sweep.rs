@@ -26,7 +26,8 @@ pub(super) struct SweepArgs {
 
 /// Runs the sweep, and prints its table and one-line outcome.
 pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
-    let resolved = load_config(&args.path, &args.overrides, std::mem::take(&mut args.out))?;
+    let out = std::mem::take(&mut args.out);
+    let resolved = load_config(kinds, &args.path, &args.overrides, out)?;
     let verbose = args.verbose;
     let observer = |run, runs| -> Box<dyn Observer> {
         Box::new(SweepTerminal {

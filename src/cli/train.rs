@@ -20,7 +20,7 @@ pub(super) fn train(
     quiet: bool,
 ) -> Result<(), Error> {
     let path = config_path(config, resume.as_deref())?;
-    let resolved = load_config(&path, overrides, out_override(out))?;
+    let resolved = load_config(kinds, &path, overrides, out_override(out))?;
     let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
     if let Some(run_dir) = resume {
         trainer = trainer.resume(run_dir);

@@ -49,36 +49,87 @@ impl Source<'_> {
     }
 }
 
+/// A program's own check of a validated config (its model kinds': `model.kind` is one it
+/// knows, the kind's keys are right), whose error's key is located as the config's own are.
+pub type Check<'a> = &'a dyn Fn(&RunConfig) -> Result<(), Invalid>;
+
 /// Loads and validates the config at `path`, with `overrides` applied on top.
 pub fn load(path: &Path, overrides: &[Override]) -> Result<RunConfig, ConfigError> {
+    load_checked(path, overrides, &|_| Ok(()))
+}
+
+/// [`load`], then `check`.
+pub fn load_checked(
+    path: &Path,
+    overrides: &[Override],
+    check: Check<'_>,
+) -> Result<RunConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
         origin: path.display().to_string(),
         key: None,
         message: format!("cannot read config file: {e}"),
     })?;
-    parse(&text, &path.display().to_string(), overrides)
+    parse_checked(&text, &path.display().to_string(), overrides, check)
 }
 
 /// Parses and validates config `text`; `name` is used in error locations.
 pub fn parse(text: &str, name: &str, overrides: &[Override]) -> Result<RunConfig, ConfigError> {
+    parse_checked(text, name, overrides, &|_| Ok(()))
+}
+
+/// [`parse`], then `check`.
+pub fn parse_checked(
+    text: &str,
+    name: &str,
+    overrides: &[Override],
+    check: Check<'_>,
+) -> Result<RunConfig, ConfigError> {
     let source = Source {
         name: name.to_string(),
         text,
         overrides,
     };
     let raw = raw_of(&source)?;
-    RunConfig::try_from(raw).map_err(|Invalid { key, message }| source.error(Some(key), message))
+    let located = |Invalid { key, message }| source.error(Some(key), message);
+    let config = RunConfig::try_from(raw).map_err(located)?;
+    check(&config).map_err(located)?;
+    Ok(config)
 }
 
 /// `source`'s text as a [`RawConfig`]: TOML, with the overrides applied, in the config's types.
 fn raw_of(source: &Source<'_>) -> Result<RawConfig, ConfigError> {
     let table = table_of(source.text, &source.name, source.overrides)?;
-    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+    raw_config(table).map_err(|e| {
         let key = e.path().to_string();
         let inner = e.into_inner().to_string();
-        let message = describe_serde_error(&key, &inner);
+        let message = describe_key_error(&key, &inner);
         source.error(Some(key).filter(|k| k != "."), message)
     })
+}
+
+/// `table` in the config's types, the keys of a program's own model kind set aside
+/// ([`split_app_model`]).
+pub(crate) fn raw_config(
+    mut table: toml::Table,
+) -> Result<RawConfig, serde_path_to_error::Error<toml::de::Error>> {
+    let app = split_app_model(&mut table);
+    let mut raw: RawConfig = serde_path_to_error::deserialize(toml::Value::Table(table))?;
+    raw.model.app = app;
+    Ok(raw)
+}
+
+/// Takes the keys of `[model]` (but `kind`) out of `table` where its kind is not a built-in
+/// one: a program's kind has keys of its own, which it checks itself.
+pub fn split_app_model(table: &mut toml::Table) -> Option<toml::Table> {
+    let model = table.get_mut("model")?.as_table_mut()?;
+    let kind = model.get("kind")?.as_str()?;
+    if super::validate::BUILTIN_KINDS.contains(&kind) {
+        return None;
+    }
+    let kind = model.remove("kind")?;
+    let settings = std::mem::take(model);
+    model.insert("kind".into(), kind);
+    Some(settings)
 }
 
 /// A config file read as written, with its overrides: the first stage of the tables that are
@@ -161,7 +212,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// Rewrites serde's wording into one that names the key.
-fn describe_serde_error(key: &str, inner: &str) -> String {
+pub(crate) fn describe_key_error(key: &str, inner: &str) -> String {
     let inner = inner.lines().next().unwrap_or(inner).trim();
     if let Some(rest) = inner.strip_prefix("unknown field `") {
         let field = rest.split('`').next().unwrap_or(rest);

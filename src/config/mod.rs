@@ -14,7 +14,10 @@ mod validate;
 
 pub use builder::ConfigBuilder;
 pub use error::ConfigError;
-pub use load::{load, load_raw, parse, to_toml, RawFile};
+pub(crate) use load::describe_key_error;
+pub use load::{
+    load, load_checked, load_raw, parse, parse_checked, split_app_model, to_toml, Check, RawFile,
+};
 pub use overrides::Override;
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize, ValueError};

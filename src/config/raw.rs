@@ -131,6 +131,10 @@ pub struct RawModel {
     pub activation: Option<String>,
     /// Dropout probability after each hidden layer.
     pub dropout: Option<f64>,
+    /// The keys of a kind that is not built in (a program's own), besides `kind`, as written:
+    /// the program's kind checks them ([`crate::config::split_app_model`] sets them).
+    #[serde(skip)]
+    pub app: Option<toml::Table>,
 }
 
 /// A label column named by header or by zero-based index.

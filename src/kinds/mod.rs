@@ -7,11 +7,16 @@
 //! code are generic over the task. The built-in kinds (`mlp`, `cnn`, `lstm`) register here as
 //! an app's do, from the top (`crate::builtin::kinds`).
 
+mod app;
+mod owned;
+
+pub use app::ModelKind;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::{ConfigError, RunConfig};
+use crate::config::{ConfigError, Invalid, RunConfig};
 use crate::error::Error;
 use crate::inference::{Evaluation, Predictions, Trained};
 use crate::record::RunSummary;
@@ -23,6 +28,13 @@ pub(crate) use crate::inference::Csv;
 /// What the commands do with a config of one model kind: each builds the config's task and
 /// hands it on.
 pub(crate) trait Kind: Send + Sync {
+    /// Checks `config`'s `[model]` keys before anything runs; the error's key is the one
+    /// that is wrong (`model.heads`).
+    fn check(&self, config: &RunConfig) -> Result<(), Invalid> {
+        let _ = config;
+        Ok(())
+    }
+
     /// The metrics a run of `config` reports, known before it trains: a search checks its
     /// monitor against them.
     fn metric_names(&self, config: &RunConfig) -> Vec<String>;
@@ -58,6 +70,16 @@ impl Kinds {
         self.by_name.insert(name.to_string(), kind);
     }
 
+    /// Adds a program's own kind under `name` (replacing any kind of that name but a
+    /// built-in one: `mlp`, `cnn` and `lstm` are read by the config itself).
+    pub fn register(&mut self, name: &str, kind: impl ModelKind) {
+        let kind = app::AppKind {
+            name: name.to_string(),
+            kind,
+        };
+        self.add(name, Arc::new(kind));
+    }
+
     /// The names known, in order.
     pub fn names(&self) -> Vec<&str> {
         self.by_name.keys().map(String::as_str).collect()
@@ -65,18 +87,35 @@ impl Kinds {
 
     /// The kind `config`'s `[model]` names; an error naming the kinds there are.
     pub(crate) fn of(&self, config: &RunConfig) -> Result<&dyn Kind, Error> {
+        self.named(config).map_err(|Invalid { key, message }| {
+            let origin = "[model]".into();
+            let key = Some(key);
+            Error::Config(ConfigError {
+                origin,
+                key,
+                message,
+            })
+        })
+    }
+
+    fn named(&self, config: &RunConfig) -> Result<&dyn Kind, Invalid> {
         let name = config.model.kind();
         match self.by_name.get(name) {
             Some(kind) => Ok(kind.as_ref()),
-            None => Err(Error::Config(ConfigError {
-                origin: "[model]".into(),
-                key: Some("model.kind".into()),
+            None => Err(Invalid {
+                key: "model.kind".into(),
                 message: format!(
                     "model.kind = \"{name}\" is not a kind this program knows; it knows {}",
                     self.names().join(", ")
                 ),
-            })),
+            }),
         }
+    }
+
+    /// Checks `config`'s model kind and its keys: the kind is one this program knows, and its
+    /// keys are the kind's. The error names the key (for the config's location).
+    pub fn check(&self, config: &RunConfig) -> Result<(), Invalid> {
+        self.named(config)?.check(config)
     }
 
     /// Trains `trainer`'s config with its kind.

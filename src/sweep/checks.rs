@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::shard::Shard;
 use super::space::{check_order, Method, Space, Trial};
-use super::trial_config::trial_config;
+use super::trial_config::checked_trial_config;
 use crate::config::{to_toml, ConfigError, Invalid, Monitor, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
@@ -85,7 +85,7 @@ pub(super) fn check_trials(
     monitor: &str,
 ) -> Result<(), Error> {
     trials.iter().try_for_each(|trial| {
-        let config = trial_config(base, trial, dir)?;
+        let config = checked_trial_config(base, trial, dir, &|c| kinds.check(c))?;
         check_monitor(kinds, monitor, &config)
     })
 }

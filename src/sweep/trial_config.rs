@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::space::{literal, Trial};
-use crate::config::{parse, to_toml, ConfigError, Override, RunConfig};
+use crate::config::{parse_checked, to_toml, Check, ConfigError, Override, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
 
@@ -44,6 +44,17 @@ pub(super) fn trial_config(
     trial: &Trial,
     dir: &Path,
 ) -> Result<RunConfig, ConfigError> {
+    checked_trial_config(base, trial, dir, &|_| Ok(()))
+}
+
+/// [`trial_config`], then `check` (the model kinds': the trial's values of the kind's keys
+/// are the kind's), its error said as the trial's.
+pub(super) fn checked_trial_config(
+    base: &str,
+    trial: &Trial,
+    dir: &Path,
+    check: Check<'_>,
+) -> Result<RunConfig, ConfigError> {
     let mut overrides: Vec<Override> = trial
         .values
         .iter()
@@ -56,7 +67,7 @@ pub(super) fn trial_config(
     overrides.push(set("run.name", toml::Value::String(trial.name())));
     let out = dir.display().to_string();
     overrides.push(set("run.output_dir", toml::Value::String(out)));
-    parse(base, "config.toml", &overrides).map_err(|e| in_trial(e, trial))
+    parse_checked(base, "config.toml", &overrides, check).map_err(|e| in_trial(e, trial))
 }
 
 /// An override of `key` with `value`, as `--set` would give it.

@@ -48,8 +48,10 @@ impl ConfigBuilder {
     /// Starts from a validated config, to build a variant of it: the variant is validated
     /// again, as a file would be (a validated config is never edited in place).
     pub fn from_config(config: &RunConfig) -> Self {
-        let raw = toml::from_str(&super::to_toml(config))
-            .expect("a validated config reads back as a raw one");
+        let table =
+            toml::from_str(&super::to_toml(config)).expect("a validated config reads back as TOML");
+        let raw =
+            super::load::raw_config(table).expect("a validated config reads back as a raw one");
         Self { raw }
     }
 

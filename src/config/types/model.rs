@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-/// `[model]`: which network to train.
+/// `[model]`: which network to train: a built-in kind, or a program's own.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ModelConfig {
@@ -12,6 +12,9 @@ pub enum ModelConfig {
     Cnn(CnnConfig),
     /// A sequence model: LSTM layers over each sample's values read as a sequence.
     Lstm(LstmConfig),
+    /// A kind a program registers: its keys are its own, checked by the program's kind.
+    #[serde(untagged)]
+    App(AppModel),
 }
 
 impl ModelConfig {
@@ -21,8 +24,20 @@ impl ModelConfig {
             ModelConfig::Mlp(_) => "mlp",
             ModelConfig::Cnn(_) => "cnn",
             ModelConfig::Lstm(_) => "lstm",
+            ModelConfig::App(app) => &app.kind,
         }
     }
+}
+
+/// `[model]` of a kind a program registers: its name, and its keys as written (after any
+/// `--set`), which the kind reads into its own settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AppModel {
+    /// The kind's name.
+    pub kind: String,
+    /// Its keys, `kind` aside.
+    #[serde(flatten)]
+    pub settings: toml::Table,
 }
 
 /// Stacked LSTM layers (Burn's `nn::Lstm`) over the sample's values, one per step, then a

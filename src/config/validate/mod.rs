@@ -3,6 +3,8 @@
 mod data;
 mod memory;
 mod model;
+
+pub(crate) use model::BUILTIN_KINDS;
 mod train;
 
 use std::path::PathBuf;

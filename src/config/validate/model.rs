@@ -5,6 +5,9 @@ use crate::config::defaults;
 use crate::config::raw::*;
 use crate::config::types::*;
 
+/// The built-in kinds, whose keys the config reads itself; any other kind is a program's.
+pub(crate) const BUILTIN_KINDS: [&str; 3] = ["mlp", "cnn", "lstm"];
+
 /// The keys that only some kinds take, with those kinds.
 const KIND_KEYS: &[(&str, &[&str])] = &[
     ("hidden", &["mlp", "lstm"]),
@@ -32,7 +35,11 @@ fn present(raw: &RawModel) -> Vec<&'static str> {
 }
 
 pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
-    let kinds = ["mlp", "cnn", "lstm"];
+    if let (Some(kind), Some(settings)) = (&raw.kind, &raw.app) {
+        let (kind, settings) = (kind.clone(), settings.clone());
+        return Ok(ModelConfig::App(AppModel { kind, settings }));
+    }
+    let kinds = BUILTIN_KINDS;
     let kind = choice(
         "model.kind",
         raw.kind.as_deref(),
