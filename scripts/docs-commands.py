@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs every shell command shown in README.md, docs/ and examples/cluster/README.md.
+"""Runs every shell command shown in README.md, docs/, examples/cluster/README.md and
+examples/custom_model/README.md.
 
     scripts/docs-commands.py            run them all, from the repository root
     scripts/docs-commands.py --list     list them, and the ones not run with why
@@ -54,7 +55,12 @@ NOT_RUN = [
 # Blocks that need a Vulkan device (lavapipe in CI) run only where one is installed, or fail
 # the check where TIDEMARK_REQUIRE_WGPU=1 says one must be.
 NEEDS_VULKAN = re.compile(r"--features \S*wgpu")
-FILES = ["README.md", *sorted(glob.glob("docs/*.md")), "examples/cluster/README.md"]
+FILES = [
+    "README.md",
+    *sorted(glob.glob("docs/*.md")),
+    "examples/cluster/README.md",
+    "examples/custom_model/README.md",
+]
 
 
 def blocks(path):

@@ -25,7 +25,8 @@
 //!
 //! Modules, in dependency order (each imports only those before it): [`config`] ->
 //! [`backend`], [`data`], [`model`] -> [`memory`] -> [`record`] -> [`report`] -> [`Error`] ->
-//! [`task`] -> `builtin` -> [`train`] -> [`inference`], [`compare`], [`sweep`]. The `cli`
+//! [`task`] -> [`train`] -> [`inference`] -> [`kinds`] -> `builtin` -> [`compare`],
+//! [`sweep`]. The `cli`
 //! module is the binary's and uses them all (docs/architecture.md prints the graph). Each type
 //! has one path: a snapshot is [`record::Snapshot`], the memory guard [`train::MemoryGuard`]
 //! and its recorder [`train::RunRecorder`].

@@ -52,6 +52,7 @@ impl App {
     /// 2 bad usage or config, 3 memory, 4 training that could not go on, 130 a search stopped
     /// by a signal, 1 any other failure): `std::process::exit(app.run())`.
     pub fn run(self) -> i32 {
+        crate::sweep::runs_trials();
         let cli = match Cli::try_parse() {
             Ok(cli) => cli,
             Err(e) => {

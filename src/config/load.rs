@@ -99,37 +99,12 @@ pub fn parse_checked(
 /// `source`'s text as a [`RawConfig`]: TOML, with the overrides applied, in the config's types.
 fn raw_of(source: &Source<'_>) -> Result<RawConfig, ConfigError> {
     let table = table_of(source.text, &source.name, source.overrides)?;
-    raw_config(table).map_err(|e| {
+    super::app_keys::raw_config(table).map_err(|e| {
         let key = e.path().to_string();
         let inner = e.into_inner().to_string();
         let message = describe_key_error(&key, &inner);
         source.error(Some(key).filter(|k| k != "."), message)
     })
-}
-
-/// `table` in the config's types, the keys of a program's own model kind set aside
-/// ([`split_app_model`]).
-pub(crate) fn raw_config(
-    mut table: toml::Table,
-) -> Result<RawConfig, serde_path_to_error::Error<toml::de::Error>> {
-    let app = split_app_model(&mut table);
-    let mut raw: RawConfig = serde_path_to_error::deserialize(toml::Value::Table(table))?;
-    raw.model.app = app;
-    Ok(raw)
-}
-
-/// Takes the keys of `[model]` (but `kind`) out of `table` where its kind is not a built-in
-/// one: a program's kind has keys of its own, which it checks itself.
-pub fn split_app_model(table: &mut toml::Table) -> Option<toml::Table> {
-    let model = table.get_mut("model")?.as_table_mut()?;
-    let kind = model.get("kind")?.as_str()?;
-    if super::validate::BUILTIN_KINDS.contains(&kind) {
-        return None;
-    }
-    let kind = model.remove("kind")?;
-    let settings = std::mem::take(model);
-    model.insert("kind".into(), kind);
-    Some(settings)
 }
 
 /// A config file read as written, with its overrides: the first stage of the tables that are

@@ -2,6 +2,7 @@
 //! [`RunConfig`], validated once by [`TryFrom`]. Errors name the file, line, column, key and
 //! value.
 
+mod app_keys;
 mod builder;
 pub mod defaults;
 mod error;
@@ -12,12 +13,11 @@ mod size;
 mod types;
 mod validate;
 
+pub use app_keys::split_app_model;
 pub use builder::ConfigBuilder;
 pub use error::ConfigError;
 pub(crate) use load::describe_key_error;
-pub use load::{
-    load, load_checked, load_raw, parse, parse_checked, split_app_model, to_toml, Check, RawFile,
-};
+pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, Check, RawFile};
 pub use overrides::Override;
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize, ValueError};

@@ -132,7 +132,8 @@ pub struct RawModel {
     /// Dropout probability after each hidden layer.
     pub dropout: Option<f64>,
     /// The keys of a kind that is not built in (a program's own), besides `kind`, as written:
-    /// the program's kind checks them ([`crate::config::split_app_model`] sets them).
+    /// the program's kind checks them ([`split_app_model`](crate::config::split_app_model)
+    /// sets them).
     #[serde(skip)]
     pub app: Option<toml::Table>,
 }

@@ -128,24 +128,27 @@ impl<K: ModelKind> Kind for AppKind<K> {
 
     fn evaluate(&self, run: &Trained, data: Option<&Path>) -> Result<Score, Error> {
         if let Some(path) = data {
-            return Err(not_a_file_kind(&self.name, "evaluate", path));
+            let instead = "evaluate the run without --data: on its own validation split";
+            return Err(not_a_file_kind(&self.name, "evaluate", path, instead));
         }
         score(run, self.task(&run.config)?)
     }
 
     fn predict(&self, _run: &Trained, data: &Path) -> Result<Csv, Error> {
-        Err(not_a_file_kind(&self.name, "predict", data))
+        let instead = "the app predicts with its own code, from the run's model \
+                       (tidemark::inference::task_model)";
+        Err(not_a_file_kind(&self.name, "predict", data, instead))
     }
 }
 
 /// The error of a file given to a kind that reads no files: its task brings its own data.
-fn not_a_file_kind(kind: &str, command: &str, path: &Path) -> Error {
+fn not_a_file_kind(kind: &str, command: &str, path: &Path, instead: &str) -> Error {
     Error::Config(ConfigError {
         origin: format!("--data {}", path.display()),
         key: None,
         message: format!(
             "model kind \"{kind}\" brings its own data, and {command} reads a file only for \
-             the built-in kinds; {command} the run on its own validation split"
+             the built-in kinds; {instead}"
         ),
     })
 }

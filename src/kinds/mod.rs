@@ -1,5 +1,5 @@
 //! Model kinds by name: what a config's `[model] kind` names, and the one way every command
-//! reaches a task built from a config. A [`Kinds`] registry maps each name to a [`Kind`], which
+//! reaches a task built from a config. A [`Kinds`] registry maps each name to a `Kind`, which
 //! builds the config's task and hands it to the command: train it, probe one step of it, score
 //! or predict with a finished run of it.
 //!

@@ -31,7 +31,7 @@ mod trial_config;
 mod trial_run;
 
 pub use checks::check_search;
-pub use parallel::{run_child, Slot, Timeline};
+pub use parallel::{run_child, runs_trials, Slot, Timeline};
 pub use plan::SearchPlan;
 pub use results::{
     rank, ranking, table, SweepRow, TrialRow, TrialStatus, RETAINED_TOLERANCE, RSS_NOISE_BYTES,

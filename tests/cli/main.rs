@@ -2,6 +2,7 @@
 //! the files it writes; and the library from Rust. One test binary, a module per area.
 
 mod advisor;
+mod app;
 mod bad_input;
 mod breakdown;
 mod custom;
@@ -100,7 +101,12 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> Run {
-        let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        self.run_program(Path::new(env!("CARGO_BIN_EXE_tidemark")), args)
+    }
+
+    /// `program` (the `tidemark` binary, or an app's) with `args`, in this directory.
+    fn run_program(&self, program: &Path, args: &[&str]) -> Run {
+        let output = Command::new(program)
             .args(args)
             .current_dir(self.dir.path())
             .env("RUST_BACKTRACE", "1")

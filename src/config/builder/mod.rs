@@ -51,7 +51,7 @@ impl ConfigBuilder {
         let table =
             toml::from_str(&super::to_toml(config)).expect("a validated config reads back as TOML");
         let raw =
-            super::load::raw_config(table).expect("a validated config reads back as a raw one");
+            super::app_keys::raw_config(table).expect("a validated config reads back as a raw one");
         Self { raw }
     }
 

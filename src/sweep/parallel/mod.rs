@@ -16,4 +16,5 @@ pub(in crate::sweep) mod view;
 
 pub use launch::run_child;
 pub use timeline::{Slot, Timeline};
+pub use trials::runs_trials;
 pub(super) use trials::{train_parallel, Packed};

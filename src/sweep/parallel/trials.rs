@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::processes::Launch;
 use super::scheduler::Chosen;
@@ -73,7 +73,7 @@ fn train_packed<'a>(
         dir: dir.to_path_buf(),
         fit: packed.fit,
         launch: Launch {
-            exe: tidemark_exe()?,
+            exe: trial_exe()?,
             threads: threads_per_child(packed.parallel),
         },
         schedule: timeline::path(dir, packed.shard),
@@ -100,24 +100,36 @@ fn threads_per_child(parallel: usize) -> Option<usize> {
     Some((cores / parallel).max(1))
 }
 
-/// The `tidemark` binary the children run: `TIDEMARK_BIN`, or this process's own when it is
-/// `tidemark` (a Rust program that searches in parallel through the library sets the former).
-/// This process's own is run as `/proc/self/exe`, the file it was started from even if a
-/// rebuild has replaced it since.
-fn tidemark_exe() -> Result<PathBuf, Error> {
+/// Whether this program's command line is a [`App`](crate::cli::App)'s (the `tidemark` binary,
+/// or a program of its own with its model kinds): its children run `<this program> trial`.
+static RUNS_TRIALS: AtomicBool = AtomicBool::new(false);
+
+/// Says that this program runs `trial LAUNCH_FILE` as an [`App`](crate::cli::App) does: a
+/// parallel search's children run this program, with its model kinds.
+pub fn runs_trials() {
+    RUNS_TRIALS.store(true, Ordering::SeqCst);
+}
+
+/// The program the children run: `TIDEMARK_BIN`, or this process's own where it runs trials
+/// (an app's command line), run as `/proc/self/exe`, the file it was started from even if a
+/// rebuild has replaced it since. A program that searches in parallel through the library
+/// sets the former to an app built on [`App`](crate::cli::App) with its kinds.
+fn trial_exe() -> Result<PathBuf, Error> {
     if let Some(bin) = std::env::var_os("TIDEMARK_BIN") {
         return Ok(PathBuf::from(bin));
     }
     let exe =
         std::env::current_exe().map_err(|e| Error::io(Path::new("the running program"), e))?;
     let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    match name.starts_with("tidemark") {
+    match RUNS_TRIALS.load(Ordering::SeqCst) || name.starts_with("tidemark") {
         true => Ok(PathBuf::from("/proc/self/exe")),
         false => Err(Error::Config(ConfigError {
             origin: exe.display().to_string(),
             key: Some("sweep.parallel".into()),
-            message: "sweep.parallel: trials in parallel run in child `tidemark` processes, \
-                      and this program is not one; set TIDEMARK_BIN to the tidemark binary"
+            message: "sweep.parallel: trials in parallel run in child processes of a program \
+                      whose command line is tidemark::cli::App (the tidemark binary, or an \
+                      app's with its model kinds), and this program is not one; set \
+                      TIDEMARK_BIN to such a program"
                 .into(),
         })),
     }

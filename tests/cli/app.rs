@@ -1,0 +1,232 @@
+//! An app of its own on tidemark (`examples/custom_model`: `App::new().kind("sales", ...)`)
+//! runs every command on its own model kind from its own binary: its `[model]` keys are
+//! checked as a built-in kind's are, a parallel search runs its children from the app's binary
+//! under their leases, a killed run resumes, and the built-in kinds come through the same
+//! registration as the app's.
+//!
+//! The app is the example's binary, which `cargo test` builds beside the test binaries.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{num, Env, Run};
+
+/// The example app's binary: `target/<profile>/examples/custom_model`.
+fn app() -> PathBuf {
+    let tidemark = PathBuf::from(env!("CARGO_BIN_EXE_tidemark"));
+    let path = tidemark.with_file_name("examples").join("custom_model");
+    assert!(
+        path.is_file(),
+        "{} is not built: `cargo test` builds it (or cargo build --example custom_model)",
+        path.display()
+    );
+    path
+}
+
+/// The example's config `name` (`sales.toml`, `search.toml`).
+fn example(name: &str) -> String {
+    let path = format!(
+        "{}/examples/custom_model/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The example's `sales.toml`, smaller: a debug build trains it in a few seconds.
+fn sales() -> String {
+    example("sales.toml")
+        .replace("samples = 16384", "samples = 2048")
+        .replace("epochs = 6", "epochs = 3")
+        .replace("batch_size = 2048", "batch_size = 256")
+        .replace("limit = \"12MiB\"", "clear = \"between_runs\"")
+        .replace("on_limit = \"shrink\"\n", "")
+}
+
+impl Env {
+    fn app(&self, args: &[&str]) -> Run {
+        self.run_program(&app(), args)
+    }
+}
+
+#[test]
+fn the_app_s_own_keys_are_checked_as_a_built_in_kind_s_and_nothing_is_created() {
+    let env = Env::new();
+    env.write("sales.toml", &sales());
+    let bad = sales().replace("width = 256", "widht = 256");
+    env.write("typo.toml", &bad);
+    let run = |args: &[&str]| env.app(args);
+    run(&["train", "--config", "typo.toml"]).fails_with(
+        2,
+        &[
+            "typo.toml:",
+            "unknown key model.widht (expected width or samples)",
+        ],
+    );
+    let with = |set: &'static str| vec!["train", "--config", "sales.toml", "--set", set];
+    run(&with("model.heads=8")).fails_with(
+        2,
+        &["--set model.heads=8: unknown key model.heads (expected width or samples)"],
+    );
+    run(&with("model.width=\"wide\"")).fails_with(
+        2,
+        &["--set model.width=\"wide\": model.width: invalid type: string \"wide\""],
+    );
+    run(&with("model.width=0"))
+        .fails_with(2, &["--set model.width=0: model.width: must be > 0, got 0"]);
+    run(&with("model.kind=\"salez\"")).fails_with(
+        2,
+        &["model.kind = \"salez\" is not a kind this program knows; it knows cnn, lstm, mlp, sales"],
+    );
+    // The `tidemark` binary does not know the app's kind.
+    env.run(&["validate", "--config", "sales.toml"]).fails_with(
+        2,
+        &[
+            "sales.toml:",
+            "model.kind = \"sales\" is not a kind this program knows",
+        ],
+    );
+    assert!(!env.path("runs").exists(), "nothing is created");
+    // A search over a key the kind does not have is refused before anything is written.
+    let search = example("search.toml").replace("model.width", "model.depth");
+    env.write("search.toml", &search);
+    run(&["sweep", "--config", "search.toml"]).fails_with(2, &["unknown key model.depth"]);
+    assert!(!env.path("runs").exists(), "nothing is created");
+}
+
+/// `search.toml` smaller: 16 trials of 3 epochs on 2048 sales, pruned at epoch 1.
+fn search() -> String {
+    example("search.toml")
+        .replace("samples = 8192", "samples = 2048")
+        .replace("epochs = 9", "epochs = 3")
+}
+
+fn sweep_json(env: &Env, dir: &str) -> Value {
+    let text = std::fs::read_to_string(env.path(dir).join("sweep.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The trials of a `sweep.json`, by number.
+fn trials(json: &Value) -> Vec<Value> {
+    let mut trials = json["trials"].as_array().unwrap().clone();
+    trials.sort_by_key(|t| t["trial"].as_u64());
+    trials
+}
+
+#[test]
+fn the_app_s_search_runs_two_trials_at_once_from_its_binary_with_the_sequential_results() {
+    let env = Env::new();
+    env.write("search.toml", &search());
+    let par = env.app(&["sweep", "--config", "search.toml", "--out", "par"]);
+    assert_eq!(par.code(), 0, "{}", par.stderr());
+    let par = sweep_json(&env, "par/sales-search-sweep");
+    assert_eq!(
+        (par["parallel"].as_u64(), trials(&par).len()),
+        (Some(2), 16)
+    );
+    let budget = num(&par, "budget_bytes");
+    let mut at_once = 0.0f64;
+    for t in trials(&par) {
+        let peak = num(&t["memory"], "peak_bytes_in_use");
+        assert!(peak <= num(&t, "lease_bytes"), "peak above the lease: {t}");
+        // The leases running when this trial started, this one's included.
+        let start = num(&t, "started_s");
+        let running = (trials(&par).iter())
+            .filter(|o| num(o, "started_s") <= start && start < num(o, "ended_s"))
+            .map(|o| num(o, "lease_bytes"))
+            .sum::<f64>();
+        at_once = at_once.max(running);
+    }
+    assert!(
+        at_once <= budget,
+        "{at_once} B leased at once, over the {budget} B budget"
+    );
+    let statuses: Vec<String> = (trials(&par).iter())
+        .filter_map(|t| Some(t["status"].as_str()?.to_string()))
+        .collect();
+    let has = |status: &str| statuses.iter().any(|s| s == status);
+    assert!(has("pruned") && has("completed"), "{statuses:?}");
+    let seq = env.app(&["sweep", "--config", "search.toml", "--parallel", "1"]);
+    assert_eq!(seq.code(), 0, "{}", seq.stderr());
+    let seq = sweep_json(&env, "runs/sales-search-sweep");
+    for (p, s) in trials(&par).iter().zip(trials(&seq)) {
+        assert_eq!((&p["name"], &p["status"]), (&s["name"], &s["status"]));
+        if p["status"] == "completed" {
+            let (a, b) = (num(p, "monitored"), num(&s, "monitored"));
+            assert!(
+                (a - b).abs() <= 1e-6,
+                "{}: {a} in parallel, {b} alone",
+                p["name"]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_killed_app_run_resumes_from_the_app_s_binary_to_the_uninterrupted_run() {
+    let env = Env::new();
+    // In f32: `evaluate` scores in f32, as the run then validates.
+    let f32 = sales().replace("precision = \"bf16\"", "precision = \"f32\"");
+    env.write(
+        "sales.toml",
+        &format!("{f32}\n[checkpoint]\nevery_steps = 2\n"),
+    );
+    let whole = env.app(&[
+        "train",
+        "--config",
+        "sales.toml",
+        "--set",
+        "run.name=\"whole\"",
+    ]);
+    assert_eq!(whole.code(), 0, "{}", whole.stderr());
+    // Killed after step 7, in epoch 2 (4 steps an epoch), its latest checkpoint at step 6.
+    let count = env.path("count");
+    let killed = std::process::Command::new(app())
+        .args(["train", "--config", "sales.toml"])
+        .current_dir(env.path(""))
+        .env("TIDEMARK_FAILPOINT", "step:7:KILL")
+        .env("TIDEMARK_FAILPOINT_COUNT", &count)
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.code(), None, "killed by a signal");
+    assert!(!env.path("runs/custom-model/summary.json").exists());
+    let resumed = env.app(&["train", "--resume", "runs/custom-model"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    let (a, b) = (env.summary("runs/custom-model"), env.summary("runs/whole"));
+    for key in ["final_loss", "final_val_loss"] {
+        let (x, y) = (num(&a, key), num(&b, key));
+        assert!(
+            (x - y).abs() <= 1e-6,
+            "{key}: {x} resumed, {y} uninterrupted"
+        );
+    }
+    assert_eq!(a["steps"], b["steps"]);
+    assert_eq!(a["task"], "sales");
+    // Evaluated from the run's own config.toml: its final validation loss.
+    let evaluated = env.app(&["evaluate", "runs/custom-model"]);
+    assert_eq!(evaluated.code(), 0, "{}", evaluated.stderr());
+    let text = std::fs::read_to_string(env.path("runs/custom-model/evaluation.json")).unwrap();
+    let evaluation: Value = serde_json::from_str(&text).unwrap();
+    let (x, y) = (num(&evaluation, "loss"), num(&a, "final_val_loss"));
+    assert!((x - y).abs() <= 1e-6, "evaluated {x}, trained {y}");
+}
+
+#[test]
+fn a_built_in_kind_comes_through_the_app_s_registration_as_through_the_tidemark_binary() {
+    let env = Env::small();
+    let app = env.app(&["train", "--config", "small.toml", "--out", "app"]);
+    assert_eq!(app.code(), 0, "{}", app.stderr());
+    let binary = env.run(&["train", "--config", "small.toml", "--out", "bin"]);
+    assert_eq!(binary.code(), 0, "{}", binary.stderr());
+    let weights = |dir: &str| {
+        let checkpoint = tidemark::train::Checkpoint::latest(&env.path(dir)).unwrap();
+        checkpoint.weights().unwrap()
+    };
+    assert_eq!(
+        weights("app/small"),
+        weights("bin/small"),
+        "the same run, to the bit"
+    );
+    let (a, b) = (env.summary("app/small"), env.summary("bin/small"));
+    assert_eq!(a["final_val_loss"], b["final_val_loss"]);
+}
