@@ -98,6 +98,7 @@ mod docs {
 
 pub use error::{Error, TrainingError};
 pub use task::Task;
+pub use cli::App;
 pub use train::{HandLoop, Trainer};
 
 // Unit tests measure host memory, so their binary counts allocations like the CLI does.

@@ -17,22 +17,9 @@ use crate::train::preflight::{probe_task, ProbedStep};
 use crate::Trainer;
 
 /// A model kind of a program's own, registered by name with
-/// [`App::kind`](crate::cli::App::kind): `[model] kind = "<name>"` and the kind's keys.
-///
-/// ```ignore
-/// #[derive(serde::Deserialize, serde::Serialize)]
-/// #[serde(deny_unknown_fields)]
-/// struct Settings { heads: usize }
-///
-/// struct Attention;
-/// impl tidemark::kinds::ModelKind for Attention {
-///     type Settings = Settings;
-///     type Task = MyTask;
-///     fn task(&self, settings: Settings, config: &RunConfig) -> Result<MyTask, tidemark::Error> {
-///         Ok(MyTask::new(settings.heads, config.run.seed))
-///     }
-/// }
-/// ```
+/// [`App::kind`](crate::cli::App::kind): `[model] kind = "<name>"` and the kind's keys. The
+/// guide's "Your model in every command" (docs/library.md) has a whole program, and
+/// `examples/custom_model` is an app of its own.
 pub trait ModelKind: Send + Sync + 'static {
     /// The kind's `[model]` keys but `kind`, as the program's serde struct: an unknown key or
     /// a value of the wrong type is the config's error, located and naming the key (use
