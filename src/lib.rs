@@ -96,9 +96,9 @@ mod docs {
     mod training {}
 }
 
+pub use cli::App;
 pub use error::{Error, TrainingError};
 pub use task::Task;
-pub use cli::App;
 pub use train::{HandLoop, Trainer};
 
 // Unit tests measure host memory, so their binary counts allocations like the CLI does.

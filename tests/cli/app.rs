@@ -44,7 +44,7 @@ fn sales() -> String {
 }
 
 impl Env {
-    fn app(&self, args: &[&str]) -> Run {
+    pub(super) fn app(&self, args: &[&str]) -> Run {
         self.run_program(&app(), args)
     }
 }
@@ -95,19 +95,23 @@ fn the_app_s_own_keys_are_checked_as_a_built_in_kind_s_and_nothing_is_created() 
 }
 
 /// `search.toml` smaller: 16 trials of 3 epochs on 2048 sales, pruned at epoch 1.
+pub(super) fn app_search() -> String {
+    search()
+}
+
 fn search() -> String {
     example("search.toml")
         .replace("samples = 8192", "samples = 2048")
         .replace("epochs = 9", "epochs = 3")
 }
 
-fn sweep_json(env: &Env, dir: &str) -> Value {
+pub(super) fn sweep_json(env: &Env, dir: &str) -> Value {
     let text = std::fs::read_to_string(env.path(dir).join("sweep.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
 /// The trials of a `sweep.json`, by number.
-fn trials(json: &Value) -> Vec<Value> {
+pub(super) fn trials(json: &Value) -> Vec<Value> {
     let mut trials = json["trials"].as_array().unwrap().clone();
     trials.sort_by_key(|t| t["trial"].as_u64());
     trials
@@ -229,4 +233,47 @@ fn a_built_in_kind_comes_through_the_app_s_registration_as_through_the_tidemark_
     );
     let (a, b) = (env.summary("app/small"), env.summary("bin/small"));
     assert_eq!(a["final_val_loss"], b["final_val_loss"]);
+}
+
+#[test]
+fn tpe_over_the_app_s_own_keys_draws_the_same_trials_from_the_same_seed() {
+    let env = Env::new();
+    // Eight trials, four drawn by TPE from the results before them, over the kind's own key
+    // (a range of integers) and the learning rate, one at a time.
+    let tpe = search()
+        .replace(
+            "method = \"grid\"",
+            "method = \"tpe\"\ntrials = 8\nseed = 3",
+        )
+        .replace("parallel = 2", "parallel = 1")
+        .replace(
+            "model.width = [32, 64, 128, 256]",
+            "model.width = [16, 32, 64, 128, 256]",
+        )
+        .replace(
+            "train.lr = [3e-4, 1e-3, 3e-3, 1e-2]",
+            "train.lr = { min = 1e-4, max = 3e-2, log = true }",
+        );
+    env.write("tpe.toml", &tpe);
+    let plan = |out: &str| {
+        let run = env.app(&["sweep", "--config", "tpe.toml", "--out", out]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let path = env.path(out).join("sales-search-sweep/plan.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()["search"].clone()
+    };
+    let (first, again) = (plan("a"), plan("b"));
+    assert_eq!(
+        first["trials"], again["trials"],
+        "the same seed, the same trials"
+    );
+    assert_eq!(
+        first["tpe"]["drawn"].as_array().map(Vec::len),
+        Some(4),
+        "{first}"
+    );
+    let widths: Vec<&Value> = (first["trials"].as_array().unwrap().iter())
+        .map(|t| &t["values"]["model.width"])
+        .collect();
+    assert!(widths.iter().all(|w| w.is_i64()), "{widths:?}");
 }

@@ -30,6 +30,8 @@ mod training;
 mod wgpu;
 // Named for CI's wgpu step, which runs the tests whose path names wgpu.
 #[cfg(feature = "wgpu")]
+mod wgpu_app;
+#[cfg(feature = "wgpu")]
 mod wgpu_offload;
 
 use std::path::{Path, PathBuf};
