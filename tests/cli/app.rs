@@ -95,11 +95,7 @@ fn the_app_s_own_keys_are_checked_as_a_built_in_kind_s_and_nothing_is_created() 
 }
 
 /// `search.toml` smaller: 16 trials of 3 epochs on 2048 sales, pruned at epoch 1.
-pub(super) fn app_search() -> String {
-    search()
-}
-
-fn search() -> String {
+pub(super) fn search() -> String {
     example("search.toml")
         .replace("samples = 8192", "samples = 2048")
         .replace("epochs = 9", "epochs = 3")

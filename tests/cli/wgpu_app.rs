@@ -2,7 +2,7 @@
 //! under its lease, from the app's binary. Built with `cargo test --features wgpu` after
 //! `cargo build --features wgpu --example custom_model` (CI's wgpu step builds both).
 
-use super::app::{app_search, sweep_json, trials};
+use super::app::{search, sweep_json, trials};
 use super::wgpu::adapter_or_skip;
 use super::{num, Env};
 
@@ -12,7 +12,7 @@ fn two_of_an_app_s_trials_run_at_once_each_under_its_lease_on_pools() {
         return;
     }
     let env = Env::new();
-    let config = app_search()
+    let config = search()
         .replace("[model]", "[device]\nbackend = \"wgpu\"\n\n[model]")
         .replace("model.width = [32, 64, 128, 256]", "model.width = [32, 64]")
         .replace(
