@@ -1,10 +1,14 @@
 //! The `sales` model kind: its `[model]` keys, checked, and the task a config of it trains.
 
+use std::path::Path;
+
+use burn::tensor::Tensor;
 use serde::Deserialize;
 use tidemark::config::{Invalid, RunConfig};
+use tidemark::data::DataError;
 use tidemark::kinds::ModelKind;
 
-use crate::task::Sales;
+use crate::task::{Sale, SaleBatch, Sales, SalesModel, FEATURES};
 
 /// `[model] kind = "sales"` and its keys.
 #[derive(Debug, Deserialize)]
@@ -58,4 +62,74 @@ impl ModelKind for SalesKind {
     fn task(&self, settings: Settings, _config: &RunConfig) -> Result<Sales, tidemark::Error> {
         Ok(Sales::new(settings.width, settings.samples))
     }
+
+    /// A CSV of sales (`f0` to `f7`, `store`, and `amount`, which `predict` may leave out).
+    fn task_on_file(
+        &self,
+        settings: Settings,
+        _config: &RunConfig,
+        path: &Path,
+    ) -> Result<Option<Sales>, tidemark::Error> {
+        Ok(Some(Sales::on(settings.width, read_sales(path)?)))
+    }
+
+    fn outputs(&self, model: &SalesModel, batch: SaleBatch) -> Option<Tensor<2>> {
+        Some(model.forward(batch.features, batch.stores))
+    }
+
+    fn output_names(&self) -> &'static [&'static str] {
+        &["amount"]
+    }
+}
+
+/// The sales in the CSV file `path`: a header, then `f0,...,f7,store[,amount]` a line.
+fn read_sales(path: &Path) -> Result<Vec<Sale>, tidemark::Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| tidemark::Error::io(path, e))?;
+    let file = path.display().to_string();
+    let bad = |line: usize, message: String| {
+        let path = file.clone();
+        tidemark::Error::Data(DataError::Format {
+            path,
+            line,
+            message,
+        })
+    };
+    let mut sales = Vec::new();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if !(FEATURES + 1..=FEATURES + 2).contains(&fields.len()) {
+            let got = fields.len();
+            return Err(bad(
+                i + 1,
+                format!("{got} columns; a sale has 8 features, store, amount"),
+            ));
+        }
+        let number = |k: usize| {
+            let text = fields[k];
+            let column = if k < FEATURES {
+                format!("f{k}")
+            } else {
+                "amount".into()
+            };
+            (text.parse::<f32>())
+                .map_err(|_| bad(i + 1, format!("{column}: not a number: {text:?}")))
+        };
+        let mut features = [0.0; FEATURES];
+        for (k, value) in features.iter_mut().enumerate() {
+            *value = number(k)?;
+        }
+        let store = (fields[FEATURES].parse::<u32>().ok())
+            .filter(|s| (*s as usize) < crate::task::CATEGORIES)
+            .ok_or_else(|| bad(i + 1, format!("store: not a store: {:?}", fields[FEATURES])))?;
+        let amount = match fields.len() > FEATURES + 1 {
+            true => number(FEATURES + 1)?,
+            false => 0.0,
+        };
+        sales.push(Sale {
+            features,
+            store,
+            amount,
+        });
+    }
+    Ok(sales)
 }

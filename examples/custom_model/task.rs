@@ -124,6 +124,15 @@ pub struct Sales {
 }
 
 impl Sales {
+    /// The model over `items`, as its validation split (a file's sales, to score or predict).
+    pub fn on(width: usize, items: Vec<Sale>) -> Self {
+        Self {
+            width,
+            train: Arc::new(InMemDataset::new(Vec::new())),
+            valid: Arc::new(InMemDataset::new(items)),
+        }
+    }
+
     pub fn new(width: usize, samples: usize) -> Self {
         let mut all = sales(samples, 7);
         let valid = all.split_off(samples * 4 / 5);

@@ -52,7 +52,7 @@ impl Visit for Writer<'_> {
 
     fn classify<N: Network>(self, task: Classify<N>) -> Result<Csv, Error> {
         let rows = outputs(self.run, &task, |model, batch| {
-            softmax(model.forward(batch.inputs), 1)
+            Ok(softmax(model.forward(batch.inputs), 1))
         })?;
         let classes = rows.first().map_or(0, Vec::len);
         let mut columns = vec!["row".to_string(), "class".to_string()];
@@ -70,7 +70,9 @@ impl Visit for Writer<'_> {
     }
 
     fn regress<N: Network>(self, task: Regress<N>) -> Result<Csv, Error> {
-        let rows = outputs(self.run, &task, |model, batch| model.forward(batch.inputs))?;
+        let rows = outputs(self.run, &task, |model, batch| {
+            Ok(model.forward(batch.inputs))
+        })?;
         let width = rows.first().map_or(0, Vec::len);
         let mut columns = match self.series {
             true => vec!["index".to_string()],

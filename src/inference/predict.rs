@@ -40,7 +40,7 @@ pub(crate) type Csv = (Vec<String>, String);
 pub(crate) fn outputs<T: Task>(
     run: &Trained,
     task: &T,
-    forward: impl Fn(&T::Model, T::Batch) -> Tensor<2>,
+    forward: impl Fn(&T::Model, T::Batch) -> Result<Tensor<2>, Error>,
 ) -> Result<Vec<Vec<f32>>, Error> {
     let model = run.model(|device| task.model(device))?;
     let items = match task.data().valid {
@@ -50,7 +50,7 @@ pub(crate) fn outputs<T: Task>(
     let mut rows = Vec::with_capacity(items.len());
     for chunk in items.chunks(run.batch_size().max(1)) {
         let batch = task.batcher().batch(chunk.to_vec(), &run.device);
-        let output = forward(&model, batch);
+        let output = forward(&model, batch)?;
         let [n, width] = output.dims();
         let data = output.try_into_data().map_err(Error::device)?;
         let values: Vec<f32> = data.convert::<f32>().iter::<f32>().collect();

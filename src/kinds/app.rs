@@ -4,13 +4,14 @@
 
 use std::path::Path;
 
+use burn::tensor::Tensor;
 use serde::de::DeserializeOwned;
 
 use super::owned::Owned;
 use super::{Csv, Kind};
 use crate::config::{describe_key_error, ConfigError, Invalid, ModelConfig, RunConfig};
 use crate::error::Error;
-use crate::inference::{score, Trained};
+use crate::inference::{outputs, score, Trained};
 use crate::record::RunSummary;
 use crate::task::{Score, Task};
 use crate::train::preflight::{probe_task, ProbedStep};
@@ -44,7 +45,39 @@ pub trait ModelKind: Send + Sync + 'static {
     /// The task a config of this kind trains: its model from `settings`, its data (its own, or
     /// from `config.data`).
     fn task(&self, settings: Self::Settings, config: &RunConfig) -> Result<Self::Task, Error>;
+
+    /// The task over the items of the file `path` (laid out like the kind's data), for
+    /// `evaluate --data` and `predict --data`: its validation split is the file's items, in
+    /// order. `None`, the default: the kind reads no files.
+    fn task_on_file(
+        &self,
+        settings: Self::Settings,
+        config: &RunConfig,
+        path: &Path,
+    ) -> Result<Option<Self::Task>, Error> {
+        let _ = (settings, config, path);
+        Ok(None)
+    }
+
+    /// What `predict` writes for a batch: the model's outputs, a row per item, in the columns
+    /// [`output_names`](Self::output_names) names. `None`, the default: the kind does not
+    /// predict from the command line.
+    fn outputs(&self, model: &Model<Self>, batch: Batch<Self>) -> Option<Tensor<2>> {
+        let _ = (model, batch);
+        None
+    }
+
+    /// The names of [`outputs`](Self::outputs)' columns (`prediction`); the default, and any
+    /// left unnamed, `output_<i>`.
+    fn output_names(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
+
+/// A kind's model.
+type Model<K> = <<K as ModelKind>::Task as Task>::Model;
+/// A kind's batch.
+type Batch<K> = <<K as ModelKind>::Task as Task>::Batch;
 
 /// A [`ModelKind`] as a [`Kind`], under its registered `name`.
 pub(super) struct AppKind<K> {
@@ -79,19 +112,50 @@ impl<K: ModelKind> AppKind<K> {
         Ok(settings)
     }
 
+    /// `config`'s settings, or the config's error.
+    fn settings_or_error(&self, config: &RunConfig) -> Result<K::Settings, Error> {
+        self.settings(config).map_err(|Invalid { key, message }| {
+            let origin = "[model]".into();
+            let key = Some(key);
+            Error::Config(ConfigError {
+                origin,
+                key,
+                message,
+            })
+        })
+    }
+
     /// The task `config` trains, owning its `[model]` and `[data]` (its run's `config.toml`
     /// keeps them, for `--resume`, `evaluate` and `predict`).
     fn task(&self, config: &RunConfig) -> Result<Owned<K::Task>, Error> {
-        let settings = self.settings(config).map_err(|Invalid { key, message }| {
-            let origin = "[model]".into();
-            Error::Config(ConfigError {
-                origin,
-                key: Some(key),
-                message,
-            })
-        })?;
-        let task = self.kind.task(settings, config)?;
+        let task = self.kind.task(self.settings_or_error(config)?, config)?;
         Ok(Owned::new(task, &self.name))
+    }
+
+    /// The task over the file `path`, for `command`; an error where the kind reads no files.
+    fn task_on_file(
+        &self,
+        config: &RunConfig,
+        path: &Path,
+        command: &str,
+    ) -> Result<K::Task, Error> {
+        let settings = self.settings_or_error(config)?;
+        match self.kind.task_on_file(settings, config, path)? {
+            Some(task) => Ok(task),
+            None => Err(Error::Config(ConfigError {
+                origin: format!("--data {}", path.display()),
+                key: None,
+                message: format!(
+                    "model kind \"{}\" reads no files (its ModelKind::task_on_file is not \
+                     written), so {command} takes no --data{}",
+                    self.name,
+                    match command {
+                        "evaluate" => ": evaluate the run on its own validation split",
+                        _ => "",
+                    }
+                ),
+            })),
+        }
     }
 }
 
@@ -114,28 +178,45 @@ impl<K: ModelKind> Kind for AppKind<K> {
     }
 
     fn evaluate(&self, run: &Trained, data: Option<&Path>) -> Result<Score, Error> {
-        if let Some(path) = data {
-            let instead = "evaluate the run without --data: on its own validation split";
-            return Err(not_a_file_kind(&self.name, "evaluate", path, instead));
+        match data {
+            None => score(run, self.task(&run.config)?),
+            Some(path) => score(run, self.task_on_file(&run.config, path, "evaluate")?),
         }
-        score(run, self.task(&run.config)?)
     }
 
-    fn predict(&self, _run: &Trained, data: &Path) -> Result<Csv, Error> {
-        let instead = "the app predicts with its own code, from the run's model \
-                       (tidemark::inference::task_model)";
-        Err(not_a_file_kind(&self.name, "predict", data, instead))
+    fn predict(&self, run: &Trained, data: &Path) -> Result<Csv, Error> {
+        let task = self.task_on_file(&run.config, data, "predict")?;
+        let none = || {
+            let message = format!("model kind \"{}\" gives no outputs to predict", self.name);
+            Error::Config(ConfigError {
+                origin: format!("--data {}", data.display()),
+                key: None,
+                message: format!("{message}: its ModelKind::outputs is not written"),
+            })
+        };
+        let rows = outputs(run, &task, |model, batch| {
+            self.kind.outputs(model, batch).ok_or_else(none)
+        })?;
+        Ok(csv(&rows, self.kind.output_names()))
     }
 }
 
-/// The error of a file given to a kind that reads no files: its task brings its own data.
-fn not_a_file_kind(kind: &str, command: &str, path: &Path, instead: &str) -> Error {
-    Error::Config(ConfigError {
-        origin: format!("--data {}", path.display()),
-        key: None,
-        message: format!(
-            "model kind \"{kind}\" brings its own data, and {command} reads a file only for \
-             the built-in kinds; {instead}"
-        ),
-    })
+/// `predict`'s CSV: `row`, then each output in a column named by `names` (`output_<i>` past
+/// them).
+fn csv(rows: &[Vec<f32>], names: &[&str]) -> Csv {
+    let width = rows.first().map_or(names.len(), Vec::len);
+    let name = |i: usize| {
+        names
+            .get(i)
+            .map_or(format!("output_{i}"), |n| n.to_string())
+    };
+    let columns: Vec<String> = std::iter::once("row".into())
+        .chain((0..width).map(name))
+        .collect();
+    let mut text = columns.join(",") + "\n";
+    for (i, row) in rows.iter().enumerate() {
+        let values: Vec<String> = row.iter().map(|v| v.to_string()).collect();
+        text += &format!("{i},{}\n", values.join(","));
+    }
+    (columns, text)
 }

@@ -273,3 +273,68 @@ fn tpe_over_the_app_s_own_keys_draws_the_same_trials_from_the_same_seed() {
         .collect();
     assert!(widths.iter().all(|w| w.is_i64()), "{widths:?}");
 }
+
+#[test]
+fn the_app_s_kind_evaluates_and_predicts_on_a_file_it_reads() {
+    let env = Env::new();
+    let f32 = sales().replace("precision = \"bf16\"", "precision = \"f32\"");
+    env.write("sales.toml", &f32);
+    let trained = env.app(&["train", "--config", "sales.toml"]);
+    assert_eq!(trained.code(), 0, "{}", trained.stderr());
+    let file = format!(
+        "{}/examples/custom_model/sales.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let evaluated = env.app(&["evaluate", "runs/custom-model", "--data", &file]);
+    assert_eq!(evaluated.code(), 0, "{}", evaluated.stderr());
+    let text = std::fs::read_to_string(env.path("runs/custom-model/evaluation.json")).unwrap();
+    let evaluation: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(evaluation["samples"], 12);
+    let out = env.path("predicted.csv");
+    let out = out.to_str().unwrap();
+    let predicted = env.app(&[
+        "predict",
+        "runs/custom-model",
+        "--data",
+        &file,
+        "--out",
+        out,
+    ]);
+    assert_eq!(predicted.code(), 0, "{}", predicted.stderr());
+    // The predictions' mean absolute error against the file's amounts is evaluate's.
+    let column = |text: &str, k: usize| -> Vec<f64> {
+        (text.lines().skip(1))
+            .map(|l| l.split(',').nth(k).unwrap().parse().unwrap())
+            .collect()
+    };
+    let predictions = std::fs::read_to_string(out).unwrap();
+    assert!(predictions.starts_with("row,amount\n"), "{predictions}");
+    let amounts = column(&std::fs::read_to_string(&file).unwrap(), 9);
+    let values = column(&predictions, 1);
+    assert_eq!(values.len(), 12);
+    let mae = values
+        .iter()
+        .zip(&amounts)
+        .map(|(p, a)| (p - a).abs())
+        .sum::<f64>()
+        / 12.0;
+    let evaluated = num(&evaluation["metrics"], "mae");
+    assert!(
+        (mae - evaluated).abs() < 1e-4,
+        "{mae} predicted, {evaluated} evaluated"
+    );
+    // A malformed file is named, with its line, in one line.
+    env.write(
+        "bad.csv",
+        "f0,f1,f2,f3,f4,f5,f6,f7,store,amount\n0,0,0,0,0,0,0,0,99,1\n",
+    );
+    env.app(&[
+        "predict",
+        "runs/custom-model",
+        "--data",
+        "bad.csv",
+        "--out",
+        out,
+    ])
+    .fails_with(2, &["bad.csv:2: store: not a store: \"99\""]);
+}
