@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::load_config;
 use super::terminal::{SweepTerminal, Terminal};
-use crate::config::{self, ClearPolicy, ConfigError, Override, RawMemory, RunConfig};
+use crate::config::{ClearPolicy, ConfigError, Override, RunConfig};
 use crate::kinds::Kinds;
 use crate::record::Observer;
 use crate::sweep::{Changes, Shard, Space, Swept, TrialStatus};
@@ -113,8 +113,8 @@ fn plain_runs_take_no_shard(args: &SweepArgs) -> Result<(), Error> {
     }))
 }
 
-/// The `[sweep]` table of the config file at `path`, checked, if it has one (`validate` checks
-/// it too). `--runs` repeats one config, so it does not go with one.
+/// The search `path`'s `[sweep]` table describes (with `overrides`), or `None` without one;
+/// `--runs` with a table is refused.
 pub(super) fn search_space(
     path: &Path,
     overrides: &[String],
@@ -124,11 +124,8 @@ pub(super) fn search_space(
         .iter()
         .map(|o| Override::parse(o))
         .collect::<Result<Vec<_>, _>>()?;
-    let file = config::load_raw(path, &overrides)?;
-    let Some(sweep) = &file.raw.sweep else {
-        return Ok(None);
-    };
-    if runs.is_some() {
+    let space = Space::from_file(path, &overrides)?;
+    if space.is_some() && runs.is_some() {
         return Err(Error::Config(ConfigError {
             origin: path.display().to_string(),
             key: Some("sweep".into()),
@@ -137,24 +134,7 @@ pub(super) fn search_space(
                 .into(),
         }));
     }
-    let mut space = Space::from_raw(sweep).map_err(|e| file.error(&e.key, e.message))?;
-    space.packing.fit_in_lease = fits_in_lease(&file.raw.memory, &space);
-    Ok(Some(space))
-}
-
-/// Whether the trials leave `memory.on_limit` unset (in the file, the overrides and the varied
-/// keys) and do not preallocate, so that a trial run in parallel fits its micro-batch in its
-/// lease instead of failing at the first breach.
-fn fits_in_lease(memory: &RawMemory, space: &Space) -> bool {
-    let varied = |key: &str| {
-        space
-            .vary
-            .iter()
-            .any(|(k, _)| k == &format!("memory.{key}"))
-    };
-    let on_limit = memory.on_limit.is_some() || varied("on_limit");
-    let preallocates = memory.policy.as_deref() == Some("preallocate") || varied("policy");
-    !on_limit && !preallocates
+    Ok(space)
 }
 
 /// A sweep's table and its one-line outcome.

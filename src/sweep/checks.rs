@@ -43,6 +43,8 @@ pub fn check_search(
     }
     if space.packing.parallel > 1 {
         super::sizing::budget::resolve(&space.packing, config)?;
+        // The program the children run, known before anything is written.
+        super::parallel::trials::trial_exe()?;
     }
     Ok(())
 }

@@ -13,6 +13,7 @@
 //! 6. the commands: `search`, `runs`, and `resume` (which continues either).
 
 mod checks;
+mod from_code;
 mod parallel;
 mod plan;
 mod prune;
@@ -31,6 +32,7 @@ mod trial_config;
 mod trial_run;
 
 pub use checks::check_search;
+pub use from_code::Search;
 pub use parallel::{run_child, runs_trials, Slot, Timeline};
 pub use plan::SearchPlan;
 pub use results::{

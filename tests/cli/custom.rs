@@ -317,3 +317,76 @@ fn trainers_one_after_another_in_one_process_each_report_their_own_figures() {
         );
     }
 }
+
+/// The example's `sales` task as a model kind of this test's own: `width` its one key.
+struct SalesKind;
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SalesSettings {
+    width: usize,
+}
+
+impl tidemark::kinds::ModelKind for SalesKind {
+    type Settings = SalesSettings;
+    type Task = sales::Sales;
+
+    fn metrics(&self) -> &'static [&'static str] {
+        &["mae"]
+    }
+
+    fn task(
+        &self,
+        settings: SalesSettings,
+        _config: &tidemark::config::RunConfig,
+    ) -> Result<sales::Sales, tidemark::Error> {
+        Ok(sales::Sales::new(settings.width, 640))
+    }
+}
+
+#[test]
+fn a_search_from_code_trains_a_kind_of_the_program_s_own() {
+    let env = Env::new();
+    let search = "[run]\nname = \"code\"\nseed = 1\n\n[model]\nkind = \"sales\"\nwidth = 16\n\n\
+                  [train]\nepochs = 2\nbatch_size = 64\n\n[sweep]\nmonitor = \"val_mae\"\n\n\
+                  [sweep.vary]\nmodel.width = [16, 32]\ntrain.lr = [0.001, 0.01]\n";
+    env.write("search.toml", search);
+    let mut kinds = tidemark::App::new().kinds().clone();
+    kinds.register("sales", SalesKind);
+    let out = tidemark::config::Override::parse(&format!(
+        "run.output_dir=\"{}\"",
+        env.path("runs").display()
+    ))
+    .unwrap();
+    let path = env.path("search.toml");
+    let search = tidemark::sweep::Search::from_file(kinds.clone(), &path, &[out]).unwrap();
+    let (dir, rows) = search.run().unwrap();
+    assert_eq!(rows.len(), 4);
+    assert!(
+        rows.iter().all(|r| r.monitored.is_some()),
+        "every trial completed"
+    );
+    assert!(dir.join("sweep.json").is_file() && dir.join("sweep.svg").is_file());
+    // Each trial's config keeps the kind's keys, with its own width.
+    let config = std::fs::read_to_string(dir.join("trial-003/config.toml")).unwrap();
+    assert!(config.contains("kind = \"sales\"\nwidth = 32"), "{config}");
+    // Without a kind of that name, the search is refused before it writes anything.
+    let builtin = tidemark::App::new().kinds().clone();
+    let e = tidemark::sweep::Search::from_file(builtin, &path, &[])
+        .err()
+        .unwrap();
+    let e = e.to_string();
+    assert!(
+        e.contains("search.toml:6:1: model.kind = \"sales\" is not a kind"),
+        "{e}"
+    );
+    // In parallel, from a program whose command line is not an App's: the error says which
+    // program the children would have to be.
+    let parallel = tidemark::config::Override::parse("sweep.parallel=2").unwrap();
+    let out = format!("run.output_dir=\"{}\"", env.path("parallel").display());
+    let out = tidemark::config::Override::parse(&out).unwrap();
+    let search = tidemark::sweep::Search::from_file(kinds, &path, &[parallel, out]).unwrap();
+    let e = search.run().err().unwrap().to_string();
+    assert!(e.contains("set TIDEMARK_BIN to such a program"), "{e}");
+    assert!(!env.path("parallel").exists(), "nothing is written");
+}

@@ -114,7 +114,7 @@ pub fn runs_trials() {
 /// (an app's command line), run as `/proc/self/exe`, the file it was started from even if a
 /// rebuild has replaced it since. A program that searches in parallel through the library
 /// sets the former to an app built on [`App`](crate::cli::App) with its kinds.
-fn trial_exe() -> Result<PathBuf, Error> {
+pub(in crate::sweep) fn trial_exe() -> Result<PathBuf, Error> {
     if let Some(bin) = std::env::var_os("TIDEMARK_BIN") {
         return Ok(PathBuf::from(bin));
     }

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{defaults, ConfigError, Invalid, Monitor, MonitorMode, RawSweep};
 
 mod domain;
+mod file;
 mod packing;
 mod prune;
 pub mod tpe;

@@ -1,0 +1,31 @@
+//! A search's space read from a config file: its `[sweep]` table, checked, and whether its
+//! trials fit their micro-batch in their leases.
+
+use std::path::Path;
+
+use super::Space;
+use crate::config::{load_raw, ConfigError, Override, RawMemory};
+
+impl Space {
+    /// The `[sweep]` table of the config file at `path` (with `overrides`), checked, or `None`
+    /// where it has none (`validate` checks it too). An error names the key and where.
+    pub fn from_file(path: &Path, overrides: &[Override]) -> Result<Option<Space>, ConfigError> {
+        let file = load_raw(path, overrides)?;
+        let Some(sweep) = &file.raw.sweep else {
+            return Ok(None);
+        };
+        let mut space = Space::from_raw(sweep).map_err(|e| file.error(&e.key, e.message))?;
+        space.packing.fit_in_lease = fits_in_lease(&file.raw.memory, &space);
+        Ok(Some(space))
+    }
+}
+
+/// Whether the trials leave `memory.on_limit` unset (in the file, the overrides and the varied
+/// keys) and do not preallocate, so that a trial run in parallel fits its micro-batch in its
+/// lease instead of failing at the first breach.
+fn fits_in_lease(memory: &RawMemory, space: &Space) -> bool {
+    let varied = |key: &str| (space.vary.iter()).any(|(k, _)| k == &format!("memory.{key}"));
+    let on_limit = memory.on_limit.is_some() || varied("on_limit");
+    let preallocates = memory.policy.as_deref() == Some("preallocate") || varied("policy");
+    !on_limit && !preallocates
+}
