@@ -124,8 +124,8 @@ pub(super) fn search_space(
         .iter()
         .map(|o| Override::parse(o))
         .collect::<Result<Vec<_>, _>>()?;
-    let space = Space::from_file(path, &overrides)?;
-    if space.is_some() && runs.is_some() {
+    let table = crate::config::load_raw(path, &overrides)?.raw.sweep.is_some();
+    if table && runs.is_some() {
         return Err(Error::Config(ConfigError {
             origin: path.display().to_string(),
             key: Some("sweep".into()),
@@ -134,7 +134,7 @@ pub(super) fn search_space(
                 .into(),
         }));
     }
-    Ok(space)
+    Ok(Space::from_file(path, &overrides)?)
 }
 
 /// A sweep's table and its one-line outcome.
