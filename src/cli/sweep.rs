@@ -124,7 +124,10 @@ pub(super) fn search_space(
         .iter()
         .map(|o| Override::parse(o))
         .collect::<Result<Vec<_>, _>>()?;
-    let table = crate::config::load_raw(path, &overrides)?.raw.sweep.is_some();
+    let table = crate::config::load_raw(path, &overrides)?
+        .raw
+        .sweep
+        .is_some();
     if table && runs.is_some() {
         return Err(Error::Config(ConfigError {
             origin: path.display().to_string(),

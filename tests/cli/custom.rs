@@ -390,3 +390,88 @@ fn a_search_from_code_trains_a_kind_of_the_program_s_own() {
     assert!(e.contains("set TIDEMARK_BIN to such a program"), "{e}");
     assert!(!env.path("parallel").exists(), "nothing is written");
 }
+
+/// A network of this test's own over the config's `[data]`: x -> relu(W1 x) -> W2.
+#[derive(Module, Debug)]
+struct TwoLayers {
+    hidden: Linear,
+    out: Linear,
+}
+
+impl tidemark::model::Network for TwoLayers {
+    fn forward(&self, inputs: Tensor<2>) -> Tensor<2> {
+        let hidden = burn::tensor::activation::relu(self.hidden.forward(inputs));
+        self.out.forward(hidden)
+    }
+}
+
+/// A kind that takes its data from tidemark's `[data]` sources: `width` its one key.
+struct TwoLayersKind;
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TwoLayersSettings {
+    width: usize,
+}
+
+impl tidemark::kinds::ModelKind for TwoLayersKind {
+    type Settings = TwoLayersSettings;
+    type Task = tidemark::task::Classify<TwoLayers>;
+
+    fn metrics(&self) -> &'static [&'static str] {
+        &["accuracy"]
+    }
+
+    fn task(
+        &self,
+        settings: TwoLayersSettings,
+        config: &tidemark::config::RunConfig,
+    ) -> Result<Self::Task, tidemark::Error> {
+        let data = tidemark::data::load(&config.data, config.run.seed)?;
+        let (features, classes, width) = (data.features, data.classes, settings.width);
+        Ok(tidemark::task::Classify::new(
+            data.train,
+            data.valid,
+            move |d| TwoLayers {
+                hidden: LinearConfig::new(features, width).init(d),
+                out: LinearConfig::new(width, classes).init(d),
+            },
+        ))
+    }
+}
+
+#[test]
+fn a_kind_of_the_program_s_own_trains_on_the_config_s_data_and_resumes_from_its_config() {
+    let env = Env::new();
+    let text = SMALL.replace(
+        "[model]\nhidden = [32]",
+        "[model]\nkind = \"two\"\nwidth = 24",
+    );
+    env.write("two.toml", &text);
+    let mut kinds = tidemark::App::new().kinds().clone();
+    kinds.register("two", TwoLayersKind);
+    let out = format!("run.output_dir=\"{}\"", env.path("runs").display());
+    let overrides = [tidemark::config::Override::parse(&out).unwrap()];
+    let load = |overrides: &[tidemark::config::Override]| {
+        let check = |c: &tidemark::config::RunConfig| kinds.check(c);
+        tidemark::config::load_checked(&env.path("two.toml"), overrides, &check).unwrap()
+    };
+    let summary = kinds
+        .train(tidemark::Trainer::new(load(&overrides)))
+        .unwrap();
+    assert_eq!(summary.task, "classify", "the task names itself");
+    assert!(summary.metric("val_accuracy").unwrap() > 0.5, "{summary:?}");
+    // The run's config.toml keeps the kind's keys and the data it trained on.
+    let config = std::fs::read_to_string(summary.run_dir.join("config.toml")).unwrap();
+    assert!(config.contains("kind = \"two\"\nwidth = 24"), "{config}");
+    assert!(
+        config.contains("[data]\nkind = \"synthetic\"\nsamples = 1200"),
+        "{config}"
+    );
+    // A longer run, resumed from it, rebuilds the model from that config.
+    let longer = tidemark::config::Override::parse("train.epochs=4").unwrap();
+    let resumed = tidemark::Trainer::new(load(&[overrides[0].clone(), longer]))
+        .resume(summary.run_dir.clone());
+    let resumed = kinds.train(resumed).unwrap();
+    assert_eq!((resumed.epochs, resumed.run_dir), (4, summary.run_dir));
+}
