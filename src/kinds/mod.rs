@@ -5,7 +5,7 @@
 //!
 //! Nothing below this module knows which kinds exist: the trainer, the probes and the inference
 //! code are generic over the task. The built-in kinds (`mlp`, `cnn`, `lstm`) register here as
-//! an app's do, from the top (`crate::builtin::kinds`).
+//! an app's do, from the top (the command line's `App`).
 
 mod app;
 mod owned;
