@@ -15,6 +15,6 @@ mod task;
 static ALLOC: tidemark::memory::CountingAllocator = tidemark::memory::CountingAllocator::new();
 
 fn main() {
-    let app = tidemark::cli::App::new().kind("sales", kind::SalesKind);
+    let app = tidemark::App::new().kind("sales", kind::SalesKind);
     std::process::exit(app.run());
 }

@@ -53,7 +53,9 @@ impl Source<'_> {
 /// knows, the kind's keys are right), whose error's key is located as the config's own are.
 pub type Check<'a> = &'a dyn Fn(&RunConfig) -> Result<(), Invalid>;
 
-/// Loads and validates the config at `path`, with `overrides` applied on top.
+/// Loads and validates the config at `path`, with `overrides` applied on top. A `[model]`
+/// kind that is not built in is read as a program's, its keys as written: a program checks
+/// them, and the kind's name, with [`load_checked`] and its kinds' check.
 pub fn load(path: &Path, overrides: &[Override]) -> Result<RunConfig, ConfigError> {
     load_checked(path, overrides, &|_| Ok(()))
 }

@@ -24,6 +24,8 @@ pub use size::{parse_bytes, MemorySize, ValueError};
 pub use types::*;
 pub use validate::Invalid;
 
+pub use validate::BUILTIN_KINDS;
+
 /// The sections that describe a config's task: a task its model kind builds from the config
 /// owns them (its run's `config.toml` keeps them), a task defined in code none.
 pub(crate) const TASK_SECTIONS: &[&str] = &["data", "model"];

@@ -52,7 +52,7 @@ pub enum TrainingError {
         epoch: usize,
     },
     /// A hand-written loop's step over no samples.
-    #[error("HandLoop::step: a step over 0 samples (step {step}); a step trains on 1 at least")]
+    #[error("HandLoop: a step over 0 samples (step {step}); a step trains on 1 at least")]
     EmptyStep {
         /// The step's number among the run's optimizer steps.
         step: usize,

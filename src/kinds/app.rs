@@ -18,7 +18,7 @@ use crate::train::preflight::{probe_task, ProbedStep};
 use crate::Trainer;
 
 /// A model kind of a program's own, registered by name with
-/// [`App::kind`](crate::cli::App::kind): `[model] kind = "<name>"` and the kind's keys. The
+/// [`App::kind`](crate::App::kind): `[model] kind = "<name>"` and the kind's keys. The
 /// guide's "Your model in every command" (docs/library.md) has a whole program, and
 /// `examples/custom_model` is an app of its own.
 pub trait ModelKind: Send + Sync + 'static {

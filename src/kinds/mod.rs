@@ -70,9 +70,17 @@ impl Kinds {
         self.by_name.insert(name.to_string(), kind);
     }
 
-    /// Adds a program's own kind under `name` (replacing any kind of that name but a
-    /// built-in one: `mlp`, `cnn` and `lstm` are read by the config itself).
+    /// Adds a program's own kind under `name`, replacing any kind of the program's of that
+    /// name.
+    ///
+    /// # Panics
+    /// Where `name` is a built-in kind's (`mlp`, `cnn`, `lstm`): the config reads those keys
+    /// itself. A program's code names its kinds, so this is the program's error, at its start.
     pub fn register(&mut self, name: &str, kind: impl ModelKind) {
+        assert!(
+            !crate::config::BUILTIN_KINDS.contains(&name),
+            "Kinds::register: \"{name}\" is a built-in kind's name; give the kind another"
+        );
         let kind = app::AppKind {
             name: name.to_string(),
             kind,
@@ -106,7 +114,10 @@ impl Kinds {
                 key: "model.kind".into(),
                 message: format!(
                     "model.kind = \"{name}\" is not a kind this program knows; it knows {}",
-                    self.names().join(", ")
+                    match self.names().is_empty() {
+                        true => "none".to_string(),
+                        false => self.names().join(", "),
+                    }
                 ),
             }),
         }

@@ -16,7 +16,7 @@ use crate::record::{Observer, Silent};
 /// built-in ones, and a program's own: [`Kinds::register`]).
 ///
 /// With `sweep.parallel` over 1, each trial runs in a child process of a program whose command
-/// line is [`App`](crate::cli::App) with the same kinds: this program, where it runs one, or
+/// line is [`App`](crate::App) with the same kinds: this program, where it runs one, or
 /// the one `TIDEMARK_BIN` names.
 pub struct Search {
     kinds: Kinds,

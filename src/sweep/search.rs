@@ -21,7 +21,7 @@ use super::signals::StopOnSignal;
 use super::sizing::preflight::arrange;
 use super::space::{Order, Space, Trial};
 use super::tpe_draws::Draws;
-use super::trial_config::{trial_config, TrialBuild};
+use super::trial_config::{checked_trial_config, TrialBuild};
 use super::trial_run::TrialErrors;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
@@ -103,7 +103,9 @@ pub fn run_trials(
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let base = to_toml(config);
     check_trials(kinds, &base, &plan.trials, dir, &plan.monitor)?;
-    let config_of = |t: &Trial| trial_config(&base, t, dir).map_err(Error::Config);
+    // Checked by the kinds too: a trial TPE draws is built here, after the checks.
+    let check = |c: &RunConfig| kinds.check(c);
+    let config_of = |t: &Trial| checked_trial_config(&base, t, dir, &check).map_err(Error::Config);
     let n = plan.trials.len();
     let epochs = config.train.epochs;
     let mut pruner = open_pruner(dir, plan, shard, epochs, &mut *observer(0, n))?;

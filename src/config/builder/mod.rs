@@ -95,6 +95,7 @@ impl ConfigBuilder {
     /// An MLP with these hidden widths (`model.kind = "mlp"`, `model.hidden`).
     pub fn mlp(mut self, hidden: &[usize]) -> Self {
         self.raw.model.kind = Some("mlp".into());
+        self.raw.model.app = None;
         self.hidden(hidden)
     }
 
@@ -103,6 +104,7 @@ impl ConfigBuilder {
     /// `model.channels`, `model.kernel_size`).
     pub fn cnn(mut self, input: [usize; 3], channels: &[usize], kernel_size: usize) -> Self {
         self.raw.model.kind = Some("cnn".into());
+        self.raw.model.app = None;
         self.raw.model.input = Some(ints(&input));
         self.raw.model.channels = Some(ints(channels));
         self.raw.model.kernel_size = Some(kernel_size as i64);
@@ -124,6 +126,7 @@ impl ConfigBuilder {
     /// LSTM layers of these hidden sizes (`model.kind = "lstm"`, `model.hidden`).
     pub fn lstm(mut self, hidden: &[usize]) -> Self {
         self.raw.model.kind = Some("lstm".into());
+        self.raw.model.app = None;
         self.hidden(hidden)
     }
 

@@ -4,7 +4,7 @@ mod data;
 mod memory;
 mod model;
 
-pub(crate) use model::BUILTIN_KINDS;
+pub use model::BUILTIN_KINDS;
 mod train;
 
 use std::path::PathBuf;

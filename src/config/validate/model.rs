@@ -6,7 +6,7 @@ use crate::config::raw::*;
 use crate::config::types::*;
 
 /// The built-in kinds, whose keys the config reads itself; any other kind is a program's.
-pub(crate) const BUILTIN_KINDS: [&str; 3] = ["mlp", "cnn", "lstm"];
+pub const BUILTIN_KINDS: [&str; 3] = ["mlp", "cnn", "lstm"];
 
 /// The keys that only some kinds take, with those kinds.
 const KIND_KEYS: &[(&str, &[&str])] = &[
@@ -35,8 +35,9 @@ fn present(raw: &RawModel) -> Vec<&'static str> {
 }
 
 pub(super) fn model(raw: RawModel) -> Result<ModelConfig> {
-    if let (Some(kind), Some(settings)) = (&raw.kind, &raw.app) {
-        let (kind, settings) = (kind.clone(), settings.clone());
+    let app_kind = raw.kind.as_deref().filter(|k| !BUILTIN_KINDS.contains(k));
+    if let (Some(kind), Some(settings)) = (app_kind, &raw.app) {
+        let (kind, settings) = (kind.to_string(), settings.clone());
         return Ok(ModelConfig::App(AppModel { kind, settings }));
     }
     let kinds = BUILTIN_KINDS;

@@ -100,11 +100,11 @@ fn threads_per_child(parallel: usize) -> Option<usize> {
     Some((cores / parallel).max(1))
 }
 
-/// Whether this program's command line is a [`App`](crate::cli::App)'s (the `tidemark` binary,
+/// Whether this program's command line is a [`App`](crate::App)'s (the `tidemark` binary,
 /// or a program of its own with its model kinds): its children run `<this program> trial`.
 static RUNS_TRIALS: AtomicBool = AtomicBool::new(false);
 
-/// Says that this program runs `trial LAUNCH_FILE` as an [`App`](crate::cli::App) does: a
+/// Says that this program runs `trial LAUNCH_FILE` as an [`App`](crate::App) does: a
 /// parallel search's children run this program, with its model kinds.
 pub fn runs_trials() {
     RUNS_TRIALS.store(true, Ordering::SeqCst);
@@ -113,7 +113,7 @@ pub fn runs_trials() {
 /// The program the children run: `TIDEMARK_BIN`, or this process's own where it runs trials
 /// (an app's command line), run as `/proc/self/exe`, the file it was started from even if a
 /// rebuild has replaced it since. A program that searches in parallel through the library
-/// sets the former to an app built on [`App`](crate::cli::App) with its kinds.
+/// sets the former to an app built on [`App`](crate::App) with its kinds.
 pub(in crate::sweep) fn trial_exe() -> Result<PathBuf, Error> {
     if let Some(bin) = std::env::var_os("TIDEMARK_BIN") {
         return Ok(PathBuf::from(bin));
@@ -127,7 +127,7 @@ pub(in crate::sweep) fn trial_exe() -> Result<PathBuf, Error> {
             origin: exe.display().to_string(),
             key: Some("sweep.parallel".into()),
             message: "sweep.parallel: trials in parallel run in child processes of a program \
-                      whose command line is tidemark::cli::App (the tidemark binary, or an \
+                      whose command line is tidemark::App (the tidemark binary, or an \
                       app's with its model kinds), and this program is not one; set \
                       TIDEMARK_BIN to such a program"
                 .into(),

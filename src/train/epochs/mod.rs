@@ -1,6 +1,7 @@
-//! The epoch loop, in phases, each in its own file: set-up (`setup`), the start or the restore
-//! of a checkpoint (`restore`), an epoch's steps (`pass`), one step with its shrink retry
-//! (`step`), validation (`validate`), and the end of an epoch with its decisions (`end`).
+//! The trainer's epoch loop, on the learner's calls, in phases, each in its own file: set-up
+//! (`setup`), the start or the restore of a checkpoint (`restore`), an epoch's steps with
+//! progress and checkpoints inside it (`pass`), one step over the loader's items (`step`),
+//! validation (`validate`), and the end of an epoch with the gate's word (`end`).
 //! Generic over the [`Task`]; nothing here knows a model kind.
 
 mod advise;

@@ -51,11 +51,13 @@ impl<T: Task> Epochs<'_, T> {
                 epoch,
                 step: self.stats.steps + 1,
             };
-            // The loss is read (and checked) before the update about once a second, at the
-            // epoch's end, and for a checkpoint.
-            let report = done || run.last_report.elapsed() >= REPORT_INTERVAL;
-            let read = report || self.checkpoints_at(run, at, tally.steps + 1);
+            // The loss is read (and checked) before the update where the step is known to
+            // need it: at the epoch's end, for a checkpoint, and once a second has passed.
+            let due = |last: Instant| done || last.elapsed() >= REPORT_INTERVAL;
+            let read = due(run.last_report) || self.checkpoints_at(run, at, tally.steps + 1);
             let loss = self.step(run, &mut group, (at, read), &mut tally)?;
+            // Progress about once a second, decided after the step, however long it took.
+            let report = due(run.last_report);
             self.after_step(run, at, loss, report, &tally)?;
             if done {
                 break;

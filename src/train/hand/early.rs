@@ -24,7 +24,7 @@ impl<M: Module + 'static> HandLoop<M> {
         match self.learner.monitored(figures) {
             Err(Error::Config(e)) => Err(Error::Config(ConfigError {
                 message: format!(
-                    "{}; the loop's EpochFigures give it with HandLoop::end_epoch",
+                    "{}; HandLoop::validate gives the validation figures end_epoch takes",
                     e.message
                 ),
                 ..e

@@ -37,6 +37,17 @@ impl<M: Module + 'static> HandLoop<M> {
         if judged {
             self.check_monitored(&figures)?;
         }
+        let closed = self.close(figures, judged);
+        // The epoch's tally is taken: after an error, the run cannot go on (nor end the epoch
+        // again).
+        if let Err(e) = &closed {
+            self.failed = Some(e.to_string());
+        }
+        closed
+    }
+
+    /// Ends the open epoch through the learner, as the trainer's ends.
+    fn close(&mut self, figures: EpochFigures, judged: bool) -> Result<(), Error> {
         let tally = std::mem::take(&mut self.tally);
         let (epoch, step) = (self.epoch, self.stats.steps);
         let trained = self.learner.trained(tally, (epoch, step))?;

@@ -132,6 +132,9 @@ impl<M: Module + 'static> HandLoop<M> {
         self.open = true;
         self.guard.begin_epoch();
         self.tally = self.resumed.take().unwrap_or_default();
+        // Timed from the epoch's first step here, as the trainer's is after its passed-over
+        // batches.
+        self.tally.started = std::time::Instant::now();
         self.validated = None;
         Ok(())
     }

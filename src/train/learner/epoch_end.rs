@@ -17,7 +17,7 @@ use crate::train::stats::Stats;
 use crate::train::{EpochFigures, MemoryGuard};
 
 /// What an epoch's steps add up to, read from the device.
-pub(in crate::train) struct Trained {
+pub(in crate::train) struct StepFigures {
     /// The mean training loss (NaN for an epoch without steps).
     loss: f64,
     /// The steps' metrics by name, weighted by samples.
@@ -42,7 +42,7 @@ impl<M: Module> Learner<M> {
         &self,
         tally: Tally,
         (epoch, step): (usize, usize),
-    ) -> Result<Trained, Error> {
+    ) -> Result<StepFigures, Error> {
         let clipped = tally.clipped()?;
         let samples = tally.sums.samples();
         let timed = (samples - tally.restored_samples) as f64;
@@ -53,7 +53,7 @@ impl<M: Module> Learner<M> {
         if samples > 0 && !loss.is_finite() {
             return Err(TrainingError::Diverged { epoch, step, loss }.into());
         }
-        Ok(Trained {
+        Ok(StepFigures {
             loss,
             metrics,
             samples_per_sec,
@@ -73,7 +73,7 @@ impl<M: Module> Learner<M> {
         (guard, stats): (&mut MemoryGuard, &mut Stats),
         checkpointer: &Checkpointer,
         (epoch, judged): (usize, bool),
-        trained: Trained,
+        trained: StepFigures,
         figures: EpochFigures,
         window: &MemoryUsage,
     ) -> Result<Closed, Error> {
@@ -105,7 +105,7 @@ impl<M: Module> Learner<M> {
     fn complete(
         &self,
         mut figures: EpochFigures,
-        trained: &Trained,
+        trained: &StepFigures,
         guard: &MemoryGuard,
     ) -> EpochFigures {
         figures.loss = figures.loss.or(Some(trained.loss));

@@ -225,3 +225,33 @@ fn a_bad_value_from_a_setter_fails_as_the_file_does() {
         assert!(!code.to_string().contains('\n'), "{code}");
     }
 }
+
+#[test]
+fn a_program_s_kind_keeps_its_keys_and_a_built_in_kind_set_over_it_drops_them() {
+    use crate::config::ModelConfig;
+    let text = "[run]\nname = \"t\"\n\n[model]\nkind = \"sales\"\nwidth = 64\n";
+    let config = parse(text, "t.toml", &[]).unwrap();
+    let ModelConfig::App(app) = &config.model else {
+        panic!("{:?}", config.model);
+    };
+    assert_eq!(
+        (app.kind.as_str(), app.settings["width"].as_integer()),
+        ("sales", Some(64))
+    );
+    // Through the builder and back, as a variant of it: the kind's keys stay.
+    let again = ConfigBuilder::from_config(&config)
+        .epochs(2)
+        .build()
+        .unwrap();
+    assert_eq!(again.model, config.model);
+    // Set to a built-in kind, it is that kind, without the program's keys.
+    let mlp = ConfigBuilder::from_config(&config)
+        .mlp(&[8])
+        .build()
+        .unwrap();
+    assert!(
+        matches!(&mlp.model, ModelConfig::Mlp(m) if m.hidden == [8]),
+        "{:?}",
+        mlp.model
+    );
+}
