@@ -3,6 +3,12 @@
 //! as written in [`AppModel`](super::AppModel).
 
 use super::raw::RawConfig;
+use super::types::RunConfig;
+use super::validate::Invalid;
+
+/// A program's own check of a validated config (its model kinds': `model.kind` is one it
+/// knows, the kind's keys are right), whose error's key is located as the config's own are.
+pub type Check<'a> = &'a dyn Fn(&RunConfig) -> Result<(), Invalid>;
 
 /// `table` in the config's types, the keys of a program's own model kind set aside
 /// ([`split_app_model`]).

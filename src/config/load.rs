@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::app_keys::Check;
 use super::error::ConfigError;
 use super::overrides::Override;
 use super::raw::RawConfig;
@@ -49,13 +50,8 @@ impl Source<'_> {
     }
 }
 
-/// A program's own check of a validated config (its model kinds': `model.kind` is one it
-/// knows, the kind's keys are right), whose error's key is located as the config's own are.
-pub type Check<'a> = &'a dyn Fn(&RunConfig) -> Result<(), Invalid>;
-
-/// Loads and validates the config at `path`, with `overrides` applied on top. A `[model]`
-/// kind that is not built in is read as a program's, its keys as written: a program checks
-/// them, and the kind's name, with [`load_checked`] and its kinds' check.
+/// Loads and validates the config at `path`, with `overrides`. A kind that is not built in is
+/// a program's, its keys as written: [`load_checked`] with the program's kinds checks them.
 pub fn load(path: &Path, overrides: &[Override]) -> Result<RunConfig, ConfigError> {
     load_checked(path, overrides, &|_| Ok(()))
 }

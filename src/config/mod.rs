@@ -13,11 +13,11 @@ mod size;
 mod types;
 mod validate;
 
-pub use app_keys::split_app_model;
+pub use app_keys::{split_app_model, Check};
 pub use builder::ConfigBuilder;
 pub use error::ConfigError;
 pub(crate) use load::describe_key_error;
-pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, Check, RawFile};
+pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, RawFile};
 pub use overrides::Override;
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize, ValueError};

@@ -117,9 +117,7 @@ pub fn run_trials(
     // In parallel: the budget, known before the probes run. The signal handlers, with which
     // a signal from here on, the probes included, stops the search with exit code 130,
     // resumable: children are stopped by the scheduler, a trial in this process at its step.
-    let parallel = plan.packing.parallel > 1;
-    let budget =
-        (parallel.then(|| super::sizing::budget::resolve(&plan.packing, config))).transpose()?;
+    let budget = budget_of(plan, config)?;
     let stop = StopOnSignal::install()?;
     let mut draws = Draws::of(dir, plan);
     // TPE draws from the trials before: they train in their numbers' order.
@@ -174,6 +172,12 @@ pub fn run_trials(
     }
     drop(stop);
     Ok((dir.to_path_buf(), rows))
+}
+
+/// The budget of `plan`'s trials in parallel; `None` for one at a time.
+fn budget_of(plan: &SearchPlan, config: &RunConfig) -> Result<Option<u64>, Error> {
+    let parallel = plan.packing.parallel > 1;
+    (parallel.then(|| super::sizing::budget::resolve(&plan.packing, config))).transpose()
 }
 
 /// The pruner of `plan`'s trials in `shard`, if it prunes, with the record an earlier process
