@@ -114,15 +114,7 @@ impl<K: ModelKind> AppKind<K> {
 
     /// `config`'s settings, or the config's error.
     fn settings_or_error(&self, config: &RunConfig) -> Result<K::Settings, Error> {
-        self.settings(config).map_err(|Invalid { key, message }| {
-            let origin = "[model]".into();
-            let key = Some(key);
-            Error::Config(ConfigError {
-                origin,
-                key,
-                message,
-            })
-        })
+        self.settings(config).map_err(super::model_error)
     }
 
     /// The task `config` trains, owning its `[model]` and `[data]` (its run's `config.toml`

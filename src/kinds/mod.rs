@@ -53,6 +53,17 @@ pub(crate) trait Kind: Send + Sync {
     fn predict(&self, run: &Trained, data: &Path) -> Result<Csv, Error>;
 }
 
+/// A wrong `[model]` key found while a command runs, as the config's error (without a line:
+/// the command line checks a config's kinds where it loads it, located).
+fn model_error(Invalid { key, message }: Invalid) -> Error {
+    let (origin, key) = ("[model]".into(), Some(key));
+    Error::Config(ConfigError {
+        origin,
+        key,
+        message,
+    })
+}
+
 /// The model kinds a program knows, by name.
 #[derive(Clone, Default)]
 pub struct Kinds {
@@ -95,15 +106,7 @@ impl Kinds {
 
     /// The kind `config`'s `[model]` names; an error naming the kinds there are.
     pub(crate) fn of(&self, config: &RunConfig) -> Result<&dyn Kind, Error> {
-        self.named(config).map_err(|Invalid { key, message }| {
-            let origin = "[model]".into();
-            let key = Some(key);
-            Error::Config(ConfigError {
-                origin,
-                key,
-                message,
-            })
-        })
+        self.named(config).map_err(model_error)
     }
 
     fn named(&self, config: &RunConfig) -> Result<&dyn Kind, Invalid> {

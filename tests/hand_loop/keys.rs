@@ -45,28 +45,11 @@ impl Task for WideSines {
 /// The activations' bytes of a [`WideSines`] step at its full micro-batch.
 const WIDE_ACTIVATIONS: u64 = 3 * (WIDE_BATCH * WIDTH * 4) as u64;
 
-/// Sines' shape: batches of 32, two to a step.
-const SMALL: Shape = Shape {
-    batch: 32,
-    accumulation: 2,
+/// [`WideSines`]' shape: batches of [`WIDE_BATCH`], one to a step.
+const WIDE: Shape = Shape {
+    batch: WIDE_BATCH,
+    accumulation: 1,
 };
-
-/// A config `name` in `dir` of `shape`, 3 epochs, seed 1, with `keys` on.
-fn config(
-    dir: &Path,
-    name: &str,
-    shape: Shape,
-    keys: &impl Fn(ConfigBuilder) -> ConfigBuilder,
-) -> tidemark::config::RunConfig {
-    let builder = ConfigBuilder::new(name)
-        .output_dir(dir)
-        .epochs(3)
-        .batch_size(shape.batch)
-        .accumulation_steps(shape.accumulation)
-        .num_workers(0)
-        .seed(1);
-    keys(builder).build().unwrap()
-}
 
 /// Trains `task` with `keys` on by `Trainer::fit` (run `fit`) and by a hand loop (run
 /// `hand`), and checks that they agree: the same weights to the bit, steps, micro-batch,
@@ -80,12 +63,12 @@ fn both<T>(
 where
     T: Task<Model = Small, Item = Item, Batch = (Tensor<2>, Tensor<2>)>,
 {
-    let fitted = Trainer::new(config(dir, "fit", shape, &keys))
+    let fitted = Trainer::new(sines_config(dir, "fit", shape, &keys))
         .fit(task())
         .unwrap();
     let task = task();
     let samples = task.data().train.len();
-    let hand = config(dir, "hand", shape, &keys);
+    let hand = sines_config(dir, "hand", shape, &keys);
     let run = HandLoop::setup(hand, samples, |d| task.model(d)).unwrap();
     let hand = hand_run(run, &task, shape, Cut::Never, true).unwrap();
     agree(dir, &fitted, &hand, "hand");
@@ -131,11 +114,7 @@ fn actions(run_dir: &Path) -> Vec<(String, u64)> {
 /// hold or bind.
 fn wide_peak(dir: &Path) -> u64 {
     let keys = |b: ConfigBuilder| b.epochs(1);
-    let shape = Shape {
-        batch: WIDE_BATCH,
-        accumulation: 1,
-    };
-    let free = Trainer::new(config(dir, "free", shape, &keys))
+    let free = Trainer::new(sines_config(dir, "free", WIDE, &keys))
         .fit(WideSines)
         .unwrap();
     free.peak_bytes_in_use
@@ -198,12 +177,7 @@ fn a_limit_that_holds_under_on_limit_fail_is_the_same_in_both_loops() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let limit = 2 * wide_peak(dir.path());
-    let shape = Shape {
-        batch: WIDE_BATCH,
-        accumulation: 1,
-    };
-    let fail = move |b: ConfigBuilder| b.memory_limit(MemorySize::Bytes(limit), OnLimit::Fail);
-    let (fitted, _) = both(dir.path(), || WideSines, shape, fail);
+    let fitted = under_a_limit(dir.path(), limit, OnLimit::Fail);
     assert_eq!(fitted.limit_bytes, Some(limit));
     assert_eq!(fitted.micro_batch, WIDE_BATCH);
 }
@@ -214,17 +188,18 @@ fn binding_limit(dir: &Path) -> u64 {
     wide_peak(dir) - WIDE_ACTIVATIONS / 4
 }
 
+/// [`WideSines`] under `limit` with `on_limit`, in both loops ([`both`]): the trainer's summary.
+fn under_a_limit(dir: &Path, limit: u64, on_limit: OnLimit) -> RunSummary {
+    let keys = move |b: ConfigBuilder| b.memory_limit(MemorySize::Bytes(limit), on_limit);
+    both(dir, || WideSines, WIDE, keys).0
+}
+
 #[test]
 fn a_limit_that_shrinks_the_micro_batch_is_the_same_in_both_loops() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let limit = binding_limit(dir.path());
-    let shape = Shape {
-        batch: WIDE_BATCH,
-        accumulation: 1,
-    };
-    let shrink = move |b: ConfigBuilder| b.memory_limit(MemorySize::Bytes(limit), OnLimit::Shrink);
-    let (fitted, _) = both(dir.path(), || WideSines, shape, shrink);
+    let fitted = under_a_limit(dir.path(), limit, OnLimit::Shrink);
     assert!(fitted.micro_batch < WIDE_BATCH, "{fitted:?}");
     assert!(actions(&dir.path().join("fit")).contains(&("shrink".into(), 1)));
 }
@@ -234,12 +209,7 @@ fn a_limit_the_micro_batch_is_fitted_to_is_the_same_in_both_loops() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let limit = binding_limit(dir.path());
-    let shape = Shape {
-        batch: WIDE_BATCH,
-        accumulation: 1,
-    };
-    let fit = move |b: ConfigBuilder| b.memory_limit(MemorySize::Bytes(limit), OnLimit::Fit);
-    let (fitted, _) = both(dir.path(), || WideSines, shape, fit);
+    let fitted = under_a_limit(dir.path(), limit, OnLimit::Fit);
     assert!(fitted.micro_batch < WIDE_BATCH, "{fitted:?}");
     let actions = actions(&dir.path().join("fit"));
     assert!(actions.contains(&("fit".into(), 0)), "{actions:?}");
@@ -256,7 +226,7 @@ fn checkpoints_every_few_steps_are_the_same_in_both_loops_and_resume_inside_an_e
     // Stopped after step 6 (the second of epoch 2, at its checkpoint), then resumed there.
     let task = Sines;
     let samples = task.data().train.len();
-    let cut = config(dir.path(), "cut", SMALL, &every);
+    let cut = sines_config(dir.path(), "cut", SMALL, &every);
     let run = HandLoop::setup(cut.clone(), samples, |d| task.model(d)).unwrap();
     assert!(hand_run(run, &task, SMALL, Cut::AfterStep(6), true).is_none());
     let run_dir = dir.path().join("cut");
@@ -281,13 +251,13 @@ fn the_divergence_check_stops_both_loops_in_the_same_epoch_on_the_same_weights()
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
     let diverge = |b: ConfigBuilder| b.optimizer(OptimizerKind::Sgd, 1e30);
-    let fitted = Trainer::new(config(dir.path(), "fit", SMALL, &diverge)).fit(Sines);
+    let fitted = Trainer::new(sines_config(dir.path(), "fit", SMALL, &diverge)).fit(Sines);
     let Err(Error::Training(TrainingError::Diverged { epoch, step, .. })) = fitted else {
         panic!("not a divergence: {fitted:?}");
     };
     let task = Sines;
     let samples = task.data().train.len();
-    let hand = config(dir.path(), "hand", SMALL, &diverge);
+    let hand = sines_config(dir.path(), "hand", SMALL, &diverge);
     let mut run = HandLoop::setup(hand, samples, |d| task.model(d)).unwrap();
     let loader = tidemark::data::item_loader(task.data().train, 32, Some(1), 0);
     let (cx, device) = (run.compute(), run.device().clone());

@@ -318,6 +318,29 @@ where
     hand_run(run, task, shape, cut, validate)
 }
 
+/// A config `name` in `dir` of `shape`, 3 epochs, seed 1, with `keys` on.
+fn sines_config(
+    dir: &std::path::Path,
+    name: &str,
+    shape: Shape,
+    keys: &impl Fn(ConfigBuilder) -> ConfigBuilder,
+) -> tidemark::config::RunConfig {
+    let builder = ConfigBuilder::new(name)
+        .output_dir(dir)
+        .epochs(3)
+        .batch_size(shape.batch)
+        .accumulation_steps(shape.accumulation)
+        .num_workers(0)
+        .seed(1);
+    keys(builder).build().unwrap()
+}
+
+/// Sines' shape: batches of 32, two to a step.
+const SMALL: Shape = Shape {
+    batch: 32,
+    accumulation: 2,
+};
+
 /// How the trainer batches a run: loader batches of `batch`, `accumulation` to a step.
 #[derive(Clone, Copy)]
 struct Shape {
@@ -405,17 +428,7 @@ where
 fn a_hand_loop_over_a_task_s_batches_ends_on_the_weights_trainer_fit_ends_on() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
-    let config = |name: &str| {
-        ConfigBuilder::new(name)
-            .output_dir(dir.path())
-            .epochs(3)
-            .batch_size(32)
-            .accumulation_steps(2)
-            .num_workers(0)
-            .seed(1)
-            .build()
-            .unwrap()
-    };
+    let config = |name: &str| sines_config(dir.path(), name, SMALL, &|b| b);
     let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
     let task = Sines;
     let samples = task.data().train.len();
@@ -662,18 +675,8 @@ fn early_stopping_in_a_hand_loop_stops_where_the_trainer_stops_and_keeps_the_bes
         min_delta: 10.0,
         restore_best: true,
     };
-    let config = |name: &str| {
-        ConfigBuilder::new(name)
-            .output_dir(dir.path())
-            .epochs(4)
-            .batch_size(32)
-            .accumulation_steps(2)
-            .num_workers(0)
-            .seed(1)
-            .early_stopping(early.clone())
-            .build()
-            .unwrap()
-    };
+    let keys = |b: ConfigBuilder| b.epochs(4).early_stopping(early.clone());
+    let config = |name: &str| sines_config(dir.path(), name, SMALL, &keys);
     let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
     assert!(fitted.stopped_early, "{fitted:?}");
     assert_eq!(fitted.best_epoch, Some(1));
@@ -782,20 +785,14 @@ fn a_hand_loop_in_bf16_ends_on_the_weights_trainer_fit_ends_on_with_and_without_
     let mut measured = None;
     for fit in [false, true] {
         let limit = measured.filter(|_| fit);
-        let config = |name: &str| {
-            let mut b = ConfigBuilder::new(format!("{name}-{fit}"))
-                .output_dir(dir.path())
-                .epochs(2)
-                .batch_size(32)
-                .accumulation_steps(2)
-                .num_workers(0)
-                .seed(1)
-                .precision(tidemark::config::Precision::Bf16);
-            if let Some(bytes) = limit {
-                b = b.memory_limit(MemorySize::Bytes(bytes), OnLimit::Fit);
+        let keys = |b: ConfigBuilder| {
+            let b = b.epochs(2).precision(tidemark::config::Precision::Bf16);
+            match limit {
+                Some(bytes) => b.memory_limit(MemorySize::Bytes(bytes), OnLimit::Fit),
+                None => b,
             }
-            b.build().unwrap()
         };
+        let config = |name: &str| sines_config(dir.path(), &format!("{name}-{fit}"), SMALL, &keys);
         let fitted = Trainer::new(config("fit")).fit(Sines).unwrap();
         assert_eq!(fitted.limit_bytes, limit);
         measured = Some(2 * fitted.peak_bytes_in_use);
@@ -856,17 +853,7 @@ impl Task for SinesMae {
 fn a_hand_loop_s_step_metrics_are_the_trainer_s_train_metrics() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
-    let config = |name: &str| {
-        ConfigBuilder::new(name)
-            .output_dir(dir.path())
-            .epochs(2)
-            .batch_size(32)
-            .accumulation_steps(2)
-            .num_workers(0)
-            .seed(1)
-            .build()
-            .unwrap()
-    };
+    let config = |name: &str| sines_config(dir.path(), name, SMALL, &|b| b.epochs(2));
     Trainer::new(config("fit")).fit(SinesMae).unwrap();
     let task = SinesMae;
     let samples = task.data().train.len();
