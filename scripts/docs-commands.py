@@ -23,6 +23,7 @@ Two kinds of block are commands:
 Commands run in the repository root, as a reader of a fresh checkout would run them, so `runs/`
 must not exist yet (their run directories are named as the docs name them). A few commands are
 not run, each for a reason printed with it (NOT_RUN below); CI runs the rest (.ci/run).
+`cargo bench` commands run with TIDEMARK_BENCH_QUICK=1 (the harness's smoke run).
 """
 
 import glob
@@ -159,8 +160,12 @@ def check(path, line, script, shown, vulkan_block):
     started = time.time()
     # A block is a script that stops at its first failure; a "$ " line is one shell line.
     flags = "-o pipefail" if shown is not None else "-eo pipefail"
+    # The benchmark's filtered runs (`cargo bench -- w2`) run quick here: a full one times five
+    # processes per case (about 5 minutes for w2 and the pipeline table), and its figures are
+    # docs/benchmarks.md's, measured by hand; quick runs the same harness and cases.
+    env = {**os.environ, "TIDEMARK_BENCH_QUICK": "1"}
     result = subprocess.run(["bash", *flags.split(), "-c", script], capture_output=True,
-                            text=True, timeout=900)
+                            text=True, timeout=900, env=env)
     output = result.stdout + result.stderr
     print(f"   exit {result.returncode} in {time.time() - started:.1f}s", flush=True)
     printed = [s for s in shown or [] if s.strip()]
