@@ -131,6 +131,12 @@ enum Command {
         /// within sweep.budget (overrides [sweep] parallel).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
         parallel: Option<u32>,
+        /// Join the study of this search in STORAGE (a journal file on a filesystem every worker
+        /// reads, in Optuna's journal format), created by its first worker: any number of
+        /// workers, on any machines, each take the study's next trial until all have finished
+        /// (docs/cluster.md).
+        #[arg(long, value_name = "STORAGE", conflicts_with_all = ["resume", "runs", "shard", "shards"])]
+        storage: Option<String>,
     },
     /// One trial of a parallel search, as the search's child process runs it.
     #[command(hide = true)]
@@ -154,7 +160,8 @@ enum Command {
     /// search's sweep directory, rank every trial, merged from all its shards.
     Report {
         /// The run directory (holds snapshots.jsonl), or a search's sweep directory: its
-        /// trials ranked, merged from every shard.
+        /// trials ranked, merged from every shard; or a study's journal file (sweep
+        /// --storage): its trials ranked from the journal alone.
         #[arg(value_name = "RUN_DIR")]
         run_dir: PathBuf,
     },
@@ -218,6 +225,7 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
         Command::Report { run_dir } if run_dir.join("plan.json").is_file() => {
             sweep::report(&run_dir)
         }
+        Command::Report { run_dir } if run_dir.is_file() => sweep::report_study(&run_dir),
         Command::Report { run_dir } => report_run(&run_dir),
         Command::Validate { config } => validate(kinds, config),
         Command::Sweep {
@@ -230,6 +238,7 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
             shard,
             shards,
             parallel,
+            storage,
         } => sweep::run(
             kinds,
             sweep::SweepArgs {
@@ -242,6 +251,7 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
                 shard,
                 shards: shards.map(|n| n as usize),
                 parallel: parallel.map(|n| n as usize),
+                storage,
             },
         ),
         Command::Trial { launch } => sweep::trial(kinds, &launch),

@@ -22,6 +22,7 @@ pub(super) struct SweepArgs {
     pub shard: Option<String>,
     pub shards: Option<usize>,
     pub parallel: Option<usize>,
+    pub storage: Option<String>,
 }
 
 /// Runs the sweep, and prints its table and one-line outcome.
@@ -50,8 +51,15 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
                 if let Some(parallel) = args.parallel {
                     space.packing.parallel = parallel;
                 }
-                let shard = shard(args.shard.as_deref(), args.shards)?;
-                let (dir, rows) = crate::sweep::search(kinds, &resolved, &space, shard, observer)?;
+                let (dir, rows) = match &args.storage {
+                    Some(storage) => {
+                        crate::sweep::work_on_study(kinds, &resolved, &space, storage, observer)?
+                    }
+                    None => {
+                        let shard = shard(args.shard.as_deref(), args.shards)?;
+                        crate::sweep::search(kinds, &resolved, &space, shard, observer)?
+                    }
+                };
                 let (monitor, mode) = (space.monitor.name().to_string(), space.monitor.mode());
                 (
                     dir,
@@ -195,6 +203,40 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
         count(TrialStatus::NotRun),
         dir.join("sweep.md").display()
     );
+    Ok(())
+}
+
+/// `tidemark report JOURNAL`: every study in a journal, ranked from the journal alone.
+pub(super) fn report_study(journal: &Path) -> Result<(), Error> {
+    let spec = journal.display().to_string();
+    let reports = crate::sweep::report_study(&spec)?;
+    if reports.is_empty() {
+        return Err(Error::Config(ConfigError {
+            origin: spec,
+            key: None,
+            message: "holds no study of tidemark's (a journal written by sweep --storage)".into(),
+        }));
+    }
+    for study in reports {
+        let dir = journal.parent().unwrap_or(Path::new("."));
+        print!(
+            "{}",
+            crate::sweep::ranking(&study.rows, &study.monitor, study.mode, dir)
+        );
+        let count = |status| study.rows.iter().filter(|r| r.status == status).count();
+        println!(
+            "report: study {}: {} trials: {} completed, {} running on {} workers, {} pruned, \
+             {} failed, {} not run yet",
+            study.name,
+            study.rows.len(),
+            count(TrialStatus::Completed),
+            count(TrialStatus::Running),
+            study.workers.len(),
+            count(TrialStatus::Pruned),
+            count(TrialStatus::Failed),
+            count(TrialStatus::NotRun)
+        );
+    }
     Ok(())
 }
 

@@ -61,6 +61,10 @@ pub struct RawSweep {
     pub vary: Option<toml::Table>,
     /// `[sweep.prune]`: the pruner.
     pub prune: Option<RawPrune>,
+    /// A shared study's heartbeat, in seconds.
+    pub heartbeat: Option<toml::Value>,
+    /// A shared study's grace period before a silent trial is taken over, in seconds.
+    pub grace: Option<toml::Value>,
 }
 
 /// `[sweep.prune]` as written.

@@ -27,6 +27,7 @@ mod shard;
 mod signals;
 mod sizing;
 mod space;
+mod study;
 mod tpe_draws;
 mod trial_config;
 mod trial_run;
@@ -49,4 +50,5 @@ pub use space::{
     Budget, Domain, DomainError, Method, Order, Packing, PruneConfig, PruneMethod, Space, Trial,
     DEFAULT_BUDGET_SHARE,
 };
+pub use study::{report as report_study, work as work_on_study, StudyReport};
 pub use trial_config::trial_configs;

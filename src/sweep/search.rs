@@ -43,17 +43,8 @@ pub fn search(
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     // Every trial is checked before the sweep's directory exists.
     check_search(kinds, config, space, shard)?;
-    let trials = space.trials();
     let name = format!("{}-sweep", config.run.name);
-    let plan = SearchPlan {
-        monitor: space.monitor.name().to_string(),
-        mode: space.monitor.mode(),
-        trials,
-        order: space.order,
-        packing: space.packing,
-        prune: space.prune,
-        tpe: TpePlan::of(space),
-    };
+    let plan = plan_of(space);
     let dir = match shard {
         None => run_dir::create(&config.run.output_dir, &name)?,
         Some(_) => shared_dir(&config.run.output_dir.join(&name), &plan)?,
@@ -64,9 +55,22 @@ pub fn search(
     run_trials(kinds, &dir, config, &plan, shard, observer)
 }
 
+/// What `space` plans, as `plan.json` keeps it.
+pub(super) fn plan_of(space: &Space) -> SearchPlan {
+    SearchPlan {
+        monitor: space.monitor.name().to_string(),
+        mode: space.monitor.mode(),
+        trials: space.trials(),
+        order: space.order,
+        packing: space.packing,
+        prune: space.prune,
+        tpe: TpePlan::of(space),
+    }
+}
+
 /// The sweep directory shards share: created by the first, and refused if an earlier search
 /// with other trials planned it.
-fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
+pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
     run_dir::make_output_dir(dir)?;
     if dir.join("plan.json").is_file() {
         let earlier = read_plan(dir)?.search;
@@ -243,7 +247,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
 }
 
 /// `sweep.json` and `sweep.md`.
-fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(), Error> {
+pub(super) fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(), Error> {
     let best = rows.iter().find(|r| r.rank == Some(1));
     let packed = Timeline::merged(dir)?.packed();
     let json = serde_json::json!({

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::plan::{write_plan, Plan, SearchPlan};
-use super::space::{Method, Space, Trial};
+use super::space::{Liveness, Method, Space, Trial};
 use crate::config::Monitor;
 use crate::error::Error;
 use crate::record::{RunStatus, RunSummary};
@@ -37,6 +37,7 @@ impl Draws {
             order: plan.order,
             packing: plan.packing,
             prune: plan.prune,
+            study: Liveness::default(),
         };
         Some(Draws {
             dir: dir.to_path_buf(),

@@ -27,6 +27,8 @@ pub enum TrialStatus {
     Paused,
     /// No shard has trained it yet.
     NotRun,
+    /// Being trained by a worker of a shared study (`sweep --storage`).
+    Running,
 }
 
 impl std::fmt::Display for TrialStatus {
@@ -37,6 +39,7 @@ impl std::fmt::Display for TrialStatus {
             TrialStatus::Pruned => "pruned",
             TrialStatus::Paused => "paused",
             TrialStatus::NotRun => "not run",
+            TrialStatus::Running => "running",
         })
     }
 }

@@ -32,6 +32,7 @@ use crate::config::{defaults, ConfigError, Invalid, Monitor, MonitorMode, RawSwe
 
 mod domain;
 mod file;
+mod liveness;
 mod packing;
 mod prune;
 pub mod tpe;
@@ -41,6 +42,7 @@ use domain::draw;
 use vary::{trials, vary};
 
 pub use domain::DomainError;
+pub use liveness::Liveness;
 pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 pub use prune::{PruneConfig, PruneMethod};
 
@@ -108,6 +110,9 @@ pub struct Space {
     pub packing: Packing,
     /// The pruner, if any (`[sweep.prune]`).
     pub prune: Option<PruneConfig>,
+    /// How a shared study's workers tell that a trial's worker lives (`tidemark sweep
+    /// --storage`).
+    pub study: Liveness,
 }
 
 /// One trial: the value of each varied key.
@@ -238,6 +243,7 @@ impl Space {
             None => None,
             Some(prune) => PruneConfig::from_raw(prune)?,
         };
+        let study = Liveness::from_raw(raw)?;
         Ok(Space {
             method,
             trials,
@@ -247,6 +253,7 @@ impl Space {
             order,
             packing,
             prune,
+            study,
         })
     }
 

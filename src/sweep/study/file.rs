@@ -1,0 +1,145 @@
+//! A journal file, as Optuna's `JournalFileBackend` keeps it: JSON lines appended under a lock
+//! that holds on NFS, and read without one.
+//!
+//! The lock is Optuna's default (`JournalFileSymlinkLock`), so that tidemark and Optuna's own
+//! processes exclude each other: creating the symlink `<journal>.lock` takes it (symlink(2) is
+//! atomic on NFS), renaming it away and removing it releases it. A waiter that sees the
+//! journal's modification time (the lock's target) unchanged for [`STALE_LOCK`] takes the lock
+//! as left by a dead process and breaks it, as Optuna does after its grace period of 30 s.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::error::Error;
+
+/// How long a lock's target may stand unchanged before a waiter breaks it (Optuna's default).
+pub const STALE_LOCK: Duration = Duration::from_secs(30);
+
+/// A journal file and how far this process has read it.
+#[derive(Debug)]
+pub struct JournalFile {
+    path: PathBuf,
+    /// Bytes read so far: the end of the last whole line.
+    offset: u64,
+}
+
+impl JournalFile {
+    /// The journal at `path`, created empty if it does not exist (as Optuna does).
+    pub fn open(path: &Path) -> Result<JournalFile, Error> {
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(JournalFile {
+            path: path.to_path_buf(),
+            offset: 0,
+        })
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The whole lines written since the last read. A last line without its newline (an append
+    /// under way) waits for the next read; a line that is not JSON is an error unless it is
+    /// the last (Optuna reads it again later too).
+    pub fn read_new(&mut self) -> Result<Vec<String>, Error> {
+        let fail = |e| Error::io(&self.path, e);
+        let mut file = File::open(&self.path).map_err(fail)?;
+        let end = file.metadata().map_err(fail)?.len();
+        if end <= self.offset {
+            return Ok(Vec::new());
+        }
+        file.seek(SeekFrom::Start(self.offset)).map_err(fail)?;
+        let mut bytes = Vec::new();
+        file.take(end - self.offset)
+            .read_to_end(&mut bytes)
+            .map_err(fail)?;
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let text = String::from_utf8_lossy(&bytes[..whole]).into_owned();
+        self.offset += whole as u64;
+        Ok(text.lines().map(str::to_string).collect())
+    }
+
+    /// Appends `lines` (each one record) under the lock, and syncs them to disk.
+    pub fn append(&self, lines: &[String]) -> Result<(), Error> {
+        let _lock = self.lock()?;
+        self.append_locked(lines)
+    }
+
+    /// Appends `lines` while this process holds the lock.
+    pub fn append_locked(&self, lines: &[String]) -> Result<(), Error> {
+        let fail = |e| Error::io(&self.path, e);
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(fail)?;
+        let mut text = lines.join("\n");
+        text.push('\n');
+        file.write_all(text.as_bytes()).map_err(fail)?;
+        file.sync_all().map_err(fail)
+    }
+
+    /// Takes the lock, waiting for it (with Optuna's back-off: 1 ms doubling to 1 s).
+    pub fn lock(&self) -> Result<Lock, Error> {
+        let lock = lock_path(&self.path);
+        let target = self.path.file_name().map(PathBuf::from).unwrap_or_default();
+        let mut wait = Duration::from_millis(1);
+        let mut seen: Option<(SystemTime, Instant)> = None;
+        loop {
+            match std::os::unix::fs::symlink(&target, &lock) {
+                Ok(()) => return Ok(Lock { path: lock }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io(&lock, e)),
+            }
+            // The lock's target's modification time, followed through the link, as Optuna's.
+            if let Ok(modified) = std::fs::metadata(&lock).and_then(|m| m.modified()) {
+                match seen {
+                    Some((time, since)) if time == modified => {
+                        if since.elapsed() > STALE_LOCK {
+                            release(&lock);
+                            seen = None;
+                            continue;
+                        }
+                    }
+                    _ => seen = Some((modified, Instant::now())),
+                }
+            }
+            std::thread::sleep(wait);
+            wait = (wait * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+/// `<journal>.lock`.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// A lock this process holds, released on drop.
+#[derive(Debug)]
+pub struct Lock {
+    path: PathBuf,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        release(&self.path);
+    }
+}
+
+/// Releases a lock as Optuna does: renamed to a name of its own, then removed, so that two
+/// processes breaking one stale lock cannot remove a third's.
+fn release(lock: &Path) {
+    let mut renamed = lock.as_os_str().to_owned();
+    renamed.push(format!("{}.rename", super::worker_id::random_hex()));
+    if std::fs::rename(lock, &renamed).is_ok() {
+        let _ = std::fs::remove_file(&renamed);
+    }
+}

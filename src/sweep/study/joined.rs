@@ -1,0 +1,127 @@
+//! A search as a study in a journal: created by its first worker with the plan's identity (the
+//! method, the varied keys' distributions, the trials), joined by the others, which must plan
+//! the same search.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::op::Op;
+use super::params::distribution;
+use super::storage::Storage;
+use crate::config::{ConfigError, MonitorMode};
+use crate::error::Error;
+use crate::sweep::space::{Domain, Method, Space, Trial};
+
+/// The study attribute that says which search a study is.
+const PLAN: &str = "tidemark:plan";
+
+/// A search's study, as a worker works on it.
+#[derive(Debug, Clone)]
+pub struct Study {
+    /// Its id in the journal.
+    pub id: usize,
+    /// Its name: the config's `run.name`.
+    pub name: String,
+    /// The trials it trains.
+    pub trials: usize,
+    /// The keys varied, with their domains.
+    pub vary: Vec<(String, Domain)>,
+    /// How often a worker beats for its trial.
+    pub heartbeat: Duration,
+    /// How long a trial's heartbeat may stay silent before another worker takes it over.
+    pub grace: Duration,
+    /// The search.
+    space: Space,
+    /// The planned trials (TPE's past its random start are drawn as they are created).
+    planned: Vec<Trial>,
+}
+
+impl Study {
+    /// Joins the study `name` in `storage`, creating it if it is not there; refused if it
+    /// holds another search.
+    pub fn join(storage: &mut Storage, name: &str, space: &Space) -> Result<Study, Error> {
+        let planned = space.trials();
+        let identity = identity(space, &planned);
+        let origin = format!("{name} in {}", storage.spec());
+        let id = storage.transact(|journal, _| match journal.study(name) {
+            Some(id) => match journal.studies[id].system_attrs.get(PLAN) {
+                Some(theirs) if *theirs == identity => (Vec::new(), Ok(id)),
+                _ => (Vec::new(), Err(())),
+            },
+            None => {
+                let id = journal.studies.len();
+                let direction = match space.monitor.mode() {
+                    MonitorMode::Min => 1,
+                    MonitorMode::Max => 2,
+                };
+                let ops = vec![
+                    Op::CreateStudy {
+                        name: name.to_string(),
+                        directions: vec![direction],
+                    },
+                    Op::StudySystemAttr {
+                        study: id,
+                        key: PLAN.into(),
+                        value: identity.clone(),
+                    },
+                ];
+                (ops, Ok(id))
+            }
+        })?;
+        let id = id.map_err(|()| {
+            Error::Config(ConfigError {
+                origin,
+                key: None,
+                message: "the study holds another search (other trials, keys or monitor); \
+                          workers of one study run one config, so give this one another \
+                          run.name"
+                    .into(),
+            })
+        })?;
+        Ok(Study {
+            id,
+            name: name.to_string(),
+            trials: planned.len(),
+            vary: space.vary.clone(),
+            heartbeat: space.study.heartbeat,
+            grace: space.study.grace,
+            space: space.clone(),
+            planned,
+        })
+    }
+
+    /// Trial `number`'s values: planned, or drawn by TPE from `history` (finished trials with
+    /// their values, by number); with the numbers it was drawn from.
+    pub fn trial(
+        &self,
+        number: usize,
+        history: &BTreeMap<usize, (Trial, f64)>,
+    ) -> (Trial, Option<Vec<usize>>) {
+        let planned = self.planned[number - 1].clone();
+        if self.space.method != Method::Tpe || number <= self.space.tpe_startup() {
+            return (planned, None);
+        }
+        let told: Vec<(&Trial, f64)> = history.values().map(|(t, v)| (t, *v)).collect();
+        let drawn = self.space.tpe_trial(number, &told);
+        (drawn, Some(history.keys().copied().collect()))
+    }
+}
+
+/// What makes two workers' searches one: method, seed, monitor, the keys' distributions, and
+/// the planned trials.
+fn identity(space: &Space, planned: &[Trial]) -> Value {
+    let vary: Vec<Value> = (space.vary.iter())
+        .map(|(key, domain)| json!([key, distribution(domain)]))
+        .collect();
+    let trials: Vec<Value> = (planned.iter()).map(|t| json!(t.describe())).collect();
+    json!({
+        "method": space.method,
+        "seed": space.seed,
+        "monitor": space.monitor.name(),
+        "mode": space.monitor.mode(),
+        "vary": vary,
+        "trials": if space.method == Method::Tpe { json!(planned.len()) } else { json!(trials) },
+    })
+}

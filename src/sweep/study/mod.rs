@@ -1,0 +1,27 @@
+//! A study many workers share (`tidemark sweep --storage`), kept in Optuna's journal format so
+//! that Optuna's own tools read it. In layers, each importing only those before it:
+//! 1. the format: `json` (Python's non-finite floats), `op` (the operations), `params` (the
+//!    varied keys as Optuna's distributions), `replay` (a journal read as Optuna reads it),
+//!    `worker_id`;
+//! 2. where it lives: `file` (a journal file under Optuna's lock), `storage` (transactions);
+//! 3. the search in it: `joined` (the study, joined or created), `next` (a worker's next piece of work),
+//!    `heartbeat`, `trial` (one trial trained and recorded), `rows` (the study's table);
+//! 4. `worker`: the loop; `report`: a study's table from its storage alone.
+
+mod file;
+mod heartbeat;
+mod json;
+mod next;
+mod op;
+mod params;
+mod replay;
+mod report;
+mod rows;
+mod storage;
+mod joined;
+mod trial;
+mod worker;
+mod worker_id;
+
+pub use report::{report, StudyReport};
+pub use worker::work;

@@ -1,0 +1,194 @@
+//! A journal replayed as Optuna replays it (`JournalStorage`'s `_apply_*`): studies and trials
+//! get their ids from the order of the operations that created them, and an operation Optuna
+//! would reject (on a missing or finished trial, a second RUNNING) changes nothing here either.
+//! The journal's own reader is this; `tidemark report` and the workers read the same state.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::json::as_float;
+use super::op::State;
+
+/// A study of the journal.
+#[derive(Debug, Clone, Default)]
+pub struct StudyRecord {
+    pub name: String,
+    pub system_attrs: Map<String, Value>,
+    pub deleted: bool,
+    /// Its trials' ids, by Optuna's number (0-based).
+    pub trials: Vec<usize>,
+}
+
+/// A trial of the journal.
+#[derive(Debug, Clone)]
+pub struct TrialRecord {
+    pub state: State,
+    pub values: Option<Vec<f64>>,
+    /// Each parameter's internal value and distribution (Optuna's JSON string).
+    pub params: BTreeMap<String, (f64, String)>,
+    pub intermediate: BTreeMap<i64, f64>,
+    pub user_attrs: Map<String, Value>,
+    pub system_attrs: Map<String, Value>,
+    pub start: Option<String>,
+    pub complete: Option<String>,
+    /// The worker that created it.
+    pub creator: String,
+}
+
+/// What a journal holds so far.
+#[derive(Debug, Clone, Default)]
+pub struct Journal {
+    pub studies: Vec<StudyRecord>,
+    pub trials: Vec<TrialRecord>,
+    /// Records applied (the next one's log number).
+    pub read: usize,
+}
+
+impl Journal {
+    /// The live study named `name`.
+    pub fn study(&self, name: &str) -> Option<usize> {
+        (self.studies.iter()).position(|s| s.name == name && !s.deleted)
+    }
+
+    /// Applies one record; one that is not an object with a known `op_code` is an error.
+    pub fn apply(&mut self, record: &Value) -> Result<(), String> {
+        self.read += 1;
+        let code = record["op_code"]
+            .as_i64()
+            .ok_or("a record without an op_code")?;
+        let worker = record["worker_id"].as_str().unwrap_or_default();
+        match code {
+            0 => self.create_study(record),
+            1 => {
+                if let Some(s) = self.live_study(record) {
+                    s.deleted = true;
+                }
+            }
+            2 => {}
+            3 => {
+                if let (Some(s), Some(attr)) = (self.live_study(record), one(record, "system_attr"))
+                {
+                    s.system_attrs.extend(attr);
+                }
+            }
+            4 => self.create_trial(record, worker),
+            5..=9 => self.change_trial(code, record),
+            10 => {}
+            other => return Err(format!("op_code {other}, which Optuna does not define")),
+        }
+        Ok(())
+    }
+
+    fn live_study(&mut self, record: &Value) -> Option<&mut StudyRecord> {
+        let id = record["study_id"].as_u64()? as usize;
+        self.studies.get_mut(id).filter(|s| !s.deleted)
+    }
+
+    fn create_study(&mut self, record: &Value) {
+        let name = record["study_name"].as_str().unwrap_or_default();
+        if self.study(name).is_some() {
+            return;
+        }
+        self.studies.push(StudyRecord {
+            name: name.to_string(),
+            ..StudyRecord::default()
+        });
+    }
+
+    /// Op 4, plain (`study.ask()`) or a template (`add_trial`, `enqueue_trial`).
+    fn create_trial(&mut self, record: &Value, worker: &str) {
+        let id = self.trials.len();
+        let Some(study) = self.live_study(record) else {
+            return;
+        };
+        study.trials.push(id);
+        let state = (record["state"].as_i64()).and_then(State::of);
+        let value = as_float(&record["value"]).map(|v| vec![v]);
+        let values = (record["values"].as_array())
+            .map(|vs| vs.iter().filter_map(as_float).collect())
+            .or(value);
+        let text = |key: &str| record[key].as_str().map(str::to_string);
+        let params = (record["params"].as_object().into_iter().flatten())
+            .filter_map(|(name, v)| {
+                let distribution = record["distributions"][name].as_str()?;
+                Some((name.clone(), (as_float(v)?, distribution.to_string())))
+            })
+            .collect();
+        let intermediate = (record["intermediate_values"]
+            .as_object()
+            .into_iter()
+            .flatten())
+        .filter_map(|(step, v)| Some((step.parse().ok()?, as_float(v)?)))
+        .collect();
+        let attrs = |key: &str| record[key].as_object().cloned().unwrap_or_default();
+        self.trials.push(TrialRecord {
+            state: state.unwrap_or(State::Running),
+            values,
+            params,
+            intermediate,
+            user_attrs: attrs("user_attrs"),
+            system_attrs: attrs("system_attrs"),
+            start: text("datetime_start"),
+            complete: text("datetime_complete"),
+            creator: worker.to_string(),
+        });
+    }
+
+    /// Ops 5 to 9, on a trial that exists and has not finished.
+    fn change_trial(&mut self, code: i64, record: &Value) {
+        let Some(trial) = (record["trial_id"].as_u64())
+            .and_then(|id| self.trials.get_mut(id as usize))
+            .filter(|t| !t.state.finished())
+        else {
+            return;
+        };
+        match code {
+            5 => {
+                let name = record["param_name"].as_str().unwrap_or_default();
+                let internal = as_float(&record["param_value_internal"]);
+                if let (Some(x), Some(d)) = (internal, record["distribution"].as_str()) {
+                    trial.params.insert(name.to_string(), (x, d.to_string()));
+                }
+            }
+            6 => set_state(trial, record),
+            7 => {
+                let step = record["step"].as_i64();
+                if let (Some(step), Some(v)) = (step, as_float(&record["intermediate_value"])) {
+                    trial.intermediate.insert(step, v);
+                }
+            }
+            8 => trial
+                .user_attrs
+                .extend(one(record, "user_attr").unwrap_or_default()),
+            _ => trial
+                .system_attrs
+                .extend(one(record, "system_attr").unwrap_or_default()),
+        }
+    }
+}
+
+/// Op 6: a second RUNNING is refused (the first worker to claim a waiting trial has it).
+fn set_state(trial: &mut TrialRecord, record: &Value) {
+    let Some(state) = record["state"].as_i64().and_then(State::of) else {
+        return;
+    };
+    if state == State::Running && trial.state == State::Running {
+        return;
+    }
+    let at = |key: &str| record[key].as_str().map(str::to_string);
+    match state {
+        State::Running => trial.start = at("datetime_start"),
+        s if s.finished() => trial.complete = at("datetime_complete"),
+        _ => {}
+    }
+    trial.state = state;
+    if let Some(values) = record["values"].as_array() {
+        trial.values = Some(values.iter().filter_map(as_float).collect());
+    }
+}
+
+/// An attribute object of one key, as ops 2, 3, 8 and 9 carry it.
+fn one(record: &Value, key: &str) -> Option<Map<String, Value>> {
+    record[key].as_object().filter(|m| m.len() == 1).cloned()
+}

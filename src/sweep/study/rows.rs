@@ -1,0 +1,88 @@
+//! A study's rows, from the journal alone: every trial with its values, state, value and what
+//! it took (the user attributes its worker wrote as it ended), so that `tidemark report` ranks
+//! a study from any machine that can read its storage.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::next::number;
+use super::op::State;
+use super::replay::{Journal, TrialRecord};
+use super::trial::{EPOCHS, MEMORY, REASON};
+use crate::config::MonitorMode;
+use crate::sweep::results::{TrialRow, TrialStatus};
+
+/// What a study is ranked by: its monitor and mode, from the plan its first worker wrote.
+pub fn monitor_of(journal: &Journal, study: usize) -> Option<(String, MonitorMode)> {
+    let plan = journal.studies[study].system_attrs.get("tidemark:plan")?;
+    let monitor = plan["monitor"].as_str()?.to_string();
+    let mode = serde_json::from_value(plan["mode"].clone()).ok()?;
+    Some((monitor, mode))
+}
+
+/// The trials tidemark planned for `study`: its plan's count.
+pub fn planned(journal: &Journal, study: usize) -> usize {
+    let plan = journal.studies[study].system_attrs.get("tidemark:plan");
+    match plan.map(|p| &p["trials"]) {
+        Some(Value::Array(trials)) => trials.len(),
+        Some(n) => n.as_u64().unwrap_or(0) as usize,
+        None => 0,
+    }
+}
+
+/// One row per planned trial, unranked: those not created yet are "not run".
+pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
+    let mut by_number: BTreeMap<usize, TrialRow> = (journal.studies[study].trials.iter())
+        .map(|&id| &journal.trials[id])
+        .filter_map(|t| Some((number(t)?, row(t))))
+        .collect();
+    for n in 1..=planned(journal, study) {
+        by_number.entry(n).or_insert_with(|| TrialRow {
+            status: TrialStatus::NotRun,
+            ..empty(n)
+        });
+    }
+    by_number.into_values().collect()
+}
+
+fn row(t: &TrialRecord) -> TrialRow {
+    let n = number(t).unwrap_or_default();
+    let status = match t.state {
+        State::Complete => TrialStatus::Completed,
+        State::Pruned => TrialStatus::Pruned,
+        State::Fail => TrialStatus::Failed,
+        State::Running => TrialStatus::Running,
+        State::Waiting => TrialStatus::Paused,
+    };
+    let values = (t.params.iter())
+        .map(|(k, (x, d))| (k.clone(), super::params::display(*x, d)))
+        .collect();
+    TrialRow {
+        values,
+        status,
+        reason: (t.user_attrs.get(REASON).and_then(Value::as_str)).map(str::to_string),
+        monitored: t.values.as_ref().and_then(|v| v.first().copied()),
+        epochs: (t.user_attrs.get(EPOCHS).and_then(Value::as_u64)).map(|e| e as usize),
+        memory: (t.user_attrs.get(MEMORY)).and_then(|m| serde_json::from_value(m.clone()).ok()),
+        ..empty(n)
+    }
+}
+
+fn empty(n: usize) -> TrialRow {
+    TrialRow {
+        rank: None,
+        trial: n,
+        name: format!("trial-{n:03}"),
+        values: BTreeMap::new(),
+        status: TrialStatus::NotRun,
+        reason: None,
+        monitored: None,
+        epochs: None,
+        lease_bytes: None,
+        started_s: None,
+        ended_s: None,
+        runs: Vec::new(),
+        memory: None,
+    }
+}
