@@ -24,6 +24,7 @@ mod resume;
 mod run_dir;
 mod search;
 mod stop;
+mod study;
 mod tpe;
 mod training;
 #[cfg(feature = "wgpu")]

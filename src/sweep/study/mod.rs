@@ -10,6 +10,7 @@
 
 mod file;
 mod heartbeat;
+mod joined;
 mod json;
 mod next;
 mod op;
@@ -18,7 +19,6 @@ mod replay;
 mod report;
 mod rows;
 mod storage;
-mod joined;
 mod trial;
 mod worker;
 mod worker_id;

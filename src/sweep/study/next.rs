@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::joined::Study;
 use super::op::{now, Op, State};
 use super::params::{distribution, internal, values_of};
 use super::replay::{Journal, TrialRecord};
-use super::joined::Study;
 use crate::sweep::space::Trial;
 
 /// The system attributes tidemark keeps on a trial.
@@ -31,13 +31,24 @@ pub enum Work {
     Train {
         id: usize,
         trial: Trial,
-        /// Whose trial it was: another worker's, handed back or gone silent.
-        from: Option<String>,
+        /// Whose trial it was.
+        from: From,
     },
     /// Other workers' trials are running: look again later.
     Wait,
     /// Every trial of the study has finished.
     Done,
+}
+
+/// Where a trial a worker trains comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum From {
+    /// Created just now by this worker.
+    New,
+    /// Handed back by a worker that a signal stopped.
+    HandedBack,
+    /// Taken over from this worker, silent for longer than the grace period.
+    Silent(String),
 }
 
 /// When this worker last saw each running trial's heartbeat change (its own clock, so that
@@ -76,7 +87,10 @@ pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -
             });
         }
         ops.extend(owner(id, worker));
-        let from = trial.system_attrs.get(WORKER).and_then(Value::as_str);
+        let from = match trial.system_attrs.get(WORKER).and_then(Value::as_str) {
+            Some(w) if trial.state == State::Running => From::Silent(w.to_string()),
+            _ => From::HandedBack,
+        };
         let work = match values_of(&study.vary, &trial.params) {
             Some(values) => Work::Train {
                 id,
@@ -84,7 +98,7 @@ pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -
                     number: number(trial).unwrap_or_default(),
                     values,
                 },
-                from: from.map(str::to_string),
+                from,
             },
             None => Work::Wait,
         };
@@ -189,7 +203,7 @@ fn create(
         Work::Train {
             id,
             trial,
-            from: None,
+            from: From::New,
         },
     )
 }

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::heartbeat::Heartbeat;
-use super::next::{next, Beats, Work};
+use super::joined::Study;
+use super::next::{next, Beats, From, Work};
 use super::rows::rows;
 use super::storage::Storage;
-use super::joined::Study;
 use super::trial::Training;
 use super::worker_id::worker_id;
 use crate::config::{to_toml, ConfigError, RunConfig};
@@ -90,10 +90,20 @@ pub fn work(
             .transact(|journal, worker| next(journal, &study, worker, &mut beats))?;
         match work {
             Work::Train { id, trial, from } => {
-                created_by_me(&storage, id, &me, from.is_some())?;
                 let line = match from {
-                    Some(w) => format!("{} taken over from worker {w}", trial.name()),
-                    None => format!("{} started: {}", trial.name(), trial.describe()),
+                    From::New => {
+                        created_by_me(&storage, id, &me)?;
+                        format!("{} started: {}", trial.name(), trial.describe())
+                    }
+                    From::HandedBack => format!(
+                        "{} taken up where a stopped worker handed it back",
+                        trial.name()
+                    ),
+                    From::Silent(w) => format!(
+                        "{} taken over from worker {w}, silent for over {} s",
+                        trial.name(),
+                        study.grace.as_secs_f64()
+                    ),
                 };
                 observer(0, n).message(&line);
                 heartbeat.beat_for(Some(id));
@@ -123,16 +133,11 @@ pub fn work(
 
 /// Checks that trial `id`, which this worker created under the lock, is its own: a writer that
 /// appends without the lock (an Optuna process, say) could have taken the id first.
-fn created_by_me(
-    storage: &Mutex<Storage>,
-    id: usize,
-    me: &str,
-    taken_over: bool,
-) -> Result<(), Error> {
+fn created_by_me(storage: &Mutex<Storage>, id: usize, me: &str) -> Result<(), Error> {
     let mut storage = storage.lock().expect("storage");
     let spec = storage.spec().to_string();
     let creator = &storage.sync()?.trials[id].creator;
-    match taken_over || creator == me {
+    match creator == me {
         true => Ok(()),
         false => Err(Error::Config(ConfigError {
             origin: spec,

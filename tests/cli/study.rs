@@ -1,0 +1,354 @@
+//! A study shared by workers (`sweep --storage JOURNAL`, issue 41), one machine standing in
+//! for many: each worker its own process. The journal is read here as Optuna replays it (an
+//! independent reader of its JSON lines): trial ids in creation order, a trial's changes
+//! ignored once it finished.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use super::{Env, SMALL};
+
+/// A TPE search of `trials` trials (the first half random), two epochs each.
+fn config(env: &Env, trials: usize, keys: &str) {
+    let text = format!(
+        "{SMALL}\n[sweep]\nmethod = \"tpe\"\ntrials = {trials}\nseed = 3\nmonitor = \"val_loss\"\n\
+         {keys}\n[sweep.vary]\ntrain.lr = {{ min = 1e-4, max = 0.1, log = true }}\n\
+         model.hidden = [[8], [32], [64]]\n"
+    );
+    let text = text.replace("samples = 1200", "samples = 600");
+    env.write("study.toml", &text.replace("epochs = 3", "epochs = 2"));
+}
+
+/// A worker: `tidemark sweep --config study.toml --storage journal.log`, with `extra`, writing
+/// into `out-NAME`, and the environment `vars`.
+fn worker(env: &Env, name: &str, extra: &[&str], vars: &[(&str, String)]) -> Child {
+    let out = format!("out-{name}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tidemark"));
+    command
+        .args([
+            "sweep",
+            "--config",
+            "study.toml",
+            "--storage",
+            "journal.log",
+        ])
+        .args(["--out", &out])
+        .args(extra)
+        .current_dir(env.path("."))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in vars {
+        command.env(key, value);
+    }
+    command.spawn().unwrap()
+}
+
+/// A trial of the journal, as Optuna's replay leaves it.
+#[derive(Debug, Default)]
+struct Replayed {
+    number: usize,
+    creator: String,
+    state: i64,
+    value: Option<f64>,
+    intermediate: BTreeMap<i64, f64>,
+    system: BTreeMap<String, Value>,
+    /// Log numbers of its ops of each kind (those Optuna applies).
+    ops: BTreeMap<i64, Vec<usize>>,
+    /// Ends written (op 6 with a finished state), applied or not.
+    ends: usize,
+}
+
+/// The journal's trials by id (one study), replayed.
+fn replay(env: &Env) -> Vec<Replayed> {
+    let text = std::fs::read_to_string(env.path("journal.log")).unwrap();
+    let mut trials: Vec<Replayed> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let op: Value = serde_json::from_str(line).unwrap();
+        let code = op["op_code"].as_i64().unwrap();
+        if code == 4 {
+            trials.push(Replayed {
+                creator: op["worker_id"].as_str().unwrap().into(),
+                ..Replayed::default()
+            });
+        }
+        let Some(id) = op["trial_id"]
+            .as_u64()
+            .or((code == 4).then(|| trials.len() as u64 - 1))
+        else {
+            continue;
+        };
+        let t = &mut trials[id as usize];
+        if code == 6 && [1, 2, 3].contains(&op["state"].as_i64().unwrap()) {
+            t.ends += 1;
+        }
+        if [1, 2, 3].contains(&t.state) {
+            continue;
+        }
+        t.ops.entry(code).or_default().push(n);
+        match code {
+            6 => {
+                t.state = op["state"].as_i64().unwrap();
+                t.value = op["values"][0].as_f64();
+            }
+            7 => {
+                let v = op["intermediate_value"].as_f64().unwrap();
+                t.intermediate.insert(op["step"].as_i64().unwrap(), v);
+            }
+            9 => {
+                let attr = op["system_attr"].as_object().unwrap();
+                t.system.extend(attr.clone());
+            }
+            _ => {}
+        }
+        t.number = t
+            .system
+            .get("tidemark:trial")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as usize;
+    }
+    trials
+}
+
+/// The events of trial `name`'s run in `out`'s sweep directory.
+fn events(env: &Env, out: &str, name: &str) -> Vec<String> {
+    let dir = format!("{out}/small-sweep/{name}");
+    (env.snapshots(&dir).iter())
+        .map(|s| s["event"].as_str().unwrap().to_string())
+        .filter(|e| e != "epoch")
+        .collect()
+}
+
+/// Asserts every trial 1..=n is in the journal once, completed, with a value and an
+/// intermediate value per epoch.
+fn all_completed_once(trials: &[Replayed], n: usize) {
+    let numbers: Vec<usize> = trials.iter().map(|t| t.number).collect();
+    assert_eq!(
+        numbers,
+        (1..=n).collect::<Vec<_>>(),
+        "created once each, in order"
+    );
+    for t in trials {
+        assert_eq!(t.state, 1, "trial {} completed: {t:?}", t.number);
+        assert_eq!(t.ends, 1, "trial {} ended once", t.number);
+        let value = t.value.unwrap();
+        assert_eq!(t.intermediate.keys().copied().collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(
+            t.intermediate[&2], value,
+            "trial {}: its last epoch's value",
+            t.number
+        );
+    }
+}
+
+#[test]
+fn four_workers_share_one_tpe_study_and_every_draw_sees_every_worker() {
+    let env = Env::new();
+    config(&env, 12, "");
+    let workers: Vec<Child> = (0..4)
+        .map(|i| worker(&env, &i.to_string(), &[], &[]))
+        .collect();
+    for child in workers {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+    }
+    let trials = replay(&env);
+    all_completed_once(&trials, 12);
+    // Each trial trained once, by one worker: one run in one of the workers' directories.
+    for t in &trials {
+        let runs: Vec<String> = (0..4)
+            .filter(|i| {
+                env.path(&format!("out-{i}/small-sweep/trial-{:03}", t.number))
+                    .exists()
+            })
+            .map(|i| i.to_string())
+            .collect();
+        assert_eq!(runs.len(), 1, "trial {} trained in {runs:?}", t.number);
+        assert_eq!(
+            events(
+                &env,
+                &format!("out-{}", runs[0]),
+                &format!("trial-{:03}", t.number)
+            ),
+            ["run_start", "memory_action", "run_end"]
+                .map(String::from)
+                .to_vec()
+        );
+    }
+    // Past the random start (6 of 12), each draw was made from every trial completed before
+    // it was created, whoever trained it.
+    let creators: BTreeSet<&str> = trials.iter().map(|t| t.creator.as_str()).collect();
+    assert!(
+        creators.len() > 1,
+        "more than one worker created trials: {creators:?}"
+    );
+    for (i, t) in trials.iter().enumerate() {
+        let drawn = t.system.get("tidemark:drawn_from");
+        assert_eq!(drawn.is_some(), t.number > 6, "trial {}", t.number);
+        let Some(drawn) = drawn else { continue };
+        let created = t.ops[&4][0];
+        let done_before: Vec<usize> = (trials.iter().take(i))
+            .filter(|d| *d.ops[&6].last().unwrap() < created)
+            .map(|d| d.number)
+            .collect();
+        let drawn: Vec<usize> = serde_json::from_value(drawn.clone()).unwrap();
+        assert_eq!(drawn, done_before, "trial {} was drawn from", t.number);
+    }
+    // Every worker's ranking holds the whole study; report reads it from the journal alone.
+    for i in 0..4 {
+        let sweep: Value = serde_json::from_str(
+            &std::fs::read_to_string(env.path(&format!("out-{i}/small-sweep/sweep.json"))).unwrap(),
+        )
+        .unwrap();
+        let rows = sweep["trials"].as_array().unwrap();
+        assert_eq!(rows.len(), 12);
+        for row in rows {
+            let t = &trials[row["trial"].as_u64().unwrap() as usize - 1];
+            assert_eq!(row["status"], "completed");
+            assert_eq!(row["monitored"].as_f64(), t.value);
+        }
+    }
+    let report = env.run(&["report", "journal.log"]);
+    assert_eq!(report.code(), 0, "{}", report.stderr());
+    assert!(
+        report
+            .stdout()
+            .contains("report: study small: 12 trials: 12 completed, 0 running"),
+        "{}",
+        report.stdout()
+    );
+}
+
+#[test]
+fn a_killed_worker_s_trial_is_taken_over_from_its_checkpoint_after_the_grace_period() {
+    let env = Env::new();
+    config(&env, 4, "heartbeat = 0.2\ngrace = 1.0");
+    // Killed (SIGKILL, by itself) at its 50th optimizer step: in its second trial's second
+    // epoch (600 samples, a fifth held out, batches of 32: 15 steps an epoch).
+    let kill = [
+        ("TIDEMARK_FAILPOINT", "step:50:KILL".to_string()),
+        (
+            "TIDEMARK_FAILPOINT_COUNT",
+            env.path("count").display().to_string(),
+        ),
+    ];
+    let killed = worker(&env, "a", &[], &kill).wait_with_output().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&killed.status),
+        Some(9)
+    );
+    let before = replay(&env);
+    assert_eq!(before.len(), 2);
+    assert_eq!((before[0].state, before[1].state), (1, 0), "{before:?}");
+    let other = worker(&env, "a", &[], &[]).wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(other.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("trial-002 taken over from worker") && stderr.contains("over 1 s"),
+        "{stderr}"
+    );
+    let trials = replay(&env);
+    all_completed_once(&trials, 4);
+    // The first trial is not trained again; the second went on from its first epoch's
+    // checkpoint, in the directory both workers share.
+    let run = |n: &str| events(&env, "out-a", n);
+    assert_eq!(run("trial-001"), ["run_start", "memory_action", "run_end"]);
+    assert_eq!(
+        run("trial-002"),
+        ["run_start", "resume", "memory_action", "run_end"]
+    );
+    let snaps = env.snapshots("out-a/small-sweep/trial-002");
+    let resume = snaps.iter().find(|s| s["event"] == "resume").unwrap();
+    assert_eq!(resume["epoch"], 1);
+    assert_ne!(trials[1].creator, trials[2].creator);
+}
+
+#[test]
+fn a_stopped_worker_hands_its_trial_back_and_the_next_takes_it_at_once() {
+    let env = Env::new();
+    // A grace the test would notice: the trial handed back is taken without it.
+    config(&env, 3, "heartbeat = 10\ngrace = 600");
+    // Stopped (SIGTERM, as Ctrl-C's SIGINT) in its second trial's second epoch.
+    let stop = [
+        ("TIDEMARK_FAILPOINT", "step:50:TERM".to_string()),
+        (
+            "TIDEMARK_FAILPOINT_COUNT",
+            env.path("count").display().to_string(),
+        ),
+    ];
+    let stopped = worker(&env, "a", &[], &stop).wait_with_output().unwrap();
+    assert_eq!(stopped.status.code(), Some(130));
+    let before = replay(&env);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert_eq!(before[1].state, 4, "handed back: WAITING");
+    assert_eq!(before[1].system["tidemark:worker"], Value::Null);
+    let start = std::time::Instant::now();
+    let next = worker(&env, "a", &[], &[]).wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    assert!(next.status.success(), "{stderr}");
+    assert!(stderr.contains("trial-002 taken up where a stopped worker handed it back"));
+    assert!(
+        start.elapsed().as_secs() < 300,
+        "taken without waiting for the grace period"
+    );
+    let trials = replay(&env);
+    all_completed_once(&trials, 3);
+    assert_eq!(
+        events(&env, "out-a", "trial-002"),
+        // the stopped run ends (its memory released), and goes on from its first epoch
+        [
+            "run_start",
+            "memory_action",
+            "run_end",
+            "resume",
+            "memory_action",
+            "run_end"
+        ]
+    );
+}
+
+#[test]
+fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
+    let env = Env::new();
+    config(&env, 2, "");
+    let first = worker(&env, "a", &[], &[]).wait_with_output().unwrap();
+    assert!(first.status.success());
+    let other = env.run(&[
+        "sweep",
+        "--config",
+        "study.toml",
+        "--storage",
+        "journal.log",
+        "--set",
+        "sweep.seed=4",
+    ]);
+    other.fails_with(2, &["journal.log", "holds another search", "run.name"]);
+    let pruned = env.run(&[
+        "sweep",
+        "--config",
+        "study.toml",
+        "--storage",
+        "other.log",
+        "--set",
+        "sweep.prune.method=\"asha\"",
+    ]);
+    pruned.fails_with(2, &["sweep.prune", "does not prune yet"]);
+    let grace = env.run(&[
+        "sweep",
+        "--config",
+        "study.toml",
+        "--storage",
+        "other.log",
+        "--set",
+        "sweep.grace=1",
+    ]);
+    grace.fails_with(2, &["sweep.grace", "at least twice sweep.heartbeat"]);
+    env.write(
+        "bad.log",
+        "{\"op_code\":0,\"worker_id\":\"w\",\"study_name\":\"s\",\"directions\":[1]}\n{oops\n{}\n",
+    );
+    env.run(&["report", "bad.log"])
+        .fails_with(2, &["bad.log", "record 2: not JSON"]);
+}
