@@ -160,8 +160,8 @@ enum Command {
     /// search's sweep directory, rank every trial, merged from all its shards.
     Report {
         /// The run directory (holds snapshots.jsonl), or a search's sweep directory: its
-        /// trials ranked, merged from every shard; or a study's journal file (sweep
-        /// --storage): its trials ranked from the journal alone.
+        /// trials ranked, merged from every shard; or a study's storage (sweep --storage: a
+        /// journal file, or redis://HOST:PORT): its trials ranked from the journal alone.
         #[arg(value_name = "RUN_DIR")]
         run_dir: PathBuf,
     },
@@ -225,7 +225,9 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
         Command::Report { run_dir } if run_dir.join("plan.json").is_file() => {
             sweep::report(&run_dir)
         }
-        Command::Report { run_dir } if run_dir.is_file() => sweep::report_study(&run_dir),
+        Command::Report { run_dir } if run_dir.is_file() || run_dir.starts_with("redis:") => {
+            sweep::report_study(&run_dir)
+        }
         Command::Report { run_dir } => report_run(&run_dir),
         Command::Validate { config } => validate(kinds, config),
         Command::Sweep {

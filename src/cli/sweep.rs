@@ -218,7 +218,15 @@ pub(super) fn report_study(journal: &Path) -> Result<(), Error> {
         }));
     }
     for study in reports {
-        let dir = journal.parent().unwrap_or(Path::new("."));
+        // The best trial's directory, where its worker trained it.
+        let best = study.rows.iter().find(|r| r.rank == Some(1));
+        let run_dir = best
+            .and_then(|r| r.memory.as_ref())
+            .map(|m| m.run_dir.clone());
+        let dir = run_dir
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
         print!(
             "{}",
             crate::sweep::ranking(&study.rows, &study.monitor, study.mode, dir)

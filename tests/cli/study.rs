@@ -352,3 +352,123 @@ fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
     env.run(&["report", "bad.log"])
         .fails_with(2, &["bad.log", "record 2: not JSON"]);
 }
+
+/// A `redis-server` of the test's own on a free port of localhost, stopped on drop; `None`
+/// where Debian's `redis-server` is not installed (then the test says so, and fails where
+/// TIDEMARK_REQUIRE_REDIS=1, as in CI).
+struct RedisServer {
+    child: Child,
+    url: String,
+}
+
+impl RedisServer {
+    fn start(dir: &std::path::Path) -> Option<RedisServer> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let spawned = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "no"])
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .spawn();
+        let Ok(child) = spawned else {
+            let required = std::env::var("TIDEMARK_REQUIRE_REDIS").as_deref() == Ok("1");
+            assert!(
+                !required,
+                "TIDEMARK_REQUIRE_REDIS=1 and no redis-server on PATH"
+            );
+            eprintln!("skipped: no redis-server on PATH (apt-get install redis-server)");
+            return None;
+        };
+        let server = RedisServer {
+            child,
+            url: format!("redis://127.0.0.1:{port}"),
+        };
+        let start = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(start.elapsed().as_secs() < 10, "redis-server did not start");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Some(server)
+    }
+
+    /// The journal's records, as Optuna's Redis backend reads them.
+    fn records(&self) -> Vec<String> {
+        let mut con = redis::Client::open(self.url.as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let last: i64 = redis::Commands::get(&mut con, ":log_number").unwrap();
+        (0..=last)
+            .map(|n| redis::Commands::get(&mut con, format!(":log:{n}")).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn two_workers_share_a_tpe_study_through_redis() {
+    let env = Env::new();
+    let Some(server) = RedisServer::start(&env.path(".")) else {
+        return;
+    };
+    config(&env, 8, "");
+    let workers: Vec<Child> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            let out = format!("out-{name}");
+            Command::new(env!("CARGO_BIN_EXE_tidemark"))
+                .args(["sweep", "--config", "study.toml", "--storage", &server.url])
+                .args(["--out", &out])
+                .current_dir(env.path("."))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in workers {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    env.write("journal.log", &(server.records().join("\n") + "\n"));
+    let trials = replay(&env);
+    all_completed_once(&trials, 8);
+    let drawn = trials
+        .iter()
+        .filter(|t| t.system.contains_key("tidemark:drawn_from"));
+    assert_eq!(
+        drawn.count(),
+        4,
+        "TPE drew the trials past its random start"
+    );
+    let report = env.run(&["report", &server.url]);
+    assert!(
+        report
+            .stdout()
+            .contains("report: study small: 8 trials: 8 completed"),
+        "{}{}",
+        report.stdout(),
+        report.stderr()
+    );
+}

@@ -39,11 +39,6 @@ impl JournalFile {
         })
     }
 
-    /// Where it is.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The whole lines written since the last read. A last line without its newline (an append
     /// under way) waits for the next read; a line that is not JSON is an error unless it is
     /// the last (Optuna reads it again later too).

@@ -36,7 +36,7 @@ impl Heartbeat {
                     continue;
                 };
                 // A beat that cannot be written is missed; the grace period outlasts a few.
-                let storage = storage.lock().expect("the study's storage");
+                let mut storage = storage.lock().expect("the study's storage");
                 let _ = storage.append(&[beat(id)]);
             }
         });

@@ -80,6 +80,14 @@ impl Study {
                     .into(),
             })
         })?;
+        if storage.sync()?.study(name) != Some(id) {
+            return Err(Error::Config(ConfigError {
+                origin: format!("{name} in {}", storage.spec()),
+                key: None,
+                message: "the study this worker created cannot be read back from the storage"
+                    .into(),
+            }));
+        }
         Ok(Study {
             id,
             name: name.to_string(),

@@ -3,7 +3,8 @@
 //! 1. the format: `json` (Python's non-finite floats), `op` (the operations), `params` (the
 //!    varied keys as Optuna's distributions), `replay` (a journal read as Optuna reads it),
 //!    `worker_id`;
-//! 2. where it lives: `file` (a journal file under Optuna's lock), `storage` (transactions);
+//! 2. where it lives: `file` (a journal file under Optuna's lock), `redis` (Optuna's Redis
+//!    journal), `storage` (either, and transactions);
 //! 3. the search in it: `joined` (the study, joined or created), `next` (a worker's next piece of work),
 //!    `heartbeat`, `trial` (one trial trained and recorded), `rows` (the study's table);
 //! 4. `worker`: the loop; `report`: a study's table from its storage alone.
@@ -15,6 +16,7 @@ mod json;
 mod next;
 mod op;
 mod params;
+mod redis;
 mod replay;
 mod report;
 mod rows;

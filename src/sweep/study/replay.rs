@@ -192,3 +192,70 @@ fn set_state(trial: &mut TrialRecord, record: &Value) {
 fn one(record: &Value, key: &str) -> Option<Map<String, Value>> {
     record[key].as_object().filter(|m| m.len() == 1).cloned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn replay(records: &[Value]) -> Journal {
+        let mut journal = Journal::default();
+        for r in records {
+            journal.apply(r).unwrap();
+        }
+        journal
+    }
+
+    #[test]
+    fn ids_and_rejections_follow_optunas_replay() {
+        let w = |mut v: Value| {
+            v["worker_id"] = json!("w");
+            v
+        };
+        let journal = replay(&[
+            w(json!({"op_code": 0, "study_name": "a", "directions": [1]})),
+            w(json!({"op_code": 0, "study_name": "a", "directions": [2]})),
+            w(json!({"op_code": 0, "study_name": "b", "directions": [1]})),
+            w(json!({"op_code": 4, "study_id": 1, "datetime_start": null})),
+            w(json!({"op_code": 4, "study_id": 7, "datetime_start": null})),
+            w(json!({"op_code": 4, "study_id": 0, "datetime_start": null})),
+            w(
+                json!({"op_code": 6, "trial_id": 1, "state": 0, "values": null,
+                     "datetime_start": "x"}),
+            ),
+            w(
+                json!({"op_code": 6, "trial_id": 1, "state": 1, "values": [0.5],
+                     "datetime_complete": "y"}),
+            ),
+            w(
+                json!({"op_code": 6, "trial_id": 1, "state": 3, "values": null,
+                     "datetime_complete": "z"}),
+            ),
+            w(json!({"op_code": 7, "trial_id": 1, "step": 1, "intermediate_value": 1.0})),
+            w(json!({"op_code": 6, "trial_id": 0, "state": 4, "values": null})),
+            w(
+                json!({"op_code": 6, "trial_id": 0, "state": 0, "values": null,
+                     "datetime_start": "s"}),
+            ),
+        ]);
+        // The second "a" is ignored; a trial of a missing study takes no id.
+        assert_eq!(journal.studies.len(), 2);
+        assert_eq!(journal.study("b"), Some(1));
+        assert_eq!(journal.studies[1].trials, [0]);
+        assert_eq!(journal.studies[0].trials, [1]);
+        // The first end wins; nothing changes a finished trial.
+        let t = &journal.trials[1];
+        assert_eq!(
+            (t.state, t.values.clone()),
+            (State::Complete, Some(vec![0.5]))
+        );
+        assert!(t.intermediate.is_empty());
+        assert_eq!(t.complete.as_deref(), Some("y"));
+        // A waiting trial is claimed by the first RUNNING.
+        assert_eq!(journal.trials[0].state, State::Running);
+        assert_eq!(journal.trials[0].start.as_deref(), Some("s"));
+        assert_eq!(journal.read, 12);
+        let mut bad = journal.clone();
+        assert!(bad.apply(&json!({"op_code": 11})).is_err());
+    }
+}

@@ -1,5 +1,5 @@
 //! Where a study lives (`--storage`): a journal file, on a filesystem every worker can read
-//! (NFS included). Every change a worker decides on is a transaction: under the journal's lock
+//! (NFS included), or `redis://HOST:PORT`. Every change a worker decides on is a transaction: under the journal's lock
 //! it reads what the others wrote, decides from the whole study, and appends its operations, so
 //! two workers never take the same piece of work.
 
@@ -8,14 +8,22 @@ use std::path::PathBuf;
 use super::file::JournalFile;
 use super::json;
 use super::op::Op;
+use super::redis::RedisJournal;
 use super::replay::Journal;
 use crate::config::ConfigError;
 use crate::error::Error;
 
+/// The journal's backend.
+#[derive(Debug)]
+enum Backend {
+    File(JournalFile),
+    Redis(RedisJournal),
+}
+
 /// A study's storage, as this worker sees it.
 #[derive(Debug)]
 pub struct Storage {
-    file: JournalFile,
+    backend: Backend,
     /// The journal replayed up to what this worker last read.
     journal: Journal,
     /// This worker's `worker_id`.
@@ -25,20 +33,24 @@ pub struct Storage {
 }
 
 impl Storage {
-    /// The storage `spec` names (a journal file's path), for `worker`.
+    /// The storage `spec` names (a journal file's path, or `redis://HOST:PORT`), for `worker`.
     pub fn open(spec: &str, worker: &str) -> Result<Storage, Error> {
-        if spec.contains("://") {
-            return Err(Error::Config(ConfigError {
-                origin: format!("--storage {spec}"),
-                key: None,
-                message: "is not a journal file's path; a study's storage is a file on a \
-                          filesystem every worker reads (NFS included)"
-                    .into(),
-            }));
-        }
-        let file = JournalFile::open(&PathBuf::from(spec))?;
+        let backend = match spec.split_once("://") {
+            Some(("redis", _)) => Backend::Redis(RedisJournal::open(spec)?),
+            Some((scheme, _)) => {
+                return Err(Error::Config(ConfigError {
+                    origin: format!("--storage {spec}"),
+                    key: None,
+                    message: format!(
+                        "{scheme}:// is not a storage tidemark knows: give a journal file's \
+                         path (on a filesystem every worker reads) or redis://HOST:PORT"
+                    ),
+                }))
+            }
+            None => Backend::File(JournalFile::open(&PathBuf::from(spec))?),
+        };
         Ok(Storage {
-            file,
+            backend,
             journal: Journal::default(),
             worker: worker.to_string(),
             spec: spec.to_string(),
@@ -57,11 +69,12 @@ impl Storage {
 
     /// Reads what was appended since the last read, and returns the study as it stands.
     pub fn sync(&mut self) -> Result<&Journal, Error> {
-        for line in self.file.read_new()? {
-            let (origin, number) = (
-                self.file.path().display().to_string(),
-                self.journal.read + 1,
-            );
+        let lines = match &mut self.backend {
+            Backend::File(file) => file.read_new()?,
+            Backend::Redis(redis) => redis.read_new()?,
+        };
+        for line in lines {
+            let (origin, number) = (self.spec.clone(), self.journal.read + 1);
             let bad = |message: String| {
                 Error::Config(ConfigError {
                     origin: origin.clone(),
@@ -81,19 +94,47 @@ impl Storage {
         &mut self,
         decide: impl FnOnce(&Journal, &str) -> (Vec<Op>, T),
     ) -> Result<T, Error> {
-        let _lock = self.file.lock()?;
+        let token = format!("{}-{}", self.worker, super::worker_id::random_hex());
+        let file_lock = match &mut self.backend {
+            Backend::File(file) => Some(file.lock()?),
+            Backend::Redis(redis) => {
+                redis.lock(&token)?;
+                None
+            }
+        };
+        let answer = self.locked(decide);
+        if let Backend::Redis(redis) = &mut self.backend {
+            redis.unlock(&token);
+        }
+        drop(file_lock);
+        answer
+    }
+
+    /// The transaction's body, under the lock.
+    fn locked<T>(
+        &mut self,
+        decide: impl FnOnce(&Journal, &str) -> (Vec<Op>, T),
+    ) -> Result<T, Error> {
         self.sync()?;
         let (ops, answer) = decide(&self.journal, &self.worker);
         if !ops.is_empty() {
-            self.file.append_locked(&self.lines(&ops))?;
+            let lines = self.lines(&ops);
+            match &mut self.backend {
+                Backend::File(file) => file.append_locked(&lines)?,
+                Backend::Redis(redis) => redis.append(&lines)?,
+            }
             self.sync()?;
         }
         Ok(answer)
     }
 
     /// Appends `ops` as they are (heartbeats, intermediate values: nothing to decide).
-    pub fn append(&self, ops: &[Op]) -> Result<(), Error> {
-        self.file.append(&self.lines(ops))
+    pub fn append(&mut self, ops: &[Op]) -> Result<(), Error> {
+        let lines = self.lines(ops);
+        match &mut self.backend {
+            Backend::File(file) => file.append(&lines),
+            Backend::Redis(redis) => redis.append(&lines),
+        }
     }
 
     fn lines(&self, ops: &[Op]) -> Vec<String> {

@@ -136,7 +136,11 @@ pub fn work(
 fn created_by_me(storage: &Mutex<Storage>, id: usize, me: &str) -> Result<(), Error> {
     let mut storage = storage.lock().expect("storage");
     let spec = storage.spec().to_string();
-    let creator = &storage.sync()?.trials[id].creator;
+    let journal = storage.sync()?;
+    let creator = journal
+        .trials
+        .get(id)
+        .map_or("nobody", |t| t.creator.as_str());
     match creator == me {
         true => Ok(()),
         false => Err(Error::Config(ConfigError {

@@ -1,0 +1,125 @@
+//! A journal in Redis, as Optuna's `JournalRedisBackend` keeps it (prefix `""`), for a cluster
+//! without a shared filesystem: record `n` (from 0) is the string key `:log:n`, and
+//! `:log_number` is the last record's number; a Lua script increments it and sets the record in
+//! one step, so appends from any number of workers never collide.
+//!
+//! Optuna takes no lock in Redis; a tidemark worker decides under one of its own, the key
+//! `:tidemark:lock` (`SET NX` with an expiry of [`LOCK_EXPIRY`], so that a dead worker's lock
+//! lapses), which Optuna ignores.
+
+use std::time::Duration;
+
+use redis::{Commands, Connection, Script};
+
+use crate::config::ConfigError;
+use crate::error::Error;
+
+/// How long a lock left by a dead worker stands.
+pub const LOCK_EXPIRY: Duration = Duration::from_secs(30);
+
+/// Appends each argument after the first (the prefix) as a record, as Optuna's script does
+/// (numbered from 0: the counter starts at -1).
+const APPEND: &str = "redis.call('setnx', string.format('%s:log_number', ARGV[1]), -1) \
+    for j = 2, #ARGV do \
+    local i = redis.call('incr', string.format('%s:log_number', ARGV[1])) \
+    redis.call('set', string.format('%s:log:%d', ARGV[1], i), ARGV[j]) end";
+
+/// Deletes the lock if this worker still holds it.
+const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then \
+    return redis.call('del', KEYS[1]) else return 0 end";
+
+/// A Redis journal and how far this worker has read it.
+pub struct RedisJournal {
+    url: String,
+    connection: Connection,
+    /// The next record to read.
+    next: i64,
+}
+
+impl std::fmt::Debug for RedisJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RedisJournal({}, next {})", self.url, self.next)
+    }
+}
+
+impl RedisJournal {
+    /// Connects to `url` (`redis://HOST:PORT`).
+    pub fn open(url: &str) -> Result<RedisJournal, Error> {
+        let connection = redis::Client::open(url)
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(10)))
+            .map_err(|e| fail(url, e))?;
+        Ok(RedisJournal {
+            url: url.to_string(),
+            connection,
+            next: 0,
+        })
+    }
+
+    /// The records appended since the last read.
+    pub fn read_new(&mut self) -> Result<Vec<String>, Error> {
+        let url = self.url.clone();
+        let last: Option<i64> = (self.connection.get(":log_number")).map_err(|e| fail(&url, e))?;
+        let mut lines = Vec::new();
+        while self.next <= last.unwrap_or(-1) {
+            let key = format!(":log:{}", self.next);
+            let line: Option<String> = self.connection.get(&key).map_err(|e| fail(&url, e))?;
+            match line {
+                Some(line) => lines.push(line),
+                // Numbered and not yet set: only a cluster's appender (two calls) leaves this.
+                None => break,
+            }
+            self.next += 1;
+        }
+        Ok(lines)
+    }
+
+    /// Appends `lines`, one record each, in one step.
+    pub fn append(&mut self, lines: &[String]) -> Result<(), Error> {
+        let script = Script::new(APPEND);
+        let mut call = script.prepare_invoke();
+        call.arg("");
+        for line in lines {
+            call.arg(line);
+        }
+        let url = self.url.clone();
+        call.invoke::<()>(&mut self.connection)
+            .map_err(|e| fail(&url, e))
+    }
+
+    /// Takes tidemark's lock, waiting for it; returns its token.
+    pub fn lock(&mut self, token: &str) -> Result<(), Error> {
+        let mut wait = Duration::from_millis(1);
+        loop {
+            let taken: Option<String> = redis::cmd("SET")
+                .arg(":tidemark:lock")
+                .arg(token)
+                .arg("NX")
+                .arg("PX")
+                .arg(LOCK_EXPIRY.as_millis() as u64)
+                .query(&mut self.connection)
+                .map_err(|e| fail(&self.url, e))?;
+            if taken.is_some() {
+                return Ok(());
+            }
+            std::thread::sleep(wait);
+            wait = (wait * 2).min(Duration::from_millis(200));
+        }
+    }
+
+    /// Releases the lock `token` holds.
+    pub fn unlock(&mut self, token: &str) {
+        let _ = Script::new(RELEASE)
+            .key(":tidemark:lock")
+            .arg(token)
+            .invoke::<i64>(&mut self.connection);
+    }
+}
+
+/// A Redis error, naming the server.
+fn fail(url: &str, e: redis::RedisError) -> Error {
+    Error::Config(ConfigError {
+        origin: format!("--storage {url}"),
+        key: None,
+        message: format!("Redis: {e}"),
+    })
+}
