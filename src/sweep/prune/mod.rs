@@ -7,7 +7,7 @@
 //! The best trial is chosen among those that trained to their last epoch: a pruned trial's
 //! value is from fewer epochs, not comparable.
 
-mod asha;
+pub(in crate::sweep) mod asha;
 mod gate;
 mod median;
 mod own_files;

@@ -9,10 +9,12 @@ use serde_json::{json, Value};
 
 use super::op::Op;
 use super::params::distribution;
+use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::{ConfigError, MonitorMode};
 use crate::error::Error;
-use crate::sweep::space::{Domain, Method, Space, Trial};
+use crate::sweep::prune::asha;
+use crate::sweep::space::{Domain, Method, PruneMethod, Space, Trial};
 
 /// The study attribute that says which search a study is.
 const PLAN: &str = "tidemark:plan";
@@ -32,6 +34,8 @@ pub struct Study {
     pub heartbeat: Duration,
     /// How long a trial's heartbeat may stay silent before another worker takes it over.
     pub grace: Duration,
+    /// ASHA's rungs, where the search prunes.
+    pub rungs: Option<Rungs>,
     /// The search.
     space: Space,
     /// The planned trials (TPE's past its random start are drawn as they are created).
@@ -41,7 +45,12 @@ pub struct Study {
 impl Study {
     /// Joins the study `name` in `storage`, creating it if it is not there; refused if it
     /// holds another search.
-    pub fn join(storage: &mut Storage, name: &str, space: &Space) -> Result<Study, Error> {
+    pub fn join(
+        storage: &mut Storage,
+        name: &str,
+        space: &Space,
+        epochs: usize,
+    ) -> Result<Study, Error> {
         let planned = space.trials();
         let identity = identity(space, &planned);
         let origin = format!("{name} in {}", storage.spec());
@@ -95,6 +104,7 @@ impl Study {
             vary: space.vary.clone(),
             heartbeat: space.study.heartbeat,
             grace: space.study.grace,
+            rungs: rungs_of(space, epochs),
             space: space.clone(),
             planned,
         })
@@ -117,6 +127,17 @@ impl Study {
     }
 }
 
+/// ASHA's rungs for trials of `epochs` epochs, if the search prunes with ASHA.
+fn rungs_of(space: &Space, epochs: usize) -> Option<Rungs> {
+    let prune = space.prune.filter(|p| p.method == PruneMethod::Asha)?;
+    Some(Rungs {
+        rungs: asha::rungs(prune.min_epochs, prune.reduction, epochs),
+        reduction: prune.reduction,
+        mode: space.monitor.mode(),
+        monitor: space.monitor.name().to_string(),
+    })
+}
+
 /// What makes two workers' searches one: method, seed, monitor, the keys' distributions, and
 /// the planned trials.
 fn identity(space: &Space, planned: &[Trial]) -> Value {
@@ -130,6 +151,7 @@ fn identity(space: &Space, planned: &[Trial]) -> Value {
         "monitor": space.monitor.name(),
         "mode": space.monitor.mode(),
         "vary": vary,
+        "prune": space.prune.map(|p| json!([p.method, p.min_epochs, p.reduction])),
         "trials": if space.method == Method::Tpe { json!(planned.len()) } else { json!(trials) },
     })
 }

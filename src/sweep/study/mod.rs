@@ -6,7 +6,7 @@
 //! 2. where it lives: `file` (a journal file under Optuna's lock), `redis` (Optuna's Redis
 //!    journal), `storage` (either, and transactions);
 //! 3. the search in it: `joined` (the study, joined or created), `next` (a worker's next piece of work),
-//!    `heartbeat`, `trial` (one trial trained and recorded), `rows` (the study's table);
+//!    `rungs` (ASHA across workers), `heartbeat`, `trial` (one trial trained and recorded), `rows` (the study's table);
 //! 4. `worker`: the loop; `report`: a study's table from its storage alone.
 
 mod file;
@@ -20,6 +20,7 @@ mod redis;
 mod replay;
 mod report;
 mod rows;
+mod rungs;
 mod storage;
 mod trial;
 mod worker;

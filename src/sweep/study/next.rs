@@ -16,6 +16,8 @@ use super::joined::Study;
 use super::op::{now, Op, State};
 use super::params::{distribution, internal, values_of};
 use super::replay::{Journal, TrialRecord};
+use super::rungs::{paused, Rungs, PAUSED};
+use crate::sweep::prune::asha;
 use crate::sweep::space::Trial;
 
 /// The system attributes tidemark keeps on a trial.
@@ -33,6 +35,8 @@ pub enum Work {
         trial: Trial,
         /// Whose trial it was.
         from: From,
+        /// The epoch it pauses after (ASHA's next rung), if it is pruned.
+        pause_at: Option<usize>,
     },
     /// Other workers' trials are running: look again later.
     Wait,
@@ -49,6 +53,8 @@ pub enum From {
     HandedBack,
     /// Taken over from this worker, silent for longer than the grace period.
     Silent(String),
+    /// Promoted from this rung (ASHA).
+    Promoted(usize),
 }
 
 /// When this worker last saw each running trial's heartbeat change (its own clock, so that
@@ -76,55 +82,102 @@ impl Beats {
 /// The next work of `study` for `worker`, with the operations that claim it.
 pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (Vec<Op>, Work) {
     let trials = ours(journal, study.id);
-    let claim = |id: usize, trial: &TrialRecord| {
-        let mut ops = Vec::new();
-        if trial.state == State::Waiting {
-            ops.push(Op::State {
-                trial: id,
-                state: State::Running,
-                values: None,
-                at: now(),
-            });
-        }
-        ops.extend(owner(id, worker));
-        let from = match trial.system_attrs.get(WORKER).and_then(Value::as_str) {
-            Some(w) if trial.state == State::Running => From::Silent(w.to_string()),
-            _ => From::HandedBack,
-        };
-        let work = match values_of(&study.vary, &trial.params) {
-            Some(values) => Work::Train {
-                id,
-                trial: Trial {
-                    number: number(trial).unwrap_or_default(),
-                    values,
-                },
-                from,
-            },
-            None => Work::Wait,
-        };
-        (ops, work)
-    };
-    if let Some(&(id, trial)) = trials.iter().find(|(_, t)| t.state == State::Waiting) {
-        return claim(id, trial);
+    let handed_back = |t: &TrialRecord| t.state == State::Waiting && !paused(t);
+    if let Some(&(id, trial)) = trials.iter().find(|(_, t)| handed_back(t)) {
+        return claim(study, worker, id, trial, From::HandedBack);
     }
     let running = trials.iter().filter(|(_, t)| t.state == State::Running);
     let mut others = false;
     for &(id, trial) in running {
-        let mine = trial.system_attrs.get(WORKER).and_then(Value::as_str) == Some(worker);
-        if !mine && beats.silent(id, trial, study.grace) {
-            return claim(id, trial);
+        let owner = trial.system_attrs.get(WORKER).and_then(Value::as_str);
+        if owner != Some(worker) && beats.silent(id, trial, study.grace) {
+            let from = From::Silent(owner.unwrap_or("unknown").to_string());
+            return claim(study, worker, id, trial, from);
         }
-        others |= !mine;
+        others |= owner != Some(worker);
     }
-    let last = trials
-        .iter()
+    let promoted = study.rungs.as_ref().and_then(|r| r.promotable(&trials));
+    if let Some(id) = promoted {
+        return promote(study, worker, id, &journal.trials[id]);
+    }
+    let last = (trials.iter())
         .filter_map(|(_, t)| number(t))
         .max()
         .unwrap_or(0);
     if last < study.trials {
         return create(journal, study, worker, last + 1, &trials);
     }
-    (Vec::new(), if others { Work::Wait } else { Work::Done })
+    if others {
+        return (Vec::new(), Work::Wait);
+    }
+    // Every trial created, none running, none promotable: the paused ones are settled.
+    match study.rungs.as_ref().map(|r| r.settle(&trials)) {
+        Some(Ok(id)) => promote(study, worker, id, &journal.trials[id]),
+        Some(Err(ops)) => (ops, Work::Done),
+        None => (Vec::new(), Work::Done),
+    }
+}
+
+/// Claims trial `id` for `worker`: back to RUNNING if it waits, owned and beating.
+fn claim(
+    study: &Study,
+    worker: &str,
+    id: usize,
+    trial: &TrialRecord,
+    from: From,
+) -> (Vec<Op>, Work) {
+    let mut ops = Vec::new();
+    if trial.state == State::Waiting {
+        ops.push(Op::State {
+            trial: id,
+            state: State::Running,
+            values: None,
+            at: now(),
+        });
+    }
+    ops.extend(owner(id, worker));
+    // Where it pauses next: at the rung it reached if its pause there was not recorded (its
+    // worker died in between), else at the next rung.
+    let epochs = trial.intermediate.keys().copied().max().unwrap_or(0).max(0) as usize;
+    let pause_at = study
+        .rungs
+        .as_ref()
+        .and_then(|r| match r.rungs.contains(&epochs) {
+            true => Some(epochs),
+            false => asha::next_stop(&r.rungs, epochs),
+        });
+    (ops, work(study, id, trial, from, pause_at))
+}
+
+/// Promotes paused trial `id` for `worker`: it goes on to the next rung.
+fn promote(study: &Study, worker: &str, id: usize, trial: &TrialRecord) -> (Vec<Op>, Work) {
+    let rung = (trial.system_attrs.get(PAUSED).and_then(Value::as_u64)).unwrap_or(0) as usize;
+    let mut ops = Rungs::promote(id);
+    ops.extend(owner(id, worker));
+    let pause_at = (study.rungs.as_ref()).and_then(|r| asha::next_stop(&r.rungs, rung));
+    (ops, work(study, id, trial, From::Promoted(rung), pause_at))
+}
+
+/// The work of training trial `id`, if its parameters are the study's keys.
+fn work(
+    study: &Study,
+    id: usize,
+    trial: &TrialRecord,
+    from: From,
+    pause_at: Option<usize>,
+) -> Work {
+    match values_of(&study.vary, &trial.params) {
+        Some(values) => Work::Train {
+            id,
+            trial: Trial {
+                number: number(trial).unwrap_or_default(),
+                values,
+            },
+            from,
+            pause_at,
+        },
+        None => Work::Wait,
+    }
 }
 
 /// The study's trials that tidemark made, with their ids.
@@ -204,6 +257,7 @@ fn create(
             id,
             trial,
             from: From::New,
+            pause_at: (study.rungs.as_ref()).and_then(|r| asha::next_stop(&r.rungs, 0)),
         },
     )
 }

@@ -11,10 +11,12 @@ use serde_json::json;
 
 use super::next::WORKER;
 use super::op::{now, Op, State};
+use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::Monitor;
 use crate::error::Error;
 use crate::record::{Event, Observer, RunStatus, RunSummary, Snapshot};
+use crate::sweep::prune::GateSpec;
 use crate::sweep::results::SweepRow;
 use crate::sweep::space::Trial;
 use crate::sweep::trial_config::TrialBuild;
@@ -41,6 +43,7 @@ impl Training<'_> {
         id: usize,
         trial: &Trial,
         dir: &Path,
+        pause_at: Option<usize>,
         observer: Box<dyn Observer>,
     ) -> Result<(Option<String>, bool), Error> {
         let run_dir = dir.join(trial.name());
@@ -52,8 +55,9 @@ impl Training<'_> {
         });
         let kinds = self.build.kinds;
         let stop = Some(Arc::clone(&self.stop));
+        let gate = pause_at.map(|epoch| GateSpec::PauseAt { epoch });
         let trained = (self.build.config(trial))
-            .and_then(|cfg| train_or_resume(kinds, cfg, &run_dir, observer, None, stop));
+            .and_then(|cfg| train_or_resume(kinds, cfg, &run_dir, observer, gate, stop));
         let summary = RunSummary::read(&run_dir).ok().flatten();
         let ops = self.ending(id, trial, &trained, summary);
         let me = { self.storage.lock().expect("storage").worker().to_string() };
@@ -111,6 +115,10 @@ impl Training<'_> {
             }
             (Ok(s), Some(v)) if s.status == RunStatus::Completed => {
                 (State::Complete, Some(vec![v]))
+            }
+            (Ok(s), _) if s.status == RunStatus::Paused => {
+                ops.extend(Rungs::pause(id, s.epochs));
+                return ops;
             }
             (Ok(_), _) => {
                 let why = format!("it recorded no {}", self.monitor);

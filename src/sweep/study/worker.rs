@@ -25,7 +25,7 @@ use crate::sweep::plan::{write_plan, Plan};
 use crate::sweep::results::{rank, TrialRow};
 use crate::sweep::search::{plan_of, shared_dir, write_results};
 use crate::sweep::signals::StopOnSignal;
-use crate::sweep::space::Space;
+use crate::sweep::space::{PruneMethod, Space};
 use crate::sweep::trial_config::{checked_trial_config, TrialBuild};
 
 /// Works on the study of `config`'s search in `storage` until it is done; returns this
@@ -52,11 +52,10 @@ pub fn work(
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
     let storage = Arc::new(Mutex::new(Storage::open(storage, &worker_id())?));
-    let study = Study::join(
-        &mut storage.lock().expect("storage"),
-        &config.run.name,
-        space,
-    )?;
+    let epochs = config.train.epochs;
+    let mut locked = storage.lock().expect("storage");
+    let study = Study::join(&mut locked, &config.run.name, space, epochs)?;
+    drop(locked);
     let n = study.trials;
     let me = storage.lock().expect("storage").worker().to_string();
     observer(0, n).message(&format!(
@@ -89,7 +88,12 @@ pub fn work(
         let work = (storage.lock().expect("storage"))
             .transact(|journal, worker| next(journal, &study, worker, &mut beats))?;
         match work {
-            Work::Train { id, trial, from } => {
+            Work::Train {
+                id,
+                trial,
+                from,
+                pause_at,
+            } => {
                 let line = match from {
                     From::New => {
                         created_by_me(&storage, id, &me)?;
@@ -97,6 +101,10 @@ pub fn work(
                     }
                     From::HandedBack => format!(
                         "{} taken up where a stopped worker handed it back",
+                        trial.name()
+                    ),
+                    From::Promoted(rung) => format!(
+                        "{} goes on: it ranks high enough at its rung (epoch {rung})",
                         trial.name()
                     ),
                     From::Silent(w) => format!(
@@ -107,7 +115,7 @@ pub fn work(
                 };
                 observer(0, n).message(&line);
                 heartbeat.beat_for(Some(id));
-                let ran = training.run(id, &trial, &dir, observer(trial.number, n));
+                let ran = training.run(id, &trial, &dir, pause_at, observer(trial.number, n));
                 heartbeat.beat_for(None);
                 let (_, recorded) = ran?;
                 if !recorded {
@@ -172,11 +180,11 @@ fn refuse_unsupported(space: &Space, storage: &str) -> Result<(), Error> {
             message: message.into(),
         }))
     };
-    if space.prune.is_some() {
+    if space.prune.is_some_and(|p| p.method != PruneMethod::Asha) {
         return fail(
-            "sweep.prune",
-            "a shared study does not prune yet (ASHA across workers is not built); remove \
-             [sweep.prune], or search on one machine",
+            "sweep.prune.method",
+            "a shared study prunes with ASHA only (the median rule is not built across \
+             workers); set method = \"asha\", or search on one machine",
         );
     }
     if space.packing.parallel > 1 {

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Optuna 5 reads a tidemark study, from a journal file and from Redis (docs/cluster.md):
+# two workers share each study of a small TPE search, then scripts/optuna-reads.py loads it
+# with Optuna's own JournalStorage and compares every trial with sweep.json and the runs'
+# snapshots.
+#
+#   scripts/optuna-check.sh [TIDEMARK_BINARY]    # default: target/release/tidemark
+#
+# Installs Optuna 5.0.0 and the redis package into a venv under the scratch directory; needs
+# Debian's redis-server on PATH (apt-get install redis-server), which it starts on a free port
+# of localhost and stops at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="$(realpath "${1:-target/release/tidemark}")"
+scratch=$(mktemp -d)
+redis_pid=""
+trap '[ -z "$redis_pid" ] || kill "$redis_pid" 2>/dev/null; rm -rf "$scratch"' EXIT
+
+python3 -m venv "$scratch/venv"
+"$scratch/venv/bin/pip" install -q 'optuna==5.0.0' 'redis>=5'
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
+redis_pid=$!
+for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+# A TPE search of 12 trials (6 drawn by TPE), small enough to take seconds.
+search=(--config configs/search-tpe.toml --set sweep.trials=12 --set data.samples=4096)
+for storage in "$scratch/journal.log" "redis://127.0.0.1:$port"; do
+  name=$(echo "$storage" | tr -c 'a-z0-9\n' '_')
+  pids=()
+  for w in 1 2; do
+    "$bin" sweep "${search[@]}" --storage "$storage" --out "$scratch/$name-$w" >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid"; done
+  "$scratch/venv/bin/python" scripts/optuna-reads.py "$storage" \
+    "$scratch/$name-1/search-tpe-sweep" "$scratch/$name-2/search-tpe-sweep"
+done

@@ -1,0 +1,159 @@
+//! ASHA across a study's workers (`[sweep.prune] method = "asha"` with `--storage`): the
+//! decisions are the one-machine search's ([`asha`]), made under the journal's lock on a record
+//! rebuilt from the journal, so that a rung ranks every trial of the study, whoever trained it.
+//!
+//! A trial paused at a rung is WAITING in the journal, with the rung in its system attribute
+//! `tidemark:paused`; a worker that promotes it claims it back to RUNNING. When every trial has
+//! been created, none runs and none can be promoted, the paused trials are pruned (PRUNED, with
+//! their last value, as Optuna records a pruned trial); unless no trial has trained to the end,
+//! when the best at the highest rung goes on first.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::next::{number, WORKER};
+use super::op::{now, Op, State};
+use super::replay::TrialRecord;
+use super::trial::REASON;
+use crate::config::MonitorMode;
+use crate::sweep::prune::asha;
+use crate::sweep::prune::{Curve, Record, Standing};
+
+/// The system attribute of a trial paused at a rung: the rung, in epochs.
+pub const PAUSED: &str = "tidemark:paused";
+
+/// ASHA's settings for a study.
+#[derive(Debug, Clone)]
+pub struct Rungs {
+    pub rungs: Vec<usize>,
+    pub reduction: usize,
+    pub mode: MonitorMode,
+    pub monitor: String,
+}
+
+/// Whether a trial waits at a rung (rather than handed back by a stopped worker).
+pub fn paused(trial: &TrialRecord) -> bool {
+    trial.state == State::Waiting && trial.system_attrs.get(PAUSED).is_some_and(|r| !r.is_null())
+}
+
+impl Rungs {
+    /// The record ASHA decides on: each trial's curve from its intermediate values.
+    fn record(&self, trials: &[(usize, &TrialRecord)]) -> (Record, BTreeMap<usize, usize>) {
+        let mut ids = BTreeMap::new();
+        let mut record = Record {
+            monitor: self.monitor.clone(),
+            trials: BTreeMap::new(),
+        };
+        for &(id, t) in trials {
+            let Some(n) = number(t) else { continue };
+            let last = t.intermediate.keys().copied().max().unwrap_or(0).max(0) as usize;
+            let values = (1..=last as i64)
+                .map(|e| t.intermediate.get(&e).copied())
+                .collect();
+            let standing = match t.state {
+                State::Complete => Standing::Completed,
+                State::Pruned => Standing::Pruned,
+                State::Fail => Standing::Failed,
+                State::Waiting if paused(t) => Standing::Paused,
+                _ => Standing::Running,
+            };
+            let reason = None;
+            record.trials.insert(
+                n,
+                Curve {
+                    values,
+                    standing,
+                    reason,
+                },
+            );
+            ids.insert(n, id);
+        }
+        (record, ids)
+    }
+
+    /// A paused trial to promote now, by id, with the rung it waits at.
+    pub fn promotable(&self, trials: &[(usize, &TrialRecord)]) -> Option<usize> {
+        let (record, ids) = self.record(trials);
+        let n = asha::promotable(&record, &self.rungs, self.mode, self.reduction)?;
+        ids.get(&n).copied()
+    }
+
+    /// With every trial created and none running or promotable: the best paused at the highest
+    /// rung if no trial has trained to the end (to promote), else the operations that prune the
+    /// paused ones.
+    pub fn settle(&self, trials: &[(usize, &TrialRecord)]) -> Result<usize, Vec<Op>> {
+        let (record, ids) = self.record(trials);
+        let done = (record.trials.values()).any(|c| c.standing == Standing::Completed);
+        let mut rungs: Vec<usize> = (record.trials.values())
+            .filter(|c| c.standing == Standing::Paused)
+            .map(Curve::epochs)
+            .collect();
+        rungs.sort_unstable_by(|a, b| b.cmp(a));
+        if !done {
+            let best = rungs
+                .iter()
+                .find_map(|&rung| asha::best_paused_at(&record, rung, self.mode));
+            if let Some(n) = best {
+                return Ok(ids[&n]);
+            }
+        }
+        let mut ops = Vec::new();
+        for (n, curve) in &record.trials {
+            if curve.standing != Standing::Paused {
+                continue;
+            }
+            let rung = curve.epochs();
+            let why = asha::left_behind(&record, *n, rung, self.mode, self.reduction);
+            let id = ids[n];
+            ops.push(Op::UserAttr {
+                trial: id,
+                key: REASON.into(),
+                value: json!(why),
+            });
+            ops.push(Op::State {
+                trial: id,
+                state: State::Pruned,
+                values: curve.at(rung).map(|v| vec![v]),
+                at: now(),
+            });
+        }
+        Err(ops)
+    }
+
+    /// The operations that claim paused trial `id` back to RUNNING for `worker`.
+    pub fn promote(id: usize) -> Vec<Op> {
+        vec![
+            Op::State {
+                trial: id,
+                state: State::Running,
+                values: None,
+                at: now(),
+            },
+            Op::SystemAttr {
+                trial: id,
+                key: PAUSED.into(),
+                value: Value::Null,
+            },
+        ]
+    }
+
+    /// The operations that pause trial `id` at `rung` (its run ended there).
+    pub fn pause(id: usize, rung: usize) -> Vec<Op> {
+        let attr = |key: &str, value| Op::SystemAttr {
+            trial: id,
+            key: key.into(),
+            value,
+        };
+        vec![
+            attr(PAUSED, json!(rung)),
+            attr(WORKER, Value::Null),
+            Op::State {
+                trial: id,
+                state: State::Waiting,
+                values: None,
+                at: now(),
+            },
+        ]
+    }
+}
