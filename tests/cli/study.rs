@@ -310,6 +310,56 @@ fn a_stopped_worker_hands_its_trial_back_and_the_next_takes_it_at_once() {
 }
 
 #[test]
+fn asha_ranks_every_worker_s_trials_at_its_rungs() {
+    let env = Env::new();
+    // Nine trials of four epochs, rungs at epochs 1 and 3 (eta 3).
+    config(&env, 9, "[sweep.prune]\nmethod = \"asha\"");
+    let text = std::fs::read_to_string(env.path("study.toml")).unwrap();
+    env.write("study.toml", &text.replace("epochs = 2", "epochs = 4"));
+    let workers: Vec<Child> = (0..3)
+        .map(|i| worker(&env, &i.to_string(), &[], &[]))
+        .collect();
+    for child in workers {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let trials = replay(&env);
+    assert_eq!(trials.len(), 9);
+    let mut epochs = 0;
+    for t in &trials {
+        assert_eq!(t.ends, 1, "trial {} ended once: {t:?}", t.number);
+        let trained = t.intermediate.len();
+        epochs += trained;
+        match t.state {
+            // Completed after every epoch, or pruned at a rung with its value there.
+            1 => assert_eq!(trained, 4, "{t:?}"),
+            2 => {
+                assert!(trained == 1 || trained == 3, "{t:?}");
+                assert_eq!(t.value, Some(t.intermediate[&(trained as i64)]));
+            }
+            other => panic!("trial {} ended in state {other}", t.number),
+        }
+    }
+    let completed = trials.iter().filter(|t| t.state == 1).count();
+    assert!(completed >= 1, "a trial trained to the end");
+    // Rung 1 ranks all nine: at most a third went on past it, and so trained fewer epochs.
+    let past_first = trials.iter().filter(|t| t.intermediate.len() > 1).count();
+    assert!(past_first <= 3 + 1, "{past_first} went past rung 1");
+    assert!(epochs < 9 * 4, "{epochs} epochs");
+    let report = env.run(&["report", "journal.log"]);
+    let pruned = format!(
+        "{} completed, 0 running on 0 workers, {} pruned",
+        completed,
+        9 - completed
+    );
+    assert!(report.stdout().contains(&pruned), "{}", report.stdout());
+}
+
+#[test]
 fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
     let env = Env::new();
     config(&env, 2, "");
@@ -332,9 +382,9 @@ fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
         "--storage",
         "other.log",
         "--set",
-        "sweep.prune.method=\"asha\"",
+        "sweep.prune.method=\"median\"",
     ]);
-    pruned.fails_with(2, &["sweep.prune", "does not prune yet"]);
+    pruned.fails_with(2, &["sweep.prune.method", "prunes with ASHA only"]);
     let grace = env.run(&[
         "sweep",
         "--config",

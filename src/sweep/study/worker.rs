@@ -177,7 +177,7 @@ fn refuse_unsupported(space: &Space, storage: &str) -> Result<(), Error> {
         Err(Error::Config(ConfigError {
             origin: format!("--storage {storage}"),
             key: Some(key.into()),
-            message: message.into(),
+            message: format!("{key}: {message}"),
         }))
     };
     if space.prune.is_some_and(|p| p.method != PruneMethod::Asha) {
