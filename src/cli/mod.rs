@@ -131,10 +131,8 @@ enum Command {
         /// within sweep.budget (overrides [sweep] parallel).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
         parallel: Option<u32>,
-        /// Join the study of this search in STORAGE (a journal file on a filesystem every worker
-        /// reads, in Optuna's journal format), created by its first worker: any number of
-        /// workers, on any machines, each take the study's next trial until all have finished
-        /// (docs/cluster.md).
+        /// Work on this search's study in STORAGE (a journal file every worker reads, or
+        /// redis://HOST:PORT), each worker taking the next trial (docs/cluster.md).
         #[arg(long, value_name = "STORAGE", conflicts_with_all = ["resume", "runs", "shard", "shards"])]
         storage: Option<String>,
     },
@@ -159,9 +157,8 @@ enum Command {
     /// Redraw a run's memory.svg from its snapshots and print a short summary of the run; for a
     /// search's sweep directory, rank every trial, merged from all its shards.
     Report {
-        /// The run directory (holds snapshots.jsonl), or a search's sweep directory: its
-        /// trials ranked, merged from every shard; or a study's storage (sweep --storage: a
-        /// journal file, or redis://HOST:PORT): its trials ranked from the journal alone.
+        /// A run directory; a search's sweep directory (every shard's trials ranked); or a
+        /// study's storage (sweep --storage), ranked from its journal alone.
         #[arg(value_name = "RUN_DIR")]
         run_dir: PathBuf,
     },

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::next::beat;
+use super::attrs::beat;
 use super::storage::Storage;
 
 /// The beating thread, stopped on drop.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::attrs::PLAN;
 use super::op::Op;
 use super::params::distribution;
 use super::rungs::Rungs;
@@ -15,9 +16,6 @@ use crate::config::{ConfigError, MonitorMode};
 use crate::error::Error;
 use crate::sweep::prune::asha;
 use crate::sweep::space::{Domain, Method, PruneMethod, Space, Trial};
-
-/// The study attribute that says which search a study is.
-const PLAN: &str = "tidemark:plan";
 
 /// A search's study, as a worker works on it.
 #[derive(Debug, Clone)]

@@ -5,10 +5,11 @@
 //!    `worker_id`;
 //! 2. where it lives: `file` (a journal file under Optuna's lock), `redis` (Optuna's Redis
 //!    journal), `storage` (either, and transactions);
-//! 3. the search in it: `joined` (the study, joined or created), `next` (a worker's next piece of work),
+//! 3. the search in it: `attrs` (what tidemark records beside Optuna), `joined` (the study, joined or created), `next` (a worker's next piece of work),
 //!    `rungs` (ASHA across workers), `heartbeat`, `trial` (one trial trained and recorded), `rows` (the study's table);
 //! 4. `worker`: the loop; `report`: a study's table from its storage alone.
 
+mod attrs;
 mod file;
 mod heartbeat;
 mod joined;

@@ -12,19 +12,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::attrs::{beat, number, paused, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER};
 use super::joined::Study;
 use super::op::{now, Op, State};
 use super::params::{distribution, internal, values_of};
 use super::replay::{Journal, TrialRecord};
-use super::rungs::{paused, Rungs, PAUSED};
+use super::rungs::Rungs;
 use crate::sweep::prune::asha;
 use crate::sweep::space::Trial;
-
-/// The system attributes tidemark keeps on a trial.
-pub const NUMBER: &str = "tidemark:trial";
-pub const WORKER: &str = "tidemark:worker";
-pub const BEAT: &str = "tidemark:heartbeat";
-pub const DRAWN_FROM: &str = "tidemark:drawn_from";
 
 /// What a worker does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,11 +183,6 @@ fn ours(journal: &Journal, study: usize) -> Vec<(usize, &TrialRecord)> {
         .collect()
 }
 
-/// A trial's 1-based number, which tidemark writes as it creates the trial.
-pub fn number(trial: &TrialRecord) -> Option<usize> {
-    trial.system_attrs.get(NUMBER)?.as_u64().map(|n| n as usize)
-}
-
 /// The operations that make `worker` the owner of trial `id`, beating now.
 fn owner(id: usize, worker: &str) -> [Op; 2] {
     [
@@ -203,19 +193,6 @@ fn owner(id: usize, worker: &str) -> [Op; 2] {
         },
         beat(id),
     ]
-}
-
-/// A heartbeat of trial `id`: the time it was written (for people; workers compare changes).
-pub fn beat(id: usize) -> Op {
-    let unix = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs_f64();
-    Op::SystemAttr {
-        trial: id,
-        key: BEAT.into(),
-        value: json!((unix * 1000.0).round() / 1000.0),
-    }
 }
 
 /// Creates trial `number`: its id is the journal's next (this worker holds the lock).

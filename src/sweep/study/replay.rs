@@ -10,6 +10,17 @@ use serde_json::{Map, Value};
 use super::json::as_float;
 use super::op::State;
 
+/// A record Optuna's replay cannot read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadRecord {
+    /// Not an object with an integer `op_code`.
+    #[error("a record without an op_code")]
+    NoOpCode,
+    /// An `op_code` Optuna does not define.
+    #[error("op_code {0}, which Optuna does not define")]
+    Unknown(i64),
+}
+
 /// A study of the journal.
 #[derive(Debug, Clone, Default)]
 pub struct StudyRecord {
@@ -52,11 +63,9 @@ impl Journal {
     }
 
     /// Applies one record; one that is not an object with a known `op_code` is an error.
-    pub fn apply(&mut self, record: &Value) -> Result<(), String> {
+    pub fn apply(&mut self, record: &Value) -> Result<(), BadRecord> {
         self.read += 1;
-        let code = record["op_code"]
-            .as_i64()
-            .ok_or("a record without an op_code")?;
+        let code = record["op_code"].as_i64().ok_or(BadRecord::NoOpCode)?;
         let worker = record["worker_id"].as_str().unwrap_or_default();
         match code {
             0 => self.create_study(record),
@@ -75,7 +84,7 @@ impl Journal {
             4 => self.create_trial(record, worker),
             5..=9 => self.change_trial(code, record),
             10 => {}
-            other => return Err(format!("op_code {other}, which Optuna does not define")),
+            other => return Err(BadRecord::Unknown(other)),
         }
         Ok(())
     }

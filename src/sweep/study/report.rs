@@ -37,7 +37,7 @@ pub fn report(spec: &str) -> Result<Vec<StudyReport>, Error> {
         let mut workers: Vec<String> = (study.trials.iter())
             .map(|&t| &journal.trials[t])
             .filter(|t| t.state == super::op::State::Running)
-            .filter_map(|t| t.system_attrs.get(super::next::WORKER)?.as_str())
+            .filter_map(|t| t.system_attrs.get(super::attrs::WORKER)?.as_str())
             .map(str::to_string)
             .collect();
         workers.sort();

@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::next::number;
+use super::attrs::{number, EPOCHS, MEMORY, PLAN, REASON, WORKER};
+use super::joined::Study;
 use super::op::State;
 use super::replay::{Journal, TrialRecord};
-use super::trial::{EPOCHS, MEMORY, REASON};
 use crate::config::MonitorMode;
 use crate::sweep::results::{TrialRow, TrialStatus};
 
 /// What a study is ranked by: its monitor and mode, from the plan its first worker wrote.
 pub fn monitor_of(journal: &Journal, study: usize) -> Option<(String, MonitorMode)> {
-    let plan = journal.studies[study].system_attrs.get("tidemark:plan")?;
+    let plan = journal.studies[study].system_attrs.get(PLAN)?;
     let monitor = plan["monitor"].as_str()?.to_string();
     let mode = serde_json::from_value(plan["mode"].clone()).ok()?;
     Some((monitor, mode))
@@ -23,7 +23,7 @@ pub fn monitor_of(journal: &Journal, study: usize) -> Option<(String, MonitorMod
 
 /// The trials tidemark planned for `study`: its plan's count.
 pub fn planned(journal: &Journal, study: usize) -> usize {
-    let plan = journal.studies[study].system_attrs.get("tidemark:plan");
+    let plan = journal.studies[study].system_attrs.get(PLAN);
     match plan.map(|p| &p["trials"]) {
         Some(Value::Array(trials)) => trials.len(),
         Some(n) => n.as_u64().unwrap_or(0) as usize,
@@ -44,6 +44,35 @@ pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
         });
     }
     by_number.into_values().collect()
+}
+
+/// Where the study stands, as a worker's terminal shows it after each of its trials.
+pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
+    let rows = rows(journal, study.id);
+    let count = |status| rows.iter().filter(|r| r.status == status).count();
+    let (completed, pruned, failed) = (
+        count(TrialStatus::Completed),
+        count(TrialStatus::Pruned),
+        count(TrialStatus::Failed),
+    );
+    let mut workers: Vec<&str> = (journal.studies[study.id].trials.iter())
+        .map(|&id| &journal.trials[id])
+        .filter(|t| t.state == State::Running)
+        .filter_map(|t| t.system_attrs.get(WORKER)?.as_str())
+        .filter(|w| *w != me)
+        .collect();
+    let running = workers.len();
+    workers.sort_unstable();
+    workers.dedup();
+    format!(
+        "study {}: {} of {} trials done ({completed} completed, {pruned} pruned, {failed} \
+         failed); {running} running on {} other workers, {} paused at a rung",
+        study.name,
+        completed + pruned + failed,
+        rows.len(),
+        workers.len(),
+        count(TrialStatus::Paused),
+    )
 }
 
 fn row(t: &TrialRecord) -> TrialRow {

@@ -12,16 +12,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::next::{number, WORKER};
+use super::attrs::{number, paused, PAUSED, REASON, WORKER};
 use super::op::{now, Op, State};
 use super::replay::TrialRecord;
-use super::trial::REASON;
 use crate::config::MonitorMode;
 use crate::sweep::prune::asha;
 use crate::sweep::prune::{Curve, Record, Standing};
-
-/// The system attribute of a trial paused at a rung: the rung, in epochs.
-pub const PAUSED: &str = "tidemark:paused";
 
 /// ASHA's settings for a study.
 #[derive(Debug, Clone)]
@@ -30,11 +26,6 @@ pub struct Rungs {
     pub reduction: usize,
     pub mode: MonitorMode,
     pub monitor: String,
-}
-
-/// Whether a trial waits at a rung (rather than handed back by a stopped worker).
-pub fn paused(trial: &TrialRecord) -> bool {
-    trial.state == State::Waiting && trial.system_attrs.get(PAUSED).is_some_and(|r| !r.is_null())
 }
 
 impl Rungs {

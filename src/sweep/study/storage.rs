@@ -83,7 +83,9 @@ impl Storage {
                 })
             };
             let record = json::parse(&line).map_err(|e| bad(format!("not JSON: {e}")))?;
-            self.journal.apply(&record).map_err(bad)?;
+            self.journal
+                .apply(&record)
+                .map_err(|e| bad(e.to_string()))?;
         }
         Ok(&self.journal)
     }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use super::next::WORKER;
+use super::attrs::{EPOCHS, MEMORY, REASON, WORKER};
 use super::op::{now, Op, State};
 use super::rungs::Rungs;
 use super::storage::Storage;
@@ -21,11 +21,6 @@ use crate::sweep::results::SweepRow;
 use crate::sweep::space::Trial;
 use crate::sweep::trial_config::TrialBuild;
 use crate::sweep::trial_run::train_or_resume;
-
-/// User attributes tidemark writes as a trial ends.
-pub const REASON: &str = "tidemark:reason";
-pub const MEMORY: &str = "tidemark:memory";
-pub const EPOCHS: &str = "tidemark:epochs";
 
 /// A trial this worker trains.
 pub struct Training<'a> {

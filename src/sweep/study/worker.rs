@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::heartbeat::Heartbeat;
 use super::joined::Study;
 use super::next::{next, Beats, From, Work};
-use super::rows::rows;
+use super::rows::{progress, rows};
 use super::storage::Storage;
 use super::trial::Training;
 use super::worker_id::worker_id;
@@ -25,7 +25,7 @@ use crate::sweep::plan::{write_plan, Plan};
 use crate::sweep::results::{rank, TrialRow};
 use crate::sweep::search::{plan_of, shared_dir, write_results};
 use crate::sweep::signals::StopOnSignal;
-use crate::sweep::space::{PruneMethod, Space};
+use crate::sweep::space::{PruneMethod, Space, Trial};
 use crate::sweep::trial_config::{checked_trial_config, TrialBuild};
 
 /// Works on the study of `config`'s search in `storage` until it is done; returns this
@@ -41,13 +41,8 @@ pub fn work(
     refuse_unsupported(space, storage)?;
     check_search(kinds, config, space, None)?;
     let plan = plan_of(space);
-    let dir = shared_dir(
-        &config
-            .run
-            .output_dir
-            .join(format!("{}-sweep", config.run.name)),
-        &plan,
-    )?;
+    let sweep = format!("{}-sweep", config.run.name);
+    let dir = shared_dir(&config.run.output_dir.join(sweep), &plan)?;
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
@@ -55,88 +50,133 @@ pub fn work(
     let epochs = config.train.epochs;
     let mut locked = storage.lock().expect("storage");
     let study = Study::join(&mut locked, &config.run.name, space, epochs)?;
-    drop(locked);
-    let n = study.trials;
-    let me = storage.lock().expect("storage").worker().to_string();
-    observer(0, n).message(&format!(
+    let me = locked.worker().to_string();
+    let line = format!(
         "worker {me} joined study {} ({} trials) in {}",
         study.name,
-        n,
-        storage.lock().expect("storage").spec()
-    ));
+        study.trials,
+        locked.spec()
+    );
+    drop(locked);
+    observer(0, study.trials).message(&line);
     let base = to_toml(config);
     let check = |c: &RunConfig| kinds.check(c);
-    let config_of = |t: &crate::sweep::space::Trial| {
-        checked_trial_config(&base, t, &dir, &check).map_err(Error::Config)
-    };
+    let config_of = |t: &Trial| checked_trial_config(&base, t, &dir, &check).map_err(Error::Config);
     let stop = StopOnSignal::install()?;
-    let training = Training {
-        storage: &storage,
-        build: TrialBuild {
-            kinds,
-            config: &config_of,
+    let worker = Worker {
+        training: Training {
+            storage: &storage,
+            build: TrialBuild {
+                kinds,
+                config: &config_of,
+            },
+            monitor: space.monitor.name(),
+            stop: stop.shared(),
         },
-        monitor: space.monitor.name(),
-        stop: stop.shared(),
+        study: &study,
+        me: &me,
+        dir: &dir,
     };
-    let heartbeat = Heartbeat::start(Arc::clone(&storage), study.heartbeat);
-    let mut beats = Beats::default();
-    loop {
-        if stop.flag().load(Ordering::SeqCst) {
-            return Err(Error::Interrupted);
-        }
-        let work = (storage.lock().expect("storage"))
-            .transact(|journal, worker| next(journal, &study, worker, &mut beats))?;
-        match work {
-            Work::Train {
-                id,
-                trial,
-                from,
-                pause_at,
-            } => {
-                let line = match from {
-                    From::New => {
-                        created_by_me(&storage, id, &me)?;
-                        format!("{} started: {}", trial.name(), trial.describe())
-                    }
-                    From::HandedBack => format!(
-                        "{} taken up where a stopped worker handed it back",
-                        trial.name()
-                    ),
-                    From::Promoted(rung) => format!(
-                        "{} goes on: it ranks high enough at its rung (epoch {rung})",
-                        trial.name()
-                    ),
-                    From::Silent(w) => format!(
-                        "{} taken over from worker {w}, silent for over {} s",
-                        trial.name(),
-                        study.grace.as_secs_f64()
-                    ),
-                };
-                observer(0, n).message(&line);
-                heartbeat.beat_for(Some(id));
-                let ran = training.run(id, &trial, &dir, pause_at, observer(trial.number, n));
-                heartbeat.beat_for(None);
-                let (_, recorded) = ran?;
-                if !recorded {
-                    let line = format!(
-                        "{} was taken over by another worker, whose result it is",
-                        trial.name()
-                    );
-                    observer(0, n).message(&line);
-                }
-            }
-            Work::Wait => wait(&stop, study.heartbeat.min(Duration::from_secs(1))),
-            Work::Done => break,
-        }
-    }
-    drop(heartbeat);
+    worker.until_done(&stop, &mut observer)?;
     let journal = storage.lock().expect("storage").sync()?.clone();
     let mut rows = rows(&journal, study.id);
     rank(&mut rows, plan.mode);
     write_results(&dir, &plan, &rows)?;
     drop(stop);
     Ok((dir, rows))
+}
+
+/// This process as a worker of a study.
+struct Worker<'a> {
+    training: Training<'a>,
+    study: &'a Study,
+    me: &'a str,
+    /// Its sweep directory.
+    dir: &'a std::path::Path,
+}
+
+impl Worker<'_> {
+    /// Takes and trains the study's work, beating for its trial, until none is left.
+    fn until_done(
+        &self,
+        stop: &StopOnSignal,
+        observer: &mut dyn FnMut(usize, usize) -> Box<dyn Observer>,
+    ) -> Result<(), Error> {
+        let storage = self.training.storage;
+        let heartbeat = Heartbeat::start(Arc::clone(storage), self.study.heartbeat);
+        let mut beats = Beats::default();
+        let n = self.study.trials;
+        loop {
+            if stop.flag().load(Ordering::SeqCst) {
+                return Err(Error::Interrupted);
+            }
+            let work = (storage.lock().expect("storage"))
+                .transact(|journal, worker| next(journal, self.study, worker, &mut beats))?;
+            match work {
+                Work::Train {
+                    id,
+                    trial,
+                    from,
+                    pause_at,
+                } => {
+                    let line = claimed(&trial, from, storage, id, self.me, self.study.grace)?;
+                    observer(0, n).message(&line);
+                    heartbeat.beat_for(Some(id));
+                    let observer_of_trial = observer(trial.number, n);
+                    let ran =
+                        (self.training).run(id, &trial, self.dir, pause_at, observer_of_trial);
+                    heartbeat.beat_for(None);
+                    self.ended(&trial, ran?.1, &mut *observer(0, n))?;
+                }
+                Work::Wait => wait(stop, self.study.heartbeat.min(Duration::from_secs(1))),
+                Work::Done => return Ok(()),
+            }
+        }
+    }
+
+    /// Tells how a trial this worker trained ended, and where the study stands.
+    fn ended(
+        &self,
+        trial: &Trial,
+        recorded: bool,
+        observer: &mut dyn Observer,
+    ) -> Result<(), Error> {
+        if !recorded {
+            let name = trial.name();
+            observer.message(&format!(
+                "{name} was taken over by another worker, whose result it is"
+            ));
+        }
+        let mut storage = self.training.storage.lock().expect("storage");
+        observer.message(&progress(storage.sync()?, self.study, self.me));
+        Ok(())
+    }
+}
+
+/// What this worker says as it takes trial `id` (checking it created a new one).
+fn claimed(
+    trial: &Trial,
+    from: From,
+    storage: &Mutex<Storage>,
+    id: usize,
+    me: &str,
+    grace: Duration,
+) -> Result<String, Error> {
+    let name = trial.name();
+    Ok(match from {
+        From::New => {
+            created_by_me(storage, id, me)?;
+            format!("{name} started: {}", trial.describe())
+        }
+        From::HandedBack => format!("{name} taken up where a stopped worker handed it back"),
+        From::Promoted(rung) => {
+            format!("{name} goes on: it ranks high enough at its rung (epoch {rung})")
+        }
+        From::Silent(w) => format!(
+            "{name} taken over from worker {w}, silent for over {} s",
+            grace.as_secs_f64()
+        ),
+    })
 }
 
 /// Checks that trial `id`, which this worker created under the lock, is its own: a writer that

@@ -1,0 +1,49 @@
+//! The attributes tidemark keeps in a study's journal, beside what Optuna records: which trial
+//! of the plan a trial is, who trains it and whether it beats, where it paused, what it took.
+
+use serde_json::json;
+
+use super::op::{Op, State};
+use super::replay::TrialRecord;
+
+/// Study system attribute: the plan's identity (method, keys, trials, monitor).
+pub const PLAN: &str = "tidemark:plan";
+/// Trial system attribute: its 1-based number in the plan (`trial-007`).
+pub const NUMBER: &str = "tidemark:trial";
+/// Trial system attribute: the worker that trains it (null when none does).
+pub const WORKER: &str = "tidemark:worker";
+/// Trial system attribute: the time of its worker's last heartbeat.
+pub const BEAT: &str = "tidemark:heartbeat";
+/// Trial system attribute: the finished trials TPE drew it from.
+pub const DRAWN_FROM: &str = "tidemark:drawn_from";
+/// Trial system attribute: the ASHA rung it waits at (null once promoted).
+pub const PAUSED: &str = "tidemark:paused";
+/// Trial user attribute: why it failed, or why it was pruned.
+pub const REASON: &str = "tidemark:reason";
+/// Trial user attribute: what it took and gave back (its row's memory figures).
+pub const MEMORY: &str = "tidemark:memory";
+/// Trial user attribute: the epochs it trained.
+pub const EPOCHS: &str = "tidemark:epochs";
+
+/// A trial's 1-based number, which tidemark writes as it creates the trial.
+pub fn number(trial: &TrialRecord) -> Option<usize> {
+    trial.system_attrs.get(NUMBER)?.as_u64().map(|n| n as usize)
+}
+
+/// Whether a trial waits at a rung (rather than handed back by a stopped worker).
+pub fn paused(trial: &TrialRecord) -> bool {
+    trial.state == State::Waiting && trial.system_attrs.get(PAUSED).is_some_and(|r| !r.is_null())
+}
+
+/// A heartbeat of trial `id`: the time it was written (for people; workers compare changes).
+pub fn beat(id: usize) -> Op {
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    Op::SystemAttr {
+        trial: id,
+        key: BEAT.into(),
+        value: json!((unix * 1000.0).round() / 1000.0),
+    }
+}
