@@ -2,7 +2,7 @@
 # Optuna 5 reads a tidemark study, from a journal file and from Redis (docs/cluster.md):
 # two workers share each study of a small TPE search, then scripts/optuna-reads.py loads it
 # with Optuna's own JournalStorage and compares every trial with sweep.json and the runs'
-# snapshots.
+# snapshots. Then the same for the journal.log a search in one process writes, pruned by ASHA.
 #
 #   scripts/optuna-check.sh [TIDEMARK_BINARY]    # default: target/release/tidemark
 #
@@ -36,3 +36,7 @@ for storage in "$scratch/journal.log" "redis://127.0.0.1:$port"; do
   "$scratch/venv/bin/python" scripts/optuna-reads.py "$storage" \
     "$scratch/$name-1/search-tpe-sweep" "$scratch/$name-2/search-tpe-sweep"
 done
+"$bin" sweep --config configs/search-asha.toml --set sweep.trials=27 --set data.samples=4096 \
+  --out "$scratch/plain" >/dev/null 2>&1
+"$scratch/venv/bin/python" scripts/optuna-reads.py "$scratch/plain/search-asha-sweep/journal.log" \
+  "$scratch/plain/search-asha-sweep"

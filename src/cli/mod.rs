@@ -222,9 +222,7 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
         Command::Report { run_dir } if run_dir.join("plan.json").is_file() => {
             sweep::report(&run_dir)
         }
-        Command::Report { run_dir } if run_dir.is_file() || run_dir.starts_with("redis:") => {
-            sweep::report_study(&run_dir)
-        }
+        Command::Report { run_dir } if sweep::is_study(&run_dir) => sweep::report_study(&run_dir),
         Command::Report { run_dir } => report_run(&run_dir),
         Command::Validate { config } => validate(kinds, config),
         Command::Sweep {

@@ -206,6 +206,20 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether `report`'s argument names a study's storage: `redis://...`, or a file whose first
+/// line is a journal's record (any other file is "not a run directory").
+pub(super) fn is_study(path: &Path) -> bool {
+    if path.starts_with("redis:") {
+        return true;
+    }
+    let Ok(file) = std::fs::File::open(path).and_then(|f| f.metadata().map(|m| (f, m))) else {
+        return false;
+    };
+    let mut first = String::new();
+    let read = std::io::BufRead::read_line(&mut std::io::BufReader::new(file.0), &mut first);
+    file.1.is_file() && read.is_ok() && first.starts_with('{') && first.contains("\"op_code\"")
+}
+
 /// `tidemark report JOURNAL`: every study in a journal, ranked from the journal alone.
 pub(super) fn report_study(journal: &Path) -> Result<(), Error> {
     let spec = journal.display().to_string();

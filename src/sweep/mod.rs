@@ -14,6 +14,7 @@
 
 mod checks;
 mod from_code;
+mod journal;
 mod parallel;
 mod plan;
 mod prune;

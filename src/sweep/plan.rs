@@ -33,6 +33,10 @@ pub struct SearchPlan {
     /// With `method = "tpe"`: what draws the trials past the random start, as they start.
     #[serde(default)]
     pub tpe: Option<TpePlan>,
+    /// The keys varied, with what each takes (for the search's journal; empty in a plan
+    /// written before it was kept, whose search writes no journal).
+    #[serde(default)]
+    pub vary: Vec<(String, Domain)>,
 }
 
 /// What a TPE search keeps in its plan to draw the rest of its trials.

@@ -12,6 +12,7 @@ use super::parallel::timeline::Timeline;
 use super::parallel::{train_parallel, Packed};
 use super::plan::{read_plan, write_plan, Plan, SearchPlan, TpePlan};
 use super::prune::Pruner;
+use super::results::journal::write_journal;
 use super::results::rank::{rank, ranking, TrialRow};
 use super::results::rows::read_rows;
 use super::results::sweep_svg::picture;
@@ -65,6 +66,7 @@ pub(super) fn plan_of(space: &Space) -> SearchPlan {
         packing: space.packing,
         prune: space.prune,
         tpe: TpePlan::of(space),
+        vary: space.vary.clone(),
     }
 }
 
@@ -220,7 +222,10 @@ fn write_ranked(
     rank(&mut rows, plan.mode);
     crate::failpoint::pass("results");
     match shard {
-        None => write_results(dir, plan, &rows)?,
+        None => {
+            write_results(dir, plan, &rows)?;
+            write_journal(dir, plan, &rows)?;
+        }
         Some(shard) => {
             let path = dir.join(format!("{}.json", shard.name()));
             let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
@@ -243,6 +248,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
     let mut rows = read_rows(dir, &plan, None, BTreeMap::new())?;
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
+    write_journal(dir, &plan, &rows)?;
     Ok((rows, plan))
 }
 

@@ -522,3 +522,54 @@ fn two_workers_share_a_tpe_study_through_redis() {
         report.stderr()
     );
 }
+
+#[test]
+fn a_search_in_one_process_writes_its_journal_as_sweep_json_ranks_it() {
+    let env = Env::new();
+    config(&env, 6, "[sweep.prune]\nmethod = \"asha\"");
+    let text = std::fs::read_to_string(env.path("study.toml")).unwrap();
+    env.write("study.toml", &text.replace("epochs = 2", "epochs = 3"));
+    let run = env.run(&["sweep", "--config", "study.toml"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    std::fs::copy(
+        env.path("runs/small-sweep/journal.log"),
+        env.path("journal.log"),
+    )
+    .unwrap();
+    let trials = replay(&env);
+    let sweep: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.path("runs/small-sweep/sweep.json")).unwrap(),
+    )
+    .unwrap();
+    let rows = sweep["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), rows.len());
+    for row in rows {
+        let t = trials
+            .iter()
+            .find(|t| t.number as u64 == row["trial"])
+            .unwrap();
+        let state = match row["status"].as_str().unwrap() {
+            "completed" => 1,
+            "pruned" => 2,
+            other => panic!("{other}"),
+        };
+        assert_eq!((t.state, t.value), (state, row["monitored"].as_f64()));
+        let curve: BTreeMap<i64, f64> = (env
+            .snapshots(&format!(
+                "runs/small-sweep/{}",
+                row["name"].as_str().unwrap()
+            ))
+            .iter())
+        .filter(|s| s["event"] == "epoch")
+        .map(|s| {
+            (
+                s["epoch"].as_i64().unwrap(),
+                s["val_loss"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+        assert_eq!(t.intermediate, curve, "{}", row["name"]);
+        assert!(!curve.is_empty());
+    }
+    assert!(trials.iter().any(|t| t.state == 2), "ASHA pruned some");
+}

@@ -1,6 +1,7 @@
 //! What a sweep or search gives back: its rows read from the runs' own summaries (`rows`),
 //! ranked (`rank`), as tables, and what `sweep.svg` draws (`sweep_svg`).
 
+pub(in crate::sweep) mod journal;
 pub(in crate::sweep) mod rank;
 pub(in crate::sweep) mod rows;
 pub(in crate::sweep) mod run_row;

@@ -133,7 +133,10 @@ impl Drop for Lock {
 /// processes breaking one stale lock cannot remove a third's.
 fn release(lock: &Path) {
     let mut renamed = lock.as_os_str().to_owned();
-    renamed.push(format!("{}.rename", super::worker_id::random_hex()));
+    renamed.push(format!(
+        "{}.rename",
+        crate::sweep::journal::worker_id::random_hex()
+    ));
     if std::fs::rename(lock, &renamed).is_ok() {
         let _ = std::fs::remove_file(&renamed);
     }

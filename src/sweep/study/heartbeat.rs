@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::attrs::beat;
 use super::storage::Storage;
+use crate::sweep::journal::attrs::beat;
 
 /// The beating thread, stopped on drop.
 pub struct Heartbeat {

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::attrs::PLAN;
-use super::op::Op;
-use super::params::distribution;
 use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::{ConfigError, MonitorMode};
 use crate::error::Error;
+use crate::sweep::journal::attrs::PLAN;
+use crate::sweep::journal::op::Op;
+use crate::sweep::journal::params::distribution;
 use crate::sweep::prune::asha;
 use crate::sweep::space::{Domain, Method, PruneMethod, Space, Trial};
 

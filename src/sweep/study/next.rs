@@ -12,12 +12,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::attrs::{beat, number, paused, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER};
 use super::joined::Study;
-use super::op::{now, Op, State};
-use super::params::{distribution, internal, values_of};
-use super::replay::{Journal, TrialRecord};
 use super::rungs::Rungs;
+use crate::sweep::journal::attrs::{
+    beat, number, paused, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER,
+};
+use crate::sweep::journal::op::{now, Op, State};
+use crate::sweep::journal::params::{distribution, internal, values_of};
+use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::prune::asha;
 use crate::sweep::space::Trial;
 

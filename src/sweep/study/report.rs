@@ -3,9 +3,9 @@
 
 use super::rows::{monitor_of, rows};
 use super::storage::Storage;
-use super::worker_id::worker_id;
 use crate::config::MonitorMode;
 use crate::error::Error;
+use crate::sweep::journal::worker_id::worker_id;
 use crate::sweep::results::{rank, TrialRow};
 
 /// One study of a journal, ranked.
@@ -36,8 +36,12 @@ pub fn report(spec: &str) -> Result<Vec<StudyReport>, Error> {
         rank(&mut rows, mode);
         let mut workers: Vec<String> = (study.trials.iter())
             .map(|&t| &journal.trials[t])
-            .filter(|t| t.state == super::op::State::Running)
-            .filter_map(|t| t.system_attrs.get(super::attrs::WORKER)?.as_str())
+            .filter(|t| t.state == crate::sweep::journal::op::State::Running)
+            .filter_map(|t| {
+                t.system_attrs
+                    .get(crate::sweep::journal::attrs::WORKER)?
+                    .as_str()
+            })
             .map(str::to_string)
             .collect();
         workers.sort();

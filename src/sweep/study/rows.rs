@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::attrs::{number, EPOCHS, MEMORY, PLAN, REASON, WORKER};
 use super::joined::Study;
-use super::op::State;
-use super::replay::{Journal, TrialRecord};
 use crate::config::MonitorMode;
+use crate::sweep::journal::attrs::{number, EPOCHS, MEMORY, PLAN, REASON, WORKER};
+use crate::sweep::journal::op::State;
+use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::results::{TrialRow, TrialStatus};
 
 /// What a study is ranked by: its monitor and mode, from the plan its first worker wrote.
@@ -85,7 +85,7 @@ fn row(t: &TrialRecord) -> TrialRow {
         State::Waiting => TrialStatus::Paused,
     };
     let values = (t.params.iter())
-        .map(|(k, (x, d))| (k.clone(), super::params::display(*x, d)))
+        .map(|(k, (x, d))| (k.clone(), crate::sweep::journal::params::display(*x, d)))
         .collect();
     TrialRow {
         values,

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::attrs::{number, paused, PAUSED, REASON, WORKER};
-use super::op::{now, Op, State};
-use super::replay::TrialRecord;
 use crate::config::MonitorMode;
+use crate::sweep::journal::attrs::{number, paused, PAUSED, REASON, WORKER};
+use crate::sweep::journal::op::{now, Op, State};
+use crate::sweep::journal::replay::TrialRecord;
 use crate::sweep::prune::asha;
 use crate::sweep::prune::{Curve, Record, Standing};
 

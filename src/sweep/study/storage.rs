@@ -6,12 +6,12 @@
 use std::path::PathBuf;
 
 use super::file::JournalFile;
-use super::json;
-use super::op::Op;
 use super::redis::RedisJournal;
-use super::replay::Journal;
 use crate::config::ConfigError;
 use crate::error::Error;
+use crate::sweep::journal::json;
+use crate::sweep::journal::op::Op;
+use crate::sweep::journal::replay::Journal;
 
 /// The journal's backend.
 #[derive(Debug)]
@@ -96,7 +96,11 @@ impl Storage {
         &mut self,
         decide: impl FnOnce(&Journal, &str) -> (Vec<Op>, T),
     ) -> Result<T, Error> {
-        let token = format!("{}-{}", self.worker, super::worker_id::random_hex());
+        let token = format!(
+            "{}-{}",
+            self.worker,
+            crate::sweep::journal::worker_id::random_hex()
+        );
         let file_lock = match &mut self.backend {
             Backend::File(file) => Some(file.lock()?),
             Backend::Redis(redis) => {

@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use super::attrs::{EPOCHS, MEMORY, REASON, WORKER};
-use super::op::{now, Op, State};
 use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::Monitor;
 use crate::error::Error;
 use crate::record::{Event, Observer, RunStatus, RunSummary, Snapshot};
+use crate::sweep::journal::attrs::{EPOCHS, MEMORY, REASON, WORKER};
+use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::prune::GateSpec;
 use crate::sweep::results::SweepRow;
 use crate::sweep::space::Trial;

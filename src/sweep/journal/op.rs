@@ -187,7 +187,7 @@ pub fn datetime(secs: i64, micros: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::study::json::line;
+    use crate::sweep::journal::json::line;
 
     #[test]
     fn records_are_optunas_lines() {
