@@ -50,6 +50,10 @@ NOT_RUN = [
      "check the same on smaller ones in CI"),
     (r"^scripts/tpe-figures\.py", "ten searches of 40 trials (about 2 minutes); tests in "
      "tests/cli/tpe.rs check TPE's draws"),
+    (r"^scripts/optuna-check\.sh", "CI's own step runs it (it installs Optuna in a venv)"),
+    (r"^scripts/study-figures\.py", "searches of 40 and 81 trials, one process against four "
+     "workers, over several seeds (about 10 minutes); tests in tests/cli/study.rs check the "
+     "workers' draws, rungs and takeovers"),
     (r"sweep\.trials=10000", "a search of 10,000 trials takes about 4 minutes and 6 GB of disk; test "
      "five_hundred_trials_in_one_process_keep_nothing_and_stay_flat checks the same slope"),
 ]

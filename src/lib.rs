@@ -72,6 +72,8 @@ mod docs {
     mod backends {}
     #[doc = include_str!("../docs/benchmarks.md")]
     mod benchmarks {}
+    #[doc = include_str!("../docs/cluster.md")]
+    mod cluster {}
     #[doc = include_str!("../docs/configuration.md")]
     mod configuration {}
     #[doc = include_str!("../docs/cubecl-memory.md")]

@@ -26,8 +26,12 @@ pub struct JournalFile {
 }
 
 impl JournalFile {
-    /// The journal at `path`, created empty if it does not exist (as Optuna does).
+    /// The journal at `path`, created empty if it does not exist (as Optuna does), with its
+    /// directory.
     pub fn open(path: &Path) -> Result<JournalFile, Error> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
         OpenOptions::new()
             .create(true)
             .append(true)
