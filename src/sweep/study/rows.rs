@@ -64,13 +64,16 @@ pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
     let running = workers.len();
     workers.sort_unstable();
     workers.dedup();
+    let others = match workers.len() {
+        1 => "1 other worker".to_string(),
+        n => format!("{n} other workers"),
+    };
     format!(
         "study {}: {} of {} trials done ({completed} completed, {pruned} pruned, {failed} \
-         failed); {running} running on {} other workers, {} paused at a rung",
+         failed); {running} running on {others}, {} paused at a rung",
         study.name,
         completed + pruned + failed,
         rows.len(),
-        workers.len(),
         count(TrialStatus::Paused),
     )
 }
