@@ -76,7 +76,7 @@ def tpe(config, seeds, n):
         sums = [s + x for s, x in zip(sums, row)]
         print(f"| {seed} | {row[0]:.4f} | {t1:.0f} s | {row[2]:.4f} | {tn:.0f} s |", flush=True)
     k = len(seeds)
-    print(f"| mean | {sums[0] / k:.4f} | {sums[1] / k:.0f} s | {sums[2] / k:.4f} | "
+    print(f"| mean | {sums[0] / k:.5f} | {sums[1] / k:.0f} s | {sums[2] / k:.5f} | "
           f"{sums[3] / k:.0f} s |")
 
 

@@ -108,38 +108,20 @@ impl Study {
         })
     }
 
-    /// Trial `number`'s values: planned, or drawn by TPE from `finished` (the finished trials
-    /// with their values, by number); with the numbers of those it was drawn from.
-    ///
-    /// The trials still `open` (other workers' running ones) are told to TPE as the worst value
-    /// finished so far, as Optuna's `constant_liar` does: workers drawing while others train
-    /// then look away from the regions already being tried, rather than all drawing next to
-    /// the same best.
+    /// Trial `number`'s values: planned, or drawn by TPE from `history` (finished trials with
+    /// their values, by number); with the numbers it was drawn from.
     pub fn trial(
         &self,
         number: usize,
-        finished: &BTreeMap<usize, (Trial, f64)>,
-        open: &[Trial],
+        history: &BTreeMap<usize, (Trial, f64)>,
     ) -> (Trial, Option<Vec<usize>>) {
         let planned = self.planned[number - 1].clone();
         if self.space.method != Method::Tpe || number <= self.space.tpe_startup() {
             return (planned, None);
         }
-        let values = finished.values().map(|(_, v)| *v);
-        let worst = match self.space.monitor.mode() {
-            MonitorMode::Min => {
-                values.fold(None, |w: Option<f64>, v| Some(w.map_or(v, |w| w.max(v))))
-            }
-            MonitorMode::Max => {
-                values.fold(None, |w: Option<f64>, v| Some(w.map_or(v, |w| w.min(v))))
-            }
-        };
-        let mut told: Vec<(&Trial, f64)> = finished.values().map(|(t, v)| (t, *v)).collect();
-        if let Some(worst) = worst {
-            told.extend(open.iter().map(|t| (t, worst)));
-        }
+        let told: Vec<(&Trial, f64)> = history.values().map(|(t, v)| (t, *v)).collect();
         let drawn = self.space.tpe_trial(number, &told);
-        (drawn, Some(finished.keys().copied().collect()))
+        (drawn, Some(history.keys().copied().collect()))
     }
 }
 

@@ -206,8 +206,7 @@ fn create(
     trials: &[(usize, &TrialRecord)],
 ) -> (Vec<Op>, Work) {
     let id = journal.trials.len();
-    let (finished, open) = history(study, trials);
-    let (trial, drawn_from) = study.trial(number, &finished, &open);
+    let (trial, drawn_from) = study.trial(number, &history(study, trials));
     let mut ops = vec![Op::CreateTrial {
         study: study.id,
         start: now(),
@@ -242,27 +241,16 @@ fn create(
     )
 }
 
-/// TPE's history: the study's finished trials with a value (completed, or pruned after
-/// reporting one), by number; and the trials not finished (running, paused or handed back),
-/// which a draw counts as the worst value so far (below).
-fn history(
-    study: &Study,
-    trials: &[(usize, &TrialRecord)],
-) -> (BTreeMap<usize, (Trial, f64)>, Vec<Trial>) {
-    let mut finished = BTreeMap::new();
-    let mut open = Vec::new();
-    for (_, t) in trials {
-        let (Some(number), Some(values)) = (number(t), values_of(&study.vary, &t.params)) else {
-            continue;
-        };
-        let trial = Trial { number, values };
-        match (t.state, t.values.as_ref().and_then(|v| v.first())) {
-            (State::Complete | State::Pruned, Some(&value)) => {
-                finished.insert(number, (trial, value));
-            }
-            (State::Running | State::Waiting, _) => open.push(trial),
-            _ => {}
-        }
-    }
-    (finished, open)
+/// The study's finished trials with a value (completed, or pruned after reporting one): TPE's
+/// history, by number.
+fn history(study: &Study, trials: &[(usize, &TrialRecord)]) -> BTreeMap<usize, (Trial, f64)> {
+    (trials.iter())
+        .filter(|(_, t)| matches!(t.state, State::Complete | State::Pruned))
+        .filter_map(|(_, t)| {
+            let value = *t.values.as_ref()?.first()?;
+            let values = values_of(&study.vary, &t.params)?;
+            let number = number(t)?;
+            Some((number, (Trial { number, values }, value)))
+        })
+        .collect()
 }
