@@ -10,32 +10,28 @@ use serde_json::Value;
 
 use super::{Env, SMALL};
 
-/// A TPE search of `trials` trials (the first half random), two epochs each.
-fn config(env: &Env, trials: usize, keys: &str) {
+/// A TPE search of `trials` trials (the first half random), `epochs` epochs each.
+fn config(env: &Env, trials: usize, epochs: usize, keys: &str) {
     let text = format!(
         "{SMALL}\n[sweep]\nmethod = \"tpe\"\ntrials = {trials}\nseed = 3\nmonitor = \"val_loss\"\n\
          {keys}\n[sweep.vary]\ntrain.lr = {{ min = 1e-4, max = 0.1, log = true }}\n\
          model.hidden = [[8], [32], [64]]\n"
     );
     let text = text.replace("samples = 1200", "samples = 600");
-    env.write("study.toml", &text.replace("epochs = 3", "epochs = 2"));
+    env.write(
+        "study.toml",
+        &text.replace("epochs = 3", &format!("epochs = {epochs}")),
+    );
 }
 
-/// A worker: `tidemark sweep --config study.toml --storage journal.log`, with `extra`, writing
-/// into `out-NAME`, and the environment `vars`.
-fn worker(env: &Env, name: &str, extra: &[&str], vars: &[(&str, String)]) -> Child {
+/// A worker: `tidemark sweep --config study.toml --storage STORAGE`, writing into `out-NAME`,
+/// with the environment `vars`.
+fn worker(env: &Env, name: &str, storage: &str, vars: &[(&str, String)]) -> Child {
     let out = format!("out-{name}");
     let mut command = Command::new(env!("CARGO_BIN_EXE_tidemark"));
     command
-        .args([
-            "sweep",
-            "--config",
-            "study.toml",
-            "--storage",
-            "journal.log",
-        ])
+        .args(["sweep", "--config", "study.toml", "--storage", storage])
         .args(["--out", &out])
-        .args(extra)
         .current_dir(env.path("."))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -43,6 +39,41 @@ fn worker(env: &Env, name: &str, extra: &[&str], vars: &[(&str, String)]) -> Chi
         command.env(key, value);
     }
     command.spawn().unwrap()
+}
+
+/// A worker of a study of `trials` trials (`[sweep]` keys `keys`) that sends itself `signal`
+/// at its 50th optimizer step (`src/failpoint.rs`): its exit status, and the journal then.
+fn stopped_worker(
+    env: &Env,
+    trials: usize,
+    keys: &str,
+    signal: &str,
+) -> (std::process::ExitStatus, Vec<Replayed>) {
+    config(env, trials, 2, keys);
+    let vars = [
+        ("TIDEMARK_FAILPOINT", format!("step:50:{signal}")),
+        (
+            "TIDEMARK_FAILPOINT_COUNT",
+            env.path("count").display().to_string(),
+        ),
+    ];
+    let output = worker(env, "a", "journal.log", &vars)
+        .wait_with_output()
+        .unwrap();
+    (output.status, replay(env))
+}
+
+/// `n` workers at once (in `out-0`, `out-1`, ...) on the study in `storage`, each of which
+/// must end with exit code 0.
+fn workers(env: &Env, n: usize, storage: &str) {
+    let children: Vec<Child> = (0..n)
+        .map(|i| worker(env, &i.to_string(), storage, &[]))
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+    }
 }
 
 /// A trial of the journal, as Optuna's replay leaves it.
@@ -145,15 +176,8 @@ fn all_completed_once(trials: &[Replayed], n: usize) {
 #[test]
 fn four_workers_share_one_tpe_study_and_every_draw_sees_every_worker() {
     let env = Env::new();
-    config(&env, 12, "");
-    let workers: Vec<Child> = (0..4)
-        .map(|i| worker(&env, &i.to_string(), &[], &[]))
-        .collect();
-    for child in workers {
-        let output = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{stderr}");
-    }
+    config(&env, 12, 2, "");
+    workers(&env, 4, "journal.log");
     let trials = replay(&env);
     all_completed_once(&trials, 12);
     // Each trial trained once, by one worker: one run in one of the workers' directories.
@@ -224,25 +248,18 @@ fn four_workers_share_one_tpe_study_and_every_draw_sees_every_worker() {
 #[test]
 fn a_killed_worker_s_trial_is_taken_over_from_its_checkpoint_after_the_grace_period() {
     let env = Env::new();
-    config(&env, 4, "heartbeat = 0.2\ngrace = 1.0");
     // Killed (SIGKILL, by itself) at its 50th optimizer step: in its second trial's second
     // epoch (600 samples, a fifth held out, batches of 32: 15 steps an epoch).
-    let kill = [
-        ("TIDEMARK_FAILPOINT", "step:50:KILL".to_string()),
-        (
-            "TIDEMARK_FAILPOINT_COUNT",
-            env.path("count").display().to_string(),
-        ),
-    ];
-    let killed = worker(&env, "a", &[], &kill).wait_with_output().unwrap();
+    let (killed, before) = stopped_worker(&env, 4, "heartbeat = 0.2\ngrace = 1.0", "KILL");
     assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&killed.status),
+        std::os::unix::process::ExitStatusExt::signal(&killed),
         Some(9)
     );
-    let before = replay(&env);
     assert_eq!(before.len(), 2);
     assert_eq!((before[0].state, before[1].state), (1, 0), "{before:?}");
-    let other = worker(&env, "a", &[], &[]).wait_with_output().unwrap();
+    let other = worker(&env, "a", "journal.log", &[])
+        .wait_with_output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&other.stderr);
     assert!(other.status.success(), "{stderr}");
     assert!(
@@ -268,24 +285,17 @@ fn a_killed_worker_s_trial_is_taken_over_from_its_checkpoint_after_the_grace_per
 #[test]
 fn a_stopped_worker_hands_its_trial_back_and_the_next_takes_it_at_once() {
     let env = Env::new();
-    // A grace the test would notice: the trial handed back is taken without it.
-    config(&env, 3, "heartbeat = 10\ngrace = 600");
-    // Stopped (SIGTERM, as Ctrl-C's SIGINT) in its second trial's second epoch.
-    let stop = [
-        ("TIDEMARK_FAILPOINT", "step:50:TERM".to_string()),
-        (
-            "TIDEMARK_FAILPOINT_COUNT",
-            env.path("count").display().to_string(),
-        ),
-    ];
-    let stopped = worker(&env, "a", &[], &stop).wait_with_output().unwrap();
-    assert_eq!(stopped.status.code(), Some(130));
-    let before = replay(&env);
+    // Stopped (SIGTERM, as Ctrl-C's SIGINT) in its second trial's second epoch, with a grace
+    // the test would notice: the trial handed back is taken without it.
+    let (stopped, before) = stopped_worker(&env, 3, "heartbeat = 10\ngrace = 600", "TERM");
+    assert_eq!(stopped.code(), Some(130));
     assert_eq!(before.len(), 2, "{before:?}");
     assert_eq!(before[1].state, 4, "handed back: WAITING");
     assert_eq!(before[1].system["tidemark:worker"], Value::Null);
     let start = std::time::Instant::now();
-    let next = worker(&env, "a", &[], &[]).wait_with_output().unwrap();
+    let next = worker(&env, "a", "journal.log", &[])
+        .wait_with_output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&next.stderr);
     assert!(next.status.success(), "{stderr}");
     assert!(stderr.contains("trial-002 taken up where a stopped worker handed it back"));
@@ -313,20 +323,8 @@ fn a_stopped_worker_hands_its_trial_back_and_the_next_takes_it_at_once() {
 fn asha_ranks_every_worker_s_trials_at_its_rungs() {
     let env = Env::new();
     // Nine trials of four epochs, rungs at epochs 1 and 3 (eta 3).
-    config(&env, 9, "[sweep.prune]\nmethod = \"asha\"");
-    let text = std::fs::read_to_string(env.path("study.toml")).unwrap();
-    env.write("study.toml", &text.replace("epochs = 2", "epochs = 4"));
-    let workers: Vec<Child> = (0..3)
-        .map(|i| worker(&env, &i.to_string(), &[], &[]))
-        .collect();
-    for child in workers {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    config(&env, 9, 4, "[sweep.prune]\nmethod = \"asha\"");
+    workers(&env, 3, "journal.log");
     let trials = replay(&env);
     assert_eq!(trials.len(), 9);
     let mut epochs = 0;
@@ -362,8 +360,10 @@ fn asha_ranks_every_worker_s_trials_at_its_rungs() {
 #[test]
 fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
     let env = Env::new();
-    config(&env, 2, "");
-    let first = worker(&env, "a", &[], &[]).wait_with_output().unwrap();
+    config(&env, 2, 2, "");
+    let first = worker(&env, "a", "journal.log", &[])
+        .wait_with_output()
+        .unwrap();
     assert!(first.status.success());
     let other = env.run(&[
         "sweep",
@@ -478,29 +478,8 @@ fn two_workers_share_a_tpe_study_through_redis() {
     let Some(server) = RedisServer::start(&env.path(".")) else {
         return;
     };
-    config(&env, 8, "");
-    let workers: Vec<Child> = ["a", "b"]
-        .iter()
-        .map(|name| {
-            let out = format!("out-{name}");
-            Command::new(env!("CARGO_BIN_EXE_tidemark"))
-                .args(["sweep", "--config", "study.toml", "--storage", &server.url])
-                .args(["--out", &out])
-                .current_dir(env.path("."))
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in workers {
-        let output = child.wait_with_output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
+    config(&env, 8, 2, "");
+    workers(&env, 2, &server.url);
     env.write("journal.log", &(server.records().join("\n") + "\n"));
     let trials = replay(&env);
     all_completed_once(&trials, 8);
@@ -526,9 +505,7 @@ fn two_workers_share_a_tpe_study_through_redis() {
 #[test]
 fn a_search_in_one_process_writes_its_journal_as_sweep_json_ranks_it() {
     let env = Env::new();
-    config(&env, 6, "[sweep.prune]\nmethod = \"asha\"");
-    let text = std::fs::read_to_string(env.path("study.toml")).unwrap();
-    env.write("study.toml", &text.replace("epochs = 2", "epochs = 3"));
+    config(&env, 6, 3, "[sweep.prune]\nmethod = \"asha\"");
     let run = env.run(&["sweep", "--config", "study.toml"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     std::fs::copy(

@@ -82,6 +82,25 @@ pub struct TrialRow {
 }
 
 impl TrialRow {
+    /// Trial `trial`'s row before it has run: no values, figures or rank.
+    pub fn not_run(trial: usize) -> TrialRow {
+        TrialRow {
+            rank: None,
+            trial,
+            name: format!("trial-{trial:03}"),
+            values: BTreeMap::new(),
+            status: TrialStatus::NotRun,
+            reason: None,
+            monitored: None,
+            epochs: None,
+            lease_bytes: None,
+            started_s: None,
+            ended_s: None,
+            runs: Vec::new(),
+            memory: None,
+        }
+    }
+
     /// Whether it kept memory beyond the tolerances after its release.
     pub fn kept_memory(&self) -> bool {
         self.memory.as_ref().is_some_and(|m| !m.released())
@@ -259,9 +278,6 @@ mod tests {
 
     fn row(trial: usize, monitored: Option<f64>) -> TrialRow {
         TrialRow {
-            rank: None,
-            trial,
-            name: format!("trial-{trial:03}"),
             values: [("train.lr".to_string(), format!("0.{trial}"))].into(),
             status: match monitored {
                 Some(_) => TrialStatus::Completed,
@@ -271,12 +287,7 @@ mod tests {
                 .is_none()
                 .then(|| "memory limit exceeded".to_string()),
             monitored,
-            epochs: None,
-            lease_bytes: None,
-            started_s: None,
-            ended_s: None,
-            runs: Vec::new(),
-            memory: None,
+            ..TrialRow::not_run(trial)
         }
     }
 

@@ -38,10 +38,7 @@ pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
         .filter_map(|t| Some((number(t)?, row(t))))
         .collect();
     for n in 1..=planned(journal, study) {
-        by_number.entry(n).or_insert_with(|| TrialRow {
-            status: TrialStatus::NotRun,
-            ..empty(n)
-        });
+        by_number.entry(n).or_insert_with(|| TrialRow::not_run(n));
     }
     by_number.into_values().collect()
 }
@@ -97,24 +94,6 @@ fn row(t: &TrialRecord) -> TrialRow {
         monitored: t.values.as_ref().and_then(|v| v.first().copied()),
         epochs: (t.user_attrs.get(EPOCHS).and_then(Value::as_u64)).map(|e| e as usize),
         memory: (t.user_attrs.get(MEMORY)).and_then(|m| serde_json::from_value(m.clone()).ok()),
-        ..empty(n)
-    }
-}
-
-fn empty(n: usize) -> TrialRow {
-    TrialRow {
-        rank: None,
-        trial: n,
-        name: format!("trial-{n:03}"),
-        values: BTreeMap::new(),
-        status: TrialStatus::NotRun,
-        reason: None,
-        monitored: None,
-        epochs: None,
-        lease_bytes: None,
-        started_s: None,
-        ended_s: None,
-        runs: Vec::new(),
-        memory: None,
+        ..TrialRow::not_run(n)
     }
 }
