@@ -29,6 +29,28 @@ pub enum Swept {
     },
 }
 
+/// Refuses a worker's directory of a shared study: its trials are the study's to hand out, so
+/// the worker rejoins the study instead (which resumes its stopped trials from their
+/// checkpoints).
+fn refuse_a_study(dir: &Path) -> Result<(), Error> {
+    let path = dir.join("study.json");
+    let Some(study) = crate::record::read_json::<serde_json::Value>(&path, "a study's storage")?
+    else {
+        return Ok(());
+    };
+    let storage = study["storage"].as_str().unwrap_or("its storage");
+    Err(Error::Config(ConfigError {
+        origin: format!("--resume {}", dir.display()),
+        key: None,
+        message: format!(
+            "a worker's directory of the study in {storage}; rejoin it with `tidemark sweep \
+             --config {} --storage {storage}` (a trial this worker left goes on from its \
+             checkpoint)",
+            dir.join("config.toml").display()
+        ),
+    }))
+}
+
 /// Continues the sweep in `dir` at the first run that did not finish: completed runs are kept
 /// (their rows come from their `summary.json`), a run that stopped resumes from its latest
 /// checkpoint, and the rest start. `config` must match the sweep's `config.toml` except in
@@ -43,6 +65,7 @@ pub fn resume_sweep(
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Swept), Error> {
     check_config(dir, config, TASK_SECTIONS)?;
+    refuse_a_study(dir)?;
     let plan = read_plan(dir)?;
     if let Some(mut search) = plan.search {
         for line in changes.apply(&mut search.packing) {

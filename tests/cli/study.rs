@@ -375,6 +375,12 @@ fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
         "sweep.seed=4",
     ]);
     other.fails_with(2, &["journal.log", "holds another search", "run.name"]);
+    // A worker's directory is the study's: the worker rejoins, it does not resume alone.
+    let resume = env.run(&["sweep", "--resume", "out-a/small-sweep"]);
+    resume.fails_with(
+        2,
+        &["study in journal.log", "rejoin it with `tidemark sweep"],
+    );
     let pruned = env.run(&[
         "sweep",
         "--config",

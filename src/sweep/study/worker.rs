@@ -46,6 +46,9 @@ pub fn work(
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
+    // `sweep --resume` on this directory is refused: the worker rejoins the study instead.
+    let marker = serde_json::json!({"storage": storage, "study": config.run.name});
+    crate::record::write_json(&dir.join("study.json"), &marker)?;
     let storage = Arc::new(Mutex::new(Storage::open(storage, &worker_id())?));
     let epochs = config.train.epochs;
     let mut locked = storage.lock().expect("storage");
