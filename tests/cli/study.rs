@@ -344,9 +344,19 @@ fn asha_ranks_every_worker_s_trials_at_its_rungs() {
     }
     let completed = trials.iter().filter(|t| t.state == 1).count();
     assert!(completed >= 1, "a trial trained to the end");
-    // Rung 1 ranks all nine: at most a third went on past it, and so trained fewer epochs.
+    // Rung 1 ranks all nine, whichever worker trained them: the best there went on (it is in
+    // the top third whenever a worker asks, once three have arrived), and not all did.
     let past_first = trials.iter().filter(|t| t.intermediate.len() > 1).count();
-    assert!(past_first <= 3 + 1, "{past_first} went past rung 1");
+    assert!(past_first < 9, "{past_first} went past rung 1");
+    let at_first = |t: &&Replayed| t.intermediate[&1];
+    let best = trials
+        .iter()
+        .min_by(|a, b| at_first(a).total_cmp(&at_first(b)))
+        .unwrap();
+    assert!(
+        best.intermediate.len() > 1,
+        "the best at rung 1 went on: {best:?}"
+    );
     assert!(epochs < 9 * 4, "{epochs} epochs");
     let report = env.run(&["report", "journal.log"]);
     let pruned = format!(
