@@ -50,6 +50,10 @@ NOT_RUN = [
      "check the same on smaller ones in CI"),
     (r"^scripts/tpe-figures\.py", "ten searches of 40 trials (about 2 minutes); tests in "
      "tests/cli/tpe.rs check TPE's draws"),
+    (r"^cargo run --features wgpu,fused -- train", "a fused build on lavapipe, its dependencies "
+     "unoptimized as CI builds them, spends about 5 minutes compiling and autotuning its kernels "
+     "(278 s for 2 epochs, 196 s for 1 of 512 samples); CI's test eager_and_fused_execution_agree "
+     "trains the same build with device.execution = \"fused\" and checks summary.json says so"),
     (r"^scripts/optuna-check\.sh", "CI's own step runs it (it installs Optuna in a venv)"),
     (r"^scripts/study-figures\.py", "searches of 40 and 81 trials, one process against four "
      "workers, over several seeds (about 10 minutes); tests in tests/cli/study.rs check the "
