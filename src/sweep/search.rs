@@ -81,8 +81,9 @@ pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error
             return Err(Error::Config(ConfigError {
                 origin: dir.display().to_string(),
                 key: None,
-                message: "holds a sweep with other trials; shards of one search share its \
-                          directory, so give this search another run.name or run.output_dir"
+                message: "holds a sweep with other trials; the shards or workers of one search \
+                          share its directory, so give this search another run.name or \
+                          run.output_dir"
                     .into(),
             }));
         }

@@ -95,8 +95,11 @@ impl JournalFile {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(Error::io(&lock, e)),
             }
-            // The lock's target's modification time, followed through the link, as Optuna's.
-            if let Ok(modified) = std::fs::metadata(&lock).and_then(|m| m.modified()) {
+            // The lock's target's modification time, followed through the link, as Optuna's
+            // (the link's own where its target is gone, so that such a lock is broken too).
+            let modified = (std::fs::metadata(&lock).or_else(|_| std::fs::symlink_metadata(&lock)))
+                .and_then(|m| m.modified());
+            if let Ok(modified) = modified {
                 match seen {
                     Some((time, since)) if time == modified => {
                         if since.elapsed() > STALE_LOCK {

@@ -143,7 +143,7 @@ fn claim(
             true => Some(epochs),
             false => asha::next_stop(&r.rungs, epochs),
         });
-    (ops, work(study, id, trial, from, pause_at))
+    only_if_trainable(ops, work(study, id, trial, from, pause_at))
 }
 
 /// Promotes paused trial `id` for `worker`: it goes on to the next rung.
@@ -152,7 +152,16 @@ fn promote(study: &Study, worker: &str, id: usize, trial: &TrialRecord) -> (Vec<
     let mut ops = Rungs::promote(id);
     ops.extend(owner(id, worker));
     let pause_at = (study.rungs.as_ref()).and_then(|r| asha::next_stop(&r.rungs, rung));
-    (ops, work(study, id, trial, From::Promoted(rung), pause_at))
+    only_if_trainable(ops, work(study, id, trial, From::Promoted(rung), pause_at))
+}
+
+/// The claim's operations with its work, or none if the trial cannot be trained here (its
+/// parameters are not the study's keys): a claim that trains nothing would hold the trial.
+fn only_if_trainable(ops: Vec<Op>, work: Work) -> (Vec<Op>, Work) {
+    match work {
+        Work::Train { .. } => (ops, work),
+        other => (Vec::new(), other),
+    }
 }
 
 /// The work of training trial `id`, if its parameters are the study's keys.

@@ -47,7 +47,13 @@ pub fn work(
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
     // `sweep --resume` on this directory is refused: the worker rejoins the study instead.
-    let marker = serde_json::json!({"storage": storage, "study": config.run.name});
+    let named = match storage.contains("://") {
+        true => storage.to_string(),
+        false => {
+            std::path::absolute(storage).map_or(storage.to_string(), |p| p.display().to_string())
+        }
+    };
+    let marker = serde_json::json!({"storage": named, "study": config.run.name});
     crate::record::write_json(&dir.join("study.json"), &marker)?;
     let storage = Arc::new(Mutex::new(Storage::open(storage, &worker_id())?));
     let epochs = config.train.epochs;
