@@ -389,7 +389,11 @@ fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
     let resume = env.run(&["sweep", "--resume", "out-a/small-sweep"]);
     resume.fails_with(
         2,
-        &["/journal.log;", "the study in /", "rejoin it with `tidemark sweep"],
+        &[
+            "/journal.log;",
+            "the study in /",
+            "rejoin it with `tidemark sweep",
+        ],
     );
     let pruned = env.run(&[
         "sweep",

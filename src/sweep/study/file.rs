@@ -85,6 +85,11 @@ impl JournalFile {
 
     /// Takes the lock, waiting for it (with Optuna's back-off: 1 ms doubling to 1 s).
     pub fn lock(&self) -> Result<Lock, Error> {
+        self.lock_within(STALE_LOCK)
+    }
+
+    /// Takes the lock, breaking one whose target has not changed for `stale`.
+    fn lock_within(&self, stale: Duration) -> Result<Lock, Error> {
         let lock = lock_path(&self.path);
         let target = self.path.file_name().map(PathBuf::from).unwrap_or_default();
         let mut wait = Duration::from_millis(1);
@@ -102,7 +107,7 @@ impl JournalFile {
             if let Ok(modified) = modified {
                 match seen {
                     Some((time, since)) if time == modified => {
-                        if since.elapsed() > STALE_LOCK {
+                        if since.elapsed() > stale {
                             release(&lock);
                             seen = None;
                             continue;
@@ -146,5 +151,57 @@ fn release(lock: &Path) {
     ));
     if std::fs::rename(lock, &renamed).is_ok() {
         let _ = std::fs::remove_file(&renamed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_excludes_and_a_dead_holders_lock_is_broken() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.log");
+        let journal = JournalFile::open(&path).unwrap();
+        let held = journal.lock().unwrap();
+        let lock = lock_path(&path);
+        assert!(lock.symlink_metadata().unwrap().file_type().is_symlink());
+        // A second taker waits for the first to release it.
+        let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let waiter = {
+            let (journal, released) = (JournalFile::open(&path).unwrap(), released.clone());
+            std::thread::spawn(move || {
+                let _lock = journal.lock().unwrap();
+                released.load(std::sync::atomic::Ordering::SeqCst)
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        released.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(held);
+        assert!(
+            waiter.join().unwrap(),
+            "the waiter took the lock only once it was released"
+        );
+        // A lock left by a dead process (its target unchanged) is broken after `stale`.
+        std::os::unix::fs::symlink("j.log", &lock).unwrap();
+        let start = Instant::now();
+        let taken = journal.lock_within(Duration::from_millis(150)).unwrap();
+        assert!(start.elapsed() >= Duration::from_millis(150));
+        drop(taken);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "only the journal is left: {left:?}");
+    }
+
+    #[test]
+    fn a_line_cut_short_is_read_once_it_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.log");
+        let mut journal = JournalFile::open(&path).unwrap();
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":").unwrap();
+        assert_eq!(journal.read_new().unwrap(), ["{\"a\":1}"]);
+        assert!(journal.read_new().unwrap().is_empty());
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"2}\n").unwrap();
+        assert_eq!(journal.read_new().unwrap(), ["{\"b\":2}"]);
     }
 }
