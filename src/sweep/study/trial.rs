@@ -55,20 +55,15 @@ impl Training<'_> {
             .and_then(|cfg| train_or_resume(kinds, cfg, &run_dir, observer, gate, stop));
         let summary = RunSummary::read(&run_dir).ok().flatten();
         let ops = self.ending(id, trial, &trained, summary);
-        let me = { self.storage.lock().expect("storage").worker().to_string() };
-        let recorded = self
-            .storage
-            .lock()
-            .expect("storage")
-            .transact(|journal, _| {
-                let t = &journal.trials[id];
-                let ours = t.state == State::Running
-                    && t.system_attrs.get(WORKER).and_then(|w| w.as_str()) == Some(me.as_str());
-                match ours {
-                    true => (ops, true),
-                    false => (Vec::new(), false),
-                }
-            })?;
+        // Recorded only while the trial is still this worker's (not taken over meanwhile).
+        let recorded = (self.storage.lock().expect("storage")).transact(|journal, me| {
+            let t = &journal.trials[id];
+            let owner = t.system_attrs.get(WORKER).and_then(|w| w.as_str());
+            match t.state == State::Running && owner == Some(me) {
+                true => (ops, true),
+                false => (Vec::new(), false),
+            }
+        })?;
         match trained {
             Err(Error::Interrupted) => Err(Error::Interrupted),
             other => Ok((other.err().map(|e| e.to_string()), recorded)),
