@@ -24,6 +24,15 @@ const APPEND: &str = "redis.call('setnx', string.format('%s:log_number', ARGV[1]
     local i = redis.call('incr', string.format('%s:log_number', ARGV[1])) \
     redis.call('set', string.format('%s:log:%d', ARGV[1], i), ARGV[j]) end";
 
+/// The same, only if the last record's number is still the second argument (`-1` for none).
+const APPEND_AFTER: &str = "local n = redis.call('get', string.format('%s:log_number', ARGV[1])) \
+    if (n or '-1') ~= ARGV[2] then return 0 end \
+    redis.call('setnx', string.format('%s:log_number', ARGV[1]), -1) \
+    for j = 3, #ARGV do \
+    local i = redis.call('incr', string.format('%s:log_number', ARGV[1])) \
+    redis.call('set', string.format('%s:log:%d', ARGV[1], i), ARGV[j]) end \
+    return 1";
+
 /// Deletes the lock if this worker still holds it.
 const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then \
     return redis.call('del', KEYS[1]) else return 0 end";
@@ -84,6 +93,22 @@ impl RedisJournal {
         let url = self.url.clone();
         call.invoke::<()>(&mut self.connection)
             .map_err(|e| fail(&url, e))
+    }
+
+    /// Appends `lines` if the journal still holds `read` records (none appended since this
+    /// worker read it); whether it did.
+    pub fn append_after(&mut self, read: usize, lines: &[String]) -> Result<bool, Error> {
+        let script = Script::new(APPEND_AFTER);
+        let mut call = script.prepare_invoke();
+        call.arg("").arg((read as i64 - 1).to_string());
+        for line in lines {
+            call.arg(line);
+        }
+        let url = self.url.clone();
+        let done: i64 = call
+            .invoke(&mut self.connection)
+            .map_err(|e| fail(&url, e))?;
+        Ok(done == 1)
     }
 
     /// Takes tidemark's lock, waiting for it; returns its token.

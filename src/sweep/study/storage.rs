@@ -94,7 +94,7 @@ impl Storage {
     /// append and its answer.
     pub fn transact<T>(
         &mut self,
-        decide: impl FnOnce(&Journal, &str) -> (Vec<Op>, T),
+        decide: impl FnMut(&Journal, &str) -> (Vec<Op>, T),
     ) -> Result<T, Error> {
         let token = format!(
             "{}-{}",
@@ -116,22 +116,30 @@ impl Storage {
         answer
     }
 
-    /// The transaction's body, under the lock.
+    /// The transaction's body, under the lock. In Redis, where a writer that is not tidemark's
+    /// (Optuna's) takes no lock, the operations are appended only if nothing was appended since
+    /// the decision; else the study is read again and the decision made again.
     fn locked<T>(
         &mut self,
-        decide: impl FnOnce(&Journal, &str) -> (Vec<Op>, T),
+        mut decide: impl FnMut(&Journal, &str) -> (Vec<Op>, T),
     ) -> Result<T, Error> {
-        self.sync()?;
-        let (ops, answer) = decide(&self.journal, &self.worker);
-        if !ops.is_empty() {
-            let lines = self.lines(&ops);
-            match &mut self.backend {
-                Backend::File(file) => file.append_locked(&lines)?,
-                Backend::Redis(redis) => redis.append(&lines)?,
-            }
+        loop {
             self.sync()?;
+            let (ops, answer) = decide(&self.journal, &self.worker);
+            if ops.is_empty() {
+                return Ok(answer);
+            }
+            let lines = self.lines(&ops);
+            let read = self.journal.read;
+            let appended = match &mut self.backend {
+                Backend::File(file) => file.append_locked(&lines).map(|()| true)?,
+                Backend::Redis(redis) => redis.append_after(read, &lines)?,
+            };
+            if appended {
+                self.sync()?;
+                return Ok(answer);
+            }
         }
-        Ok(answer)
     }
 
     /// Appends `ops` as they are (heartbeats, intermediate values: nothing to decide).

@@ -60,7 +60,7 @@ impl Training<'_> {
             let t = &journal.trials[id];
             let owner = t.system_attrs.get(WORKER).and_then(|w| w.as_str());
             match t.state == State::Running && owner == Some(me) {
-                true => (ops, true),
+                true => (ops.clone(), true),
                 false => (Vec::new(), false),
             }
         })?;
