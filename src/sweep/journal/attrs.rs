@@ -35,6 +35,30 @@ pub fn paused(trial: &TrialRecord) -> bool {
     trial.state == State::Waiting && trial.system_attrs.get(PAUSED).is_some_and(|r| !r.is_null())
 }
 
+/// The user attributes of trial `id` as it ends: the epochs it trained, what it took (its
+/// row's memory figures, as JSON), and why it failed or was pruned.
+pub fn ended(
+    id: usize,
+    epochs: Option<usize>,
+    memory: Option<serde_json::Value>,
+    reason: Option<&str>,
+) -> Vec<Op> {
+    let attrs = [
+        (EPOCHS, epochs.map(|e| json!(e))),
+        (MEMORY, memory),
+        (REASON, reason.map(|r| json!(r))),
+    ];
+    (attrs.into_iter())
+        .filter_map(|(key, value)| {
+            Some(Op::UserAttr {
+                trial: id,
+                key: key.into(),
+                value: value?,
+            })
+        })
+        .collect()
+}
+
 /// A heartbeat of trial `id`: the time it was written (for people; workers compare changes).
 pub fn beat(id: usize) -> Op {
     let unix = std::time::SystemTime::now()

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use super::op::Op;
 use crate::sweep::space::{literal, Domain};
 
 /// `domain` as Optuna's distribution JSON, with Python's separators.
@@ -59,6 +60,25 @@ pub fn external(domain: &Domain, x: f64) -> Option<toml::Value> {
         Domain::Range { int: true, .. } => Some(toml::Value::Integer(x.round() as i64)),
         Domain::Range { .. } => Some(toml::Value::Float(x)),
     }
+}
+
+/// The operations that set trial `id`'s parameters: each varied key's value, with its
+/// distribution (a key whose value its domain does not hold is left out).
+pub fn param_ops(
+    id: usize,
+    vary: &[(String, Domain)],
+    values: &BTreeMap<String, toml::Value>,
+) -> Vec<Op> {
+    (vary.iter())
+        .filter_map(|(key, domain)| {
+            Some(Op::Param {
+                trial: id,
+                name: key.clone(),
+                internal: internal(domain, values.get(key)?)?,
+                distribution: distribution(domain),
+            })
+        })
+        .collect()
 }
 
 /// A trial's values from its parameters (`None` if one is missing or out of its domain).

@@ -43,8 +43,13 @@ pub struct TrialRecord {
     pub system_attrs: Map<String, Value>,
     pub start: Option<String>,
     pub complete: Option<String>,
-    /// The worker that created it.
-    pub creator: String,
+}
+
+impl TrialRecord {
+    /// The last epoch with an intermediate value (0 for none).
+    pub fn epochs(&self) -> usize {
+        self.intermediate.keys().copied().max().unwrap_or(0).max(0) as usize
+    }
 }
 
 /// What a journal holds so far.
@@ -66,7 +71,6 @@ impl Journal {
     pub fn apply(&mut self, record: &Value) -> Result<(), BadRecord> {
         self.read += 1;
         let code = record["op_code"].as_i64().ok_or(BadRecord::NoOpCode)?;
-        let worker = record["worker_id"].as_str().unwrap_or_default();
         match code {
             0 => self.create_study(record),
             1 => {
@@ -81,7 +85,7 @@ impl Journal {
                     s.system_attrs.extend(attr);
                 }
             }
-            4 => self.create_trial(record, worker),
+            4 => self.create_trial(record),
             5..=9 => self.change_trial(code, record),
             10 => {}
             other => return Err(BadRecord::Unknown(other)),
@@ -106,7 +110,7 @@ impl Journal {
     }
 
     /// Op 4, plain (`study.ask()`) or a template (`add_trial`, `enqueue_trial`).
-    fn create_trial(&mut self, record: &Value, worker: &str) {
+    fn create_trial(&mut self, record: &Value) {
         let id = self.trials.len();
         let Some(study) = self.live_study(record) else {
             return;
@@ -140,7 +144,6 @@ impl Journal {
             system_attrs: attrs("system_attrs"),
             start: text("datetime_start"),
             complete: text("datetime_complete"),
-            creator: worker.to_string(),
         });
     }
 

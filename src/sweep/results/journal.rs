@@ -13,10 +13,10 @@ use super::rank::{TrialRow, TrialStatus};
 use crate::config::MonitorMode;
 use crate::error::Error;
 use crate::record::write_atomic;
-use crate::sweep::journal::attrs::{EPOCHS, MEMORY, NUMBER, PAUSED, PLAN, REASON};
+use crate::sweep::journal::attrs::{ended, NUMBER, PAUSED, PLAN};
 use crate::sweep::journal::json::line;
 use crate::sweep::journal::op::{now, Op, State};
-use crate::sweep::journal::params::{distribution, internal};
+use crate::sweep::journal::params::param_ops;
 use crate::sweep::plan::SearchPlan;
 use crate::sweep::prune::read_curve;
 
@@ -71,23 +71,12 @@ fn trial_ops(dir: &Path, plan: &SearchPlan, row: &TrialRow, id: usize) -> Result
         study: 0,
         start: now(),
     }];
-    let values = &plan.trials[row.trial - 1].values;
-    for (key, domain) in &plan.vary {
-        if let Some(x) = values.get(key).and_then(|v| internal(domain, v)) {
-            ops.push(Op::Param {
-                trial: id,
-                name: key.clone(),
-                internal: x,
-                distribution: distribution(domain),
-            });
-        }
-    }
+    ops.extend(param_ops(
+        id,
+        &plan.vary,
+        &plan.trials[row.trial - 1].values,
+    ));
     let system = |key: &str, value| Op::SystemAttr {
-        trial: id,
-        key: key.into(),
-        value,
-    };
-    let user = |key: &str, value| Op::UserAttr {
         trial: id,
         key: key.into(),
         value,
@@ -103,18 +92,8 @@ fn trial_ops(dir: &Path, plan: &SearchPlan, row: &TrialRow, id: usize) -> Result
             });
         }
     }
-    if let Some(epochs) = row.epochs {
-        ops.push(user(EPOCHS, json!(epochs)));
-    }
-    if let Some(memory) = &row.memory {
-        ops.push(user(
-            MEMORY,
-            serde_json::to_value(memory).expect("a row serialises"),
-        ));
-    }
-    if let Some(reason) = &row.reason {
-        ops.push(user(REASON, json!(reason)));
-    }
+    let memory = (row.memory.as_ref()).map(|m| serde_json::to_value(m).expect("a row serialises"));
+    ops.extend(ended(id, row.epochs, memory, row.reason.as_deref()));
     let state = match row.status {
         TrialStatus::Completed => State::Complete,
         TrialStatus::Pruned => State::Pruned,

@@ -2,10 +2,12 @@
 //! 1. a trial handed back (WAITING: its worker was stopped by a signal), or one whose worker
 //!    stopped beating for longer than the grace period: taken over, from its latest checkpoint
 //!    where this worker can read its run directory;
-//! 2. else the next new trial: the plan's next (grid, random, TPE's random start), or one TPE
+//! 2. else a paused trial ASHA promotes ([`Rungs`]);
+//! 3. else the next new trial: the plan's next (grid, random, TPE's random start), or one TPE
 //!    draws from every finished trial of the study, whichever worker trained it;
-//! 3. else, while other workers' trials run, wait (one may die and need taking over);
-//! 4. else the study is done.
+//! 4. else, while other workers' trials run, wait (one may die and need taking over);
+//! 5. else ASHA's paused trials are settled (the best goes on if none trained to the end, else
+//!    they are pruned), and the study is done.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -18,7 +20,7 @@ use crate::sweep::journal::attrs::{
     beat, number, paused, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER,
 };
 use crate::sweep::journal::op::{now, Op, State};
-use crate::sweep::journal::params::{distribution, internal, values_of};
+use crate::sweep::journal::params::{param_ops, values_of};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::prune::asha;
 use crate::sweep::space::Trial;
@@ -31,7 +33,7 @@ pub enum Work {
         id: usize,
         trial: Trial,
         /// Whose trial it was.
-        from: From,
+        from: Origin,
         /// The epoch it pauses after (ASHA's next rung), if it is pruned.
         pause_at: Option<usize>,
     },
@@ -41,9 +43,9 @@ pub enum Work {
     Done,
 }
 
-/// Where a trial a worker trains comes from.
+/// Where a trial a worker trains comes from (what the worker says as it takes it).
 #[derive(Debug, Clone, PartialEq)]
-pub enum From {
+pub enum Origin {
     /// Created just now by this worker.
     New,
     /// Handed back by a worker that a signal stopped.
@@ -81,14 +83,14 @@ pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -
     let trials = ours(journal, study.id);
     let handed_back = |t: &TrialRecord| t.state == State::Waiting && !paused(t);
     if let Some(&(id, trial)) = trials.iter().find(|(_, t)| handed_back(t)) {
-        return claim(study, worker, id, trial, From::HandedBack);
+        return claim(study, worker, id, trial, Origin::HandedBack);
     }
     let running = trials.iter().filter(|(_, t)| t.state == State::Running);
     let mut others = false;
     for &(id, trial) in running {
         let owner = trial.system_attrs.get(WORKER).and_then(Value::as_str);
         if owner != Some(worker) && beats.silent(id, trial, study.grace) {
-            let from = From::Silent(owner.unwrap_or("unknown").to_string());
+            let from = Origin::Silent(owner.unwrap_or("unknown").to_string());
             return claim(study, worker, id, trial, from);
         }
         others |= owner != Some(worker);
@@ -121,7 +123,7 @@ fn claim(
     worker: &str,
     id: usize,
     trial: &TrialRecord,
-    from: From,
+    from: Origin,
 ) -> (Vec<Op>, Work) {
     let mut ops = Vec::new();
     if trial.state == State::Waiting {
@@ -135,7 +137,7 @@ fn claim(
     ops.extend(owner(id, worker));
     // Where it pauses next: at the rung it reached if its pause there was not recorded (its
     // worker died in between), else at the next rung.
-    let epochs = trial.intermediate.keys().copied().max().unwrap_or(0).max(0) as usize;
+    let epochs = trial.epochs();
     let pause_at = study
         .rungs
         .as_ref()
@@ -152,7 +154,10 @@ fn promote(study: &Study, worker: &str, id: usize, trial: &TrialRecord) -> (Vec<
     let mut ops = Rungs::promote(id);
     ops.extend(owner(id, worker));
     let pause_at = (study.rungs.as_ref()).and_then(|r| asha::next_stop(&r.rungs, rung));
-    only_if_trainable(ops, work(study, id, trial, From::Promoted(rung), pause_at))
+    only_if_trainable(
+        ops,
+        work(study, id, trial, Origin::Promoted(rung), pause_at),
+    )
 }
 
 /// The claim's operations with its work, or none if the trial cannot be trained here (its
@@ -169,7 +174,7 @@ fn work(
     study: &Study,
     id: usize,
     trial: &TrialRecord,
-    from: From,
+    from: Origin,
     pause_at: Option<usize>,
 ) -> Work {
     match values_of(&study.vary, &trial.params) {
@@ -220,15 +225,7 @@ fn create(
         study: study.id,
         start: now(),
     }];
-    for (key, domain) in &study.vary {
-        let value = &trial.values[key];
-        ops.push(Op::Param {
-            trial: id,
-            name: key.clone(),
-            internal: internal(domain, value).expect("a trial's value is in its domain"),
-            distribution: distribution(domain),
-        });
-    }
+    ops.extend(param_ops(id, &study.vary, &trial.values));
     let attr = |key: &str, value: Value| Op::SystemAttr {
         trial: id,
         key: key.into(),
@@ -244,7 +241,7 @@ fn create(
         Work::Train {
             id,
             trial,
-            from: From::New,
+            from: Origin::New,
             pause_at: (study.rungs.as_ref()).and_then(|r| asha::next_stop(&r.rungs, 0)),
         },
     )

@@ -1,7 +1,7 @@
 //! `tidemark report STORAGE`: every study of a journal ranked from the journal alone, from any
 //! machine that can read it.
 
-use super::rows::{monitor_of, rows};
+use super::rows::{monitor_of, rows, running_on};
 use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::Error;
@@ -34,17 +34,9 @@ pub fn report(spec: &str) -> Result<Vec<StudyReport>, Error> {
         };
         let mut rows = rows(journal, id);
         rank(&mut rows, mode);
-        let mut workers: Vec<String> = (study.trials.iter())
-            .map(|&t| &journal.trials[t])
-            .filter(|t| t.state == crate::sweep::journal::op::State::Running)
-            .filter_map(|t| {
-                t.system_attrs
-                    .get(crate::sweep::journal::attrs::WORKER)?
-                    .as_str()
-            })
+        let mut workers: Vec<String> = (running_on(journal, id).into_iter())
             .map(str::to_string)
             .collect();
-        workers.sort();
         workers.dedup();
         reports.push(StudyReport {
             name: study.name.clone(),

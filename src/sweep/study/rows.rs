@@ -43,6 +43,17 @@ pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
     by_number.into_values().collect()
 }
 
+/// The worker of each running trial of `study`, sorted (a worker once per trial it runs).
+pub fn running_on(journal: &Journal, study: usize) -> Vec<&str> {
+    let mut workers: Vec<&str> = (journal.studies[study].trials.iter())
+        .map(|&id| &journal.trials[id])
+        .filter(|t| t.state == State::Running)
+        .filter_map(|t| t.system_attrs.get(WORKER)?.as_str())
+        .collect();
+    workers.sort_unstable();
+    workers
+}
+
 /// Where the study stands, as a worker's terminal shows it after each of its trials.
 pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
     let rows = rows(journal, study.id);
@@ -52,14 +63,10 @@ pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
         count(TrialStatus::Pruned),
         count(TrialStatus::Failed),
     );
-    let mut workers: Vec<&str> = (journal.studies[study.id].trials.iter())
-        .map(|&id| &journal.trials[id])
-        .filter(|t| t.state == State::Running)
-        .filter_map(|t| t.system_attrs.get(WORKER)?.as_str())
-        .filter(|w| *w != me)
-        .collect();
-    let running = workers.len();
-    workers.sort_unstable();
+    let running = running_on(journal, study.id);
+    let others = running.iter().filter(|w| **w != me);
+    let (running, mut workers): (usize, Vec<&str>) =
+        (others.clone().count(), others.copied().collect());
     workers.dedup();
     let others = match workers.len() {
         1 => "1 other worker".to_string(),

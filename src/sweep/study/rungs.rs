@@ -38,8 +38,7 @@ impl Rungs {
         };
         for &(id, t) in trials {
             let Some(n) = number(t) else { continue };
-            let last = t.intermediate.keys().copied().max().unwrap_or(0).max(0) as usize;
-            let values = (1..=last as i64)
+            let values = (1..=t.epochs() as i64)
                 .map(|e| t.intermediate.get(&e).copied())
                 .collect();
             let standing = match t.state {

@@ -14,7 +14,7 @@ use super::storage::Storage;
 use crate::config::Monitor;
 use crate::error::Error;
 use crate::record::{Event, Observer, RunStatus, RunSummary, Snapshot};
-use crate::sweep::journal::attrs::{EPOCHS, MEMORY, REASON, WORKER};
+use crate::sweep::journal::attrs::{ended, WORKER};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::prune::GateSpec;
 use crate::sweep::results::SweepRow;
@@ -79,47 +79,39 @@ impl Training<'_> {
         trained: &Result<RunSummary, Error>,
         summary: Option<RunSummary>,
     ) -> Vec<Op> {
-        let attr = |key: &str, value| Op::UserAttr {
-            trial: id,
-            key: key.into(),
-            value,
-        };
-        let mut ops = Vec::new();
-        if let Some(summary) = &summary {
-            ops.push(attr(EPOCHS, json!(summary.epochs)));
-            let row = SweepRow::of(trial.number, summary.clone());
-            ops.push(attr(
-                MEMORY,
-                serde_json::to_value(row).expect("a row serialises"),
-            ));
-        }
         let value = summary.as_ref().and_then(|s| s.monitored(self.monitor));
-        let (state, values) = match (trained, value) {
-            (Err(Error::Interrupted), _) => {
-                ops.push(Op::SystemAttr {
-                    trial: id,
-                    key: WORKER.into(),
-                    value: json!(null),
-                });
-                (State::Waiting, None)
-            }
+        let (state, values, reason) = match (trained, value) {
+            (Err(Error::Interrupted), _) => (State::Waiting, None, None),
             (Ok(s), Some(v)) if s.status == RunStatus::Completed => {
-                (State::Complete, Some(vec![v]))
+                (State::Complete, Some(vec![v]), None)
             }
+            (Ok(s), _) if s.status == RunStatus::Paused => (State::Waiting, None, None),
+            (Ok(_), _) => (
+                State::Fail,
+                None,
+                Some(format!("it recorded no {}", self.monitor)),
+            ),
+            (Err(e), _) => (State::Fail, None, Some(e.to_string())),
+        };
+        let memory = (summary.as_ref())
+            .map(|s| serde_json::to_value(SweepRow::of(trial.number, s.clone())))
+            .map(|m| m.expect("a row serialises"));
+        let epochs = summary.as_ref().map(|s| s.epochs);
+        let mut ops = ended(id, epochs, memory, reason.as_deref());
+        match (trained, &summary) {
+            // Paused at its rung: WAITING there, for ASHA to promote or prune.
             (Ok(s), _) if s.status == RunStatus::Paused => {
                 ops.extend(Rungs::pause(id, s.epochs));
                 return ops;
             }
-            (Ok(_), _) => {
-                let why = format!("it recorded no {}", self.monitor);
-                ops.push(attr(REASON, json!(why)));
-                (State::Fail, None)
-            }
-            (Err(e), _) => {
-                ops.push(attr(REASON, json!(e.to_string())));
-                (State::Fail, None)
-            }
-        };
+            // Stopped by a signal: handed back, with no owner.
+            (Err(Error::Interrupted), _) => ops.push(Op::SystemAttr {
+                trial: id,
+                key: WORKER.into(),
+                value: json!(null),
+            }),
+            _ => {}
+        }
         ops.push(Op::State {
             trial: id,
             state,

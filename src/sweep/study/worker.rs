@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::heartbeat::Heartbeat;
 use super::joined::Study;
-use super::next::{next, Beats, From, Work};
+use super::next::{next, Beats, Origin, Work};
 use super::rows::{progress, rows};
 use super::storage::Storage;
 use super::trial::Training;
@@ -128,7 +128,7 @@ impl Worker<'_> {
                     from,
                     pause_at,
                 } => {
-                    let line = claimed(&trial, from, storage, id, self.me, self.study.grace)?;
+                    let line = claimed(&trial, from, self.study.grace);
                     observer(0, n).message(&line);
                     heartbeat.beat_for(Some(id));
                     let observer_of_trial = observer(trial.number, n);
@@ -162,52 +162,19 @@ impl Worker<'_> {
     }
 }
 
-/// What this worker says as it takes trial `id` (checking it created a new one).
-fn claimed(
-    trial: &Trial,
-    from: From,
-    storage: &Mutex<Storage>,
-    id: usize,
-    me: &str,
-    grace: Duration,
-) -> Result<String, Error> {
+/// What this worker says as it takes `trial`.
+fn claimed(trial: &Trial, from: Origin, grace: Duration) -> String {
     let name = trial.name();
-    Ok(match from {
-        From::New => {
-            created_by_me(storage, id, me)?;
-            format!("{name} started: {}", trial.describe())
-        }
-        From::HandedBack => format!("{name} taken up where a stopped worker handed it back"),
-        From::Promoted(rung) => {
+    match from {
+        Origin::New => format!("{name} started: {}", trial.describe()),
+        Origin::HandedBack => format!("{name} taken up where a stopped worker handed it back"),
+        Origin::Promoted(rung) => {
             format!("{name} goes on: it ranks high enough at its rung (epoch {rung})")
         }
-        From::Silent(w) => format!(
+        Origin::Silent(w) => format!(
             "{name} taken over from worker {w}, silent for over {} s",
             grace.as_secs_f64()
         ),
-    })
-}
-
-/// Checks that trial `id`, which this worker created under the lock, is its own: a writer that
-/// appends without the lock (an Optuna process, say) could have taken the id first.
-fn created_by_me(storage: &Mutex<Storage>, id: usize, me: &str) -> Result<(), Error> {
-    let mut storage = storage.lock().expect("storage");
-    let spec = storage.spec().to_string();
-    let journal = storage.sync()?;
-    let creator = journal
-        .trials
-        .get(id)
-        .map_or("nobody", |t| t.creator.as_str());
-    match creator == me {
-        true => Ok(()),
-        false => Err(Error::Config(ConfigError {
-            origin: spec,
-            key: None,
-            message: format!(
-                "trial id {id} was created by {creator}, which wrote without the journal's \
-                 lock; only tidemark workers may add trials to a tidemark study"
-            ),
-        })),
     }
 }
 
@@ -219,8 +186,7 @@ fn wait(stop: &StopOnSignal, time: Duration) {
     }
 }
 
-/// What a worker does not do yet: prune (each worker would rank its rungs alone), or train
-/// several trials at once.
+/// What a worker does not do yet: prune by the median rule, or train several trials at once.
 fn refuse_unsupported(space: &Space, storage: &str) -> Result<(), Error> {
     let fail = |key: &str, message: &str| {
         Err(Error::Config(ConfigError {
