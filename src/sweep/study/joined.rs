@@ -24,14 +24,6 @@ pub struct Study {
     pub id: usize,
     /// Its name: the config's `run.name`.
     pub name: String,
-    /// The trials it trains.
-    pub trials: usize,
-    /// The keys varied, with their domains.
-    pub vary: Vec<(String, Domain)>,
-    /// How often a worker beats for its trial.
-    pub heartbeat: Duration,
-    /// How long a trial's heartbeat may stay silent before another worker takes it over.
-    pub grace: Duration,
     /// ASHA's rungs, where the search prunes.
     pub rungs: Option<Rungs>,
     /// The search.
@@ -98,14 +90,30 @@ impl Study {
         Ok(Study {
             id,
             name: name.to_string(),
-            trials: planned.len(),
-            vary: space.vary.clone(),
-            heartbeat: space.study.heartbeat,
-            grace: space.study.grace,
             rungs: rungs_of(space, epochs),
             space: space.clone(),
             planned,
         })
+    }
+
+    /// The trials it trains.
+    pub fn trials(&self) -> usize {
+        self.planned.len()
+    }
+
+    /// The keys varied, with their domains.
+    pub fn vary(&self) -> &[(String, Domain)] {
+        &self.space.vary
+    }
+
+    /// How often a worker beats for its trial.
+    pub fn heartbeat(&self) -> Duration {
+        self.space.study.heartbeat
+    }
+
+    /// How long a trial's heartbeat may stay silent before another worker takes it over.
+    pub fn grace(&self) -> Duration {
+        self.space.study.grace
     }
 
     /// Trial `number`'s values: planned, or drawn by TPE from `history` (finished trials with

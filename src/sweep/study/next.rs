@@ -89,7 +89,7 @@ pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -
     let mut others = false;
     for &(id, trial) in running {
         let owner = trial.system_attrs.get(WORKER).and_then(Value::as_str);
-        if owner != Some(worker) && beats.silent(id, trial, study.grace) {
+        if owner != Some(worker) && beats.silent(id, trial, study.grace()) {
             let from = Origin::Silent(owner.unwrap_or("unknown").to_string());
             return claim(study, worker, id, trial, from);
         }
@@ -103,7 +103,7 @@ pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -
         .filter_map(|(_, t)| number(t))
         .max()
         .unwrap_or(0);
-    if last < study.trials {
+    if last < study.trials() {
         return create(journal, study, worker, last + 1, &trials);
     }
     if others {
@@ -177,7 +177,7 @@ fn work(
     from: Origin,
     pause_at: Option<usize>,
 ) -> Work {
-    match values_of(&study.vary, &trial.params) {
+    match values_of(study.vary(), &trial.params) {
         Some(values) => Work::Train {
             id,
             trial: Trial {
@@ -225,7 +225,7 @@ fn create(
         study: study.id,
         start: now(),
     }];
-    ops.extend(param_ops(id, &study.vary, &trial.values));
+    ops.extend(param_ops(id, study.vary(), &trial.values));
     let attr = |key: &str, value: Value| Op::SystemAttr {
         trial: id,
         key: key.into(),
@@ -254,7 +254,7 @@ fn history(study: &Study, trials: &[(usize, &TrialRecord)]) -> BTreeMap<usize, (
         .filter(|(_, t)| matches!(t.state, State::Complete | State::Pruned))
         .filter_map(|(_, t)| {
             let value = *t.values.as_ref()?.first()?;
-            let values = values_of(&study.vary, &t.params)?;
+            let values = values_of(study.vary(), &t.params)?;
             let number = number(t)?;
             Some((number, (Trial { number, values }, value)))
         })

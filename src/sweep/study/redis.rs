@@ -17,16 +17,11 @@ use crate::error::Error;
 /// How long a lock left by a dead worker stands.
 pub const LOCK_EXPIRY: Duration = Duration::from_secs(30);
 
-/// Appends each argument after the first (the prefix) as a record, as Optuna's script does
-/// (numbered from 0: the counter starts at -1).
-const APPEND: &str = "redis.call('setnx', string.format('%s:log_number', ARGV[1]), -1) \
-    for j = 2, #ARGV do \
-    local i = redis.call('incr', string.format('%s:log_number', ARGV[1])) \
-    redis.call('set', string.format('%s:log:%d', ARGV[1], i), ARGV[j]) end";
-
-/// The same, only if the last record's number is still the second argument (`-1` for none).
-const APPEND_AFTER: &str = "local n = redis.call('get', string.format('%s:log_number', ARGV[1])) \
-    if (n or '-1') ~= ARGV[2] then return 0 end \
+/// Appends each argument after the second as a record, as Optuna's script does (numbered from
+/// 0: the counter starts at -1); the first is the prefix. If the second is not empty, only when
+/// the last record's number is still that (`-1` for none): else it returns 0.
+const APPEND: &str = "local n = redis.call('get', string.format('%s:log_number', ARGV[1])) \
+    if ARGV[2] ~= '' and (n or '-1') ~= ARGV[2] then return 0 end \
     redis.call('setnx', string.format('%s:log_number', ARGV[1]), -1) \
     for j = 3, #ARGV do \
     local i = redis.call('incr', string.format('%s:log_number', ARGV[1])) \
@@ -82,32 +77,18 @@ impl RedisJournal {
         Ok(lines)
     }
 
-    /// Appends `lines`, one record each, in one step.
-    pub fn append(&mut self, lines: &[String]) -> Result<(), Error> {
+    /// Appends `lines`, one record each, in one step; with `read`, only if the journal still
+    /// holds `read` records (none appended since this worker read it). Whether it did.
+    pub fn append(&mut self, read: Option<usize>, lines: &[String]) -> Result<bool, Error> {
         let script = Script::new(APPEND);
         let mut call = script.prepare_invoke();
-        call.arg("");
+        call.arg("")
+            .arg(read.map_or(String::new(), |r| (r as i64 - 1).to_string()));
         for line in lines {
             call.arg(line);
         }
         let url = self.url.clone();
-        call.invoke::<()>(&mut self.connection)
-            .map_err(|e| fail(&url, e))
-    }
-
-    /// Appends `lines` if the journal still holds `read` records (none appended since this
-    /// worker read it); whether it did.
-    pub fn append_after(&mut self, read: usize, lines: &[String]) -> Result<bool, Error> {
-        let script = Script::new(APPEND_AFTER);
-        let mut call = script.prepare_invoke();
-        call.arg("").arg((read as i64 - 1).to_string());
-        for line in lines {
-            call.arg(line);
-        }
-        let url = self.url.clone();
-        let done: i64 = call
-            .invoke(&mut self.connection)
-            .map_err(|e| fail(&url, e))?;
+        let done: i64 = (call.invoke(&mut self.connection)).map_err(|e| fail(&url, e))?;
         Ok(done == 1)
     }
 

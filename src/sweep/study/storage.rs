@@ -1,7 +1,7 @@
 //! Where a study lives (`--storage`): a journal file, on a filesystem every worker can read
-//! (NFS included), or `redis://HOST:PORT`. Every change a worker decides on is a transaction: under the journal's lock
-//! it reads what the others wrote, decides from the whole study, and appends its operations, so
-//! two workers never take the same piece of work.
+//! (NFS included), or `redis://HOST:PORT`. Every change a worker decides on is a transaction:
+//! under the journal's lock it reads what the others wrote, decides from the whole study, and
+//! appends its operations, so two workers never take the same piece of work.
 
 use std::path::PathBuf;
 
@@ -133,7 +133,7 @@ impl Storage {
             let read = self.journal.read;
             let appended = match &mut self.backend {
                 Backend::File(file) => file.append_locked(&lines).map(|()| true)?,
-                Backend::Redis(redis) => redis.append_after(read, &lines)?,
+                Backend::Redis(redis) => redis.append(Some(read), &lines)?,
             };
             if appended {
                 self.sync()?;
@@ -147,7 +147,7 @@ impl Storage {
         let lines = self.lines(ops);
         match &mut self.backend {
             Backend::File(file) => file.append(&lines),
-            Backend::Redis(redis) => redis.append(&lines),
+            Backend::Redis(redis) => redis.append(None, &lines).map(|_| ()),
         }
     }
 

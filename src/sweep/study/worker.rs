@@ -63,11 +63,11 @@ pub fn work(
     let line = format!(
         "worker {me} joined study {} ({} trials) in {}",
         study.name,
-        study.trials,
+        study.trials(),
         locked.spec()
     );
     drop(locked);
-    observer(0, study.trials).message(&line);
+    observer(0, study.trials()).message(&line);
     let base = to_toml(config);
     let check = |c: &RunConfig| kinds.check(c);
     let config_of = |t: &Trial| checked_trial_config(&base, t, &dir, &check).map_err(Error::Config);
@@ -112,9 +112,9 @@ impl Worker<'_> {
         observer: &mut dyn FnMut(usize, usize) -> Box<dyn Observer>,
     ) -> Result<(), Error> {
         let storage = self.training.storage;
-        let heartbeat = Heartbeat::start(Arc::clone(storage), self.study.heartbeat);
+        let heartbeat = Heartbeat::start(Arc::clone(storage), self.study.heartbeat());
         let mut beats = Beats::default();
-        let n = self.study.trials;
+        let n = self.study.trials();
         loop {
             if stop.flag().load(Ordering::SeqCst) {
                 return Err(Error::Interrupted);
@@ -128,7 +128,7 @@ impl Worker<'_> {
                     from,
                     pause_at,
                 } => {
-                    let line = claimed(&trial, from, self.study.grace);
+                    let line = claimed(&trial, from, self.study.grace());
                     observer(0, n).message(&line);
                     heartbeat.beat_for(Some(id));
                     let observer_of_trial = observer(trial.number, n);
@@ -137,7 +137,7 @@ impl Worker<'_> {
                     heartbeat.beat_for(None);
                     self.ended(&trial, ran?.1, &mut *observer(0, n))?;
                 }
-                Work::Wait => wait(stop, self.study.heartbeat.min(Duration::from_secs(1))),
+                Work::Wait => wait(stop, self.study.heartbeat().min(Duration::from_secs(1))),
                 Work::Done => return Ok(()),
             }
         }
