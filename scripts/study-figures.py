@@ -3,7 +3,9 @@
 
     scripts/study-figures.py tpe CONFIG SEED [SEED ...]     # default: 4 workers
     scripts/study-figures.py asha CONFIG SEED [SEED ...]
-    --workers N    workers sharing the study (each its own process, parallel = 1)
+    --workers N    workers sharing the study (each its own process)
+    --parallel P   trials each worker trains at once, in child processes under leases
+                   (`--set sweep.parallel=P`; default 1: in the worker's own process)
 
 tpe: for each seed, a TPE search (`--set sweep.seed=SEED`) trained by one process (`tidemark
 sweep`, no storage), then by N workers sharing one journal file (`--storage`); prints each
@@ -65,13 +67,13 @@ def epochs(result):
     return sum(r.get("epochs") or 0 for r in result["trials"])
 
 
-def tpe(config, seeds, n):
+def tpe(config, seeds, n, extra):
     print(f"| seed | one process: best | wall | {n} workers: best | wall |")
     print("|---|---|---|---|---|")
     sums = [0.0, 0.0, 0.0, 0.0]
     for seed in seeds:
         one, t1 = one_process(config, seed, "tpe-one", [])
-        many, tn = workers(config, seed, f"tpe-{n}", n, [])
+        many, tn = workers(config, seed, f"tpe-{n}", n, extra)
         row = [best(one), t1, best(many), tn]
         sums = [s + x for s, x in zip(sums, row)]
         print(f"| {seed} | {row[0]:.4f} | {t1:.0f} s | {row[2]:.4f} | {tn:.0f} s |", flush=True)
@@ -80,13 +82,13 @@ def tpe(config, seeds, n):
           f"{sums[3] / k:.0f} s |")
 
 
-def asha(config, seeds, n):
+def asha(config, seeds, n, extra):
     print(f"| seed | search | completed | pruned | best | from the unpruned best | epochs | "
           "of the unpruned epochs |")
     print("|---|---|---|---|---|---|---|---|")
     for seed in seeds:
         full, _ = one_process(config, seed, "unpruned", ["--set", 'sweep.prune.method="none"'])
-        pruned, _ = workers(config, seed, f"asha-{n}", n, [])
+        pruned, _ = workers(config, seed, f"asha-{n}", n, extra)
         for label, r in (("unpruned, one process", full), (f"ASHA, {n} workers", pruned)):
             count = lambda s: sum(1 for t in r["trials"] if t["status"] == s)
             print(f"| {seed} | {label} | {count('completed')} | {count('pruned')} | "
@@ -101,10 +103,15 @@ def main():
         i = args.index("--workers")
         n = int(args[i + 1])
         del args[i:i + 2]
+    extra = []
+    if "--parallel" in args:
+        i = args.index("--parallel")
+        extra = ["--set", f"sweep.parallel={int(args[i + 1])}"]
+        del args[i:i + 2]
     if len(args) < 3 or args[0] not in ("tpe", "asha"):
         sys.exit(__doc__.strip())
     what, config, seeds = args[0], args[1], [int(s) for s in args[2:]]
-    (tpe if what == "tpe" else asha)(config, seeds, n)
+    (tpe if what == "tpe" else asha)(config, seeds, n, extra)
 
 
 if __name__ == "__main__":

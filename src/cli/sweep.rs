@@ -262,7 +262,8 @@ pub(super) fn report_study(journal: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// `tidemark trial LAUNCH_FILE`: one trial of a parallel search, quiet, in its child process.
+/// `tidemark trial LAUNCH_FILE`: one trial of a parallel search or of a worker packing its
+/// device, quiet, in its child process.
 pub(super) fn trial(kinds: &Kinds, launch: &Path) -> Result<(), Error> {
-    crate::sweep::run_child(kinds, launch, Box::new(Terminal::new(true))).map(|_| ())
+    crate::sweep::trial_child(kinds, launch, Box::new(Terminal::new(true))).map(|_| ())
 }

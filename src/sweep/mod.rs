@@ -51,5 +51,5 @@ pub use space::{
     Budget, Domain, DomainError, Method, Order, Packing, PruneConfig, PruneMethod, Space, Trial,
     DEFAULT_BUDGET_SHARE,
 };
-pub use study::{report as report_study, work as work_on_study, StudyReport};
+pub use study::{report as report_study, trial_child, work as work_on_study, StudyReport};
 pub use trial_config::trial_configs;

@@ -25,6 +25,7 @@ mod run_dir;
 mod search;
 mod stop;
 mod study;
+mod study_packed;
 mod tpe;
 mod training;
 #[cfg(feature = "wgpu")]

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{Env, SMALL};
 
 /// A TPE search of `trials` trials (the first half random), `epochs` epochs each.
-fn config(env: &Env, trials: usize, epochs: usize, keys: &str) {
+pub(super) fn config(env: &Env, trials: usize, epochs: usize, keys: &str) {
     let text = format!(
         "{SMALL}\n[sweep]\nmethod = \"tpe\"\ntrials = {trials}\nseed = 3\nmonitor = \"val_loss\"\n\
          {keys}\n[sweep.vary]\ntrain.lr = {{ min = 1e-4, max = 0.1, log = true }}\n\
@@ -26,7 +26,7 @@ fn config(env: &Env, trials: usize, epochs: usize, keys: &str) {
 
 /// A worker: `tidemark sweep --config study.toml --storage STORAGE`, writing into `out-NAME`,
 /// with the environment `vars`.
-fn worker(env: &Env, name: &str, storage: &str, vars: &[(&str, String)]) -> Child {
+pub(super) fn worker(env: &Env, name: &str, storage: &str, vars: &[(&str, String)]) -> Child {
     let out = format!("out-{name}");
     let mut command = Command::new(env!("CARGO_BIN_EXE_tidemark"));
     command
@@ -43,7 +43,7 @@ fn worker(env: &Env, name: &str, storage: &str, vars: &[(&str, String)]) -> Chil
 
 /// A worker of a study of `trials` trials (`[sweep]` keys `keys`) that sends itself `signal`
 /// at its 50th optimizer step (`src/failpoint.rs`): its exit status, and the journal then.
-fn stopped_worker(
+pub(super) fn stopped_worker(
     env: &Env,
     trials: usize,
     keys: &str,
@@ -65,7 +65,7 @@ fn stopped_worker(
 
 /// `n` workers at once (in `out-0`, `out-1`, ...) on the study in `storage`, each of which
 /// must end with exit code 0.
-fn workers(env: &Env, n: usize, storage: &str) {
+pub(super) fn workers(env: &Env, n: usize, storage: &str) {
     let children: Vec<Child> = (0..n)
         .map(|i| worker(env, &i.to_string(), storage, &[]))
         .collect();
@@ -78,21 +78,21 @@ fn workers(env: &Env, n: usize, storage: &str) {
 
 /// A trial of the journal, as Optuna's replay leaves it.
 #[derive(Debug, Default)]
-struct Replayed {
-    number: usize,
-    creator: String,
-    state: i64,
-    value: Option<f64>,
-    intermediate: BTreeMap<i64, f64>,
-    system: BTreeMap<String, Value>,
+pub(super) struct Replayed {
+    pub(super) number: usize,
+    pub(super) creator: String,
+    pub(super) state: i64,
+    pub(super) value: Option<f64>,
+    pub(super) intermediate: BTreeMap<i64, f64>,
+    pub(super) system: BTreeMap<String, Value>,
     /// Log numbers of its ops of each kind (those Optuna applies).
-    ops: BTreeMap<i64, Vec<usize>>,
+    pub(super) ops: BTreeMap<i64, Vec<usize>>,
     /// Ends written (op 6 with a finished state), applied or not.
-    ends: usize,
+    pub(super) ends: usize,
 }
 
 /// The journal's trials by id (one study), replayed.
-fn replay(env: &Env) -> Vec<Replayed> {
+pub(super) fn replay(env: &Env) -> Vec<Replayed> {
     let text = std::fs::read_to_string(env.path("journal.log")).unwrap();
     let mut trials: Vec<Replayed> = Vec::new();
     for (n, line) in text.lines().enumerate() {
@@ -143,7 +143,7 @@ fn replay(env: &Env) -> Vec<Replayed> {
 }
 
 /// The events of trial `name`'s run in `out`'s sweep directory.
-fn events(env: &Env, out: &str, name: &str) -> Vec<String> {
+pub(super) fn events(env: &Env, out: &str, name: &str) -> Vec<String> {
     let dir = format!("{out}/small-sweep/{name}");
     (env.snapshots(&dir).iter())
         .map(|s| s["event"].as_str().unwrap().to_string())
@@ -153,7 +153,7 @@ fn events(env: &Env, out: &str, name: &str) -> Vec<String> {
 
 /// Asserts every trial 1..=n is in the journal once, completed, with a value and an
 /// intermediate value per epoch.
-fn all_completed_once(trials: &[Replayed], n: usize) {
+pub(super) fn all_completed_once(trials: &[Replayed], n: usize) {
     let numbers: Vec<usize> = trials.iter().map(|t| t.number).collect();
     assert_eq!(
         numbers,

@@ -92,7 +92,7 @@ fn train_packed<'a>(
 
 /// Rayon workers per child: the cores shared among the children, at least one each; `None`
 /// where the environment sets `RAYON_NUM_THREADS` itself.
-fn threads_per_child(parallel: usize) -> Option<usize> {
+pub(in crate::sweep) fn threads_per_child(parallel: usize) -> Option<usize> {
     if std::env::var_os("RAYON_NUM_THREADS").is_some() {
         return None;
     }

@@ -1,5 +1,6 @@
-//! A worker's heartbeat: a thread that writes, every `heartbeat`, the time into its running
-//! trial's system attribute `tidemark:heartbeat`, so that the other workers see it live. It
+//! A worker's heartbeat: a thread that writes, every `heartbeat`, the time into each of its
+//! running trials' system attribute `tidemark:heartbeat`, so that the other workers see them
+//! live. It
 //! stops when the worker drops it; a worker killed stops beating, and after the study's grace
 //! period another worker takes its trial over.
 
@@ -13,17 +14,17 @@ use crate::sweep::journal::attrs::beat;
 
 /// The beating thread, stopped on drop.
 pub struct Heartbeat {
-    trial: Arc<Mutex<Option<usize>>>,
+    trials: Arc<Mutex<Vec<usize>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Heartbeat {
-    /// Starts beating, every `every`, for the trial [`Heartbeat::beat_for`] names.
+    /// Starts beating, every `every`, for the trials [`Heartbeat::beat_for`] names.
     pub fn start(storage: Arc<Mutex<Storage>>, every: Duration) -> Heartbeat {
-        let trial = Arc::new(Mutex::new(None));
+        let trials = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (of, stopped) = (Arc::clone(&trial), Arc::clone(&stop));
+        let (of, stopped) = (Arc::clone(&trials), Arc::clone(&stop));
         let thread = std::thread::spawn(move || {
             let mut last = Instant::now();
             while !stopped.load(Ordering::SeqCst) {
@@ -32,24 +33,27 @@ impl Heartbeat {
                     continue;
                 }
                 last = Instant::now();
-                let Some(id) = *of.lock().expect("the heartbeat's trial") else {
+                let beats: Vec<_> = (of.lock().expect("the heartbeat's trials").iter())
+                    .map(|&id| beat(id))
+                    .collect();
+                if beats.is_empty() {
                     continue;
-                };
+                }
                 // A beat that cannot be written is missed; the grace period outlasts a few.
                 let mut storage = storage.lock().expect("the study's storage");
-                let _ = storage.append(&[beat(id)]);
+                let _ = storage.append(&beats);
             }
         });
         Heartbeat {
-            trial,
+            trials,
             stop,
             thread: Some(thread),
         }
     }
 
-    /// Beats for trial `id` from now on, or for none.
-    pub fn beat_for(&self, id: Option<usize>) {
-        *self.trial.lock().expect("the heartbeat's trial") = id;
+    /// Beats for the trials `ids` from now on (none if empty).
+    pub fn beat_for(&self, ids: Vec<usize>) {
+        *self.trials.lock().expect("the heartbeat's trials") = ids;
     }
 }
 

@@ -5,7 +5,8 @@
 //! 2. else a paused trial ASHA promotes ([`Rungs`]);
 //! 3. else the next new trial: the plan's next (grid, random, TPE's random start), or one TPE
 //!    draws from every finished trial of the study, whichever worker trained it;
-//! 4. else, while other workers' trials run, wait (one may die and need taking over);
+//! 4. else, while trials run (other workers', or this worker's other ones), wait: one may die
+//!    and need taking over, or reach a rung;
 //! 5. else ASHA's paused trials are settled (the best goes on if none trained to the end, else
 //!    they are pruned), and the study is done.
 
@@ -86,14 +87,14 @@ pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -
         return claim(study, worker, id, trial, Origin::HandedBack);
     }
     let running = trials.iter().filter(|(_, t)| t.state == State::Running);
-    let mut others = false;
+    let mut any_running = false;
     for &(id, trial) in running {
         let owner = trial.system_attrs.get(WORKER).and_then(Value::as_str);
         if owner != Some(worker) && beats.silent(id, trial, study.grace()) {
             let from = Origin::Silent(owner.unwrap_or("unknown").to_string());
             return claim(study, worker, id, trial, from);
         }
-        others |= owner != Some(worker);
+        any_running = true;
     }
     let promoted = study.rungs.as_ref().and_then(|r| r.promotable(&trials));
     if let Some(id) = promoted {
@@ -106,7 +107,9 @@ pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -
     if last < study.trials() {
         return create(journal, study, worker, last + 1, &trials);
     }
-    if others {
+    // Trials still running (another worker's, or this one's in its children) may reach a
+    // rung, or need taking over.
+    if any_running {
         return (Vec::new(), Work::Wait);
     }
     // Every trial created, none running, none promotable: the paused ones are settled.

@@ -4,7 +4,7 @@
 //! directory, beating for its trial, until every trial of the study has finished. A signal
 //! hands its trial back (WAITING, from its latest checkpoint) for the next worker to take.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use super::heartbeat::Heartbeat;
 use super::joined::Study;
 use super::next::{next, Beats, Origin, Work};
 use super::rows::{progress, rows};
+use super::slots::Slots;
 use super::storage::Storage;
 use super::trial::Training;
 use crate::config::{to_toml, ConfigError, RunConfig};
@@ -21,10 +22,13 @@ use crate::kinds::Kinds;
 use crate::record::{write_atomic, Observer};
 use crate::sweep::checks::check_search;
 use crate::sweep::journal::worker_id::worker_id;
+use crate::sweep::parallel::processes::Launch;
+use crate::sweep::parallel::trials::{threads_per_child, trial_exe};
 use crate::sweep::plan::{write_plan, Plan};
 use crate::sweep::results::{rank, TrialRow};
 use crate::sweep::search::{plan_of, shared_dir, write_results};
 use crate::sweep::signals::StopOnSignal;
+use crate::sweep::sizing::budget::resolve;
 use crate::sweep::space::{PruneMethod, Space, Trial};
 use crate::sweep::trial_config::{checked_trial_config, TrialBuild};
 
@@ -46,15 +50,7 @@ pub fn work(
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
-    // `sweep --resume` on this directory is refused: the worker rejoins the study instead.
-    let named = match storage.contains("://") {
-        true => storage.to_string(),
-        false => {
-            std::path::absolute(storage).map_or(storage.to_string(), |p| p.display().to_string())
-        }
-    };
-    let marker = serde_json::json!({"storage": named, "study": config.run.name});
-    crate::record::write_json(&dir.join("study.json"), &marker)?;
+    write_marker(&dir, storage, &config.run.name)?;
     let storage = Arc::new(Mutex::new(Storage::open(storage, &worker_id())?));
     let epochs = config.train.epochs;
     let mut locked = storage.lock().expect("storage");
@@ -72,21 +68,45 @@ pub fn work(
     let check = |c: &RunConfig| kinds.check(c);
     let config_of = |t: &Trial| checked_trial_config(&base, t, &dir, &check).map_err(Error::Config);
     let stop = StopOnSignal::install()?;
-    let worker = Worker {
-        training: Training {
-            storage: &storage,
-            build: TrialBuild {
-                kinds,
-                config: &config_of,
-            },
-            monitor: space.monitor.name(),
-            stop: stop.shared(),
-        },
-        study: &study,
-        me: &me,
-        dir: &dir,
+    let build = TrialBuild {
+        kinds,
+        config: &config_of,
     };
-    worker.until_done(&stop, &mut observer)?;
+    let monitor = space.monitor.name();
+    match plan.packing.parallel {
+        1 => {
+            let training = Training {
+                storage: &storage,
+                build,
+                monitor,
+                stop: stop.shared(),
+            };
+            let worker = Worker {
+                training,
+                study: &study,
+                me: &me,
+                dir: &dir,
+            };
+            worker.until_done(&stop, &mut observer)?
+        }
+        parallel => {
+            let slots = Slots {
+                storage: &storage,
+                study: &study,
+                build,
+                monitor,
+                dir: &dir,
+                budget: resolve(&plan.packing, config)?,
+                parallel,
+                fit: plan.packing.fit_in_lease,
+                launch: Launch {
+                    exe: trial_exe()?,
+                    threads: threads_per_child(parallel),
+                },
+            };
+            slots.until_done(stop.flag(), &mut *observer(0, study.trials()))?
+        }
+    }
     let journal = storage.lock().expect("storage").sync()?.clone();
     let mut rows = rows(&journal, study.id);
     rank(&mut rows, plan.mode);
@@ -95,13 +115,26 @@ pub fn work(
     Ok((dir, rows))
 }
 
+/// Writes `study.json` in the worker's directory `dir`: `sweep --resume` on it is refused,
+/// and says how to rejoin the study `name` in `storage` instead.
+fn write_marker(dir: &Path, storage: &str, name: &str) -> Result<(), Error> {
+    let named = match storage.contains("://") {
+        true => storage.to_string(),
+        false => {
+            std::path::absolute(storage).map_or(storage.to_string(), |p| p.display().to_string())
+        }
+    };
+    let marker = serde_json::json!({"storage": named, "study": name});
+    Ok(crate::record::write_json(&dir.join("study.json"), &marker)?)
+}
+
 /// This process as a worker of a study.
 struct Worker<'a> {
     training: Training<'a>,
     study: &'a Study,
     me: &'a str,
     /// Its sweep directory.
-    dir: &'a std::path::Path,
+    dir: &'a Path,
 }
 
 impl Worker<'_> {
@@ -130,11 +163,11 @@ impl Worker<'_> {
                 } => {
                     let line = claimed(&trial, from, self.study.grace());
                     observer(0, n).message(&line);
-                    heartbeat.beat_for(Some(id));
+                    heartbeat.beat_for(vec![id]);
                     let observer_of_trial = observer(trial.number, n);
                     let ran =
                         (self.training).run(id, &trial, self.dir, pause_at, observer_of_trial);
-                    heartbeat.beat_for(None);
+                    heartbeat.beat_for(Vec::new());
                     self.ended(&trial, ran?.1, &mut *observer(0, n))?;
                 }
                 Work::Wait => wait(stop, self.study.heartbeat().min(Duration::from_secs(1))),
@@ -163,7 +196,7 @@ impl Worker<'_> {
 }
 
 /// What this worker says as it takes `trial`.
-fn claimed(trial: &Trial, from: Origin, grace: Duration) -> String {
+pub(super) fn claimed(trial: &Trial, from: Origin, grace: Duration) -> String {
     let name = trial.name();
     match from {
         Origin::New => format!("{name} started: {}", trial.describe()),
@@ -186,7 +219,7 @@ fn wait(stop: &StopOnSignal, time: Duration) {
     }
 }
 
-/// What a worker does not do yet: prune by the median rule, or train several trials at once.
+/// What a worker does not do yet: prune by the median rule.
 fn refuse_unsupported(space: &Space, storage: &str) -> Result<(), Error> {
     let fail = |key: &str, message: &str| {
         Err(Error::Config(ConfigError {
@@ -200,13 +233,6 @@ fn refuse_unsupported(space: &Space, storage: &str) -> Result<(), Error> {
             "sweep.prune.method",
             "a shared study prunes with ASHA only (the median rule is not built across \
              workers); set method = \"asha\", or search on one machine",
-        );
-    }
-    if space.packing.parallel > 1 {
-        return fail(
-            "sweep.parallel",
-            "a worker of a shared study trains one trial at a time; start one worker per trial \
-             slot instead",
         );
     }
     Ok(())

@@ -1,0 +1,331 @@
+//! A worker that packs its device (`sweep.parallel > 1` with `--storage`): it trains up to
+//! `parallel` trials of the study at once, each in a child process whose `memory.limit` is its
+//! lease, under the worker's own budget, as a parallel search on one machine does. It takes a
+//! piece of work from the study ([`next`](super::next)) whenever a slot is free, probes the
+//! trial's lease, and starts it once the lease fits in what its running trials leave of the
+//! budget (the claimed trial waits, beating, till then). The children write their epochs to
+//! the study themselves ([`child`](super::reporting::child)); the worker beats for all of
+//! them and writes each one's end. A signal stops every child at its latest checkpoint and
+//! hands its trial back.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::ending::{ending, record, Outcome};
+use super::heartbeat::Heartbeat;
+use super::joined::Study;
+use super::next::{next, Beats, Work};
+use super::reporting::Reports;
+use super::storage::Storage;
+use crate::config::RunConfig;
+use crate::error::Error;
+use crate::memory::format_bytes;
+use crate::record::{Observer, RunStatus, RunSummary};
+use crate::sweep::parallel::launch::write_launch;
+use crate::sweep::parallel::processes::{Child, Launch};
+use crate::sweep::prune::GateSpec;
+use crate::sweep::sizing::lease::too_large;
+use crate::sweep::sizing::preflight::lease_of;
+use crate::sweep::space::Trial;
+use crate::sweep::trial_config::TrialBuild;
+use crate::train::preflight::warm_up;
+
+/// How often the children are looked at.
+const POLL: Duration = Duration::from_millis(20);
+
+/// A worker's device, packed.
+pub struct Slots<'a> {
+    pub storage: &'a Arc<Mutex<Storage>>,
+    pub study: &'a Study,
+    pub build: TrialBuild<'a>,
+    pub monitor: &'a str,
+    /// The worker's sweep directory.
+    pub dir: &'a Path,
+    /// What its running trials' leases may add up to.
+    pub budget: u64,
+    /// Trials at once.
+    pub parallel: usize,
+    /// `memory.on_limit = "fit"` inside the leases.
+    pub fit: bool,
+    /// How a child starts.
+    pub launch: Launch,
+}
+
+/// A trial this worker claimed, probed, and will start once its lease fits.
+struct Claimed {
+    id: usize,
+    trial: Trial,
+    cfg: RunConfig,
+    lease: u64,
+    pause_at: Option<usize>,
+}
+
+/// A trial training in a child.
+struct Running {
+    id: usize,
+    trial: Trial,
+    lease: u64,
+    child: Child,
+    started: Instant,
+}
+
+/// The worker's trials: the one waiting for room, and those running.
+#[derive(Default)]
+struct Held {
+    claimed: Option<Claimed>,
+    running: Vec<Running>,
+    /// When the study last had nothing to start: it is asked again after a pause.
+    idle_since: Option<Instant>,
+    /// Whether this process has its one-time state, which a lease counts.
+    warm: bool,
+}
+
+impl Held {
+    /// The trials to beat for.
+    fn ids(&self) -> Vec<usize> {
+        let running = self.running.iter().map(|r| r.id);
+        running.chain(self.claimed.as_ref().map(|c| c.id)).collect()
+    }
+
+    /// The budget the running trials leave.
+    fn free(&self, budget: u64) -> u64 {
+        budget.saturating_sub(self.running.iter().map(|r| r.lease).sum())
+    }
+}
+
+impl Slots<'_> {
+    /// Takes and trains the study's work until none is left, or a signal sets `stop`; every
+    /// trial still held is then handed back.
+    pub fn until_done(&self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
+        let heartbeat = Heartbeat::start(Arc::clone(self.storage), self.study.heartbeat());
+        let mut held = Held::default();
+        let worked = self.drive(&mut held, &heartbeat, stop, observer);
+        if worked.is_err() {
+            self.hand_back(&mut held, observer)?;
+        }
+        worked
+    }
+
+    /// The loop: children that ended recorded, work taken while a slot is free, the claimed
+    /// trial started once its lease fits.
+    fn drive(
+        &self,
+        held: &mut Held,
+        heartbeat: &Heartbeat,
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<(), Error> {
+        let mut beats = Beats::default();
+        let pause = self.study.heartbeat().min(Duration::from_secs(1));
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return Err(Error::Interrupted);
+            }
+            self.reap(held, stop, observer)?;
+            let asked = held.idle_since.is_some_and(|t| t.elapsed() < pause);
+            if held.claimed.is_none() && held.running.len() < self.parallel && !asked {
+                let work = (self.storage.lock().expect("storage"))
+                    .transact(|journal, me| next(journal, self.study, me, &mut beats))?;
+                match work {
+                    Work::Train {
+                        id,
+                        trial,
+                        from,
+                        pause_at,
+                    } => {
+                        observer.message(&super::worker::claimed(&trial, from, self.study.grace()));
+                        held.claimed = self.probe(id, trial, pause_at, &mut held.warm, observer)?;
+                        held.idle_since = None;
+                    }
+                    Work::Done if held.running.is_empty() => return Ok(()),
+                    Work::Wait | Work::Done => held.idle_since = Some(Instant::now()),
+                }
+            }
+            if held
+                .claimed
+                .as_ref()
+                .is_some_and(|c| c.lease <= held.free(self.budget))
+            {
+                let claimed = held.claimed.take().expect("claimed");
+                held.running.push(self.start(claimed, held, observer)?);
+            }
+            heartbeat.beat_for(held.ids());
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Probes claimed trial `id` for its lease: it waits for room, or fails now (recorded) if
+    /// it cannot be built or its lease is larger than the whole budget.
+    fn probe(
+        &self,
+        id: usize,
+        trial: Trial,
+        pause_at: Option<usize>,
+        warm: &mut bool,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Claimed>, Error> {
+        let built = self.build.config(&trial);
+        if let (Ok(cfg), false) = (&built, *warm) {
+            // A lease counts what a fresh process holds before the step: its one-time state.
+            warm_up(cfg)?;
+            *warm = true;
+        }
+        let lease = (built.as_ref().ok())
+            .map(|cfg| lease_of(self.build.kinds, &trial, cfg).unwrap_or(self.budget));
+        let failed = match (&built, lease) {
+            (Err(e), _) => e.to_string(),
+            (Ok(_), Some(lease)) if lease > self.budget => too_large(lease, self.budget),
+            (Ok(cfg), Some(lease)) => {
+                let cfg = cfg.clone();
+                return Ok(Some(Claimed {
+                    id,
+                    trial,
+                    cfg,
+                    lease,
+                    pause_at,
+                }));
+            }
+            (Ok(_), None) => unreachable!("a built config has a lease"),
+        };
+        observer.message(&format!(
+            "{} failed before training: {failed}",
+            trial.name()
+        ));
+        let ops = ending(id, &trial, self.monitor, &Outcome::Failed(failed), None);
+        record(self.storage, id, ops)?;
+        Ok(None)
+    }
+
+    /// Starts the claimed trial in a child, under its lease.
+    fn start(
+        &self,
+        claimed: Claimed,
+        held: &Held,
+        observer: &mut dyn Observer,
+    ) -> Result<Running, Error> {
+        let Claimed {
+            id,
+            trial,
+            cfg,
+            lease,
+            pause_at,
+        } = claimed;
+        let gate = pause_at.map(|epoch| GateSpec::PauseAt { epoch });
+        let launch = write_launch(self.dir, &trial, &cfg, lease, self.fit, gate.as_ref())?;
+        let worker = self.storage.lock().expect("storage").worker().to_string();
+        let reports = Reports {
+            storage: self.storage.lock().expect("storage").spec().to_string(),
+            worker,
+            trial: id,
+            monitor: self.monitor.to_string(),
+            pid: std::process::id(),
+        };
+        reports.write(&launch)?;
+        let child = self.launch.start(&launch)?;
+        let free = held.free(self.budget).saturating_sub(lease);
+        observer.message(&format!(
+            "{} training, lease {}; {} running, {} of the budget free",
+            trial.name(),
+            format_bytes(lease),
+            held.running.len() + 1,
+            format_bytes(free)
+        ));
+        Ok(Running {
+            id,
+            trial,
+            lease,
+            child,
+            started: Instant::now(),
+        })
+    }
+
+    /// Records the children that have ended, and tells where the study stands.
+    fn reap(
+        &self,
+        held: &mut Held,
+        stop: &AtomicBool,
+        observer: &mut dyn Observer,
+    ) -> Result<(), Error> {
+        let mut i = 0;
+        while i < held.running.len() {
+            let Some(exited) = held.running[i].child.exited()? else {
+                i += 1;
+                continue;
+            };
+            let done = held.running.swap_remove(i);
+            let run_dir = self.dir.join(done.trial.name());
+            let summary = RunSummary::read(&run_dir).ok().flatten();
+            // A child stopped with the worker (Ctrl-C reaches the whole process group) is
+            // handed back with the others.
+            let outcome = match (exited, &summary) {
+                (Err(_), _) if stop.load(Ordering::SeqCst) => Outcome::Stopped,
+                (Ok(()), Some(s)) => Outcome::Trained(s.status.clone()),
+                (Ok(()), None) => Outcome::Failed("it wrote no summary".into()),
+                (Err(e), _) => Outcome::Failed(e.to_string()),
+            };
+            let ops = ending(
+                done.id,
+                &done.trial,
+                self.monitor,
+                &outcome,
+                summary.as_ref(),
+            );
+            let recorded = record(self.storage, done.id, ops)?;
+            let took = done.started.elapsed().as_secs_f64();
+            let name = done.trial.name();
+            let line = match (recorded, &outcome) {
+                (false, _) => {
+                    format!("{name} was taken over by another worker, whose result it is")
+                }
+                (true, Outcome::Failed(e)) => format!("{name} failed ({took:.1} s): {e}"),
+                (true, Outcome::Stopped) => format!("{name} stopped: handed back"),
+                (true, Outcome::Trained(RunStatus::Paused)) => {
+                    format!("{name} paused at its rung ({took:.1} s)")
+                }
+                (true, Outcome::Trained(_)) => format!("{name} completed ({took:.1} s)"),
+            };
+            observer.message(&line);
+            let mut storage = self.storage.lock().expect("storage");
+            let me = storage.worker().to_string();
+            observer.message(&super::rows::progress(storage.sync()?, self.study, &me));
+        }
+        Ok(())
+    }
+
+    /// Stops every child at its latest checkpoint and hands back its trial, and the claimed
+    /// one's.
+    fn hand_back(&self, held: &mut Held, observer: &mut dyn Observer) -> Result<(), Error> {
+        for r in &held.running {
+            r.child.terminate();
+        }
+        let mut names = Vec::new();
+        for mut r in held.running.drain(..) {
+            r.child.stop();
+            names.push(r.trial.name());
+            let summary = RunSummary::read(&self.dir.join(r.trial.name()))
+                .ok()
+                .flatten();
+            let ops = ending(
+                r.id,
+                &r.trial,
+                self.monitor,
+                &Outcome::Stopped,
+                summary.as_ref(),
+            );
+            record(self.storage, r.id, ops)?;
+        }
+        if let Some(c) = held.claimed.take() {
+            let ops = ending(c.id, &c.trial, self.monitor, &Outcome::Stopped, None);
+            record(self.storage, c.id, ops)?;
+        }
+        if !names.is_empty() {
+            let names = names.join(", ");
+            observer.message(&format!(
+                "stopped {names} at their latest checkpoints, and handed them back to the study"
+            ));
+        }
+        Ok(())
+    }
+}
