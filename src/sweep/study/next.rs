@@ -11,12 +11,15 @@
 //!    they are pruned), and the study is done.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::joined::Study;
 use super::rungs::Rungs;
+use super::storage::Storage;
+use crate::error::Error;
 use crate::sweep::journal::attrs::{
     beat, number, paused, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER,
 };
@@ -57,6 +60,26 @@ pub enum Origin {
     Promoted(usize),
 }
 
+impl Origin {
+    /// What a worker says as it takes `trial` from here.
+    pub fn said(&self, trial: &Trial, grace: Duration) -> String {
+        let name = trial.name();
+        match self {
+            Origin::New => format!("{name} started: {}", trial.describe()),
+            Origin::HandedBack => {
+                format!("{name} taken up where a stopped worker handed it back")
+            }
+            Origin::Promoted(rung) => {
+                format!("{name} goes on: it ranks high enough at its rung (epoch {rung})")
+            }
+            Origin::Silent(w) => format!(
+                "{name} taken over from worker {w}, silent for over {} s",
+                grace.as_secs_f64()
+            ),
+        }
+    }
+}
+
 /// When this worker last saw each running trial's heartbeat change (its own clock, so that
 /// workers need not agree on the time).
 #[derive(Debug, Default)]
@@ -79,8 +102,14 @@ impl Beats {
     }
 }
 
+/// Takes this worker's next work of `study` from `storage`: decided and claimed in one
+/// transaction.
+pub fn take(storage: &Mutex<Storage>, study: &Study, beats: &mut Beats) -> Result<Work, Error> {
+    (storage.lock().expect("storage")).transact(|journal, me| next(journal, study, me, beats))
+}
+
 /// The next work of `study` for `worker`, with the operations that claim it.
-pub fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (Vec<Op>, Work) {
+fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (Vec<Op>, Work) {
     let trials = ours(journal, study.id);
     let handed_back = |t: &TrialRecord| t.state == State::Waiting && !paused(t);
     if let Some(&(id, trial)) = trials.iter().find(|(_, t)| handed_back(t)) {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::ending::{ending, record, Outcome};
 use super::heartbeat::Heartbeat;
 use super::joined::Study;
-use super::next::{next, Beats, Work};
+use super::next::{take, Beats, Work};
 use super::reporting::Reports;
 use super::storage::Storage;
 use crate::config::RunConfig;
@@ -126,16 +126,14 @@ impl Slots<'_> {
             self.reap(held, stop, observer)?;
             let asked = held.idle_since.is_some_and(|t| t.elapsed() < pause);
             if held.claimed.is_none() && held.running.len() < self.parallel && !asked {
-                let work = (self.storage.lock().expect("storage"))
-                    .transact(|journal, me| next(journal, self.study, me, &mut beats))?;
-                match work {
+                match take(self.storage, self.study, &mut beats)? {
                     Work::Train {
                         id,
                         trial,
                         from,
                         pause_at,
                     } => {
-                        observer.message(&super::worker::claimed(&trial, from, self.study.grace()));
+                        observer.message(&from.said(&trial, self.study.grace()));
                         held.claimed = self.probe(id, trial, pause_at, &mut held.warm, observer)?;
                         held.idle_since = None;
                     }

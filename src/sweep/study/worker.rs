@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::heartbeat::Heartbeat;
 use super::joined::Study;
-use super::next::{next, Beats, Origin, Work};
+use super::next::{take, Beats, Work};
 use super::rows::{progress, rows};
 use super::slots::Slots;
 use super::storage::Storage;
@@ -152,17 +152,14 @@ impl Worker<'_> {
             if stop.flag().load(Ordering::SeqCst) {
                 return Err(Error::Interrupted);
             }
-            let work = (storage.lock().expect("storage"))
-                .transact(|journal, worker| next(journal, self.study, worker, &mut beats))?;
-            match work {
+            match take(storage, self.study, &mut beats)? {
                 Work::Train {
                     id,
                     trial,
                     from,
                     pause_at,
                 } => {
-                    let line = claimed(&trial, from, self.study.grace());
-                    observer(0, n).message(&line);
+                    observer(0, n).message(&from.said(&trial, self.study.grace()));
                     heartbeat.beat_for(vec![id]);
                     let observer_of_trial = observer(trial.number, n);
                     let ran =
@@ -192,22 +189,6 @@ impl Worker<'_> {
         let mut storage = self.training.storage.lock().expect("storage");
         observer.message(&progress(storage.sync()?, self.study, self.me));
         Ok(())
-    }
-}
-
-/// What this worker says as it takes `trial`.
-pub(super) fn claimed(trial: &Trial, from: Origin, grace: Duration) -> String {
-    let name = trial.name();
-    match from {
-        Origin::New => format!("{name} started: {}", trial.describe()),
-        Origin::HandedBack => format!("{name} taken up where a stopped worker handed it back"),
-        Origin::Promoted(rung) => {
-            format!("{name} goes on: it ranks high enough at its rung (epoch {rung})")
-        }
-        Origin::Silent(w) => format!(
-            "{name} taken over from worker {w}, silent for over {} s",
-            grace.as_secs_f64()
-        ),
     }
 }
 
