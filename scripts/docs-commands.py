@@ -55,6 +55,10 @@ NOT_RUN = [
      "(278 s for 2 epochs, 196 s for 1 of 512 samples); CI's test eager_and_fused_execution_agree "
      "trains the same build with device.execution = \"fused\" and checks summary.json says so"),
     (r"^scripts/optuna-check\.sh", "CI's own step runs it (it installs Optuna in a venv)"),
+    (r"^scripts/tensorboard-check\.sh", "CI's own step runs it (it installs TensorBoard in a venv)"),
+    (r"^scripts/tensorboard-reads\.py", "needs TensorBoard's Python package; "
+     "scripts/tensorboard-check.sh installs it and runs this"),
+    (r"^tensorboard ", "starts TensorBoard's server, which runs until stopped"),
     (r"^scripts/study-figures\.py", "searches of 40 and 81 trials, one process against four "
      "workers, over several seeds (about 10 minutes); tests in tests/cli/study.rs check the "
      "workers' draws, rungs and takeovers"),

@@ -99,6 +99,10 @@ pub struct RawRun {
     pub seed: Option<i64>,
     /// Directory that holds run directories.
     pub output_dir: Option<String>,
+    /// Write TensorBoard's event file in the run directory.
+    pub tensorboard: Option<bool>,
+    /// Also log every this many optimizer steps.
+    pub log_every_steps: Option<i64>,
 }
 
 /// `[device]` as written.

@@ -10,6 +10,7 @@ mod observer;
 mod search_status;
 mod snapshots;
 mod summary;
+pub mod tensorboard;
 mod trace;
 
 pub use error::RecordError;

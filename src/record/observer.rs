@@ -59,6 +59,13 @@ pub enum Warning {
         /// What went wrong, on one line.
         cause: String,
     },
+    /// The TensorBoard event file could not be written: the run goes on without it.
+    TensorBoardNotWritten {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong, on one line.
+        cause: String,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -87,6 +94,11 @@ impl fmt::Display for Warning {
             Warning::PictureNotDrawn { path, cause } => {
                 write!(f, "memory.svg not drawn: {}: {cause}", path.display())
             }
+            Warning::TensorBoardNotWritten { path, cause } => write!(
+                f,
+                "TensorBoard's event file not written from here on: {}: {cause}",
+                path.display()
+            ),
         }
     }
 }

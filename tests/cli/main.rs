@@ -26,6 +26,7 @@ mod search;
 mod stop;
 mod study;
 mod study_packed;
+mod tensorboard;
 mod tpe;
 mod training;
 #[cfg(feature = "wgpu")]

@@ -73,6 +73,12 @@ impl ConfigBuilder {
         self
     }
 
+    /// Also write the run's scalars as TensorBoard's event file in the run directory.
+    pub fn tensorboard(mut self, on: bool) -> Self {
+        self.raw.run.tensorboard = Some(on);
+        self
+    }
+
     /// Backend and device index.
     pub fn device(mut self, backend: Backend, index: usize) -> Self {
         self.raw.device.backend = Some(backend.name().into());

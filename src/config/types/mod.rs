@@ -58,6 +58,13 @@ pub struct RunSection {
     pub seed: u64,
     /// Directory holding run directories.
     pub output_dir: PathBuf,
+    /// Also write the run's scalars as TensorBoard's event file in the run directory.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tensorboard: bool,
+    /// Also log (the terminal's progress, TensorBoard's `step/` scalars) every this many
+    /// optimizer steps, besides about once a second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_every_steps: Option<usize>,
 }
 
 impl RunSection {

@@ -139,6 +139,10 @@ fn run(raw: RawRun) -> Result<RunSection> {
             raw.output_dir
                 .unwrap_or_else(|| defaults::OUTPUT_DIR.into()),
         ),
+        tensorboard: raw.tensorboard.unwrap_or(false),
+        log_every_steps: (raw.log_every_steps)
+            .map(|n| positive("run.log_every_steps", Some(n), 0))
+            .transpose()?,
     })
 }
 

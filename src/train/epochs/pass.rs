@@ -53,7 +53,10 @@ impl<T: Task> Epochs<'_, T> {
             };
             // The loss is read (and checked) before the update where the step is known to
             // need it: at the epoch's end, for a checkpoint, and once a second has passed.
-            let due = |last: Instant| done || last.elapsed() >= REPORT_INTERVAL;
+            // And every `run.log_every_steps` steps, where the run sets it.
+            let logged =
+                (self.config.run.log_every_steps).is_some_and(|n| at.step.is_multiple_of(n));
+            let due = |last: Instant| done || logged || last.elapsed() >= REPORT_INTERVAL;
             let read = due(run.last_report) || self.checkpoints_at(run, at, tally.steps + 1);
             let loss = self.step(run, &mut group, (at, read), &mut tally)?;
             // Progress about once a second, decided after the step, however long it took.

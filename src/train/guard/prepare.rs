@@ -19,6 +19,8 @@ use crate::train::recorder::RunRecorder;
 pub struct Prepared {
     pub(super) control: Control,
     pub(super) started: Instant,
+    /// Whether the run writes TensorBoard's event file.
+    pub(super) tensorboard: bool,
 }
 
 impl Prepared {
@@ -26,12 +28,22 @@ impl Prepared {
     pub(super) fn new(config: &MemoryConfig, device: &Device) -> Result<Self, Error> {
         let started = Instant::now();
         let control = Control::new(config, device)?;
-        Ok(Self { control, started })
+        Ok(Self {
+            control,
+            started,
+            tensorboard: false,
+        })
     }
 
     /// Where memory figures come from.
     pub fn source(&self) -> MemorySource {
         self.control.source()
+    }
+
+    /// Whether the run writes TensorBoard's event file (`run.tensorboard`).
+    pub fn tensorboard(mut self, on: bool) -> Self {
+        self.tensorboard = on;
+        self
     }
 
     /// For a run that continues one that had been going `elapsed_s` seconds: snapshot times
@@ -53,8 +65,9 @@ impl Prepared {
         let Prepared {
             mut control,
             started,
+            tensorboard,
         } = self;
-        let recorder = RunRecorder::open(run_dir, started, observer)?;
+        let recorder = RunRecorder::open(run_dir, started, observer, tensorboard)?;
         // The baseline again, now that the run's own records (its directory, the snapshots'
         // writer, the caller's) exist: what a run keeps is then what training left, not its
         // bookkeeping.

@@ -17,6 +17,7 @@ pub use stats::MemoryStats;
 use crate::error::Error;
 use crate::memory::Layout;
 use crate::memory::{resident_set_bytes, Action, Breakdown, MemoryUsage, PeakPhase, StepPeaks};
+use crate::record::tensorboard::EventFile;
 use crate::record::{
     EpochProgress, Event, Observer, Retained, Snapshot, SnapshotWriter, StepSample, StepTrace,
     Warning,
@@ -37,17 +38,25 @@ pub struct RunRecorder {
     step_peak: u64,
     /// The epoch's memory per step.
     trace: StepTrace,
+    /// TensorBoard's event file, where the run writes one.
+    tensorboard: Option<EventFile>,
 }
 
 impl RunRecorder {
-    /// Opens `<run_dir>/snapshots.jsonl`; snapshot times count from `started`.
+    /// Opens `<run_dir>/snapshots.jsonl`, and a new TensorBoard event file there if
+    /// `tensorboard`; snapshot times count from `started`.
     pub(super) fn open(
         run_dir: &Path,
         started: Instant,
         observer: Box<dyn Observer>,
+        tensorboard: bool,
     ) -> Result<Self, Error> {
         let path = run_dir.join("snapshots.jsonl");
         let writer = SnapshotWriter::open(&path).map_err(|e| Error::io(&path, e))?;
+        let tensorboard = match tensorboard {
+            true => Some(EventFile::create(run_dir).map_err(|e| Error::io(run_dir, e))?),
+            false => None,
+        };
         Ok(Self {
             started,
             writer,
@@ -57,6 +66,7 @@ impl RunRecorder {
             step_peaks: StepPeaks::default(),
             step_peak: 0,
             trace: StepTrace::default(),
+            tensorboard,
         })
     }
 
@@ -95,9 +105,26 @@ impl RunRecorder {
         self.observer.warning(warning);
     }
 
-    /// Progress inside an epoch.
+    /// Progress inside an epoch, also a step's scalars for TensorBoard.
     pub fn progress(&mut self, progress: &EpochProgress) {
+        let step = self.step;
+        self.tensorboard(|events| events.step(step, progress));
         self.observer.step(progress);
+    }
+
+    /// Writes to the TensorBoard event file, if the run has one; one that cannot be written
+    /// is warned of once and closed, and the run goes on.
+    fn tensorboard(&mut self, write: impl FnOnce(&mut EventFile) -> std::io::Result<()>) {
+        let Some(events) = self.tensorboard.as_mut() else {
+            return;
+        };
+        if let Err(e) = write(events) {
+            let path = events.path().to_path_buf();
+            self.tensorboard = None;
+            let cause = e.to_string();
+            self.observer
+                .warning(&Warning::TensorBoardNotWritten { path, cause });
+        }
     }
 
     /// An optimizer step is done (`step`, 1-based within `epoch`).
@@ -258,6 +285,12 @@ impl RunRecorder {
         self.writer
             .append(&snapshot)
             .map_err(|e| Error::io(self.writer.path(), e))?;
+        match event {
+            Event::Epoch => self.tensorboard(|events| events.epoch(&snapshot)),
+            Event::Resume => self.tensorboard(|events| events.restart(snapshot.step + 1)),
+            Event::RunEnd => self.tensorboard(EventFile::flush),
+            _ => {}
+        }
         self.observer.snapshot(&snapshot);
         Ok(())
     }
