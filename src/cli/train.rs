@@ -40,6 +40,12 @@ pub(super) fn train(
         summary.memory_source,
         summary.run_dir.display(),
     );
+    if !summary.best_checkpoints.is_empty() {
+        let kept: Vec<String> = (summary.best_checkpoints.iter().enumerate())
+            .map(|(i, r)| format!("best-{} {} ({:.4})", i + 1, r.name, r.value))
+            .collect();
+        println!("kept: {}; evaluate --checkpoint best-N", kept.join(", "));
+    }
     Ok(())
 }
 

@@ -87,6 +87,12 @@ pub struct RawPrune {
 pub struct RawCheckpoint {
     /// Also write a checkpoint every this many optimizer steps inside an epoch.
     pub every_steps: Option<i64>,
+    /// Keep the checkpoints of this many best epochs, besides the latest.
+    pub keep_best: Option<i64>,
+    /// The validation figure that ranks them.
+    pub monitor: Option<String>,
+    /// `min` or `max`.
+    pub mode: Option<String>,
 }
 
 /// `[run]` as written.

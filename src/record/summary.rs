@@ -23,6 +23,17 @@ pub enum RunStatus {
     Pruned,
 }
 
+/// One of the best epochs' checkpoints that `checkpoint.keep_best` keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankedCheckpoint {
+    /// Its directory's name in `checkpoints/` (`epoch-7`).
+    pub name: String,
+    /// The epoch it was written after.
+    pub epoch: usize,
+    /// The monitored figure's value that epoch.
+    pub value: f64,
+}
+
 /// The outcome of a run, as returned to callers and written to `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
@@ -73,6 +84,9 @@ pub struct RunSummary {
     /// With early stopping: the best epoch's checkpoint (`checkpoints/best`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_checkpoint: Option<PathBuf>,
+    /// With `checkpoint.keep_best`: the best epochs' checkpoints, best first (`best-1`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub best_checkpoints: Vec<RankedCheckpoint>,
     /// Epochs completed.
     pub epochs: usize,
     /// Optimizer steps completed.

@@ -5,8 +5,7 @@
 use super::epochs::steps_per_epoch;
 use super::precision;
 use crate::config::{
-    Backend, ConfigError, EarlyStoppingConfig, Execution, LossScaling, Precision, RunConfig,
-    TrainConfig,
+    Backend, ConfigError, Execution, LossScaling, Precision, RunConfig, TrainConfig,
 };
 use crate::error::Error;
 use crate::task::{unknown_monitor, Task};
@@ -53,7 +52,12 @@ pub(super) fn check_before_run<T: Task>(
 ) -> Result<(), Error> {
     check_precision(config, device, task)?;
     if let Some(early) = &config.train.early_stopping {
-        check_monitor(early, task.metric_names())?;
+        let table = ("[train.early_stopping]", "train.early_stopping.monitor");
+        check_monitor(table, &early.monitor, task.metric_names())?;
+    }
+    if let Some(keep) = &config.checkpoint.keep_best {
+        let table = ("[checkpoint]", "checkpoint.monitor");
+        check_monitor(table, &keep.monitor, task.metric_names())?;
     }
     check_warmup(&config.train, task)
 }
@@ -82,24 +86,25 @@ pub(super) fn check_precision<T: Task>(
     }
 }
 
-/// Refuses a monitor the task does not report, before the run directory
-/// exists, where the task says what it reports; otherwise the first epoch's figures are the check.
+/// Refuses a `monitor` (config `key` in `table`) the task does not report, before the run
+/// directory exists, where the task says what it reports; otherwise the first epoch's figures
+/// are the check.
 fn check_monitor(
-    early: &EarlyStoppingConfig,
+    (table, key): (&str, &str),
+    monitor: &str,
     metrics: Option<&'static [&'static str]>,
 ) -> Result<(), Error> {
     let Some(metrics) = metrics else {
         return Ok(());
     };
     let reported = crate::config::Monitor::figures(metrics);
-    if reported.contains(&early.monitor) {
+    if reported.iter().any(|r| r == monitor) {
         return Ok(());
     }
-    let key = "train.early_stopping.monitor";
     Err(Error::Config(ConfigError {
-        origin: "[train.early_stopping]".into(),
+        origin: table.into(),
         key: Some(key.into()),
-        message: unknown_monitor(key, &early.monitor, &reported),
+        message: unknown_monitor(key, monitor, &reported),
     }))
 }
 

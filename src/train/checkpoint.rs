@@ -11,7 +11,9 @@
 //!
 //! With early stopping, `checkpoints/best` names the epoch checkpoint of the best epoch so far,
 //! written the same way (the name after the directory is complete); pruning keeps the
-//! directory `best` names as well as the one `latest` names.
+//! directory `best` names as well as the one `latest` names. With `checkpoint.keep_best = k`,
+//! `checkpoints/ranking.json` lists the `k` best epochs' checkpoints ([`ranking`]), and
+//! pruning keeps those too.
 
 use std::path::{Path, PathBuf};
 
@@ -19,20 +21,36 @@ use burn::optim::ModuleOptimizer;
 use burn::store::{BurnpackStore, ModuleSnapshot};
 use serde::{Deserialize, Serialize};
 
-use super::decide::{EarlyStopState, Schedule};
+use super::decide::{rank, EarlyStopState, Schedule};
 use super::precision::LossScaler;
+use crate::config::KeepBest;
 use crate::error::Error;
-use crate::record::write_atomic;
+use crate::record::{write_atomic, RankedCheckpoint};
 use crate::task::metrics::HostSums;
 
+mod ranking;
 mod read;
 
+pub use ranking::best_checkpoints;
 pub use read::{latest_checkpoint, Checkpoint};
 
 /// Writes checkpoints for one run, keeping the most recent.
 #[derive(Debug, Clone)]
 pub struct Checkpointer {
     dir: PathBuf,
+    /// `checkpoint.keep_best`: how many of the best epochs' checkpoints to keep, by which
+    /// figure.
+    keep_best: Option<KeepBest>,
+}
+
+/// What a checkpoint is besides the latest: early stopping's best, and its epoch's value of
+/// the figure `checkpoint.keep_best` ranks by.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Marks {
+    /// It becomes `checkpoints/best` (early stopping's).
+    pub best: bool,
+    /// The ranked figure's value at its epoch's end.
+    pub ranked: Option<f64>,
 }
 
 /// `meta.json`: where in the run a checkpoint stands, and what a resume restores besides the
@@ -104,7 +122,19 @@ impl Checkpointer {
     pub fn new(run_dir: &Path) -> Self {
         Self {
             dir: run_dir.join("checkpoints"),
+            keep_best: None,
         }
+    }
+
+    /// Also keeps the best epochs' checkpoints, as `keep_best` says.
+    pub fn keeping_best(mut self, keep_best: Option<&KeepBest>) -> Self {
+        self.keep_best = keep_best.cloned();
+        self
+    }
+
+    /// The figure the kept checkpoints are ranked by, if they are.
+    pub fn ranks_by(&self) -> Option<&str> {
+        self.keep_best.as_ref().map(|k| k.monitor.as_str())
     }
 
     /// Saves `model` and `optimizer` as the state after `epoch` (0: before training), `step`
@@ -126,18 +156,18 @@ impl Checkpointer {
         model: &M,
         optimizer: &ModuleOptimizer,
     ) -> Result<PathBuf, Error> {
-        self.save_run(state, model, optimizer, None, false)
+        self.save_run(state, model, optimizer, None, Marks::default())
     }
 
-    /// Saves `model`, `optimizer`, the learning-rate `schedule` and `state`; with `best`, also
-    /// names the checkpoint `checkpoints/best`.
+    /// Saves `model`, `optimizer`, the learning-rate `schedule` and `state`; as `marks` says,
+    /// also names the checkpoint `checkpoints/best`, and ranks it among the best kept.
     pub fn save_run<M: ModuleSnapshot>(
         &self,
         state: &CheckpointState,
         model: &M,
         optimizer: &ModuleOptimizer,
         schedule: Option<&Schedule>,
-        best: bool,
+        marks: Marks,
     ) -> Result<PathBuf, Error> {
         let name = state.name();
         let target = self.dir.join(&name);
@@ -154,13 +184,42 @@ impl Checkpointer {
         std::fs::rename(&tmp, &target).map_err(|e| io(&target, e))?;
         let latest = self.dir.join("latest");
         write_atomic(&latest, name.as_bytes()).map_err(|e| io(&latest, e))?;
-        if best {
+        if marks.best {
             let best = self.dir.join("best");
             write_atomic(&best, name.as_bytes()).map_err(|e| io(&best, e))?;
         }
+        crate::failpoint::pass("saved");
+        let ranking = self.rank(state, &name, marks.ranked)?;
+        crate::failpoint::pass("ranked");
         let best = std::fs::read_to_string(self.dir.join("best")).unwrap_or_default();
-        self.prune(&[name.as_str(), best.trim()])?;
+        let mut keep = vec![name.as_str(), best.trim()];
+        keep.extend(ranking.iter().map(|r| r.name.as_str()));
+        self.prune(&keep)?;
         Ok(target)
+    }
+
+    /// The ranking of the best checkpoints once checkpoint `name` (of `state`, whose epoch
+    /// scored `value`) is on disk, written if it changed.
+    fn rank(
+        &self,
+        state: &CheckpointState,
+        name: &str,
+        value: Option<f64>,
+    ) -> Result<Vec<RankedCheckpoint>, Error> {
+        let ranking = ranking::read_ranking(&self.dir)?;
+        let (Some(keep), Some(value)) = (&self.keep_best, value) else {
+            return Ok(ranking);
+        };
+        let new = RankedCheckpoint {
+            name: name.to_string(),
+            epoch: state.epoch,
+            value,
+        };
+        let ranked = rank(&ranking, new, keep.keep_best, keep.mode);
+        if ranked != ranking {
+            ranking::write_ranking(&self.dir, &ranked)?;
+        }
+        Ok(ranked)
     }
 
     /// Deletes every checkpoint directory but those in `keep`.

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::checkpoint::{latest_checkpoint, Checkpoint};
+use super::checkpoint::{best_checkpoints, latest_checkpoint, Checkpoint};
 use super::decide::EarlyStopState;
 use crate::config::EarlyStoppingConfig;
 use crate::memory::{Advice, Breakdown};
@@ -78,6 +78,7 @@ impl Stats {
         let snapshots = read_snapshots(recorder.snapshots_path()).unwrap_or_default();
         let final_metrics = final_metrics(&snapshots, self.epochs);
         let best = Checkpoint::best(&id.run_dir).ok().map(|c| c.dir);
+        let best_checkpoints = best_checkpoints(&id.run_dir);
         let early = self.early_stop.as_ref();
         let restore_best = early.is_some_and(|(config, _)| config.restore_best);
         let checkpoint = match (restore_best, &best) {
@@ -108,6 +109,7 @@ impl Stats {
             best_epoch: best_so_far.map(|(epoch, _)| epoch),
             best_value: best_so_far.map(|(_, value)| value),
             best_checkpoint: best,
+            best_checkpoints,
             epochs: self.epochs,
             steps: self.steps,
             train_samples: self.train_samples,

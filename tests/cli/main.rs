@@ -14,6 +14,7 @@ mod fit;
 mod flat_search;
 mod fuzz;
 mod inference;
+mod keep_best;
 mod kill_anywhere;
 mod memory;
 mod parallel;

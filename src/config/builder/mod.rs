@@ -6,8 +6,8 @@ use super::error::ConfigError;
 use super::raw::RawConfig;
 use super::size::MemorySize;
 use super::types::{
-    Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, Offload,
-    OnLimit, OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
+    Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, MonitorMode,
+    Offload, OnLimit, OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
 };
 
 mod data;
@@ -227,6 +227,22 @@ impl ConfigBuilder {
     /// Also write a checkpoint every `steps` optimizer steps inside an epoch.
     pub fn checkpoint_every_steps(mut self, steps: usize) -> Self {
         self.raw.checkpoint.every_steps = Some(steps as i64);
+        self
+    }
+
+    /// Keep the `k` best epochs' checkpoints beside the latest (`checkpoint.keep_best`),
+    /// ranked by `monitor` (default: early stopping's, else `val_loss`) with `mode` (default:
+    /// the figure's natural one).
+    pub fn keep_best(mut self, k: usize, monitor: Option<&str>, mode: Option<MonitorMode>) -> Self {
+        self.raw.checkpoint.keep_best = Some(k as i64);
+        self.raw.checkpoint.monitor = monitor.map(str::to_string);
+        self.raw.checkpoint.mode = mode.map(name_of);
+        self
+    }
+
+    /// Also log (the progress, TensorBoard's `step/` scalars) every `steps` optimizer steps.
+    pub fn log_every_steps(mut self, steps: usize) -> Self {
+        self.raw.run.log_every_steps = Some(steps as i64);
         self
     }
 

@@ -47,6 +47,21 @@ pub struct CheckpointConfig {
     /// an epoch loses at most that many; `None`: only at epoch ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub every_steps: Option<usize>,
+    /// Keep the checkpoints of the best epochs by a monitored figure, besides the latest.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub keep_best: Option<KeepBest>,
+}
+
+/// `[checkpoint] keep_best = k`, `monitor`, `mode`: the `k` best epochs' checkpoints are kept
+/// (`best-1` the best), besides the latest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeepBest {
+    /// How many.
+    pub keep_best: usize,
+    /// The validation figure that ranks them: `val_loss` or `val_<metric>`.
+    pub monitor: String,
+    /// Whether lower or higher is better.
+    pub mode: MonitorMode,
 }
 
 /// `[run]`: identity and output location.

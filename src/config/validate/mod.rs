@@ -1,5 +1,6 @@
 //! Raw -> validated, one file per section. Defaults live in [`defaults`](super::defaults).
 
+mod checkpoint;
 mod data;
 mod memory;
 mod model;
@@ -199,6 +200,7 @@ impl TryFrom<RawConfig> for RunConfig {
         let device = device(raw.device)?;
         let train = train::train(raw.train)?;
         host_has_no_offload(&device, &train.offload)?;
+        let checkpoint = checkpoint::checkpoint(raw.checkpoint, train.early_stopping.as_ref())?;
         Ok(RunConfig {
             run,
             device,
@@ -206,13 +208,7 @@ impl TryFrom<RawConfig> for RunConfig {
             data: data::data(raw.data)?,
             train,
             memory: memory::memory(raw.memory)?,
-            checkpoint: CheckpointConfig {
-                every_steps: raw
-                    .checkpoint
-                    .every_steps
-                    .map(|n| positive("checkpoint.every_steps", Some(n), 0))
-                    .transpose()?,
-            },
+            checkpoint,
         })
     }
 }

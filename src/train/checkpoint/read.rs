@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use burn::optim::ModuleOptimizer;
 use burn::store::{BurnpackStore, ModuleSnapshot};
 
+use super::ranking::{ranked_dir, read_ranking};
 use super::{CheckpointState, SCHEDULE_FILE};
 use crate::error::Error;
 use crate::train::decide::Schedule;
@@ -18,13 +19,15 @@ fn checkpoint_names(run_dir: &Path) -> Vec<String> {
             entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.ends_with(".tmp"))
+                .filter(|n| !n.ends_with(".tmp") && !n.ends_with(".json"))
                 .collect()
         })
         .unwrap_or_default();
+    let ranked = read_ranking(&run_dir.join("checkpoints")).unwrap_or_default();
+    names.extend((1..=ranked.len()).map(|n| format!("best-{n}")));
     names.sort_by_key(|name| {
         let (kind, n) = name.split_once('-').unwrap_or((name, ""));
-        let pointer = matches!(name.as_str(), "best" | "latest");
+        let pointer = matches!(name.as_str(), "best" | "latest") || name.starts_with("best-");
         (!pointer, kind.to_string(), n.parse::<u64>().unwrap_or(0))
     });
     names
@@ -52,21 +55,28 @@ impl Checkpoint {
     }
 
     /// The checkpoint `<run_dir>/checkpoints/best` names: the best epoch's, with early
-    /// stopping.
+    /// stopping; else `best-1`, with `checkpoint.keep_best`.
     pub fn best(run_dir: &Path) -> Result<Self, Error> {
         Self::named(run_dir, "best")
     }
 
-    /// The checkpoint that `<run_dir>/checkpoints/<pointer>` names.
+    /// The checkpoint that `<run_dir>/checkpoints/<pointer>` names; for `best` without early
+    /// stopping's pointer, the best that `checkpoint.keep_best` kept.
     fn named(run_dir: &Path, pointer: &str) -> Result<Self, Error> {
         let latest = run_dir.join("checkpoints").join(pointer);
+        if pointer == "best" && !latest.exists() {
+            if let Some(dir) = ranked_dir(run_dir, 1)? {
+                return Self::at(dir, pointer);
+            }
+        }
         let name = std::fs::read_to_string(&latest).map_err(|e| {
             let message = match (e.kind(), pointer) {
                 (std::io::ErrorKind::NotFound, "latest") => {
                     "missing: the run has no complete checkpoint to resume from".to_string()
                 }
                 (std::io::ErrorKind::NotFound, _) => format!(
-                    "missing: the run kept no {pointer} checkpoint (early stopping writes one)"
+                    "missing: the run kept no {pointer} checkpoint (early stopping or \
+                     checkpoint.keep_best writes one)"
                 ),
                 _ => e.to_string(),
             };
@@ -82,12 +92,19 @@ impl Checkpoint {
         Self::at(latest.with_file_name(name), pointer)
     }
 
-    /// The checkpoint `name` names in `<run_dir>/checkpoints`: `latest`, `best`, or a
-    /// checkpoint directory (`epoch-3`, `step-120`). An unknown name is a config error that
-    /// lists the names there are.
+    /// The checkpoint `name` names in `<run_dir>/checkpoints`: `latest`, `best`, `best-N`
+    /// (the N-th best that `checkpoint.keep_best` kept), or a checkpoint directory
+    /// (`epoch-3`, `step-120`). An unknown name is a config error that lists the names there
+    /// are.
     pub fn open(run_dir: &Path, name: &str) -> Result<Self, Error> {
         if matches!(name, "latest" | "best") {
             return Self::named(run_dir, name);
+        }
+        let rank = name
+            .strip_prefix("best-")
+            .and_then(|n| n.parse::<usize>().ok());
+        if let Some(dir) = rank.map(|n| ranked_dir(run_dir, n)).transpose()?.flatten() {
+            return Self::at(dir, name);
         }
         let dir = run_dir.join("checkpoints").join(name);
         let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";

@@ -63,7 +63,8 @@ fn the_best_checkpoint_is_kept_beside_the_latest_until_a_better_one() {
     let ckpt = Checkpointer::new(dir.path());
     let save = |epoch: usize, best: bool| {
         let state = CheckpointState::at_epoch(epoch, epoch * 10);
-        ckpt.save_run(&state, &model, &optimizer, None, best)
+        let marks = Marks { best, ranked: None };
+        ckpt.save_run(&state, &model, &optimizer, None, marks)
             .unwrap();
     };
     let names = || {

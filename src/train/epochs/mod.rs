@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use burn::data::dataset::DatasetError;
 use burn::tensor::Device;
 
-use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer};
+use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer, Marks};
 use super::learner::Position;
 use super::stats::Stats;
 use crate::config::RunConfig;
@@ -105,7 +105,7 @@ impl<T: Task> Epochs<'_, T> {
 
     /// Writes, under the limit, the checkpoint of `state`.
     fn checkpoint(&mut self, run: &Run<T>, state: &CheckpointState) -> Result<(), Error> {
-        (run.learner).checkpoint(self.guard, self.checkpointer, state, false)
+        (run.learner).checkpoint(self.guard, self.checkpointer, state, Marks::default())
     }
 }
 

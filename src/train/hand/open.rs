@@ -60,7 +60,8 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         stats.train_samples = samples;
         Ok(HandLoop {
-            checkpointer: Checkpointer::new(&run_dir),
+            checkpointer: Checkpointer::new(&run_dir)
+                .keeping_best(config.checkpoint.keep_best.as_ref()),
             config,
             run_dir,
             guard,

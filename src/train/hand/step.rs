@@ -13,6 +13,7 @@ use super::HandLoop;
 use crate::config::OnLimit;
 use crate::error::{Error, TrainingError};
 use crate::task::StepOutput;
+use crate::train::checkpoint::Marks;
 use crate::train::learner::Position;
 
 impl<M: Module + 'static> HandLoop<M> {
@@ -103,7 +104,12 @@ impl<M: Module + 'static> HandLoop<M> {
             self.fit(batches, output)?;
         }
         let state = (self.learner).state(&self.stats, &self.guard, 0);
-        (self.learner).checkpoint(&mut self.guard, &self.checkpointer, &state, false)
+        (self.learner).checkpoint(
+            &mut self.guard,
+            &self.checkpointer,
+            &state,
+            Marks::default(),
+        )
     }
 
     /// After step `at`, every `checkpoint.every_steps` steps inside the epoch (its end writes
@@ -116,7 +122,12 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         let before = (self.learner).state(&self.stats, &self.guard, at.epoch - 1);
         let state = self.tally.inside(before)?;
-        (self.learner).checkpoint(&mut self.guard, &self.checkpointer, &state, false)
+        (self.learner).checkpoint(
+            &mut self.guard,
+            &self.checkpointer,
+            &state,
+            Marks::default(),
+        )
     }
 
     /// Opens the next epoch at its first step, ending the one before if the loop did not.

@@ -11,7 +11,7 @@ use super::{Learner, Tally};
 use crate::config::ConfigError;
 use crate::error::{Error, TrainingError};
 use crate::memory::MemoryUsage;
-use crate::train::checkpoint::Checkpointer;
+use crate::train::checkpoint::{Checkpointer, Marks};
 use crate::train::decide::{EarlyStop, Verdict};
 use crate::train::stats::Stats;
 use crate::train::{EpochFigures, MemoryGuard};
@@ -90,12 +90,14 @@ impl<M: Module> Learner<M> {
         crate::failpoint::pass("snapshot");
         let verdict = monitored.and_then(|value| self.decide(guard, epoch, value));
         let state = self.state(stats, guard, epoch);
-        self.checkpoint(
-            guard,
-            checkpointer,
-            &state,
-            verdict == Some(Verdict::Improved),
-        )?;
+        let marks = Marks {
+            best: verdict == Some(Verdict::Improved),
+            ranked: match (judged, checkpointer.ranks_by()) {
+                (true, Some(figure)) => Some(ranked(figure, &figures)?),
+                _ => None,
+            },
+        };
+        self.checkpoint(guard, checkpointer, &state, marks)?;
         crate::failpoint::pass("checkpoint");
         guard.close_epoch(epoch, window)?;
         Ok(Closed { verdict, figures })
@@ -184,13 +186,27 @@ fn stopping(early: &EarlyStop, epoch: usize) -> String {
 
 /// The error of a monitor that an epoch's figures do not give.
 pub(in crate::train) fn unknown_monitor(monitor: &str, figures: &EpochFigures) -> Error {
+    unknown_figure(
+        "[train.early_stopping]",
+        "train.early_stopping.monitor",
+        monitor,
+        figures,
+    )
+}
+
+/// The value of `figure`, which ranks the checkpoints `checkpoint.keep_best` keeps, in the
+/// epoch's `figures`; an error where they do not give it.
+fn ranked(figure: &str, figures: &EpochFigures) -> Result<f64, Error> {
+    (figures.get(figure))
+        .ok_or_else(|| unknown_figure("[checkpoint]", "checkpoint.monitor", figure, figures))
+}
+
+/// The error of a watched `figure` (config `key` in `table`) that an epoch's figures do not
+/// give.
+fn unknown_figure(table: &str, key: &str, figure: &str, figures: &EpochFigures) -> Error {
     Error::Config(ConfigError {
-        origin: "[train.early_stopping]".into(),
-        key: Some("train.early_stopping.monitor".into()),
-        message: crate::task::unknown_monitor(
-            "train.early_stopping.monitor",
-            monitor,
-            &figures.validation_keys(),
-        ),
+        origin: table.into(),
+        key: Some(key.into()),
+        message: crate::task::unknown_monitor(key, figure, &figures.validation_keys()),
     })
 }

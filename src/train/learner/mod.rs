@@ -15,7 +15,7 @@ use burn::tensor::Device;
 pub(super) use step::{read_loss, Position, StepLoss};
 pub(super) use tally::Tally;
 
-use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer};
+use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer, Marks};
 use super::decide::{EarlyStop, EarlyStopState, Schedule};
 use super::optimizer::build_optimizer;
 use super::precision::MixedPrecision;
@@ -134,18 +134,18 @@ impl<M: Module> Learner<M> {
         }
     }
 
-    /// Writes, under the limit, the checkpoint of `state`; with `best`, it also becomes
-    /// `checkpoints/best`.
+    /// Writes, under the limit, the checkpoint of `state`, marked with `marks` (early
+    /// stopping's best, and the value `checkpoint.keep_best` ranks it by).
     pub(super) fn checkpoint(
         &self,
         guard: &mut MemoryGuard,
         checkpointer: &Checkpointer,
         state: &CheckpointState,
-        best: bool,
+        marks: Marks,
     ) -> Result<(), Error> {
         guard.checkpoint(state.epoch, || {
             let (model, optimizer) = (self.model(), &self.optimizer);
-            checkpointer.save_run(state, model, optimizer, Some(&self.schedule), best)
+            checkpointer.save_run(state, model, optimizer, Some(&self.schedule), marks)
         })?;
         Ok(())
     }

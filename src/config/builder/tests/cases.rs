@@ -98,6 +98,8 @@ pub(super) fn other_cases() -> Cases {
     let mlp_on_csv = b()
         .seed(3)
         .output_dir("out")
+        .tensorboard(true)
+        .log_every_steps(20)
         .device(Backend::Cpu, 1)
         .execution(Execution::Fused)
         .mlp(&[16, 8])
@@ -132,7 +134,7 @@ pub(super) fn other_cases() -> Cases {
         (
             mlp_on_csv,
             format!(
-                "seed = 3\noutput_dir = \"out\"\n[device]\nbackend = \"cpu\"\nindex = 1\n\
+                "seed = 3\noutput_dir = \"out\"\ntensorboard = true\nlog_every_steps = 20\n[device]\nbackend = \"cpu\"\nindex = 1\n\
                  execution = \"fused\"\n[model]\nkind = \"mlp\"\nhidden = [16, 8]\n\
                  activation = \"gelu\"\ndropout = 0.1\n[data]\nkind = \"csv\"\npath = '{DIGITS}'\n\
                  label_column = \"label\"\nheader = true\nvalidation_fraction = 0.25\n\
@@ -178,13 +180,14 @@ pub(super) fn memory_cases() -> Cases {
         .memory_limit(MemorySize::Bytes(1 << 30), OnLimit::Shrink)
         .clear(ClearPolicy::Never)
         .snapshot(SnapshotEvery::Epoch)
-        .checkpoint_every_steps(50);
+        .checkpoint_every_steps(50)
+        .keep_best(3, Some("val_accuracy"), Some(MonitorMode::Max));
     let cases: Vec<(ConfigBuilder, &str)> = vec![
         (
             memory,
             "[memory]\npolicy = \"preallocate\"\npreallocate = 1048576\nlimit = 1073741824\n\
              on_limit = \"shrink\"\nclear = \"never\"\nsnapshot = \"epoch\"\n[checkpoint]\n\
-             every_steps = 50",
+             every_steps = 50\nkeep_best = 3\nmonitor = \"val_accuracy\"\nmode = \"max\"",
         ),
         (
             b().growth()
