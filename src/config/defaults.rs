@@ -137,3 +137,12 @@ pub const ON_LIMIT: OnLimit = OnLimit::Fail;
 pub const CLEAR: ClearPolicy = ClearPolicy::BetweenRuns;
 /// `memory.snapshot`.
 pub const SNAPSHOT: SnapshotEvery = SnapshotEvery::Epoch;
+
+/// `train.schedule.factor` (`plateau`): Keras's and PyTorch's.
+pub const PLATEAU_FACTOR: f64 = 0.1;
+/// `train.schedule.patience` (`plateau`): Keras's and PyTorch's.
+pub const PLATEAU_PATIENCE: usize = 10;
+/// `train.schedule.min_delta` (`plateau`): Keras's.
+pub const PLATEAU_MIN_DELTA: f64 = 1e-4;
+/// `train.schedule.cooldown` (`plateau`).
+pub const PLATEAU_COOLDOWN: usize = 0;

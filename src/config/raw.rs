@@ -290,6 +290,18 @@ pub struct RawSchedule {
     pub step_size: Option<i64>,
     /// `step`, `exponential`: the decay factor.
     pub gamma: Option<f64>,
+    /// `plateau`: the validation figure watched.
+    pub monitor: Option<String>,
+    /// `plateau`: `min` or `max`.
+    pub mode: Option<String>,
+    /// `plateau`: the factor the rate is multiplied by at a plateau.
+    pub factor: Option<f64>,
+    /// `plateau`: epochs without improvement before the rate drops.
+    pub patience: Option<i64>,
+    /// `plateau`: the least change that counts as an improvement.
+    pub min_delta: Option<f64>,
+    /// `plateau`: epochs after a drop before waiting starts again.
+    pub cooldown: Option<i64>,
 }
 
 /// `[train.early_stopping]` as written.

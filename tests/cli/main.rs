@@ -19,6 +19,7 @@ mod kill_anywhere;
 mod memory;
 mod parallel;
 mod picture;
+mod plateau;
 mod prune;
 mod recipe;
 mod resume;

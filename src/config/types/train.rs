@@ -84,6 +84,29 @@ pub struct ScheduleConfig {
     /// `step`, `exponential`: the factor of each decay.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gamma: Option<f64>,
+    /// `plateau`: what it watches, and how it drops the rate.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub plateau: Option<PlateauConfig>,
+}
+
+/// `[train.schedule] kind = "plateau"`: Keras's and PyTorch's `ReduceLROnPlateau`. After an
+/// epoch whose `monitor` has not improved by more than `min_delta` for `patience` epochs in a
+/// row, the rate is multiplied by `factor` (not below `min_lr`), then `cooldown` epochs pass
+/// before waiting starts again.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlateauConfig {
+    /// The validation figure watched: `val_loss` or `val_<metric>`.
+    pub monitor: String,
+    /// Whether lower or higher is better.
+    pub mode: MonitorMode,
+    /// What the rate is multiplied by at a plateau, in (0, 1).
+    pub factor: f64,
+    /// Epochs without improvement before the rate drops.
+    pub patience: usize,
+    /// The least change that counts as an improvement (absolute, as Keras's).
+    pub min_delta: f64,
+    /// Epochs after a drop during which no epoch counts as waiting.
+    pub cooldown: usize,
 }
 
 /// A learning-rate schedule's shape after the warmup.
@@ -100,6 +123,8 @@ pub enum ScheduleKind {
     Step,
     /// `lr` times `gamma` every step.
     Exponential,
+    /// `lr`, times `factor` at each plateau of a validation figure.
+    Plateau,
 }
 
 impl ScheduleKind {
@@ -111,6 +136,7 @@ impl ScheduleKind {
             ScheduleKind::Cosine => "cosine",
             ScheduleKind::Step => "step",
             ScheduleKind::Exponential => "exponential",
+            ScheduleKind::Plateau => "plateau",
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::config::types::*;
 
 mod early_stopping;
 mod optimizer;
+mod plateau;
 mod schedule;
 
 pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
@@ -20,13 +21,13 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
     let (precision, loss_scaling, initial_loss_scale) = mixed_precision(&raw)?;
     let optimizer = optimizer::optimizer(&raw)?;
     let (clip_grad_norm, clip_grad_value) = clipping(&raw)?;
-    let schedule = raw
-        .schedule
-        .map(|s| schedule::schedule(s, lr))
-        .transpose()?;
     let early_stopping = raw
         .early_stopping
         .map(early_stopping::early_stopping)
+        .transpose()?;
+    let schedule = raw
+        .schedule
+        .map(|s| schedule::schedule(s, lr, early_stopping.as_ref()))
         .transpose()?;
     Ok(TrainConfig {
         gradient_checkpointing: raw

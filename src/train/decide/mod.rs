@@ -5,6 +5,7 @@
 
 mod early_stop;
 mod keep_best;
+mod plateau;
 mod schedule;
 
 pub use early_stop::{EarlyStop, EarlyStopState, Verdict};

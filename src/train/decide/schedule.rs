@@ -1,6 +1,7 @@
 //! [`Schedule`]: the learning rate per optimizer step, from `[train.schedule]`, built from
 //! Burn's schedulers: a linear warmup, then a linear, cosine, step or exponential decay (or a
-//! constant), joined by Burn's sequential scheduler.
+//! constant), joined by Burn's sequential scheduler; or, for `plateau`, the configured rate
+//! times what [`Plateau`] decides at each epoch's end (Burn has no such scheduler).
 
 use std::path::Path;
 
@@ -13,7 +14,8 @@ use burn::optim::lr_scheduler::sequential::SequentialLrSchedulerConfig;
 use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
 use burn::optim::lr_scheduler::{LrSchedulerConfig, LrSchedulerRecord};
 
-use crate::config::{defaults, ScheduleConfig, ScheduleKind, TrainConfig};
+use super::plateau::Plateau;
+use crate::config::{defaults, PlateauConfig, ScheduleConfig, ScheduleKind, TrainConfig};
 use crate::error::Error;
 
 /// The learning rate of each optimizer step. Advanced once per optimizer step (not per
@@ -25,6 +27,8 @@ pub struct Schedule {
     floor: f64,
     /// The rate of the latest step; the configured one before the first.
     current: f64,
+    /// `plateau`: its decision, whose scale multiplies the rate.
+    plateau: Option<Plateau>,
 }
 
 impl Schedule {
@@ -60,7 +64,12 @@ impl Schedule {
             ScheduleKind::Step | ScheduleKind::Exponential => schedule.min_lr.unwrap_or(0.0),
             _ => 0.0,
         };
-        Self::from_burn(scheduler, lr, floor)
+        let plateau = (schedule.plateau.as_ref())
+            .map(|p| Plateau::new(p, lr, schedule.min_lr.unwrap_or(0.0)));
+        Self {
+            plateau,
+            ..Self::from_burn(scheduler, lr, floor)
+        }
     }
 
     fn from_burn(scheduler: ModuleLrScheduler, lr: f64, floor: f64) -> Self {
@@ -68,13 +77,26 @@ impl Schedule {
             scheduler,
             floor,
             current: lr,
+            plateau: None,
         }
     }
 
     /// Advances one optimizer step and returns its learning rate.
     pub fn advance(&mut self) -> f64 {
-        self.current = self.scheduler.step().base().max(self.floor);
+        let scale = self.plateau.as_ref().map_or(1.0, Plateau::scale);
+        self.current = (self.scheduler.step().base() * scale).max(self.floor);
         self.current
+    }
+
+    /// What the schedule watches at each epoch's end (`plateau`'s figure, patience, ...).
+    pub fn watches(&self) -> Option<&PlateauConfig> {
+        self.plateau.as_ref().map(Plateau::config)
+    }
+
+    /// An epoch's end with the watched figure's `value`: the rates before and after, where
+    /// the rate drops from the next step on.
+    pub fn observe(&mut self, value: f64) -> Option<(f64, f64)> {
+        self.plateau.as_mut()?.observe(value)
     }
 
     /// The learning rate of the latest step (the configured rate before the first).
@@ -82,16 +104,23 @@ impl Schedule {
         self.current
     }
 
-    /// Writes the scheduler's state (Burn's record, in burnpack) to `path`.
+    /// Writes the scheduler's state (Burn's record, in burnpack) to `path`, and a plateau's
+    /// beside it (`plateau.json`).
     pub fn save(&self, path: &Path) -> Result<(), Error> {
+        let failed = |e: &dyn std::fmt::Debug| Error::CheckpointSave {
+            dir: path.parent().unwrap_or(path).to_path_buf(),
+            what: "schedule",
+            message: format!("{e:?}"),
+        };
         self.scheduler
             .to_record()
             .save(path)
-            .map_err(|e| Error::CheckpointSave {
-                dir: path.parent().unwrap_or(path).to_path_buf(),
-                what: "schedule",
-                message: format!("{e:?}"),
-            })
+            .map_err(|e| failed(&e))?;
+        if let Some(plateau) = &self.plateau {
+            let json = serde_json::to_vec_pretty(plateau.state()).expect("states serialise");
+            std::fs::write(path.with_file_name(PLATEAU_FILE), json).map_err(|e| failed(&e))?;
+        }
+        Ok(())
     }
 
     /// This schedule, continued from the state saved at `path`, whose last step ran at
@@ -99,19 +128,31 @@ impl Schedule {
     pub fn load(self, path: &Path, current: f64) -> Result<Self, Error> {
         let record = LrSchedulerRecord::load(path)
             .map_err(|e| Error::checkpoint(path, format!("cannot be loaded: {e:?}")))?;
+        let mut plateau = self.plateau;
+        if let Some(plateau) = plateau.as_mut() {
+            let path = path.with_file_name(PLATEAU_FILE);
+            let text = std::fs::read(&path).map_err(|e| Error::checkpoint(&path, e.to_string()))?;
+            let state = crate::record::parse_json(&text)
+                .map_err(|e| Error::checkpoint(&path, format!("not a plateau's state: {e}")))?;
+            plateau.resume(state);
+        }
         Ok(Self {
             scheduler: self.scheduler.load_record(record),
             current,
+            plateau,
             ..self
         })
     }
 }
 
+/// A plateau schedule's state in a checkpoint, beside Burn's record.
+const PLATEAU_FILE: &str = "plateau.json";
+
 /// Burn's scheduler for the part after the warmup.
 fn decay(schedule: &ScheduleConfig, lr: f64, decay_steps: usize) -> LrSchedulerConfig {
     let min_lr = schedule.min_lr.unwrap_or(0.0);
     match schedule.kind {
-        ScheduleKind::Constant => LrSchedulerConfig::Constant(lr),
+        ScheduleKind::Constant | ScheduleKind::Plateau => LrSchedulerConfig::Constant(lr),
         ScheduleKind::Linear => LinearLrSchedulerConfig::new(lr, min_lr, decay_steps).into(),
         ScheduleKind::Cosine => CosineAnnealingLrSchedulerConfig::new(lr, decay_steps)
             .with_min_lr(min_lr)

@@ -89,6 +89,9 @@ impl<M: Module> Learner<M> {
         guard.epoch_snapshot(epoch, figures.clone())?;
         crate::failpoint::pass("snapshot");
         let verdict = monitored.and_then(|value| self.decide(guard, epoch, value));
+        if judged {
+            self.plateau(guard, &figures)?;
+        }
         let state = self.state(stats, guard, epoch);
         let marks = Marks {
             best: verdict == Some(Verdict::Improved),
@@ -136,6 +139,31 @@ impl<M: Module> Learner<M> {
         value
             .map(Some)
             .ok_or_else(|| unknown_monitor(monitor, figures))
+    }
+
+    /// A plateau schedule's look at the epoch's `figures`: the rate drops from the next step
+    /// where its figure has not improved for long enough, and the user is told.
+    fn plateau(&mut self, guard: &mut MemoryGuard, figures: &EpochFigures) -> Result<(), Error> {
+        let Some(plateau) = self.schedule.watches() else {
+            return Ok(());
+        };
+        let (figure, patience) = (plateau.monitor.clone(), plateau.patience.max(1));
+        let value = figures.get(&figure).ok_or_else(|| {
+            unknown_figure(
+                "[train.schedule]",
+                "train.schedule.monitor",
+                &figure,
+                figures,
+            )
+        })?;
+        if let Some((old, new)) = self.schedule.observe(value) {
+            let line = format!(
+                "plateau: {figure} has not improved for {patience} epoch(s); lr {old:.3e} -> \
+                 {new:.3e} from the next step"
+            );
+            guard.recorder_mut().tell(&line);
+        }
+        Ok(())
     }
 
     /// Early stopping's verdict on epoch `epoch`, on the monitor's `value`, with the stop told

@@ -1,6 +1,7 @@
 //! The builder's cases: each setter with the file text it should equal.
 
 use super::*;
+use crate::config::PlateauConfig;
 
 pub(super) fn train_cases() -> Cases {
     let cases: Vec<(ConfigBuilder, &str)> = vec![
@@ -55,6 +56,18 @@ pub(super) fn train_table_cases() -> Cases {
         decay_steps,
         step_size,
         gamma,
+        plateau: None,
+    };
+    let plateau = ScheduleConfig {
+        plateau: Some(PlateauConfig {
+            monitor: "val_accuracy".into(),
+            mode: MonitorMode::Max,
+            factor: 0.5,
+            patience: 2,
+            min_delta: 0.01,
+            cooldown: 1,
+        }),
+        ..schedule(ScheduleKind::Plateau, Some(1e-5), None, None, None)
     };
     let early = EarlyStoppingConfig {
         monitor: "val_accuracy".into(),
@@ -84,6 +97,12 @@ pub(super) fn train_table_cases() -> Cases {
                 Some(0.5),
             )),
             "[train.schedule]\nkind = \"step\"\nwarmup_steps = 10\nstep_size = 30\ngamma = 0.5",
+        ),
+        (
+            b().schedule(plateau),
+            "[train.schedule]\nkind = \"plateau\"\nwarmup_steps = 10\nmin_lr = 1e-5\n\
+             monitor = \"val_accuracy\"\nmode = \"max\"\nfactor = 0.5\npatience = 2\n\
+             min_delta = 0.01\ncooldown = 1",
         ),
         (
             b().early_stopping(early),

@@ -1,20 +1,38 @@
 //! `[train.schedule]`: the kind, and the keys each kind takes.
 
 use super::super::{choice, misplaced, non_negative, positive, present, Invalid, Result};
+use super::plateau::plateau;
 use crate::config::defaults;
 use crate::config::raw::RawSchedule;
-use crate::config::types::{ScheduleConfig, ScheduleKind};
+use crate::config::types::{EarlyStoppingConfig, ScheduleConfig, ScheduleKind};
 
 /// Which kinds take each key (`warmup_steps` goes with every kind).
 const KEYS: &[(&str, &[&str])] = &[
-    ("min_lr", &["linear", "cosine", "step", "exponential"]),
+    (
+        "min_lr",
+        &["linear", "cosine", "step", "exponential", "plateau"],
+    ),
     ("decay_steps", &["linear", "cosine"]),
     ("step_size", &["step"]),
     ("gamma", &["step", "exponential"]),
+    ("monitor", &["plateau"]),
+    ("mode", &["plateau"]),
+    ("factor", &["plateau"]),
+    ("patience", &["plateau"]),
+    ("min_delta", &["plateau"]),
+    ("cooldown", &["plateau"]),
 ];
 
-pub(super) fn schedule(raw: RawSchedule, lr: f64) -> Result<ScheduleConfig> {
+pub(super) fn schedule(
+    raw: RawSchedule,
+    lr: f64,
+    early: Option<&EarlyStoppingConfig>,
+) -> Result<ScheduleConfig> {
     let kind = kind(&raw)?;
+    let plateau = match kind {
+        ScheduleKind::Plateau => Some(plateau(&raw, early)?),
+        _ => None,
+    };
     let warmup_steps = non_negative(
         "train.schedule.warmup_steps",
         raw.warmup_steps,
@@ -31,6 +49,7 @@ pub(super) fn schedule(raw: RawSchedule, lr: f64) -> Result<ScheduleConfig> {
             .transpose()?,
         step_size: step_size(kind, raw.step_size)?,
         gamma: gamma(kind, raw.gamma)?,
+        plateau,
     })
 }
 
@@ -46,6 +65,7 @@ fn kind(raw: &RawSchedule) -> Result<ScheduleKind> {
             ("cosine", ScheduleKind::Cosine),
             ("step", ScheduleKind::Step),
             ("exponential", ScheduleKind::Exponential),
+            ("plateau", ScheduleKind::Plateau),
         ],
     )?;
     let present = present(&[
@@ -53,6 +73,12 @@ fn kind(raw: &RawSchedule) -> Result<ScheduleKind> {
         ("decay_steps", raw.decay_steps.is_some()),
         ("step_size", raw.step_size.is_some()),
         ("gamma", raw.gamma.is_some()),
+        ("monitor", raw.monitor.is_some()),
+        ("mode", raw.mode.is_some()),
+        ("factor", raw.factor.is_some()),
+        ("patience", raw.patience.is_some()),
+        ("min_delta", raw.min_delta.is_some()),
+        ("cooldown", raw.cooldown.is_some()),
     ]);
     misplaced("train.schedule", KEYS, &present, kind.name())?;
     Ok(kind)
@@ -84,6 +110,7 @@ fn min_lr(kind: ScheduleKind, raw: Option<f64>, lr: f64) -> Result<Option<f64>> 
     let min_lr = match kind {
         ScheduleKind::Constant => return Ok(None),
         ScheduleKind::Linear | ScheduleKind::Cosine => raw.unwrap_or(defaults::MIN_LR),
+        ScheduleKind::Plateau => raw.unwrap_or(defaults::MIN_LR),
         ScheduleKind::Step | ScheduleKind::Exponential => match raw {
             Some(min_lr) => min_lr,
             None => return Ok(None),

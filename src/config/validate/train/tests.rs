@@ -92,7 +92,7 @@ fn schedule_keys_are_checked_against_the_kind() {
     assert_eq!(
         error("[train.schedule]\nkind = \"triangle\"\n"),
         "x.toml:2:1: train.schedule.kind must be one of \"constant\", \"linear\", \"cosine\", \
-         \"step\", \"exponential\", got \"triangle\""
+         \"step\", \"exponential\", \"plateau\", got \"triangle\""
     );
     assert!(error("[train.schedule]\nwarmup = 5\n")
         .starts_with("x.toml:2:1: unknown key train.schedule.warmup"));
