@@ -44,8 +44,9 @@ def literal(text):
 
 
 def same(param, shown):
-    """Whether Optuna's param is the value sweep.json shows."""
-    value = literal(shown)
+    """Whether Optuna's param is the value sweep.json holds (typed: a number, a string, a
+    list; a list is an Optuna categorical's string)."""
+    value = shown
     if isinstance(param, str) and param.startswith("["):
         param = literal(param)
     if isinstance(value, float) or isinstance(param, float):

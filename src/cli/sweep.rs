@@ -169,19 +169,41 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
             monitor,
             mode,
         } => {
-            print!("{}", crate::sweep::ranking(rows, monitor, *mode, dir));
+            let width = terminal_width();
+            match width {
+                Some(width) => print!(
+                    "{}",
+                    crate::sweep::compact(rows, (monitor, *mode), dir, width)
+                ),
+                None => print!("{}", crate::sweep::ranking(rows, monitor, *mode, dir)),
+            }
             let count = |status| rows.iter().filter(|r| r.status == status).count();
             let pruned = match count(TrialStatus::Pruned) {
                 0 => String::new(),
                 n => format!(", {n} pruned"),
             };
-            println!(
-                "sweep: {} trials ({} failed{pruned}) with memory.clear = \"{clear}\"; {}",
+            let line = format!(
+                "sweep: {} trials ({} failed{pruned}) with memory.clear = \"{clear}\"",
                 rows.len(),
                 count(TrialStatus::Failed),
-                dir.display()
             );
+            let place = format!("; {}", dir.display());
+            // On a terminal the directory was named above; it goes where it fits.
+            match width.is_some_and(|w| line.len() + place.len() > w) {
+                true => println!("{line}"),
+                false => println!("{line}{place}"),
+            }
         }
+    }
+}
+
+/// The width of the terminal stdout is, if it is one: a search's end is then the compact
+/// ranking, else the full one that scripts read.
+fn terminal_width() -> Option<usize> {
+    let term = console::Term::stdout();
+    match term.is_term() {
+        true => Some(term.size().1 as usize),
+        false => None,
     }
 }
 

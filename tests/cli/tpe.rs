@@ -65,14 +65,7 @@ fn tpe_starts_with_the_random_draws_then_draws_from_the_results_the_same_from_th
         assert_eq!(row["status"], "completed", "{row}");
         let i = row["trial"].as_u64().unwrap() as usize - 1;
         let lr = values(&first, i)["train.lr"].as_f64().unwrap();
-        assert_eq!(
-            row["values"]["train.lr"]
-                .as_str()
-                .unwrap()
-                .parse::<f64>()
-                .unwrap(),
-            lr
-        );
+        assert_eq!(row["values"]["train.lr"].as_f64(), Some(lr));
         assert!((1e-4..=1e-1).contains(&lr), "{lr}");
     }
     // Resumed, nothing is drawn or trained again.

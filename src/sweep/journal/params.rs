@@ -105,6 +105,16 @@ pub fn display(x: f64, distribution: &str) -> String {
     }
 }
 
+/// A trial's value of a parameter (`x` in Optuna's internal representation, under
+/// `distribution`), typed as the search's plan holds it.
+pub fn typed(x: f64, distribution: &str) -> toml::Value {
+    let text = display(x, distribution);
+    (format!("x = {text}").parse::<toml::Table>())
+        .ok()
+        .and_then(|mut t| t.remove("x"))
+        .unwrap_or(toml::Value::String(text))
+}
+
 /// Compact JSON with Python's default separators (`", "` and `": "`), outside strings.
 fn python_separators(value: &Value) -> String {
     let text = serde_json::to_string(value).expect("a JSON value serialises");

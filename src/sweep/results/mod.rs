@@ -1,6 +1,8 @@
 //! What a sweep or search gives back: its rows read from the runs' own summaries (`rows`),
-//! ranked (`rank`), as tables, and what `sweep.svg` draws (`sweep_svg`).
+//! ranked (`rank`), as tables, the few best for a terminal (`compact`), and what `sweep.svg`
+//! draws (`sweep_svg`).
 
+pub(in crate::sweep) mod compact;
 pub(in crate::sweep) mod journal;
 pub(in crate::sweep) mod rank;
 pub(in crate::sweep) mod rows;
@@ -8,6 +10,7 @@ pub(in crate::sweep) mod run_row;
 pub(in crate::sweep) mod sweep_svg;
 pub(in crate::sweep) mod table;
 
+pub use compact::compact;
 pub use rank::{rank, ranking, TrialRow, TrialStatus};
 pub use run_row::{SweepRow, RETAINED_TOLERANCE, RSS_NOISE_BYTES, RSS_TOLERANCE};
 pub use table::table;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{SweepRow, RETAINED_TOLERANCE, RSS_TOLERANCE};
 use crate::config::MonitorMode;
 use crate::memory::{format_bytes, format_signed_bytes};
+use crate::sweep::space::{literal, rounded};
 
 /// How a trial ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,8 +54,8 @@ pub struct TrialRow {
     pub trial: usize,
     /// Its directory's name, `trial-007`.
     pub name: String,
-    /// The varied keys' values, as TOML writes them.
-    pub values: BTreeMap<String, String>,
+    /// The varied keys' values, typed (`sweep.json`: numbers, strings, arrays).
+    pub values: BTreeMap<String, toml::Value>,
     /// Whether it completed.
     pub status: TrialStatus,
     /// Why it failed, or why it was pruned.
@@ -175,9 +176,9 @@ fn table(rows: &[TrialRow], monitor: &str) -> String {
 
 /// A trial's cells up to `released`: `| 1 | trial-004 | 0.4 | 0.9000 | completed | ... |`.
 fn row_line(r: &TrialRow, keys: &[&String]) -> String {
-    let values: Vec<&str> = keys
+    let values: Vec<String> = keys
         .iter()
-        .map(|k| r.values.get(*k).map_or("-", String::as_str))
+        .map(|k| r.values.get(*k).map_or("-".into(), |v| rounded(v, 4)))
         .collect();
     let memory = r.memory.as_ref();
     format!(
@@ -209,7 +210,7 @@ fn best_line(rows: &[TrialRow], monitor: &str, dir: &Path) -> String {
     let values: Vec<String> = best
         .values
         .iter()
-        .map(|(k, v)| format!("{k} = {v}"))
+        .map(|(k, v)| format!("{k} = {}", literal(v)))
         .collect();
     format!(
         "Best: {} ({}), {monitor} {:.4}; its config: {}\n",
@@ -278,7 +279,11 @@ mod tests {
 
     fn row(trial: usize, monitored: Option<f64>) -> TrialRow {
         TrialRow {
-            values: [("train.lr".to_string(), format!("0.{trial}"))].into(),
+            values: [(
+                "train.lr".to_string(),
+                toml::Value::Float(trial as f64 / 10.0),
+            )]
+            .into(),
             status: match monitored {
                 Some(_) => TrialStatus::Completed,
                 None => TrialStatus::Failed,

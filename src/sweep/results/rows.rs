@@ -10,7 +10,7 @@ use crate::record::{RunStatus, RunSummary};
 use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::plan::SearchPlan;
 use crate::sweep::shard::Shard;
-use crate::sweep::space::{literal, Trial};
+use crate::sweep::space::Trial;
 use crate::sweep::trial_run::TrialErrors;
 
 /// The rows of the plan's trials (a `shard`'s only), from their `summary.json`, with the
@@ -60,11 +60,7 @@ fn row(
         rank: None,
         trial: trial.number,
         name: trial.name(),
-        values: trial
-            .values
-            .iter()
-            .map(|(k, v)| (k.clone(), literal(v)))
-            .collect(),
+        values: trial.values.clone(),
         status,
         reason,
         monitored: summary

@@ -3,6 +3,7 @@
 use super::rank::{TrialRow, TrialStatus};
 use crate::report::{SearchPicture, SearchPoint};
 use crate::sweep::plan::SearchPlan;
+use crate::sweep::space::literal;
 
 /// What `sweep.svg` draws of the trials.
 pub(in crate::sweep) fn picture(
@@ -20,7 +21,7 @@ pub(in crate::sweep) fn picture(
             trial: r.trial,
             values: keys
                 .iter()
-                .map(|k| r.values.get(k).cloned().unwrap_or_default())
+                .map(|k| r.values.get(k).map(literal).unwrap_or_default())
                 .collect(),
             monitored: r.monitored,
             pruned: r.status == TrialStatus::Pruned,

@@ -92,7 +92,7 @@ fn row(t: &TrialRecord) -> TrialRow {
         State::Waiting => TrialStatus::Paused,
     };
     let values = (t.params.iter())
-        .map(|(k, (x, d))| (k.clone(), crate::sweep::journal::params::display(*x, d)))
+        .map(|(k, (x, d))| (k.clone(), crate::sweep::journal::params::typed(*x, d)))
         .collect();
     TrialRow {
         values,
