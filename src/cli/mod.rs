@@ -11,13 +11,15 @@ use crate::kinds::Kinds;
 use crate::Error;
 
 mod app;
+mod compare;
 mod inference;
+mod lr_find;
 mod sweep;
 mod terminal;
 mod train;
+mod validate;
 
 pub use app::{main, App};
-use terminal::Terminal;
 use train::train;
 
 /// Train models on Burn with memory you can see: every run writes a memory snapshot per
@@ -136,6 +138,25 @@ enum Command {
         #[arg(long, value_name = "STORAGE", conflicts_with_all = ["resume", "runs", "shard", "shards"])]
         storage: Option<String>,
     },
+    /// Find a learning rate: Lightning's finder on a copy of the config's run (the rate swept
+    /// from --min-lr to --max-lr over --steps steps), its suggestion printed and written with
+    /// a picture to <output_dir>/<name>-lr-find/. The run directory is not touched.
+    LrFind {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Directory that holds the finder's directory (overrides run.output_dir).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// The first step's rate.
+        #[arg(long, value_name = "LR", default_value_t = 1e-8)]
+        min_lr: f64,
+        /// The last step's rate.
+        #[arg(long, value_name = "LR", default_value_t = 1.0)]
+        max_lr: f64,
+        /// Steps from one to the other.
+        #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(2..))]
+        steps: u32,
+    },
     /// One trial of a parallel search, as the search's child process runs it.
     #[command(hide = true)]
     Trial {
@@ -207,7 +228,17 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
             config,
             policies,
             out,
-        } => compare(kinds, config, &policies, out),
+        } => compare::compare(kinds, config, &policies, out),
+        Command::LrFind {
+            config,
+            out,
+            min_lr,
+            max_lr,
+            steps,
+        } => {
+            let resolved = config.load(kinds, out_override(out))?;
+            lr_find::lr_find(kinds, &resolved, (min_lr, max_lr, steps as usize))
+        }
         Command::Evaluate {
             run_dir,
             data,
@@ -224,7 +255,7 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
         }
         Command::Report { run_dir } if sweep::is_study(&run_dir) => sweep::report_study(&run_dir),
         Command::Report { run_dir } => report_run(&run_dir),
-        Command::Validate { config } => validate(kinds, config),
+        Command::Validate { config } => validate::validate(kinds, config),
         Command::Sweep {
             config,
             overrides,
@@ -260,45 +291,6 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
             quiet,
         } => train(kinds, config, &overrides, resume, out, quiet),
     }
-}
-
-/// `tidemark compare`: the config under each of `policies`, and the table.
-fn compare(
-    kinds: &Kinds,
-    config: ConfigArgs,
-    policies: &str,
-    out: Option<PathBuf>,
-) -> Result<(), Error> {
-    let list = crate::compare::ComparePolicy::parse_list(policies).map_err(|e| {
-        crate::config::ConfigError {
-            origin: "--policies".into(),
-            key: None,
-            message: e.to_string(),
-        }
-    })?;
-    let resolved = config.load(kinds, out_override(out))?;
-    let (dir, rows) = crate::compare::compare(kinds, &resolved, &list, |policy| {
-        eprintln!("== {}", policy.name());
-        Box::new(Terminal::new(true))
-    })?;
-    println!("{}", crate::compare::table(&rows));
-    println!(
-        "compare: wrote compare.md, compare.json and compare.svg in {}",
-        dir.display()
-    );
-    Ok(())
-}
-
-/// `tidemark validate`: the resolved config, after every check `sweep` makes before it writes
-/// anything.
-fn validate(kinds: &Kinds, config: ConfigArgs) -> Result<(), Error> {
-    let resolved = config.load(kinds, vec![])?;
-    if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
-        crate::sweep::check_search(kinds, &resolved, &space, None)?;
-    }
-    println!("{}: ok", config.config.display());
-    print!("{}", config::to_toml(&resolved));
-    Ok(())
 }
 
 /// The config to load: `--config`'s, or else the `config.toml` in the directory `--resume`

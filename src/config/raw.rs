@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::raw_lr::RawLr;
+
 pub use super::size::RawSize;
 
 /// A whole configuration file, before validation.
@@ -228,8 +230,8 @@ pub struct RawTrain {
     pub accumulation_steps: Option<i64>,
     /// `adam`, `adamw`, `sgd` or `rmsprop`.
     pub optimizer: Option<String>,
-    /// Learning rate (the peak, with a schedule).
-    pub lr: Option<f64>,
+    /// Learning rate (the peak, with a schedule), or `"find"`.
+    pub lr: Option<RawLr>,
     /// Weight decay: L2 for `adam`, `sgd`, `rmsprop`; decoupled for `adamw`.
     pub weight_decay: Option<f64>,
     /// `adam`, `adamw`: `[beta1, beta2]`.

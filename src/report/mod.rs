@@ -4,6 +4,7 @@
 //! (`snapshots.jsonl` and `summary.json`, by [`crate::train`]).
 
 mod error;
+mod lr_find_plot;
 mod plot;
 mod search_picture;
 mod search_plot;
@@ -11,6 +12,7 @@ mod search_timeline;
 mod text;
 
 pub use error::ReportError;
+pub use lr_find_plot::{render_lr_find_svg, LrFindPicture};
 pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};
 pub use search_picture::{SearchPicture, SearchPoint};
 pub use search_plot::render_search_svg;

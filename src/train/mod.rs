@@ -29,6 +29,7 @@ pub mod gate;
 mod guard;
 mod hand;
 mod learner;
+pub mod lr_find;
 mod moved;
 mod optimizer;
 pub mod precision;

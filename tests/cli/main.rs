@@ -16,6 +16,7 @@ mod fuzz;
 mod inference;
 mod keep_best;
 mod kill_anywhere;
+mod lr_find;
 mod memory;
 mod parallel;
 mod picture;

@@ -3,14 +3,15 @@
 //! file takes has a setter; the `[data]` ones are in `data.rs`.
 
 use super::error::ConfigError;
-use super::raw::RawConfig;
+use super::raw::{RawConfig, RawLr};
 use super::size::MemorySize;
 use super::types::{
-    Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, MonitorMode,
-    Offload, OnLimit, OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
+    Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, Offload,
+    OnLimit, OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
 };
 
 mod data;
+mod outputs;
 mod raw_values;
 
 use raw_values::{as_raw, ints, name_of, raw_size};
@@ -70,12 +71,6 @@ impl ConfigBuilder {
     /// Directory that will hold the run directory.
     pub fn output_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
         self.raw.run.output_dir = Some(dir.as_ref().display().to_string());
-        self
-    }
-
-    /// Also write the run's scalars as TensorBoard's event file in the run directory.
-    pub fn tensorboard(mut self, on: bool) -> Self {
-        self.raw.run.tensorboard = Some(on);
         self
     }
 
@@ -169,13 +164,13 @@ impl ConfigBuilder {
     /// Optimizer and learning rate.
     pub fn optimizer(mut self, kind: OptimizerKind, lr: f64) -> Self {
         self.raw.train.optimizer = Some(kind.name().into());
-        self.raw.train.lr = Some(lr);
+        self.raw.train.lr = Some(RawLr::Rate(lr));
         self
     }
 
     /// The learning rate alone, keeping the optimizer (`train.lr`).
     pub fn lr(mut self, lr: f64) -> Self {
-        self.raw.train.lr = Some(lr);
+        self.raw.train.lr = Some(RawLr::Rate(lr));
         self
     }
 
@@ -221,28 +216,6 @@ impl ConfigBuilder {
     /// When memory snapshots are written (`memory.snapshot`).
     pub fn snapshot(mut self, every: SnapshotEvery) -> Self {
         self.raw.memory.snapshot = Some(name_of(every));
-        self
-    }
-
-    /// Also write a checkpoint every `steps` optimizer steps inside an epoch.
-    pub fn checkpoint_every_steps(mut self, steps: usize) -> Self {
-        self.raw.checkpoint.every_steps = Some(steps as i64);
-        self
-    }
-
-    /// Keep the `k` best epochs' checkpoints beside the latest (`checkpoint.keep_best`),
-    /// ranked by `monitor` (default: early stopping's, else `val_loss`) with `mode` (default:
-    /// the figure's natural one).
-    pub fn keep_best(mut self, k: usize, monitor: Option<&str>, mode: Option<MonitorMode>) -> Self {
-        self.raw.checkpoint.keep_best = Some(k as i64);
-        self.raw.checkpoint.monitor = monitor.map(str::to_string);
-        self.raw.checkpoint.mode = mode.map(name_of);
-        self
-    }
-
-    /// Also log (the progress, TensorBoard's `step/` scalars) every `steps` optimizer steps.
-    pub fn log_every_steps(mut self, steps: usize) -> Self {
-        self.raw.run.log_every_steps = Some(steps as i64);
         self
     }
 

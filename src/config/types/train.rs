@@ -58,6 +58,10 @@ pub struct TrainConfig {
     /// `[train.early_stopping]`: stop when a validation metric stops improving.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub early_stopping: Option<EarlyStoppingConfig>,
+    /// The learning-rate finder's sweep of rates, in place of `lr` and the schedule: set by
+    /// the finder on its own copy of a run's config; no file sets it.
+    #[serde(skip)]
+    pub lr_range: Option<LrRange>,
     /// `[train.offload]`: what a step keeps in host memory (nothing by default).
     #[serde(skip_serializing_if = "OffloadConfig::is_none")]
     pub offload: OffloadConfig,
@@ -138,6 +142,27 @@ impl ScheduleKind {
             ScheduleKind::Exponential => "exponential",
             ScheduleKind::Plateau => "plateau",
         }
+    }
+}
+
+/// A sweep of rates, exponential from `min_lr` to `max_lr` over `steps` optimizer steps (the
+/// learning-rate finder's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct LrRange {
+    /// The first step's rate.
+    pub min_lr: f64,
+    /// The rate of step `steps` and after.
+    pub max_lr: f64,
+    /// Steps from one to the other.
+    pub steps: usize,
+}
+
+impl LrRange {
+    /// The rate of step `i` (from 0): `min_lr * (max_lr / min_lr)^(i / (steps - 1))`.
+    pub fn rate(&self, i: usize) -> f64 {
+        let n = self.steps.max(2) - 1;
+        let r = i.min(n) as f64 / n as f64;
+        self.min_lr * (self.max_lr / self.min_lr).powf(r)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Validation against the raw config: defaults, ranges, choices and the keys of other kinds.
 
 use super::*;
-use crate::config::{RawColumn, RawSize};
+use crate::config::{RawColumn, RawLr, RawSize};
 
 fn with(edit: impl FnOnce(&mut RawConfig)) -> std::result::Result<RunConfig, Invalid> {
     let mut raw = RawConfig::default();
@@ -138,8 +138,8 @@ fn memory_section_validates_sizes_and_combinations() {
 fn fractions_and_rates_are_range_checked() {
     assert!(with(|r| r.data.validation_fraction = Some(1.0)).is_err());
     assert!(with(|r| r.model.dropout = Some(-0.1)).is_err());
-    assert!(with(|r| r.train.lr = Some(f64::NAN)).is_err());
-    assert!(with(|r| r.train.lr = Some(0.0)).is_err());
+    assert!(with(|r| r.train.lr = Some(RawLr::Rate(f64::NAN))).is_err());
+    assert!(with(|r| r.train.lr = Some(RawLr::Rate(0.0))).is_err());
 }
 
 #[test]

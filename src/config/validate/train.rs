@@ -11,7 +11,22 @@ mod plateau;
 mod schedule;
 
 pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
-    let lr = raw.lr.unwrap_or(defaults::LR);
+    let lr = match &raw.lr {
+        None => defaults::LR,
+        Some(RawLr::Rate(lr)) => *lr,
+        Some(RawLr::Word(word)) => {
+            let message = match word.as_str() {
+                "find" => {
+                    "\"find\" runs the learning-rate finder, which `tidemark train` does before \
+                           it trains (it trains at the rate found); here give a number, or run \
+                           `tidemark lr-find`"
+                        .to_string()
+                }
+                other => format!("must be a number, or \"find\"; got \"{other}\""),
+            };
+            return Err(Invalid::new("train.lr", message));
+        }
+    };
     if !(lr.is_finite() && lr > 0.0) {
         return Err(Invalid::new(
             "train.lr",
@@ -60,6 +75,7 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         clip_grad_value,
         schedule,
         early_stopping,
+        lr_range: None,
         offload: offload(raw.offload.unwrap_or_default())?,
     })
 }

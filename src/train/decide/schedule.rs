@@ -15,7 +15,7 @@ use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
 use burn::optim::lr_scheduler::{LrSchedulerConfig, LrSchedulerRecord};
 
 use super::plateau::Plateau;
-use crate::config::{defaults, PlateauConfig, ScheduleConfig, ScheduleKind, TrainConfig};
+use crate::config::{defaults, LrRange, PlateauConfig, ScheduleConfig, ScheduleKind, TrainConfig};
 use crate::error::Error;
 
 /// The learning rate of each optimizer step. Advanced once per optimizer step (not per
@@ -29,6 +29,8 @@ pub struct Schedule {
     current: f64,
     /// `plateau`: its decision, whose scale multiplies the rate.
     plateau: Option<Plateau>,
+    /// The learning-rate finder's sweep, and the steps taken on it.
+    range: Option<(LrRange, usize)>,
 }
 
 impl Schedule {
@@ -36,6 +38,12 @@ impl Schedule {
     /// how long a `cosine` or `linear` decay lasts when `decay_steps` is not given).
     pub fn new(config: &TrainConfig, total_steps: usize) -> Self {
         let lr = config.lr;
+        if let Some(range) = config.lr_range {
+            return Self {
+                range: Some((range, 0)),
+                ..Self::from_burn(ConstantLr::from(range.min_lr).into(), range.min_lr, 0.0)
+            };
+        }
         let Some(schedule) = &config.schedule else {
             return Self::from_burn(ConstantLr::from(lr).into(), lr, 0.0);
         };
@@ -78,11 +86,17 @@ impl Schedule {
             floor,
             current: lr,
             plateau: None,
+            range: None,
         }
     }
 
     /// Advances one optimizer step and returns its learning rate.
     pub fn advance(&mut self) -> f64 {
+        if let Some((range, step)) = self.range.as_mut() {
+            self.current = range.rate(*step);
+            *step += 1;
+            return self.current;
+        }
         let scale = self.plateau.as_ref().map_or(1.0, Plateau::scale);
         self.current = (self.scheduler.step().base() * scale).max(self.floor);
         self.current

@@ -9,7 +9,7 @@ use crate::config::{ConfigBuilder, RawSchedule};
 
 fn train(lr: f64, schedule: RawSchedule) -> TrainConfig {
     let mut builder = ConfigBuilder::new("t");
-    builder.raw_mut().train.lr = Some(lr);
+    builder.raw_mut().train.lr = Some(crate::config::RawLr::Rate(lr));
     builder.raw_mut().train.schedule = Some(schedule);
     builder.build().unwrap().train
 }

@@ -128,6 +128,7 @@ fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
         clip_grad_value: None,
         schedule: None,
         early_stopping: None,
+        lr_range: None,
         offload: Default::default(),
     }
 }

@@ -1,0 +1,63 @@
+//! `tidemark lr-find`: the learning-rate finder on a copy of the config's run, its suggestion
+//! printed, and where its record and picture are.
+
+use crate::config::{ConfigError, LrRange, RunConfig};
+use crate::kinds::Kinds;
+use crate::train::lr_find::rule::Sweep;
+use crate::train::lr_find::{find, Found};
+use crate::Error;
+
+use super::terminal::Terminal;
+
+/// Runs the finder over `(min_lr, max_lr, steps)` and prints what it found.
+pub(super) fn lr_find(
+    kinds: &Kinds,
+    config: &RunConfig,
+    (min_lr, max_lr, steps): (f64, f64, usize),
+) -> Result<(), Error> {
+    let sweep = sweep(min_lr, max_lr, steps)?;
+    let found = find(config, sweep, Box::new(Terminal::new(true)), |t| {
+        kinds.train(t)
+    })?;
+    println!("{}", said(&found));
+    Ok(())
+}
+
+/// The finder's settings: Lightning's, over the range given.
+pub(super) fn sweep(min_lr: f64, max_lr: f64, steps: usize) -> Result<Sweep, Error> {
+    if !(min_lr > 0.0 && max_lr > min_lr && max_lr.is_finite()) {
+        return Err(Error::Config(ConfigError {
+            origin: format!("--min-lr {min_lr} --max-lr {max_lr}"),
+            key: None,
+            message: "the finder sweeps from --min-lr up to --max-lr: both > 0, min below max"
+                .into(),
+        }));
+    }
+    Ok(Sweep {
+        range: LrRange {
+            min_lr,
+            max_lr,
+            steps,
+        },
+        ..Sweep::default()
+    })
+}
+
+/// `lr-find: suggested lr 1.26e-3 (steepest descent at step 62 of 87; stopped at step 87: ...)`.
+pub(super) fn said(found: &Found) -> String {
+    let files = format!("{}, lr-find.svg", found.dir.join("lr-find.json").display());
+    match (found.lr(), found.suggestion) {
+        (Some(lr), Some(i)) => format!(
+            "lr-find: suggested lr {lr:.3e} (steepest descent at step {} of {}; stopped {}); {files}",
+            i + 1,
+            found.points.len(),
+            found.stopped
+        ),
+        _ => format!(
+            "lr-find: no suggestion: {} steps, too few past the first {} (stopped {}); {files}",
+            found.points.len(),
+            found.sweep.skip_begin,
+            found.stopped
+        ),
+    }
+}

@@ -1,0 +1,19 @@
+//! `tidemark validate`: the config resolved, after every check a run or a search makes before
+//! it writes anything.
+
+use super::{sweep, ConfigArgs};
+use crate::config;
+use crate::kinds::Kinds;
+use crate::Error;
+
+/// `tidemark validate`: the resolved config, after every check `sweep` makes before it writes
+/// anything.
+pub(super) fn validate(kinds: &Kinds, config: ConfigArgs) -> Result<(), Error> {
+    let resolved = config.load(kinds, vec![])?;
+    if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
+        crate::sweep::check_search(kinds, &resolved, &space, None)?;
+    }
+    println!("{}: ok", config.config.display());
+    print!("{}", config::to_toml(&resolved));
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! `lr-find.svg`: the learning-rate finder's loss against the rate (a log axis), smoothed as
+//! the finder judged it, each step's own loss behind it, and the suggested rate marked.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::error::ReportError;
+
+const SIZE: (u32, u32) = (720, 440);
+const BLUE: RGBColor = RGBColor(31, 119, 180);
+const RED: RGBColor = RGBColor(214, 39, 40);
+const LIGHT: RGBColor = RGBColor(190, 190, 190);
+
+/// What `lr-find.svg` draws.
+#[derive(Debug, Clone)]
+pub struct LrFindPicture {
+    /// Whose finder it was (the run's name).
+    pub title: String,
+    /// Each step's rate, loss and smoothed loss.
+    pub points: Vec<(f64, f64, f64)>,
+    /// The suggested point, by index.
+    pub suggestion: Option<usize>,
+}
+
+/// Draws `picture` into an SVG at `path`.
+pub fn render_lr_find_svg(picture: &LrFindPicture, path: &Path) -> Result<(), ReportError> {
+    draw(picture, path).map_err(|e| ReportError::at(path, &e))
+}
+
+fn draw(picture: &LrFindPicture, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let finite: Vec<&(f64, f64, f64)> = (picture.points.iter())
+        .filter(|p| p.0 > 0.0 && p.2.is_finite())
+        .collect();
+    let x = |lr: f64| lr.log10();
+    let (x_lo, x_hi) = bounds(finite.iter().map(|p| x(p.0)));
+    // The smoothed curve sets the scale: the raw losses of the last steps would flatten it.
+    let (y_lo, y_hi) = bounds(finite.iter().map(|p| p.2));
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{}: loss against learning rate", picture.title),
+            ("sans-serif", 16),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)?;
+    chart
+        .configure_mesh()
+        .max_light_lines(0)
+        .x_desc("learning rate (log scale)")
+        .y_desc("loss")
+        .x_label_formatter(&|v| format!("{:.0e}", 10f64.powf(*v)))
+        .y_label_formatter(&|v| format!("{v:.3}"))
+        .draw()?;
+    let inside = |l: f64| l.clamp(y_lo, y_hi);
+    chart
+        .draw_series(LineSeries::new(
+            finite.iter().map(|p| (x(p.0), inside(p.1))),
+            LIGHT,
+        ))?
+        .label("loss of each step")
+        .legend(|(a, b)| PathElement::new(vec![(a, b), (a + 16, b)], LIGHT));
+    chart
+        .draw_series(LineSeries::new(
+            finite.iter().map(|p| (x(p.0), p.2)),
+            BLUE.stroke_width(2),
+        ))?
+        .label("smoothed (beta 0.98)")
+        .legend(|(a, b)| PathElement::new(vec![(a, b), (a + 16, b)], BLUE.stroke_width(2)));
+    if let Some(&(lr, _, smoothed)) = picture.suggestion.and_then(|i| picture.points.get(i)) {
+        let at = (x(lr), smoothed);
+        chart
+            .draw_series([Circle::new(at, 6, RED.filled())])?
+            .label(format!("suggested: {lr:.2e}"))
+            .legend(|(a, b)| Circle::new((a + 8, b), 5, RED.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// The span of `values`, a twentieth wider on each side (a unit around a single value).
+fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(v), h.max(v)));
+    match hi > lo {
+        true => (lo - (hi - lo) / 20.0, hi + (hi - lo) / 20.0),
+        false if lo <= hi => (lo - 0.5, hi + 0.5),
+        false => (0.0, 1.0),
+    }
+}

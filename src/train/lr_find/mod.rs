@@ -1,0 +1,190 @@
+//! The learning-rate finder (`tidemark lr-find`, `train.lr = "find"`), Lightning's
+//! `Tuner.lr_find` ([`rule`]): a short training run on a copy of the config's run, its rate
+//! swept exponentially from `min_lr` to `max_lr`, one step's loss read after each step, until
+//! the smoothed loss passes 4 times its best or the steps are done; the suggestion is the
+//! steepest descent.
+//!
+//! It changes no run: the copy trains from the same initial weights in
+//! `<output_dir>/<name>-lr-find/steps/`, deleted afterwards, and the run directory
+//! `<output_dir>/<name>` is not touched. It trains under the run's own `[memory]` settings, so
+//! a limit holds for the finder as for the run. What it found is written beside it:
+//! `lr-find.json` (every step's rate and losses, the settings, the suggestion) and
+//! `lr-find.svg`.
+
+pub mod rule;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use crate::config::RunConfig;
+use crate::error::{Error, TrainingError};
+use crate::record::{EpochProgress, Observer, RunSummary, Snapshot, Warning};
+use crate::report::{render_lr_find_svg, LrFindPicture};
+use crate::Trainer;
+use rule::{suggestion, Curve, Point, Sweep};
+
+/// What the finder found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    /// Its settings.
+    pub sweep: Sweep,
+    /// Every step's rate, loss and smoothed loss.
+    pub points: Vec<Point>,
+    /// The suggested point, by index, if the curve had enough points.
+    pub suggestion: Option<usize>,
+    /// Why it stopped.
+    pub stopped: String,
+    /// Where `lr-find.json` and `lr-find.svg` are.
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+impl Found {
+    /// The suggested rate.
+    pub fn lr(&self) -> Option<f64> {
+        self.suggestion.map(|i| self.points[i].lr)
+    }
+}
+
+/// Runs the finder on a copy of `config`'s run with `sweep`, training it through `train` (the
+/// kinds' `train`, or `|t| t.fit(task)` for a task in code), and writes what it found.
+/// `observer` sees the copy's steps.
+pub fn find(
+    config: &RunConfig,
+    sweep: Sweep,
+    observer: Box<dyn Observer>,
+    train: impl FnOnce(Trainer) -> Result<RunSummary, Error>,
+) -> Result<Found, Error> {
+    let dir = config
+        .run
+        .output_dir
+        .join(format!("{}-lr-find", config.run.name));
+    let scratch = dir.join("steps");
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+    }
+    let curve = Arc::new(Mutex::new(Curve::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = Watcher {
+        inner: observer,
+        sweep,
+        curve: Arc::clone(&curve),
+        stop: Arc::clone(&stop),
+    };
+    let trainer = Trainer::new(copy(config, &dir, &sweep))
+        .observer(watcher)
+        .stop_when(Arc::clone(&stop));
+    let stopped = match train(trainer) {
+        Ok(_) => format!("after {} steps", sweep.range.steps),
+        Err(Error::Interrupted) if stop.load(Ordering::SeqCst) => String::new(),
+        Err(Error::Training(TrainingError::Diverged { step, .. })) => {
+            format!("the loss was not finite at step {step}")
+        }
+        Err(e) => return Err(e),
+    };
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+    }
+    let points = std::mem::take(&mut curve.lock().expect("the curve").points);
+    let stopped = match stopped.is_empty() {
+        true => stop_reason(&points, &sweep),
+        false => stopped,
+    };
+    let found = Found {
+        sweep,
+        suggestion: suggestion(&points, &sweep),
+        points,
+        stopped,
+        dir,
+    };
+    write(&found, &config.run.name)?;
+    Ok(found)
+}
+
+/// The copy of `config` the finder trains: in `dir/steps`, the rate swept, every step's loss
+/// read, and nothing else that watches epochs (schedule, early stopping, kept checkpoints,
+/// TensorBoard).
+fn copy(config: &RunConfig, dir: &Path, sweep: &Sweep) -> RunConfig {
+    let mut copy = config.clone();
+    copy.run.output_dir = dir.to_path_buf();
+    copy.run.name = "steps".into();
+    copy.run.tensorboard = false;
+    copy.run.log_every_steps = Some(1);
+    // Each epoch has a step at least: the finder stops itself at its last step.
+    copy.train.epochs = sweep.range.steps;
+    copy.train.schedule = None;
+    copy.train.early_stopping = None;
+    copy.train.lr_range = Some(sweep.range);
+    copy.checkpoint.keep_best = None;
+    copy.checkpoint.every_steps = None;
+    copy
+}
+
+/// Why the finder stopped itself: the steps done, or the loss past its threshold.
+fn stop_reason(points: &[Point], sweep: &Sweep) -> String {
+    match points.len() >= sweep.range.steps {
+        true => format!("after {} steps", points.len()),
+        false => format!(
+            "at step {}: the smoothed loss passed {} times its best",
+            points.len(),
+            sweep.early_stop_threshold
+        ),
+    }
+}
+
+/// Writes `lr-find.json` and `lr-find.svg` in `found.dir`.
+fn write(found: &Found, name: &str) -> Result<(), Error> {
+    std::fs::create_dir_all(&found.dir).map_err(|e| Error::io(&found.dir, e))?;
+    let mut json = serde_json::to_value(found).expect("a finder's result serialises");
+    json["lr"] = serde_json::json!(found.lr());
+    crate::record::write_json(&found.dir.join("lr-find.json"), &json)?;
+    let picture = LrFindPicture {
+        title: name.to_string(),
+        points: (found.points.iter())
+            .map(|p| (p.lr, p.loss, p.smoothed))
+            .collect(),
+        suggestion: found.suggestion,
+    };
+    Ok(render_lr_find_svg(
+        &picture,
+        &found.dir.join("lr-find.svg"),
+    )?)
+}
+
+/// The copy's observer: each step's rate and loss go to the curve, which says when to stop.
+struct Watcher {
+    inner: Box<dyn Observer>,
+    sweep: Sweep,
+    curve: Arc<Mutex<Curve>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Observer for Watcher {
+    fn message(&mut self, _text: &str) {}
+    fn warning(&mut self, warning: &Warning) {
+        self.inner.warning(warning)
+    }
+    fn step(&mut self, progress: &EpochProgress) {
+        // Steps after the stop was asked for (the run stops at the next) are not the finder's.
+        if self.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let lr = progress.lr.unwrap_or(f64::NAN);
+        let going = self
+            .curve
+            .lock()
+            .expect("the curve")
+            .push(&self.sweep, lr, progress.loss);
+        if !going {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+        self.inner.step(progress)
+    }
+    fn step_done(&mut self, epoch: usize, step: usize) {
+        self.inner.step_done(epoch, step)
+    }
+    fn snapshot(&mut self, _snapshot: &Snapshot) {}
+}

@@ -1,0 +1,162 @@
+//! `tidemark lr-find` and `train.lr = "find"` (issue 42): Lightning's finder on a copy of the
+//! run: the rates it swept, its smoothing checked against the losses it recorded, its stop,
+//! its suggestion, and the run directory left as it was.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::Env;
+
+/// Every file under `dir`, with its bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            match path.is_dir() {
+                true => stack.push(path),
+                false => {
+                    let name = path.strip_prefix(dir).unwrap().display().to_string();
+                    out.insert(name, std::fs::read(&path).unwrap());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn found(env: &Env) -> Value {
+    let text = std::fs::read_to_string(env.path("runs/small-lr-find/lr-find.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn the_finder_suggests_a_rate_and_changes_no_run() {
+    let env = Env::small();
+    assert_eq!(env.train_small("small", &[]).code(), 0);
+    let before = files(&env.path("runs/small"));
+    let run = env.run(&["lr-find", "--config", "small.toml"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(
+        files(&env.path("runs/small")),
+        before,
+        "the run directory is as it was"
+    );
+    assert!(
+        !env.path("runs/small-lr-find/steps").exists(),
+        "the copy's steps are gone"
+    );
+    assert!(env.path("runs/small-lr-find/lr-find.svg").is_file());
+    let found = found(&env);
+    let points = found["points"].as_array().unwrap();
+    assert!(
+        points.len() >= 12 && points.len() <= 100,
+        "{}",
+        points.len()
+    );
+    // The rates: exponential from 1e-8 to 1 over 100 steps.
+    for (i, p) in points.iter().enumerate() {
+        let expected = 1e-8 * 1e8f64.powf(i as f64 / 99.0);
+        let lr = p["lr"].as_f64().unwrap();
+        assert!(
+            (lr - expected).abs() <= 1e-12 * expected,
+            "step {i}: {lr} against {expected}"
+        );
+    }
+    // The smoothing, from the recorded losses: beta 0.98, bias-corrected.
+    let mut avg = 0.0;
+    for (i, p) in points.iter().enumerate() {
+        avg = 0.98 * avg + 0.02 * p["loss"].as_f64().unwrap();
+        let smoothed = avg / (1.0 - 0.98f64.powi(i as i32 + 1));
+        assert!(
+            (p["smoothed"].as_f64().unwrap() - smoothed).abs() < 1e-9,
+            "step {i}"
+        );
+    }
+    let at = found["suggestion"].as_u64().unwrap() as usize;
+    assert!(
+        at >= 10 && at < points.len() - 1,
+        "skips the first 10 and the last: {at}"
+    );
+    assert_eq!(found["lr"], points[at]["lr"]);
+    let said = format!(
+        "lr-find: suggested lr {:.3e}",
+        found["lr"].as_f64().unwrap()
+    );
+    assert!(run.stdout().contains(&said), "{}", run.stdout());
+}
+
+#[test]
+fn a_diverging_sweep_stops_once_the_loss_passes_four_times_its_best() {
+    let env = Env::small();
+    let run = env.run(&[
+        "lr-find",
+        "--config",
+        "small.toml",
+        "--max-lr",
+        "1e6",
+        "--set",
+        "train.optimizer=\"sgd\"",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let found = found(&env);
+    let points = found["points"].as_array().unwrap();
+    assert!(points.len() < 100, "{}", points.len());
+    let stopped = found["stopped"].as_str().unwrap();
+    let smoothed: Vec<f64> = points
+        .iter()
+        .map(|p| p["smoothed"].as_f64().unwrap())
+        .collect();
+    match stopped.contains("passed 4 times its best") {
+        // The last point is the first past 4 times the best before it.
+        true => {
+            let best = smoothed[..smoothed.len() - 1]
+                .iter()
+                .copied()
+                .fold(f64::MAX, f64::min);
+            assert!(
+                *smoothed.last().unwrap() > 4.0 * best,
+                "{stopped}: {smoothed:?}"
+            );
+        }
+        false => assert!(stopped.contains("not finite"), "{stopped}"),
+    }
+}
+
+#[test]
+fn train_lr_find_trains_at_the_rate_found_and_records_it() {
+    let env = Env::small();
+    let run = env.train_small("small", &["--set", "train.lr=\"find\""]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr().contains("lr-find: suggested lr"),
+        "{}",
+        run.stderr()
+    );
+    let config = std::fs::read_to_string(env.path("runs/small/config.toml")).unwrap();
+    let lr = found(&env)["lr"].as_f64().unwrap();
+    assert!(config.contains(&format!("lr = {lr:?}")), "{config}");
+    // Elsewhere "find" is refused, with what to do.
+    let validate = env.run(&[
+        "validate",
+        "--config",
+        "small.toml",
+        "--set",
+        "train.lr=\"find\"",
+    ]);
+    validate.fails_with(
+        2,
+        &[
+            "train.lr",
+            "runs the learning-rate finder",
+            "tidemark lr-find",
+        ],
+    );
+    let other = env.train_small("x", &["--set", "train.lr=\"fast\""]);
+    other.fails_with(2, &["train.lr must be a number, or \"find\"; got \"fast\""]);
+    let range = env.run(&["lr-find", "--config", "small.toml", "--min-lr", "0"]);
+    range.fails_with(2, &["--min-lr 0", "both > 0, min below max"]);
+}
