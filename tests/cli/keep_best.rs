@@ -3,7 +3,6 @@
 //! a kill while a checkpoint is saved leaves every listed one loadable.
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -114,16 +113,10 @@ fn a_kill_while_saving_leaves_every_listed_checkpoint_loadable() {
     // first is before epoch 1).
     for (moment, pass) in [("saved", 5), ("ranked", 5), ("saved", 9), ("ranked", 9)] {
         let _ = std::fs::remove_dir_all(env.path("runs/small"));
-        let _ = std::fs::remove_file(env.path("count"));
-        let killed = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args(["train", "--config", "keep.toml"])
-            .current_dir(env.path("."))
-            .env("TIDEMARK_FAILPOINT", format!("{moment}:{pass}:KILL"))
-            .env("TIDEMARK_FAILPOINT_COUNT", env.path("count"))
-            .output()
-            .unwrap();
-        let signal = std::os::unix::process::ExitStatusExt::signal(&killed.status);
-        assert_eq!(signal, Some(9), "{moment}:{pass}");
+        env.killed_at(
+            &["train", "--config", "keep.toml"],
+            &format!("{moment}:{pass}"),
+        );
         let listed = ranking(&env);
         assert!(!listed.is_empty(), "{moment}:{pass}");
         for which in (1..=listed.len())

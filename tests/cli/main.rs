@@ -136,6 +136,21 @@ impl Env {
         let text = std::fs::read_to_string(self.path(run_dir).join("summary.json")).unwrap();
         serde_json::from_str(&text).unwrap()
     }
+
+    /// `tidemark` with `args`, killed (SIGKILL, by itself) at the failpoint `moment:pass`
+    /// (`src/failpoint.rs`), counted afresh; asserts that it was.
+    fn killed_at(&self, args: &[&str], moment: &str) {
+        let _ = std::fs::remove_file(self.path("count"));
+        let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("TIDEMARK_FAILPOINT", format!("{moment}:KILL"))
+            .env("TIDEMARK_FAILPOINT_COUNT", self.path("count"))
+            .output()
+            .unwrap();
+        let signal = std::os::unix::process::ExitStatusExt::signal(&output.status);
+        assert_eq!(signal, Some(9), "{args:?} at {moment}");
+    }
 }
 
 struct Run(Output);

@@ -78,23 +78,14 @@ fn the_rate_drops_at_the_plateau_and_a_killed_run_resumes_to_the_bit() {
         "{drops} drops: {rates:?}"
     );
     // Killed at step 100 (in epoch 7), after some drops; resumed from epoch 6.
-    let killed = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args([
-            "train",
-            "--config",
-            "plateau.toml",
-            "--set",
-            "run.name=killed",
-        ])
-        .current_dir(env.path("."))
-        .env("TIDEMARK_FAILPOINT", "step:100:KILL")
-        .env("TIDEMARK_FAILPOINT_COUNT", env.path("count"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&killed.status),
-        Some(9)
-    );
+    let killed = [
+        "train",
+        "--config",
+        "plateau.toml",
+        "--set",
+        "run.name=killed",
+    ];
+    env.killed_at(&killed, "step:100");
     assert!(
         whole[..6].iter().any(|e| e.2 < 0.05),
         "a drop before the kill: {whole:?}"

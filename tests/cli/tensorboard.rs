@@ -287,18 +287,12 @@ fn a_resumed_run_tells_tensorboard_to_drop_what_came_after_its_checkpoint() {
         "--set",
         "run.tensorboard=true",
     ];
-    let killed = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(args)
-        .args(["--set", "run.log_every_steps=5"])
-        .current_dir(env.path("."))
-        .env("TIDEMARK_FAILPOINT", "step:40:KILL")
-        .env("TIDEMARK_FAILPOINT_COUNT", env.path("count"))
-        .output()
-        .unwrap();
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&killed.status),
-        Some(9)
-    );
+    let killed: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(["--set", "run.log_every_steps=5"])
+        .collect();
+    env.killed_at(&killed, "step:40");
     // A file name holds the second it was made: the resumed run's sorts after.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let resumed = env.run(&["train", "--resume", "runs/small"]);
