@@ -140,7 +140,7 @@ enum Command {
     },
     /// Find a learning rate: Lightning's finder on a copy of the config's run (the rate swept
     /// from --min-lr to --max-lr over --steps steps), its suggestion printed and written with
-    /// a picture to <output_dir>/<name>-lr-find/. The run directory is not touched.
+    /// a picture to OUTPUT_DIR/NAME-lr-find/. The run directory is not touched.
     LrFind {
         #[command(flatten)]
         config: ConfigArgs,

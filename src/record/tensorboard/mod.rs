@@ -1,9 +1,8 @@
-//! A run's scalars ([`scalars`]) as TensorBoard reads them (`[run] tensorboard = true`): an
-//! event file
-//! `events.out.tfevents.<seconds>.<host>.<pid>` in the run directory, so that
+//! A run's scalars (`scalars.rs`) as TensorBoard reads them (`[run] tensorboard = true`): an
+//! event file `events.out.tfevents.<seconds>.<host>.<pid>` in the run directory, so that
 //! `tensorboard --logdir runs/` shows each run, and each trial of a search, as its own run.
 //!
-//! The file is TFRecord's framing of `Event` protocol buffers ([`event`]): for each record,
+//! The file is TFRecord's framing of `Event` protocol buffers (`event.rs`): for each record,
 //! its length as a little-endian u64, the masked CRC-32C of those 8 bytes, the data, and the
 //! masked CRC-32C of the data. The CRC comes from the `crc32c` crate and the encoding from
 //! `prost`; no maintained Rust crate writes the files themselves.
