@@ -141,13 +141,12 @@ impl Slots<'_> {
                     Work::Wait | Work::Done => held.idle_since = Some(Instant::now()),
                 }
             }
-            if held
-                .claimed
-                .as_ref()
-                .is_some_and(|c| c.lease <= held.free(self.budget))
-            {
-                let claimed = held.claimed.take().expect("claimed");
-                held.running.push(self.start(claimed, held, observer)?);
+            let free = held.free(self.budget);
+            if let Some(claimed) = held.claimed.as_ref().filter(|c| c.lease <= free) {
+                // Claimed until its child runs: a start that fails hands it back with the rest.
+                let running = self.start(claimed, held, observer)?;
+                held.claimed = None;
+                held.running.push(running);
             }
             heartbeat.beat_for(held.ids());
             std::thread::sleep(POLL);
@@ -199,7 +198,7 @@ impl Slots<'_> {
     /// Starts the claimed trial in a child, under its lease.
     fn start(
         &self,
-        claimed: Claimed,
+        claimed: &Claimed,
         held: &Held,
         observer: &mut dyn Observer,
     ) -> Result<Running, Error> {
@@ -210,8 +209,9 @@ impl Slots<'_> {
             lease,
             pause_at,
         } = claimed;
+        let (id, lease) = (*id, *lease);
         let gate = pause_at.map(|epoch| GateSpec::PauseAt { epoch });
-        let launch = write_launch(self.dir, &trial, &cfg, lease, self.fit, gate.as_ref())?;
+        let launch = write_launch(self.dir, trial, cfg, lease, self.fit, gate.as_ref())?;
         let worker = self.storage.lock().expect("storage").worker().to_string();
         let reports = Reports {
             storage: self.storage.lock().expect("storage").spec().to_string(),
@@ -232,7 +232,7 @@ impl Slots<'_> {
         ));
         Ok(Running {
             id,
-            trial,
+            trial: trial.clone(),
             lease,
             child,
             started: Instant::now(),
