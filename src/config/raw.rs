@@ -264,6 +264,8 @@ pub struct RawTrain {
     pub early_stopping: Option<RawEarlyStopping>,
     /// `[train.offload]`.
     pub offload: Option<RawOffload>,
+    /// `[train.ema]`.
+    pub ema: Option<RawEma>,
 }
 
 /// `[train.offload]` as written.
@@ -338,4 +340,18 @@ pub struct RawMemory {
     pub clear: Option<String>,
     /// When to write a memory snapshot; only `epoch` today.
     pub snapshot: Option<String>,
+}
+
+/// `[train.ema]` as written.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, expecting = "a table")]
+pub struct RawEma {
+    /// The average's decay per optimizer step.
+    pub decay: Option<f64>,
+    /// Optimizer steps before the averaging starts.
+    pub start_step: Option<i64>,
+    /// `same` or `host`.
+    pub device: Option<String>,
+    /// `average` or `raw`.
+    pub evaluate_with: Option<String>,
 }

@@ -86,14 +86,20 @@ impl Trained {
         })
     }
 
-    /// The model `build` makes, with the checkpoint's weights, on the run's device.
+    /// The model `build` makes, with the checkpoint's weights, on the run's device: its
+    /// moving average where the run kept one and `train.ema.evaluate_with = "average"`.
     pub(crate) fn model<M: Module + ModuleSnapshot>(
         &self,
         build: impl Fn(&Device) -> M,
     ) -> Result<M, Error> {
         let mut model = build(&self.device);
         initialize(&model);
-        self.checkpoint.load_model(&mut model)?;
+        let average = (self.config.train.ema.as_ref())
+            .is_some_and(|e| e.evaluate_with == crate::config::EmaWeights::Average);
+        match average {
+            true => crate::train::load_average(&mut model, &self.checkpoint.dir)?,
+            false => self.checkpoint.load_model(&mut model)?,
+        }
         Ok(model)
     }
 

@@ -62,7 +62,8 @@ pub struct Breakdown {
     /// Where the peak fell: `backward`, `update` or `outside` (validation, a checkpoint).
     #[serde(default)]
     pub phase: PeakPhase,
-    /// Parameters, and their compute copy during a mixed-precision step.
+    /// Parameters, their compute copy during a mixed-precision step, and `[train.ema]`'s
+    /// moving average where the device holds it.
     pub weights: u64,
     /// Gradients held at the step's peak.
     pub gradients: u64,
@@ -93,7 +94,8 @@ impl Breakdown {
     pub fn of(footprint: &Footprint, rest: u64, peak: u64, phase: PeakPhase) -> Self {
         let data = footprint.data.unwrap_or(0);
         let state = footprint.device_optimizer();
-        let known = footprint.weights + state + data;
+        let average = footprint.device_average();
+        let known = footprint.weights + average + state + data;
         let transient = peak.saturating_sub(rest);
         let one_set = footprint.gradient_set();
         let (gradients, copy, update) = match phase {
@@ -121,7 +123,7 @@ impl Breakdown {
         }
         Self {
             phase,
-            weights: footprint.weights + copy,
+            weights: footprint.weights + average + copy,
             gradients,
             optimizer: state + update,
             data,
@@ -203,6 +205,8 @@ mod tests {
             host_optimizer: false,
             optimizer: 20 * MIB,
             data: Some(5 * MIB),
+            average: 0,
+            host_average: false,
         };
         let b = Breakdown::of(&footprint, 40 * MIB, 100 * MIB, PeakPhase::Backward);
         assert_eq!(
@@ -231,6 +235,8 @@ mod tests {
             host_optimizer: false,
             optimizer: 0,
             data: None,
+            average: 0,
+            host_average: false,
         };
         let b = Breakdown::of(&footprint, 12 * MIB, 16 * MIB, PeakPhase::Backward);
         assert_eq!((b.gradients, b.activations, b.other), (4 * MIB, 0, 2 * MIB));
@@ -252,6 +258,8 @@ mod tests {
             host_optimizer: false,
             optimizer: 16 * MIB,
             data: Some(0),
+            average: 0,
+            host_average: false,
         };
         // At rest: weights and moments, 24 MiB; the step adds gradients, the copy and 10 MiB.
         let b = Breakdown::of(&footprint, 24 * MIB, 46 * MIB, PeakPhase::Backward);
@@ -273,6 +281,8 @@ mod tests {
             host_optimizer: false,
             optimizer: 16 * MIB,
             data: Some(0),
+            average: 0,
+            host_average: false,
         };
         let peaks = StepPeaks {
             backward: 40 * MIB,

@@ -26,12 +26,30 @@ pub struct Footprint {
     pub host_optimizer: bool,
     /// The dataset held in memory, where it is counted (`None`: not known).
     pub data: Option<u64>,
+    /// `[train.ema]`'s moving average of the weights (0 without one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub average: u64,
+    /// The average is kept in host memory (`train.ema.device = "host"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_average: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Footprint {
     /// One f32 gradient set.
     pub fn gradient_set(&self) -> u64 {
         self.gradients / self.gradient_sets.max(1)
+    }
+
+    /// The moving average on the device: none where it is in host memory.
+    pub fn device_average(&self) -> u64 {
+        match self.host_average {
+            true => 0,
+            false => self.average,
+        }
     }
 
     /// The optimizer's state on the device: none where it is in host memory.
@@ -56,8 +74,8 @@ impl Footprint {
         }
     }
 
-    /// What offload keeps in host memory: the gradient sum, and the optimizer's state with
-    /// the master copy of the weights.
+    /// What offload keeps in host memory: the gradient sum, the optimizer's state with the
+    /// master copy of the weights, and the moving average.
     pub fn host_bytes(&self) -> u64 {
         let sum = if self.host_sum {
             self.gradient_set()
@@ -68,6 +86,10 @@ impl Footprint {
             true => self.optimizer + self.gradient_set(),
             false => 0,
         };
-        sum + update
+        let average = match self.host_average {
+            true => self.average,
+            false => 0,
+        };
+        sum + update + average
     }
 }

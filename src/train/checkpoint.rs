@@ -43,6 +43,13 @@ pub struct Checkpointer {
     keep_best: Option<KeepBest>,
 }
 
+/// State a run keeps beside its model in each checkpoint (`[train.ema]`'s average): written
+/// into the checkpoint's directory before it is complete.
+pub trait SavedBeside {
+    /// Writes it into the checkpoint directory `dir`.
+    fn save(&self, dir: &Path) -> Result<(), Error>;
+}
+
 /// What a checkpoint is besides the latest: early stopping's best, and its epoch's value of
 /// the figure `checkpoint.keep_best` ranks by.
 #[derive(Debug, Clone, Copy, Default)]
@@ -156,7 +163,7 @@ impl Checkpointer {
         model: &M,
         optimizer: &ModuleOptimizer,
     ) -> Result<PathBuf, Error> {
-        self.save_run(state, model, optimizer, None, Marks::default())
+        self.save_run(state, model, optimizer, (None, None), Marks::default())
     }
 
     /// Saves `model`, `optimizer`, the learning-rate `schedule` and `state`; as `marks` says,
@@ -166,7 +173,7 @@ impl Checkpointer {
         state: &CheckpointState,
         model: &M,
         optimizer: &ModuleOptimizer,
-        schedule: Option<&Schedule>,
+        (schedule, beside): (Option<&Schedule>, Option<&dyn SavedBeside>),
         marks: Marks,
     ) -> Result<PathBuf, Error> {
         let name = state.name();
@@ -178,6 +185,9 @@ impl Checkpointer {
         }
         std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
         write_files(&tmp, state, model, optimizer, schedule)?;
+        if let Some(beside) = beside {
+            beside.save(&tmp)?;
+        }
         if target.exists() {
             std::fs::remove_dir_all(&target).map_err(|e| io(&target, e))?;
         }

@@ -23,6 +23,7 @@
 mod before_run;
 mod checkpoint;
 mod decide;
+mod ema;
 mod epochs;
 mod fit_plan;
 pub mod gate;
@@ -43,6 +44,7 @@ mod trainer;
 
 pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
 pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
+pub(crate) use ema::load_average;
 pub use gate::{Ending, EpochGate, Gate};
 pub use hand::HandLoop;
 pub use optimizer::{build_optimizer, FusedAdam};

@@ -9,6 +9,7 @@ mod custom;
 mod damaged_files;
 mod data;
 mod docs;
+mod ema;
 mod experiments;
 mod fit;
 mod flat_search;

@@ -311,6 +311,12 @@ impl ConfigBuilder {
         self
     }
 
+    /// A moving average of the weights (`[train.ema]`).
+    pub fn ema(mut self, ema: crate::config::EmaConfig) -> Self {
+        self.raw.train.ema = Some(as_raw(&ema));
+        self
+    }
+
     /// Direct access to every key as written (each also has a typed setter).
     pub fn raw_mut(&mut self) -> &mut RawConfig {
         &mut self.raw

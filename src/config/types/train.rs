@@ -65,6 +65,45 @@ pub struct TrainConfig {
     /// `[train.offload]`: what a step keeps in host memory (nothing by default).
     #[serde(skip_serializing_if = "OffloadConfig::is_none")]
     pub offload: OffloadConfig,
+    /// `[train.ema]`: an exponential moving average of the weights.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ema: Option<EmaConfig>,
+}
+
+/// `[train.ema]`: an exponential moving average of the weights (timm's `ModelEmaV2`), updated
+/// after each optimizer step from `start_step` on (before it, the average is the weights).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EmaConfig {
+    /// `average = decay * average + (1 - decay) * weights`, in (0, 1).
+    pub decay: f64,
+    /// Optimizer steps before the averaging starts.
+    pub start_step: usize,
+    /// Where the average lives.
+    pub device: EmaDevice,
+    /// What validation, the checkpoints' `evaluate` and `predict` use: the average or the
+    /// raw weights.
+    pub evaluate_with: EmaWeights,
+}
+
+/// Where `[train.ema]`'s average lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmaDevice {
+    /// On the run's device, with the model.
+    Same,
+    /// In host memory (a device with memory of its own then holds none of it, but for
+    /// validation).
+    Host,
+}
+
+/// Which weights validation, `evaluate` and `predict` use with `[train.ema]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmaWeights {
+    /// The moving average.
+    Average,
+    /// The weights the optimizer trains.
+    Raw,
 }
 
 /// `[train.schedule]`: the learning rate per optimizer step, from Burn's schedulers.

@@ -173,13 +173,13 @@ fn device(raw: RawDevice) -> Result<DeviceConfig> {
 }
 
 /// Refuses offload to the host on flex, whose tensors are in host memory already.
-fn host_has_no_offload(device: &DeviceConfig, offload: &OffloadConfig) -> Result<()> {
+fn host_has_no_offload(device: &DeviceConfig, train: &TrainConfig) -> Result<()> {
     if device.backend != Backend::Flex {
         return Ok(());
     }
     let keys = [
-        ("train.offload.gradients", offload.gradients),
-        ("train.offload.optimizer", offload.optimizer),
+        ("train.offload.gradients", train.offload.gradients),
+        ("train.offload.optimizer", train.offload.optimizer),
     ];
     match keys.into_iter().find(|(_, place)| *place == Offload::Host) {
         Some((key, _)) => Err(Invalid::new(
@@ -188,6 +188,17 @@ fn host_has_no_offload(device: &DeviceConfig, offload: &OffloadConfig) -> Result
              host memory already; offload is for a device with memory of its own (wgpu, cuda, \
              cpu)",
         )),
+        None if train
+            .ema
+            .as_ref()
+            .is_some_and(|e| e.device == EmaDevice::Host) =>
+        {
+            Err(Invalid::new(
+                "train.ema.device",
+                "= \"host\" has nothing to move on device.backend = \"flex\": its tensors are in \
+                 host memory already; it is for a device with memory of its own (wgpu, cuda, cpu)",
+            ))
+        }
         None => Ok(()),
     }
 }
@@ -199,7 +210,7 @@ impl TryFrom<RawConfig> for RunConfig {
         let run = run(raw.run)?;
         let device = device(raw.device)?;
         let train = train::train(raw.train)?;
-        host_has_no_offload(&device, &train.offload)?;
+        host_has_no_offload(&device, &train)?;
         let checkpoint = checkpoint::checkpoint(raw.checkpoint, train.early_stopping.as_ref())?;
         Ok(RunConfig {
             run,

@@ -6,6 +6,7 @@ use crate::config::raw::*;
 use crate::config::types::*;
 
 mod early_stopping;
+mod ema;
 mod optimizer;
 mod plateau;
 mod schedule;
@@ -77,6 +78,7 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         early_stopping,
         lr_range: None,
         offload: offload(raw.offload.unwrap_or_default())?,
+        ema: raw.ema.map(ema::ema).transpose()?,
     })
 }
 

@@ -125,6 +125,8 @@ mod tests {
             optimizer: 16 * MIB,
             host_optimizer: false,
             data: None,
+            average: 0,
+            host_average: false,
         }
     }
 

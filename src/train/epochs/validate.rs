@@ -1,7 +1,5 @@
 //! Validation after each epoch, on the model in inference mode.
 
-use burn::module::Module;
-
 use super::setup::{Loader, Run};
 use super::{loader_error, Epochs};
 use crate::error::Error;
@@ -21,7 +19,7 @@ impl<T: Task> Epochs<'_, T> {
 
     fn validate_on(&mut self, run: &Run<T>, loader: &Loader<T>) -> Result<Means, Error> {
         let precision = &run.learner.precision;
-        let model = precision.compute_model(&run.model().valid());
+        let model = precision.compute_model(&run.learner.for_validation());
         // In micro-batches, like training: a limit that shrank the training step holds for
         // validation too.
         let micro = self.guard.layout().micro_batch();

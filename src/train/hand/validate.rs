@@ -30,7 +30,7 @@ impl<M: Module + 'static> HandLoop<M> {
             return Err(super::step::stopped(e));
         }
         let precision = &self.learner.precision;
-        let model = precision.compute_model(&self.learner.model().valid());
+        let model = precision.compute_model(&self.learner.for_validation());
         let micro = self.guard.layout().micro_batch();
         self.guard.open_window();
         let mut sums = MetricSums::default();

@@ -15,8 +15,9 @@ use burn::tensor::Device;
 pub(super) use step::{read_loss, Position, StepLoss};
 pub(super) use tally::Tally;
 
-use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer, Marks};
+use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer, Marks, SavedBeside};
 use super::decide::{EarlyStop, EarlyStopState, Schedule};
+use super::ema::Ema;
 use super::optimizer::build_optimizer;
 use super::precision::MixedPrecision;
 use super::stats::Stats;
@@ -38,6 +39,8 @@ pub(in crate::train) struct Learner<M: Module> {
     pub(super) schedule: Schedule,
     pub(super) clip: Option<Clip>,
     pub(super) early_stop: Option<EarlyStop>,
+    /// `[train.ema]`'s moving average of the weights.
+    pub(super) ema: Option<Ema<M>>,
     /// The run's seed: each step seeds the device's generator from it.
     seed: u64,
 }
@@ -53,7 +56,9 @@ impl<M: Module> Learner<M> {
         model: M,
         total_steps: usize,
     ) -> Self {
+        let ema = (train.ema.as_ref()).map(|config| Ema::new(&model, config, &device));
         Self {
+            ema,
             device,
             model: Some(model),
             optimizer: build_optimizer(train),
@@ -86,7 +91,19 @@ impl<M: Module> Learner<M> {
             let saved = state.early_stop.clone().unwrap_or_default();
             *early = EarlyStop::new(early.config().clone(), saved);
         }
+        if let Some(ema) = &mut self.ema {
+            ema.load(&checkpoint.dir)?;
+        }
         Ok(())
+    }
+
+    /// The weights validation uses: `[train.ema]`'s average where it says so, else the
+    /// model's own, without autodiff.
+    pub(super) fn for_validation(&self) -> M {
+        match &self.ema {
+            Some(ema) => ema.for_validation(self.model()),
+            None => self.model().valid(),
+        }
     }
 
     /// The model being trained.
@@ -145,7 +162,8 @@ impl<M: Module> Learner<M> {
     ) -> Result<(), Error> {
         guard.checkpoint(state.epoch, || {
             let (model, optimizer) = (self.model(), &self.optimizer);
-            checkpointer.save_run(state, model, optimizer, Some(&self.schedule), marks)
+            let ema = self.ema.as_ref().map(|e| e as &dyn SavedBeside);
+            checkpointer.save_run(state, model, optimizer, (Some(&self.schedule), ema), marks)
         })?;
         Ok(())
     }

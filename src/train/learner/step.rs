@@ -105,6 +105,9 @@ impl<M: Module> Learner<M> {
             false => apply_gradients(model, grads, optimizer, precision, clip, lr),
         }
         .map_err(Error::device)?;
+        if let Some(ema) = self.ema.as_mut() {
+            ema.update(&updated.model, at.step);
+        }
         self.model = Some(updated.model);
         Ok(Updated {
             model: (),

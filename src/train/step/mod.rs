@@ -240,6 +240,12 @@ pub fn footprint<M: Module>(model: &M, config: &TrainConfig, data: Option<u64>) 
         optimizer: params * 4 * state_copies(config),
         host_optimizer: config.offload.optimizer == Offload::Host,
         data,
+        average: match config.ema {
+            Some(_) => parameter_bytes(model),
+            None => 0,
+        },
+        host_average: (config.ema.as_ref())
+            .is_some_and(|e| e.device == crate::config::EmaDevice::Host),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The builder's cases: each setter with the file text it should equal.
 
 use super::*;
-use crate::config::PlateauConfig;
+use crate::config::{EmaConfig, EmaDevice, EmaWeights, PlateauConfig};
 
 pub(super) fn train_cases() -> Cases {
     let cases: Vec<(ConfigBuilder, &str)> = vec![
@@ -103,6 +103,15 @@ pub(super) fn train_table_cases() -> Cases {
             "[train.schedule]\nkind = \"plateau\"\nwarmup_steps = 10\nmin_lr = 1e-5\n\
              monitor = \"val_accuracy\"\nmode = \"max\"\nfactor = 0.5\npatience = 2\n\
              min_delta = 0.01\ncooldown = 1",
+        ),
+        (
+            b().ema(EmaConfig {
+                decay: 0.99,
+                start_step: 5,
+                device: EmaDevice::Same,
+                evaluate_with: EmaWeights::Raw,
+            }),
+            "[train.ema]\ndecay = 0.99\nstart_step = 5\ndevice = \"same\"\nevaluate_with = \"raw\"",
         ),
         (
             b().early_stopping(early),

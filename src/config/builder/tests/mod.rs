@@ -9,7 +9,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use super::*;
 use crate::config::{
     parse, Column, GapPolicy, MonitorMode, RawCheckpoint, RawData, RawDevice, RawEarlyStopping,
-    RawMemory, RawModel, RawOffload, RawRun, RawSchedule, RawTrain, ScheduleKind,
+    RawEma, RawMemory, RawModel, RawOffload, RawRun, RawSchedule, RawTrain, ScheduleKind,
 };
 
 /// Files that exist (validation checks only that).
@@ -117,7 +117,12 @@ fn set_keys(prefix: &str, value: &toml::Value, out: &mut BTreeSet<String>) {
 
 #[test]
 fn the_setters_reach_every_key_a_file_takes() {
-    let tables = ["train.schedule", "train.early_stopping", "train.offload"];
+    let tables = [
+        "train.schedule",
+        "train.early_stopping",
+        "train.offload",
+        "train.ema",
+    ];
     let every: BTreeSet<String> = [
         keys::<RawRun>("run"),
         keys::<RawDevice>("device"),
@@ -126,6 +131,7 @@ fn the_setters_reach_every_key_a_file_takes() {
         keys::<RawTrain>("train"),
         keys::<RawSchedule>("train.schedule"),
         keys::<RawEarlyStopping>("train.early_stopping"),
+        keys::<RawEma>("train.ema"),
         keys::<RawOffload>("train.offload"),
         keys::<RawMemory>("memory"),
         keys::<RawCheckpoint>("checkpoint"),

@@ -129,6 +129,7 @@ fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
         schedule: None,
         early_stopping: None,
         lr_range: None,
+        ema: None,
         offload: Default::default(),
     }
 }
