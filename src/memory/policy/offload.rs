@@ -82,7 +82,8 @@ impl OffloadView {
 }
 
 /// What offload would save at a breach where `train.offload` does not allow it to act, on a
-/// device with memory of its own: each part still on the device with what it holds there.
+/// device with memory of its own: each part still on the device with what it holds there
+/// (`[train.ema]`'s average among them).
 /// The step's sum is one only where it accumulates (`accumulation_steps > 1`) and the breach
 /// is not in the update, where the sum is the one gradient set left.
 pub fn offload_hints(
@@ -103,6 +104,13 @@ pub fn offload_hints(
         hints.push(OffloadHint {
             key: Offloaded::Optimizer.key(),
             saves: footprint.optimizer,
+        });
+    }
+    // `[train.ema]`'s average, which the device holds for validation alone.
+    if footprint.device_average() > 0 {
+        hints.push(OffloadHint {
+            key: "train.ema.device",
+            saves: footprint.average,
         });
     }
     hints
@@ -219,5 +227,19 @@ mod tests {
             ..footprint(1)
         };
         assert!(offload_hints(&moved, &layout, 1, false).is_empty());
+        // A moving average on the device can go to host memory too; there, it is no lever.
+        let averaged = Footprint {
+            average: 4 * MIB,
+            ..moved
+        };
+        assert_eq!(
+            keys(offload_hints(&averaged, &layout, 1, false)),
+            [("train.ema.device", 4 * MIB)]
+        );
+        let on_host = Footprint {
+            host_average: true,
+            ..averaged
+        };
+        assert!(offload_hints(&on_host, &layout, 1, false).is_empty());
     }
 }
