@@ -59,6 +59,9 @@ NOT_RUN = [
     (r"^scripts/tensorboard-reads\.py", "needs TensorBoard's Python package; "
      "scripts/tensorboard-check.sh installs it and runs this"),
     (r"^tensorboard ", "starts TensorBoard's server, which runs until stopped"),
+    (r"^XDG_RUNTIME_DIR=/tmp tidemark train .*device\.backend=\"wgpu\"", "needs a tidemark built "
+     "with --features wgpu (a 25-minute release build here); CI's wgpu step tests the memory "
+     "layer on lavapipe"),
     (r"^scripts/study-figures\.py", "searches of 40 and 81 trials, one process against four "
      "workers, over several seeds (about 10 minutes); tests in tests/cli/study.rs check the "
      "workers' draws, rungs and takeovers"),

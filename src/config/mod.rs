@@ -9,6 +9,7 @@ mod error;
 mod load;
 mod overrides;
 mod raw;
+mod raw_ema;
 mod raw_lr;
 mod size;
 mod types;

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::raw_ema::RawEma;
 pub use super::raw_lr::RawLr;
 
 pub use super::size::RawSize;
@@ -340,18 +341,4 @@ pub struct RawMemory {
     pub clear: Option<String>,
     /// When to write a memory snapshot; only `epoch` today.
     pub snapshot: Option<String>,
-}
-
-/// `[train.ema]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawEma {
-    /// The average's decay per optimizer step.
-    pub decay: Option<f64>,
-    /// Optimizer steps before the averaging starts.
-    pub start_step: Option<i64>,
-    /// `same` or `host`.
-    pub device: Option<String>,
-    /// `average` or `raw`.
-    pub evaluate_with: Option<String>,
 }
