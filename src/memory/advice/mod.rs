@@ -52,6 +52,12 @@ pub enum Lever {
         /// Bytes moved between the device and the host per optimizer step.
         moved: u64,
     },
+    /// `[train.ema]`'s average in host memory (`train.ema.device = "host"`): off the device
+    /// but while validation uses it.
+    EmaOnHost {
+        /// Bytes moved between the device and the host per optimizer step.
+        moved: u64,
+    },
     /// SGD without momentum in place of an optimizer with state.
     Sgd {
         /// The run already uses SGD, with momentum: the lever turns momentum off (and

@@ -62,6 +62,15 @@ impl From<&Estimate> for LeverRecord {
                     format_bytes(moved)
                 ),
             ),
+            Lever::EmaOnHost { moved } => (
+                "the moving average in host memory".to_string(),
+                vec!["train.ema.device=host".to_string()],
+                format!(
+                    "the same average, blended in host memory and brought to the device for \
+                     validation; moves {} from the device to the host per step",
+                    format_bytes(moved)
+                ),
+            ),
             Lever::OffloadOptimizer { moved } => (
                 "the optimizer in host memory".to_string(),
                 vec!["train.offload.optimizer=host".to_string()],

@@ -153,7 +153,9 @@ impl<T: Task> Epochs<'_, T> {
 /// whose backward passes' transient is `base`: the sum in host memory where the step
 /// accumulates on the device (one set off the backward passes, for each micro-batch's set read
 /// back and the sum written once), and the optimizer's state in host memory (the state off
-/// every figure, for a set of gradients read back and one of weights written).
+/// every figure, for a set of gradients read back and one of weights written); and
+/// `[train.ema]`'s average in host memory (off every figure, for the weights read back each
+/// step).
 fn offload_levers(advice: &mut Advice, footprint: &Footprint, base: u64, steps: usize) {
     let set = footprint.gradient_set();
     if steps > 1 && !footprint.host_sum {
@@ -168,5 +170,10 @@ fn offload_levers(advice: &mut Advice, footprint: &Footprint, base: u64, steps: 
     if footprint.device_optimizer() > 0 {
         let lever = Lever::OffloadOptimizer { moved: 2 * set };
         advice.add(lever, Effect::State(footprint.optimizer), 0);
+    }
+    let average = footprint.device_average();
+    if average > 0 {
+        let lever = Lever::EmaOnHost { moved: average };
+        advice.add(lever, Effect::State(average), 0);
     }
 }
