@@ -97,7 +97,7 @@ impl Trained {
         let average = (self.config.train.ema.as_ref())
             .is_some_and(|e| e.evaluate_with == crate::config::EmaWeights::Average);
         match average {
-            true => crate::train::load_average(&mut model, &self.checkpoint.dir)?,
+            true => (self.checkpoint).load_module(&mut model, crate::train::EMA_FILE)?,
             false => self.checkpoint.load_model(&mut model)?,
         }
         Ok(model)

@@ -163,17 +163,18 @@ impl Checkpointer {
         model: &M,
         optimizer: &ModuleOptimizer,
     ) -> Result<PathBuf, Error> {
-        self.save_run(state, model, optimizer, (None, None), Marks::default())
+        self.save_run(state, model, optimizer, &[], Marks::default())
     }
 
-    /// Saves `model`, `optimizer`, the learning-rate `schedule` and `state`; as `marks` says,
-    /// also names the checkpoint `checkpoints/best`, and ranks it among the best kept.
+    /// Saves `model`, `optimizer`, `state` and what the run keeps `beside` them (the
+    /// learning-rate schedule, `[train.ema]`'s average); as `marks` says, also names the
+    /// checkpoint `checkpoints/best`, and ranks it among the best kept.
     pub fn save_run<M: ModuleSnapshot>(
         &self,
         state: &CheckpointState,
         model: &M,
         optimizer: &ModuleOptimizer,
-        (schedule, beside): (Option<&Schedule>, Option<&dyn SavedBeside>),
+        beside: &[&dyn SavedBeside],
         marks: Marks,
     ) -> Result<PathBuf, Error> {
         let name = state.name();
@@ -184,9 +185,9 @@ impl Checkpointer {
             std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
         }
         std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-        write_files(&tmp, state, model, optimizer, schedule)?;
-        if let Some(beside) = beside {
-            beside.save(&tmp)?;
+        write_files(&tmp, state, model, optimizer)?;
+        for part in beside {
+            part.save(&tmp)?;
         }
         if target.exists() {
             std::fs::remove_dir_all(&target).map_err(|e| io(&target, e))?;
@@ -254,35 +255,52 @@ fn write_files<M: ModuleSnapshot>(
     state: &CheckpointState,
     model: &M,
     optimizer: &ModuleOptimizer,
-    schedule: Option<&Schedule>,
 ) -> Result<(), Error> {
-    // Through burn-store, whose file writer reads each parameter back only when it reaches
-    // it: Module::save_file copies the whole model first. Measured on W1 (7.1 MiB of
-    // weights, largest tensor 4 MiB), the model's part of a checkpoint then holds 8.0 MiB
-    // above rest instead of 11.1 MiB. Burn's optimizer record has no such path. The store
-    // keeps each parameter's id, which the optimizer's state is keyed by.
-    let failed = |what: &'static str, e: &dyn std::fmt::Debug| Error::CheckpointSave {
-        dir: dir.to_path_buf(),
-        what,
-        message: format!("{e:?}"),
-    };
-    let mut store = BurnpackStore::from_file(dir.join("model.bpk")).overwrite(true);
-    model
-        .save_into(&mut store)
-        .map_err(|e| failed("model", &e))?;
+    save_module(model, dir, MODEL_FILE, "model")?;
     optimizer
         .save(dir.join("optimizer.bpk"))
-        .map_err(|e| failed("optimizer", &e))?;
-    if let Some(schedule) = schedule {
-        schedule.save(&dir.join(SCHEDULE_FILE))?;
-    }
+        .map_err(|e| Error::CheckpointSave {
+            dir: dir.to_path_buf(),
+            what: "optimizer",
+            message: format!("{e:?}"),
+        })?;
     let meta = serde_json::to_vec_pretty(state).expect("meta serialises");
     let meta_path = dir.join("meta.json");
     std::fs::write(&meta_path, meta).map_err(|e| Error::io(&meta_path, e))
 }
 
+/// Writes `module` as `file` in the checkpoint directory `dir` (`what` names it in errors).
+///
+/// Through burn-store, whose file writer reads each parameter back only when it reaches it:
+/// Module::save_file copies the whole model first. Measured on W1 (7.1 MiB of weights,
+/// largest tensor 4 MiB), the model's part of a checkpoint then holds 8.0 MiB above rest
+/// instead of 11.1 MiB. Burn's optimizer record has no such path. The store keeps each
+/// parameter's id, which the optimizer's state is keyed by.
+pub(super) fn save_module<M: ModuleSnapshot>(
+    module: &M,
+    dir: &Path,
+    file: &str,
+    what: &'static str,
+) -> Result<(), Error> {
+    let mut store = BurnpackStore::from_file(dir.join(file)).overwrite(true);
+    (module.save_into(&mut store)).map_err(|e| Error::CheckpointSave {
+        dir: dir.to_path_buf(),
+        what,
+        message: format!("{e:?}"),
+    })
+}
+
 /// The learning-rate schedule's state in a checkpoint.
 const SCHEDULE_FILE: &str = "schedule.bpk";
+/// The model's weights in a checkpoint.
+const MODEL_FILE: &str = "model.bpk";
+
+/// The schedule is kept beside the model in each checkpoint.
+impl SavedBeside for Schedule {
+    fn save(&self, dir: &Path) -> Result<(), Error> {
+        Schedule::save(self, &dir.join(SCHEDULE_FILE))
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -10,15 +10,14 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
-use burn::store::{BurnpackStore, ModuleSnapshot};
 use burn::tensor::{Device, Tensor};
 
-use super::checkpoint::SavedBeside;
+use super::checkpoint::{save_module, Checkpoint, SavedBeside};
 use crate::config::{EmaConfig, EmaDevice, EmaWeights};
 use crate::error::Error;
 
 /// The average's file in a checkpoint.
-pub(super) const EMA_FILE: &str = "ema.bpk";
+pub const EMA_FILE: &str = "ema.bpk";
 
 /// The moving average of a run's weights.
 pub(super) struct Ema<M: Module> {
@@ -73,32 +72,17 @@ impl<M: Module> Ema<M> {
         }
     }
 
-    /// The average as the checkpoint directory `dir` holds it.
-    pub(super) fn load(&mut self, dir: &Path) -> Result<(), Error> {
-        load_average(&mut self.average, dir)
+    /// The average as `checkpoint` holds it.
+    pub(super) fn load(&mut self, checkpoint: &Checkpoint) -> Result<(), Error> {
+        checkpoint.load_module(&mut self.average, EMA_FILE)
     }
 }
 
 impl<M: Module> SavedBeside for Ema<M> {
     /// Writes the average into the checkpoint directory `dir`.
     fn save(&self, dir: &Path) -> Result<(), Error> {
-        let path = dir.join(EMA_FILE);
-        let mut store = BurnpackStore::from_file(&path).overwrite(true);
-        (self.average.save_into(&mut store)).map_err(|e| Error::CheckpointSave {
-            dir: dir.to_path_buf(),
-            what: "moving average",
-            message: format!("{e:?}"),
-        })
+        save_module(&self.average, dir, EMA_FILE, "moving average")
     }
-}
-
-/// Loads the average saved in the checkpoint directory `dir` into `model`.
-pub(crate) fn load_average<M: ModuleSnapshot>(model: &mut M, dir: &Path) -> Result<(), Error> {
-    let path = dir.join(EMA_FILE);
-    let mut store = BurnpackStore::from_file(&path);
-    (model.load_from(&mut store))
-        .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e}")))?;
-    Ok(())
 }
 
 /// The model's weights by parameter, flat, detached and on the average's device.

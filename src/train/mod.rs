@@ -44,7 +44,7 @@ mod trainer;
 
 pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
 pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
-pub(crate) use ema::load_average;
+pub(crate) use ema::EMA_FILE;
 pub use gate::{Ending, EpochGate, Gate};
 pub use hand::HandLoop;
 pub use optimizer::{build_optimizer, FusedAdam};

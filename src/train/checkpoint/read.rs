@@ -7,7 +7,7 @@ use burn::optim::ModuleOptimizer;
 use burn::store::{BurnpackStore, ModuleSnapshot};
 
 use super::ranking::{ranked_dir, read_ranking};
-use super::{CheckpointState, SCHEDULE_FILE};
+use super::{CheckpointState, MODEL_FILE, SCHEDULE_FILE};
 use crate::error::Error;
 use crate::train::decide::Schedule;
 
@@ -166,7 +166,7 @@ impl Checkpoint {
         })?;
         let state: CheckpointState = crate::record::parse_json(&text)
             .map_err(|e| Error::checkpoint(&meta, format!("not a checkpoint's state: {e}")))?;
-        for file in ["model.bpk", "optimizer.bpk"] {
+        for file in [MODEL_FILE, "optimizer.bpk"] {
             let path = dir.join(file);
             if !path.is_file() {
                 return Err(Error::checkpoint(&path, "missing".to_string()));
@@ -200,10 +200,15 @@ impl Checkpoint {
 
     /// Loads the saved weights (and parameter ids) into `model`.
     pub fn load_model<M: ModuleSnapshot>(&self, model: &mut M) -> Result<(), Error> {
-        let path = self.dir.join("model.bpk");
+        self.load_module(model, MODEL_FILE)
+    }
+
+    /// Loads the module saved as `file` in this checkpoint (`model.bpk`, `ema.bpk`) into
+    /// `module`.
+    pub fn load_module<M: ModuleSnapshot>(&self, module: &mut M, file: &str) -> Result<(), Error> {
+        let path = self.dir.join(file);
         let mut store = BurnpackStore::from_file(&path);
-        model
-            .load_from(&mut store)
+        (module.load_from(&mut store))
             .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e}")))?;
         Ok(())
     }
@@ -212,7 +217,7 @@ impl Checkpoint {
     /// without building their model.
     pub fn weights(&self) -> Result<std::collections::BTreeMap<String, Vec<f32>>, Error> {
         use burn::store::ModuleStore;
-        let path = self.dir.join("model.bpk");
+        let path = self.dir.join(MODEL_FILE);
         let bad =
             |e: &dyn std::fmt::Display| Error::checkpoint(&path, format!("cannot be read: {e}"));
         let mut store = BurnpackStore::from_file(&path);

@@ -64,7 +64,7 @@ fn the_best_checkpoint_is_kept_beside_the_latest_until_a_better_one() {
     let save = |epoch: usize, best: bool| {
         let state = CheckpointState::at_epoch(epoch, epoch * 10);
         let marks = Marks { best, ranked: None };
-        ckpt.save_run(&state, &model, &optimizer, (None, None), marks)
+        ckpt.save_run(&state, &model, &optimizer, &[], marks)
             .unwrap();
     };
     let names = || {

@@ -92,7 +92,7 @@ impl<M: Module> Learner<M> {
             *early = EarlyStop::new(early.config().clone(), saved);
         }
         if let Some(ema) = &mut self.ema {
-            ema.load(&checkpoint.dir)?;
+            ema.load(checkpoint)?;
         }
         Ok(())
     }
@@ -162,8 +162,9 @@ impl<M: Module> Learner<M> {
     ) -> Result<(), Error> {
         guard.checkpoint(state.epoch, || {
             let (model, optimizer) = (self.model(), &self.optimizer);
-            let ema = self.ema.as_ref().map(|e| e as &dyn SavedBeside);
-            checkpointer.save_run(state, model, optimizer, (Some(&self.schedule), ema), marks)
+            let mut beside: Vec<&dyn SavedBeside> = vec![&self.schedule];
+            beside.extend(self.ema.as_ref().map(|e| e as &dyn SavedBeside));
+            checkpointer.save_run(state, model, optimizer, &beside, marks)
         })?;
         Ok(())
     }
