@@ -2,8 +2,8 @@
 //! the training loss, `val_loss` and the validation metrics (`val_accuracy`, ...), the learning
 //! rate and the memory figures (in use, peak and reserved, in MiB); at each step the run logs
 //! (about once a second, and every `run.log_every_steps` steps where it is set), the step's
-//! loss, rate and memory in use under `step/`. Every scalar is at the run's global optimizer step, so that the two
-//! line up.
+//! loss, rate and memory in use under `step/`. Every scalar is at the run's global optimizer
+//! step, so that the two line up.
 
 use super::EventFile;
 use crate::record::{EpochProgress, Snapshot};
