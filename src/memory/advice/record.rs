@@ -54,32 +54,9 @@ impl From<&Estimate> for LeverRecord {
                 vec!["train.precision=bf16".to_string()],
                 format!("counts the bf16 copy of the weights ({adds})"),
             ),
-            Lever::OffloadGradients { moved } => (
-                "the gradient sum in host memory".to_string(),
-                vec!["train.offload.gradients=host".to_string()],
-                format!(
-                    "the same update; moves {} between the device and the host per step",
-                    format_bytes(moved)
-                ),
-            ),
-            Lever::EmaOnHost { moved } => (
-                "the moving average in host memory".to_string(),
-                vec!["train.ema.device=host".to_string()],
-                format!(
-                    "the same average, blended in host memory and brought to the device for \
-                     validation; moves {} from the device to the host per step",
-                    format_bytes(moved)
-                ),
-            ),
-            Lever::OffloadOptimizer { moved } => (
-                "the optimizer in host memory".to_string(),
-                vec!["train.offload.optimizer=host".to_string()],
-                format!(
-                    "the same update, run in host memory with an f32 master copy of the \
-                     weights; moves {} between the device and the host per step",
-                    format_bytes(moved)
-                ),
-            ),
+            Lever::OffloadGradients { .. }
+            | Lever::EmaOnHost { .. }
+            | Lever::OffloadOptimizer { .. } => to_host(&e.lever),
             Lever::Sgd { momentum: false } => (
                 "SGD in place of the optimizer".to_string(),
                 vec!["train.optimizer=sgd".to_string()],
@@ -103,6 +80,40 @@ impl From<&Estimate> for LeverRecord {
             saves: e.saves,
             note,
         }
+    }
+}
+
+/// A lever that moves part of the run to host memory: its name, the keys it sets, and what it
+/// costs per step.
+fn to_host(lever: &Lever) -> (String, Vec<String>, String) {
+    match *lever {
+        Lever::OffloadGradients { moved } => (
+            "the gradient sum in host memory".to_string(),
+            vec!["train.offload.gradients=host".to_string()],
+            format!(
+                "the same update; moves {} between the device and the host per step",
+                format_bytes(moved)
+            ),
+        ),
+        Lever::EmaOnHost { moved } => (
+            "the moving average in host memory".to_string(),
+            vec!["train.ema.device=host".to_string()],
+            format!(
+                "the same average, blended in host memory and brought to the device for \
+                 validation; moves {} from the device to the host per step",
+                format_bytes(moved)
+            ),
+        ),
+        Lever::OffloadOptimizer { moved } => (
+            "the optimizer in host memory".to_string(),
+            vec!["train.offload.optimizer=host".to_string()],
+            format!(
+                "the same update, run in host memory with an f32 master copy of the \
+                 weights; moves {} between the device and the host per step",
+                format_bytes(moved)
+            ),
+        ),
+        _ => unreachable!("only the host-memory levers are described here"),
     }
 }
 
