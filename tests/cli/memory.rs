@@ -208,8 +208,12 @@ fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
 fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
     let env = Env::small();
     let run = |name: &str, extra: &[&str]| {
-        // Wide enough that Adam's moments alone are over 2 MiB.
-        let mut args = vec!["--set", "model.hidden=[512,512]", "--set", "train.epochs=2"];
+        let mut args = vec![
+            "--set",
+            "model.hidden=[1024,1024]",
+            "--set",
+            "train.epochs=2",
+        ];
         args.extend(extra);
         let run = env.train_small(name, &args);
         assert_eq!(run.code(), 0, "{}", run.stderr());
@@ -235,23 +239,26 @@ fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
     let growth_most = reserved("runs/growth", "epoch")
         .into_iter()
         .fold(0.0, f64::max);
-    assert!(
-        growth_most > growth_start + (1 << 20) as f64,
-        "growth takes memory as it goes: {growth_start} -> {growth_most}"
-    );
     let start = reserved("runs/pre", "run_start")[0];
     assert!(
         start >= (64 << 20) as f64 * 0.98,
         "run_start shows the 64 MiB reservation: {start} (growth started at {growth_start})"
     );
-    // Training reuses the reserved heap: reserved rises by less than a quarter of what the
-    // growth run's rose (a few pages of thread stacks and worker arenas, whose size moves
-    // with the number of rayon workers; measured 0.3 to 0.7 MiB against 6.6 to 7.7 MiB).
-    let growth_rise = growth_most - growth_start;
+    // Training reuses the reserved heap: reserved rises by less than a quarter of Adam's
+    // moments (8.6 MB here, from the model's shapes: 16 features, [1024, 1024], 4 classes).
+    // What it does rise by is a few pages of thread stacks and worker arenas, whose size moves
+    // with the number of rayon workers (measured 0.3 to 0.6 MiB); the growth run's own rise
+    // is no yardstick, as it moved from 2.2 to 7.7 MiB between machines with [512, 512].
+    let params = 16 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 4 + 4;
+    let moments = (2 * 4 * params) as f64;
+    assert!(
+        growth_most - growth_start > moments / 2.0,
+        "growth takes memory as it goes: {growth_start} -> {growth_most}"
+    );
     for epoch in reserved("runs/pre", "epoch") {
         assert!(
-            epoch - start < growth_rise / 4.0,
-            "reserved rose from {start} to {epoch}, where growth rose by {growth_rise}"
+            epoch - start < moments / 4.0,
+            "reserved rose from {start} to {epoch}, more than a quarter of Adam's moments ({moments})"
         );
     }
     let snaps = env.snapshots("runs/pre");
