@@ -29,6 +29,7 @@ use tidemark::train::{Checkpoint, EpochFigures};
 use tidemark::{Error, HandLoop, Trainer, TrainingError};
 
 mod keys;
+mod lr_find;
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();

@@ -29,6 +29,7 @@ use crate::task::Task;
 use crate::train::gate::{Ending, EpochGate};
 use crate::train::MemoryGuard;
 
+pub(super) use pass::REPORT_INTERVAL;
 use setup::Run;
 pub(super) use setup::{empty_training_split, seeded, seeded_model, steps_per_epoch};
 

@@ -16,7 +16,7 @@ use crate::train::learner::{read_loss, StepLoss, Tally};
 /// loss waits for the device and costs the step its overlap with the backend's threads:
 /// measured on W1 (flex), a read every third step made the median step 20-22 ms against 16 ms
 /// without; so it is read at most once per interval, and at each epoch's end.
-const REPORT_INTERVAL: Duration = Duration::from_secs(1);
+pub(in crate::train) const REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
 impl<T: Task> Epochs<'_, T> {
     /// Trains epoch `epoch`; `resumed` is the checkpoint inside it that a resume starts from.

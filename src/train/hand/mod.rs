@@ -43,6 +43,8 @@ mod step;
 mod validate;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::Module;
@@ -88,6 +90,11 @@ pub struct HandLoop<M: Module + 'static> {
     /// What [`validate`](Self::validate) held, for the limit's check at the epoch's end.
     validated: Option<MemoryUsage>,
     started: Instant,
+    /// When progress was last reported (about once a second, as the trainer's).
+    last_report: Instant,
+    /// Set by whoever runs the loop for its own ends (the learning-rate finder): the next
+    /// step is refused with [`Error::Interrupted`].
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl<M: Module + 'static> HandLoop<M> {
@@ -194,5 +201,11 @@ impl<M: Module + 'static> HandLoop<M> {
     /// The micro-batch size a step runs at now (smaller after a shrink).
     pub fn micro_batch(&self) -> usize {
         self.guard.layout().micro_batch()
+    }
+
+    /// Refuses every step once `stop` is set, with [`Error::Interrupted`], for a caller that
+    /// runs the loop on its own ends (the learning-rate finder stops the loop it sweeps).
+    pub(crate) fn stop_when(&mut self, stop: Arc<AtomicBool>) {
+        self.stop = Some(stop);
     }
 }

@@ -77,6 +77,8 @@ impl<M: Module + 'static> HandLoop<M> {
             task: "hand loop".into(),
             validated: None,
             started: Instant::now(),
+            last_report: Instant::now(),
+            stop: None,
         })
     }
 }

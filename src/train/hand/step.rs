@@ -5,6 +5,8 @@
 //! measured before and after.
 
 use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use burn::module::Module;
 use burn::tensor::Tensor;
@@ -12,8 +14,10 @@ use burn::tensor::Tensor;
 use super::HandLoop;
 use crate::config::OnLimit;
 use crate::error::{Error, TrainingError};
+use crate::record::EpochProgress;
 use crate::task::StepOutput;
 use crate::train::checkpoint::Marks;
+use crate::train::epochs::REPORT_INTERVAL;
 use crate::train::learner::Position;
 
 impl<M: Module + 'static> HandLoop<M> {
@@ -57,6 +61,13 @@ impl<M: Module + 'static> HandLoop<M> {
         if let Some(e) = &self.failed {
             return Err(stopped(e));
         }
+        if self
+            .stop
+            .as_ref()
+            .is_some_and(|stop| stop.load(Ordering::SeqCst))
+        {
+            return Err(Error::Interrupted);
+        }
         if self.learner.stopped_early() {
             let epoch = self.epoch;
             return Err(TrainingError::StepAfterEarlyStop { epoch }.into());
@@ -88,8 +99,36 @@ impl<M: Module + 'static> HandLoop<M> {
         // Read at every step: the loop gets its loss, and a diverged step updates nothing.
         let counts = (&mut self.stats, &mut self.tally);
         let loss = (self.learner).step(&mut self.guard, counts, (at, true), batches, output)?;
+        let loss = loss.value.expect("a step asked to read its loss reads it");
+        self.report(at, loss)?;
         self.checkpoint_inside(at)?;
-        Ok(loss.value.expect("a step asked to read its loss reads it"))
+        Ok(loss)
+    }
+
+    /// Progress after step `at`, as the trainer reports it: about once a second, at the
+    /// epoch's last step, and every `run.log_every_steps` steps where the run sets it (the
+    /// observer's `step`, and TensorBoard's `step/` scalars).
+    fn report(&mut self, at: Position, loss: f64) -> Result<(), Error> {
+        let logged = (self.config.run.log_every_steps).is_some_and(|n| at.step.is_multiple_of(n));
+        let last = self.tally.steps >= self.steps_per_epoch;
+        if !(logged || last || self.last_report.elapsed() >= REPORT_INTERVAL) {
+            return Ok(());
+        }
+        self.last_report = Instant::now();
+        let (steps, epochs) = (self.steps_per_epoch, self.config.train.epochs);
+        let progress = EpochProgress {
+            epoch: at.epoch,
+            epochs,
+            step: self.tally.steps,
+            steps,
+            loss,
+            lr: Some(self.learner.schedule.current()),
+            bytes_in_use: Some(self.guard.in_use()?),
+            limit_bytes: self.guard.limit_bytes(),
+            ..(self.tally).pace(steps, epochs.saturating_sub(at.epoch))
+        };
+        self.guard.recorder_mut().progress(&progress);
+        Ok(())
     }
 
     /// Before a new run's first step, as the trainer's: under `on_limit = "fit"` the step is

@@ -11,6 +11,7 @@
 //! `lr-find.json` (every step's rate and losses, the settings, the suggestion) and
 //! `lr-find.svg`.
 
+mod by_hand;
 pub mod rule;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use crate::error::{Error, TrainingError};
 use crate::record::{EpochProgress, Observer, RunSummary, Snapshot, Warning};
 use crate::report::{render_lr_find_svg, LrFindPicture};
 use crate::Trainer;
+pub use by_hand::find_by_hand;
 use rule::{suggestion, Curve, Point, Sweep};
 
 /// What the finder found.
@@ -58,50 +60,86 @@ pub fn find(
     observer: Box<dyn Observer>,
     train: impl FnOnce(Trainer) -> Result<RunSummary, Error>,
 ) -> Result<Found, Error> {
-    let dir = config
-        .run
-        .output_dir
-        .join(format!("{}-lr-find", config.run.name));
-    let scratch = dir.join("steps");
-    if scratch.exists() {
-        std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+    let sweeping = Sweeping::start(config, sweep)?;
+    let trainer = Trainer::new(sweeping.copy(config))
+        .observer(sweeping.watcher(observer))
+        .stop_when(Arc::clone(&sweeping.stop));
+    let trained = train(trainer).map(|_| ());
+    sweeping.end(trained, &config.run.name)
+}
+
+/// A sweep under way: where it writes, the curve its copy's steps grow, and the flag that
+/// stops the copy.
+struct Sweeping {
+    sweep: Sweep,
+    dir: PathBuf,
+    curve: Arc<Mutex<Curve>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Sweeping {
+    /// A sweep of `config`'s run, its copy's directory cleared of an earlier one's.
+    fn start(config: &RunConfig, sweep: Sweep) -> Result<Self, Error> {
+        let dir = (config.run.output_dir).join(format!("{}-lr-find", config.run.name));
+        let sweeping = Sweeping {
+            sweep,
+            dir,
+            curve: Arc::default(),
+            stop: Arc::default(),
+        };
+        sweeping.clear()?;
+        Ok(sweeping)
     }
-    let curve = Arc::new(Mutex::new(Curve::default()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = Watcher {
-        inner: observer,
-        sweep,
-        curve: Arc::clone(&curve),
-        stop: Arc::clone(&stop),
-    };
-    let trainer = Trainer::new(copy(config, &dir, &sweep))
-        .observer(watcher)
-        .stop_when(Arc::clone(&stop));
-    let stopped = match train(trainer) {
-        Ok(_) => format!("after {} steps", sweep.range.steps),
-        Err(Error::Interrupted) if stop.load(Ordering::SeqCst) => String::new(),
-        Err(Error::Training(TrainingError::Diverged { step, .. })) => {
-            format!("the loss was not finite at step {step}")
+
+    /// The copy of `config` it trains.
+    fn copy(&self, config: &RunConfig) -> RunConfig {
+        copy(config, &self.dir, &self.sweep)
+    }
+
+    /// The copy's observer, around `inner`.
+    fn watcher(&self, inner: Box<dyn Observer>) -> Watcher {
+        Watcher {
+            inner,
+            sweep: self.sweep,
+            curve: Arc::clone(&self.curve),
+            stop: Arc::clone(&self.stop),
         }
-        Err(e) => return Err(e),
-    };
-    if scratch.exists() {
-        std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
     }
-    let points = std::mem::take(&mut curve.lock().expect("the curve").points);
-    let stopped = match stopped.is_empty() {
-        true => stop_reason(&points, &sweep),
-        false => stopped,
-    };
-    let found = Found {
-        sweep,
-        suggestion: suggestion(&points, &sweep),
-        points,
-        stopped,
-        dir,
-    };
-    write(&found, &config.run.name)?;
-    Ok(found)
+
+    /// Removes the copy's steps.
+    fn clear(&self) -> Result<(), Error> {
+        let scratch = self.dir.join("steps");
+        match scratch.exists() {
+            true => std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e)),
+            false => Ok(()),
+        }
+    }
+
+    /// The sweep's end, once its copy has `trained`: the copy's steps removed, the
+    /// suggestion, and `lr-find.json` and `lr-find.svg` written for run `name`.
+    fn end(self, trained: Result<(), Error>, name: &str) -> Result<Found, Error> {
+        let stopped = self.stop.load(Ordering::SeqCst);
+        let reason = match trained {
+            Ok(()) => None,
+            Err(Error::Interrupted) if stopped => None,
+            Err(Error::Training(TrainingError::Diverged { step, .. })) => {
+                Some(format!("the loss was not finite at step {step}"))
+            }
+            Err(e) => return Err(e),
+        };
+        self.clear()?;
+        let points = std::mem::take(&mut self.curve.lock().expect("the curve").points);
+        let stopped = reason.unwrap_or_else(|| stop_reason(&points, &self.sweep, stopped));
+        let found = Found {
+            suggestion: suggestion(&points, &self.sweep),
+            sweep: self.sweep,
+            points,
+            stopped,
+            dir: self.dir,
+        };
+        write(&found, name)?;
+        Ok(found)
+    }
 }
 
 /// The copy of `config` the finder trains: in `dir/steps`, the rate swept, every step's loss
@@ -123,15 +161,17 @@ fn copy(config: &RunConfig, dir: &Path, sweep: &Sweep) -> RunConfig {
     copy
 }
 
-/// Why the finder stopped itself: the steps done, or the loss past its threshold.
-fn stop_reason(points: &[Point], sweep: &Sweep) -> String {
-    match points.len() >= sweep.range.steps {
-        true => format!("after {} steps", points.len()),
-        false => format!(
+/// Why the finder stopped: its steps done, the loss past its threshold (where it stopped the
+/// copy), or the copy's own end (a hand loop that ended before the sweep's steps).
+fn stop_reason(points: &[Point], sweep: &Sweep, stopped: bool) -> String {
+    match (points.len() >= sweep.range.steps, stopped) {
+        (true, _) => format!("after {} steps", points.len()),
+        (false, true) => format!(
             "at step {}: the smoothed loss passed {} times its best",
             points.len(),
             sweep.early_stop_threshold
         ),
+        (false, false) => format!("the loop ended after {} steps", points.len()),
     }
 }
 

@@ -1,0 +1,107 @@
+//! The learning-rate finder over a hand loop: the loop's own epochs, run on a copy of its run,
+//! give the curve the finder gives over `Trainer::fit` of the same task, to the bit.
+
+use tidemark::record::Silent;
+use tidemark::train::lr_find::{find, find_by_hand, rule::Sweep, Found};
+
+use super::*;
+
+/// A hand loop's epochs over `task`'s batches in the trainer's order (loader batches of 32,
+/// two to a step), each step's error passed on (the finder ends the loop by refusing a step),
+/// until epoch `until` if given.
+fn epochs(run: &mut HandLoop<Small>, task: &Sines, until: Option<usize>) -> Result<(), Error> {
+    let loader = tidemark::data::item_loader(task.data().train, SMALL.batch, Some(1), 0);
+    let cx = run.compute();
+    let device = run.device().clone();
+    for epoch in run.epochs() {
+        let batches: Vec<Vec<Item>> = loader.iter().collect::<Result<_, _>>().unwrap();
+        for group in batches.chunks(SMALL.accumulation) {
+            let sizes: Vec<usize> = group.iter().map(Vec::len).collect();
+            let items: Vec<Item> = group.concat();
+            run.step_batches(&sizes, |model, rows| {
+                let batch = Rows.batch(items[rows].to_vec(), &device);
+                task.step(model, batch, &cx)
+            })?;
+        }
+        run.end_epoch(EpochFigures::default())?;
+        if Some(epoch) == until {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_finder_over_a_hand_loop_finds_what_it_finds_over_the_trainer() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // 30 steps of the sweep over epochs of 4 steps: the copies run 8 epochs, the last cut.
+    let mut sweep = Sweep::default();
+    sweep.range.steps = 30;
+    let config = |out: &str| sines_config(&dir.path().join(out), "sines", SMALL, &|b| b);
+    let fitted = find(&config("fit"), sweep, Box::new(Silent), |t| t.fit(Sines)).unwrap();
+    let samples = Sines.data().train.len();
+    let model = |d: &Device| Sines.model(d);
+    let by_hand = find_by_hand(&config("hand"), sweep, samples, model, |run| {
+        epochs(run, &Sines, None)
+    })
+    .unwrap();
+    let curve = |found: &Found| -> Vec<(u64, u64)> {
+        let points = found.points.iter();
+        points.map(|p| (p.lr.to_bits(), p.loss.to_bits())).collect()
+    };
+    assert!(
+        fitted.points.len() > sweep.skip_begin + 2,
+        "{:?}",
+        fitted.stopped
+    );
+    assert_eq!(
+        curve(&by_hand),
+        curve(&fitted),
+        "every step's rate and loss, to the bit"
+    );
+    assert_eq!(by_hand.suggestion, fitted.suggestion);
+    assert!(by_hand.lr().is_some());
+    assert_eq!(by_hand.stopped, fitted.stopped);
+    // The rates are the sweep's: exponential from 1e-8.
+    for (i, point) in by_hand.points.iter().enumerate() {
+        let rate = sweep.range.rate(i);
+        assert!(
+            (point.lr - rate).abs() <= 1e-12 * rate,
+            "step {i}: {}",
+            point.lr
+        );
+    }
+    // Beside the run, not in it: lr-find.json and its picture, the copy's steps gone.
+    let beside = dir.path().join("hand/sines-lr-find");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(beside.join("lr-find.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["lr"].as_f64(), by_hand.lr());
+    assert!(beside.join("lr-find.svg").is_file());
+    assert!(
+        !beside.join("steps").exists(),
+        "the copy's steps are removed"
+    );
+    assert!(!dir.path().join("hand/sines").exists(), "no run directory");
+}
+
+#[test]
+fn a_hand_loop_that_ends_before_the_sweep_ends_it_there() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let config = sines_config(dir.path(), "short", SMALL, &|b| b);
+    let samples = Sines.data().train.len();
+    let model = |d: &Device| Sines.model(d);
+    // Three epochs of four steps, then the loop stops on its own.
+    let found = find_by_hand(&config, Sweep::default(), samples, model, |run| {
+        epochs(run, &Sines, Some(3))
+    });
+    let found = found.unwrap();
+    assert_eq!(found.points.len(), 12);
+    assert_eq!(found.stopped, "the loop ended after 12 steps");
+    assert_eq!(
+        found.suggestion, None,
+        "no point between the skipped 10 and the last"
+    );
+}
