@@ -3,6 +3,7 @@
 
     scripts/study-figures.py tpe CONFIG SEED [SEED ...]     # default: 4 workers
     scripts/study-figures.py asha CONFIG SEED [SEED ...]
+    scripts/study-figures.py median CONFIG SEED [SEED ...]
     --workers N    workers sharing the study (each its own process)
     --parallel P   trials each worker trains at once, in child processes under leases
                    (`--set sweep.parallel=P`; default 1: in the worker's own process)
@@ -13,6 +14,8 @@ one's best value and wall time, then the means.
 asha: for each seed, the search unpruned in one process (`sweep.prune.method = "none"`), then
 with its ASHA pruner across N workers; prints each one's best (among trials trained to the
 end), its distance from the unpruned best, and the epochs it trained.
+median: the same with the median rule (`--set sweep.prune.method="median"`), in one process
+and across N workers.
 
 Runs under /tmp/study-figures/ with target/release/tidemark (or $TIDEMARK).
 """
@@ -82,16 +85,23 @@ def tpe(config, seeds, n, extra):
           f"{sums[3] / k:.0f} s |")
 
 
-def asha(config, seeds, n, extra):
+def pruned(method, config, seeds, n, extra):
     print(f"| seed | search | completed | pruned | best | from the unpruned best | epochs | "
           "of the unpruned epochs |")
     print("|---|---|---|---|---|---|---|---|")
+    label = {"asha": "ASHA", "median": "median rule"}[method]
+    rule = ["--set", f'sweep.prune.method="{method}"']
     for seed in seeds:
         full, _ = one_process(config, seed, "unpruned", ["--set", 'sweep.prune.method="none"'])
-        pruned, _ = workers(config, seed, f"asha-{n}", n, extra)
-        for label, r in (("unpruned, one process", full), (f"ASHA, {n} workers", pruned)):
+        runs = [("unpruned, one process", full)]
+        if method == "median":
+            one, _ = one_process(config, seed, "median-one", rule)
+            runs.append((f"{label}, one process", one))
+        many, _ = workers(config, seed, f"{method}-{n}", n, extra + rule)
+        runs.append((f"{label}, {n} workers", many))
+        for label_of_run, r in runs:
             count = lambda s: sum(1 for t in r["trials"] if t["status"] == s)
-            print(f"| {seed} | {label} | {count('completed')} | {count('pruned')} | "
+            print(f"| {seed} | {label_of_run} | {count('completed')} | {count('pruned')} | "
                   f"{best(r):.4f} | {best(r) - best(full):+.4f} | {epochs(r)} | "
                   f"{100 * epochs(r) / epochs(full):.0f}% |", flush=True)
 
@@ -108,10 +118,13 @@ def main():
         i = args.index("--parallel")
         extra = ["--set", f"sweep.parallel={int(args[i + 1])}"]
         del args[i:i + 2]
-    if len(args) < 3 or args[0] not in ("tpe", "asha"):
+    if len(args) < 3 or args[0] not in ("tpe", "asha", "median"):
         sys.exit(__doc__.strip())
     what, config, seeds = args[0], args[1], [int(s) for s in args[2:]]
-    (tpe if what == "tpe" else asha)(config, seeds, n, extra)
+    if what == "tpe":
+        tpe(config, seeds, n, extra)
+    else:
+        pruned(what, config, seeds, n, extra)
 
 
 if __name__ == "__main__":

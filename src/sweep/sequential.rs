@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::prune::Pruner;
+use super::prune::{GateSpec, Pruner};
 use super::space::Trial;
 use super::tpe_draws::Draws;
 use super::trial_config::TrialBuild;
@@ -114,8 +114,16 @@ impl Sequential<'_, '_> {
         crate::failpoint::pass("start");
         let stop = Some(Arc::clone(&self.stop));
         let kinds = self.build.kinds;
-        let trained = (self.build.config(trial))
-            .and_then(|cfg| train_or_resume(kinds, cfg, &run_dir, observer, gate, stop));
+        let trained = (self.build.config(trial)).and_then(|cfg| {
+            train_or_resume(
+                kinds,
+                cfg,
+                &run_dir,
+                observer,
+                gate.map(GateSpec::into_gate),
+                stop,
+            )
+        });
         // Stopped by a signal: left running in the record, it goes on first on resume.
         if let Err(Error::Interrupted) = trained {
             return Err(Error::Interrupted);

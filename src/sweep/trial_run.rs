@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::prune::GateSpec;
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::record::{Observer, RunStatus, RunSummary};
+use crate::train::EpochGate;
 use crate::Trainer;
 
 /// The error of each trial whose last run failed, by trial number.
@@ -25,7 +25,7 @@ pub(super) fn train_or_resume(
     cfg: RunConfig,
     run_dir: &Path,
     mut observer: Box<dyn Observer>,
-    gate: Option<GateSpec>,
+    gate: Option<EpochGate>,
     stop: Option<Arc<AtomicBool>>,
 ) -> Result<RunSummary, Error> {
     if let Some(summary) = finished(run_dir, cfg.train.epochs)? {
@@ -34,7 +34,7 @@ pub(super) fn train_or_resume(
     }
     let mut trainer = Trainer::new(cfg).observer(observer);
     if let Some(gate) = gate {
-        trainer = trainer.gate(gate.into_gate());
+        trainer = trainer.gate(gate);
     }
     if let Some(stop) = stop {
         trainer = trainer.stop_when(stop);

@@ -29,6 +29,7 @@ mod run_dir;
 mod search;
 mod stop;
 mod study;
+mod study_median;
 mod study_packed;
 mod tensorboard;
 mod tpe;

@@ -368,7 +368,7 @@ fn asha_ranks_every_worker_s_trials_at_its_rungs() {
 }
 
 #[test]
-fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
+fn a_study_refuses_another_search_and_bad_settings() {
     let env = Env::new();
     config(&env, 2, 2, "");
     let first = worker(&env, "a", "journal.log", &[])
@@ -395,16 +395,6 @@ fn a_study_refuses_another_search_and_what_workers_cannot_do_yet() {
             "rejoin it with `tidemark sweep",
         ],
     );
-    let pruned = env.run(&[
-        "sweep",
-        "--config",
-        "study.toml",
-        "--storage",
-        "other.log",
-        "--set",
-        "sweep.prune.method=\"median\"",
-    ]);
-    pruned.fails_with(2, &["sweep.prune.method", "prunes with ASHA only"]);
     let grace = env.run(&[
         "sweep",
         "--config",

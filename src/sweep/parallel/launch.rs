@@ -18,7 +18,7 @@ use crate::config::{parse, to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::record::{write_atomic, Observer, RunSummary};
-use crate::sweep::prune::GateSpec;
+use crate::sweep::prune::{GateSpec, ReadRecord};
 use crate::sweep::space::Trial;
 use crate::sweep::trial_config::set;
 use crate::sweep::trial_run::train_or_resume;
@@ -58,17 +58,20 @@ pub(in crate::sweep) fn write_launch(
     Ok(path)
 }
 
-/// Trains the trial whose launch file is `launch`, in `<run.output_dir>/<run.name>`.
+/// Trains the trial whose launch file is `launch`, in `<run.output_dir>/<run.name>`; the
+/// median rule, if its gate asks for it without a record file, reads `study`'s.
 pub fn run_child(
     kinds: &Kinds,
     launch: &Path,
     observer: Box<dyn Observer>,
+    study: Option<ReadRecord>,
 ) -> Result<RunSummary, Error> {
     let cfg = crate::config::load(launch, &[])?;
     let _lock = lock(&launch.with_extension("lock"))?;
     super::parent_death::arm()?;
     let gate = GateSpec::read(&gate_path(launch))?;
     let run_dir = cfg.run.output_dir.join(&cfg.run.name);
+    let gate = gate.map(|g| g.into_gate_reading(study));
     train_or_resume(kinds, cfg, &run_dir, observer, gate, None)
 }
 

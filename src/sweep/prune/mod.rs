@@ -15,7 +15,7 @@ mod record;
 
 use std::path::{Path, PathBuf};
 
-pub use gate::GateSpec;
+pub use gate::{GateSpec, ReadRecord};
 pub use record::{read_curve, Curve, Record, Standing};
 
 use super::shard::Shard;
@@ -240,7 +240,7 @@ impl Pruner {
                 Ok(stop.map(|epoch| GateSpec::PauseAt { epoch }))
             }
             PruneMethod::Median => Ok(Some(GateSpec::Median {
-                record: self.path.clone(),
+                record: Some(self.path.clone()),
                 run_dir: run_dir.to_path_buf(),
                 monitor: self.record.monitor.clone(),
                 mode: self.mode,

@@ -1,5 +1,5 @@
 //! How a trial of the study ended, written to it: its value (COMPLETE), why it failed (FAIL),
-//! paused at ASHA's rung, or handed back (WAITING, no owner) when a signal stopped its worker;
+//! pruned by the median rule (PRUNED, its last value and why), paused at ASHA's rung, or handed back (WAITING, no owner) when a signal stopped its worker;
 //! and written only while the trial is still the worker's, not taken over meanwhile (whose
 //! result it is then). The same for a trial trained in this process or in a child.
 
@@ -41,6 +41,11 @@ pub fn ending(
         (Outcome::Stopped, _) => (State::Waiting, None, None),
         (Outcome::Trained(RunStatus::Completed), Some(v)) => (State::Complete, Some(vec![v]), None),
         (Outcome::Trained(RunStatus::Paused), _) => (State::Waiting, None, None),
+        // The median rule stopped it: PRUNED with its last value, as Optuna records one.
+        (Outcome::Trained(RunStatus::Pruned), v) => {
+            let why = summary.and_then(|s| s.stopped_by.clone());
+            (State::Pruned, v.map(|v| vec![v]), why)
+        }
         (Outcome::Trained(_), _) => (State::Fail, None, Some(format!("it recorded no {monitor}"))),
         (Outcome::Failed(e), _) => (State::Fail, None, Some(e.clone())),
     };

@@ -3,6 +3,7 @@
 //! the same search.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -14,7 +15,7 @@ use crate::error::Error;
 use crate::sweep::journal::attrs::PLAN;
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::params::distribution;
-use crate::sweep::prune::asha;
+use crate::sweep::prune::{asha, GateSpec};
 use crate::sweep::space::{Domain, Method, PruneMethod, Space, Trial};
 
 /// A search's study, as a worker works on it.
@@ -109,6 +110,27 @@ impl Study {
     /// How often a worker beats for its trial.
     pub fn heartbeat(&self) -> Duration {
         self.space.study.heartbeat
+    }
+
+    /// The gate of a trial's run in `run_dir`: a pause at `pause_at` (ASHA's next rung), or
+    /// the median rule, which reads the study's record (a [`ReadRecord`](crate::sweep::prune::ReadRecord)
+    /// from the trial's process).
+    pub fn gate(&self, pause_at: Option<usize>, run_dir: &Path) -> Option<GateSpec> {
+        if let Some(epoch) = pause_at {
+            return Some(GateSpec::PauseAt { epoch });
+        }
+        let prune = self
+            .space
+            .prune
+            .filter(|p| p.method == PruneMethod::Median)?;
+        Some(GateSpec::Median {
+            record: None,
+            run_dir: run_dir.to_path_buf(),
+            monitor: self.space.monitor.name().to_string(),
+            mode: self.space.monitor.mode(),
+            min_epochs: prune.min_epochs,
+            startup: prune.startup,
+        })
     }
 
     /// How long a trial's heartbeat may stay silent before another worker takes it over.

@@ -224,7 +224,7 @@ fn work(
 }
 
 /// The study's trials that tidemark made, with their ids.
-fn ours(journal: &Journal, study: usize) -> Vec<(usize, &TrialRecord)> {
+pub(super) fn ours(journal: &Journal, study: usize) -> Vec<(usize, &TrialRecord)> {
     (journal.studies[study].trials.iter())
         .map(|&id| (id, &journal.trials[id]))
         .filter(|(_, t)| number(t).is_some())

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use super::median::reader;
 use super::storage::Storage;
 use crate::config::Monitor;
 use crate::error::Error;
@@ -80,6 +81,8 @@ pub struct Reports {
     pub worker: String,
     /// The trial's id in the journal.
     pub trial: usize,
+    /// Its study's id in the journal, for the median rule.
+    pub study: usize,
     /// The monitored metric.
     pub monitor: String,
     /// The worker's process id: a child of another process (a search run later in the same
@@ -118,24 +121,22 @@ impl Reports {
 }
 
 /// `tidemark trial LAUNCH_FILE`: the trial of a parallel search, or, with a `study.json`
-/// beside its launch file, of a worker's study, whose epochs it writes to the study.
+/// beside its launch file, of a worker's study, whose epochs it writes to the study (and
+/// whose record the median rule reads).
 pub fn child(
     kinds: &Kinds,
     launch: &Path,
     observer: Box<dyn Observer>,
 ) -> Result<RunSummary, Error> {
-    let observer: Box<dyn Observer> = match Reports::read(launch)? {
-        None => observer,
+    let (observer, study): (Box<dyn Observer>, _) = match Reports::read(launch)? {
+        None => (observer, None),
         Some(reports) => {
             let storage = Storage::open(&reports.storage, &reports.worker)?;
             let storage = Arc::new(Mutex::new(storage));
-            Box::new(Reporting::new(
-                observer,
-                storage,
-                reports.trial,
-                &reports.monitor,
-            ))
+            let study = reader(Arc::clone(&storage), reports.study, &reports.monitor);
+            let observer = Reporting::new(observer, storage, reports.trial, &reports.monitor);
+            (Box::new(observer), Some(study))
         }
     };
-    crate::sweep::parallel::run_child(kinds, launch, observer)
+    crate::sweep::parallel::run_child(kinds, launch, observer, study)
 }

@@ -29,42 +29,9 @@ pub struct Rungs {
 }
 
 impl Rungs {
-    /// The record ASHA decides on: each trial's curve from its intermediate values.
-    fn record(&self, trials: &[(usize, &TrialRecord)]) -> (Record, BTreeMap<usize, usize>) {
-        let mut ids = BTreeMap::new();
-        let mut record = Record {
-            monitor: self.monitor.clone(),
-            trials: BTreeMap::new(),
-        };
-        for &(id, t) in trials {
-            let Some(n) = number(t) else { continue };
-            let values = (1..=t.epochs() as i64)
-                .map(|e| t.intermediate.get(&e).copied())
-                .collect();
-            let standing = match t.state {
-                State::Complete => Standing::Completed,
-                State::Pruned => Standing::Pruned,
-                State::Fail => Standing::Failed,
-                State::Waiting if paused(t) => Standing::Paused,
-                _ => Standing::Running,
-            };
-            let reason = None;
-            record.trials.insert(
-                n,
-                Curve {
-                    values,
-                    standing,
-                    reason,
-                },
-            );
-            ids.insert(n, id);
-        }
-        (record, ids)
-    }
-
     /// A paused trial to promote now, by id, with the rung it waits at.
     pub fn promotable(&self, trials: &[(usize, &TrialRecord)]) -> Option<usize> {
-        let (record, ids) = self.record(trials);
+        let (record, ids) = record_of(&self.monitor, trials);
         let n = asha::promotable(&record, &self.rungs, self.mode, self.reduction)?;
         ids.get(&n).copied()
     }
@@ -73,7 +40,7 @@ impl Rungs {
     /// rung if no trial has trained to the end (to promote), else the operations that prune the
     /// paused ones.
     pub fn settle(&self, trials: &[(usize, &TrialRecord)]) -> Result<usize, Vec<Op>> {
-        let (record, ids) = self.record(trials);
+        let (record, ids) = record_of(&self.monitor, trials);
         let done = (record.trials.values()).any(|c| c.standing == Standing::Completed);
         let mut rungs: Vec<usize> = (record.trials.values())
             .filter(|c| c.standing == Standing::Paused)
@@ -146,4 +113,41 @@ impl Rungs {
             },
         ]
     }
+}
+
+/// The record the pruners decide on: each of `trials`' curve of `monitor` from its intermediate
+/// values, by trial number, with the trials' ids by number.
+pub fn record_of(
+    monitor: &str,
+    trials: &[(usize, &TrialRecord)],
+) -> (Record, BTreeMap<usize, usize>) {
+    let mut ids = BTreeMap::new();
+    let mut record = Record {
+        monitor: monitor.to_string(),
+        trials: BTreeMap::new(),
+    };
+    for &(id, t) in trials {
+        let Some(n) = number(t) else { continue };
+        let values = (1..=t.epochs() as i64)
+            .map(|e| t.intermediate.get(&e).copied())
+            .collect();
+        let standing = match t.state {
+            State::Complete => Standing::Completed,
+            State::Pruned => Standing::Pruned,
+            State::Fail => Standing::Failed,
+            State::Waiting if paused(t) => Standing::Paused,
+            _ => Standing::Running,
+        };
+        let reason = None;
+        record.trials.insert(
+            n,
+            Curve {
+                values,
+                standing,
+                reason,
+            },
+        );
+        ids.insert(n, id);
+    }
+    (record, ids)
 }

@@ -25,7 +25,6 @@ use crate::memory::format_bytes;
 use crate::record::{Observer, RunStatus, RunSummary};
 use crate::sweep::parallel::launch::write_launch;
 use crate::sweep::parallel::processes::{Child, Launch};
-use crate::sweep::prune::GateSpec;
 use crate::sweep::sizing::lease::too_large;
 use crate::sweep::sizing::preflight::lease_of;
 use crate::sweep::space::Trial;
@@ -210,13 +209,15 @@ impl Slots<'_> {
             pause_at,
         } = claimed;
         let (id, lease) = (*id, *lease);
-        let gate = pause_at.map(|epoch| GateSpec::PauseAt { epoch });
+        let run_dir = cfg.run.output_dir.join(&cfg.run.name);
+        let gate = self.study.gate(*pause_at, &run_dir);
         let launch = write_launch(self.dir, trial, cfg, lease, self.fit, gate.as_ref())?;
         let worker = self.storage.lock().expect("storage").worker().to_string();
         let reports = Reports {
             storage: self.storage.lock().expect("storage").spec().to_string(),
             worker,
             trial: id,
+            study: self.study.id,
             monitor: self.monitor.to_string(),
             pid: std::process::id(),
         };

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use super::ending::{ending, record, Outcome};
+use super::median::reader;
 use super::reporting::Reporting;
 use super::storage::Storage;
 use crate::error::Error;
@@ -19,20 +20,22 @@ use crate::sweep::trial_run::train_or_resume;
 /// A trial this worker trains.
 pub struct Training<'a> {
     pub storage: &'a Arc<Mutex<Storage>>,
+    /// The study's id in the storage.
+    pub study: usize,
     pub build: TrialBuild<'a>,
     pub monitor: &'a str,
     pub stop: Arc<AtomicBool>,
 }
 
 impl Training<'_> {
-    /// Trains trial `id` (`trial`) in `dir` and records how it ended; returns its error, and
-    /// whether the result was this worker's to record.
+    /// Trains trial `id` (`trial`) in `dir`, asking `gate` after each epoch, and records how
+    /// it ended; returns its error, and whether the result was this worker's to record.
     pub fn run(
         &self,
         id: usize,
         trial: &Trial,
         dir: &Path,
-        pause_at: Option<usize>,
+        gate: Option<GateSpec>,
         observer: Box<dyn Observer>,
     ) -> Result<(Option<String>, bool), Error> {
         let run_dir = dir.join(trial.name());
@@ -40,7 +43,8 @@ impl Training<'_> {
         let observer = Box::new(Reporting::new(observer, storage, id, self.monitor));
         let kinds = self.build.kinds;
         let stop = Some(Arc::clone(&self.stop));
-        let gate = pause_at.map(|epoch| GateSpec::PauseAt { epoch });
+        let study = reader(Arc::clone(self.storage), self.study, self.monitor);
+        let gate = gate.map(|g| g.into_gate_reading(Some(study)));
         let trained = (self.build.config(trial))
             .and_then(|cfg| train_or_resume(kinds, cfg, &run_dir, observer, gate, stop));
         let summary = RunSummary::read(&run_dir).ok().flatten();

@@ -16,7 +16,7 @@ use super::rows::{progress, rows};
 use super::slots::Slots;
 use super::storage::Storage;
 use super::trial::Training;
-use crate::config::{to_toml, ConfigError, RunConfig};
+use crate::config::{to_toml, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::record::{write_atomic, Observer};
@@ -29,7 +29,7 @@ use crate::sweep::results::{rank, TrialRow};
 use crate::sweep::search::{plan_of, shared_dir, write_results};
 use crate::sweep::signals::StopOnSignal;
 use crate::sweep::sizing::budget::resolve;
-use crate::sweep::space::{PruneMethod, Space, Trial};
+use crate::sweep::space::{Space, Trial};
 use crate::sweep::trial_config::{checked_trial_config, TrialBuild};
 
 /// Works on the study of `config`'s search in `storage` until it is done; returns this
@@ -42,7 +42,6 @@ pub fn work(
     storage: &str,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-    refuse_unsupported(space, storage)?;
     check_search(kinds, config, space, None)?;
     let plan = plan_of(space);
     let sweep = format!("{}-sweep", config.run.name);
@@ -77,6 +76,7 @@ pub fn work(
         1 => {
             let training = Training {
                 storage: &storage,
+                study: study.id,
                 build,
                 monitor,
                 stop: stop.shared(),
@@ -162,8 +162,8 @@ impl Worker<'_> {
                     observer(0, n).message(&from.said(&trial, self.study.grace()));
                     heartbeat.beat_for(vec![id]);
                     let observer_of_trial = observer(trial.number, n);
-                    let ran =
-                        (self.training).run(id, &trial, self.dir, pause_at, observer_of_trial);
+                    let gate = (self.study).gate(pause_at, &self.dir.join(trial.name()));
+                    let ran = (self.training).run(id, &trial, self.dir, gate, observer_of_trial);
                     heartbeat.beat_for(Vec::new());
                     self.ended(&trial, ran?.1, &mut *observer(0, n))?;
                 }
@@ -198,23 +198,4 @@ fn wait(stop: &StopOnSignal, time: Duration) {
     while start.elapsed() < time && !stop.flag().load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// What a worker does not do yet: prune by the median rule.
-fn refuse_unsupported(space: &Space, storage: &str) -> Result<(), Error> {
-    let fail = |key: &str, message: &str| {
-        Err(Error::Config(ConfigError {
-            origin: format!("--storage {storage}"),
-            key: Some(key.into()),
-            message: format!("{key}: {message}"),
-        }))
-    };
-    if space.prune.is_some_and(|p| p.method != PruneMethod::Asha) {
-        return fail(
-            "sweep.prune.method",
-            "a shared study prunes with ASHA only (the median rule is not built across \
-             workers); set method = \"asha\", or search on one machine",
-        );
-    }
-    Ok(())
 }
