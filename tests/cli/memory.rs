@@ -258,7 +258,7 @@ fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
     for epoch in reserved("runs/pre", "epoch") {
         assert!(
             epoch - start < moments / 4.0,
-            "reserved rose from {start} to {epoch}, more than a quarter of Adam's moments ({moments})"
+            "reserved rose from {start} to {epoch}, over a quarter of Adam's moments ({moments})"
         );
     }
     let snaps = env.snapshots("runs/pre");

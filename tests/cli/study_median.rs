@@ -27,8 +27,8 @@ fn grid(env: &Env, keys: &str) {
     env.write("study.toml", &text.replace("epochs = 3", "epochs = 4"));
 }
 
-/// What the journal's lines say of trial `id`: its `tidemark:reason` (a user attribute), and the line
-/// of its end (the op that set a finished state).
+/// What the journal's lines say of trial `id`: its `tidemark:reason` (a user attribute), and
+/// the line of its end (the op that set a finished state).
 fn reason_and_end(lines: &[Value], id: usize) -> (Option<String>, usize) {
     let of = |op: &&Value| op["trial_id"].as_u64() == Some(id as u64);
     let reason = (lines.iter().filter(of)).find_map(|op| {

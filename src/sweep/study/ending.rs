@@ -1,7 +1,7 @@
 //! How a trial of the study ended, written to it: its value (COMPLETE), why it failed (FAIL),
-//! pruned by the median rule (PRUNED, its last value and why), paused at ASHA's rung, or handed back (WAITING, no owner) when a signal stopped its worker;
-//! and written only while the trial is still the worker's, not taken over meanwhile (whose
-//! result it is then). The same for a trial trained in this process or in a child.
+//! pruned by the median rule (PRUNED, its last value and why), paused at ASHA's rung, or
+//! handed back (WAITING, no owner) when a signal stopped its worker; and written only while
+//! the trial is still the worker's, not taken over meanwhile (whose result it is then). The same for a trial trained in this process or in a child.
 
 use std::sync::{Arc, Mutex};
 

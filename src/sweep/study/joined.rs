@@ -113,8 +113,8 @@ impl Study {
     }
 
     /// The gate of a trial's run in `run_dir`: a pause at `pause_at` (ASHA's next rung), or
-    /// the median rule, which reads the study's record (a [`ReadRecord`](crate::sweep::prune::ReadRecord)
-    /// from the trial's process).
+    /// the median rule, which reads the study's record from the trial's process (a
+    /// [`ReadRecord`](crate::sweep::prune::ReadRecord)).
     pub fn gate(&self, pause_at: Option<usize>, run_dir: &Path) -> Option<GateSpec> {
         if let Some(epoch) = pause_at {
             return Some(GateSpec::PauseAt { epoch });
