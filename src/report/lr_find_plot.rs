@@ -6,10 +6,9 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::error::ReportError;
+use super::palette::{BLUE, RED};
 
 const SIZE: (u32, u32) = (720, 440);
-const BLUE: RGBColor = RGBColor(31, 119, 180);
-const RED: RGBColor = RGBColor(214, 39, 40);
 const LIGHT: RGBColor = RGBColor(190, 190, 190);
 
 /// What `lr-find.svg` draws.

@@ -5,6 +5,7 @@
 
 mod error;
 mod lr_find_plot;
+mod palette;
 mod plot;
 mod search_picture;
 mod search_plot;

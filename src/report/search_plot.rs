@@ -7,12 +7,11 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use super::palette::{BLUE, ORANGE};
 use super::search_picture::{Area, DrawError, SearchPicture};
 use super::search_timeline::draw_timeline;
 
 const PANEL: (u32, u32) = (440, 280);
-const BLUE: RGBColor = RGBColor(31, 119, 180);
-const ORANGE: RGBColor = RGBColor(255, 127, 14);
 const GREY: RGBColor = RGBColor(120, 120, 120);
 
 /// Where a key's values sit on its axis: numbers (log10 of them where they span a decade or

@@ -5,6 +5,7 @@
 
 use plotters::prelude::*;
 
+use super::palette::{BLUE, ORANGE, RED};
 use super::search_picture::{Area, DrawError, SearchPicture, SearchPoint};
 use crate::memory::format_bytes;
 
@@ -111,8 +112,8 @@ pub(super) fn draw_timeline(
         .y_desc("MiB leased")
         .draw()?;
     let fill = |b: &Band| match b.ending {
-        Ending::Completed => RGBColor(31, 119, 180).mix(0.55),
-        Ending::Pruned => RGBColor(255, 127, 14).mix(0.45),
+        Ending::Completed => BLUE.mix(0.55),
+        Ending::Pruned => ORANGE.mix(0.45),
         Ending::Failed => RGBColor(150, 150, 150).mix(0.55),
     };
     chart.draw_series(
@@ -136,12 +137,11 @@ pub(super) fn draw_timeline(
             ("sans-serif", 11).into_font().color(&BLACK),
         )
     }))?;
-    let red = RGBColor(214, 39, 40);
     let (label, at) = match budget_shown {
         true => {
             chart.draw_series(LineSeries::new(
                 [(0.0, budget), (end, budget)],
-                red.stroke_width(2),
+                RED.stroke_width(2),
             ))?;
             ("budget".to_string(), budget)
         }
@@ -153,7 +153,7 @@ pub(super) fn draw_timeline(
     chart.draw_series(std::iter::once(Text::new(
         label,
         (end * 0.01, at),
-        ("sans-serif", 12).into_font().color(&red),
+        ("sans-serif", 12).into_font().color(&RED),
     )))?;
     Ok(())
 }

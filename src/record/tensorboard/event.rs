@@ -1,9 +1,8 @@
 //! TensorBoard's `Event` protocol buffer, the part a scalar needs (TensorFlow's
 //! `tensorflow/core/util/event.proto` and `tensorflow/core/framework/summary.proto`): an event
 //! has a wall time, a step, and one of the file's version, a summary of tagged values, or a
-//! session's restart. The
-//! fields of a `oneof` are plain optional fields on the wire, so they are written that way
-//! here, and `simple_value` is written even when it is 0.0.
+//! session's restart. The fields of a `oneof` are plain optional fields on the wire, so they
+//! are written that way here, and `simple_value` is written even when it is 0.0.
 
 /// `tensorflow.Event`.
 #[derive(Clone, PartialEq, prost::Message)]

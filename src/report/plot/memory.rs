@@ -9,10 +9,8 @@ use super::{Chart, DrawError, Entry, Mark, MIB};
 use crate::memory::Action;
 use crate::memory::Breakdown;
 use crate::record::{Event, StepSample};
+use crate::report::palette::{BLUE, ORANGE, RED};
 
-const BLUE: RGBColor = RGBColor(31, 119, 180);
-const ORANGE: RGBColor = RGBColor(255, 127, 14);
-const RED: RGBColor = RGBColor(214, 39, 40);
 const GREY: RGBColor = RGBColor(110, 110, 110);
 
 /// A breakdown category: its name, colour, and bytes.

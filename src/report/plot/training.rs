@@ -5,6 +5,7 @@ use plotters::prelude::*;
 
 use super::{Entry, Mark};
 use crate::record::Snapshot;
+use crate::report::palette::{BLUE, GREEN, ORANGE, PURPLE};
 
 /// A line of a panel: its name, colour and points.
 pub type Line = (String, RGBColor, Vec<(f64, f64)>);
@@ -60,33 +61,21 @@ pub fn panels(epochs: &[(f64, &Snapshot)], monitor: Option<&str>) -> Vec<Panel> 
     let losses = Panel {
         title: "loss".into(),
         lines: vec![
-            (
-                "loss".into(),
-                RGBColor(31, 119, 180),
-                series(epochs, |s| s.loss),
-            ),
-            (
-                val_name.into(),
-                RGBColor(255, 127, 14),
-                series(epochs, |s| s.val_loss),
-            ),
+            ("loss".into(), BLUE, series(epochs, |s| s.loss)),
+            (val_name.into(), ORANGE, series(epochs, |s| s.val_loss)),
         ],
     };
     let monitored = (monitor != "val_loss").then(|| Panel {
         title: monitor.into(),
         lines: vec![(
             format!("{monitor} (monitored)"),
-            RGBColor(44, 160, 44),
+            GREEN,
             series(epochs, |s| s.metric(monitor)),
         )],
     });
     let lr = Panel {
         title: "lr".into(),
-        lines: vec![(
-            "lr".into(),
-            RGBColor(148, 103, 189),
-            series(epochs, |s| s.lr),
-        )],
+        lines: vec![("lr".into(), PURPLE, series(epochs, |s| s.lr))],
     };
     let mut out = vec![losses];
     out.extend(monitored);
