@@ -38,13 +38,7 @@ fn ranked_at(record: &Record, rung: usize, mode: MonitorMode) -> Vec<(usize, f64
         .iter()
         .filter_map(|(&t, c)| c.at(rung).map(|v| (t, v)))
         .collect();
-    at.sort_by(|a, b| {
-        let order = match mode {
-            MonitorMode::Min => a.1.total_cmp(&b.1),
-            MonitorMode::Max => b.1.total_cmp(&a.1),
-        };
-        order.then(a.0.cmp(&b.0))
-    });
+    at.sort_by(|a, b| mode.order(a.1, b.1).then(a.0.cmp(&b.0)));
     at
 }
 

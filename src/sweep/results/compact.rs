@@ -23,10 +23,7 @@ pub fn compact(
     dir: &Path,
     width: usize,
 ) -> String {
-    let better = match mode {
-        MonitorMode::Min => "lower is better",
-        MonitorMode::Max => "higher is better",
-    };
+    let better = mode.meaning();
     let best: Vec<&TrialRow> = (rows.iter())
         .filter(|r| r.rank.is_some())
         .take(SHOWN)

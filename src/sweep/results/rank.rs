@@ -119,10 +119,7 @@ pub fn rank(rows: &mut [TrialRow], mode: MonitorMode) {
     };
     rows.sort_by(|a, b| {
         let by_value = match (a.monitored, b.monitored) {
-            (Some(x), Some(y)) if group(a) < 2 => match mode {
-                MonitorMode::Min => x.total_cmp(&y),
-                MonitorMode::Max => y.total_cmp(&x),
-            },
+            (Some(x), Some(y)) if group(a) < 2 => mode.order(x, y),
             _ => std::cmp::Ordering::Equal,
         };
         group(a)
@@ -137,10 +134,7 @@ pub fn rank(rows: &mut [TrialRow], mode: MonitorMode) {
 
 /// The ranked table, with the best config named (its `config.toml` under `dir`).
 pub fn ranking(rows: &[TrialRow], monitor: &str, mode: MonitorMode, dir: &Path) -> String {
-    let mode_name = match mode {
-        MonitorMode::Min => "lower is better",
-        MonitorMode::Max => "higher is better",
-    };
+    let mode_name = mode.meaning();
     let mut out = format!("Trials ranked by {monitor} ({mode_name}):\n\n");
     out.push_str(&table(rows, monitor));
     let _ = writeln!(out);

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{EarlyStoppingConfig, MonitorMode};
+use crate::config::EarlyStoppingConfig;
 
 /// What an epoch's value of the monitored metric means for the run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,17 +81,14 @@ impl EarlyStop {
         let Some((_, best)) = self.state.best else {
             return true;
         };
-        let delta = self.config.min_delta;
-        match self.config.mode {
-            MonitorMode::Min => value < best - delta,
-            MonitorMode::Max => value > best + delta,
-        }
+        (self.config.mode).improves(value, best, self.config.min_delta)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::MonitorMode;
 
     fn stop(mode: MonitorMode, patience: usize, min_delta: f64) -> EarlyStop {
         let config = EarlyStoppingConfig {

@@ -22,13 +22,7 @@ pub fn rank(
     if !new.value.is_nan() {
         ranking.push(new);
     }
-    ranking.sort_by(|a, b| {
-        let better = match mode {
-            MonitorMode::Min => a.value.total_cmp(&b.value),
-            MonitorMode::Max => b.value.total_cmp(&a.value),
-        };
-        better.then(a.epoch.cmp(&b.epoch))
-    });
+    ranking.sort_by(|a, b| mode.order(a.value, b.value).then(a.epoch.cmp(&b.epoch)));
     ranking.truncate(k);
     ranking
 }

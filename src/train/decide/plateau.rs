@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{MonitorMode, PlateauConfig};
+use crate::config::PlateauConfig;
 
 /// Where a plateau schedule stands: saved in each checkpoint (`plateau.json`), so that a
 /// resumed run goes on with the same wait, best, cooldown and scale, to the bit.
@@ -74,10 +74,9 @@ impl Plateau {
             s.cooldown_left -= 1;
             s.wait = 0;
         }
-        let better = match (s.best, self.config.mode) {
-            (None, _) => !value.is_nan(),
-            (Some(best), MonitorMode::Min) => value < best - self.config.min_delta,
-            (Some(best), MonitorMode::Max) => value > best + self.config.min_delta,
+        let better = match s.best {
+            None => !value.is_nan(),
+            Some(best) => (self.config.mode).improves(value, best, self.config.min_delta),
         };
         if better {
             s.best = Some(value);
@@ -107,6 +106,7 @@ impl Plateau {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::MonitorMode;
 
     fn plateau(patience: usize, cooldown: usize, min_lr: f64) -> Plateau {
         let config = PlateauConfig {
