@@ -11,6 +11,7 @@ mod data;
 mod memory;
 mod model;
 mod monitor;
+mod monitor_mode;
 mod train;
 
 pub use super::size::MemorySize;
@@ -18,6 +19,7 @@ pub use data::*;
 pub use memory::*;
 pub use model::*;
 pub use monitor::Monitor;
+pub use monitor_mode::MonitorMode;
 pub use train::*;
 
 /// A complete, validated run configuration.
