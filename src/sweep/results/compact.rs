@@ -92,7 +92,10 @@ fn column(header: &str, cells: impl Iterator<Item = String>) -> Vec<String> {
 }
 
 fn widest(column: &[String]) -> usize {
-    column.iter().map(|c| c.chars().count()).max().unwrap_or(0)
+    (column.iter())
+        .map(|c| console::measure_text_width(c))
+        .max()
+        .unwrap_or(0)
 }
 
 /// `40 trials: 38 completed, 2 failed`, the statuses there are.
@@ -113,16 +116,9 @@ fn counts(rows: &[TrialRow]) -> String {
     format!("{} trials: {}", rows.len(), counted.join(", "))
 }
 
-/// `text` cut to `width` characters, with `…` where it was cut.
+/// `text` cut to `width` columns, with `…` where it was cut.
 fn fit(text: &str, width: usize) -> String {
-    match text.chars().count() > width {
-        true => text
-            .chars()
-            .take(width.saturating_sub(1))
-            .chain(['…'])
-            .collect(),
-        false => text.to_string(),
-    }
+    console::truncate_str(text, width, "…").into_owned()
 }
 
 #[cfg(test)]
