@@ -5,6 +5,7 @@
 
 mod error;
 mod growth;
+mod host;
 mod json;
 mod observer;
 mod search_status;
@@ -15,6 +16,7 @@ mod trace;
 
 pub use error::RecordError;
 pub use growth::{check_growth, GrowthAlarm, GrowthWatch};
+pub use host::host_name;
 pub use json::{parse_json, read_json, write_json, JsonError};
 pub use observer::{EpochProgress, Observer, Silent, Warning};
 pub use search_status::{RunningTrial, SearchStatus};

@@ -30,9 +30,7 @@ pub struct EventFile {
 impl EventFile {
     /// Creates a new event file in `dir` and writes its first event, the file version.
     pub fn create(dir: &Path) -> std::io::Result<EventFile> {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "localhost".into());
+        let host = crate::record::host_name();
         let seconds = wall_time() as u64;
         let name = format!(
             "events.out.tfevents.{seconds}.{host}.{}",

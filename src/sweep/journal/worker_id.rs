@@ -6,9 +6,7 @@ use std::io::Read;
 
 /// This process's worker id.
 pub fn worker_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "host".into());
+    let host = crate::record::host_name();
     format!("{host}-{}-{}", std::process::id(), random_hex())
 }
 
