@@ -208,7 +208,8 @@ impl Observer for Terminal {
     }
 
     fn snapshot(&mut self, s: &Snapshot) {
-        if self.quiet {
+        // `fit`'s probes are told by its one line, which lists them.
+        if self.quiet || s.action == Some(Action::Probe) {
             return;
         }
         let memory = format!(

@@ -12,6 +12,9 @@ pub enum Action {
     Cleanup,
     /// Halved the micro-batch after a breach (`on_limit = "shrink"`).
     Shrink,
+    /// Probed a step at one micro-batch before the first step (`on_limit = "fit"`): its
+    /// snapshot holds the probe's figures.
+    Probe,
     /// Chose the micro-batch by probes before the first step (`on_limit = "fit"`).
     Fit,
     /// A breach failed the run (`on_limit = "fail"`).
@@ -28,6 +31,7 @@ impl Action {
             Action::Reserve => "reserve",
             Action::Cleanup => "cleanup",
             Action::Shrink => "shrink",
+            Action::Probe => "probe",
             Action::Fit => "fit",
             Action::Limit => "limit",
             Action::Offload => "offload",

@@ -1,23 +1,48 @@
-//! `memory.on_limit = "fit"`'s decisions, for the trainer's loop and a hand loop alike: the
-//! step is probed at the configured micro-batch and at halves of it, and the run trains at the
-//! largest that fits under the limit with [`MARGIN`] to spare, keeping the effective batch
-//! through accumulation. Pure: the probes' figures in, the choice (or the error) out.
+//! `memory.on_limit = "fit"`'s decisions, for the trainer's loop and a hand loop alike. Before
+//! the first step, the step is probed from the smallest micro-batch of the configured one's
+//! halvings up, each only where the probes before it predict that it fits, and the run trains
+//! at the largest that fits under [`fit_target`], keeping the effective batch through
+//! accumulation. A probe's figure is [`StepFigures::peak`], the same model a parallel search
+//! leases a trial by. Pure: the probes' figures in, the next probe and the choice (or the
+//! error) out.
 
 use crate::config::TrainConfig;
 use crate::error::Error;
-use crate::memory::policy::{LimitExceeded, Phase};
-use crate::memory::MemorySource;
-use crate::memory::{format_bytes, format_signed_bytes};
+use crate::memory::policy::{fit_target, held, LimitExceeded, Phase, StepFigures, FIT_MARGIN};
+use crate::memory::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};
 use crate::train::MemoryGuard;
 
-/// The share of the limit a fitted step may not use: room for what one step's probe does not
-/// see (the update's temporaries, validation).
-pub(crate) const MARGIN: f64 = crate::memory::policy::FIT_MARGIN;
+/// What one probe read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reading {
+    /// Its window: the peak of its passes (on pools, with what they reserved).
+    pub(crate) window: MemoryUsage,
+    /// In use when it started.
+    pub(crate) start: u64,
+    /// The optimizer's state on the device that the run's first update allocates.
+    pub(crate) state_to_come: u64,
+    /// It stopped after a micro-batch whose figure already passed the target.
+    pub(crate) stopped: bool,
+}
 
-/// One probed micro-batch: its size and the peak predicted for a step at it.
+impl Reading {
+    /// The probe's figures in the one model of a step's need.
+    fn figures(&self) -> StepFigures {
+        StepFigures {
+            passes: held(&self.window).0,
+            state_to_come: self.state_to_come,
+            update: 0,
+        }
+    }
+}
+
+/// One probed micro-batch: its size, its halving factor, the peak predicted for a step at it
+/// and what the probe read.
 pub(crate) struct FitProbe {
     pub(crate) micro_batch: usize,
+    factor: usize,
     pub(crate) peak: u64,
+    pub(crate) reading: Reading,
 }
 
 /// What the probes were run against.
@@ -26,104 +51,193 @@ pub(crate) struct FitTarget {
     pub(crate) batch: usize,
     pub(crate) accumulation: usize,
     pub(crate) source: MemorySource,
+    /// One gradient set, from the model's shapes (0 where unknown).
+    gradient_set: u64,
+    /// The step's gradient sum is in host memory: the device holds one set however it
+    /// accumulates.
+    host_sum: bool,
 }
 
 impl FitTarget {
     /// The target of a run under `guard`'s limit with `train`'s layout.
     pub(crate) fn of(guard: &MemoryGuard, train: &TrainConfig) -> Self {
+        let footprint = guard.footprint().unwrap_or_default();
         FitTarget {
             limit: guard.limit_bytes().expect("validated: fit needs a limit"),
             batch: train.batch_size,
             accumulation: train.accumulation_steps,
             source: guard.source(),
+            gradient_set: footprint.gradient_set(),
+            host_sum: footprint.host_sum,
         }
     }
 
-    /// Probes a step at the configured micro-batch and at halves of it until one fits or no
-    /// smaller one can: `probe(micro_batch, micro_steps)` gives a step's predicted peak.
-    /// Returns the probes and the factor of the last.
+    /// What a fitted step may hold: the limit less [`FIT_MARGIN`].
+    pub(crate) fn budget(&self) -> u64 {
+        fit_target(self.limit)
+    }
+
+    /// Whether a probe whose window reads `window`, with `state_to_come`, has already passed
+    /// the target: it stops there, as a step stops at the limit.
+    pub(crate) fn passed(&self, window: &MemoryUsage, state_to_come: u64) -> bool {
+        let figures = StepFigures {
+            passes: held(window).0,
+            state_to_come,
+            update: 0,
+        };
+        figures.peak() > self.budget()
+    }
+
+    /// Probes a step from the smallest of the configured micro-batch's halvings up:
+    /// `probe(micro_batch, micro_steps)` reads one. A larger one is probed only where the
+    /// probes so far predict that it fits, and none after one that does not.
     pub(crate) fn probe_halves(
         &self,
-        mut probe: impl FnMut(usize, usize) -> Result<u64, Error>,
-    ) -> Result<(Vec<FitProbe>, usize), Error> {
-        let mut probes = Vec::new();
-        let mut factor = 1;
-        loop {
-            let micro_batch = self.batch.div_ceil(factor);
-            let peak = probe(micro_batch, self.accumulation * factor)?;
-            probes.push(FitProbe { micro_batch, peak });
-            if self.done(&probes) {
-                return Ok((probes, factor));
+        mut probe: impl FnMut(usize, usize) -> Result<Reading, Error>,
+    ) -> Result<Vec<FitProbe>, Error> {
+        let mut probes: Vec<FitProbe> = Vec::new();
+        for factor in self.factors() {
+            if let Some(last) = probes.last() {
+                if last.peak > self.budget() || self.predict(&probes, factor) > self.budget() {
+                    break;
+                }
             }
-            factor *= 2;
+            let micro_batch = self.batch.div_ceil(factor);
+            let reading = probe(micro_batch, self.accumulation * factor)?;
+            probes.push(FitProbe {
+                micro_batch,
+                factor,
+                peak: reading.figures().peak(),
+                reading,
+            });
         }
+        Ok(probes)
     }
 
-    /// Why `probed` found no micro-batch that fits, or `None` where the last one fits: what
-    /// an `offload` memory action says before the probes run again.
-    pub(crate) fn short(&self, (probes, _): &(Vec<FitProbe>, usize)) -> Option<String> {
+    /// The halving factors of the configured micro-batch, from the one at a micro-batch of
+    /// one up to the configured (1).
+    fn factors(&self) -> Vec<usize> {
+        let mut factors = vec![1];
+        while self.batch.div_ceil(*factors.last().expect("one")) > 1 {
+            factors.push(factors.last().expect("one") * 2);
+        }
+        factors.reverse();
+        factors
+    }
+
+    /// The gradient bytes a step at `factor` holds at once: the sum and a micro-batch's own
+    /// where it accumulates on the device.
+    fn gradients(&self, factor: usize) -> u64 {
+        let sets = match self.accumulation * factor > 1 && !self.host_sum {
+            true => 2,
+            false => 1,
+        };
+        self.gradient_set * sets
+    }
+
+    /// What does not grow with the micro-batch in `p`'s figure at `factor`: what was in use
+    /// when it started, the optimizer's state to come, and the gradients.
+    fn fixed(&self, p: &FitProbe, factor: usize) -> u64 {
+        p.reading.start + p.reading.state_to_come + self.gradients(factor)
+    }
+
+    /// The peak predicted for a step at `factor` from `probes` (ascending micro-batches): what
+    /// grows with the micro-batch (activations, the batch) extrapolated from the last two
+    /// probes on a line, or in proportion from a single one.
+    fn predict(&self, probes: &[FitProbe], factor: usize) -> u64 {
+        let m = self.batch.div_ceil(factor) as f64;
+        let grows = |p: &FitProbe| p.peak.saturating_sub(self.fixed(p, p.factor)) as f64;
         let last = probes.last().expect("one probe at least");
-        (last.peak > self.budget()).then(|| {
+        let (g, at) = (grows(last), last.micro_batch as f64);
+        let grown = match probes {
+            [.., before, _] if before.micro_batch < last.micro_batch => {
+                let slope = (g - grows(before)) / (at - before.micro_batch as f64);
+                g + slope.max(0.0) * (m - at)
+            }
+            _ => g * m / at,
+        };
+        self.fixed(last, factor) + grown.ceil() as u64
+    }
+
+    /// The largest probed micro-batch that fits, or `None`.
+    fn chosen<'p>(&self, probes: &'p [FitProbe]) -> Option<&'p FitProbe> {
+        probes.iter().rev().find(|p| p.peak <= self.budget())
+    }
+
+    /// Why `probes` found no micro-batch that fits, or `None` where one does: what an
+    /// `offload` memory action says before the probes run again.
+    pub(crate) fn short(&self, probes: &[FitProbe]) -> Option<String> {
+        let smallest = probes.first().expect("one probe at least");
+        self.chosen(probes).is_none().then(|| {
             format!(
-                "no micro-batch fits: a step at micro-batch {} peaks at {}, over {} ({} limit \
-                 less {:.0}%); probing again",
-                last.micro_batch,
-                format_bytes(last.peak),
+                "no micro-batch fits: a step at micro-batch {} peaks at {}, over fit's target {} \
+                 ({} limit less {:.0}%); probing again",
+                smallest.micro_batch,
+                format_bytes(smallest.peak),
                 format_bytes(self.budget()),
                 format_bytes(self.limit),
-                MARGIN * 100.0
+                FIT_MARGIN * 100.0
             )
         })
     }
 
-    /// After the probes: gives back what they took, and records the chosen micro-batch as a
-    /// `fit` memory action, or fails the run if none fits. `before`: bytes in use before them.
+    /// After the probes: records each (its window's figures, counted in the run's peak),
+    /// gives back what they took, and records the chosen micro-batch as a `fit` memory
+    /// action, or fails the run if none fits. `before`: bytes in use before them.
     pub(crate) fn conclude(
         &self,
         guard: &mut MemoryGuard,
-        (probes, factor): (Vec<FitProbe>, usize),
+        probes: Vec<FitProbe>,
         before: u64,
     ) -> Result<(), Error> {
+        for p in &probes {
+            guard.record_probe(p.reading.window, self.told(p))?;
+        }
         let kept = guard.release()? as i64 - before as i64;
-        match self.choose(&probes, factor, kept) {
+        match self.choose(&probes, kept) {
             Ok((factor, detail)) => guard.fit_layout(factor, detail),
             Err(e) => Err(guard.fail(e)),
         }
     }
 
-    /// What a fitted step may hold: the limit less [`MARGIN`].
-    pub(crate) fn budget(&self) -> u64 {
-        (self.limit as f64 * (1.0 - MARGIN)) as u64
-    }
-
-    /// Whether to stop probing after `probes`: the last fits, is at one sample, or halving
-    /// further cannot reach the budget.
-    fn done(&self, probes: &[FitProbe]) -> bool {
-        let last = probes.last().expect("one probe at least");
-        last.peak <= self.budget()
-            || last.micro_batch == 1
-            || futile(probes, self.accumulation, self.budget())
+    /// A probe's `probe` memory action: `micro-batch 64 (accumulation_steps 4): a step
+    /// peaks at 8.4 MiB with the optimizer's state to come (7.0 MiB in use in the probe),
+    /// within fit's target 7.8 MiB`.
+    fn told(&self, p: &FitProbe) -> String {
+        let stopped = match p.reading.stopped {
+            true => ", stopped after the micro-batch that passed it",
+            false => "",
+        };
+        format!(
+            "micro-batch {} (accumulation_steps {}): a step peaks at {} with the optimizer's \
+             state to come ({} in the probe), {} fit's target {}{stopped}",
+            p.micro_batch,
+            self.accumulation * p.factor,
+            format_bytes(p.peak),
+            format_bytes(held(&p.reading.window).0),
+            match p.peak <= self.budget() {
+                true => "within",
+                false => "over",
+            },
+            format_bytes(self.budget()),
+        )
     }
 
     /// The layout's factor and the `fit` memory action's detail, or the error if no probed
     /// micro-batch fits. `kept`: what the probes kept in use after their release.
-    fn choose(
-        &self,
-        probes: &[FitProbe],
-        factor: usize,
-        kept: i64,
-    ) -> Result<(usize, String), LimitExceeded> {
-        let chosen = probes.last().expect("one probe at least");
+    fn choose(&self, probes: &[FitProbe], kept: i64) -> Result<(usize, String), LimitExceeded> {
         let budget = self.budget();
         let tried = probes
             .iter()
             .map(|p| format!("{}: {}", p.micro_batch, format_bytes(p.peak)))
             .collect::<Vec<_>>()
             .join(", ");
-        if chosen.peak > budget {
+        let Some(chosen) = self.chosen(probes) else {
+            let smallest = probes.first().expect("one probe at least");
             return Err(LimitExceeded {
                 limit: self.limit,
-                observed: chosen.peak,
+                target: Some(budget),
+                observed: smallest.peak,
                 measure: match self.source {
                     MemorySource::Host => "peak in use with the optimizer's state to come",
                     MemorySource::CubeclPool => {
@@ -132,50 +246,166 @@ impl FitTarget {
                 },
                 epoch: 0,
                 step: 0,
-                micro_batch: chosen.micro_batch,
-                accumulation_steps: self.accumulation * factor,
-                futile_shrink: (chosen.micro_batch > 1).then(|| last_saving(probes)),
+                micro_batch: smallest.micro_batch,
+                accumulation_steps: self.accumulation * smallest.factor,
+                futile_shrink: None,
                 phase: Phase::Step,
                 breakdown: None,
                 advice: None,
                 offload: Box::default(),
             });
-        }
+        };
+        let untried = match probes.last() {
+            Some(last) if last.factor > 1 && last.peak <= budget => format!(
+                "; micro-batch {} not probed, predicted over it",
+                self.batch.div_ceil(last.factor / 2)
+            ),
+            _ => String::new(),
+        };
         let detail = format!(
             "micro-batch {} -> {}, accumulation_steps {} -> {} (effective batch unchanged): a \
-             step's peak probed at {tried}, against {} ({} limit less {:.0}%); the probes kept \
-             {} after release",
+             step's peak probed at {tried}{untried}, against fit's target {} ({} limit less \
+             {:.0}%); the probes kept {} after release",
             self.batch,
             chosen.micro_batch,
             self.accumulation,
-            self.accumulation * factor,
+            self.accumulation * chosen.factor,
             format_bytes(budget),
             format_bytes(self.limit),
-            MARGIN * 100.0,
+            FIT_MARGIN * 100.0,
             format_signed_bytes(kept),
         );
-        Ok((factor, detail))
+        Ok((chosen.factor, detail))
     }
 }
 
-/// What the last halving saved (0 if it saved nothing, or if there was none).
-fn last_saving(probes: &[FitProbe]) -> u64 {
-    match probes {
-        [.., before, last] => before.peak.saturating_sub(last.peak),
-        _ => 0,
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Whether halving further cannot reach `budget`: each halving saves at most half what the
-/// one before saved (the activations halve), so once the last saving is no more than the gap
-/// left, no micro-batch fits. The first halving from no accumulation is not compared: it adds
-/// a gradient set that later halvings do not.
-fn futile(probes: &[FitProbe], accumulation: usize, budget: u64) -> bool {
-    let comparable = if accumulation > 1 { 2 } else { 3 };
-    match probes {
-        [.., last] if probes.len() >= comparable => {
-            last_saving(probes) <= last.peak.saturating_sub(budget)
+    const MIB: u64 = 1 << 20;
+
+    fn target(limit: u64, batch: usize, accumulation: usize) -> FitTarget {
+        FitTarget {
+            limit,
+            batch,
+            accumulation,
+            source: MemorySource::Host,
+            gradient_set: MIB,
+            host_sum: false,
         }
-        _ => false,
+    }
+
+    /// A step whose figure is 10 MiB at rest, 2 MiB of optimizer state to come, its
+    /// gradients, and `per_sample` for each sample of the micro-batch.
+    fn step(t: &FitTarget, per_sample: u64) -> impl FnMut(usize, usize) -> Reading + '_ {
+        move |micro_batch, micro_steps| {
+            let factor = micro_steps / t.accumulation;
+            let passes = 10 * MIB + t.gradients(factor) + per_sample * micro_batch as u64;
+            Reading {
+                window: MemoryUsage {
+                    bytes_in_use: 10 * MIB,
+                    bytes_reserved: 10 * MIB,
+                    peak_bytes_in_use: passes,
+                    bytes_padding: 0,
+                    source: MemorySource::Host,
+                },
+                start: 10 * MIB,
+                state_to_come: 2 * MIB,
+                stopped: false,
+            }
+        }
+    }
+
+    fn walk(t: &FitTarget, per_sample: u64) -> Vec<(usize, u64)> {
+        let mut read = step(t, per_sample);
+        let probes = t.probe_halves(|m, s| Ok(read(m, s))).unwrap();
+        probes.iter().map(|p| (p.micro_batch, p.peak)).collect()
+    }
+
+    #[test]
+    fn the_probes_walk_up_from_one_sample_and_stop_where_the_next_is_predicted_over() {
+        // 64 KiB a sample: 64 samples take 4 MiB. Target 90% of 20 MiB = 18 MiB: the fixed
+        // part is 10 + 2 + 2 (two gradient sets) = 14 MiB, so 64 samples fit and 128 do not.
+        let t = target(20 * MIB, 256, 1);
+        let probes = walk(&t, 64 << 10);
+        let sizes: Vec<usize> = probes.iter().map(|p| p.0).collect();
+        assert_eq!(sizes, [1, 2, 4, 8, 16, 32, 64], "{probes:?}");
+        assert!(probes.iter().all(|p| p.1 <= t.budget()), "no probe past it");
+        let (probes, kept) = (fit_probes(&t, 64 << 10), 0);
+        let (factor, detail) = t.choose(&probes, kept).unwrap();
+        assert_eq!(factor, 4);
+        assert!(
+            detail.starts_with("micro-batch 256 -> 64, accumulation_steps 1 -> 4"),
+            "{detail}"
+        );
+        assert!(detail.contains("micro-batch 128 not probed"), "{detail}");
+    }
+
+    fn fit_probes(t: &FitTarget, per_sample: u64) -> Vec<FitProbe> {
+        let mut read = step(t, per_sample);
+        t.probe_halves(|m, s| Ok(read(m, s))).unwrap()
+    }
+
+    #[test]
+    fn the_configured_micro_batch_is_probed_where_it_fits_with_one_gradient_set() {
+        // Without accumulation the configured step holds one gradient set, not two.
+        let t = target(20 * MIB, 64, 1);
+        let probes = fit_probes(&t, 64 << 10);
+        let last = probes.last().unwrap();
+        assert_eq!((last.micro_batch, last.peak), (64, 17 * MIB));
+        assert_eq!(t.choose(&probes, 0).unwrap().0, 1);
+    }
+
+    #[test]
+    fn nothing_fits_only_once_a_micro_batch_of_one_was_tried() {
+        let t = target(14 * MIB, 256, 1);
+        let probes = fit_probes(&t, 64 << 10);
+        assert_eq!(
+            probes.len(),
+            1,
+            "the smallest is over: no larger one is tried"
+        );
+        assert_eq!(probes[0].micro_batch, 1);
+        let e = t.choose(&probes, 0).unwrap_err();
+        assert_eq!((e.micro_batch, e.accumulation_steps), (1, 256));
+        assert_eq!(e.target, Some(t.budget()));
+        let text = e.to_string();
+        assert!(
+            text.starts_with("memory limit 14.0 MiB: fit's target 12.6 MiB (the limit less 10%"),
+            "{text}"
+        );
+        assert!(text.contains("the micro-batch is already 1"), "{text}");
+        let short = t.short(&probes).unwrap();
+        assert!(
+            short.starts_with("no micro-batch fits: a step at micro-batch 1 peaks at ")
+                && short.contains(", over fit's target 12.6 MiB (14.0 MiB limit less 10%)"),
+            "{short}"
+        );
+    }
+
+    #[test]
+    fn a_probe_that_reads_less_at_one_sample_is_chosen_there() {
+        // bf16: the low-precision copy of the weights is not held at a micro-batch of one.
+        let t = target(20 * MIB, 8, 1);
+        let mut read = step(&t, 0);
+        let probes = t
+            .probe_halves(|m, s| {
+                let mut r = read(m, s);
+                r.window.peak_bytes_in_use += 2 * MIB + if m > 1 { 3 * MIB } else { 0 };
+                Ok(r)
+            })
+            .unwrap();
+        let sizes: Vec<(usize, u64)> = probes.iter().map(|p| (p.micro_batch, p.peak)).collect();
+        assert_eq!(sizes, [(1, 16 * MIB), (2, 19 * MIB)], "{sizes:?}");
+        assert_eq!(t.choose(&probes, 0).unwrap().0, 8);
+    }
+
+    #[test]
+    fn a_probe_passes_the_target_by_its_figure_with_the_state_to_come() {
+        let t = target(20 * MIB, 8, 1);
+        let window = step(&t, 0)(8, 1).window;
+        assert!(!t.passed(&window, 0));
+        assert!(t.passed(&window, 8 * MIB));
     }
 }

@@ -16,6 +16,7 @@ use super::step::{accumulate_gradients, apply_gradients, footprint, Clip, HostMa
 use crate::backend;
 use crate::config::RunConfig;
 use crate::error::Error;
+use crate::memory::policy::StepFigures;
 use crate::memory::{Executor, MemoryMeter, MemorySource};
 use crate::task::score::items;
 use crate::task::Task;
@@ -25,9 +26,11 @@ use crate::task::Task;
 pub(crate) struct ProbedStep {
     /// In use when the step started: the process's state and the data it trains on.
     pub before: u64,
-    /// What the step reached above `before`: the model's weights, the forward and backward
-    /// passes' activations, the gradients, and the optimizer's state after its first update;
-    /// not the one-time state the step leaves in the process.
+    /// What a step of the run peaks at above `before`, in the one model of a step's need
+    /// ([`StepFigures::peak`]): the model's weights, the forward and backward passes'
+    /// activations and the gradients beside the optimizer's state (which every step after the
+    /// first holds through its passes), or the update, whichever is more; not the one-time
+    /// state the step leaves in the process.
     pub step: u64,
     /// What a checkpoint copies at once: the weights and the optimizer's state, from their
     /// shapes.
@@ -64,28 +67,28 @@ pub(crate) fn probe_task<T: Task>(task: &T, config: &RunConfig) -> Result<Probed
     let peak = step_peak(task, config, &autodiff, &mut meter);
     // Given back whether the step ran or not.
     let cleaned = Executor::new(&device, meter.source()).cleanup();
-    let ((peak, reserved), checkpoint) = peak?;
+    let ((figures, reserved), checkpoint) = peak?;
     cleaned.map_err(Error::device)?;
     // What the step left in use for good is the process's one-time state (the first product
     // of a shape sizes buffers the backend keeps), not the step's.
     let end = meter.read().map_err(Error::device)?.bytes_in_use;
     Ok(ProbedStep {
         before: start,
-        step: peak.saturating_sub(start.max(end)),
+        step: figures.peak().saturating_sub(start.max(end)),
         checkpoint,
         reserved,
     })
 }
 
-/// The model, then one step (its micro-batches and the update), with the peak in use while
-/// they ran and, on pools, what the pools reserved by its end (pages stay reserved until a
-/// cleanup); and what a checkpoint of the model and its optimizer copies.
+/// The model, then one step (its micro-batches and the update), with the peaks in use of its
+/// passes and of its update and, on pools, what the pools reserved by its end (pages stay
+/// reserved until a cleanup); and what a checkpoint of the model and its optimizer copies.
 fn step_peak<T: Task>(
     task: &T,
     config: &RunConfig,
     device: &Device,
     meter: &mut MemoryMeter,
-) -> Result<((u64, Option<u64>), u64), Error> {
+) -> Result<((StepFigures, Option<u64>), u64), Error> {
     let train = &config.train;
     let model = seeded_model(task, config.run.seed, device);
     let shapes = footprint(&model, train, None);
@@ -106,6 +109,9 @@ fn step_peak<T: Task>(
         meter.observe();
         Ok::<(), Error>(())
     })?;
+    let passes = meter.epoch_peak();
+    // The update's own window: the passes' activations are gone, the state is allocated.
+    meter.reset_peak();
     let mut optimizer = build_optimizer(train);
     let clip = Clip::from_config(train);
     let (grads, lr) = (accumulated.grads, train.lr);
@@ -122,5 +128,10 @@ fn step_peak<T: Task>(
         MemorySource::CubeclPool => Some(after.bytes_reserved),
         MemorySource::Host => None,
     };
-    Ok(((meter.epoch_peak(), reserved), checkpoint))
+    let figures = StepFigures {
+        passes,
+        state_to_come: shapes.device_optimizer(),
+        update: meter.epoch_peak(),
+    };
+    Ok(((figures, reserved), checkpoint))
 }

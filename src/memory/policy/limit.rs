@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{MemoryAction, MemoryPolicy, Phase, RunState};
+use super::{MemoryAction, MemoryPolicy, Phase, RunState, FIT_MARGIN};
 use crate::config::OnLimit;
 use crate::memory::advice::AdviceRecord;
 use crate::memory::breakdown::Breakdown;
@@ -13,6 +13,9 @@ use crate::memory::usage::{format_bytes, MemorySource, MemoryUsage};
 pub struct LimitExceeded {
     /// The limit in bytes.
     pub limit: u64,
+    /// The figure that was exceeded where it is below the limit: `on_limit = "fit"`'s target
+    /// ([`fit_target`](super::fit_target)), the limit less [`FIT_MARGIN`].
+    pub target: Option<u64>,
     /// The figure that exceeded it.
     pub observed: u64,
     /// Which figure that is.
@@ -47,19 +50,12 @@ pub struct OffloadHint {
     pub saves: u64,
 }
 
-/// The share of the limit that `on_limit = "fit"` keeps free: a fitted step may not use it.
-pub const FIT_MARGIN: f64 = 0.10;
-
 impl LimitExceeded {
     /// The offload that would bring the figure under the limit (under `fit`'s budget, for a
     /// probe of `fit`), with what it saves: the one part that does alone, else both, else
     /// nothing.
     pub fn offload_fix(&self) -> Option<String> {
-        let probe = self.phase == Phase::Step && self.step == 0;
-        let room = match probe {
-            true => (self.limit as f64 * (1.0 - FIT_MARGIN)) as u64,
-            false => self.limit,
-        };
+        let room = self.target.unwrap_or(self.limit);
         let over = self.observed.saturating_sub(room);
         let one =
             |h: &OffloadHint| format!("{} = \"host\" (saves {})", h.key, format_bytes(h.saves));
@@ -149,9 +145,18 @@ impl fmt::Display for LimitExceeded {
             ),
             None => advice,
         };
+        let exceeded = match self.target {
+            Some(target) => format!(
+                ": fit's target {} (the limit less {:.0}%, room for what one probed step does \
+                 not show) exceeded",
+                format_bytes(target),
+                FIT_MARGIN * 100.0
+            ),
+            None => " exceeded".to_string(),
+        };
         write!(
             f,
-            "memory limit {} exceeded: {} {} {when}{breakdown}; {advice}",
+            "memory limit {}{exceeded}: {} {} {when}{breakdown}; {advice}",
             format_bytes(self.limit),
             format_bytes(self.observed),
             self.measure,
@@ -247,6 +252,7 @@ impl MemoryPolicy for Limit {
     fn decide(&self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Vec<MemoryAction> {
         let breach = |observed: u64, measure: &'static str| LimitExceeded {
             limit: self.bytes,
+            target: None,
             observed,
             measure,
             epoch: state.epoch,

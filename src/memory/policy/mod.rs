@@ -6,9 +6,11 @@
 use std::fmt;
 
 mod limit;
+mod need;
 mod offload;
 
-pub use limit::{held, Limit, LimitExceeded, OffloadHint, FIT_MARGIN};
+pub use limit::{held, Limit, LimitExceeded, OffloadHint};
+pub use need::{fit_target, limit_for, StepFigures, FIT_MARGIN};
 pub use offload::{offload_hints, OffloadDecision, OffloadView};
 
 use super::layout::Layout;

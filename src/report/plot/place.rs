@@ -47,9 +47,11 @@ fn spans(kept: &[&Snapshot]) -> Vec<Span> {
     out
 }
 
-/// Every snapshot of the run [as it stands](as_it_stands), placed.
+/// Every snapshot of the run [as it stands](as_it_stands), placed, but `fit`'s probes (its own
+/// marker tells them).
 pub fn positions(snapshots: &[Snapshot]) -> Vec<Placed<'_>> {
-    let kept = as_it_stands(snapshots);
+    let mut kept = as_it_stands(snapshots);
+    kept.retain(|s| s.action != Some(crate::memory::Action::Probe));
     let spans = spans(&kept);
     let mut last = 0.0;
     kept.into_iter()

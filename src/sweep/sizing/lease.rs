@@ -2,26 +2,32 @@
 //! next under the budget. Pure arithmetic, tested without a device.
 //!
 //! A trial's lease comes from its probe ([`crate::train::preflight`]): what the probing process
-//! held when the probe started (its one-time state and the trial's data), plus the step's
-//! peak above that (the model, the activations, the gradients, the optimizer's state), plus a
-//! checkpoint's copy of the weights and the optimizer's state (a run writes one at the end of
-//! every epoch), all with [`LEASE_MARGIN`] to spare. The child trains with `memory.limit`
-//! set to its lease, so the lease is enforced, not hoped.
+//! held when the probe started (its one-time state and the trial's data), plus what a step of
+//! the run peaks at above that in the one model of a step's need
+//! ([`StepFigures::peak`](crate::memory::policy::StepFigures::peak): the model, the
+//! activations and the gradients beside the optimizer's state), or a checkpoint's copy of the
+//! weights and the optimizer's state (a run writes one at the end of every epoch) if that is
+//! more. The lease is the limit under which `on_limit = "fit"` takes that step at its
+//! micro-batch ([`limit_for`]), with [`LEASE_MARGIN`] more for what the child's process holds
+//! that the probing one did not: the child fits its step under its lease by the same figures
+//! and the same function, so a trial whose step fits its lease is never refused by its own
+//! check. The child trains with `memory.limit` set to its lease, so the lease is enforced,
+//! not hoped.
 
 use crate::config::ConfigError;
 use crate::error::Error;
 use crate::memory::format_bytes;
+use crate::memory::policy::limit_for;
 use crate::sweep::space::Trial;
 
 /// A trial to train, in the order to train it, with its lease where trials run in parallel
 /// and one could be had.
 pub(in crate::sweep) type Arranged<'a> = (&'a Trial, Option<u64>);
 
-/// The share added to a trial's measured figures: room for what one probed step does not
-/// show (the loader's batches in flight, validation, the run's own records). Inside its lease
-/// a child with `on_limit = "fit"` fits its step under 90% of the lease, so the margin must
-/// exceed 1/0.9 − 1 (11%) for a trial to keep its micro-batch.
-pub const LEASE_MARGIN: f64 = 0.25;
+/// The share added to the limit a trial's measured step needs: room for what the child's
+/// process holds that the probing one did not (its recorder and loader, the heap's state).
+/// `fit`'s own margin, for what one probed step does not show, is inside [`limit_for`].
+pub const LEASE_MARGIN: f64 = 0.15;
 
 /// What a probe measured of one trial, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +46,7 @@ pub struct Measured {
 /// The lease of a trial with these figures.
 pub fn lease(m: Measured) -> u64 {
     let need = (m.before + m.step.max(m.checkpoint)).max(m.reserved.unwrap_or(0));
-    (need as f64 * (1.0 + LEASE_MARGIN)).ceil() as u64
+    (limit_for(need) as f64 * (1.0 + LEASE_MARGIN)).ceil() as u64
 }
 
 /// Which of `waiting` (leases, in the order to try them) starts now, with `free` bytes of the
@@ -94,24 +100,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lease_covers_the_step_or_the_checkpoint_with_the_margin() {
+    fn a_lease_is_the_limit_fit_takes_the_step_under_with_the_margin() {
         let m = Measured {
             before: 100,
             step: 300,
             checkpoint: 50,
             reserved: None,
         };
-        assert_eq!(lease(m), 500);
+        // 400 needed: fit takes it under a limit of 445 (its target 400), and the child's
+        // process has 15% more.
+        assert_eq!(limit_for(400), 445);
+        assert_eq!(lease(m), 512);
         let m = Measured {
             checkpoint: 700,
             ..m
         };
-        assert_eq!(lease(m), 1000);
+        assert_eq!(lease(m), (limit_for(800) as f64 * 1.15).ceil() as u64);
         let pools = Measured {
             reserved: Some(1600),
             ..m
         };
-        assert_eq!(lease(pools), 2000, "pages reserved above what is in use");
+        assert_eq!(
+            lease(pools),
+            (limit_for(1600) as f64 * 1.15).ceil() as u64,
+            "pages reserved above what is in use"
+        );
     }
 
     #[test]

@@ -1,11 +1,13 @@
-//! `memory.on_limit = "fit"`: plan, then lock. Before the first step the step is probed at the
-//! configured micro-batch and at halves of it, and the run trains at the largest that fits
-//! under the limit with [`MARGIN`] to spare, keeping the effective batch through accumulation.
-//! From then on the limit is enforced as with `"fail"`.
+//! `memory.on_limit = "fit"`: plan, then lock. Before the first step the step is probed from
+//! the smallest of the configured micro-batch's halvings up, each where the probes before it
+//! predict that it fits ([`FitTarget`]), and the run trains at the largest that fits under the
+//! limit less [`FIT_MARGIN`](crate::memory::policy::FIT_MARGIN), keeping the effective batch
+//! through accumulation. From then on the limit is enforced as with `"fail"`.
 //!
 //! A probe runs the forward and backward passes of one step's first micro-batches (two when
 //! the step accumulates, so that the running sum and a micro-batch's own gradients are both
-//! counted) and adds the optimizer's state, which the first update will allocate. It changes
+//! counted) and adds the optimizer's state, which the first update will allocate; it stops after
+//! a micro-batch whose figure already passes the target, as a step stops at the limit. It changes
 //! no weights (the gradients are dropped, never applied), draws nothing from the loader (the
 //! items come from the dataset itself) and nothing that training draws later (each step seeds
 //! the device's generator). Afterwards the free memory is given back (pool pages, heap pages)
@@ -29,8 +31,7 @@ impl<T: Task> Epochs<'_, T> {
         let probed = loop {
             let probed = target.probe_halves(|micro_batch, micro_steps| {
                 let at = StepUnder::run_as_configured(run);
-                let probed = self.probe(&at, &items, micro_batch, micro_steps)?;
-                Ok(probed.held + self.guard.device_state())
+                self.probe(&at, &items, (micro_batch, micro_steps), &target)
             })?;
             // Where none fits, `"auto"` offload moves a part of the step to host memory and
             // the probes run again.

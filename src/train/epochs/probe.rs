@@ -12,9 +12,10 @@ use burn::tensor::Device;
 use super::setup::Run;
 use super::Epochs;
 use crate::error::Error;
-use crate::memory::policy::held;
+use crate::memory::MemoryUsage;
 use crate::task::score::items;
 use crate::task::Task;
+use crate::train::fit_plan::{FitTarget, Reading};
 use crate::train::precision::MixedPrecision;
 use crate::train::step::{accumulate_gradients, SumPlace};
 
@@ -39,10 +40,12 @@ impl<'a, T: Task> StepUnder<'a, T> {
 /// What a probed step took.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Probed {
-    /// Its peak as the limit reads it: in use on the host, reserved pages on CubeCL.
-    pub(super) held: u64,
     /// Its peak in use above what was in use when it started.
     pub(super) transient: u64,
+    /// Its window's figures.
+    window: MemoryUsage,
+    /// In use when it started.
+    start: u64,
 }
 
 impl<T: Task> Epochs<'_, T> {
@@ -53,22 +56,32 @@ impl<T: Task> Epochs<'_, T> {
         items(train.as_ref(), 0..n)
     }
 
-    /// A step at `micro_batch` under `at`, from what the run holds with the free pages of
-    /// what ran before given back (as the limit reads it: reserved pages on CubeCL). With
-    /// accumulation (`micro_steps` over one) the probe runs two micro-batches, so that the
-    /// running sum and a micro-batch's own gradients are both counted.
+    /// `fit`'s probe of a step at `micro_batch` under `at` against `target`, from what the run
+    /// holds with the free pages of what ran before given back (as the limit reads it:
+    /// reserved pages on CubeCL). With accumulation (`micro_steps` over one) the probe runs
+    /// two micro-batches, so that the running sum and a micro-batch's own gradients are both
+    /// counted; it stops after the first where its figure already passes the target.
     pub(super) fn probe(
         &mut self,
         at: &StepUnder<'_, T>,
         items: &[T::Item],
-        micro_batch: usize,
-        micro_steps: usize,
-    ) -> Result<Probed, Error> {
+        (micro_batch, micro_steps): (usize, usize),
+        target: &FitTarget,
+    ) -> Result<Reading, Error> {
+        let to_come = self.guard.device_state();
         self.guard.release()?;
-        self.probe_in_place(at, items, micro_batch, micro_steps)
+        let passed = |window: &MemoryUsage| target.passed(window, to_come);
+        let (probed, stopped) = self.passes(at, items, (micro_batch, micro_steps), passed)?;
+        Ok(Reading {
+            window: probed.window,
+            start: probed.start,
+            state_to_come: to_come,
+            stopped,
+        })
     }
 
-    /// [`probe`](Self::probe) without giving anything back first: its transient only.
+    /// A step's passes at `micro_batch` without giving anything back first: its transient
+    /// only (the advisor's levers).
     pub(super) fn probe_in_place(
         &mut self,
         at: &StepUnder<'_, T>,
@@ -76,6 +89,20 @@ impl<T: Task> Epochs<'_, T> {
         micro_batch: usize,
         micro_steps: usize,
     ) -> Result<Probed, Error> {
+        let never = |_: &MemoryUsage| false;
+        Ok(self.passes(at, items, (micro_batch, micro_steps), never)?.0)
+    }
+
+    /// The forward and backward passes of a step's first micro-batches (two at most) at
+    /// `micro_batch` in a window of their own, stopped after the first micro-batch whose
+    /// window `stop` says has passed; and whether it stopped.
+    fn passes(
+        &mut self,
+        at: &StepUnder<'_, T>,
+        items: &[T::Item],
+        (micro_batch, micro_steps): (usize, usize),
+        stop: impl Fn(&MemoryUsage) -> bool,
+    ) -> Result<(Probed, bool), Error> {
         let start = self.guard.in_use()?;
         let group: Vec<Vec<T::Item>> = items
             .chunks(micro_batch.max(1))
@@ -86,16 +113,22 @@ impl<T: Task> Epochs<'_, T> {
         let guard = &mut *self.guard;
         let place = SumPlace::from(guard.layout());
         let (task, model, device, precision) = (self.task, at.model, at.device, at.precision);
-        let probed = accumulate_gradients(task, model, group, device, precision, place, || {
-            guard.peek_window();
-            Ok::<(), Error>(())
-        })?;
+        let probed =
+            accumulate_gradients(task, model, group, device, precision, place, || match stop(
+                &guard.peek_window(),
+            ) {
+                true => Err(()),
+                false => Ok(()),
+            });
+        let stopped = probed.is_err();
         drop(probed);
         // After the device's queue, the figures of this probe's window alone.
         let window = self.guard.read_window()?;
-        Ok(Probed {
-            held: held(&window).0,
+        let probed = Probed {
             transient: window.peak_bytes_in_use.saturating_sub(start),
-        })
+            window,
+            start,
+        };
+        Ok((probed, stopped))
     }
 }

@@ -130,6 +130,17 @@ impl MemoryGuard {
         self.record(0, Action::Fit, detail)
     }
 
+    /// `on_limit = "fit"`, before the first step: one probe's `window` as a `probe` memory
+    /// action (`detail` says at what and against what), its peak counted in the run's.
+    pub(crate) fn record_probe(
+        &mut self,
+        window: MemoryUsage,
+        detail: String,
+    ) -> Result<(), Error> {
+        self.rec.outside_peak(window.peak_bytes_in_use);
+        (self.rec).memory_event(0, Action::Probe, detail, window, self.layout)
+    }
+
     /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),
     /// so that a limit error breaks its peak down by category.
     pub fn set_footprint(&mut self, footprint: Footprint) {

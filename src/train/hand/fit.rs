@@ -1,8 +1,8 @@
 //! `memory.on_limit = "fit"` in a hand loop: before its first step, the step is probed with
-//! the loop's own loss at the configured micro-batch and at halves of it (the forward and
-//! backward passes of its first micro-batches, two where the step accumulates; the gradients
-//! dropped, never applied), and the run trains at the largest that fits, as the trainer's does
-//! ([`fit_plan`](crate::train::fit_plan)).
+//! the loop's own loss from the smallest of the configured micro-batch's halvings up (the
+//! forward and backward passes of its first micro-batches, two where the step accumulates; the
+//! gradients dropped, never applied), and the run trains at the largest that fits, as the
+//! trainer's does ([`fit_plan`](crate::train::fit_plan)).
 
 use std::ops::Range;
 
@@ -10,9 +10,8 @@ use burn::module::Module;
 
 use super::HandLoop;
 use crate::error::Error;
-use crate::memory::policy::held;
 use crate::task::StepOutput;
-use crate::train::fit_plan::FitTarget;
+use crate::train::fit_plan::{FitTarget, Reading};
 use crate::train::step::{accumulate, micro_ranges, SumPlace};
 
 impl<M: Module + 'static> HandLoop<M> {
@@ -29,19 +28,33 @@ impl<M: Module + 'static> HandLoop<M> {
         let probed = loop {
             let probed = target.probe_halves(|micro_batch, micro_steps| {
                 let to_come = guard.device_state();
-                guard.release()?;
+                let start = guard.release()?;
                 guard.open_window();
-                // The step's first micro-batches, in the run's precision, as its steps compute.
+                // The step's first micro-batches, in the run's precision, as its steps compute;
+                // stopped after the first whose figure already passes the target.
                 let mut parts = micro_ranges(batches, micro_batch);
                 parts.truncate(micro_steps.min(2));
                 let place = SumPlace::from(guard.layout());
                 let (model, precision) = (learner.model(), &learner.precision);
-                let probe = accumulate(model, precision, place, parts, &mut *output, || {
-                    guard.peek_window();
-                    Ok::<(), Error>(())
-                })?;
+                let probe = accumulate(
+                    model,
+                    precision,
+                    place,
+                    parts,
+                    &mut *output,
+                    || match target.passed(&guard.peek_window(), to_come) {
+                        true => Err(()),
+                        false => Ok(()),
+                    },
+                );
+                let stopped = probe.is_err();
                 drop(probe);
-                Ok(held(&guard.read_window()?).0 + to_come)
+                Ok(Reading {
+                    window: guard.read_window()?,
+                    start,
+                    state_to_come: to_come,
+                    stopped,
+                })
             })?;
             // Where none fits, `"auto"` offload moves a part of the step to host memory and the
             // probes run again, as the trainer's do.
