@@ -79,7 +79,11 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
         },
     };
     print_sweep(&dir, &swept, &resolved);
-    Ok(())
+    // A search that found nothing is not a success, though each failure is recorded.
+    match &swept {
+        Swept::Search { rows, .. } => crate::sweep::none_completed(rows).map_or(Ok(()), Err),
+        Swept::Runs(_) => Ok(()),
+    }
 }
 
 /// This process's shard: `--shard`'s, or the scheduler's (Slurm, Kubernetes), or none.

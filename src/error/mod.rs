@@ -86,6 +86,18 @@ pub enum Error {
     /// loop's calls came out of order.
     #[error(transparent)]
     Training(#[from] TrainingError),
+    /// Every trial of a search failed: nothing was found, though each failure is recorded.
+    #[error(
+        "every trial of the search failed ({trials} of {trials}); the first, {first}: {reason}"
+    )]
+    NoTrialCompleted {
+        /// How many trials it had.
+        trials: usize,
+        /// The first trial's name.
+        first: String,
+        /// Why it failed, cut to fit the line.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -134,8 +146,8 @@ impl Error {
 
     /// The process exit code for this error: 2 for bad input (config, device choice, data
     /// files, a run's own files that cannot be read back), 3 for an exceeded memory limit or a
-    /// device out-of-memory, 4 for training that could not go on ([`TrainingError`]), 130 for
-    /// a stop by a signal, 1 for everything else.
+    /// device out-of-memory, 4 for training that could not go on ([`TrainingError`]), 5 for a
+    /// search whose every trial failed, 130 for a stop by a signal, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
@@ -148,6 +160,7 @@ impl Error {
             | Error::Report(_)
             | Error::CheckpointSave { .. } => 1,
             Error::Training(_) => 4,
+            Error::NoTrialCompleted { .. } => 5,
         }
     }
 }

@@ -306,7 +306,6 @@ mod tests {
         assert!(after > before + (16 << 20), "{before} -> {after}");
         let fail = MemoryAction::Fail(LimitExceeded {
             limit: 1,
-            target: None,
             observed: 2,
             measure: "x",
             epoch: 0,

@@ -191,7 +191,7 @@ impl FitTarget {
         before: u64,
     ) -> Result<(), Error> {
         for p in &probes {
-            guard.record_probe(p.reading.window, self.told(p))?;
+            guard.record_probe(p.reading.window, p.factor, self.told(p))?;
         }
         let kept = guard.release()? as i64 - before as i64;
         match self.choose(&probes, kept) {
@@ -236,7 +236,6 @@ impl FitTarget {
             let smallest = probes.first().expect("one probe at least");
             return Err(LimitExceeded {
                 limit: self.limit,
-                target: Some(budget),
                 observed: smallest.peak,
                 measure: match self.source {
                     MemorySource::Host => "peak in use with the optimizer's state to come",
@@ -369,7 +368,7 @@ mod tests {
         assert_eq!(probes[0].micro_batch, 1);
         let e = t.choose(&probes, 0).unwrap_err();
         assert_eq!((e.micro_batch, e.accumulation_steps), (1, 256));
-        assert_eq!(e.target, Some(t.budget()));
+        assert_eq!(e.target(), Some(t.budget()));
         let text = e.to_string();
         assert!(
             text.starts_with("memory limit 14.0 MiB: fit's target 12.6 MiB (the limit less 10%"),

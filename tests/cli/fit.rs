@@ -75,15 +75,33 @@ fn fit_picks_a_micro_batch_that_fits_and_trains_the_large_batchs_update() {
     let kinds: Vec<&str> = actions
         .iter()
         .filter_map(|a| a["action"].as_str())
-        .filter(|a| *a != "cleanup")
+        .filter(|a| !["cleanup", "probe"].contains(a))
         .collect();
     assert_eq!(
         kinds,
         ["fit"],
         "one fit, no breach and no retry: {actions:?}"
     );
-    let detail = actions[0]["detail"].as_str().unwrap();
+    let fitted_action = actions.iter().find(|a| a["action"] == "fit").unwrap();
+    let detail = fitted_action["detail"].as_str().unwrap();
     assert!(detail.starts_with("micro-batch 2048 -> "), "{detail}");
+    // Every probe stayed within the limit, from a micro-batch of one up; each is in the
+    // snapshots at its own micro-batch, and the run's peak counts them.
+    let probes: Vec<&Value> = actions.iter().filter(|a| a["action"] == "probe").collect();
+    let sizes: Vec<u64> = probes
+        .iter()
+        .map(|p| p["micro_batch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes.first(), Some(&1), "{sizes:?}");
+    assert!(sizes.windows(2).all(|w| w[1] == w[0] * 2), "{sizes:?}");
+    let probe_peak = probes
+        .iter()
+        .map(|p| num(p, "peak_bytes_in_use"))
+        .fold(0.0, f64::max);
+    assert!(
+        probe_peak <= limit as f64,
+        "a probe peaked at {probe_peak} over {limit}"
+    );
     let fitted = env.summary("runs/fit");
     let micro = fitted["micro_batch"].as_u64().unwrap();
     assert!(micro < 2048, "{fitted}");
@@ -93,6 +111,10 @@ fn fit_picks_a_micro_batch_that_fits_and_trains_the_large_batchs_update() {
         "the effective batch is kept"
     );
     assert!(num(&fitted, "peak_bytes_in_use") <= limit as f64);
+    assert!(
+        num(&fitted, "peak_bytes_in_use") >= probe_peak,
+        "the probes count"
+    );
     // The probes leave no weights changed and nothing behind: the fitted run's update is the
     // large batch's.
     let diff = max_difference(&env.path("runs/growth"), &env.path("runs/fit"));
@@ -118,8 +140,8 @@ fn fit_fails_cleanly_when_no_micro_batch_fits_and_needs_a_limit() {
         .unwrap();
     // What the run holds at rest: the start, and the f32 gradients and Adam's two moments
     // that the first step adds. Every step holds at least that at its peak, so a limit 5%
-    // above it lets the run start, and fit's 10% margin leaves no step room: the probes stop
-    // once the halvings' savings cannot close the gap.
+    // above it lets the run start, and fit's 10% margin leaves no step room: not even a
+    // micro-batch of one fits, and no larger one is probed.
     let rest = start + (WIDE_PARAMS * 4 * 3) as f64;
     let limit = (rest * 1.05) as u64;
     let run = env.run(&[
@@ -134,14 +156,25 @@ fn fit_fails_cleanly_when_no_micro_batch_fits_and_needs_a_limit() {
         "run.name=\"fit\"",
         "--quiet",
     ]);
+    let target = format_bytes((limit as f64 * 0.9) as u64);
     run.fails_with(
         3,
         &[
-            &format!("memory limit {} exceeded:", format_bytes(limit)),
-            "with the optimizer's state to come in a probe before training",
-            "so no micro-batch fits",
+            &format!(
+                "memory limit {}: fit's target {target} (the limit less 10%",
+                format_bytes(limit)
+            ),
+            "with the optimizer's state to come in a probe before training (micro-batch 1, \
+             accumulation_steps 2048)",
+            "the micro-batch is already 1",
         ],
     );
+    let probes: Vec<u64> = actions(&env, "runs/fit")
+        .iter()
+        .filter(|a| a["action"] == "probe")
+        .map(|a| a["micro_batch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(probes, [1], "given up after the smallest, and only then");
     assert!(
         env.snapshots("runs/fit")
             .iter()
@@ -159,4 +192,92 @@ fn fit_fails_cleanly_when_no_micro_batch_fits_and_needs_a_limit() {
         2,
         &["memory.on_limit = \"fit\" needs memory.limit to be set"],
     );
+}
+
+/// bf16 over a wide layer: a step's figure grows by a few KiB a sample beside 50 MiB of
+/// weights, their bf16 copy and Adam's moments.
+const WIDE_BF16: &str = r#"
+[run]
+name = "bf"
+seed = 1
+[model]
+hidden = [2048]
+[data]
+kind = "synthetic"
+samples = 256
+features = 1024
+classes = 4
+num_workers = 0
+[train]
+epochs = 1
+batch_size = 8
+precision = "bf16"
+[memory]
+on_limit = "fit"
+"#;
+
+/// Adam's two f32 moments of WIDE_BF16's 1024 -> 2048 -> 4 layers: the state to come that a
+/// probe's figure adds.
+const WIDE_BF16_STATE: u64 = 2 * 4 * ((1024 * 2048 + 2048) + (2048 * 4 + 4));
+
+/// Where only a micro-batch of one fits, fit trains there: the probes start from it, and
+/// none gives up before it was tried.
+#[test]
+fn fit_trains_at_a_micro_batch_of_one_where_only_it_fits() {
+    let env = Env::new();
+    env.write("bf.toml", WIDE_BF16);
+    // Every probe's figure, measured here under a limit that takes them all.
+    let loose = env.run(&[
+        "train",
+        "--config",
+        "bf.toml",
+        "--set",
+        "memory.limit=\"1GiB\"",
+        "--set",
+        "run.name=\"loose\"",
+        "--quiet",
+    ]);
+    assert_eq!(loose.code(), 0, "{}", loose.stderr());
+    let peaks: Vec<(u64, f64)> = actions(&env, "runs/loose")
+        .iter()
+        .filter(|a| a["action"] == "probe")
+        .map(|a| {
+            (
+                a["micro_batch"].as_u64().unwrap(),
+                num(a, "peak_bytes_in_use"),
+            )
+        })
+        .collect();
+    assert_eq!(peaks.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 2, 4, 8]);
+    let (one, two) = (peaks[0].1, peaks[1].1);
+    assert!(two > one, "{peaks:?}");
+    // fit's target halfway between a step at one sample and at two.
+    let target = (one + two) / 2.0 + WIDE_BF16_STATE as f64;
+    let limit = (target / 0.9).ceil() as u64;
+    let fit = env.run(&[
+        "train",
+        "--config",
+        "bf.toml",
+        "--set",
+        &format!("memory.limit={limit}"),
+        "--set",
+        "run.name=\"tight\"",
+        "--quiet",
+    ]);
+    assert_eq!(fit.code(), 0, "{}", fit.stderr());
+    let summary = env.summary("runs/tight");
+    assert_eq!(summary["micro_batch"], 1, "{summary}");
+    assert_eq!(summary["accumulation_steps"], 8, "{summary}");
+    assert!(
+        num(&summary, "peak_bytes_in_use") <= limit as f64,
+        "{summary}"
+    );
+    let probes: Vec<Value> = actions(&env, "runs/tight")
+        .into_iter()
+        .filter(|a| a["action"] == "probe")
+        .collect();
+    assert_eq!(probes[0]["micro_batch"], 1);
+    assert!(probes
+        .iter()
+        .all(|p| num(p, "peak_bytes_in_use") <= limit as f64));
 }

@@ -445,34 +445,43 @@ parallel = 2
 train.lr = { min = 1e-4, max = 1e-2, log = true }
 "#;
 
-/// SIGTERM while a parallel search probes its trials, before any trains, ends it with exit
-/// code 130 and its one line, not killed by signal 15 without a word; `sweep --resume` then
-/// runs the whole search.
+/// SIGTERM while a parallel search probes its trials, before any trains (at its fifth probe's
+/// failpoint), ends it with exit code 130 and its one line, not killed by signal 15 without a
+/// word; `sweep --resume` then runs the whole search, every trial inside its lease (the lease
+/// and the child's own check are one model of what a trial needs, on any CPU's L2 cache).
 #[test]
 fn sigterm_while_probing_exits_130_and_the_search_resumes() {
     let env = Env::new();
     env.write("probe.toml", PROBED);
-    let search = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(["sweep", "--config", "probe.toml"])
         .current_dir(env.path("."))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
+        .env("TIDEMARK_FAILPOINT", "probe:5:TERM")
+        .env("TIDEMARK_FAILPOINT_COUNT", env.path("count"))
+        .output()
         .unwrap();
-    let dir = "runs/p-sweep";
-    // The plan is written before the probes, preflight.json after them.
-    wait_for(|| env.path(dir).join("plan.json").exists().then_some(()));
-    std::thread::sleep(Duration::from_millis(300));
-    let probing = !env.path(dir).join("preflight.json").exists();
-    signal(search.id() as i32, "-TERM");
-    let out = search.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(probing, "the probes were over before the signal: {stderr}");
+    let dir = "runs/p-sweep";
+    assert!(
+        !env.path(dir).join("preflight.json").exists(),
+        "the probes ran to their end: {stderr}"
+    );
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("error: stopped by a signal"), "{stderr}");
     let resumed = env.run(&["sweep", "--resume", dir]);
     assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
     let json = sweep_json(&env, dir);
     assert_eq!(trials(&json).len(), 40);
-    assert!(trials(&json).iter().all(|t| t["status"] == "completed"));
+    for t in trials(&json) {
+        assert_eq!(t["status"], "completed", "{t}");
+        let (peak, lease) = (
+            num(&t["memory"], "peak_bytes_in_use"),
+            num(&t, "lease_bytes"),
+        );
+        assert!(
+            peak <= lease,
+            "{}: peak {peak} over its lease {lease}",
+            t["name"]
+        );
+    }
 }

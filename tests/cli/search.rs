@@ -237,6 +237,49 @@ fn a_failed_trial_is_recorded_with_its_reason_and_the_search_goes_on() {
     assert!(reason.contains("memory limit 8.0 KiB exceeded"), "{reason}");
 }
 
+/// A search whose every trial failed found nothing: exit code 5 and a last line saying so with
+/// the first trial's reason, one after another and in parallel; its files record each failure.
+#[test]
+fn a_search_whose_every_trial_failed_exits_5_with_the_first_reason() {
+    let env = Env::new();
+    let config = format!(
+        "{SMALL}\n[memory]\non_limit = \"fail\"\n[sweep]\n[sweep.vary]\nmemory.limit = [\"8KiB\", \"9KiB\"]\n"
+    );
+    env.write("doomed.toml", &config);
+    for (parallel, out) in [("1", "one"), ("2", "two")] {
+        let run = env.run(&[
+            "sweep",
+            "--config",
+            "doomed.toml",
+            "--set",
+            "train.epochs=1",
+            "--parallel",
+            parallel,
+            "--out",
+            out,
+        ]);
+        assert_eq!(run.code(), 5, "{}", run.stderr());
+        let stderr = run.stderr();
+        let last = stderr.trim_end().lines().last().unwrap();
+        assert!(
+            last.starts_with(
+                "error: every trial of the search failed (2 of 2); the first, trial-001: memory \
+                 limit 8.0 KiB exceeded"
+            ),
+            "{stderr}"
+        );
+        assert!(last.len() < 300, "{} characters: {last}", last.len());
+        assert!(
+            run.stdout().contains("sweep: 2 trials (2 failed)"),
+            "{}",
+            run.stdout()
+        );
+        let json = sweep_json(&env, &format!("{out}/small-sweep"));
+        let trials = json["trials"].as_array().unwrap();
+        assert!(trials.iter().all(|t| t["status"] == "failed"), "{json}");
+    }
+}
+
 /// The ranking in `sweep.json` as (trial, monitored value) pairs.
 fn ranking(json: &Value) -> Vec<(String, f64)> {
     let trials = json["trials"].as_array().unwrap();

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{MemoryAction, MemoryPolicy, Phase, RunState, FIT_MARGIN};
+use super::{fit_target, MemoryAction, MemoryPolicy, Phase, RunState, FIT_MARGIN};
 use crate::config::OnLimit;
 use crate::memory::advice::AdviceRecord;
 use crate::memory::breakdown::Breakdown;
@@ -13,9 +13,6 @@ use crate::memory::usage::{format_bytes, MemorySource, MemoryUsage};
 pub struct LimitExceeded {
     /// The limit in bytes.
     pub limit: u64,
-    /// The figure that was exceeded where it is below the limit: `on_limit = "fit"`'s target
-    /// ([`fit_target`](super::fit_target)), the limit less [`FIT_MARGIN`].
-    pub target: Option<u64>,
     /// The figure that exceeded it.
     pub observed: u64,
     /// Which figure that is.
@@ -51,11 +48,18 @@ pub struct OffloadHint {
 }
 
 impl LimitExceeded {
+    /// The figure that was exceeded where it is below the limit: in a probe of
+    /// `on_limit = "fit"` (a step breached at step 0), fit's target, the limit less
+    /// [`FIT_MARGIN`] ([`fit_target`]).
+    pub fn target(&self) -> Option<u64> {
+        (self.phase == Phase::Step && self.step == 0).then(|| fit_target(self.limit))
+    }
+
     /// The offload that would bring the figure under the limit (under `fit`'s budget, for a
     /// probe of `fit`), with what it saves: the one part that does alone, else both, else
     /// nothing.
     pub fn offload_fix(&self) -> Option<String> {
-        let room = self.target.unwrap_or(self.limit);
+        let room = self.target().unwrap_or(self.limit);
         let over = self.observed.saturating_sub(room);
         let one =
             |h: &OffloadHint| format!("{} = \"host\" (saves {})", h.key, format_bytes(h.saves));
@@ -145,7 +149,7 @@ impl fmt::Display for LimitExceeded {
             ),
             None => advice,
         };
-        let exceeded = match self.target {
+        let exceeded = match self.target() {
             Some(target) => format!(
                 ": fit's target {} (the limit less {:.0}%, room for what one probed step does \
                  not show) exceeded",
@@ -252,7 +256,6 @@ impl MemoryPolicy for Limit {
     fn decide(&self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Vec<MemoryAction> {
         let breach = |observed: u64, measure: &'static str| LimitExceeded {
             limit: self.bytes,
-            target: None,
             observed,
             measure,
             epoch: state.epoch,

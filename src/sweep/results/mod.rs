@@ -11,6 +11,6 @@ pub(in crate::sweep) mod sweep_svg;
 pub(in crate::sweep) mod table;
 
 pub use compact::compact;
-pub use rank::{rank, ranking, TrialRow, TrialStatus};
+pub use rank::{none_completed, rank, ranking, TrialRow, TrialStatus};
 pub use run_row::{SweepRow, RETAINED_TOLERANCE, RSS_NOISE_BYTES, RSS_TOLERANCE};
 pub use table::table;

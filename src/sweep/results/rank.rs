@@ -108,6 +108,27 @@ impl TrialRow {
     }
 }
 
+/// The error of a search whose every trial failed (exit code 5), with the first trial's
+/// reason cut to keep the line short; `None` where any trial completed, was pruned or is yet
+/// to run.
+pub fn none_completed(rows: &[TrialRow]) -> Option<crate::Error> {
+    const REASON_CHARS: usize = 160;
+    if rows.is_empty() || rows.iter().any(|r| r.status != TrialStatus::Failed) {
+        return None;
+    }
+    let first = rows.iter().min_by_key(|r| r.trial)?;
+    let reason = first.reason.as_deref().unwrap_or("no reason recorded");
+    let reason = match reason.char_indices().nth(REASON_CHARS) {
+        Some((cut, _)) => format!("{}... (sweep.md has it whole)", &reason[..cut]),
+        None => reason.to_string(),
+    };
+    Some(crate::Error::NoTrialCompleted {
+        trials: rows.len(),
+        first: first.name.clone(),
+        reason,
+    })
+}
+
 /// Orders `rows` best first by their monitored value (`mode`): the completed trials, ranked,
 /// then the pruned ones, unranked (their values are from fewer epochs), then the rest in trial
 /// order; and numbers the ranks.
@@ -269,6 +290,37 @@ fn schedule_cells(r: &TrialRow, packed: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_search_whose_every_trial_failed_is_an_error_with_the_first_reason() {
+        let row = |trial, status, reason: &str| TrialRow {
+            status,
+            reason: Some(reason.to_string()),
+            ..TrialRow::not_run(trial)
+        };
+        let failed = |trial| row(trial, TrialStatus::Failed, &"x".repeat(400));
+        let mut rows = vec![
+            failed(2),
+            row(1, TrialStatus::Failed, "memory limit exceeded"),
+        ];
+        let e = none_completed(&rows).expect("all failed");
+        assert_eq!(e.exit_code(), 5);
+        assert_eq!(
+            e.to_string(),
+            "every trial of the search failed (2 of 2); the first, trial-001: memory limit \
+             exceeded"
+        );
+        rows[1] = failed(1);
+        let line = none_completed(&rows).unwrap().to_string();
+        assert!(line.len() < 300, "{} characters: {line}", line.len());
+        assert!(line.ends_with("x... (sweep.md has it whole)"), "{line}");
+        rows.push(row(3, TrialStatus::Completed, ""));
+        assert!(none_completed(&rows).is_none(), "one completed");
+        rows[2].status = TrialStatus::Pruned;
+        assert!(none_completed(&rows).is_none(), "one pruned");
+        assert!(none_completed(&[]).is_none());
+    }
+
     use super::*;
 
     fn row(trial: usize, monitored: Option<f64>) -> TrialRow {

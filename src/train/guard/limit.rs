@@ -130,15 +130,20 @@ impl MemoryGuard {
         self.record(0, Action::Fit, detail)
     }
 
-    /// `on_limit = "fit"`, before the first step: one probe's `window` as a `probe` memory
-    /// action (`detail` says at what and against what), its peak counted in the run's.
+    /// `on_limit = "fit"`, before the first step: one probe's `window` at halving `factor` as
+    /// a `probe` memory action (`detail` says against what), its peak counted in the run's.
     pub(crate) fn record_probe(
         &mut self,
         window: MemoryUsage,
+        factor: usize,
         detail: String,
     ) -> Result<(), Error> {
         self.rec.outside_peak(window.peak_bytes_in_use);
-        (self.rec).memory_event(0, Action::Probe, detail, window, self.layout)
+        let layout = Layout {
+            factor,
+            ..self.layout
+        };
+        (self.rec).memory_event(0, Action::Probe, detail, window, layout)
     }
 
     /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),

@@ -6,7 +6,6 @@ use super::*;
 fn limit_message_names_values_and_suggests_a_fix() {
     let e = LimitExceeded {
         limit: 512 << 20,
-        target: None,
         observed: 731 << 20,
         measure: "peak in use (host)",
         epoch: 1,
@@ -40,7 +39,6 @@ fn a_breach_after_a_futile_shrink_does_not_suggest_shrinking_again() {
     );
     let mut e = LimitExceeded {
         limit: 70 << 20,
-        target: None,
         observed: 71 << 20,
         measure: "peak in use (host)",
         epoch: 1,
@@ -78,7 +76,6 @@ fn a_limit_error_offers_the_offload_that_would_fit_and_only_that() {
     let hint = |key, saves| super::OffloadHint { key, saves };
     let mut e = LimitExceeded {
         limit: 100 << 20,
-        target: None,
         observed: 120 << 20,
         measure: "reserved in the device pools",
         epoch: 1,
