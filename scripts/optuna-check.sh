@@ -2,7 +2,8 @@
 # Optuna 5 reads a tidemark study, from a journal file and from Redis (docs/cluster.md):
 # two workers share each study of a small TPE search, then scripts/optuna-reads.py loads it
 # with Optuna's own JournalStorage and compares every trial with sweep.json and the runs'
-# snapshots. Then the same for the journal.log a search in one process writes, pruned by ASHA.
+# snapshots; again for a journal whose writer was killed half-way through a record. Then the
+# same for the journal.log a search in one process writes, pruned by ASHA.
 #
 #   scripts/optuna-check.sh [TIDEMARK_BINARY]    # default: target/release/tidemark
 #
@@ -36,6 +37,25 @@ for storage in "$scratch/journal.log" "redis://127.0.0.1:$port"; do
   "$scratch/venv/bin/python" scripts/optuna-reads.py "$storage" \
     "$scratch/$name-1/search-tpe-sweep" "$scratch/$name-2/search-tpe-sweep"
 done
+# A writer killed half-way through a record (its 6th append, src/failpoint.rs), its lock then
+# broken as a waiter breaks a dead holder's after 30 s: two more workers complete the study,
+# and Optuna reads every line of the journal.
+killed="$scratch/killed.log"
+TIDEMARK_FAILPOINT=append:6:KILL TIDEMARK_FAILPOINT_COUNT="$scratch/count" \
+  "$bin" sweep "${search[@]}" --set sweep.heartbeat=0.2 --set sweep.grace=1 --storage "$killed" --out "$scratch/killed-0" \
+  >/dev/null 2>&1 && { echo "optuna-check: the writer was not killed" >&2; exit 1; }
+[ "$(tail -c 1 "$killed" | od -An -c | tr -d ' ')" != '\n' ] || {
+  echo "optuna-check: the killed writer left no cut line" >&2; exit 1; }
+rm -f "$killed.lock"
+pids=()
+for w in 1 2; do
+  "$bin" sweep "${search[@]}" --set sweep.heartbeat=0.2 --set sweep.grace=1 --storage "$killed" --out "$scratch/killed-$w" \
+    >/dev/null 2>&1 &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+"$scratch/venv/bin/python" scripts/optuna-reads.py "$killed" \
+  "$scratch/killed-1/search-tpe-sweep" "$scratch/killed-2/search-tpe-sweep" "$scratch/killed-0/search-tpe-sweep"
 "$bin" sweep --config configs/search-asha.toml --set sweep.trials=27 --set data.samples=4096 \
   --out "$scratch/plain" >/dev/null 2>&1
 "$scratch/venv/bin/python" scripts/optuna-reads.py "$scratch/plain/search-asha-sweep/journal.log" \

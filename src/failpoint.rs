@@ -12,7 +12,8 @@
 //! child starts), `step` (after an optimizer step), `snapshot` (after an epoch's snapshot,
 //! before its checkpoint), `checkpoint` (after it, before the pruner's gate), `summary`
 //! (before a run's `summary.json`), `summarised` (after it), `ended` (after the search
-//! recorded a trial's end, before its next decision) and `results` (before `sweep.json`).
+//! recorded a trial's end, before its next decision), `results` (before `sweep.json`) and
+//! `append` (half-way through writing a record to a study's journal file).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -51,6 +52,12 @@ fn parse() -> Option<Armed> {
         signal,
         count,
     })
+}
+
+/// Whether moment `name` is the armed one: a moment that takes work to reach (half a record
+/// written) is staged only then.
+pub(crate) fn armed_at(name: &str) -> bool {
+    armed().is_some_and(|a| a.name == name)
 }
 
 /// Passes moment `name`: where it is the armed moment's `N`-th pass, the search is signalled.

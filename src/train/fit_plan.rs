@@ -12,6 +12,10 @@ use crate::memory::policy::{fit_target, held, LimitExceeded, Phase, StepFigures,
 use crate::memory::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};
 use crate::train::MemoryGuard;
 
+/// How far past the largest micro-batch that fit the next probe may go: a probe that does not
+/// fit passes it by what this many times its activations add at most.
+const REACH: usize = 4;
+
 /// What one probe read.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Reading {
@@ -88,28 +92,42 @@ impl FitTarget {
         figures.peak() > self.budget()
     }
 
-    /// Probes a step from the smallest of the configured micro-batch's halvings up:
-    /// `probe(micro_batch, micro_steps)` reads one. A larger one is probed only where the
-    /// probes so far predict that it fits, and none after one that does not.
+    /// Probes a step at the configured micro-batch's halvings, from a micro-batch of one up:
+    /// `probe(micro_batch, micro_steps)` reads one. Each next probe is at the largest halving
+    /// that the probes so far predict fits, no more than [`REACH`] times the largest that
+    /// fit, and below the smallest that did not; it stops where none is predicted to fit. So
+    /// a probe's shape (which a backend may compile kernels for) is one the model expects to
+    /// fit, and one that does not passes the largest fitting figure by a bounded step.
     pub(crate) fn probe_halves(
         &self,
         mut probe: impl FnMut(usize, usize) -> Result<Reading, Error>,
     ) -> Result<Vec<FitProbe>, Error> {
+        let factors = self.factors();
         let mut probes: Vec<FitProbe> = Vec::new();
-        for factor in self.factors() {
-            if let Some(last) = probes.last() {
-                if last.peak > self.budget() || self.predict(&probes, factor) > self.budget() {
-                    break;
-                }
-            }
+        // The largest index of `factors` that fit, and the smallest that did not.
+        let (mut fits, mut over) = (None::<usize>, factors.len());
+        let mut next = Some(0);
+        while let Some(at) = next {
+            let factor = factors[at];
             let micro_batch = self.batch.div_ceil(factor);
             let reading = probe(micro_batch, self.accumulation * factor)?;
+            let peak = reading.figures().peak();
             probes.push(FitProbe {
                 micro_batch,
                 factor,
-                peak: reading.figures().peak(),
+                peak,
                 reading,
             });
+            match peak <= self.budget() {
+                true => fits = Some(at),
+                false => over = at,
+            }
+            let Some(fits) = fits else { break };
+            let reach = REACH * self.batch.div_ceil(factors[fits]);
+            next = ((fits + 1)..over)
+                .rev()
+                .filter(|&i| self.batch.div_ceil(factors[i]) <= reach)
+                .find(|&i| self.predict(&probes, factors[i]) <= self.budget());
         }
         Ok(probes)
     }
@@ -141,27 +159,36 @@ impl FitTarget {
         p.reading.start + p.reading.state_to_come + self.gradients(factor)
     }
 
-    /// The peak predicted for a step at `factor` from `probes` (ascending micro-batches): what
-    /// grows with the micro-batch (activations, the batch) extrapolated from the last two
-    /// probes on a line, or in proportion from a single one.
+    /// The peak predicted for a step at `factor` from `probes`: what grows with the
+    /// micro-batch (activations, the batch) on a line between the nearest probes below and
+    /// above it, or through the two largest below it (never falling), or in proportion from a
+    /// single one.
     fn predict(&self, probes: &[FitProbe], factor: usize) -> u64 {
-        let m = self.batch.div_ceil(factor) as f64;
+        let m = self.batch.div_ceil(factor);
         let grows = |p: &FitProbe| p.peak.saturating_sub(self.fixed(p, p.factor)) as f64;
-        let last = probes.last().expect("one probe at least");
-        let (g, at) = (grows(last), last.micro_batch as f64);
-        let grown = match probes {
-            [.., before, _] if before.micro_batch < last.micro_batch => {
-                let slope = (g - grows(before)) / (at - before.micro_batch as f64);
-                g + slope.max(0.0) * (m - at)
+        let mut below: Vec<&FitProbe> = probes.iter().filter(|p| p.micro_batch < m).collect();
+        below.sort_by_key(|p| std::cmp::Reverse(p.micro_batch));
+        let above = (probes.iter())
+            .filter(|p| p.micro_batch > m)
+            .min_by_key(|p| p.micro_batch);
+        let Some(&a) = below.first() else { return 0 };
+        let b = above.or(below.get(1).copied());
+        let (ma, m) = (a.micro_batch as f64, m as f64);
+        let grown = match b {
+            Some(b) => {
+                let slope = (grows(b) - grows(a)) / (b.micro_batch as f64 - ma);
+                grows(a) + slope.max(0.0) * (m - ma)
             }
-            _ => g * m / at,
+            None => grows(a) * m / ma,
         };
-        self.fixed(last, factor) + grown.ceil() as u64
+        self.fixed(a, factor) + grown.max(0.0).ceil() as u64
     }
 
     /// The largest probed micro-batch that fits, or `None`.
     fn chosen<'p>(&self, probes: &'p [FitProbe]) -> Option<&'p FitProbe> {
-        probes.iter().rev().find(|p| p.peak <= self.budget())
+        (probes.iter())
+            .filter(|p| p.peak <= self.budget())
+            .max_by_key(|p| p.micro_batch)
     }
 
     /// Why `probes` found no micro-batch that fits, or `None` where one does: what an
@@ -254,11 +281,12 @@ impl FitTarget {
                 offload: Box::default(),
             });
         };
-        let untried = match probes.last() {
-            Some(last) if last.factor > 1 && last.peak <= budget => format!(
-                "; micro-batch {} not probed, predicted over it",
-                self.batch.div_ceil(last.factor / 2)
-            ),
+        // The next larger halving, where no probe read it: the model kept it out.
+        let larger = (chosen.factor > 1).then(|| self.batch.div_ceil(chosen.factor / 2));
+        let untried = match larger {
+            Some(m) if probes.iter().all(|p| p.micro_batch != m) => {
+                format!("; micro-batch {m} not probed, predicted over it")
+            }
             _ => String::new(),
         };
         let detail = format!(
@@ -323,13 +351,13 @@ mod tests {
     }
 
     #[test]
-    fn the_probes_walk_up_from_one_sample_and_stop_where_the_next_is_predicted_over() {
+    fn the_probes_start_from_one_sample_and_go_to_the_largest_predicted_to_fit() {
         // 64 KiB a sample: 64 samples take 4 MiB. Target 90% of 20 MiB = 18 MiB: the fixed
         // part is 10 + 2 + 2 (two gradient sets) = 14 MiB, so 64 samples fit and 128 do not.
         let t = target(20 * MIB, 256, 1);
         let probes = walk(&t, 64 << 10);
         let sizes: Vec<usize> = probes.iter().map(|p| p.0).collect();
-        assert_eq!(sizes, [1, 2, 4, 8, 16, 32, 64], "{probes:?}");
+        assert_eq!(sizes, [1, 4, 16, 64], "{probes:?}");
         assert!(probes.iter().all(|p| p.1 <= t.budget()), "no probe past it");
         let (probes, kept) = (fit_probes(&t, 64 << 10), 0);
         let (factor, detail) = t.choose(&probes, kept).unwrap();
@@ -398,6 +426,32 @@ mod tests {
         let sizes: Vec<(usize, u64)> = probes.iter().map(|p| (p.micro_batch, p.peak)).collect();
         assert_eq!(sizes, [(1, 16 * MIB), (2, 19 * MIB)], "{sizes:?}");
         assert_eq!(t.choose(&probes, 0).unwrap().0, 8);
+    }
+
+    #[test]
+    fn a_probe_over_the_target_bounds_the_next_from_above() {
+        // Activations grow faster than the line through one and two samples says: 512 KiB a
+        // sample beyond 16 samples. The target (18 MiB) holds 14 MiB and 4 MiB more.
+        let t = target(20 * MIB, 256, 1);
+        let mut read = step(&t, 16 << 10);
+        let probes = t
+            .probe_halves(|m, s| {
+                let mut r = read(m, s);
+                r.window.peak_bytes_in_use += m.saturating_sub(16) as u64 * (512 << 10);
+                Ok(r)
+            })
+            .unwrap();
+        let sizes: Vec<(usize, bool)> = (probes.iter())
+            .map(|p| (p.micro_batch, p.peak <= t.budget()))
+            .collect();
+        // Up by fours while the line holds; 64 does not fit, and the line between 16 and 64
+        // puts 32 over the target too, so it is not probed.
+        assert_eq!(
+            sizes,
+            [(1, true), (4, true), (16, true), (64, false)],
+            "{sizes:?}"
+        );
+        assert_eq!(t.chosen(&probes).unwrap().micro_batch, 16);
     }
 
     #[test]

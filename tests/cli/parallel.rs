@@ -422,28 +422,9 @@ pub(super) fn children_stop_with_the_search(env: &Env, config: &str, dir: &str, 
     }
 }
 
-/// Forty trials whose probes take seconds (a model of 512 x 512), each trained on two steps.
-const PROBED: &str = r#"
-[run]
-name = "p"
-seed = 1
-[model]
-hidden = [512, 512]
-[data]
-kind = "synthetic"
-samples = 512
-features = 64
-classes = 4
-[train]
-epochs = 1
-batch_size = 256
-[sweep]
-method = "random"
-trials = 40
-parallel = 2
-[sweep.vary]
-train.lr = { min = 1e-4, max = 1e-2, log = true }
-"#;
+/// Forty trials whose probes take seconds (a model of 512 x 512), each trained on two steps,
+/// two at a time under their leases.
+const PROBED: &str = include_str!("../../configs/search-lease.toml");
 
 /// SIGTERM while a parallel search probes its trials, before any trains (at its fifth probe's
 /// failpoint), ends it with exit code 130 and its one line, not killed by signal 15 without a
@@ -461,7 +442,7 @@ fn sigterm_while_probing_exits_130_and_the_search_resumes() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let dir = "runs/p-sweep";
+    let dir = "runs/lease-sweep";
     assert!(
         !env.path(dir).join("preflight.json").exists(),
         "the probes ran to their end: {stderr}"

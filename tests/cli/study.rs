@@ -560,3 +560,57 @@ fn a_search_in_one_process_writes_its_journal_as_sweep_json_ranks_it() {
     }
     assert!(trials.iter().any(|t| t.state == 2), "ASHA pruned some");
 }
+
+/// A writer killed half-way through a record leaves a cut line at the journal's end; the next
+/// worker cuts it off before appending, so two more workers complete the study, every trial
+/// once, and every line of the journal reads (as Optuna's reader needs: it stops at a bad
+/// line that is not the last).
+#[test]
+fn a_writer_killed_mid_record_leaves_a_journal_the_next_workers_complete() {
+    // Killed in the study's creation, in a trial's, and in an epoch's report.
+    for pass in [2, 6, 10] {
+        killed_mid_record(pass);
+    }
+}
+
+fn killed_mid_record(pass: usize) {
+    let env = Env::new();
+    config(&env, 4, 2, "heartbeat = 0.2\ngrace = 1.0");
+    let vars = [
+        ("TIDEMARK_FAILPOINT", format!("append:{pass}:KILL")),
+        (
+            "TIDEMARK_FAILPOINT_COUNT",
+            env.path("count").display().to_string(),
+        ),
+    ];
+    let killed = worker(&env, "a", "journal.log", &vars)
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&killed.status),
+        Some(9)
+    );
+    let text = std::fs::read_to_string(env.path("journal.log")).unwrap();
+    assert!(!text.ends_with('\n'), "killed mid-record: {text}");
+    // The dead writer's lock, as a waiter breaks it after 30 s (the file's unit test).
+    std::fs::remove_file(env.path("journal.log.lock")).unwrap();
+    workers(&env, 2, "journal.log");
+    let text = std::fs::read_to_string(env.path("journal.log")).unwrap();
+    assert!(text.ends_with('\n'));
+    // A trial whose creation was cut short (no number: the record that gave it one was the
+    // one cut off) is failed with why, not left running; tidemark's four complete once.
+    let (cut, trials): (Vec<Replayed>, Vec<Replayed>) =
+        replay(&env).into_iter().partition(|t| t.number == 0);
+    assert!(cut.len() <= 1, "{cut:?}");
+    for t in &cut {
+        assert_eq!(t.state, 3, "{t:?}");
+    }
+    all_completed_once(&trials, 4);
+    let report = env.run(&["report", "journal.log"]);
+    assert_eq!(report.code(), 0, "{}", report.stderr());
+    assert!(
+        report.stdout().contains("4 trials: 4 completed"),
+        "{}",
+        report.stdout()
+    );
+}

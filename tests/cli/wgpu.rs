@@ -330,9 +330,16 @@ fn fit_sizes_the_micro_batch_by_the_pool_pages_a_probe_takes() {
     let actions: Vec<&str> = snaps
         .iter()
         .filter_map(|s| s["action"].as_str())
-        .filter(|a| *a != "cleanup")
+        .filter(|a| !["cleanup", "probe"].contains(a))
         .collect();
     assert_eq!(actions, ["fit"], "{snaps:?}");
+    // Each probe's pool pages within the limit, from a micro-batch of one up.
+    let probes: Vec<&Value> = snaps.iter().filter(|s| s["action"] == "probe").collect();
+    assert_eq!(probes[0]["micro_batch"], 1, "{probes:?}");
+    for p in &probes {
+        let pages = num(p, "bytes_reserved").max(num(p, "peak_bytes_in_use"));
+        assert!(pages as u64 <= reserved, "{p}");
+    }
     let summary = env.summary("runs/fit");
     assert!(summary["micro_batch"].as_u64().unwrap() < 2048, "{summary}");
     assert!(

@@ -70,16 +70,29 @@ impl JournalFile {
         self.append_locked(lines)
     }
 
-    /// Appends `lines` while this process holds the lock.
+    /// Appends `lines` while this process holds the lock, after cutting off a record that a
+    /// writer killed mid-append left without its end.
     pub fn append_locked(&self, lines: &[String]) -> Result<(), Error> {
         let fail = |e| Error::io(&self.path, e);
         let mut file = OpenOptions::new()
+            .read(true)
             .append(true)
             .open(&self.path)
             .map_err(fail)?;
+        cut_unfinished(&mut file).map_err(fail)?;
         let mut text = lines.join("\n");
         text.push('\n');
-        file.write_all(text.as_bytes()).map_err(fail)?;
+        let mut bytes = text.as_bytes();
+        if crate::failpoint::armed_at("append") {
+            // A writer killed half-way through its record (tests/cli/study.rs).
+            let (half, rest) = bytes.split_at(bytes.len() / 2);
+            file.write_all(half)
+                .and_then(|()| file.sync_all())
+                .map_err(fail)?;
+            crate::failpoint::pass("append");
+            bytes = rest;
+        }
+        file.write_all(bytes).map_err(fail)?;
         file.sync_all().map_err(fail)
     }
 
@@ -122,6 +135,34 @@ impl JournalFile {
     }
 }
 
+/// Cuts off the end of `file` after its last newline: a record a writer killed mid-append left
+/// unfinished (no reader took it: tidemark's and Optuna's wait for a line's end), which the next
+/// record would otherwise be appended onto, leaving a line neither can read before others
+/// (Optuna's reader stops at such a line). Returns the bytes cut. The caller holds the lock.
+fn cut_unfinished(file: &mut File) -> std::io::Result<u64> {
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut chunk = vec![0u8; 64 << 10];
+    let kept = loop {
+        if end == 0 {
+            break 0;
+        }
+        let start = end.saturating_sub(chunk.len() as u64);
+        let part = &mut chunk[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(part)?;
+        if let Some(i) = part.iter().rposition(|&b| b == b'\n') {
+            break start + i as u64 + 1;
+        }
+        end = start;
+    };
+    if kept < len {
+        file.set_len(kept)?;
+        file.sync_all()?;
+    }
+    Ok(len - kept)
+}
+
 /// `<journal>.lock`.
 fn lock_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -157,6 +198,36 @@ fn release(lock: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_a_killed_writer_left_unfinished_is_cut_before_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.log");
+        let mut journal = JournalFile::open(&path).unwrap();
+        journal.append(&["{\"a\":1}".into()]).unwrap();
+        assert_eq!(journal.read_new().unwrap(), ["{\"a\":1}"]);
+        // Half a record, and no newline: the writer died there.
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(b"{\"op_code\":4,\"work").unwrap();
+        assert!(
+            journal.read_new().unwrap().is_empty(),
+            "an unfinished line waits"
+        );
+        journal
+            .append(&["{\"b\":2}".into(), "{\"c\":3}".into()])
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"
+        );
+        assert_eq!(journal.read_new().unwrap(), ["{\"b\":2}", "{\"c\":3}"]);
+        // A journal of one unfinished line is emptied; a whole one is left as it is.
+        std::fs::write(&path, "{\"half").unwrap();
+        journal.append(&["{\"d\":4}".into()]).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"d\":4}\n");
+        let mut file = File::options().read(true).write(true).open(&path).unwrap();
+        assert_eq!(cut_unfinished(&mut file).unwrap(), 0);
+    }
 
     #[test]
     fn the_lock_excludes_and_a_dead_holders_lock_is_broken() {
