@@ -53,8 +53,16 @@ pub enum Op {
         key: String,
         value: Value,
     },
-    /// `CREATE_TRIAL` (4), as `study.ask()` writes it: RUNNING, with nothing set.
-    CreateTrial { study: usize, start: String },
+    /// `CREATE_TRIAL` (4): RUNNING, as `study.ask()` writes it, or with its parameters (name,
+    /// internal value, distribution) and system attributes in the one record, as a template
+    /// (`add_trial`) is: a writer killed part-way through appending then cannot leave the
+    /// trial half made.
+    CreateTrial {
+        study: usize,
+        start: String,
+        params: Vec<(String, f64, String)>,
+        system: Map<String, Value>,
+    },
     /// `SET_TRIAL_PARAM` (5): the value in Optuna's internal form, the distribution as the
     /// JSON string Optuna embeds.
     Param {
@@ -92,6 +100,33 @@ pub enum Op {
 }
 
 impl Op {
+    /// Trial creation in one record: `ops` (the new trial's parameters and system attributes)
+    /// folded into its `CREATE_TRIAL`; any other of `ops` follows it.
+    pub fn create_whole(study: usize, start: String, ops: Vec<Op>) -> Vec<Op> {
+        let (mut params, mut system, mut rest) = (Vec::new(), Map::new(), Vec::new());
+        for op in ops {
+            match op {
+                Op::Param {
+                    name,
+                    internal,
+                    distribution,
+                    ..
+                } => params.push((name, internal, distribution)),
+                Op::SystemAttr { key, value, .. } => {
+                    system.insert(key, value);
+                }
+                other => rest.push(other),
+            }
+        }
+        let create = Op::CreateTrial {
+            study,
+            start,
+            params,
+            system,
+        };
+        std::iter::once(create).chain(rest).collect()
+    }
+
     /// The record `worker` appends, as a JSON object.
     pub fn record(&self, worker: &str) -> Value {
         let (code, fields) = match self {
@@ -102,8 +137,23 @@ impl Op {
                 3,
                 json!({"study_id": study, "system_attr": {key.as_str(): value}}),
             ),
-            Op::CreateTrial { study, start } => {
-                (4, json!({"study_id": study, "datetime_start": start}))
+            Op::CreateTrial {
+                study,
+                start,
+                params,
+                system,
+            } => {
+                let mut fields = json!({"study_id": study, "datetime_start": start});
+                if !params.is_empty() {
+                    let values = params.iter().map(|(n, v, _)| (n.clone(), float(*v)));
+                    let kinds = params.iter().map(|(n, _, d)| (n.clone(), json!(d)));
+                    fields["params"] = Value::Object(values.collect());
+                    fields["distributions"] = Value::Object(kinds.collect());
+                }
+                if !system.is_empty() {
+                    fields["system_attrs"] = Value::Object(system.clone());
+                }
+                (4, fields)
             }
             Op::Param {
                 trial,

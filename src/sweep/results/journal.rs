@@ -70,6 +70,8 @@ fn trial_ops(dir: &Path, plan: &SearchPlan, row: &TrialRow, id: usize) -> Result
     let mut ops = vec![Op::CreateTrial {
         study: 0,
         start: now(),
+        params: Vec::new(),
+        system: serde_json::Map::new(),
     }];
     ops.extend(param_ops(
         id,

@@ -21,7 +21,7 @@ use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::error::Error;
 use crate::sweep::journal::attrs::{
-    beat, number, paused, BEAT, DRAWN_FROM, NUMBER, PAUSED, REASON, WORKER,
+    beat, number, paused, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER,
 };
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::params::{param_ops, values_of};
@@ -110,10 +110,6 @@ pub fn take(storage: &Mutex<Storage>, study: &Study, beats: &mut Beats) -> Resul
 
 /// The next work of `study` for `worker`, with the operations that claim it.
 fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (Vec<Op>, Work) {
-    let (cut, pending) = cut_short(journal, study, beats);
-    if !cut.is_empty() {
-        return (cut, Work::Wait);
-    }
     let trials = ours(journal, study.id);
     let handed_back = |t: &TrialRecord| t.state == State::Waiting && !paused(t);
     if let Some(&(id, trial)) = trials.iter().find(|(_, t)| handed_back(t)) {
@@ -142,7 +138,7 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
     }
     // Trials still running (another worker's, or this one's in its children) may reach a
     // rung, or need taking over.
-    if any_running || pending {
+    if any_running {
         return (Vec::new(), Work::Wait);
     }
     // Every trial created, none running, none promotable: the paused ones are settled.
@@ -151,46 +147,6 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
         Some(Err(ops)) => (ops, Work::Done),
         None => (Vec::new(), Work::Done),
     }
-}
-
-/// Fails the study's trials whose creation was cut short (a worker killed part-way through
-/// appending them, the rest of its records cut off by the next writer): running, with none of
-/// tidemark's number or owner, no parameter outside the study's keys, and silent past the
-/// grace. No worker can train such a trial, and Optuna would list it as running for good.
-/// Also whether one waits for its grace to pass.
-fn cut_short(journal: &Journal, study: &Study, beats: &mut Beats) -> (Vec<Op>, bool) {
-    let keys: Vec<&str> = study.vary().iter().map(|(k, _)| k.as_str()).collect();
-    let (mut ops, mut pending) = (Vec::new(), false);
-    for &id in &journal.studies[study.id].trials {
-        let t = &journal.trials[id];
-        let orphan = t.state == State::Running
-            && number(t).is_none()
-            && !t.system_attrs.contains_key(WORKER)
-            && t.params.keys().all(|k| keys.contains(&k.as_str()));
-        if !orphan {
-            continue;
-        }
-        if !beats.silent(id, t, study.grace()) {
-            pending = true;
-            continue;
-        }
-        {
-            ops.push(Op::UserAttr {
-                trial: id,
-                key: REASON.into(),
-                value: json!(
-                    "its worker was killed while creating it, before its records were whole"
-                ),
-            });
-            ops.push(Op::State {
-                trial: id,
-                state: State::Fail,
-                values: None,
-                at: now(),
-            });
-        }
-    }
-    (ops, pending)
 }
 
 /// Claims trial `id` for `worker`: back to RUNNING if it waits, owned and beating.
@@ -297,21 +253,19 @@ fn create(
 ) -> (Vec<Op>, Work) {
     let id = journal.trials.len();
     let (trial, drawn_from) = study.trial(number, &history(study, trials));
-    let mut ops = vec![Op::CreateTrial {
-        study: study.id,
-        start: now(),
-    }];
-    ops.extend(param_ops(id, study.vary(), &trial.values));
+    let mut set = param_ops(id, study.vary(), &trial.values);
     let attr = |key: &str, value: Value| Op::SystemAttr {
         trial: id,
         key: key.into(),
         value,
     };
-    ops.push(attr(NUMBER, json!(number)));
+    set.push(attr(NUMBER, json!(number)));
     if let Some(from) = drawn_from {
-        ops.push(attr(DRAWN_FROM, json!(from)));
+        set.push(attr(DRAWN_FROM, json!(from)));
     }
-    ops.extend(owner(id, worker));
+    set.extend(owner(id, worker));
+    // One record: a worker killed while appending leaves the trial whole or not at all.
+    let ops = Op::create_whole(study.id, now(), set);
     (
         ops,
         Work::Train {
