@@ -99,8 +99,10 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         checkpoint: Option<String>,
     },
-    /// Train the config N times in one process, one run after another, and show what each
-    /// run took and what it gave back under the configured memory.clear policy.
+    /// Search the config's [sweep] table: its trials ranked by their monitored value, one at
+    /// a time or in parallel under memory leases, alone or as a worker of a shared study
+    /// (--storage). Without a [sweep] table: train the config N times in one process and show
+    /// what each run took and gave back under memory.clear.
     Sweep {
         /// The TOML config file (with --resume, the sweep's own config.toml if not given).
         #[arg(long, short, value_name = "FILE", required_unless_present = "resume")]

@@ -53,7 +53,13 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
                 }
                 let (dir, rows) = match &args.storage {
                     Some(storage) => {
-                        crate::sweep::work_on_study(kinds, &resolved, &space, storage, observer)?
+                        crate::sweep::work_on_study(kinds, &resolved, &space, storage, observer)
+                            .map_err(|e| match e {
+                                Error::Interrupted => Error::WorkerStopped {
+                                    rejoin: this_command(),
+                                },
+                                e => e,
+                            })?
                     }
                     None => {
                         let shard = shard(args.shard.as_deref(), args.shards)?;
@@ -72,6 +78,7 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
             }
             None => {
                 plain_runs_take_no_shard(&args)?;
+                plain_runs_take_no_storage(&args)?;
                 let runs = args.runs.unwrap_or(5);
                 let (dir, rows) = crate::sweep::sweep(kinds, &resolved, runs, observer)?;
                 (dir, Swept::Runs(rows))
@@ -84,6 +91,35 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
         Swept::Search { rows, .. } => crate::sweep::none_completed(rows).map_or(Ok(()), Err),
         Swept::Runs(_) => Ok(()),
     }
+}
+
+/// This process's command line, as a shell would take it again.
+fn this_command() -> String {
+    let quote = |arg: String| {
+        let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,@+%".contains(c);
+        match !arg.is_empty() && arg.chars().all(plain) {
+            true => arg,
+            false => format!("'{}'", arg.replace('\'', "'\\''")),
+        }
+    };
+    std::env::args().map(quote).collect::<Vec<_>>().join(" ")
+}
+
+/// Refuses `--storage` without a `[sweep]` table: a study is a search's, and the runs of one
+/// config would ignore it.
+fn plain_runs_take_no_storage(args: &SweepArgs) -> Result<(), Error> {
+    let Some(storage) = &args.storage else {
+        return Ok(());
+    };
+    Err(Error::Config(ConfigError {
+        origin: format!("--storage {storage}"),
+        key: None,
+        message: format!(
+            "{} has no [sweep] table, and only a search's trials are shared through a study; \
+             without one, sweep trains --runs N runs of the config in one process",
+            args.path.display()
+        ),
+    }))
 }
 
 /// This process's shard: `--shard`'s, or the scheduler's (Slurm, Kubernetes), or none.

@@ -82,6 +82,16 @@ pub enum Error {
          Trainer::resume on its run directory)"
     )]
     Interrupted,
+    /// SIGINT or SIGTERM stopped a worker of a shared study: its trials were handed back
+    /// (WAITING, each kept its latest checkpoint), for it or any worker to take up.
+    #[error(
+        "stopped by a signal: this worker handed its trials back to the study, each with its \
+         latest checkpoint; rejoin with the same command: {rejoin}"
+    )]
+    WorkerStopped {
+        /// The command that started the worker, to run again.
+        rejoin: String,
+    },
     /// Training could not go on: the loss diverged, loss scaling collapsed, or a hand-written
     /// loop's calls came out of order.
     #[error(transparent)]
@@ -153,7 +163,7 @@ impl Error {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
             Error::Record(RecordError::Corrupt { .. }) => 2,
             Error::Limit(_) | Error::OutOfMemory { .. } => 3,
-            Error::Interrupted => 130,
+            Error::Interrupted | Error::WorkerStopped { .. } => 130,
             Error::Io { .. }
             | Error::Record(RecordError::Io { .. })
             | Error::Device(_)

@@ -48,7 +48,7 @@ pub(super) fn stopped_worker(
     trials: usize,
     keys: &str,
     signal: &str,
-) -> (std::process::ExitStatus, Vec<Replayed>) {
+) -> (std::process::ExitStatus, Vec<Replayed>, String) {
     config(env, trials, 2, keys);
     let vars = [
         ("TIDEMARK_FAILPOINT", format!("step:50:{signal}")),
@@ -60,7 +60,8 @@ pub(super) fn stopped_worker(
     let output = worker(env, "a", "journal.log", &vars)
         .wait_with_output()
         .unwrap();
-    (output.status, replay(env))
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status, replay(env), stderr)
 }
 
 /// `n` workers at once (in `out-0`, `out-1`, ...) on the study in `storage`, each of which
@@ -253,7 +254,7 @@ fn a_killed_worker_s_trial_is_taken_over_from_its_checkpoint_after_the_grace_per
     let env = Env::new();
     // Killed (SIGKILL, by itself) at its 50th optimizer step: in its second trial's second
     // epoch (600 samples, a fifth held out, batches of 32: 15 steps an epoch).
-    let (killed, before) = stopped_worker(&env, 4, "heartbeat = 0.2\ngrace = 1.0", "KILL");
+    let (killed, before, _) = stopped_worker(&env, 4, "heartbeat = 0.2\ngrace = 1.0", "KILL");
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&killed),
         Some(9)
@@ -290,8 +291,15 @@ fn a_stopped_worker_hands_its_trial_back_and_the_next_takes_it_at_once() {
     let env = Env::new();
     // Stopped (SIGTERM, as Ctrl-C's SIGINT) in its second trial's second epoch, with a grace
     // the test would notice: the trial handed back is taken without it.
-    let (stopped, before) = stopped_worker(&env, 3, "heartbeat = 10\ngrace = 600", "TERM");
+    let (stopped, before, said) = stopped_worker(&env, 3, "heartbeat = 10\ngrace = 600", "TERM");
     assert_eq!(stopped.code(), Some(130));
+    // It says how to rejoin its study, not to resume a directory a worker cannot resume.
+    let last = said.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("error: stopped by a signal: this worker handed its trials back")
+            && last.ends_with(" sweep --config study.toml --storage journal.log --out out-a"),
+        "{said}"
+    );
     assert_eq!(before.len(), 2, "{before:?}");
     assert_eq!(before[1].state, 4, "handed back: WAITING");
     assert_eq!(before[1].system["tidemark:worker"], Value::Null);
@@ -414,6 +422,16 @@ fn a_study_refuses_another_search_and_bad_settings() {
     );
     env.run(&["report", "bad.log"])
         .fails_with(2, &["bad.log", "record 2: not JSON"]);
+    // --storage where it cannot apply, and an empty one: refused before anything is written.
+    env.write("plain.toml", SMALL);
+    let plain = env.run(&["sweep", "--config", "plain.toml", "--storage", "p.log"]);
+    plain.fails_with(2, &["--storage p.log: plain.toml has no [sweep] table"]);
+    assert!(!env.path("p.log").exists());
+    let empty = env.run(&["sweep", "--config", "study.toml", "--storage", ""]);
+    empty.fails_with(
+        2,
+        &["error: --storage: an empty path; give a journal file's path"],
+    );
 }
 
 /// A `redis-server` of the test's own on a free port of localhost, stopped on drop; `None`

@@ -117,7 +117,7 @@ fn a_killed_packed_worker_s_children_die_with_it_and_its_trials_are_taken_over()
     // Killed (SIGKILL, by its child) at the 40th optimizer step of its children together:
     // both of its first trials are in their second epoch.
     let keys = format!("{PACKED}\nheartbeat = 0.2\ngrace = 1.0");
-    let (killed, before) = stopped_worker(&env, 4, &keys, "KILL");
+    let (killed, before, _) = stopped_worker(&env, 4, &keys, "KILL");
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&killed),
         Some(9)
@@ -143,7 +143,8 @@ fn a_killed_packed_worker_s_children_die_with_it_and_its_trials_are_taken_over()
 #[test]
 fn a_stopped_packed_worker_hands_every_trial_back() {
     let env = Env::new();
-    let (stopped, before) = stopped_worker(&env, 4, PACKED, "TERM");
+    let (stopped, before, said) = stopped_worker(&env, 4, PACKED, "TERM");
+    assert!(said.contains("rejoin with the same command: "), "{said}");
     assert_eq!(stopped.code(), Some(130));
     // Nothing is left running: each unfinished trial is WAITING, with no owner.
     let waiting: Vec<&Replayed> = before.iter().filter(|t| t.state == 4).collect();

@@ -35,6 +35,15 @@ pub struct Storage {
 impl Storage {
     /// The storage `spec` names (a journal file's path, or `redis://HOST:PORT`), for `worker`.
     pub fn open(spec: &str, worker: &str) -> Result<Storage, Error> {
+        if spec.trim().is_empty() {
+            return Err(Error::Config(ConfigError {
+                origin: "--storage".into(),
+                key: None,
+                message: "an empty path; give a journal file's path (on a filesystem every worker \
+                          reads) or redis://HOST:PORT"
+                    .into(),
+            }));
+        }
         let backend = match spec.split_once("://") {
             Some(("redis", _)) => Backend::Redis(RedisJournal::open(spec)?),
             Some((scheme, _)) => {

@@ -45,12 +45,14 @@ pub fn work(
     check_search(kinds, config, space, None)?;
     let plan = plan_of(space);
     let sweep = format!("{}-sweep", config.run.name);
+    // The storage first: one that cannot be opened leaves no sweep directory behind.
+    let opened = Storage::open(storage, &worker_id())?;
     let dir = shared_dir(&config.run.output_dir.join(sweep), &plan)?;
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
     write_marker(&dir, storage, &config.run.name)?;
-    let storage = Arc::new(Mutex::new(Storage::open(storage, &worker_id())?));
+    let storage = Arc::new(Mutex::new(opened));
     let epochs = config.train.epochs;
     let mut locked = storage.lock().expect("storage");
     let study = Study::join(&mut locked, &config.run.name, space, epochs)?;
