@@ -52,7 +52,7 @@ impl Resume {
     pub(super) fn open(run_dir: &Path, config: &RunConfig, owned: &[&str]) -> Result<Self, Error> {
         check_config(run_dir, config, owned)?;
         let checkpoint = Checkpoint::latest(run_dir)?;
-        checkpoint.verify()?;
+        checkpoint.verify_for(config)?;
         let done = checkpoint.state.epoch;
         // A run stopped after its last checkpoint but before its summary (killed there) is
         // finished by its resume, which trains no epoch; one whose summary says it ended has

@@ -24,6 +24,7 @@ mod picture;
 mod plateau;
 mod prune;
 mod recipe;
+mod refused_resume;
 mod resume;
 mod run_dir;
 mod search;

@@ -8,8 +8,10 @@ use burn::store::{BurnpackStore, ModuleSnapshot};
 
 use super::ranking::{ranked_dir, read_ranking};
 use super::{CheckpointState, MODEL_FILE, SCHEDULE_FILE};
+use crate::config::{RunConfig, ScheduleKind};
 use crate::error::Error;
-use crate::train::decide::Schedule;
+use crate::train::decide::{read_plateau, Schedule, PLATEAU_FILE};
+use crate::train::EMA_FILE;
 
 /// The names in `<run_dir>/checkpoints`: `best` and `latest` first, then the checkpoints in
 /// the order they were written.
@@ -242,6 +244,69 @@ impl Checkpoint {
         burn::optim::record::OptimizerRecord::load(&path)
             .map_err(|e| Error::checkpoint(&path, format!("cannot be read: {e:?}")))?;
         Ok(())
+    }
+
+    /// Reads every file a run under `config` continues from through, so that one missing,
+    /// truncated, corrupt or out of range is found before a resumed run touches anything: the
+    /// model, the optimizer, the schedule (and a plateau's state), the moving average and,
+    /// where `checkpoint.keep_best` ranks the checkpoints, their ranking.
+    pub fn verify_for(&self, config: &RunConfig) -> Result<(), Error> {
+        self.verify()?;
+        let schedule = self.dir.join(SCHEDULE_FILE);
+        if schedule.exists() {
+            burn::optim::lr_scheduler::LrSchedulerRecord::load(&schedule)
+                .map_err(|e| Error::checkpoint(&schedule, format!("cannot be read: {e:?}")))?;
+            if (config.train.schedule.as_ref()).is_some_and(|s| s.kind == ScheduleKind::Plateau) {
+                read_plateau(&self.dir.join(PLATEAU_FILE))?;
+            }
+        }
+        if config.train.ema.is_some() {
+            let path = self.dir.join(EMA_FILE);
+            let mut store = BurnpackStore::from_file(&path);
+            burn::store::ModuleStore::get_all_tensors(&mut store).map_err(|e| {
+                let why = match path.exists() {
+                    true => format!("cannot be read: {e}"),
+                    false => "missing: [train.ema] continues from the checkpoint's average".into(),
+                };
+                Error::checkpoint(&path, why)
+            })?;
+        }
+        if config.checkpoint.keep_best.is_some() {
+            self.ranking_kept()?;
+        }
+        Ok(())
+    }
+
+    /// Whether the run's ranking of its best checkpoints can be trusted to delete by: readable,
+    /// and present wherever checkpoints besides the latest are kept. Nothing is deleted on a
+    /// guess.
+    fn ranking_kept(&self) -> Result<(), Error> {
+        let dir = self.dir.parent().unwrap_or(&self.dir);
+        read_ranking(dir)?;
+        if dir.join(super::ranking::RANKING_FILE).exists() {
+            return Ok(());
+        }
+        let latest = self.dir.file_name().unwrap_or_default();
+        let mut others: Vec<String> = std::fs::read_dir(dir)
+            .map_err(|e| Error::io(dir, e))?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("epoch-") && !n.ends_with(".tmp"))
+            .filter(|n| n.as_str() != latest)
+            .collect();
+        others.sort();
+        if others.is_empty() {
+            return Ok(());
+        }
+        let path = dir.join(super::ranking::RANKING_FILE);
+        Err(Error::checkpoint(
+            &path,
+            format!(
+                "missing, and checkpoint.keep_best would delete the checkpoints it does not \
+                 rank ({}): restore it, or move away the ones not to keep",
+                others.join(", ")
+            ),
+        ))
     }
 
     /// `schedule` continued from the saved state. A checkpoint without one was written before

@@ -11,3 +11,4 @@ mod schedule;
 pub use early_stop::{EarlyStop, EarlyStopState, Verdict};
 pub use keep_best::rank;
 pub use schedule::Schedule;
+pub(crate) use schedule::{read_plateau, PLATEAU_FILE};

@@ -23,6 +23,23 @@ pub struct PlateauState {
     pub scale: f64,
 }
 
+impl PlateauState {
+    /// Why this state cannot be a plateau schedule's (a damaged file), naming the key, or
+    /// `None`: its factor is in (0, 1] (it only drops from 1) and its best value is a number.
+    pub fn invalid(&self) -> Option<String> {
+        if !(self.scale > 0.0 && self.scale <= 1.0) {
+            return Some(format!(
+                "scale = {}: the factor on the configured rate must be in (0, 1]",
+                self.scale
+            ));
+        }
+        match self.best {
+            Some(best) if !best.is_finite() => Some(format!("best = {best}: not a number")),
+            _ => None,
+        }
+    }
+}
+
 /// The decision, with its configuration.
 #[derive(Debug, Clone)]
 pub struct Plateau {

@@ -14,7 +14,7 @@ use burn::optim::lr_scheduler::sequential::SequentialLrSchedulerConfig;
 use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
 use burn::optim::lr_scheduler::{LrSchedulerConfig, LrSchedulerRecord};
 
-use super::plateau::Plateau;
+use super::plateau::{Plateau, PlateauState};
 use crate::config::{defaults, LrRange, PlateauConfig, ScheduleConfig, ScheduleKind, TrainConfig};
 use crate::error::Error;
 
@@ -144,11 +144,7 @@ impl Schedule {
             .map_err(|e| Error::checkpoint(path, format!("cannot be loaded: {e:?}")))?;
         let mut plateau = self.plateau;
         if let Some(plateau) = plateau.as_mut() {
-            let path = path.with_file_name(PLATEAU_FILE);
-            let text = std::fs::read(&path).map_err(|e| Error::checkpoint(&path, e.to_string()))?;
-            let state = crate::record::parse_json(&text)
-                .map_err(|e| Error::checkpoint(&path, format!("not a plateau's state: {e}")))?;
-            plateau.resume(state);
+            plateau.resume(read_plateau(&path.with_file_name(PLATEAU_FILE))?);
         }
         Ok(Self {
             scheduler: self.scheduler.load_record(record),
@@ -160,7 +156,19 @@ impl Schedule {
 }
 
 /// A plateau schedule's state in a checkpoint, beside Burn's record.
-const PLATEAU_FILE: &str = "plateau.json";
+pub(crate) const PLATEAU_FILE: &str = "plateau.json";
+
+/// The plateau schedule's state saved at `path`, checked as a config is: a missing, garbled or
+/// out-of-range file is an error naming it and the key.
+pub(crate) fn read_plateau(path: &Path) -> Result<PlateauState, Error> {
+    let text = std::fs::read(path).map_err(|e| Error::checkpoint(path, e.to_string()))?;
+    let state: PlateauState = crate::record::parse_json(&text)
+        .map_err(|e| Error::checkpoint(path, format!("not a plateau's state: {e}")))?;
+    match state.invalid() {
+        Some(why) => Err(Error::checkpoint(path, why)),
+        None => Ok(state),
+    }
+}
 
 /// Burn's scheduler for the part after the warmup.
 fn decay(schedule: &ScheduleConfig, lr: f64, decay_steps: usize) -> LrSchedulerConfig {

@@ -1,0 +1,97 @@
+//! Check, then change (issue 51): a resume reads every file it will need first, and a refusal
+//! leaves the run byte-for-byte as it was: the plateau schedule's state (garbled, missing, out
+//! of range), the moving average, and the ranking `checkpoint.keep_best` deletes by (garbled,
+//! or missing while it would delete checkpoints it does not list).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::resume::copy_dir;
+use super::{Env, SMALL};
+
+/// Every file under `dir`, by path, with its bytes.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            let path = entry.path();
+            match path.is_dir() {
+                true => todo.push(path),
+                false => {
+                    let name = path.strip_prefix(dir).unwrap().display().to_string();
+                    out.insert(name, std::fs::read(&path).unwrap());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_refused_resume_changes_nothing() {
+    let env = Env::new();
+    let text = SMALL
+        .replace("samples = 1200", "samples = 600")
+        .replace("epochs = 3", "epochs = 4");
+    let config = format!(
+        "{text}\n[train.schedule]\nkind = \"plateau\"\npatience = 1\n[train.ema]\ndecay = 0.9\n\
+         [checkpoint]\nkeep_best = 2\n"
+    );
+    env.write("run.toml", &config);
+    let run = env.run(&["train", "--config", "run.toml", "--quiet"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let done = env.path("runs/small");
+    let latest = std::fs::read_to_string(done.join("checkpoints/latest")).unwrap();
+    let latest = format!("checkpoints/{}", latest.trim());
+    let cases: [(&str, &str, Option<&str>, &str); 6] = [
+        (
+            "plateau garbled",
+            "PLATEAU",
+            Some("{oops"),
+            "not a plateau's state",
+        ),
+        ("plateau missing", "PLATEAU", None, "plateau.json"),
+        (
+            "plateau out of range",
+            "PLATEAU",
+            Some(r#"{"best": 0.5, "wait": 0, "cooldown_left": 0, "scale": -1.0}"#),
+            "scale = -1: the factor on the configured rate must be in (0, 1]",
+        ),
+        ("average missing", "EMA", None, "ema.bpk: missing"),
+        (
+            "ranking garbled",
+            "RANKING",
+            Some("[{"),
+            "not a ranking of checkpoints",
+        ),
+        (
+            "ranking missing",
+            "RANKING",
+            None,
+            "ranking.json: missing, and checkpoint.keep_best would delete the checkpoints",
+        ),
+    ];
+    for (i, (case, file, content, needle)) in cases.into_iter().enumerate() {
+        let copy = env.path(&format!("copy-{i}"));
+        copy_dir(&done, &copy);
+        let path = match file {
+            "PLATEAU" => copy.join(&latest).join("plateau.json"),
+            "EMA" => copy.join(&latest).join("ema.bpk"),
+            _ => copy.join("checkpoints/ranking.json"),
+        };
+        match content {
+            Some(text) => std::fs::write(&path, text).unwrap(),
+            None => std::fs::remove_file(&path).unwrap(),
+        }
+        let before = files(&copy);
+        let dir = copy.display().to_string();
+        let resumed = env.run(&["train", "--resume", &dir, "--set", "train.epochs=5"]);
+        resumed.fails_with(2, &[needle]);
+        assert!(
+            resumed.stderr().contains(&path.display().to_string()),
+            "{case}"
+        );
+        assert!(files(&copy) == before, "{case}: the run changed");
+    }
+}
