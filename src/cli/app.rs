@@ -70,7 +70,11 @@ fn exit_code(outcome: Result<(), Error>) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             // Where stderr is closed, the exit code still says what happened.
-            let _ = writeln!(std::io::stderr(), "error: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: {}",
+                super::terminal::escaped(&e.to_string())
+            );
             e.exit_code()
         }
     }

@@ -27,8 +27,8 @@ pub(super) fn compare(
         eprintln!("== {}", policy.name());
         Box::new(Terminal::new(true))
     })?;
-    println!("{}", crate::compare::table(&rows));
-    println!(
+    outln!("{}", crate::compare::table(&rows));
+    outln!(
         "compare: wrote compare.md, compare.json and compare.svg in {}",
         dir.display()
     );

@@ -21,14 +21,14 @@ pub(super) fn evaluate(
     for (name, value) in &score.metrics {
         figures += &format!(", {name} {}", format_metric(name, *value));
     }
-    println!(
+    outln!(
         "evaluate: {} (checkpoints/{}) on {}, {} samples: {figures}",
         run_dir.display(),
         evaluation.checkpoint,
         evaluation.source(),
         score.samples,
     );
-    println!("wrote {}", run_dir.join("evaluation.json").display());
+    outln!("wrote {}", run_dir.join("evaluation.json").display());
     Ok(())
 }
 
@@ -42,7 +42,7 @@ pub(super) fn predict(
 ) -> Result<(), Error> {
     let run = Trained::open(run_dir, checkpoint.as_deref())?;
     let predictions = kinds.predict(&run, data, out)?;
-    println!(
+    outln!(
         "predict: {} (checkpoints/{}) on {}: {} rows ({}) in {}",
         run_dir.display(),
         run.checkpoint_name,

@@ -19,7 +19,7 @@ pub(super) fn lr_find(
     let found = find(config, sweep, Box::new(Terminal::new(true)), |t| {
         kinds.train(t)
     })?;
-    println!("{}", said(&found));
+    outln!("{}", said(&found));
     Ok(())
 }
 

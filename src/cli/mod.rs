@@ -10,6 +10,21 @@ use crate::config::{self, Override, RunConfig};
 use crate::kinds::Kinds;
 use crate::Error;
 
+/// `println!` to stdout with control characters shown escaped ([`terminal::escaped`]): what a
+/// command prints holds names and paths the user chose.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        println!("{}", $crate::cli::terminal::escaped(&format!($($arg)*)))
+    };
+}
+
+/// `print!`, escaped as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        print!("{}", $crate::cli::terminal::escaped(&format!($($arg)*)))
+    };
+}
+
 mod app;
 mod compare;
 mod inference;
@@ -337,6 +352,6 @@ fn report_run(run_dir: &std::path::Path) -> Result<(), Error> {
     let log = crate::record::read_snapshot_log(&path)?;
     // One that is there but cannot be read is an error, not a run that did not finish.
     let summary = crate::record::RunSummary::read(run_dir)?;
-    print!("{}", crate::report::report(run_dir, (&path, log), summary)?);
+    out!("{}", crate::report::report(run_dir, (&path, log), summary)?);
     Ok(())
 }

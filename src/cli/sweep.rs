@@ -197,8 +197,8 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
     };
     match swept {
         Swept::Runs(rows) => {
-            println!("{}", crate::sweep::table(rows));
-            println!(
+            outln!("{}", crate::sweep::table(rows));
+            outln!(
                 "sweep: {} runs with memory.clear = \"{clear}\"; {}",
                 rows.len(),
                 dir.display()
@@ -211,11 +211,11 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
         } => {
             let width = terminal_width();
             match width {
-                Some(width) => print!(
+                Some(width) => out!(
                     "{}",
                     crate::sweep::compact(rows, (monitor, *mode), dir, width)
                 ),
-                None => print!("{}", crate::sweep::ranking(rows, monitor, *mode, dir)),
+                None => out!("{}", crate::sweep::ranking(rows, monitor, *mode, dir)),
             }
             let count = |status| rows.iter().filter(|r| r.status == status).count();
             let pruned = match count(TrialStatus::Pruned) {
@@ -230,8 +230,8 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
             let place = format!("; {}", dir.display());
             // On a terminal the directory was named above; it goes where it fits.
             match width.is_some_and(|w| line.len() + place.len() > w) {
-                true => println!("{line}"),
-                false => println!("{line}{place}"),
+                true => outln!("{line}"),
+                false => outln!("{line}{place}"),
             }
         }
     }
@@ -251,12 +251,12 @@ fn terminal_width() -> Option<usize> {
 /// from the trials' own summaries; writes the merged `sweep.md` and `sweep.json`.
 pub(super) fn report(dir: &Path) -> Result<(), Error> {
     let (rows, plan) = crate::sweep::merge(dir)?;
-    print!(
+    out!(
         "{}",
         crate::sweep::ranking(&rows, &plan.monitor, plan.mode, dir)
     );
     let count = |status| rows.iter().filter(|r| r.status == status).count();
-    println!(
+    outln!(
         "report: {} trials: {} completed, {} pruned, {} failed, {} not run yet; wrote {}",
         rows.len(),
         count(TrialStatus::Completed),
@@ -303,12 +303,12 @@ pub(super) fn report_study(journal: &Path) -> Result<(), Error> {
             .as_deref()
             .and_then(Path::parent)
             .unwrap_or(Path::new("."));
-        print!(
+        out!(
             "{}",
             crate::sweep::ranking(&study.rows, &study.monitor, study.mode, dir)
         );
         let count = |status| study.rows.iter().filter(|r| r.status == status).count();
-        println!(
+        outln!(
             "report: study {}: {} trials: {} completed, {} running on {} workers, {} pruned, \
              {} failed, {} not run yet",
             study.name,

@@ -101,6 +101,7 @@ impl Terminal {
 
     /// Prints `text` on its own line: above the bar while one is shown.
     pub(super) fn println(&self, text: &str) {
+        let text = &escaped(text);
         match (&self.bar, &self.table) {
             (Some((bar, _)), _) => bar.println(text),
             (None, Some(table)) => table.println(text),
@@ -260,5 +261,28 @@ impl Observer for Terminal {
             ),
         };
         self.println(&line);
+    }
+}
+
+/// `text` with its control characters shown escaped (`\u{1b}`), newlines and tabs kept: a name
+/// or a path from a config or a file is the user's to choose, and the terminal is theirs too.
+pub(super) fn escaped(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c.is_control() && c != '\n' && c != '\t' {
+            true => c.escape_unicode().collect::<Vec<char>>(),
+            false => vec![c],
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod escape_tests {
+    #[test]
+    fn control_characters_are_shown_not_sent() {
+        assert_eq!(super::escaped("a\u{1b}[2Jb\tc\n"), "a\\u{1b}[2Jb\tc\n");
+        assert_eq!(
+            super::escaped("ok: r\u{e9}sum\u{e9}"),
+            "ok: r\u{e9}sum\u{e9}"
+        );
     }
 }

@@ -39,7 +39,7 @@ pub(super) fn train(
         trainer = trainer.resume(run_dir);
     }
     let summary = kinds.train(trainer)?;
-    println!(
+    outln!(
         "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}{}, peak {} in use, {} reserved ({}); {}",
         summary.name,
         summary.epochs,
@@ -57,7 +57,7 @@ pub(super) fn train(
         let kept: Vec<String> = (summary.best_checkpoints.iter().enumerate())
             .map(|(i, r)| format!("best-{} {} ({:.4})", i + 1, r.name, r.value))
             .collect();
-        println!("kept: {}; evaluate --checkpoint best-N", kept.join(", "));
+        outln!("kept: {}; evaluate --checkpoint best-N", kept.join(", "));
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ pub(super) fn validate(kinds: &Kinds, config: ConfigArgs) -> Result<(), Error> {
     if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
         crate::sweep::check_search(kinds, &resolved, &space, None)?;
     }
-    println!("{}: ok", config.config.display());
-    print!("{}", config::to_toml(&resolved));
+    outln!("{}: ok", config.config.display());
+    out!("{}", config::to_toml(&resolved));
     Ok(())
 }

@@ -246,3 +246,24 @@ fn offload_to_the_host_on_flex_is_refused_before_the_run_directory() {
     );
     assert!(!env.path("runs").exists(), "nothing was written");
 }
+
+/// A name is the user's to choose, and the terminal is theirs too: a `run.name` holding an
+/// escape sequence that clears the screen is shown escaped, on stdout and stderr alike.
+#[test]
+fn control_characters_in_a_name_are_shown_escaped() {
+    let env = Env::new();
+    let config = SMALL
+        .replace("name = \"small\"", "name = \"a\\u001b[2Jb\"")
+        .replace("epochs = 3", "epochs = 1");
+    env.write("esc.toml", &config);
+    let run = env.run(&["train", "--config", "esc.toml"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    for text in [run.stdout(), run.stderr()] {
+        assert!(!text.contains('\u{1b}'), "{text}");
+    }
+    assert!(
+        run.stdout().contains("a\\u{1b}[2Jb: 1 epochs"),
+        "{}",
+        run.stdout()
+    );
+}

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::Env;
 
 /// Every file under `dir`, with its bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(super) fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -3,30 +3,9 @@
 //! of range), the moving average, and the ranking `checkpoint.keep_best` deletes by (garbled,
 //! or missing while it would delete checkpoints it does not list).
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
+use super::lr_find::files;
 use super::resume::copy_dir;
 use super::{Env, SMALL};
-
-/// Every file under `dir`, by path, with its bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(at) = todo.pop() {
-        for entry in std::fs::read_dir(&at).unwrap().flatten() {
-            let path = entry.path();
-            match path.is_dir() {
-                true => todo.push(path),
-                false => {
-                    let name = path.strip_prefix(dir).unwrap().display().to_string();
-                    out.insert(name, std::fs::read(&path).unwrap());
-                }
-            }
-        }
-    }
-    out
-}
 
 #[test]
 fn a_refused_resume_changes_nothing() {
