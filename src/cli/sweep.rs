@@ -228,13 +228,24 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
                 count(TrialStatus::Failed),
             );
             let place = format!("; {}", dir.display());
-            // On a terminal the directory was named above; it goes where it fits.
-            match width.is_some_and(|w| line.len() + place.len() > w) {
-                true => outln!("{line}"),
-                false => outln!("{line}{place}"),
-            }
+            outln!("{}", last_line(&line, &place, width));
         }
     }
+}
+
+/// A search's last line: `line` and the sweep directory's `place`, on a terminal of `width`
+/// columns without the place where it does not fit (the compact ranking named it) and cut to
+/// the width, as every line of a search's end is; piped, whole.
+fn last_line(line: &str, place: &str, width: Option<usize>) -> String {
+    let Some(width) = width else {
+        return format!("{line}{place}");
+    };
+    let whole = format!("{line}{place}");
+    let shown = match console::measure_text_width(&whole) <= width {
+        true => whole,
+        false => line.to_string(),
+    };
+    console::truncate_str(&shown, width.max(1), "…").into_owned()
 }
 
 /// The width of the terminal stdout is, if it is one: a search's end is then the compact
@@ -328,4 +339,27 @@ pub(super) fn report_study(journal: &Path) -> Result<(), Error> {
 /// device, quiet, in its child process.
 pub(super) fn trial(kinds: &Kinds, launch: &Path) -> Result<(), Error> {
     crate::sweep::trial_child(kinds, launch, Box::new(Terminal::new(true))).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_line;
+
+    #[test]
+    fn a_search_s_last_line_fits_the_terminal() {
+        let line = "sweep: 40 trials (0 failed) with memory.clear = \"between_runs\"";
+        let place = "; runs/p-sweep";
+        assert_eq!(last_line(line, place, None), format!("{line}{place}"));
+        assert_eq!(last_line(line, place, Some(200)), format!("{line}{place}"));
+        assert_eq!(last_line(line, place, Some(70)), line);
+        for width in [1, 40] {
+            let cut = last_line(line, place, Some(width));
+            assert_eq!(console::measure_text_width(&cut), width, "{cut}");
+            assert!(cut.ends_with('…'), "{cut}");
+        }
+        // Wide characters count by the columns they take.
+        let wide = "; runs/\u{6a21}\u{578b}\u{6a21}\u{578b}-sweep";
+        let cut = last_line(line, wide, Some(75));
+        assert!(console::measure_text_width(&cut) <= 75, "{cut}");
+    }
 }
