@@ -216,14 +216,15 @@ fn running_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
     })
 }
 
-/// The grid two at a time, eight epochs a trial, started in the background. Five times the
+/// The grid two at a time, eight epochs a trial, started in the background. Fifteen times the
 /// small config's data, so that a trial runs for a while after its first checkpoint (with
-/// Burn optimized in the test build, the small config's whole search takes about a second).
+/// Burn optimized in the test build, the small config's whole search takes about a second;
+/// at five times, a loaded CI machine once saw the whole search end between two looks).
 fn search_of_eight_epochs(env: &Env) -> std::process::Child {
     env.write("grid.toml", &grid("parallel = 2"));
     std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(["sweep", "--config", "grid.toml", "--set", "train.epochs=8"])
-        .args(["--set", "data.samples=6000"])
+        .args(["--set", "data.samples=18000"])
         .current_dir(env.path("."))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
