@@ -77,8 +77,7 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
                 )
             }
             None => {
-                plain_runs_take_no_shard(&args)?;
-                plain_runs_take_no_storage(&args)?;
+                plain_runs_take_no_search_flag(&args)?;
                 let runs = args.runs.unwrap_or(5);
                 let (dir, rows) = crate::sweep::sweep(kinds, &resolved, runs, observer)?;
                 (dir, Swept::Runs(rows))
@@ -105,23 +104,6 @@ fn this_command() -> String {
     std::env::args().map(quote).collect::<Vec<_>>().join(" ")
 }
 
-/// Refuses `--storage` without a `[sweep]` table: a study is a search's, and the runs of one
-/// config would ignore it.
-fn plain_runs_take_no_storage(args: &SweepArgs) -> Result<(), Error> {
-    let Some(storage) = &args.storage else {
-        return Ok(());
-    };
-    Err(Error::Config(ConfigError {
-        origin: format!("--storage {storage}"),
-        key: None,
-        message: format!(
-            "{} has no [sweep] table, and only a search's trials are shared through a study; \
-             without one, sweep trains --runs N runs of the config in one process",
-            args.path.display()
-        ),
-    }))
-}
-
 /// This process's shard: `--shard`'s, or the scheduler's (Slurm, Kubernetes), or none.
 fn shard(flag: Option<&str>, shards: Option<usize>) -> Result<Option<Shard>, Error> {
     match flag {
@@ -130,32 +112,23 @@ fn shard(flag: Option<&str>, shards: Option<usize>) -> Result<Option<Shard>, Err
     }
 }
 
-/// Refuses `--shard`, `--shards` and `--parallel` without a `[sweep]` table: the runs of one
-/// config are not split, so every shard of a cluster's array would train every run, and they
-/// run one after another.
-fn plain_runs_take_no_shard(args: &SweepArgs) -> Result<(), Error> {
-    let flag = match (&args.shard, args.shards, args.parallel) {
-        (Some(text), _, _) => format!("--shard {text}"),
-        (None, Some(n), _) => format!("--shards {n}"),
-        (None, None, Some(n)) => {
-            return Err(Error::Config(ConfigError {
-                origin: format!("--parallel {n}"),
-                key: None,
-                message: format!(
-                    "{} has no [sweep] table, and only a search's trials run in parallel; \
-                     without one, sweep trains --runs N runs of the config one after another",
-                    args.path.display()
-                ),
-            }))
-        }
-        (None, None, None) => return Ok(()),
+/// Refuses `--shard`, `--shards`, `--parallel` and `--storage` without a `[sweep]` table: the
+/// runs of one config are not split, run one after another, and share no study, so every shard
+/// of a cluster's array or every worker would train every run.
+fn plain_runs_take_no_search_flag(args: &SweepArgs) -> Result<(), Error> {
+    let (flag, only) = match (&args.shard, args.shards, args.parallel, &args.storage) {
+        (Some(text), ..) => (format!("--shard {text}"), "are split into shards"),
+        (None, Some(n), ..) => (format!("--shards {n}"), "are split into shards"),
+        (None, None, Some(n), _) => (format!("--parallel {n}"), "run in parallel"),
+        (None, None, None, Some(s)) => (format!("--storage {s}"), "are shared through a study"),
+        (None, None, None, None) => return Ok(()),
     };
     Err(Error::Config(ConfigError {
         origin: flag,
         key: None,
         message: format!(
-            "{} has no [sweep] table, and only a search's trials are split into shards; \
-             without one, sweep trains --runs N runs of the config in one process",
+            "{} has no [sweep] table, and only a search's trials {only}; without one, sweep \
+             trains --runs N runs of the config one after another in one process",
             args.path.display()
         ),
     }))

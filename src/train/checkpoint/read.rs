@@ -291,7 +291,7 @@ impl Checkpoint {
             .map_err(|e| Error::io(dir, e))?
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("epoch-") && !n.ends_with(".tmp"))
+            .filter(|n| (n.starts_with("epoch-") || n.starts_with("step-")) && !n.ends_with(".tmp"))
             .filter(|n| n.as_str() != latest)
             .collect();
         others.sort();
