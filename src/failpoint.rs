@@ -2,8 +2,8 @@
 //! nothing (`tests/cli/kill_anywhere.rs`). Inert unless `TIDEMARK_FAILPOINT` is set, and then
 //! one comparison of a name per moment passed.
 //!
-//! `TIDEMARK_FAILPOINT=NAME:N:SIGNAL` sends SIGNAL (`KILL` or `TERM`) to the search's process
-//! the `N`-th time any process of the search passes moment `NAME`: from a trial's child, the
+//! `TIDEMARK_FAILPOINT=NAME:N:SIGNAL` sends SIGNAL (`KILL`, `TERM` or `STOP`) to the search's
+//! process the `N`-th time any process of the search passes moment `NAME`: from a trial's child, the
 //! search that started it (`TIDEMARK_SEARCH_PID`); otherwise this process. The passes are
 //! counted in the file `TIDEMARK_FAILPOINT_COUNT` (one byte appended per pass, under a lock),
 //! so that the count spans the search and its children.
@@ -14,6 +14,10 @@
 //! (before a run's `summary.json`), `summarised` (after it), `ended` (after the search
 //! recorded a trial's end, before its next decision), `results` (before `sweep.json`) and
 //! `append` (half-way through writing a record to a study's journal file).
+//!
+//! `STOP` holds a process still where it stands: `scripts/gpu-peers.sh` stops a run at
+//! `summary`, after its memory was released, to read what the GPU's driver says the process
+//! still holds, then continues it with SIGCONT.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -44,6 +48,7 @@ fn parse() -> Option<Armed> {
     let signal = match signal {
         "KILL" => Signal::SIGKILL,
         "TERM" => Signal::SIGTERM,
+        "STOP" => Signal::SIGSTOP,
         _ => return None,
     };
     Some(Armed {

@@ -54,6 +54,7 @@ impl MemoryMeter {
     /// how a device reports an earlier failure (out-of-memory on CUDA arrives here), so it is
     /// returned, not ignored.
     pub fn read(&mut self) -> Result<MemoryUsage, ExecutionError> {
+        super::synced();
         self.device.sync()?;
         let mut usage = match self.source {
             MemorySource::Host => host_usage(),
@@ -79,6 +80,7 @@ impl MemoryMeter {
                 }
             }
             MemorySource::CubeclPool => {
+                super::read_pools();
                 let pool = device_pool_figures(&self.device).unwrap_or_default();
                 self.window_peak = self.window_peak.max(pool.in_use);
                 MemoryUsage {
@@ -92,10 +94,15 @@ impl MemoryMeter {
         }
     }
 
-    /// Closes the step window (its peak still counts for the epoch) and opens a new one at
-    /// the current figure.
+    /// Closes the step window (its peak still counts for the epoch) and opens a new one: at
+    /// the current figure on the host; on pools, at the first figure read in it.
     pub fn begin_window(&mut self) {
-        let peak = self.observe().peak_bytes_in_use;
+        let peak = match self.source {
+            MemorySource::Host => self.observe().peak_bytes_in_use,
+            // A pool reading waits for the device's thread: the closing window's peak is the
+            // highest figure read in it.
+            MemorySource::CubeclPool => self.window_peak,
+        };
         self.epoch_peak = self.epoch_peak.max(peak);
         self.open_window();
     }
@@ -121,10 +128,9 @@ impl MemoryMeter {
     fn open_window(&mut self) {
         match self.source {
             MemorySource::Host => reset_host_peak(),
-            MemorySource::CubeclPool => {
-                self.window_peak = 0;
-                self.observe();
-            }
+            // The new window's peak is the highest figure read in it, from its first reading
+            // on: opening it reads nothing.
+            MemorySource::CubeclPool => self.window_peak = 0,
         }
     }
 }

@@ -8,6 +8,7 @@ mod growth;
 mod host;
 mod json;
 mod observer;
+mod pace;
 mod search_status;
 mod snapshots;
 mod summary;
@@ -19,6 +20,7 @@ pub use growth::{check_growth, GrowthAlarm, GrowthWatch};
 pub use host::host_name;
 pub use json::{parse_json, read_json, write_json, JsonError};
 pub use observer::{EpochProgress, Observer, Silent, Warning};
+pub use pace::Pace;
 pub use search_status::{RunningTrial, SearchStatus};
 pub use snapshots::{
     as_it_stands, current_epochs, read_snapshot_log, read_snapshots, write_atomic, Event, Retained,

@@ -165,6 +165,7 @@ impl MetricSums {
 /// Reads a one-element tensor. Reads are where a device reports earlier failures, an
 /// out-of-memory among them.
 pub(crate) fn read(tensor: Tensor<1>) -> Result<f64, ExecutionError> {
+    crate::memory::synced();
     let data = tensor.try_into_data()?.convert::<f64>();
     let value = data.iter::<f64>().next().unwrap_or(f64::NAN);
     Ok(value)

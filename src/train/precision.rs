@@ -178,7 +178,10 @@ impl MixedPrecision {
         };
         model.visit(&mut unscale);
         let finite = match unscale.non_finite {
-            Some(flag) => !flag.try_into_data()?.iter::<bool>().any(|b| b),
+            Some(flag) => {
+                crate::memory::synced();
+                !flag.try_into_data()?.iter::<bool>().any(|b| b)
+            }
             None => true,
         };
         Ok(if scaler.update(finite) {

@@ -263,6 +263,29 @@ fn limit_trips_on_pool_figures() {
 }
 
 #[test]
+fn a_step_reads_the_pools_only_where_the_limit_asks() {
+    if !adapter_or_skip("a_step_reads_the_pools_only_where_the_limit_asks") {
+        return;
+    }
+    let env = Env::new();
+    env.write("pool.toml", POOL);
+    // A pool reading waits for the device's thread. Without a limit a step reads twice: its
+    // passes' figure before the update, and the update's after it. A limit (one no step
+    // reaches) checks each backward pass too: once more with one micro-batch a step.
+    for (name, extra, reads) in [
+        ("growth", None, 2.0),
+        ("limited", Some("memory.limit=\"8GiB\""), 3.0),
+    ] {
+        let mut args = vec![];
+        args.extend(extra.map(|set| ["--set", set]).into_iter().flatten());
+        let (run, snaps) = pool_run(&env, name, &args);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let pace = &event(&snaps, "epoch")["pace"];
+        assert_eq!(num(pace, "memory_reads_per_step"), reads, "{name}: {pace}");
+    }
+}
+
+#[test]
 fn between_runs_returns_the_pools_to_baseline_and_never_keeps_them() {
     if !adapter_or_skip("between_runs_returns_the_pools_to_baseline_and_never_keeps_them") {
         return;

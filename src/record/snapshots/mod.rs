@@ -98,6 +98,9 @@ pub struct Snapshot {
     /// (see [`StepTrace`](super::trace::StepTrace)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepSample>>,
+    /// Epoch events: the steps' times and their waits for the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<super::Pace>,
     /// Samples per micro-batch at this point (changes when a limit shrinks it).
     pub micro_batch: usize,
     /// Micro-batches per optimizer step at this point.
@@ -140,6 +143,7 @@ impl Snapshot {
             clipped_steps: None,
             breakdown: None,
             steps: None,
+            pace: None,
             micro_batch: 1,
             accumulation_steps: 1,
             action: None,

@@ -25,6 +25,7 @@ pub(in crate::train) struct StepFigures {
     samples_per_sec: f64,
     clipped: u64,
     skipped: u64,
+    pace: Option<crate::record::Pace>,
 }
 
 /// An epoch ended.
@@ -44,6 +45,7 @@ impl<M: Module> Learner<M> {
         (epoch, step): (usize, usize),
     ) -> Result<StepFigures, Error> {
         let clipped = tally.clipped()?;
+        let pace = tally.step_pace();
         let samples = tally.sums.samples();
         let timed = (samples - tally.restored_samples) as f64;
         let samples_per_sec = timed / tally.started.elapsed().as_secs_f64().max(1e-9);
@@ -59,6 +61,7 @@ impl<M: Module> Learner<M> {
             samples_per_sec,
             clipped,
             skipped: tally.skipped,
+            pace,
         })
     }
 
@@ -120,6 +123,7 @@ impl<M: Module> Learner<M> {
         }
         figures.samples_per_sec = figures.samples_per_sec.or(Some(trained.samples_per_sec));
         figures.lr = figures.lr.or(Some(self.schedule.current()));
+        figures.pace = figures.pace.or(trained.pace);
         let scale = (self.precision.scaler()).map(|s| (s.scale(), trained.skipped));
         figures.loss_scale = figures.loss_scale.or(scale);
         figures.clipped_steps = figures.clipped_steps.or(self.clip.map(|_| trained.clipped));

@@ -80,6 +80,7 @@ impl<M: Module> Learner<M> {
         // The update allocates too (optimizer state on the first step).
         guard.after_step(at.epoch, at.step)?;
         tally.steps += 1;
+        tally.step_ended();
         stats.steps = at.step;
         tally.sums.merge(accumulated.sums);
         guard.recorder_mut().step_done(at.epoch, tally.steps);

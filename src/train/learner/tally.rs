@@ -6,7 +6,8 @@ use std::time::Instant;
 use burn::tensor::{Device, Tensor};
 
 use crate::error::Error;
-use crate::record::EpochProgress;
+use crate::memory::DeviceCounts;
+use crate::record::{EpochProgress, Pace};
 use crate::task::metrics::read;
 use crate::task::MetricSums;
 use crate::train::checkpoint::CheckpointState;
@@ -27,6 +28,12 @@ pub(in crate::train) struct Tally {
     /// Steps the epoch had done before a resume inside it.
     pub(in crate::train) restored_steps: usize,
     pub(in crate::train) started: Instant,
+    /// Each step's milliseconds in this process, in order, and when the last one ended.
+    step_ms: Vec<f64>,
+    last_step_end: Instant,
+    /// The process's device counts when the epoch started, and when its last step ended.
+    counts_at_start: DeviceCounts,
+    counts_at_last_step: DeviceCounts,
 }
 
 impl Default for Tally {
@@ -47,7 +54,26 @@ impl Tally {
             restored_samples: 0,
             restored_steps: 0,
             started: Instant::now(),
+            step_ms: Vec::new(),
+            last_step_end: Instant::now(),
+            counts_at_start: DeviceCounts::now(),
+            counts_at_last_step: DeviceCounts::now(),
         }
+    }
+
+    /// Marks a step's end: its time since the step before it (or the epoch's start).
+    pub(in crate::train) fn step_ended(&mut self) {
+        let now = Instant::now();
+        self.step_ms
+            .push((now - self.last_step_end).as_secs_f64() * 1e3);
+        self.last_step_end = now;
+        self.counts_at_last_step = DeviceCounts::now();
+    }
+
+    /// The pace of the epoch's steps in this process (`None` before its first).
+    pub(in crate::train) fn step_pace(&self) -> Option<Pace> {
+        let counts = self.counts_at_last_step.since(self.counts_at_start);
+        Pace::of(&self.step_ms, counts.syncs, counts.memory_reads)
     }
 
     /// The tally of the epoch a checkpoint inside it (`state`) stopped in: its figures so far

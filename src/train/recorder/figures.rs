@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::config::Monitor;
 use crate::memory::Footprint;
-use crate::record::Snapshot;
+use crate::record::{Pace, Snapshot};
 
 /// An epoch's figures for its snapshot.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -25,6 +25,8 @@ pub struct EpochFigures {
     pub metrics: BTreeMap<String, f64>,
     /// What the run's tensors hold by kind, for the snapshot's `breakdown`.
     pub footprint: Option<Footprint>,
+    /// The steps' times and waits for the device, for the snapshot's `pace`.
+    pub pace: Option<Pace>,
 }
 
 impl EpochFigures {
@@ -50,6 +52,7 @@ impl EpochFigures {
         s.samples_per_sec = self.samples_per_sec;
         s.lr = self.lr;
         s.clipped_steps = self.clipped_steps;
+        s.pace = self.pace;
         if let Some((scale, skipped)) = self.loss_scale {
             s.loss_scale = Some(scale);
             s.skipped_steps = Some(skipped);
