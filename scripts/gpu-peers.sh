@@ -111,9 +111,14 @@ tidemark_row() {
   done
   wait "$pid"
   local code=$?
-  python3 - "$out/runs/$name" "$workload" "$mode" "$precision" "$code" "$nvml" "$backend" >>"$rows" <<'PY'
+  # A precision the device lacks (bf16 on lavapipe) is refused before the run: not a failure.
+  local refused=""
+  if [ "$code" -eq 2 ] && grep -q 'is not supported by the' "$out/runs/$name.log"; then
+    refused=$(grep -o 'train.precision = .*' "$out/runs/$name.log" | head -1); code=0
+  fi
+  python3 - "$out/runs/$name" "$workload" "$mode" "$precision" "$code" "$nvml" "$backend" "$refused" >>"$rows" <<'PY'
 import json, sys
-run, workload, mode, precision, code, nvml, backend = sys.argv[1:]
+run, workload, mode, precision, code, nvml, backend, refused = sys.argv[1:]
 row = {"workload": workload, "impl": f"tidemark-{mode}", "precision": precision, "device": backend}
 try:
     lines = [json.loads(l) for l in open(f"{run}/snapshots.jsonl")]
@@ -121,7 +126,9 @@ except OSError:
     lines = []
 epochs = [s for s in lines if s["event"] == "epoch"]
 end = [s for s in lines if s["event"] == "run_end"]
-if code != "0" or len(epochs) < 2:
+if refused:
+    row["skipped"] = refused
+elif code != "0" or len(epochs) < 2:
     row["error"] = f"exit {code}, {len(epochs)} epochs: see {run}.log"
 else:
     first, second = epochs[0]["pace"], epochs[-1]["pace"]

@@ -41,6 +41,9 @@ def main():
     for r in rows:
         who = NAMES.get(r["impl"], r["impl"])
         precision = r.get("precision") or ("bf16" if r["impl"] == "torch-bf16" else "f32")
+        if "skipped" in r:
+            print(f"| {r['workload']} | {who} | {precision} | not run: {r['skipped']} |")
+            continue
         if "error" in r:
             print(f"| {r['workload']} | {who} | {precision} | failed: {r['error']} |")
             continue

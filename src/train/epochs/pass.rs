@@ -100,7 +100,7 @@ impl<T: Task> Epochs<'_, T> {
         if report {
             run.last_report = Instant::now();
             // The loss read has waited for the device already.
-            let in_use = self.guard.in_use()?;
+            let in_use = self.guard.in_use_after_read();
             let progress = EpochProgress {
                 epoch: at.epoch,
                 epochs: self.config.train.epochs,

@@ -123,7 +123,8 @@ impl<M: Module + 'static> HandLoop<M> {
             steps,
             loss,
             lr: Some(self.learner.schedule.current()),
-            bytes_in_use: Some(self.guard.in_use()?),
+            // The step's loss was read: the device has waited already.
+            bytes_in_use: Some(self.guard.in_use_after_read()),
             limit_bytes: self.guard.limit_bytes(),
             ..(self.tally).pace(steps, epochs.saturating_sub(at.epoch))
         };
