@@ -159,10 +159,18 @@ impl FitTarget {
         p.reading.start + p.reading.state_to_come + self.gradients(factor)
     }
 
+    /// What `p`'s figure holds beyond its peak in use: on pools, the pages its allocations
+    /// were rounded up to (0 on the host, whose figure is what is in use).
+    fn slack(p: &FitProbe) -> u64 {
+        held(&p.reading.window)
+            .0
+            .saturating_sub(p.reading.window.peak_bytes_in_use)
+    }
+
     /// The peak predicted for a step at `factor` from `probes`: what grows with the
     /// micro-batch (activations, the batch) on a line between the nearest probes below and
     /// above it, or through the two largest below it (never falling), or in proportion from a
-    /// single one.
+    /// single one (its pool pages' rounding carried as it is).
     fn predict(&self, probes: &[FitProbe], factor: usize) -> u64 {
         let m = self.batch.div_ceil(factor);
         let grows = |p: &FitProbe| p.peak.saturating_sub(self.fixed(p, p.factor)) as f64;
@@ -179,7 +187,10 @@ impl FitTarget {
                 let slope = (grows(b) - grows(a)) / (b.micro_batch as f64 - ma);
                 grows(a) + slope.max(0.0) * (m - ma)
             }
-            None => grows(a) * m / ma,
+            // From one probe, what it holds in use past the fixed part grows in proportion;
+            // the pages it reserved past that are one page's rounding, not a sample's worth
+            // (at a micro-batch of one on pools they are most of the figure).
+            None => (grows(a) - Self::slack(a) as f64).max(0.0) * m / ma + Self::slack(a) as f64,
         };
         self.fixed(a, factor) + grown.max(0.0).ceil() as u64
     }

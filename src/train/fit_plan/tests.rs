@@ -153,3 +153,43 @@ fn a_probe_passes_the_target_by_its_figure_with_the_state_to_come() {
     assert!(!t.passed(&window, 0));
     assert!(t.passed(&window, 8 * MIB));
 }
+
+#[test]
+fn one_probe_on_pools_does_not_scale_its_pages_with_the_micro_batch() {
+    // As a search's child on wgpu read it: at a micro-batch of one a step reserves 8 MiB of
+    // pool pages with little in use; the lease leaves 10 MiB. Scaling the whole figure from
+    // that one probe predicted that two samples need 16 MiB, and the trial trained at a
+    // micro-batch of one, 64 times the steps. What is in use grows; the pages' rounding not.
+    let t = FitTarget {
+        source: MemorySource::CubeclPool,
+        ..target(11 * MIB, 64, 1)
+    };
+    let mut probe = |micro_batch: usize, _| {
+        let in_use = 2 * MIB + MIB + (micro_batch as u64) * (16 << 10);
+        Ok(Reading {
+            window: MemoryUsage {
+                bytes_in_use: 2 * MIB,
+                bytes_reserved: (8 * MIB).max(in_use.next_multiple_of(2 * MIB)),
+                peak_bytes_in_use: in_use,
+                bytes_padding: 0,
+                source: MemorySource::CubeclPool,
+            },
+            start: 2 * MIB,
+            state_to_come: 0,
+            stopped: false,
+        })
+    };
+    let probes = t.probe_halves(&mut probe).unwrap();
+    let sizes: Vec<usize> = probes.iter().map(|p| p.micro_batch).collect();
+    assert_eq!(
+        sizes,
+        [1, 4, 16, 64],
+        "{:?}",
+        probes.iter().map(|p| p.peak).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        t.choose(&probes, 0).unwrap().0,
+        1,
+        "the configured micro-batch fits"
+    );
+}
