@@ -5,22 +5,15 @@ use super::{Breach, MemoryGuard};
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
+use crate::memory::MemoryUsage;
 use crate::memory::{Action, Layout};
 use crate::memory::{Breakdown, Footprint, PeakPhase};
-use crate::memory::{MemorySource, MemoryUsage};
 
 impl MemoryGuard {
     /// Looks at memory inside step `step` of `epoch`, after a backward pass: a breach of the
     /// limit stops the step. The figure counts as the backward passes' peak (the breakdown's
     /// `phase`).
-    ///
-    /// On CubeCL pools without a limit nothing is checked and nothing is read: a reading
-    /// waits for the device's thread, and the passes' figure is read before the update.
     pub(super) fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
-        let pools = self.control.source() == MemorySource::CubeclPool;
-        if pools && self.control.limit_bytes().is_none() {
-            return Ok(());
-        }
         let usage = self.control.meter().observe();
         self.rec
             .step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
