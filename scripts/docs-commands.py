@@ -54,6 +54,8 @@ NOT_RUN = [
      "unoptimized as CI builds them, spends about 5 minutes compiling and autotuning its kernels "
      "(278 s for 2 epochs, 196 s for 1 of 512 samples); CI's test eager_and_fused_execution_agree "
      "trains the same build with device.execution = \"fused\" and checks summary.json says so"),
+    (r"^scripts/gpu-peers\.sh", "needs PyTorch and JAX (a 5.9 GB venv, 165 s to install) or a "
+     "CUDA device; CI's own step runs the script's tidemark half on flex"),
     (r"^scripts/optuna-check\.sh", "CI's own step runs it (it installs Optuna in a venv)"),
     (r"^scripts/tensorboard-check\.sh", "CI's own step runs it (it installs TensorBoard in a venv)"),
     (r"^scripts/tensorboard-reads\.py", "needs TensorBoard's Python package; "

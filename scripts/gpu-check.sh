@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU runbook for tidemark: on a machine with an NVIDIA GPU, build with `--features cuda`, run
+# GPU runbook for tidemark (docs/gpu-results.md; on a lent GPU run scripts/gpu-peers.sh first):
+# on a machine with an NVIDIA GPU, build with `--features cuda`, run
 # the memory policies on CUDA, and write every command and its output to one results file.
 #
 #   scripts/gpu-check.sh [--out FILE]   # on a GPU machine (driver installed; no CUDA toolkit needed)

@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     --python) python="${2:?--python needs a program}"; shift ;;
     --no-peers) python="" ;;
     --out) out="$(realpath -m "${2:?--out needs a folder}")"; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "gpu-peers: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift

@@ -141,7 +141,8 @@ def run_torch(workload, impl, feed, steps, device):
     if cuda:
         out["peak_in_use"] = torch.cuda.max_memory_allocated()
         out["peak_reserved"] = torch.cuda.max_memory_reserved()
-        del model, opt, forward
+        # The step holds the model and the optimizer too: release it with them.
+        del model, opt, forward, step
         gc.collect()
         torch.cuda.empty_cache()
         torch.cuda.synchronize()
@@ -240,7 +241,7 @@ def run_jax(workload, feed, steps, device):
         out["peak_in_use"] = stats.get("peak_bytes_in_use")
         out["peak_reserved"] = stats.get("peak_pool_bytes", stats.get("peak_bytes_in_use"))
         held.clear()
-        del params, state, zeros
+        del params, state, zeros, step, train_step
         jax.clear_caches()
         gc.collect()
         for array in jax.live_arrays():

@@ -33,7 +33,8 @@ def main():
     if len(sys.argv) > 2:
         for line in open(sys.argv[2]):
             print(f"<!-- {line.strip()} -->")
-    gpu = any(r.get("device") == "cuda" for r in rows)
+    # Device memory where a row ran on a device with pools (CUDA, wgpu); host RSS otherwise.
+    gpu = any(r.get("device") in ("cuda", "wgpu") for r in rows)
     memory = "peak in use / reserved, MiB" if gpu else "peak (host RSS), MiB"
     after = " | pools after release, MiB | NVML after release, MiB" if gpu else ""
     print(f"| workload | who | precision | ms/step (median) | first step, ms | syncs / reads per step | {memory}{after} |")
