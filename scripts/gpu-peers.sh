@@ -17,6 +17,9 @@
 #                peers warm up this many after their first step and time the next N
 #   --python     the Python holding torch and jax (default: python3); --no-peers: none
 #   --out        where rows.jsonl, table.md and the runs go (default: gpu-peers-DATE)
+#   --fused-only only the fused rows (with --fused-bin): a fused run's first epoch autotunes
+#                its kernels, 40 s to over 2 minutes a row on an H200, so the runbook gives
+#                them a call of their own (docs/gpu-results.md)
 #
 # Each row's figures: the median synchronised step (tidemark with run.log_every_steps = 1,
 # which reads every step's loss; the peers read theirs), the first step (compiling), the
@@ -32,6 +35,7 @@ fused=""
 steps=50
 workloads="w1,mlp4k,cnn"
 python=python3
+fused_only=0
 out="gpu-peers-$(date +%Y%m%d-%H%M%S)"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,13 +46,15 @@ while [ $# -gt 0 ]; do
     --workloads) workloads="${2:?--workloads needs a list}"; shift ;;
     --python) python="${2:?--python needs a program}"; shift ;;
     --no-peers) python="" ;;
+    --fused-only) fused_only=1 ;;
     --out) out="$(realpath -m "${2:?--out needs a folder}")"; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "gpu-peers: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
 done
 case "$steps" in ''|*[!0-9]*|0) echo "gpu-peers: --steps $steps: give a whole number above 0" >&2; exit 2 ;; esac
+[ "$fused_only" -eq 0 ] || [ -n "$fused" ] || { echo "gpu-peers: --fused-only needs --fused-bin" >&2; exit 2; }
 out="$(realpath -m "$out")"
 cd "$(dirname "$0")/.."
 script_dir="$PWD/scripts"
@@ -56,14 +62,14 @@ if [ -z "$backend" ]; then
   if nvidia-smi -L >/dev/null 2>&1; then backend=cuda; else backend=flex; fi
 fi
 case "$backend" in cuda|wgpu|flex) ;; *) echo "gpu-peers: --backend $backend: cuda, wgpu or flex" >&2; exit 2 ;; esac
-if [ -z "$bin" ]; then
+if [ -z "$bin" ] && [ "$fused_only" -eq 0 ]; then
   features=""
   [ "$backend" = flex ] || features="--features $backend"
   # shellcheck disable=SC2086
   cargo build --release -q $features || exit 1
   bin="$PWD/target/release/tidemark"
 fi
-[ -x "$bin" ] || { echo "gpu-peers: --bin $bin: no such program" >&2; exit 2; }
+[ "$fused_only" -eq 1 ] || [ -x "$bin" ] || { echo "gpu-peers: --bin $bin: no such program" >&2; exit 2; }
 peer_device=cpu
 [ "$backend" = cuda ] && peer_device=cuda
 row_timeout=${ROW_TIMEOUT:-300}
@@ -172,10 +178,10 @@ echo "gpu-peers: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >>"$out/header.txt" 2>&1
 for workload in ${workloads//,/ }; do
   for precision in f32 bf16; do
-    tidemark_row "$workload" eager "$precision" "$bin"
-    [ -n "$fused" ] && tidemark_row "$workload" fused "$precision" "$fused"
+    [ "$fused_only" -eq 1 ] || tidemark_row "$workload" eager "$precision" "$bin"
+    [ -z "$fused" ] || tidemark_row "$workload" fused "$precision" "$fused"
   done
-  if [ -n "$python" ]; then
+  if [ -n "$python" ] && [ "$fused_only" -eq 0 ]; then
     for impl in torch-eager torch-compile torch-bf16 jax-jit; do peer_row "$workload" "$impl"; done
   fi
 done
