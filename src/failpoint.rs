@@ -3,10 +3,10 @@
 //! one comparison of a name per moment passed.
 //!
 //! `TIDEMARK_FAILPOINT=NAME:N:SIGNAL` sends SIGNAL (`KILL`, `TERM` or `STOP`) to the search's
-//! process the `N`-th time any process of the search passes moment `NAME`: from a trial's child, the
-//! search that started it (`TIDEMARK_SEARCH_PID`); otherwise this process. The passes are
-//! counted in the file `TIDEMARK_FAILPOINT_COUNT` (one byte appended per pass, under a lock),
-//! so that the count spans the search and its children.
+//! process the `N`-th time any process of the search passes moment `NAME`: from a trial's
+//! child, the search that started it (`TIDEMARK_SEARCH_PID`); otherwise this process. The
+//! passes are counted in the file `TIDEMARK_FAILPOINT_COUNT` (one byte appended per pass, under
+//! a lock), so that the count spans the search and its children.
 //!
 //! The moments: `probe` (before a trial's probe), `start` (before a trial trains or its
 //! child starts), `step` (after an optimizer step), `snapshot` (after an epoch's snapshot,
