@@ -13,8 +13,9 @@
 #   --bin        tidemark built without `fused` (default: target/release/tidemark)
 #   --fused-bin  tidemark built with `fused` (its eager binary's fused rows are left out
 #                without one; flex has a single mode and takes none)
-#   --steps      timed steps a row (default 50): tidemark's second epoch has this many, the
-#                peers warm up this many after their first step and time the next N
+#   --steps      timed steps a row (default 50): tidemark's epochs have this many (the
+#                synthetic data is sized so; the CNN's digits give 45 whatever N), the peers
+#                warm up this many after their first step and time the next N
 #   --python     the Python holding torch and jax (default: python3); --no-peers: none
 #   --out        where rows.jsonl, table.md and the runs go (default: gpu-peers-DATE)
 #   --fused-only only the fused rows (with --fused-bin): a fused run's first epoch autotunes
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
     --no-peers) python="" ;;
     --fused-only) fused_only=1 ;;
     --out) out="$(realpath -m "${2:?--out needs a folder}")"; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-peers: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -92,10 +93,10 @@ tidemark_row() {
   local name="$workload-$mode-$precision" config sets=()
   case "$workload" in
     w1) config=configs/bench/w1.toml
-        sets=(--set "data.samples=$(( (steps + 1) * 256 * 5 / 4 + 256 ))") ;;
+        sets=(--set "data.samples=$(( steps * 256 * 5 / 4 ))") ;;
     mlp4k) config=configs/bench/w1.toml
         sets=(--set 'model.hidden=[4096, 4096, 4096]' --set train.batch_size=2048
-              --set "data.samples=$(( (steps + 1) * 2048 * 5 / 4 + 2048 ))") ;;
+              --set "data.samples=$(( steps * 2048 * 5 / 4 ))") ;;
     cnn) config=configs/digits-cnn.toml ;;
     *) echo "gpu-peers: unknown workload $workload (w1, mlp4k or cnn)" >&2; return 2 ;;
   esac
