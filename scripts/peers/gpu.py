@@ -224,8 +224,8 @@ def run_jax(workload, feed, steps, device):
         return params, state, loss
 
     params = jax.device_put(params, dev)
-    zeros = jax.tree.map(jnp.zeros_like, params)
-    state = {"t": jnp.zeros((), jnp.float32), "m": zeros, "v": jax.tree.map(jnp.zeros_like, params)}
+    zeros = lambda: jax.tree.map(jnp.zeros_like, params)  # noqa: E731
+    state = {"t": jnp.zeros((), jnp.float32), "m": zeros(), "v": zeros()}
     held = {"params": params, "state": state, "key": key}
 
     def step(xb, yb):
@@ -241,7 +241,7 @@ def run_jax(workload, feed, steps, device):
         out["peak_in_use"] = stats.get("peak_bytes_in_use")
         out["peak_reserved"] = stats.get("peak_pool_bytes", stats.get("peak_bytes_in_use"))
         held.clear()
-        del params, state, zeros, step, train_step
+        del params, state, step, train_step
         jax.clear_caches()
         gc.collect()
         for array in jax.live_arrays():

@@ -99,8 +99,8 @@ impl<T: Task> Epochs<'_, T> {
         };
         if report {
             run.last_report = Instant::now();
-            // The loss read has waited for the device already.
-            let in_use = self.guard.in_use_after_read();
+            // The loss read has waited for the device already: no second wait.
+            let in_use = self.guard.peek_window().bytes_in_use;
             let progress = EpochProgress {
                 epoch: at.epoch,
                 epochs: self.config.train.epochs,

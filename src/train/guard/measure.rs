@@ -13,12 +13,6 @@ impl MemoryGuard {
         Ok(self.control.read()?.bytes_in_use)
     }
 
-    /// Bytes in use now, without waiting for the device: after a read that has waited for it
-    /// already (progress, after the step's loss was read).
-    pub(crate) fn in_use_after_read(&mut self) -> u64 {
-        self.control.window().bytes_in_use
-    }
-
     /// Gives back what is free (after probes that allocated at sizes the run will not use)
     /// and returns the bytes in use after it.
     pub(crate) fn release(&mut self) -> Result<u64, Error> {
@@ -37,7 +31,7 @@ impl MemoryGuard {
     }
 
     /// The figures of the window opened last, without waiting for the device (inside a
-    /// backward pass).
+    /// backward pass, or after a read that has waited: progress after a step's loss).
     pub(crate) fn peek_window(&mut self) -> MemoryUsage {
         self.control.window()
     }
