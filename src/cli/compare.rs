@@ -22,7 +22,7 @@ pub(super) fn compare(
             message: e.to_string(),
         }
     })?;
-    let resolved = config.load(kinds, out_override(out))?;
+    let resolved = config.load(kinds, out_override(out)?)?;
     let (dir, rows) = crate::compare::compare(kinds, &resolved, &list, |policy| {
         eprintln!("== {}", policy.name());
         Box::new(Terminal::new(true))

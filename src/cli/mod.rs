@@ -253,7 +253,7 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
             max_lr,
             steps,
         } => {
-            let resolved = config.load(kinds, out_override(out))?;
+            let resolved = config.load(kinds, out_override(out)?)?;
             lr_find::lr_find(kinds, &resolved, (min_lr, max_lr, steps as usize))
         }
         Command::Evaluate {
@@ -291,7 +291,7 @@ fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
                 overrides,
                 runs: runs.map(|n| n as usize),
                 resume,
-                out: out_override(out),
+                out: out_override(out)?,
                 verbose,
                 shard,
                 shards: shards.map(|n| n as usize),
@@ -332,14 +332,18 @@ fn config_path(config: Option<PathBuf>, resume: Option<&Path>) -> Result<PathBuf
     Ok(path)
 }
 
-fn out_override(out: Option<PathBuf>) -> Vec<Override> {
-    out.map(|dir| Override {
+/// `--out DIR` as the override of `run.output_dir` it stands for; a directory name that is not
+/// UTF-8 is refused in one line (a config, where the run records it, holds text only).
+fn out_override(out: Option<PathBuf>) -> Result<Vec<Override>, crate::config::ConfigError> {
+    let Some(dir) = out else {
+        return Ok(Vec::new());
+    };
+    let text = crate::config::path_text("--out", &dir)?;
+    Ok(vec![Override {
         key: "run.output_dir".into(),
-        value: toml::Value::String(dir.display().to_string()),
-        text: format!("run.output_dir={}", dir.display()),
-    })
-    .into_iter()
-    .collect()
+        value: toml::Value::String(text.clone()),
+        text: format!("run.output_dir={text}"),
+    }])
 }
 
 /// `tidemark report RUN_DIR` on one run: its records read (a damaged one is named, exit 2),

@@ -25,7 +25,7 @@ pub(super) fn train(
 ) -> Result<(), Error> {
     let path = config_path(config, resume.as_deref())?;
     let find = resume.is_none() && asks_for_finder(&path, overrides)?;
-    let mut extra = out_override(out);
+    let mut extra = out_override(out)?;
     if find {
         // Checked at any rate first; the finder's rate replaces it.
         extra.push(rate(crate::config::defaults::LR));

@@ -86,7 +86,7 @@ impl std::fmt::Display for RowStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RowStatus::Completed => f.write_str("completed"),
-            RowStatus::Failed(e) => f.write_str(e),
+            RowStatus::Failed(e) => f.write_str(&crate::config::one_line(e)),
         }
     }
 }

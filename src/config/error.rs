@@ -23,3 +23,33 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// A path as the text a config holds. A config (TOML) and a run's JSON records are UTF-8 only,
+/// so a path whose bytes are not UTF-8 is refused in one line (naming what gave it) rather than
+/// recorded with U+FFFD in place of the user's bytes, which would name another file.
+pub fn path_text(what: &str, path: &std::path::Path) -> Result<String, ConfigError> {
+    path.to_str().map(str::to_owned).ok_or_else(|| ConfigError {
+        origin: what.to_string(),
+        key: None,
+        message: format!(
+            "{path:?} is not valid UTF-8, and tidemark records this path in its config and \
+             JSON files, which hold text only: rename it, or choose another"
+        ),
+    })
+}
+
+/// An error's text on one line, for a record or a table cell that holds one: its lines trimmed
+/// and joined with "; " (an error's detail goes on the lines after its headline).
+pub fn one_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join("; ")
+}
+
+/// An error's headline: its first line, which says what and where (its detail follows).
+pub fn headline(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
+}

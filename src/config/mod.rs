@@ -17,7 +17,7 @@ mod validate;
 
 pub use app_keys::{split_app_model, Check};
 pub use builder::ConfigBuilder;
-pub use error::ConfigError;
+pub use error::{headline, one_line, path_text, ConfigError};
 pub(crate) use load::describe_key_error;
 pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, RawFile};
 pub use overrides::Override;

@@ -50,6 +50,8 @@ impl Trained {
     /// [`open`](Self::open), also for a run of a task defined in code (`code`), whose model
     /// and data the caller's task gives.
     fn open_run(run_dir: &Path, checkpoint: Option<&str>, code: bool) -> Result<Self, Error> {
+        // The run's directory is recorded in `evaluation.json`, which holds text only.
+        crate::config::path_text("the run directory", run_dir)?;
         let path = run_dir.join("config.toml");
         // A missing directory, a file in its place, or one without a config: one error.
         if !path.is_file() {
@@ -97,7 +99,8 @@ impl Trained {
         let average = (self.config.train.ema.as_ref())
             .is_some_and(|e| e.evaluate_with == crate::config::EmaWeights::Average);
         match average {
-            true => (self.checkpoint).load_module(&mut model, crate::train::EMA_FILE)?,
+            true => (self.checkpoint)
+                .load_module(&mut model, crate::train::CheckpointFile::Ema.name())?,
             false => self.checkpoint.load_model(&mut model)?,
         }
         Ok(model)

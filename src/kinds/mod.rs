@@ -150,6 +150,10 @@ impl Kinds {
     /// Scores `run`'s model on `data` (a file laid out like the run's own data), or on the
     /// run's validation split without one, and writes `<run_dir>/evaluation.json`.
     pub fn evaluate(&self, run: &Trained, data: Option<&Path>) -> Result<Evaluation, Error> {
+        // Checked before scoring: `evaluation.json` records the file's name, as text.
+        if let Some(data) = data {
+            crate::config::path_text("--data", data)?;
+        }
         let score = self.of(&run.config)?.evaluate(run, data)?;
         crate::inference::record_evaluation(run, data, score)
     }

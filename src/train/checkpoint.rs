@@ -2,8 +2,9 @@
 //! that stops, for a memory limit, a crash or a kill, keeps its last good state on disk and can
 //! resume from it ([`Checkpoint::latest`]).
 //!
-//! Layout: `<run>/checkpoints/epoch-<N>/{model.bpk, optimizer.bpk, schedule.bpk, meta.json}`
-//! after epoch N (and `step-<S>/` after global step S, inside an epoch, with
+//! Layout: `<run>/checkpoints/epoch-<N>/` holds the files [`File`] lists (`model.bpk`,
+//! `optimizer.bpk`, `schedule.bpk`, `meta.json`, and `plateau.json` and `ema.bpk` where the
+//! run's config asks for them), after epoch N (and `step-<S>/` after global step S, inside an epoch, with
 //! `checkpoint.every_steps`), written under a temporary name and renamed into place, then
 //! `checkpoints/latest` (the directory name) is replaced atomically, and only then are older
 //! ones deleted. At every moment the directory named by `latest` is complete: a process killed
@@ -28,8 +29,11 @@ use crate::error::Error;
 use crate::record::{write_atomic, RankedCheckpoint};
 use crate::task::metrics::HostSums;
 
+mod files;
 mod ranking;
 mod read;
+
+pub(crate) use files::{Extras, File};
 
 pub use ranking::best_checkpoints;
 pub use read::{latest_checkpoint, Checkpoint};
@@ -41,6 +45,10 @@ pub struct Checkpointer {
     /// `checkpoint.keep_best`: how many of the best epochs' checkpoints to keep, by which
     /// figure.
     keep_best: Option<KeepBest>,
+    /// A run's checkpointer ([`Checkpointer::for_run`]): what each of its checkpoints holds
+    /// besides the files every one holds. `None` for [`Checkpointer::new`]'s, whose caller
+    /// chooses what it saves.
+    run: Option<Extras>,
 }
 
 /// State a run keeps beside its model in each checkpoint (`[train.ema]`'s average): written
@@ -130,6 +138,17 @@ impl Checkpointer {
         Self {
             dir: run_dir.join("checkpoints"),
             keep_best: None,
+            run: None,
+        }
+    }
+
+    /// The checkpoints of a run under `config` in `run_dir`: keeping its best as
+    /// `checkpoint.keep_best` says, each made complete only when it holds every file a resume
+    /// under `config` reads.
+    pub(crate) fn for_run(run_dir: &Path, config: &crate::config::RunConfig) -> Self {
+        Self {
+            run: Some(Extras::of(config)),
+            ..Self::new(run_dir).keeping_best(config.checkpoint.keep_best.as_ref())
         }
     }
 
@@ -188,6 +207,18 @@ impl Checkpointer {
         write_files(&tmp, state, model, optimizer)?;
         for part in beside {
             part.save(&tmp)?;
+        }
+        // Before the checkpoint is complete: each file on the list its run needs is there.
+        let needed = |f: &File| self.run.is_some_and(|extras| f.written(extras));
+        if let Some(file) = File::ALL
+            .into_iter()
+            .find(|f| needed(f) && !f.in_dir(&tmp).is_file())
+        {
+            return Err(Error::CheckpointSave {
+                dir: tmp,
+                what: file.name(),
+                message: "was not written, and a resume of this run reads it".into(),
+            });
         }
         if target.exists() {
             std::fs::remove_dir_all(&target).map_err(|e| io(&target, e))?;
@@ -256,16 +287,16 @@ fn write_files<M: ModuleSnapshot>(
     model: &M,
     optimizer: &ModuleOptimizer,
 ) -> Result<(), Error> {
-    save_module(model, dir, MODEL_FILE, "model")?;
+    save_module(model, dir, File::Model.name(), "model")?;
     optimizer
-        .save(dir.join("optimizer.bpk"))
+        .save(File::Optimizer.in_dir(dir))
         .map_err(|e| Error::CheckpointSave {
             dir: dir.to_path_buf(),
             what: "optimizer",
             message: format!("{e:?}"),
         })?;
     let meta = serde_json::to_vec_pretty(state).expect("meta serialises");
-    let meta_path = dir.join("meta.json");
+    let meta_path = File::Meta.in_dir(dir);
     std::fs::write(&meta_path, meta).map_err(|e| Error::io(&meta_path, e))
 }
 
@@ -290,15 +321,10 @@ pub(super) fn save_module<M: ModuleSnapshot>(
     })
 }
 
-/// The learning-rate schedule's state in a checkpoint.
-const SCHEDULE_FILE: &str = "schedule.bpk";
-/// The model's weights in a checkpoint.
-const MODEL_FILE: &str = "model.bpk";
-
 /// The schedule is kept beside the model in each checkpoint.
 impl SavedBeside for Schedule {
     fn save(&self, dir: &Path) -> Result<(), Error> {
-        Schedule::save(self, &dir.join(SCHEDULE_FILE))
+        Schedule::save(self, &File::Schedule.in_dir(dir))
     }
 }
 

@@ -12,12 +12,9 @@ use std::path::Path;
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::tensor::{Device, Tensor};
 
-use super::checkpoint::{save_module, Checkpoint, SavedBeside};
+use super::checkpoint::{save_module, Checkpoint, File, SavedBeside};
 use crate::config::{EmaConfig, EmaDevice, EmaWeights};
 use crate::error::Error;
-
-/// The average's file in a checkpoint.
-pub const EMA_FILE: &str = "ema.bpk";
 
 /// The moving average of a run's weights.
 pub(super) struct Ema<M: Module> {
@@ -74,14 +71,14 @@ impl<M: Module> Ema<M> {
 
     /// The average as `checkpoint` holds it.
     pub(super) fn load(&mut self, checkpoint: &Checkpoint) -> Result<(), Error> {
-        checkpoint.load_module(&mut self.average, EMA_FILE)
+        checkpoint.load_module(&mut self.average, File::Ema.name())
     }
 }
 
 impl<M: Module> SavedBeside for Ema<M> {
     /// Writes the average into the checkpoint directory `dir`.
     fn save(&self, dir: &Path) -> Result<(), Error> {
-        save_module(&self.average, dir, EMA_FILE, "moving average")
+        save_module(&self.average, dir, File::Ema.name(), "moving average")
     }
 }
 

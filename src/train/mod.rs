@@ -42,9 +42,9 @@ mod stats;
 mod step;
 mod trainer;
 
+pub(crate) use checkpoint::File as CheckpointFile;
 pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
 pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
-pub(crate) use ema::EMA_FILE;
 pub use gate::{Ending, EpochGate, Gate};
 pub use hand::HandLoop;
 pub use optimizer::{build_optimizer, FusedAdam};

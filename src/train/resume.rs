@@ -50,6 +50,9 @@ impl Resume {
     /// `owned`: the config sections that describe the task being resumed
     /// ([`Task::config_sections`](crate::task::Task::config_sections)).
     pub(super) fn open(run_dir: &Path, config: &RunConfig, owned: &[&str]) -> Result<Self, Error> {
+        // The run's records (`summary.json`) name its directory, as text: one whose name is
+        // not UTF-8 is refused before anything is read or written.
+        crate::config::path_text("--resume", run_dir)?;
         check_config(run_dir, config, owned)?;
         let checkpoint = Checkpoint::latest(run_dir)?;
         checkpoint.verify_for(config)?;
@@ -213,8 +216,8 @@ pub(crate) fn check_config(
             origin: format!("--resume {}", run_dir.display()),
             key: Some(key.clone()),
             message: format!(
-                "{key} is {} in the run's config.toml but {} here; resuming with it would \
-                 change the model, data or optimizer (only {} may change)",
+                "{key} is {} in the run's config.toml but {} here, and a resume keeps the \
+                 model, data and optimizer it began with\n  a resume may change only {}",
                 show(old),
                 show(new),
                 may_change_in_words()

@@ -151,8 +151,7 @@ impl Trainer {
             baselines: task.baselines(),
         };
         let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
-        let checkpointer =
-            Checkpointer::new(&run_dir).keeping_best(config.checkpoint.keep_best.as_ref());
+        let checkpointer = Checkpointer::for_run(&run_dir, &config);
         let mut guard = prepared.open(&run_dir, layout, observer)?;
         // Every tensor of the run lives inside `train`, so all are dropped when it returns,
         // whether it succeeded or not; `run_end` then releases and verifies.

@@ -212,10 +212,10 @@ fn a_breach_names_the_levers_that_fit_and_the_first_one_does() {
     ];
     args.extend(set_limit);
     let capped = env.run(&args);
-    capped.fails_with(
+    capped.fails_with_detail(
         3,
+        &["memory limit"],
         &[
-            "memory limit",
             "the memory advisor estimates that each of these fits alone: ",
             "--set train.batch_size=",
         ],

@@ -267,3 +267,53 @@ fn control_characters_in_a_name_are_shown_escaped() {
         run.stdout()
     );
 }
+
+/// Every file under the environment's directory, with its bytes.
+fn tree(env: &Env) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut dirs = vec![env.path("")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn a_path_that_is_not_utf8_is_refused_in_one_line_and_nothing_is_written() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::small();
+    let odd = OsStr::from_bytes(b"r\xff");
+    let needles = ["\"r\\xFF\" is not valid UTF-8", "rename it"];
+    let before = tree(&env);
+    for command in ["train", "sweep"] {
+        let args = [command, "--config", "small.toml", "--out"].map(OsStr::new);
+        let run = env.run_os(&[&args[..], &[odd]].concat());
+        run.fails_with(2, &["--out: ", needles[0], needles[1]]);
+    }
+    assert_eq!(tree(&env), before, "a refused --out wrote something");
+    // A finished run moved under such a name: a resume or an evaluation, which would record
+    // the directory's name, is refused before anything is read or written.
+    assert_eq!(env.train_small("r", &["--set", "train.epochs=1"]).code(), 0);
+    std::fs::rename(env.path("runs"), env.path("").join(odd)).unwrap();
+    let before = tree(&env);
+    let run_dir = env.path("").join(odd).join("r");
+    let resume = ["train", "--set", "train.epochs=2", "--resume"].map(OsStr::new);
+    env.run_os(&[&resume[..], &[run_dir.as_os_str()]].concat())
+        .fails_with(2, &["--resume: ", "is not valid UTF-8"]);
+    env.run_os(&[OsStr::new("evaluate"), run_dir.as_os_str()])
+        .fails_with(2, &["the run directory: ", "is not valid UTF-8"]);
+    assert_eq!(
+        tree(&env),
+        before,
+        "a refused resume or evaluation wrote something"
+    );
+}

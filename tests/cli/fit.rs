@@ -171,7 +171,7 @@ fn fit_fails_cleanly_when_no_micro_batch_fits_and_needs_a_limit() {
         "--quiet",
     ]);
     let target = format_bytes((limit as f64 * 0.9) as u64);
-    run.fails_with(
+    run.fails_with_detail(
         3,
         &[
             &format!(
@@ -180,8 +180,8 @@ fn fit_fails_cleanly_when_no_micro_batch_fits_and_needs_a_limit() {
             ),
             "with the optimizer's state to come in a probe before training (micro-batch 1, \
              accumulation_steps 2048)",
-            "the micro-batch is already 1",
         ],
+        &["the micro-batch is already 1"],
     );
     let probes: Vec<u64> = actions(&env, "runs/fit")
         .iter()

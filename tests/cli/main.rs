@@ -116,8 +116,13 @@ impl Env {
         self.run_program(Path::new(env!("CARGO_BIN_EXE_tidemark")), args)
     }
 
+    /// `tidemark` with arguments that need not be UTF-8.
+    fn run_os(&self, args: &[&std::ffi::OsStr]) -> Run {
+        self.run_program(Path::new(env!("CARGO_BIN_EXE_tidemark")), args)
+    }
+
     /// `program` (the `tidemark` binary, or an app's) with `args`, in this directory.
-    fn run_program(&self, program: &Path, args: &[&str]) -> Run {
+    fn run_program<S: AsRef<std::ffi::OsStr>>(&self, program: &Path, args: &[S]) -> Run {
         let output = Command::new(program)
             .args(args)
             .current_dir(self.dir.path())
@@ -172,22 +177,37 @@ impl Run {
         String::from_utf8_lossy(&self.0.stdout).into_owned()
     }
 
-    /// Asserts a clean failure: this exit code, exactly one line on stderr containing each of
-    /// `needles`, and no panic.
+    /// Asserts a clean failure: this exit code, exactly one line on stderr (under 300
+    /// characters) containing each of `needles`, and no panic.
     fn fails_with(&self, code: i32, needles: &[&str]) {
+        self.fails_with_detail(code, needles, &[]);
+    }
+
+    /// Asserts a clean failure whose error line (under 300 characters, with each of `needles`)
+    /// is followed by detail lines, indented, holding each of `detail`.
+    fn fails_with_detail(&self, code: i32, needles: &[&str], detail: &[&str]) {
         let stderr = self.stderr();
         assert_eq!(self.code(), code, "stderr: {stderr}");
         assert!(
             !stderr.contains("panicked") && !stderr.contains("backtrace"),
             "{stderr}"
         );
-        assert_eq!(
-            stderr.trim_end().lines().count(),
-            1,
-            "one line expected: {stderr}"
+        let mut lines = stderr.trim_end().lines();
+        let line = lines.next().unwrap_or_default();
+        assert!(line.starts_with("error: "), "{stderr}");
+        assert!(
+            line.chars().count() < 300,
+            "an error line of 300 characters or more: {line}"
         );
         for needle in needles {
-            assert!(stderr.contains(needle), "{needle:?} not in: {stderr}");
+            assert!(line.contains(needle), "{needle:?} not in: {line}");
+        }
+        let rest: Vec<&str> = lines.collect();
+        assert_eq!(rest.is_empty(), detail.is_empty(), "detail lines: {stderr}");
+        assert!(rest.iter().all(|l| l.starts_with("  ")), "{stderr}");
+        let rest = rest.join("\n");
+        for needle in detail {
+            assert!(rest.contains(needle), "{needle:?} not in: {rest}");
         }
     }
 }

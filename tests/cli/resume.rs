@@ -350,9 +350,10 @@ fn resume_refuses_a_config_that_changes_the_run_and_a_run_already_done() {
         args.extend_from_slice(extra);
         env.run(&args)
     };
-    resume(&["--set", "train.epochs=2", "--set", "train.lr=0.1"]).fails_with(
+    resume(&["--set", "train.epochs=2", "--set", "train.lr=0.1"]).fails_with_detail(
         2,
         &["train.lr is 0.003 in the run's config.toml but 0.1 here"],
+        &["a resume may change only run.name,", "[memory]"],
     );
     resume(&[
         "--config",
@@ -362,7 +363,7 @@ fn resume_refuses_a_config_that_changes_the_run_and_a_run_already_done() {
         "--set",
         "model.hidden=[8]",
     ])
-    .fails_with(2, &["model.hidden"]);
+    .fails_with_detail(2, &["model.hidden"], &["train.epochs"]);
     resume(&[]).fails_with(
         2,
         &[

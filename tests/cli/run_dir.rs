@@ -139,7 +139,14 @@ fn bad_configs_exit_2_with_one_line_naming_the_problem() {
     let env = Env::new();
     env.write("typo.toml", "[train]\nepochs = 1\nbatch_sise = 4\n");
     env.run(&["train", "--config", "typo.toml"])
-        .fails_with(2, &["typo.toml:3:1:", "unknown key train.batch_sise"]);
+        .fails_with_detail(
+            2,
+            &[
+                "typo.toml:3:1:",
+                "unknown key train.batch_sise (did you mean train.batch_size?)",
+            ],
+            &["expected one of epochs, batch_size, "],
+        );
 
     env.write("negative.toml", "[model]\nhidden = [64, -8]\n");
     env.run(&["validate", "--config", "negative.toml"])

@@ -255,9 +255,10 @@ fn limit_trips_on_pool_figures() {
         "limited",
         &["--set", &format!("memory.limit={limit}")],
     );
-    run.fails_with(
+    run.fails_with_detail(
         3,
         &["memory limit", "reserved in the device pools", "of epoch 1"],
+        &["by category: "],
     );
     assert!(snaps.iter().any(|s| s["action"] == "limit"));
 }

@@ -34,7 +34,7 @@ impl ConfigBuilder {
     /// [`header`](Self::header).
     pub fn csv(mut self, path: impl AsRef<Path>) -> Self {
         self.raw.data.kind = Some("csv".into());
-        self.raw.data.path = Some(path_text(path));
+        self.raw.data.path = self.path_text("data.path", path.as_ref());
         self
     }
 
@@ -61,8 +61,8 @@ impl ConfigBuilder {
     /// `data.labels`).
     pub fn idx(mut self, images: impl AsRef<Path>, labels: impl AsRef<Path>) -> Self {
         self.raw.data.kind = Some("idx".into());
-        self.raw.data.images = Some(path_text(images));
-        self.raw.data.labels = Some(path_text(labels));
+        self.raw.data.images = self.path_text("data.images", images.as_ref());
+        self.raw.data.labels = self.path_text("data.labels", labels.as_ref());
         self
     }
 
@@ -70,7 +70,7 @@ impl ConfigBuilder {
     /// (`data.kind = "series"`, `data.path`, `data.window`).
     pub fn series(mut self, path: impl AsRef<Path>, window: usize) -> Self {
         self.raw.data.kind = Some("series".into());
-        self.raw.data.path = Some(path_text(path));
+        self.raw.data.path = self.path_text("data.path", path.as_ref());
         self.raw.data.window = Some(window as i64);
         self
     }
@@ -129,10 +129,6 @@ impl ConfigBuilder {
         self.raw.data.num_workers = Some(workers as i64);
         self
     }
-}
-
-fn path_text(path: impl AsRef<Path>) -> String {
-    path.as_ref().display().to_string()
 }
 
 fn raw_column(column: Column) -> RawColumn {

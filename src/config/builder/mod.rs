@@ -31,6 +31,8 @@ use raw_values::{as_raw, ints, name_of, raw_size};
 #[derive(Debug, Clone, Default)]
 pub struct ConfigBuilder {
     raw: RawConfig,
+    /// A path given to a setter that a config cannot hold (not UTF-8): `build` refuses it.
+    unusable_path: Option<ConfigError>,
 }
 
 impl ConfigBuilder {
@@ -38,12 +40,15 @@ impl ConfigBuilder {
     pub fn new(name: impl Into<String>) -> Self {
         let mut raw = RawConfig::default();
         raw.run.name = Some(name.into());
-        Self { raw }
+        Self::from_raw(raw)
     }
 
     /// Starts from an existing raw config (e.g. one read from a file).
     pub fn from_raw(raw: RawConfig) -> Self {
-        Self { raw }
+        Self {
+            raw,
+            unusable_path: None,
+        }
     }
 
     /// Starts from a validated config, to build a variant of it: the variant is validated
@@ -53,7 +58,7 @@ impl ConfigBuilder {
             toml::from_str(&super::to_toml(config)).expect("a validated config reads back as TOML");
         let raw =
             super::app_keys::raw_config(table).expect("a validated config reads back as a raw one");
-        Self { raw }
+        Self::from_raw(raw)
     }
 
     /// The run's name (its directory's name).
@@ -70,7 +75,7 @@ impl ConfigBuilder {
 
     /// Directory that will hold the run directory.
     pub fn output_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
-        self.raw.run.output_dir = Some(dir.as_ref().display().to_string());
+        self.raw.run.output_dir = self.path_text("run.output_dir", dir.as_ref());
         self
     }
 
@@ -324,11 +329,29 @@ impl ConfigBuilder {
 
     /// Validates and returns the configuration.
     pub fn build(self) -> Result<RunConfig, ConfigError> {
+        if let Some(unusable) = self.unusable_path {
+            return Err(unusable);
+        }
         RunConfig::try_from(self.raw).map_err(|invalid| ConfigError {
             origin: "config".into(),
             key: Some(invalid.key),
             message: invalid.message,
         })
+    }
+
+    /// `path` as the config's text for `key`; one that is not UTF-8 is kept to be refused by
+    /// `build`, with the key named.
+    fn path_text(&mut self, key: &str, path: &std::path::Path) -> Option<String> {
+        match super::error::path_text(key, path) {
+            Ok(text) => Some(text),
+            Err(unusable) => {
+                self.unusable_path.get_or_insert(ConfigError {
+                    key: Some(key.into()),
+                    ..unusable
+                });
+                None
+            }
+        }
     }
 }
 

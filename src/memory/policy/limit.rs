@@ -134,10 +134,11 @@ impl fmt::Display for LimitExceeded {
                 self.step, self.epoch, self.micro_batch, self.accumulation_steps
             ),
         };
+        // The headline, then the detail on the lines after it.
         let breakdown = self
             .breakdown
             .as_ref()
-            .map_or(String::new(), |b| format!("; by category: {b}"));
+            .map_or(String::new(), |b| format!("\n  by category: {b}"));
         let advice = match &self.advice {
             Some(advice) => self.advised(advice),
             None => self.suggestion(),
@@ -160,7 +161,7 @@ impl fmt::Display for LimitExceeded {
         };
         write!(
             f,
-            "memory limit {}{exceeded}: {} {} {when}{breakdown}; {advice}",
+            "memory limit {}{exceeded}: {} {} {when}{breakdown}\n  {advice}",
             format_bytes(self.limit),
             format_bytes(self.observed),
             self.measure,

@@ -270,4 +270,19 @@ mod tests {
         let mut bad = journal.clone();
         assert!(bad.apply(&json!({"op_code": 11})).is_err());
     }
+
+    /// Op 10 (`DISCARD_TRIALS`, written by Rustuna) is skipped, as Optuna 5's replay skips it:
+    /// it counts as read and changes no study or trial.
+    #[test]
+    fn rustunas_discard_is_read_and_skipped_as_optuna_does() {
+        let create = json!({"op_code": 0, "study_name": "a", "directions": [1], "worker_id": "w"});
+        let trial = json!({"op_code": 4, "study_id": 0, "datetime_start": null, "worker_id": "w"});
+        let discard = json!({"op_code": 10, "study_id": 0, "trial_ids": [0], "worker_id": "r"});
+        let plain = replay(&[create.clone(), trial.clone()]);
+        let with = replay(&[create, discard, trial]);
+        assert_eq!(with.read, plain.read + 1);
+        assert_eq!(with.studies[0].trials, plain.studies[0].trials);
+        assert_eq!(with.trials.len(), 1);
+        assert_eq!(with.trials[0].state, plain.trials[0].state);
+    }
 }

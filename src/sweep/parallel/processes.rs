@@ -63,14 +63,21 @@ impl Launch {
     }
 }
 
-/// The last line `reader` gives that says something, read to its end: not a blank one, nor
-/// a panic's `note:` about backtraces.
+/// What `reader` says last, read to its end: its error (the line `error: ...` with the
+/// indented detail lines after it), or else its last line that says something (not a blank
+/// one, nor a panic's `note:` about backtraces).
 fn last_line(reader: impl BufRead) -> String {
-    let mut last = String::new();
+    let (mut last, mut in_error) = (String::new(), false);
     for line in reader.lines().map_while(Result::ok) {
-        if !line.trim().is_empty() && !line.starts_with("note: ") {
-            last = line;
+        if line.trim().is_empty() || line.starts_with("note: ") {
+            continue;
         }
+        if in_error && line.starts_with("  ") {
+            last = format!("{last}\n{line}");
+            continue;
+        }
+        in_error = line.starts_with("error: ");
+        last = line;
     }
     last
 }
@@ -202,5 +209,17 @@ mod tests {
             killed(15, "epoch 2"),
             "killed by signal 15 (SIGTERM); its last line: epoch 2"
         );
+    }
+
+    #[test]
+    fn a_child_s_error_is_its_headline_with_the_detail_after_it() {
+        let said = "epoch 1\nerror: memory limit exceeded\n  by category: weights\n  raise it\n\n\
+                    note: run with RUST_BACKTRACE=1\n";
+        assert_eq!(
+            super::last_line(said.as_bytes()),
+            "error: memory limit exceeded\n  by category: weights\n  raise it"
+        );
+        // Indented lines that follow no error are lines like any other.
+        assert_eq!(super::last_line("a\n  b\n".as_bytes()), "  b");
     }
 }

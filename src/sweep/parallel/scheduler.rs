@@ -259,7 +259,7 @@ impl Pack {
         let how = match (&error, standing) {
             (Some(reason), _) => {
                 tally.failed += 1;
-                format!("failed: {reason}")
+                format!("failed: {}", crate::config::headline(reason))
             }
             (None, Some(Standing::Paused)) => {
                 state

@@ -117,10 +117,12 @@ pub fn none_completed(rows: &[TrialRow]) -> Option<crate::Error> {
         return None;
     }
     let first = rows.iter().min_by_key(|r| r.trial)?;
-    let reason = first.reason.as_deref().unwrap_or("no reason recorded");
-    let reason = match reason.char_indices().nth(REASON_CHARS) {
-        Some((cut, _)) => format!("{}... (sweep.md has it whole)", &reason[..cut]),
-        None => reason.to_string(),
+    let whole = first.reason.as_deref().unwrap_or("no reason recorded");
+    let line = crate::config::headline(whole);
+    let reason = match line.char_indices().nth(REASON_CHARS) {
+        Some((cut, _)) => format!("{}... (sweep.md has it whole)", &line[..cut]),
+        None if line.len() < whole.len() => format!("{line} (sweep.md has it whole)"),
+        None => line.to_string(),
     };
     Some(crate::Error::NoTrialCompleted {
         trials: rows.len(),
@@ -203,7 +205,7 @@ fn row_line(r: &TrialRow, keys: &[&String]) -> String {
         values.join(" | "),
         r.monitored.map_or("-".into(), |v| format!("{v:.4}")),
         match &r.reason {
-            Some(reason) => format!("{}: {reason}", r.status),
+            Some(reason) => format!("{}: {}", r.status, crate::config::one_line(reason)),
             None => r.status.to_string(),
         },
         memory.map_or("-".into(), |m| format_bytes(m.peak_bytes_in_use)),

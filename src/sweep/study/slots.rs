@@ -278,7 +278,10 @@ impl Slots<'_> {
                 (false, _) => {
                     format!("{name} was taken over by another worker, whose result it is")
                 }
-                (true, Outcome::Failed(e)) => format!("{name} failed ({took:.1} s): {e}"),
+                (true, Outcome::Failed(e)) => {
+                    let e = crate::config::headline(e);
+                    format!("{name} failed ({took:.1} s): {e}")
+                }
                 (true, Outcome::Stopped) => format!("{name} stopped: handed back"),
                 (true, Outcome::Trained(RunStatus::Paused)) => {
                     format!("{name} paused at its rung ({took:.1} s)")

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use burn::optim::ModuleOptimizer;
 use burn::store::{BurnpackStore, ModuleSnapshot};
 
+use super::files::{Extras, File};
 use super::ranking::{ranked_dir, read_ranking};
-use super::{CheckpointState, MODEL_FILE, SCHEDULE_FILE};
-use crate::config::{RunConfig, ScheduleKind};
+use super::CheckpointState;
+use crate::config::RunConfig;
 use crate::error::Error;
-use crate::train::decide::{read_plateau, Schedule, PLATEAU_FILE};
-use crate::train::EMA_FILE;
+use crate::train::decide::Schedule;
 
 /// The names in `<run_dir>/checkpoints`: `best` and `latest` first, then the checkpoints in
 /// the order they were written.
@@ -110,7 +110,7 @@ impl Checkpoint {
         }
         let dir = run_dir.join("checkpoints").join(name);
         let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
-        if plain && dir.join("meta.json").is_file() {
+        if plain && File::Meta.in_dir(&dir).is_file() {
             return Self::at(dir, name);
         }
         let names = checkpoint_names(run_dir);
@@ -134,7 +134,7 @@ impl Checkpoint {
     pub fn recorded(run_dir: &Path, name: &str, record: &Path) -> Result<Self, Error> {
         let dir = run_dir.join("checkpoints").join(name);
         let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
-        if !plain || !dir.join("meta.json").is_file() {
+        if !plain || !File::Meta.in_dir(&dir).is_file() {
             let names = checkpoint_names(run_dir);
             let message = format!(
                 "missing: {} names checkpoint {name:?} as the run's final weights, and it is \
@@ -145,7 +145,7 @@ impl Checkpoint {
                     false => names.join(", "),
                 }
             );
-            return Err(Error::checkpoint(dir.join("meta.json"), message));
+            return Err(Error::checkpoint(File::Meta.in_dir(&dir), message));
         }
         Self::at(dir, name)
     }
@@ -156,7 +156,7 @@ impl Checkpoint {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let meta = dir.join("meta.json");
+        let meta = File::Meta.in_dir(&dir);
         let text = std::fs::read(&meta).map_err(|e| {
             let message = match e.kind() {
                 std::io::ErrorKind::NotFound => format!(
@@ -168,8 +168,8 @@ impl Checkpoint {
         })?;
         let state: CheckpointState = crate::record::parse_json(&text)
             .map_err(|e| Error::checkpoint(&meta, format!("not a checkpoint's state: {e}")))?;
-        for file in [MODEL_FILE, "optimizer.bpk"] {
-            let path = dir.join(file);
+        for file in [File::Model, File::Optimizer] {
+            let path = file.in_dir(&dir);
             if !path.is_file() {
                 return Err(Error::checkpoint(&path, "missing".to_string()));
             }
@@ -202,7 +202,7 @@ impl Checkpoint {
 
     /// Loads the saved weights (and parameter ids) into `model`.
     pub fn load_model<M: ModuleSnapshot>(&self, model: &mut M) -> Result<(), Error> {
-        self.load_module(model, MODEL_FILE)
+        self.load_module(model, File::Model.name())
     }
 
     /// Loads the module saved as `file` in this checkpoint (`model.bpk`, `ema.bpk`) into
@@ -219,7 +219,7 @@ impl Checkpoint {
     /// without building their model.
     pub fn weights(&self) -> Result<std::collections::BTreeMap<String, Vec<f32>>, Error> {
         use burn::store::ModuleStore;
-        let path = self.dir.join(MODEL_FILE);
+        let path = File::Model.in_dir(&self.dir);
         let bad =
             |e: &dyn std::fmt::Display| Error::checkpoint(&path, format!("cannot be read: {e}"));
         let mut store = BurnpackStore::from_file(&path);
@@ -236,40 +236,22 @@ impl Checkpoint {
         Ok(out)
     }
 
-    /// Reads both state files through, so that a truncated or corrupt one is found before a
-    /// resumed run touches anything.
+    /// Reads the weights and the optimizer's state through, so that a truncated or corrupt
+    /// one is found before a resumed run touches anything.
     pub fn verify(&self) -> Result<(), Error> {
-        self.weights()?;
-        let path = self.dir.join("optimizer.bpk");
-        burn::optim::record::OptimizerRecord::load(&path)
-            .map_err(|e| Error::checkpoint(&path, format!("cannot be read: {e:?}")))?;
-        Ok(())
+        [File::Model, File::Optimizer]
+            .into_iter()
+            .try_for_each(|file| file.verify(self, Extras::default()))
     }
 
-    /// Reads every file a run under `config` continues from through, so that one missing,
-    /// truncated, corrupt or out of range is found before a resumed run touches anything: the
-    /// model, the optimizer, the schedule (and a plateau's state), the moving average and,
-    /// where `checkpoint.keep_best` ranks the checkpoints, their ranking.
+    /// Reads every file a run under `config` continues from through ([`File::ALL`], the
+    /// checkpoint's one list of files), so that one missing, truncated, corrupt or out of
+    /// range is found before a resumed run touches anything: the model, the optimizer, the
+    /// schedule (and a plateau's state), the moving average and, where
+    /// `checkpoint.keep_best` ranks the checkpoints, their ranking.
     pub fn verify_for(&self, config: &RunConfig) -> Result<(), Error> {
-        self.verify()?;
-        let schedule = self.dir.join(SCHEDULE_FILE);
-        if schedule.exists() {
-            burn::optim::lr_scheduler::LrSchedulerRecord::load(&schedule)
-                .map_err(|e| Error::checkpoint(&schedule, format!("cannot be read: {e:?}")))?;
-            if (config.train.schedule.as_ref()).is_some_and(|s| s.kind == ScheduleKind::Plateau) {
-                read_plateau(&self.dir.join(PLATEAU_FILE))?;
-            }
-        }
-        if config.train.ema.is_some() {
-            let path = self.dir.join(EMA_FILE);
-            let mut store = BurnpackStore::from_file(&path);
-            burn::store::ModuleStore::get_all_tensors(&mut store).map_err(|e| {
-                let why = match path.exists() {
-                    true => format!("cannot be read: {e}"),
-                    false => "missing: [train.ema] continues from the checkpoint's average".into(),
-                };
-                Error::checkpoint(&path, why)
-            })?;
+        for file in File::ALL {
+            file.verify(self, Extras::of(config))?;
         }
         if config.checkpoint.keep_best.is_some() {
             self.ranking_kept()?;
@@ -313,7 +295,7 @@ impl Checkpoint {
     /// schedules existed, so its run had none (resume refuses to add one): the constant rate
     /// has no state to restore.
     pub fn load_schedule(&self, schedule: Schedule) -> Result<Schedule, Error> {
-        let path = self.dir.join(SCHEDULE_FILE);
+        let path = File::Schedule.in_dir(&self.dir);
         if !path.exists() {
             return Ok(schedule);
         }
@@ -323,7 +305,7 @@ impl Checkpoint {
 
     /// `optimizer` with the saved state.
     pub fn load_optimizer(&self, optimizer: ModuleOptimizer) -> Result<ModuleOptimizer, Error> {
-        let path = self.dir.join("optimizer.bpk");
+        let path = File::Optimizer.in_dir(&self.dir);
         optimizer
             .load(&path)
             .map_err(|e| Error::checkpoint(&path, format!("cannot be loaded: {e:?}")))

@@ -89,3 +89,37 @@ fn the_best_checkpoint_is_kept_beside_the_latest_until_a_better_one() {
     assert_eq!(names(), ["best", "epoch-4", "latest"]);
     assert_eq!(Checkpoint::best(dir.path()).unwrap().state.epoch, 4);
 }
+
+/// The one list of a checkpoint's files is what a run writes: with a plateau schedule and a
+/// moving average, and with neither. A file added to a checkpoint without its place on the
+/// list, or a place without its file, fails here.
+#[test]
+fn a_run_writes_exactly_the_files_the_list_names_for_its_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = "[train.schedule]\nkind = \"plateau\"\npatience = 1\n[train.ema]\ndecay = 0.9\n";
+    for (name, tables) in [("plain", ""), ("extras", extra)] {
+        let text = format!(
+            "[run]\nname = \"{name}\"\noutput_dir = \"{}\"\n[model]\nhidden = [8]\n\
+             [data]\nkind = \"synthetic\"\nsamples = 64\nfeatures = 4\nclasses = 2\n\
+             [train]\nepochs = 1\nbatch_size = 32\n{tables}",
+            dir.path().display()
+        );
+        let config = crate::config::parse(&text, "t.toml", &[]).unwrap();
+        let extras = Extras::of(&config);
+        assert_eq!(extras.ema && extras.plateau, !tables.is_empty());
+        crate::Trainer::new(config).run().unwrap();
+        let checkpoint = dir.path().join(name).join("checkpoints/epoch-1");
+        let mut written: Vec<String> = std::fs::read_dir(&checkpoint)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        written.sort();
+        let mut listed: Vec<String> = File::ALL
+            .into_iter()
+            .filter(|f| f.written(extras))
+            .map(|f| f.name().to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(written, listed, "{name}");
+    }
+}

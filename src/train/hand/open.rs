@@ -60,8 +60,7 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         stats.train_samples = samples;
         Ok(HandLoop {
-            checkpointer: Checkpointer::new(&run_dir)
-                .keeping_best(config.checkpoint.keep_best.as_ref()),
+            checkpointer: Checkpointer::for_run(&run_dir, &config),
             config,
             run_dir,
             guard,

@@ -261,3 +261,26 @@ fn a_program_s_kind_keeps_its_keys_and_a_built_in_kind_set_over_it_drops_them() 
         mlp.model
     );
 }
+
+#[test]
+fn a_path_that_is_not_utf8_is_refused_by_build_naming_its_key() {
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::path::Path::new(std::ffi::OsStr::from_bytes(b"runs\xff"));
+    let err = ConfigBuilder::new("demo")
+        .synthetic(64, 4, 2)
+        .output_dir(odd)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("run.output_dir"));
+    assert!(
+        err.to_string().contains("\"runs\\xFF\" is not valid UTF-8"),
+        "{err}"
+    );
+    let err = ConfigBuilder::new("demo").csv(odd).build().unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("data.path"));
+    let fine = ConfigBuilder::new("demo")
+        .synthetic(64, 4, 2)
+        .output_dir("runs-é");
+    let built = fine.build().unwrap();
+    assert_eq!(built.run.output_dir, std::path::Path::new("runs-é"));
+}

@@ -21,7 +21,7 @@ fn limit_message_names_values_and_suggests_a_fix() {
     assert_eq!(
         e.to_string(),
         "memory limit 512.0 MiB exceeded: 731.0 MiB peak in use (host) at step 3 of epoch 1 \
-         (micro-batch 256, accumulation_steps 1); try train.batch_size = 128 with \
+         (micro-batch 256, accumulation_steps 1)\n  try train.batch_size = 128 with \
          train.accumulation_steps = 2 (same effective batch), or memory.on_limit = \"shrink\""
     );
 }
@@ -95,7 +95,7 @@ fn a_limit_error_offers_the_offload_that_would_fit_and_only_that() {
     let text = e.to_string();
     assert!(
         text.contains(
-            "; offload to host memory would fit: train.offload.optimizer = \"host\" (saves \
+            "\n  offload to host memory would fit: train.offload.optimizer = \"host\" (saves \
              30.0 MiB), or \"auto\""
         ),
         "{text}"

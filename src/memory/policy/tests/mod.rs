@@ -112,7 +112,7 @@ fn validation_and_checkpoints_are_held_to_the_limit_and_never_shrink() {
                 let text = e.to_string();
                 assert!(
                     text.starts_with(&format!(
-                        "memory limit 64.0 MiB exceeded: 67.0 MiB peak in use (host) {when}; \
+                        "memory limit 64.0 MiB exceeded: 67.0 MiB peak in use (host) {when}\n  \
                          {advice}"
                     )),
                     "{text}"
