@@ -1,8 +1,9 @@
 #!/bin/bash
-# A tidemark search as a Slurm job array: each array task trains every 4th trial into one
-# shared sweep directory (tidemark reads SLURM_ARRAY_TASK_ID, _MIN and _COUNT).
+# A tidemark search as a Slurm job array: each array task is a worker of one study, kept in
+# journal.log in the sweep directory every task shares (tidemark reads SLURM_ARRAY_TASK_ID), and
+# takes the study's next trial as it frees up.
 #   sbatch examples/cluster/slurm-array.sh
-#   tidemark report /shared/sweeps/search-grid-sweep     # once every task has finished
+#   tidemark report /shared/sweeps/search-grid-sweep     # at any time
 #SBATCH --job-name=tidemark-search
 #SBATCH --array=0-3
 #SBATCH --gres=gpu:1

@@ -137,12 +137,12 @@ enum Command {
         /// Show every run's epochs, not just one line per run.
         #[arg(long, short)]
         verbose: bool,
-        /// Train only shard I of N of a search's trials (every N-th, from trial I+1), into the
-        /// sweep directory all shards share; read from a Slurm job array or a Kubernetes
-        /// Indexed Job when not given. `tidemark report DIR` merges the shards.
+        /// Task I of a job array of N: a worker of the study in the sweep directory all tasks
+        /// share (its journal.log), taking the study's next trial as it frees up; read from a
+        /// Slurm job array or a Kubernetes Indexed Job when not given.
         #[arg(long, value_name = "I/N", conflicts_with_all = ["resume", "runs"])]
         shard: Option<String>,
-        /// The number of shards, where the scheduler gives only the index (a Kubernetes
+        /// The number of tasks, where the scheduler gives only the index (a Kubernetes
         /// Indexed Job's JOB_COMPLETION_INDEX: the Job's completions).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         shards: Option<u32>,
@@ -193,9 +193,9 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Redraw a run's memory.svg from its snapshots and print a short summary of the run; for a
-    /// search's sweep directory, rank every trial, merged from all its shards.
+    /// search's sweep directory, rank every trial, whichever process or worker trained it.
     Report {
-        /// A run directory; a search's sweep directory (every shard's trials ranked); or a
+        /// A run directory; a search's sweep directory (every trial ranked); or a
         /// study's storage (sweep --storage), ranked from its journal alone.
         #[arg(value_name = "RUN_DIR")]
         run_dir: PathBuf,

@@ -1,5 +1,6 @@
 //! `tidemark sweep`: N runs of one config, or a search when the config has a `[sweep]` table
-//! (sharded over a cluster's job array when asked), and the table it prints.
+//! (shared by a study's workers, or a cluster's job array, when asked), and the table it
+//! prints.
 
 use std::path::{Path, PathBuf};
 
@@ -51,9 +52,17 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
                 if let Some(parallel) = args.parallel {
                     space.packing.parallel = parallel;
                 }
-                let (dir, rows) = match &args.storage {
+                let shard = match &args.storage {
+                    Some(_) => None,
+                    None => shard(args.shard.as_deref(), args.shards)?,
+                };
+                let storage = match (shard, &args.storage) {
+                    (Some(_), _) => Some(shard_study(kinds, &resolved, &space)?),
+                    (None, storage) => storage.clone(),
+                };
+                let (dir, rows) = match storage {
                     Some(storage) => {
-                        crate::sweep::work_on_study(kinds, &resolved, &space, storage, observer)
+                        crate::sweep::work_on_study(kinds, &resolved, &space, &storage, observer)
                             .map_err(|e| match e {
                                 Error::Interrupted => Error::WorkerStopped {
                                     rejoin: this_command(),
@@ -61,10 +70,7 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
                                 e => e,
                             })?
                     }
-                    None => {
-                        let shard = shard(args.shard.as_deref(), args.shards)?;
-                        crate::sweep::search(kinds, &resolved, &space, shard, observer)?
-                    }
+                    None => crate::sweep::search(kinds, &resolved, &space, observer)?,
                 };
                 let (monitor, mode) = (space.monitor.name().to_string(), space.monitor.mode());
                 (
@@ -112,13 +118,32 @@ fn shard(flag: Option<&str>, shards: Option<usize>) -> Result<Option<Shard>, Err
     }
 }
 
+/// Shard `I/N` of a search (`--shard`, or a Slurm or Kubernetes job array's task) as a worker
+/// of the study in its sweep directory, `<output_dir>/<name>-sweep/journal.log`, which every
+/// task of the array shares: each worker takes the study's next trial, as `--storage` workers
+/// do, rather than a fixed share of the trials. Returns the storage, its directory made.
+fn shard_study(kinds: &Kinds, config: &RunConfig, space: &Space) -> Result<String, Error> {
+    // Checked before the directory is made: a refused search leaves nothing behind.
+    crate::sweep::check_search(kinds, config, space)?;
+    let dir = (config.run.output_dir).join(format!("{}-sweep", config.run.name));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    // The sweep directory comes from a config, which holds text only.
+    Ok(crate::config::path_text(
+        "the sweep directory",
+        &dir.join("journal.log"),
+    )?)
+}
+
 /// Refuses `--shard`, `--shards`, `--parallel` and `--storage` without a `[sweep]` table: the
-/// runs of one config are not split, run one after another, and share no study, so every shard
-/// of a cluster's array or every worker would train every run.
+/// runs of one config run one after another and share no study, so every task of a cluster's
+/// array or every worker would train every run.
 fn plain_runs_take_no_search_flag(args: &SweepArgs) -> Result<(), Error> {
     let (flag, only) = match (&args.shard, args.shards, args.parallel, &args.storage) {
-        (Some(text), ..) => (format!("--shard {text}"), "are split into shards"),
-        (None, Some(n), ..) => (format!("--shards {n}"), "are split into shards"),
+        (Some(text), ..) => (
+            format!("--shard {text}"),
+            "are shared by a job array's tasks",
+        ),
+        (None, Some(n), ..) => (format!("--shards {n}"), "are shared by a job array's tasks"),
         (None, None, Some(n), _) => (format!("--parallel {n}"), "run in parallel"),
         (None, None, None, Some(s)) => (format!("--storage {s}"), "are shared through a study"),
         (None, None, None, None) => return Ok(()),

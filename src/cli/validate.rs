@@ -11,7 +11,7 @@ use crate::Error;
 pub(super) fn validate(kinds: &Kinds, config: ConfigArgs) -> Result<(), Error> {
     let resolved = config.load(kinds, vec![])?;
     if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
-        crate::sweep::check_search(kinds, &resolved, &space, None)?;
+        crate::sweep::check_search(kinds, &resolved, &space)?;
     }
     outln!("{}: ok", config.config.display());
     out!("{}", config::to_toml(&resolved));

@@ -53,3 +53,40 @@ pub fn one_line(text: &str) -> String {
 pub fn headline(text: &str) -> &str {
     text.lines().next().unwrap_or(text)
 }
+
+/// `text` cut to `max` characters with `…` where it is longer: a value quoted in an error (a
+/// `--set` the user wrote, a number serde prints in full) never pushes the error's line past
+/// what a terminal shows.
+pub(crate) fn clipped(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((cut, _)) if text.chars().count() > max => format!("{}…", &text[..cut]),
+        _ => text.to_string(),
+    }
+}
+
+/// `text` with each value quoted in backticks (serde's way) cut to `max` characters.
+pub(crate) fn clipped_quotes(text: &str, max: usize) -> String {
+    text.split('`')
+        .enumerate()
+        .map(|(i, part)| match i % 2 {
+            1 => clipped(part, max),
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("`")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_quoted_value_is_clipped_and_a_short_one_kept() {
+        assert_eq!(super::clipped("abcdef", 4), "abc…");
+        assert_eq!(super::clipped("abcd", 4), "abcd");
+        assert_eq!(super::clipped("ééééé", 3), "éé…");
+        let serde = "invalid type: floating point `-0.000000000000001702`, expected a string";
+        assert_eq!(
+            super::clipped_quotes(serde, 8),
+            "invalid type: floating point `-0.0000…`, expected a string"
+        );
+    }
+}

@@ -27,7 +27,7 @@ impl Source<'_> {
                 || base.starts_with(&format!("{}.", o.key))
                 || o.key.starts_with(&format!("{base}."))
         }) {
-            return format!("--set {}", o.text);
+            return format!("--set {}", super::error::clipped(&o.text, 80));
         }
         match key_offset(self.text, base) {
             Some(offset) => {
@@ -243,7 +243,7 @@ pub(crate) fn describe_key_error(key: &str, inner: &str) -> String {
         };
         return format!("unknown key {}{meant}{list}", full(field));
     }
-    let inner = inner
+    let inner = super::error::clipped_quotes(inner, 40)
         .replace("expected i64", "expected an integer")
         .replace("expected f64", "expected a number")
         .replace("expected a map", "expected a table");

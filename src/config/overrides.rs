@@ -18,7 +18,7 @@ impl Override {
     /// Parses `key=value`.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
         let fail = |message: String| ConfigError {
-            origin: format!("--set {text}"),
+            origin: format!("--set {}", super::error::clipped(text, 80)),
             key: None,
             message,
         };
@@ -56,7 +56,7 @@ impl Override {
                 toml::Value::Table(t) => t,
                 _ => {
                     return Err(ConfigError {
-                        origin: format!("--set {}", self.text),
+                        origin: format!("--set {}", super::error::clipped(&self.text, 80)),
                         key: Some(self.key.clone()),
                         message: format!("{} is not a table", parts[..=depth].join(".")),
                     })

@@ -1,11 +1,10 @@
 //! Every check a search makes before it writes anything, which `tidemark validate` makes
-//! too: each trial's config and monitor, the order, the pruner, TPE across shards, and the
-//! budget of trials in parallel.
+//! too: each trial's config and monitor, the order, the pruner, and the budget of trials in
+//! parallel.
 
 use std::path::Path;
 
-use super::shard::Shard;
-use super::space::{check_order, Method, Space, Trial};
+use super::space::{check_order, Space, Trial};
 use super::trial_config::checked_trial_config;
 use crate::config::{to_toml, ConfigError, Invalid, Monitor, RunConfig};
 use crate::error::Error;
@@ -13,14 +12,8 @@ use crate::kinds::Kinds;
 use crate::task::unknown_monitor;
 
 /// Every check a search makes before it writes anything (`tidemark validate` makes them
-/// too): each trial's config, the order, the pruner, TPE across shards, and the budget of
-/// trials in parallel.
-pub fn check_search(
-    kinds: &Kinds,
-    config: &RunConfig,
-    space: &Space,
-    shard: Option<Shard>,
-) -> Result<(), Error> {
+/// too): each trial's config, the order, the pruner, and the budget of trials in parallel.
+pub fn check_search(kinds: &Kinds, config: &RunConfig, space: &Space) -> Result<(), Error> {
     let trials = space.trials();
     check_trials(
         kinds,
@@ -31,16 +24,6 @@ pub fn check_search(
     )?;
     check_order(space.order, space.packing.parallel, "--parallel")?;
     check_prune(space, config)?;
-    if shard.is_some() && space.method == Method::Tpe {
-        return Err(Error::Config(ConfigError {
-            origin: "--shard".into(),
-            key: Some("sweep.method".into()),
-            message: "sweep.method = \"tpe\" draws each trial from the results before it, and \
-                      shards train apart; run a TPE search in one process (with sweep.parallel \
-                      for trials at once), or use method = \"random\" across shards"
-                .into(),
-        }));
-    }
     if space.packing.parallel > 1 {
         super::sizing::budget::resolve(&space.packing, config)?;
         // The program the children run, known before anything is written.

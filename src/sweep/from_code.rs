@@ -61,6 +61,6 @@ impl Search {
         &self,
         observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
     ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-        search(&self.kinds, &self.config, &self.space, None, observer)
+        search(&self.kinds, &self.config, &self.space, observer)
     }
 }

@@ -81,7 +81,7 @@ pub fn resume_sweep(
                     .into(),
             }));
         }
-        let (dir, rows) = run_trials(kinds, dir, config, &search, None, observer)?;
+        let (dir, rows) = run_trials(kinds, dir, config, &search, observer)?;
         let (monitor, mode) = (search.monitor, search.mode);
         return Ok((
             dir,

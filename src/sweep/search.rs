@@ -17,7 +17,6 @@ use super::results::rank::{rank, ranking, TrialRow};
 use super::results::rows::read_rows;
 use super::results::sweep_svg::picture;
 use super::sequential::Sequential;
-use super::shard::Shard;
 use super::signals::StopOnSignal;
 use super::sizing::preflight::arrange;
 use super::space::{Order, Space, Trial};
@@ -32,28 +31,23 @@ use crate::report::render_search_svg;
 use crate::train::run_dir;
 
 /// Plans and runs the search of `space` over `config`, in `<output_dir>/<name>-sweep/` (a new
-/// directory; with a `shard`, the one directory every shard shares, trained only in this
-/// shard's trials). `observer(i, n)` watches trial `i` of `n`; `observer(0, n)` is told what
+/// directory). `observer(i, n)` watches trial `i` of `n`; `observer(0, n)` is told what
 /// the search itself does before any trial trains (its probes and the order they give).
 pub fn search(
     kinds: &Kinds,
     config: &RunConfig,
     space: &Space,
-    shard: Option<Shard>,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     // Every trial is checked before the sweep's directory exists.
-    check_search(kinds, config, space, shard)?;
+    check_search(kinds, config, space)?;
     let name = format!("{}-sweep", config.run.name);
     let plan = plan_of(space);
-    let dir = match shard {
-        None => run_dir::create(&config.run.output_dir, &name)?,
-        Some(_) => shared_dir(&config.run.output_dir.join(&name), &plan)?,
-    };
+    let dir = run_dir::create(&config.run.output_dir, &name)?;
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
     write_plan(&dir, &Plan::search(plan.clone()))?;
-    run_trials(kinds, &dir, config, &plan, shard, observer)
+    run_trials(kinds, &dir, config, &plan, observer)
 }
 
 /// What `space` plans, as `plan.json` keeps it.
@@ -70,8 +64,8 @@ pub(super) fn plan_of(space: &Space) -> SearchPlan {
     }
 }
 
-/// The sweep directory shards share: created by the first, and refused if an earlier search
-/// with other trials planned it.
+/// The sweep directory a study's workers share: created by the first, and refused if an
+/// earlier search with other trials planned it.
 pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
     run_dir::make_output_dir(dir)?;
     if dir.join("plan.json").is_file() {
@@ -81,7 +75,7 @@ pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error
             return Err(Error::Config(ConfigError {
                 origin: dir.display().to_string(),
                 key: None,
-                message: "holds a sweep with other trials; the shards or workers of one search \
+                message: "holds a sweep with other trials; the workers of one search \
                           share its directory, so give this search another run.name or \
                           run.output_dir"
                     .into(),
@@ -91,10 +85,8 @@ pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error
     Ok(dir.to_path_buf())
 }
 
-/// Trains the plan's trials (a `shard`'s only) that have not finished, in the plan's
-/// [`Order`] (largest probed step first, by default), and writes their
-/// ranking: `sweep.json` and `sweep.md`, or a shard's own `shard-I-of-N.json`, which
-/// `tidemark report` merges.
+/// Trains the plan's trials that have not finished, in the plan's [`Order`] (largest probed
+/// step first, by default), and writes their ranking: `sweep.json` and `sweep.md`.
 ///
 /// Nothing per trial stays in memory while the trials train (but a failed trial's error): each
 /// trial's config is built when it is needed (checked, probed, trained) and dropped after, and
@@ -105,7 +97,6 @@ pub fn run_trials(
     dir: &Path,
     config: &RunConfig,
     plan: &SearchPlan,
-    shard: Option<Shard>,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     let base = to_toml(config);
@@ -115,11 +106,11 @@ pub fn run_trials(
     let config_of = |t: &Trial| checked_trial_config(&base, t, dir, &check).map_err(Error::Config);
     let n = plan.trials.len();
     let epochs = config.train.epochs;
-    let mut pruner = open_pruner(dir, plan, shard, epochs, &mut *observer(0, n))?;
+    let mut pruner = open_pruner(dir, plan, epochs, &mut *observer(0, n))?;
     // Trials the pruner is done with (a resumed search's) are neither probed nor trained.
     let settled = |n: usize| pruner.as_ref().is_some_and(|p| p.settled(n));
     let mine = (plan.trials.iter())
-        .filter(|t| Shard::holds(shard, t.number) && !settled(t.number))
+        .filter(|t| !settled(t.number))
         .collect();
     // In parallel: the budget, known before the probes run. The signal handlers, with which
     // a signal from here on, the probes included, stops the search with exit code 130,
@@ -138,7 +129,6 @@ pub fn run_trials(
         build,
         (order, budget.is_some()),
         dir,
-        shard,
         &mut *observer(0, n),
         Some(stop.flag()),
     )?;
@@ -148,7 +138,6 @@ pub fn run_trials(
                 parallel: plan.packing.parallel,
                 budget,
                 fit: plan.packing.fit_in_lease,
-                shard,
             };
             let chosen = (pruner.as_mut(), draws.as_mut());
             let observer = &mut *observer(0, n);
@@ -172,7 +161,7 @@ pub fn run_trials(
         Some(_) => &read_plan(dir)?.search.expect("a search's plan"),
         None => plan,
     };
-    let rows = write_ranked(dir, plan, shard, errors)?;
+    let rows = write_ranked(dir, plan, errors)?;
     // A signal at the very end still says so: the results are whole, and a resume says so.
     if stop.flag().load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
@@ -187,57 +176,45 @@ fn budget_of(plan: &SearchPlan, config: &RunConfig) -> Result<Option<u64>, Error
     (parallel.then(|| super::sizing::budget::resolve(&plan.packing, config))).transpose()
 }
 
-/// The pruner of `plan`'s trials in `shard`, if it prunes, with the record an earlier process
+/// The pruner of `plan`'s trials, if it prunes, with the record an earlier process
 /// left checked against the trials' own files; what that rebuilt is told to `observer`.
 fn open_pruner(
     dir: &Path,
     plan: &SearchPlan,
-    shard: Option<Shard>,
     epochs: usize,
     observer: &mut dyn Observer,
 ) -> Result<Option<Pruner>, Error> {
     let Some(prune) = plan.prune else {
         return Ok(None);
     };
-    let numbers: Vec<usize> = (plan.trials.iter())
-        .filter(|t| Shard::holds(shard, t.number))
-        .map(|t| t.number)
-        .collect();
+    let numbers: Vec<usize> = plan.trials.iter().map(|t| t.number).collect();
     let (monitor, mode) = (&plan.monitor, plan.mode);
-    let mut pruner = Pruner::open(dir, shard, prune, monitor, mode, epochs, &numbers)?;
+    let mut pruner = Pruner::open(dir, prune, monitor, mode, epochs, &numbers)?;
     for line in pruner.rebuilt() {
         observer.message(&line);
     }
     Ok(Some(pruner))
 }
 
-/// The rows of `plan`'s trials in `shard`, read from their summaries (`errors`: those whose
-/// last run failed), ranked, and written: `sweep.json` and `sweep.md`, or a shard's own rows.
+/// The rows of `plan`'s trials, read from their summaries (`errors`: those whose last run
+/// failed), ranked, and written: `sweep.json`, `sweep.md` and `journal.log`.
 fn write_ranked(
     dir: &Path,
     plan: &SearchPlan,
-    shard: Option<Shard>,
     errors: TrialErrors,
 ) -> Result<Vec<TrialRow>, Error> {
-    let mut rows = read_rows(dir, plan, shard, errors)?;
+    let mut rows = read_rows(dir, plan, errors)?;
     rank(&mut rows, plan.mode);
     crate::failpoint::pass("results");
-    match shard {
-        None => {
-            write_results(dir, plan, &rows)?;
-            write_journal(dir, plan, &rows)?;
-        }
-        Some(shard) => {
-            let path = dir.join(format!("{}.json", shard.name()));
-            let json = serde_json::to_vec_pretty(&rows).expect("rows serialise");
-            write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
-        }
-    }
+    write_results(dir, plan, &rows)?;
+    write_journal(dir, plan, &rows)?;
     Ok(rows)
 }
 
-/// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever shard
-/// or process trained them), ranked; writes `sweep.json` and `sweep.md` from them.
+/// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever worker
+/// or process trained them), ranked; writes `sweep.json` and `sweep.md` from them, and
+/// `journal.log` unless the directory is a study's (`study.json`), whose journal is its
+/// storage, written as the workers train (the shards' is `journal.log` itself).
 pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
     let plan = read_plan(dir)?.search.ok_or_else(|| {
         Error::Config(ConfigError {
@@ -246,10 +223,12 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
             message: "a sweep of runs, not a search: its table is sweep.md".into(),
         })
     })?;
-    let mut rows = read_rows(dir, &plan, None, BTreeMap::new())?;
+    let mut rows = read_rows(dir, &plan, BTreeMap::new())?;
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
-    write_journal(dir, &plan, &rows)?;
+    if !dir.join("study.json").exists() {
+        write_journal(dir, &plan, &rows)?;
+    }
     Ok((rows, plan))
 }
 

@@ -1,8 +1,10 @@
-//! A search spread over machines by a cluster's own scheduler: shard `I` of `N` trains every
-//! `N`-th trial starting at trial `I + 1`, into the one shared sweep directory. The shard comes
-//! from `--shard I/N`, or from a Slurm job array (`SLURM_ARRAY_TASK_ID` less
-//! `SLURM_ARRAY_TASK_MIN`, of `SLURM_ARRAY_TASK_COUNT`) or a Kubernetes Indexed Job
-//! (`JOB_COMPLETION_INDEX`, of `--shards N`, the Job's completions).
+//! A search spread over machines by a cluster's own scheduler: each task of a job array is a
+//! worker of one study, whose journal is `journal.log` in the sweep directory every task shares
+//! (`tidemark sweep` makes it so; the workers are `--storage`'s, and take the study's next trial
+//! as they free up, not a fixed share). The task comes from `--shard I/N`, or from a Slurm job
+//! array (`SLURM_ARRAY_TASK_ID` less `SLURM_ARRAY_TASK_MIN`, of `SLURM_ARRAY_TASK_COUNT`) or a
+//! Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`, of `--shards N`, the Job's completions);
+//! its number is only told, since workers of a study are alike.
 
 use crate::config::ConfigError;
 
@@ -26,21 +28,6 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// Whether trial `number` (1-based) is this shard's.
-    pub fn includes(&self, number: usize) -> bool {
-        (number - 1) % self.count == self.index
-    }
-
-    /// Whether trial `number` is `shard`'s: every trial where there are no shards.
-    pub fn holds(shard: Option<Shard>, number: usize) -> bool {
-        shard.is_none_or(|s| s.includes(number))
-    }
-
-    /// `shard-1-of-3`: the name of what this shard writes alone.
-    pub fn name(&self) -> String {
-        format!("shard-{}-of-{}", self.index, self.count)
-    }
-
     /// Parses `I/N` (`--shard 0/3`).
     pub fn parse(text: &str) -> Result<Shard, ConfigError> {
         let fail = |message: String| ConfigError {
@@ -133,13 +120,8 @@ mod tests {
     }
 
     #[test]
-    fn every_trial_falls_in_exactly_one_shard() {
-        let shards: Vec<Shard> = (0..3).map(|i| Shard { index: i, count: 3 }).collect();
-        for trial in 1..=20 {
-            assert_eq!(shards.iter().filter(|s| s.includes(trial)).count(), 1);
-        }
-        assert!(shards[0].includes(1) && shards[0].includes(4) && shards[2].includes(3));
-        assert_eq!(Shard::parse("2/3").unwrap(), shards[2]);
+    fn a_shard_is_parsed_as_i_of_n_or_refused_naming_the_flag() {
+        assert_eq!(Shard::parse("2/3").unwrap(), Shard { index: 2, count: 3 });
         for bad in ["3/3", "1", "a/3", "0/0"] {
             assert!(Shard::parse(bad)
                 .unwrap_err()

@@ -1,5 +1,4 @@
-//! A corpus of damaged search files: each file a stopped parallel search keeps, and a
-//! stopped shard's own records, cut in half, emptied, of the wrong type, with numbers negative
+//! A corpus of damaged search files: each file a stopped parallel search keeps, cut in half, emptied, of the wrong type, with numbers negative
 //! or too large. Every resume exits 0 with a correct search, or 2 with one line naming the
 //! file (and the field and value, where the file has them); none panics, none overwrites the
 //! damaged file or a trial's files.
@@ -163,30 +162,4 @@ fn a_damaged_search_file_is_refused_in_one_line_or_resumed_and_nothing_is_overwr
         rows: "sweep.json",
     };
     resume_damaged(&env, "one", &stopped, &full);
-    // A shard of it stopped the same way: its own records.
-    let shard = ["--shard", "1/2"];
-    let args = [&args[..3], &["--out", "stopped-shard"], &shard].concat();
-    let (status, stderr) = tidemark(&env, &args, Some(("ended:2:KILL", "count-shard")));
-    assert!(status.signal().is_some(), "{stderr}");
-    let dir = env.path("stopped-shard/small-sweep");
-    let names = [
-        "prune-shard-1-of-2.json",
-        "schedule-shard-1-of-2.json",
-        "preflight-shard-1-of-2.json",
-    ];
-    let stopped = Stopped {
-        files: search_files(&dir, &names),
-        dir,
-        resume: &[
-            "sweep",
-            "--config",
-            "search.toml",
-            "--out",
-            "{out}",
-            "--shard",
-            "1/2",
-        ],
-        rows: "shard-1-of-2.json",
-    };
-    resume_damaged(&env, "shard", &stopped, &full);
 }

@@ -290,7 +290,7 @@ fn ranking(json: &Value) -> Vec<(String, f64)> {
 }
 
 #[test]
-fn three_shards_at_once_give_the_ranking_of_one_process() {
+fn three_shards_at_once_are_workers_of_one_study_with_the_ranking_of_one_process() {
     let env = Env::new();
     let config = format!(
         "{SMALL}\n[sweep]\n[sweep.vary]\ntrain.lr = [0.01, 0.003, 0.001]\nmodel.hidden = [[8], [16]]\n"
@@ -299,7 +299,7 @@ fn three_shards_at_once_give_the_ranking_of_one_process() {
     let common = ["sweep", "--config", "grid.toml", "--set", "train.epochs=1"];
     let whole = env.run(&[&common[..], &["--out", "one"]].concat());
     assert_eq!(whole.code(), 0, "{}", whole.stderr());
-    // Three processes at once, each told its shard the way a scheduler does: the first two by
+    // Three processes at once, each told its task the way a scheduler does: the first two by
     // a Slurm job array's variables, the third by a Kubernetes Indexed Job's index.
     let shards: Vec<std::process::Child> = [
         vec![
@@ -336,21 +336,27 @@ fn three_shards_at_once_give_the_ranking_of_one_process() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // The tasks were workers of one study, in the sweep directory's journal: no task owns a
+    // share of the trials, and each trial was trained to the end once.
     let dir = "shared/small-sweep";
-    for shard in [
-        "shard-0-of-3.json",
-        "shard-1-of-3.json",
-        "shard-2-of-3.json",
-    ] {
-        let rows: Value =
-            serde_json::from_str(&std::fs::read_to_string(env.path(dir).join(shard)).unwrap())
-                .unwrap();
-        assert_eq!(
-            rows.as_array().unwrap().len(),
-            2,
-            "{shard}: every third of 6 trials"
-        );
-    }
+    let files: Vec<String> = std::fs::read_dir(env.path(dir))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(!files.iter().any(|f| f.contains("shard")), "{files:?}");
+    let journal = std::fs::read_to_string(env.path(dir).join("journal.log")).unwrap();
+    let completed = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|op| op["op_code"] == 6 && op["state"] == 1)
+        .count();
+    assert_eq!(completed, 6, "{journal}");
+    let study = env.run(&["report", &format!("{dir}/journal.log")]);
+    assert!(
+        study.stdout().contains("6 trials: 6 completed"),
+        "{}",
+        study.stdout()
+    );
     let report = env.run(&["report", dir]);
     assert_eq!(report.code(), 0, "{}", report.stderr());
     let out = report.stdout();
@@ -358,7 +364,7 @@ fn three_shards_at_once_give_the_ranking_of_one_process() {
         out.contains("report: 6 trials: 6 completed, 0 pruned, 0 failed, 0 not run yet"),
         "{out}"
     );
-    // Each shard's first trial carries its process's one-time state, and is not flagged.
+    // Each worker's first trial carries its process's one-time state, and is not flagged.
     assert!(out.contains("Every trial released its memory."), "{out}");
     let merged = ranking(&sweep_json(&env, dir));
     let one = ranking(&sweep_json(&env, "one/small-sweep"));

@@ -96,6 +96,30 @@ fn two_packed_workers_train_each_trial_once_in_a_child_under_its_lease() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("; 2 running, "), "{stderr}");
     }
+    // Each worker's sweep.json says how it packed its device: its leases, its budget, two at
+    // once; as a parallel search's does (a worker's directory holds the trials it trained).
+    for i in 0..2 {
+        let path = env.path(&format!("out-{i}/small-sweep/sweep.json"));
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(json["parallel"], 2, "{json}");
+        assert_eq!(json["budget_bytes"].as_u64(), Some(4 << 30), "{json}");
+        let trained = (json["trials"].as_array().unwrap().iter())
+            .filter(|r| {
+                summary(
+                    &env,
+                    &format!("out-{i}"),
+                    r["trial"].as_u64().unwrap() as usize,
+                )
+                .is_some()
+            })
+            .collect::<Vec<_>>();
+        assert!(!trained.is_empty());
+        for row in trained {
+            let trial = row["trial"].as_u64().unwrap() as usize;
+            let limit = summary(&env, &format!("out-{i}"), trial).unwrap()["limit_bytes"].clone();
+            assert_eq!(row["lease_bytes"], limit, "{row}");
+        }
+    }
     // TPE's draws still see every result before them, whichever child gave it.
     for (i, t) in trials.iter().enumerate() {
         let Some(drawn) = t.system.get("tidemark:drawn_from") else {

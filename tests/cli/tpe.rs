@@ -1,7 +1,7 @@
 //! TPE (`[sweep] method = "tpe"`): the first trials are the random method's draws, later ones
 //! are drawn from the trials finished before them as they start and written to `plan.json`;
 //! one at a time, the same seed gives the same trials; in parallel, each draw is probed for its
-//! lease; shards, which train apart, are refused.
+//! lease; across the tasks of a job array (shards), each draws from every task's results.
 
 use serde_json::Value;
 
@@ -88,18 +88,32 @@ fn tpe_in_parallel_draws_each_trial_as_it_starts_under_its_lease() {
     }
 }
 
+/// Shards were refused a TPE search, which they split up front; they are workers of one study
+/// now (whose TPE draws from every worker's results, `study::`), each trial trained once.
 #[test]
-fn tpe_across_shards_is_refused_naming_the_method() {
+fn tpe_across_shards_is_one_study_whose_every_trial_trains_once() {
     let env = Env::new();
     search(&env);
-    let run = env.run(&["sweep", "--config", "tpe.toml", "--shard", "0/2"]);
-    assert_eq!(run.code(), 2, "{}", run.stderr());
-    assert!(
-        run.stderr()
-            .contains("sweep.method = \"tpe\" draws each trial from the results before it"),
-        "{}",
-        run.stderr()
-    );
+    let shard = |i: &str| {
+        let run = env.run(&["sweep", "--config", "tpe.toml", "--shard", i]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        run
+    };
+    shard("0/2");
+    // The study is done: the second shard joins it, finds nothing left, and trains nothing.
+    let second = shard("1/2");
+    let said = second.stderr();
+    assert!(said.contains("joined study small (8 trials)"), "{said}");
+    assert!(!said.contains("started"), "{said}");
+    let journal = std::fs::read_to_string(env.path("runs/small-sweep/journal.log")).unwrap();
+    let ops: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let completed = ops
+        .iter()
+        .filter(|op| op["op_code"] == 6 && op["state"] == 1);
+    assert_eq!(completed.count(), 8, "{journal}");
 }
 
 /// A hand-edited `plan.json` that breaks what the search takes for granted is refused on

@@ -15,7 +15,7 @@ use super::launch::write_launch;
 use super::processes::Launch;
 use super::pruning::{finish, promote, promote_last};
 use super::state::{in_use, Ended, Running, State, Tally};
-use super::timeline::{now, Slot, Timeline};
+use super::timeline::{now, Timeline};
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::kinds::Kinds;
@@ -207,22 +207,13 @@ impl Pack {
             let launch = write_launch(&self.dir, trial, &cfg, lease, self.fit, gate.as_ref())?;
             crate::failpoint::pass("start");
             let child = self.launch.start(&launch)?;
-            let started = now();
-            let slot = Slot {
-                trial: trial.number,
-                lease_bytes: lease,
-                started_unix: started,
-                ended_unix: None,
-                pid: child.pid(),
-                earlier: earlier_runs(state.schedule.slots.get(&trial.number)),
-            };
+            let started = (state.schedule).started(trial.number, lease, child.pid());
             state.running.push(Running {
                 trial,
                 lease,
                 child,
                 started,
             });
-            state.schedule.slots.insert(trial.number, slot);
             self.record(&state.schedule, observer);
             let line = format!(
                 "{} started, lease {}; {}",
@@ -244,10 +235,8 @@ impl Pack {
         state: &mut State<'a, '_>,
         observer: &mut dyn Observer,
     ) -> Result<(), Error> {
+        state.schedule.ended(done.trial.number);
         let ended = now();
-        if let Some(slot) = state.schedule.slots.get_mut(&done.trial.number) {
-            slot.ended_unix = Some(ended);
-        }
         self.record(&state.schedule, observer);
         let run_dir = self.dir.join(done.trial.name());
         let standing = match state.pruner.as_deref_mut() {
@@ -304,9 +293,7 @@ impl Pack {
         }
         for r in &mut state.running {
             r.child.stop();
-            if let Some(slot) = state.schedule.slots.get_mut(&r.trial.number) {
-                slot.ended_unix = Some(now());
-            }
+            state.schedule.ended(r.trial.number);
         }
         let names: Vec<String> = state.running.drain(..).map(|r| r.trial.name()).collect();
         if !names.is_empty() {
@@ -335,16 +322,4 @@ fn fail_too_large<'a>(
     }
     state.ended.push((trial, Some(reason)));
     Ok(())
-}
-
-/// A trial's earlier runs, from its latest slot: the runs before it and the slot's own.
-fn earlier_runs(slot: Option<&Slot>) -> Vec<[f64; 2]> {
-    let Some(slot) = slot else {
-        return Vec::new();
-    };
-    let mut runs = slot.earlier.clone();
-    if let Some(ended) = slot.ended_unix {
-        runs.push([slot.started_unix, ended]);
-    }
-    runs
 }

@@ -1,4 +1,5 @@
-//! `schedule.json` in a sweep directory (a shard's `schedule-shard-I-of-N.json`): when each
+//! `schedule.json` in a sweep directory (`schedule-*.json` beside it, written by earlier shards,
+//! are read with it): when each
 //! trial of a parallel search ran, under which lease, and the budget they shared. Written at
 //! every start and end, so that a killed search still says what ran; read back into
 //! `sweep.json`'s rows (`lease_bytes`, `started_s`, `ended_s`).
@@ -11,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::record::{read_json, write_json};
-use crate::sweep::shard::Shard;
 
 /// One trial's run in a child process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,12 +50,9 @@ pub fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// The schedule's file in `dir`, for `shard`.
-pub fn path(dir: &Path, shard: Option<Shard>) -> PathBuf {
-    match shard {
-        None => dir.join("schedule.json"),
-        Some(shard) => dir.join(format!("schedule-{}.json", shard.name())),
-    }
+/// The schedule's file in `dir`.
+pub fn path(dir: &Path) -> PathBuf {
+    dir.join("schedule.json")
 }
 
 impl Timeline {
@@ -71,7 +68,8 @@ impl Timeline {
         Ok(write_json(path, self)?)
     }
 
-    /// Every slot of every schedule file in `dir` (shards write their own), by trial.
+    /// Every slot of every schedule file in `dir` (`schedule.json`, and the `schedule-*.json`
+    /// that shards of earlier versions wrote apart), by trial.
     pub fn merged(dir: &Path) -> Result<Timeline, Error> {
         let mut merged = Timeline::default();
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -92,6 +90,34 @@ impl Timeline {
             merged.slots.extend(one.slots);
         }
         Ok(merged)
+    }
+
+    /// Records that `trial` started now in process `pid` under `lease`: its earlier runs (a
+    /// trial paused at a rung and promoted runs again) are kept. Returns when.
+    pub fn started(&mut self, trial: usize, lease_bytes: u64, pid: u32) -> f64 {
+        let mut earlier = Vec::new();
+        if let Some(slot) = self.slots.get(&trial) {
+            earlier = slot.earlier.clone();
+            earlier.extend(slot.ended_unix.map(|end| [slot.started_unix, end]));
+        }
+        let started_unix = now();
+        let slot = Slot {
+            trial,
+            lease_bytes,
+            started_unix,
+            ended_unix: None,
+            pid,
+            earlier,
+        };
+        self.slots.insert(trial, slot);
+        started_unix
+    }
+
+    /// Records that `trial`'s run ended now.
+    pub fn ended(&mut self, trial: usize) {
+        if let Some(slot) = self.slots.get_mut(&trial) {
+            slot.ended_unix = Some(now());
+        }
     }
 
     /// The earliest start: where a search's `started_s` count from.
@@ -129,17 +155,17 @@ mod tests {
     #[test]
     fn shards_schedules_merge_and_count_from_the_earliest_start() {
         let dir = tempfile::tempdir().unwrap();
-        let shard = |i| Some(Shard { index: i, count: 2 });
         let mut a = Timeline {
             budget_bytes: 100,
             parallel: 2,
             ..Timeline::default()
         };
         a.slots.insert(1, slot(1, 50.0));
-        a.write(&path(dir.path(), shard(0))).unwrap();
+        a.write(&dir.path().join("schedule-shard-0-of-2.json"))
+            .unwrap();
         let mut b = a.clone();
         b.slots = BTreeMap::from([(2, slot(2, 20.0))]);
-        b.write(&path(dir.path(), shard(1))).unwrap();
+        b.write(&path(dir.path())).unwrap();
         let merged = Timeline::merged(dir.path()).unwrap();
         assert_eq!(merged.slots.len(), 2);
         assert_eq!(merged.origin(), Some(20.0));

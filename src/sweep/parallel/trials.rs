@@ -15,7 +15,6 @@ use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::Observer;
 use crate::sweep::prune::Pruner;
-use crate::sweep::shard::Shard;
 use crate::sweep::sizing::lease::Arranged;
 use crate::sweep::tpe_draws::Draws;
 use crate::sweep::trial_config::TrialBuild;
@@ -31,8 +30,6 @@ pub(in crate::sweep) struct Packed {
     pub budget: u64,
     /// `memory.on_limit = "fit"` inside the leases.
     pub fit: bool,
-    /// The shard this process trains, if any.
-    pub shard: Option<Shard>,
 }
 
 /// Trains `todo` in child processes under `packed`, each with the config `config` builds for
@@ -76,7 +73,7 @@ fn train_packed<'a>(
             exe: trial_exe()?,
             threads: threads_per_child(packed.parallel),
         },
-        schedule: timeline::path(dir, packed.shard),
+        schedule: timeline::path(dir),
         in_order: draws.is_some(),
     };
     observer.message(&format!(

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 pub use gate::{GateSpec, ReadRecord};
 pub use record::{read_curve, Curve, Record, Standing};
 
-use super::shard::Shard;
 use super::space::{PruneConfig, PruneMethod};
 use crate::config::MonitorMode;
 use crate::error::Error;
@@ -36,13 +35,9 @@ pub struct Pruner {
     rebuilt: Vec<String>,
 }
 
-/// `prune.json` in `dir`, or a shard's own `prune-shard-I-of-N.json` (each shard prunes among
-/// its own trials).
-fn path(dir: &Path, shard: Option<Shard>) -> PathBuf {
-    match shard {
-        None => dir.join("prune.json"),
-        Some(shard) => dir.join(format!("prune-{}.json", shard.name())),
-    }
+/// `prune.json` in `dir`.
+fn path(dir: &Path) -> PathBuf {
+    dir.join("prune.json")
 }
 
 impl Pruner {
@@ -51,14 +46,13 @@ impl Pruner {
     /// says what they changed).
     pub fn open(
         dir: &Path,
-        shard: Option<Shard>,
         config: PruneConfig,
         monitor: &str,
         mode: MonitorMode,
         epochs: usize,
         trials: &[usize],
     ) -> Result<Pruner, Error> {
-        let path = path(dir, shard);
+        let path = path(dir);
         let record = Record::read(&path)?.unwrap_or_else(|| Record {
             monitor: monitor.to_string(),
             ..Record::default()

@@ -7,16 +7,7 @@ fn pruner(dir: &Path) -> Pruner {
         reduction: 3,
         startup: 5,
     };
-    let mut p = Pruner::open(
-        dir,
-        None,
-        config,
-        "val_loss",
-        MonitorMode::Min,
-        9,
-        &[1, 2, 3],
-    )
-    .unwrap();
+    let mut p = Pruner::open(dir, config, "val_loss", MonitorMode::Min, 9, &[1, 2, 3]).unwrap();
     for (t, v) in [(1, 0.3), (2, 0.5), (3, 0.4)] {
         let curve = Curve {
             values: vec![Some(v)],

@@ -26,7 +26,7 @@ pub enum TrialStatus {
     Pruned,
     /// Paused at an ASHA rung by a search that has not finished.
     Paused,
-    /// No shard has trained it yet.
+    /// Not trained yet (by a search stopped early, or a study's workers).
     NotRun,
     /// Being trained by a worker of a shared study (`sweep --storage`).
     Running,

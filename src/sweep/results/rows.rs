@@ -1,5 +1,5 @@
 //! A search's rows: each trial's figures read back from its `summary.json` (whichever process
-//! or shard trained it), with how it ended, its lease and when it ran.
+//! or worker trained it), with how it ended, its lease and when it ran.
 
 use std::path::Path;
 
@@ -9,11 +9,10 @@ use crate::error::Error;
 use crate::record::{RunStatus, RunSummary};
 use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::plan::SearchPlan;
-use crate::sweep::shard::Shard;
 use crate::sweep::space::Trial;
 use crate::sweep::trial_run::TrialErrors;
 
-/// The rows of the plan's trials (a `shard`'s only), from their `summary.json`, with the
+/// The rows of the plan's trials, from their `summary.json`, with the
 /// `errors` of those that failed. A trial that fails still writes its summary, with its memory
 /// figures, when it got as far as its run directory.
 ///
@@ -24,11 +23,10 @@ use crate::sweep::trial_run::TrialErrors;
 pub(in crate::sweep) fn read_rows(
     dir: &Path,
     plan: &SearchPlan,
-    shard: Option<Shard>,
     mut errors: TrialErrors,
 ) -> Result<Vec<TrialRow>, Error> {
     let mut rows = Vec::new();
-    for t in plan.trials.iter().filter(|t| Shard::holds(shard, t.number)) {
+    for t in &plan.trials {
         let error = errors.remove(&t.number);
         let summary = match (RunSummary::read(&dir.join(t.name())), &error) {
             (Ok(summary), _) => summary,
@@ -77,7 +75,7 @@ fn row(
 }
 
 /// Each row's lease and times from `schedule`, where it ran in a child process.
-fn attach(rows: &mut [TrialRow], schedule: &Timeline) {
+pub(in crate::sweep) fn attach(rows: &mut [TrialRow], schedule: &Timeline) {
     let Some(origin) = schedule.origin() else {
         return;
     };

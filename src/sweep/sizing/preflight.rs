@@ -8,8 +8,7 @@
 //!   backend's paths that only larger tensors take, and heap pages split by the allocator. Grown
 //!   in one step at the start, the resident set then stays flat (measured in docs/search.md).
 //!
-//! The probes' figures and the order are written to `preflight.json` (a shard's to
-//! `preflight-shard-I-of-N.json`). A trial whose probe fails trains last, where its own run
+//! The probes' figures and the order are written to `preflight.json`. A trial whose probe fails trains last, where its own run
 //! reports the error.
 
 use std::path::Path;
@@ -25,7 +24,6 @@ use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::memory::format_bytes;
 use crate::record::{write_atomic, Observer};
-use crate::sweep::shard::Shard;
 use crate::sweep::space::{Order, Trial};
 use crate::sweep::trial_config::TrialBuild;
 use crate::train::preflight::warm_up;
@@ -55,7 +53,6 @@ pub(in crate::sweep) fn arrange<'a>(
     build: TrialBuild<'_>,
     (order, leases): (Order, bool),
     dir: &Path,
-    shard: Option<Shard>,
     observer: &mut dyn Observer,
     stop: Option<&AtomicBool>,
 ) -> Result<Vec<Arranged<'a>>, Error> {
@@ -107,7 +104,7 @@ pub(in crate::sweep) fn arrange<'a>(
         });
     }
     let probes: Vec<&Probe> = probed.iter().map(|(p, _)| p).collect();
-    write(dir, shard, &probes)?;
+    write(dir, &probes)?;
     observer.message(&told(&probes, started.elapsed().as_secs_f64(), order));
     if let Some(line) = not_probed(&probes) {
         observer.message(&line);
@@ -192,12 +189,8 @@ fn two_digits(bytes: u64) -> u64 {
     (bytes + unit / 2) / unit * unit
 }
 
-fn write(dir: &Path, shard: Option<Shard>, probes: &[&Probe]) -> Result<(), Error> {
-    let name = match shard {
-        None => "preflight.json".to_string(),
-        Some(shard) => format!("preflight-{}.json", shard.name()),
-    };
-    let path = dir.join(name);
+fn write(dir: &Path, probes: &[&Probe]) -> Result<(), Error> {
+    let path = dir.join("preflight.json");
     let json = serde_json::json!({
         "trained_in_order": probes.iter().map(|p| p.trial).collect::<Vec<_>>(),
         "probes": probes,

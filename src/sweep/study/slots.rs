@@ -6,7 +6,9 @@
 //! budget (the claimed trial waits, beating, till then). The children write their epochs to
 //! the study themselves ([`child`](super::reporting::child)); the worker beats for all of
 //! them and writes each one's end. A signal stops every child at its latest checkpoint and
-//! hands its trial back.
+//! hands its trial back. When each trial ran under which lease is written to the worker's own
+//! `schedule-<worker>.json` in the sweep directory, as a parallel search writes `schedule.json`:
+//! `sweep.json` then gives the leases, the budget and the trials at once.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +27,7 @@ use crate::memory::format_bytes;
 use crate::record::{Observer, RunStatus, RunSummary};
 use crate::sweep::parallel::launch::write_launch;
 use crate::sweep::parallel::processes::{Child, Launch};
+use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::sizing::lease::too_large;
 use crate::sweep::sizing::preflight::lease_of;
 use crate::sweep::space::Trial;
@@ -79,6 +82,8 @@ struct Held {
     idle_since: Option<Instant>,
     /// Whether this process has its one-time state, which a lease counts.
     warm: bool,
+    /// When each trial ran here, under which lease.
+    timeline: Timeline,
 }
 
 impl Held {
@@ -99,7 +104,14 @@ impl Slots<'_> {
     /// trial still held is then handed back.
     pub fn until_done(&self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
         let heartbeat = Heartbeat::start(Arc::clone(self.storage), self.study.heartbeat());
-        let mut held = Held::default();
+        let mut held = Held {
+            timeline: Timeline {
+                budget_bytes: self.budget,
+                parallel: self.parallel,
+                ..Timeline::default()
+            },
+            ..Held::default()
+        };
         let worked = self.drive(&mut held, &heartbeat, stop, observer);
         if worked.is_err() {
             self.hand_back(&mut held, observer)?;
@@ -144,6 +156,9 @@ impl Slots<'_> {
             if let Some(claimed) = held.claimed.as_ref().filter(|c| c.lease <= free) {
                 // Claimed until its child runs: a start that fails hands it back with the rest.
                 let running = self.start(claimed, held, observer)?;
+                let (trial, pid) = (running.trial.number, running.child.pid());
+                held.timeline.started(trial, running.lease, pid);
+                self.record(&held.timeline, observer);
                 held.claimed = None;
                 held.running.push(running);
             }
@@ -254,6 +269,8 @@ impl Slots<'_> {
                 continue;
             };
             let done = held.running.swap_remove(i);
+            held.timeline.ended(done.trial.number);
+            self.record(&held.timeline, observer);
             let run_dir = self.dir.join(done.trial.name());
             let summary = RunSummary::read(&run_dir).ok().flatten();
             // A child stopped with the worker (Ctrl-C reaches the whole process group) is
@@ -296,6 +313,24 @@ impl Slots<'_> {
         Ok(())
     }
 
+    /// Writes this worker's timeline; one that cannot be written is told, not a reason to stop
+    /// training (the journal holds the study).
+    fn record(&self, timeline: &Timeline, observer: &mut dyn Observer) {
+        let worker = self.storage.lock().expect("storage").worker().to_string();
+        let name: String = (worker.chars())
+            .map(
+                |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    true => c,
+                    false => '_',
+                },
+            )
+            .collect();
+        let path = self.dir.join(format!("schedule-{name}.json"));
+        if let Err(e) = timeline.write(&path) {
+            observer.message(&format!("the schedule was not written: {e}"));
+        }
+    }
+
     /// Stops every child at its latest checkpoint and hands back its trial, and the claimed
     /// one's.
     fn hand_back(&self, held: &mut Held, observer: &mut dyn Observer) -> Result<(), Error> {
@@ -305,6 +340,7 @@ impl Slots<'_> {
         let mut names = Vec::new();
         for mut r in held.running.drain(..) {
             r.child.stop();
+            held.timeline.ended(r.trial.number);
             names.push(r.trial.name());
             let summary = RunSummary::read(&self.dir.join(r.trial.name()))
                 .ok()
@@ -322,6 +358,7 @@ impl Slots<'_> {
             let ops = ending(c.id, &c.trial, self.monitor, &Outcome::Stopped, None);
             record(self.storage, c.id, ops)?;
         }
+        self.record(&held.timeline, observer);
         if !names.is_empty() {
             let names = names.join(", ");
             observer.message(&format!(

@@ -23,8 +23,10 @@ use crate::record::{write_atomic, Observer};
 use crate::sweep::checks::check_search;
 use crate::sweep::journal::worker_id::worker_id;
 use crate::sweep::parallel::processes::Launch;
+use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::parallel::trials::{threads_per_child, trial_exe};
 use crate::sweep::plan::{write_plan, Plan};
+use crate::sweep::results::rows::attach;
 use crate::sweep::results::{rank, TrialRow};
 use crate::sweep::search::{plan_of, shared_dir, write_results};
 use crate::sweep::signals::StopOnSignal;
@@ -42,7 +44,7 @@ pub fn work(
     storage: &str,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-    check_search(kinds, config, space, None)?;
+    check_search(kinds, config, space)?;
     let plan = plan_of(space);
     let sweep = format!("{}-sweep", config.run.name);
     // The storage first: one that cannot be opened leaves no sweep directory behind.
@@ -111,6 +113,8 @@ pub fn work(
     }
     let journal = storage.lock().expect("storage").sync()?.clone();
     let mut rows = rows(&journal, study.id);
+    // Where this worker, or others in this directory, packed their devices: leases and times.
+    attach(&mut rows, &Timeline::merged(&dir)?);
     rank(&mut rows, plan.mode);
     write_results(&dir, &plan, &rows)?;
     drop(stop);
