@@ -67,6 +67,9 @@ NOT_RUN = [
     (r"^scripts/study-figures\.py", "searches of 40 and 81 trials, one process against four "
      "workers, over several seeds (about 10 minutes); tests in tests/cli/study.rs check the "
      "workers' draws, rungs and takeovers"),
+    (r"^scripts/study-growth\.sh", "two binaries (one built before a change), three rounds of a "
+     "1,000-trial study each (about 4 minutes); tests in tests/cli/study.rs check the studies' "
+     "decisions"),
     (r"sweep\.trials=10000", "a search of 10,000 trials takes about 4 minutes and 6 GB of disk; test "
      "five_hundred_trials_in_one_process_keep_nothing_and_stay_flat checks the same slope"),
 ]

@@ -231,12 +231,25 @@ fn load_config(
     overrides: &[String],
     extra: Vec<Override>,
 ) -> Result<RunConfig, Error> {
+    Ok(load_file(kinds, path, overrides, extra)?.1)
+}
+
+/// The file at `path` read once with `overrides` and `extra`: as read (for its `[sweep]`
+/// table), and as the run's config ([`load_config`]'s).
+fn load_file(
+    kinds: &Kinds,
+    path: &Path,
+    overrides: &[String],
+    extra: Vec<Override>,
+) -> Result<(config::RawFile, RunConfig), Error> {
     let mut overrides = overrides
         .iter()
         .map(|o| Override::parse(o))
         .collect::<Result<Vec<_>, _>>()?;
     overrides.extend(extra);
-    Ok(config::load_checked(path, &overrides, &|c| kinds.check(c))?)
+    let file = config::load_raw(path, &overrides)?;
+    let resolved = file.config(&|c| kinds.check(c))?;
+    Ok((file, resolved))
 }
 
 fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::load_config;
+use super::load_file;
 use super::terminal::{SweepTerminal, Terminal};
-use crate::config::{ClearPolicy, ConfigError, Override, RunConfig};
+use crate::config::{ClearPolicy, ConfigError, Override, RawFile, RunConfig};
 use crate::kinds::Kinds;
 use crate::record::Observer;
 use crate::sweep::{Changes, Shard, Space, Swept, TrialStatus};
@@ -29,7 +29,8 @@ pub(super) struct SweepArgs {
 /// Runs the sweep, and prints its table and one-line outcome.
 pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
     let out = std::mem::take(&mut args.out);
-    let resolved = load_config(kinds, &args.path, &args.overrides, out)?;
+    // One read of the file gives the run's config and the search's table.
+    let (file, resolved) = load_file(kinds, &args.path, &args.overrides, out)?;
     let verbose = args.verbose;
     let observer = |run, runs| -> Box<dyn Observer> {
         Box::new(SweepTerminal {
@@ -47,11 +48,8 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
             changes.parallel = args.parallel.or(changes.parallel);
             crate::sweep::resume_sweep(kinds, dir, &resolved, args.runs, changes, observer)?
         }
-        None => match search_space(&args.path, &args.overrides, args.runs)? {
-            Some(mut space) => {
-                if let Some(parallel) = args.parallel {
-                    space.packing.parallel = parallel;
-                }
+        None => match search_space(file, args.runs, args.parallel)? {
+            Some(space) => {
                 let shard = match &args.storage {
                     Some(_) => None,
                     None => shard(args.shard.as_deref(), args.shards)?,
@@ -159,31 +157,30 @@ fn plain_runs_take_no_search_flag(args: &SweepArgs) -> Result<(), Error> {
     }))
 }
 
-/// The search `path`'s `[sweep]` table describes (with `overrides`), or `None` without one;
-/// `--runs` with a table is refused.
+/// The search `file`'s `[sweep]` table describes (`parallel` trials at once where
+/// `--parallel` says), or `None` without one; `--runs` with a table is refused.
 pub(super) fn search_space(
-    path: &Path,
-    overrides: &[String],
+    mut file: RawFile,
     runs: Option<usize>,
+    parallel: Option<usize>,
 ) -> Result<Option<Space>, Error> {
-    let overrides = overrides
-        .iter()
-        .map(|o| Override::parse(o))
-        .collect::<Result<Vec<_>, _>>()?;
-    let table = crate::config::load_raw(path, &overrides)?
-        .raw
-        .sweep
-        .is_some();
-    if table && runs.is_some() {
-        return Err(Error::Config(ConfigError {
-            origin: path.display().to_string(),
-            key: Some("sweep".into()),
-            message: "--runs repeats one config, and this file has a [sweep] table: its trials \
-                      come from the table (sweep.trials for a random search)"
-                .into(),
-        }));
+    let Some(sweep) = file.raw.sweep.as_mut() else {
+        return Ok(None);
+    };
+    if runs.is_some() {
+        return Err(Error::Config(
+            file.error(
+                "sweep",
+                "--runs repeats one config, and this file has a [sweep] table: its trials come \
+             from the table (sweep.trials for a random search)"
+                    .into(),
+            ),
+        ));
     }
-    Ok(Space::from_file(path, &overrides)?)
+    if let Some(parallel) = parallel {
+        sweep.parallel = Some(parallel as i64);
+    }
+    Ok(Space::of_file(&file)?)
 }
 
 /// A sweep's table and its one-line outcome.

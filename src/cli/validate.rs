@@ -9,8 +9,8 @@ use crate::Error;
 /// `tidemark validate`: the resolved config, after every check `sweep` makes before it writes
 /// anything.
 pub(super) fn validate(kinds: &Kinds, config: ConfigArgs) -> Result<(), Error> {
-    let resolved = config.load(kinds, vec![])?;
-    if let Some(space) = sweep::search_space(&config.config, &config.overrides, None)? {
+    let (file, resolved) = super::load_file(kinds, &config.config, &config.overrides, vec![])?;
+    if let Some(space) = sweep::search_space(file, None, None)? {
         crate::sweep::check_search(kinds, &resolved, &space)?;
     }
     outln!("{}: ok", config.config.display());

@@ -62,12 +62,7 @@ pub fn load_checked(
     overrides: &[Override],
     check: Check<'_>,
 ) -> Result<RunConfig, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        origin: path.display().to_string(),
-        key: None,
-        message: format!("cannot read config file: {e}"),
-    })?;
-    parse_checked(&text, &path.display().to_string(), overrides, check)
+    load_raw(path, overrides)?.config(check)
 }
 
 /// Parses and validates config `text`; `name` is used in error locations.
@@ -125,6 +120,16 @@ impl RawFile {
             overrides: &self.overrides,
         };
         source.error(Some(key.to_string()), message)
+    }
+
+    /// The run's config the file gives: validated, then `check`ed (a program's kinds), each
+    /// error located as [`error`](Self::error) locates it. One read of a file gives both this
+    /// and the tables that are not a run's own (a search's `[sweep]`).
+    pub fn config(&self, check: Check<'_>) -> Result<RunConfig, ConfigError> {
+        let located = |Invalid { key, message }| self.error(&key, message);
+        let config = RunConfig::try_from(self.raw.clone()).map_err(located)?;
+        check(&config).map_err(located)?;
+        Ok(config)
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::results::rank::TrialRow;
 use super::search::search;
 use super::space::Space;
-use crate::config::{load_checked, ConfigError, Override, RunConfig};
+use crate::config::{load_raw, ConfigError, Override, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::record::{Observer, Silent};
@@ -29,8 +29,9 @@ impl Search {
     /// them); an error where the file has no `[sweep]` table, or a key is wrong (named, with
     /// where).
     pub fn from_file(kinds: Kinds, path: &Path, overrides: &[Override]) -> Result<Self, Error> {
-        let config = load_checked(path, overrides, &|c| kinds.check(c))?;
-        let Some(space) = Space::from_file(path, overrides)? else {
+        let file = load_raw(path, overrides)?;
+        let config = file.config(&|c| kinds.check(c))?;
+        let Some(space) = Space::of_file(&file)? else {
             return Err(Error::Config(ConfigError {
                 origin: path.display().to_string(),
                 key: Some("sweep".into()),

@@ -67,23 +67,15 @@ pub(in crate::sweep) fn write_journal(
 
 /// The operations of one trial (journal id `id`).
 fn trial_ops(dir: &Path, plan: &SearchPlan, row: &TrialRow, id: usize) -> Result<Vec<Op>, Error> {
-    let mut ops = vec![Op::CreateTrial {
-        study: 0,
-        start: now(),
-        params: Vec::new(),
-        system: serde_json::Map::new(),
-    }];
-    ops.extend(param_ops(
-        id,
-        &plan.vary,
-        &plan.trials[row.trial - 1].values,
-    ));
     let system = |key: &str, value| Op::SystemAttr {
         trial: id,
         key: key.into(),
         value,
     };
-    ops.push(system(NUMBER, json!(row.trial)));
+    // Created in one record, with its parameters and number, as a study's workers create one.
+    let mut made = param_ops(id, &plan.vary, &plan.trials[row.trial - 1].values);
+    made.push(system(NUMBER, json!(row.trial)));
+    let mut ops = Op::create_whole(0, now(), made);
     let curve = read_curve(&dir.join(&row.name), &plan.monitor)?;
     for (epoch, value) in curve.iter().enumerate() {
         if let Some(value) = value {

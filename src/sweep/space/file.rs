@@ -1,16 +1,15 @@
 //! A search's space read from a config file: its `[sweep]` table, checked, and whether its
 //! trials fit their micro-batch in their leases.
 
-use std::path::Path;
-
 use super::Space;
-use crate::config::{load_raw, ConfigError, Override, RawMemory};
+use crate::config::{ConfigError, RawFile, RawMemory};
 
 impl Space {
-    /// The `[sweep]` table of the config file at `path` (with `overrides`), checked, or `None`
-    /// where it has none (`validate` checks it too). An error names the key and where.
-    pub fn from_file(path: &Path, overrides: &[Override]) -> Result<Option<Space>, ConfigError> {
-        let file = load_raw(path, overrides)?;
+    /// The search `file`'s `[sweep]` table describes, checked, or `None` without one
+    /// (`validate` checks it too): an error names the key, located in the file or at the
+    /// override that set it. The file is the one read that gives the run's config too
+    /// ([`RawFile::config`]).
+    pub fn of_file(file: &RawFile) -> Result<Option<Space>, ConfigError> {
         let Some(sweep) = &file.raw.sweep else {
             return Ok(None);
         };
