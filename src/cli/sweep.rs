@@ -253,7 +253,7 @@ fn terminal_width() -> Option<usize> {
     }
 }
 
-/// `tidemark report SWEEP_DIR` for a search: every trial, whichever shard trained it, ranked
+/// `tidemark report SWEEP_DIR` for a search: every trial, whichever worker trained it, ranked
 /// from the trials' own summaries; writes the merged `sweep.md` and `sweep.json`.
 pub(super) fn report(dir: &Path) -> Result<(), Error> {
     let (rows, plan) = crate::sweep::merge(dir)?;

@@ -206,8 +206,8 @@ impl SnapshotWriter {
 
 /// Writes `contents` to `path` through a temporary file and a rename, so a reader (or a crash)
 /// never sees half a file. The temporary file is this process's own (`config.<pid>.tmp`), so
-/// processes that write the same file at once (the shards of a search, writing its
-/// `plan.json`) each rename a whole file of their own.
+/// processes that write the same file at once (the workers of a study, writing their sweep
+/// directory's `plan.json`) each rename a whole file of their own.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
     std::fs::write(&tmp, contents)?;
