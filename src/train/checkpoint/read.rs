@@ -11,7 +11,7 @@ use super::ranking::{ranked_dir, read_ranking};
 use super::CheckpointState;
 use crate::config::RunConfig;
 use crate::error::Error;
-use crate::train::decide::Schedule;
+use crate::train::decide::{read_plateau, Schedule};
 
 /// The names in `<run_dir>/checkpoints`: `best` and `latest` first, then the checkpoints in
 /// the order they were written.
@@ -241,22 +241,61 @@ impl Checkpoint {
     pub fn verify(&self) -> Result<(), Error> {
         [File::Model, File::Optimizer]
             .into_iter()
-            .try_for_each(|file| file.verify(self, Extras::default()))
+            .try_for_each(|file| self.verify_file(file, Extras::default()))
     }
 
-    /// Reads every file a run under `config` continues from through ([`File::ALL`], the
+    /// Reads every file a run under `config` continues from through (`File::ALL`, the
     /// checkpoint's one list of files), so that one missing, truncated, corrupt or out of
     /// range is found before a resumed run touches anything: the model, the optimizer, the
     /// schedule (and a plateau's state), the moving average and, where
     /// `checkpoint.keep_best` ranks the checkpoints, their ranking.
     pub fn verify_for(&self, config: &RunConfig) -> Result<(), Error> {
         for file in File::ALL {
-            file.verify(self, Extras::of(config))?;
+            self.verify_file(file, Extras::of(config))?;
         }
         if config.checkpoint.keep_best.is_some() {
             self.ranking_kept()?;
         }
         Ok(())
+    }
+
+    /// Reads `file` of this checkpoint through, as a run that keeps `extras` continues from
+    /// it: one missing, truncated, corrupt or out of range is an error naming it. A schedule's
+    /// state (and so a plateau's) may be absent from a checkpoint written before schedules were
+    /// saved, whose run had none.
+    fn verify_file(&self, file: File, extras: Extras) -> Result<(), Error> {
+        let path = file.in_dir(&self.dir);
+        let unreadable =
+            |e: &dyn std::fmt::Debug| Error::checkpoint(&path, format!("cannot be read: {e:?}"));
+        let schedule_kept = File::Schedule.in_dir(&self.dir).exists();
+        match file {
+            // Parsed where the checkpoint was opened.
+            File::Meta => Ok(()),
+            File::Model => self.weights().map(drop),
+            File::Optimizer => burn::optim::record::OptimizerRecord::load(&path)
+                .map(drop)
+                .map_err(|e| unreadable(&e)),
+            File::Schedule if schedule_kept => {
+                burn::optim::lr_scheduler::LrSchedulerRecord::load(&path)
+                    .map(drop)
+                    .map_err(|e| unreadable(&e))
+            }
+            File::Plateau if schedule_kept && extras.plateau => read_plateau(&path).map(drop),
+            File::Ema if extras.ema => {
+                let mut store = BurnpackStore::from_file(&path);
+                burn::store::ModuleStore::get_all_tensors(&mut store)
+                    .map(drop)
+                    .map_err(|e| {
+                        let why = match path.exists() {
+                            true => format!("cannot be read: {e}"),
+                            false => "missing: [train.ema] continues from the checkpoint's average"
+                                .into(),
+                        };
+                        Error::checkpoint(&path, why)
+                    })
+            }
+            File::Schedule | File::Plateau | File::Ema => Ok(()),
+        }
     }
 
     /// Whether the run's ranking of its best checkpoints can be trusted to delete by: readable,

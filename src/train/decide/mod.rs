@@ -10,5 +10,5 @@ mod schedule;
 
 pub use early_stop::{EarlyStop, EarlyStopState, Verdict};
 pub use keep_best::rank;
-pub(crate) use schedule::read_plateau;
 pub use schedule::Schedule;
+pub(crate) use schedule::{read_plateau, PLATEAU_FILE};

@@ -17,7 +17,6 @@ use burn::optim::lr_scheduler::{LrSchedulerConfig, LrSchedulerRecord};
 use super::plateau::{Plateau, PlateauState};
 use crate::config::{defaults, LrRange, PlateauConfig, ScheduleConfig, ScheduleKind, TrainConfig};
 use crate::error::Error;
-use crate::train::checkpoint::File;
 
 /// The learning rate of each optimizer step. Advanced once per optimizer step (not per
 /// micro-batch), and saved with each checkpoint so that a resumed run continues it.
@@ -133,8 +132,7 @@ impl Schedule {
             .map_err(|e| failed(&e))?;
         if let Some(plateau) = &self.plateau {
             let json = serde_json::to_vec_pretty(plateau.state()).expect("states serialise");
-            std::fs::write(path.with_file_name(File::Plateau.name()), json)
-                .map_err(|e| failed(&e))?;
+            std::fs::write(path.with_file_name(PLATEAU_FILE), json).map_err(|e| failed(&e))?;
         }
         Ok(())
     }
@@ -146,7 +144,7 @@ impl Schedule {
             .map_err(|e| Error::checkpoint(path, format!("cannot be loaded: {e:?}")))?;
         let mut plateau = self.plateau;
         if let Some(plateau) = plateau.as_mut() {
-            plateau.resume(read_plateau(&path.with_file_name(File::Plateau.name()))?);
+            plateau.resume(read_plateau(&path.with_file_name(PLATEAU_FILE))?);
         }
         Ok(Self {
             scheduler: self.scheduler.load_record(record),
@@ -156,6 +154,10 @@ impl Schedule {
         })
     }
 }
+
+/// A plateau schedule's state in a checkpoint, beside Burn's record (on the checkpoint's list
+/// of files, `train::checkpoint::File`).
+pub(crate) const PLATEAU_FILE: &str = "plateau.json";
 
 /// The plateau schedule's state saved at `path`, checked as a config is: a missing, garbled or
 /// out-of-range file is an error naming it and the key.
