@@ -13,7 +13,8 @@ Two kinds of block are commands:
   must exit 0;
 - in any other block, a line that starts with "$ " is a command, and the lines after it, up to
   the next "$ " or the block's end, are what the docs show it printing. It must exit 0, unless
-  the last line shown starts with "error:", then it must fail. Every shown line that starts
+  the last line shown (an indented line after an error is its detail) starts with "error:",
+  then it must fail. Every shown line that starts
   with "error:" or is "exit N" must appear in what it really prints. Byte figures and shares
   in an error line ("78.1 MiB", "(58%)") are what one machine measured, and differ on another
   CPU or with another number of rayon workers (docs/architecture.md): such a line is compared
@@ -188,7 +189,8 @@ def check(path, line, script, shown, vulkan_block):
                             text=True, timeout=900, env=env)
     output = result.stdout + result.stderr
     print(f"   exit {result.returncode} in {time.time() - started:.1f}s", flush=True)
-    printed = [s for s in shown or [] if s.strip()]
+    # An error's detail goes on indented lines after it: the last line that is not one of them.
+    printed = [s for s in shown or [] if s.strip() and not s.startswith("  ")]
     expect_failure = bool(printed) and printed[-1].startswith("error:")
     if expect_failure != (result.returncode != 0):
         tail = "\n".join(output.strip().splitlines()[-15:])
