@@ -10,7 +10,7 @@
 //! `schedule-<worker>.json` in the sweep directory, as a parallel search writes `schedule.json`:
 //! `sweep.json` then gives the leases, the budget and the trials at once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -84,6 +84,8 @@ struct Held {
     warm: bool,
     /// When each trial ran here, under which lease.
     timeline: Timeline,
+    /// Its file (`schedule-<worker>.json`).
+    schedule: PathBuf,
 }
 
 impl Held {
@@ -110,6 +112,7 @@ impl Slots<'_> {
                 parallel: self.parallel,
                 ..Timeline::default()
             },
+            schedule: self.schedule_path(),
             ..Held::default()
         };
         let worked = self.drive(&mut held, &heartbeat, stop, observer);
@@ -158,7 +161,7 @@ impl Slots<'_> {
                 let running = self.start(claimed, held, observer)?;
                 let (trial, pid) = (running.trial.number, running.child.pid());
                 held.timeline.started(trial, running.lease, pid);
-                self.record(&held.timeline, observer);
+                self.record(held, observer);
                 held.claimed = None;
                 held.running.push(running);
             }
@@ -270,7 +273,7 @@ impl Slots<'_> {
             };
             let done = held.running.swap_remove(i);
             held.timeline.ended(done.trial.number);
-            self.record(&held.timeline, observer);
+            self.record(held, observer);
             let run_dir = self.dir.join(done.trial.name());
             let summary = RunSummary::read(&run_dir).ok().flatten();
             // A child stopped with the worker (Ctrl-C reaches the whole process group) is
@@ -313,20 +316,20 @@ impl Slots<'_> {
         Ok(())
     }
 
+    /// This worker's timeline file in its sweep directory, `schedule-<worker>.json`.
+    fn schedule_path(&self) -> PathBuf {
+        let worker = self.storage.lock().expect("storage").worker().to_string();
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        let name: String = (worker.chars())
+            .map(|c| if plain(c) { c } else { '_' })
+            .collect();
+        self.dir.join(format!("schedule-{name}.json"))
+    }
+
     /// Writes this worker's timeline; one that cannot be written is told, not a reason to stop
     /// training (the journal holds the study).
-    fn record(&self, timeline: &Timeline, observer: &mut dyn Observer) {
-        let worker = self.storage.lock().expect("storage").worker().to_string();
-        let name: String = (worker.chars())
-            .map(
-                |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    true => c,
-                    false => '_',
-                },
-            )
-            .collect();
-        let path = self.dir.join(format!("schedule-{name}.json"));
-        if let Err(e) = timeline.write(&path) {
+    fn record(&self, held: &Held, observer: &mut dyn Observer) {
+        if let Err(e) = held.timeline.write(&held.schedule) {
             observer.message(&format!("the schedule was not written: {e}"));
         }
     }
@@ -358,7 +361,7 @@ impl Slots<'_> {
             let ops = ending(c.id, &c.trial, self.monitor, &Outcome::Stopped, None);
             record(self.storage, c.id, ops)?;
         }
-        self.record(&held.timeline, observer);
+        self.record(held, observer);
         if !names.is_empty() {
             let names = names.join(", ");
             observer.message(&format!(
