@@ -18,6 +18,7 @@ mod validate;
 
 pub use app_keys::{split_app_model, Check};
 pub use builder::ConfigBuilder;
+pub(crate) use error::clipped;
 pub use error::{headline, one_line, path_text, ConfigError};
 pub(crate) use key_error::describe_key_error;
 pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, RawFile};

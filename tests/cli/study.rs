@@ -533,6 +533,52 @@ fn two_workers_share_a_tpe_study_through_redis() {
     );
 }
 
+/// A grid study is created in its search's order, largest probed step first: the first worker
+/// probes the plan and records the order in the study (`tidemark:order`), and every worker
+/// creates the next trial of that order, whoever it is.
+#[test]
+fn a_study_creates_its_trials_largest_first_in_the_order_its_first_worker_recorded() {
+    let env = Env::new();
+    // Trials 1 and 2 are the small model, 3 and 4 the large one.
+    let text = format!(
+        "{SMALL}\n[sweep]\nmethod = \"grid\"\nmonitor = \"val_loss\"\n[sweep.vary]\n\
+         model.hidden = [[8], [256, 256]]\ntrain.lr = [3e-3, 1e-3]\n"
+    );
+    let text = text.replace("samples = 1200", "samples = 300");
+    env.write("study.toml", &text.replace("epochs = 3", "epochs = 1"));
+    workers(&env, 2, "journal.log");
+    let text = std::fs::read_to_string(env.path("journal.log")).unwrap();
+    let order: Vec<u64> = (text.lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|op| op["op_code"] == 3 && op["system_attr"].get("tidemark:order").is_some())
+        .map(|op| {
+            let order = op["system_attr"]["tidemark:order"].as_array().unwrap();
+            order.iter().map(|n| n.as_u64().unwrap()).collect()
+        })
+        .expect("the study's order is recorded");
+    let mut sizes = [order[..2].to_vec(), order[2..].to_vec()];
+    sizes.iter_mut().for_each(|s| s.sort_unstable());
+    assert_eq!(sizes, [[3, 4], [1, 2]], "largest first: {order:?}");
+    let created: Vec<u64> = replay(&env).iter().map(|t| t.number as u64).collect();
+    assert_eq!(
+        created, order,
+        "the trials were created in the recorded order"
+    );
+    for t in replay(&env) {
+        assert_eq!(t.state, 1, "{t:?}");
+    }
+    // A worker that joins the finished study probes nothing: the order is the study's.
+    let late = env.run(&[
+        "sweep",
+        "--config",
+        "study.toml",
+        "--storage",
+        "journal.log",
+    ]);
+    assert_eq!(late.code(), 0, "{}", late.stderr());
+    assert!(!late.stderr().contains("probed"), "{}", late.stderr());
+}
+
 #[test]
 fn a_search_in_one_process_writes_its_journal_as_sweep_json_ranks_it() {
     let env = Env::new();

@@ -8,6 +8,9 @@ use super::replay::TrialRecord;
 
 /// Study system attribute: the plan's identity (method, keys, trials, monitor).
 pub const PLAN: &str = "tidemark:plan";
+/// Study system attribute: the plan's trial numbers in the order they are created (the
+/// search's `order`: largest probed step first, or as listed), set once by the first worker.
+pub const ORDER: &str = "tidemark:order";
 /// Trial system attribute: its 1-based number in the plan (`trial-007`).
 pub const NUMBER: &str = "tidemark:trial";
 /// Trial system attribute: the worker that trains it (null when none does).

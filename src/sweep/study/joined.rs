@@ -12,11 +12,12 @@ use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::{ConfigError, MonitorMode};
 use crate::error::Error;
-use crate::sweep::journal::attrs::PLAN;
+use crate::sweep::journal::attrs::{ORDER, PLAN};
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::params::distribution;
+use crate::sweep::journal::replay::Journal;
 use crate::sweep::prune::{asha, GateSpec};
-use crate::sweep::space::{Domain, Method, PruneMethod, Space, Trial};
+use crate::sweep::space::{Domain, Method, Order, PruneMethod, Space, Trial};
 
 /// A search's study, as a worker works on it.
 #[derive(Debug, Clone)]
@@ -31,6 +32,8 @@ pub struct Study {
     space: Space,
     /// The planned trials (TPE's past its random start are drawn as they are created).
     planned: Vec<Trial>,
+    /// Their numbers in the order they are created (the study's [`ORDER`]).
+    order: Vec<usize>,
 }
 
 impl Study {
@@ -88,13 +91,55 @@ impl Study {
                     .into(),
             }));
         }
+        let order = (1..=planned.len()).collect();
         Ok(Study {
             id,
             name: name.to_string(),
             rungs: rungs_of(space, epochs),
             space: space.clone(),
             planned,
+            order,
         })
+    }
+
+    /// Settles the order the study's trials are created in: the one its first worker recorded;
+    /// else, with `order = "largest_first"` (but for TPE, which draws in its numbers' order),
+    /// the numbers `arrange` gives the planned trials in (largest probed step first), recorded
+    /// unless another worker recorded its own meanwhile, which is then taken.
+    pub fn settle_order(
+        &mut self,
+        storage: &mut Storage,
+        arrange: impl FnOnce(&[Trial]) -> Result<Vec<usize>, Error>,
+    ) -> Result<(), Error> {
+        let origin = format!("{} in {}", self.name, storage.spec());
+        let n = self.planned.len();
+        if let Some(order) = recorded(storage.sync()?, self.id, n) {
+            self.order = order.map_err(|message| bad_order(&origin, message))?;
+            return Ok(());
+        }
+        if self.space.order == Order::Listed || self.space.method == Method::Tpe {
+            return Ok(());
+        }
+        let mine = arrange(&self.planned)?;
+        let id = self.id;
+        let order = storage.transact(|journal, _| match recorded(journal, id, n) {
+            Some(theirs) => (Vec::new(), theirs),
+            None => {
+                let op = Op::StudySystemAttr {
+                    study: id,
+                    key: ORDER.into(),
+                    value: json!(mine),
+                };
+                (vec![op], Ok(mine.clone()))
+            }
+        })?;
+        self.order = order.map_err(|message| bad_order(&origin, message))?;
+        Ok(())
+    }
+
+    /// The number of the trial created after `created` others.
+    pub fn nth_created(&self, created: usize) -> usize {
+        self.order[created]
     }
 
     /// The trials it trains.
@@ -155,6 +200,35 @@ impl Study {
     }
 }
 
+/// The creation order recorded in study `id` of `journal` for its `n` trials, if one is:
+/// every number from 1 to `n` once, or why not.
+fn recorded(journal: &Journal, id: usize, n: usize) -> Option<Result<Vec<usize>, String>> {
+    let value = journal.studies[id].system_attrs.get(ORDER)?;
+    let order: Option<Vec<usize>> =
+        (value.as_array()).and_then(|a| a.iter().map(|v| v.as_u64().map(|n| n as usize)).collect());
+    let whole = |o: &Vec<usize>| {
+        let mut sorted = o.clone();
+        sorted.sort_unstable();
+        sorted == (1..=n).collect::<Vec<usize>>()
+    };
+    Some(match order {
+        Some(order) if whole(&order) => Ok(order),
+        _ => Err(format!(
+            "its {ORDER} is not every trial number from 1 to {n} once: `{}`",
+            crate::config::clipped(&value.to_string(), 80)
+        )),
+    })
+}
+
+/// A study whose recorded order is damaged.
+fn bad_order(origin: &str, message: String) -> Error {
+    Error::Config(ConfigError {
+        origin: origin.to_string(),
+        key: None,
+        message,
+    })
+}
+
 /// ASHA's rungs for trials of `epochs` epochs, if the search prunes with ASHA.
 fn rungs_of(space: &Space, epochs: usize) -> Option<Rungs> {
     let prune = space.prune.filter(|p| p.method == PruneMethod::Asha)?;
@@ -182,4 +256,54 @@ fn identity(space: &Space, planned: &[Trial]) -> Value {
         "prune": space.prune.map(|p| json!([p.method, p.min_epochs, p.reduction])),
         "trials": if space.method == Method::Tpe { json!(planned.len()) } else { json!(trials) },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{recorded, Journal, ORDER};
+    use crate::sweep::journal::replay::StudyRecord;
+    use serde_json::json;
+
+    fn with_order(value: serde_json::Value) -> Journal {
+        let mut study = StudyRecord::default();
+        study.system_attrs.insert(ORDER.into(), value);
+        Journal {
+            studies: vec![study],
+            ..Journal::default()
+        }
+    }
+
+    #[test]
+    fn a_recorded_order_is_every_number_once_or_refused_saying_so() {
+        assert_eq!(
+            recorded(
+                &Journal {
+                    studies: vec![StudyRecord::default()],
+                    ..Journal::default()
+                },
+                0,
+                3
+            ),
+            None
+        );
+        assert_eq!(
+            recorded(&with_order(json!([3, 1, 2])), 0, 3),
+            Some(Ok(vec![3, 1, 2]))
+        );
+        for bad in [
+            json!([3, 1, 1]),
+            json!([1, 2]),
+            json!([1, 2, 4]),
+            json!("1,2,3"),
+        ] {
+            let refused = recorded(&with_order(bad.clone()), 0, 3)
+                .unwrap()
+                .unwrap_err();
+            assert!(
+                refused.starts_with("its tidemark:order is not every trial number from 1 to 3"),
+                "{bad}: {refused}"
+            );
+            assert!(refused.ends_with(&format!("`{bad}`")), "{refused}");
+        }
+    }
 }

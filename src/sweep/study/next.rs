@@ -3,8 +3,9 @@
 //!    stopped beating for longer than the grace period: taken over, from its latest checkpoint
 //!    where this worker can read its run directory;
 //! 2. else a paused trial ASHA promotes ([`Rungs`]);
-//! 3. else the next new trial: the plan's next (grid, random, TPE's random start), or one TPE
-//!    draws from every finished trial of the study, whichever worker trained it;
+//! 3. else the next new trial: the plan's next in the study's order (largest probed step first,
+//!    by default; TPE's in their numbers' order), or one TPE draws from every finished trial of
+//!    the study, whichever worker trained it;
 //! 4. else, while trials run (other workers', or this worker's other ones), wait: one may die
 //!    and need taking over, or reach a rung;
 //! 5. else ASHA's paused trials are settled (the best goes on if none trained to the end, else
@@ -129,12 +130,10 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
     if let Some(id) = promoted {
         return promote(study, worker, id, &journal.trials[id]);
     }
-    let last = (trials.iter())
-        .filter_map(|(_, t)| number(t))
-        .max()
-        .unwrap_or(0);
-    if last < study.trials() {
-        return create(journal, study, worker, last + 1, &trials);
+    // Every trial tidemark made is numbered: the next is the study's order's next.
+    if trials.len() < study.trials() {
+        let number = study.nth_created(trials.len());
+        return create(journal, study, worker, number, &trials);
     }
     // Trials still running (another worker's, or this one's in its children) may reach a
     // rung, or need taking over.

@@ -31,7 +31,8 @@ use crate::sweep::results::{rank, TrialRow};
 use crate::sweep::search::{plan_of, shared_dir, write_results};
 use crate::sweep::signals::StopOnSignal;
 use crate::sweep::sizing::budget::resolve;
-use crate::sweep::space::{Space, Trial};
+use crate::sweep::sizing::preflight::arrange;
+use crate::sweep::space::{Order, Space, Trial};
 use crate::sweep::trial_config::{checked_trial_config, TrialBuild};
 
 /// Works on the study of `config`'s search in `storage` until it is done; returns this
@@ -75,6 +76,22 @@ pub fn work(
         kinds,
         config: &config_of,
     };
+    // The order its trials are created in: its first worker probes them.
+    let mut study = study;
+    let arranged = |planned: &[Trial]| {
+        let todo = planned.iter().collect();
+        let (order, observer) = (Order::LargestFirst, &mut *observer(0, planned.len()));
+        let arranged = arrange(
+            todo,
+            build,
+            (order, false),
+            &dir,
+            observer,
+            Some(stop.flag()),
+        )?;
+        Ok(arranged.into_iter().map(|(t, _)| t.number).collect())
+    };
+    study.settle_order(&mut storage.lock().expect("storage"), arranged)?;
     let monitor = space.monitor.name();
     match plan.packing.parallel {
         1 => {
