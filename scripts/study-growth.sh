@@ -1,18 +1,20 @@
 #!/bin/bash
-# Whether a study slows as it grows: one worker trains N tiny trials (ASHA over a random
-# search, 3 epochs each) from a journal file, and the gap between one trial's creation and the
-# next is compared, first tenth of the study against last. Each binary given runs ROUNDS times,
+# Whether a study slows as it grows: one worker trains N tiny trials (64 samples; a random
+# search with ASHA from epoch 1 over 3 epochs each, or with --plain one epoch each and no
+# pruner) from a journal file, and the gap between one trial's creation and the next is
+# compared, first tenth of the study against last. Each binary given runs ROUNDS times,
 # interleaved, in a fresh directory under DIR (tmpfs by default: the filesystem's own cost of
 # creating many files is not the study's).
-#   scripts/study-growth.sh [--trials N] [--rounds R] [--dir DIR] BIN [BIN...]
+#   scripts/study-growth.sh [--trials N] [--rounds R] [--plain] [--dir DIR] BIN [BIN...]
 set -euo pipefail
-trials=1000 rounds=3 dir=/dev/shm/tidemark-study-growth
+trials=1000 rounds=3 dir=/dev/shm/tidemark-study-growth plain=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --trials) trials=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --plain) plain=1; shift ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     --*) echo "study-growth: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -47,6 +49,9 @@ train.lr = { min = 1e-4, max = 1e-1, log = true }
 method = "asha"
 min_epochs = 1
 TOML
+if [ "$plain" = 1 ]; then
+  sed -i -e 's/^epochs = 3$/epochs = 1/' -e '/^\[sweep.prune\]$/,$d' "$dir/g.toml"
+fi
 for round in $(seq "$rounds"); do
   for bin in "$@"; do
     rm -rf "$dir/o" "$dir"/j.log*

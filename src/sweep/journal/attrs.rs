@@ -30,7 +30,7 @@ pub const EPOCHS: &str = "tidemark:epochs";
 
 /// A trial's 1-based number, which tidemark writes as it creates the trial.
 pub fn number(trial: &TrialRecord) -> Option<usize> {
-    trial.system_attrs.get(NUMBER)?.as_u64().map(|n| n as usize)
+    trial.number
 }
 
 /// Whether a trial waits at a rung (rather than handed back by a stopped worker).

@@ -81,9 +81,13 @@ pub fn ending(
 /// was.
 pub fn record(storage: &Arc<Mutex<Storage>>, id: usize, ops: Vec<Op>) -> Result<bool, Error> {
     (storage.lock().expect("storage")).transact(|journal, me| {
-        let t = &journal.trials[id];
-        let owner = t.system_attrs.get(WORKER).and_then(|w| w.as_str());
-        match t.state == State::Running && owner == Some(me) {
+        // A trial no longer in the journal's memory has finished.
+        let running = journal
+            .trials
+            .get(&id)
+            .filter(|t| t.state == State::Running);
+        let owner = running.and_then(|t| t.system_attrs.get(WORKER)?.as_str());
+        match owner == Some(me) {
             true => (ops.clone(), true),
             false => (Vec::new(), false),
         }

@@ -117,6 +117,10 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
         return claim(study, worker, id, trial, Origin::HandedBack);
     }
     let running = trials.iter().filter(|(_, t)| t.state == State::Running);
+    // Only the running trials' beats are watched: one that ended is let go.
+    beats
+        .seen
+        .retain(|id, _| running.clone().any(|(t, _)| t == id));
     let mut any_running = false;
     for &(id, trial) in running {
         let owner = trial.system_attrs.get(WORKER).and_then(Value::as_str);
@@ -128,11 +132,12 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
     }
     let promoted = study.rungs.as_ref().and_then(|r| r.promotable(&trials));
     if let Some(id) = promoted {
-        return promote(study, worker, id, &journal.trials[id]);
+        return promote(study, worker, id, &journal.trials[&id]);
     }
     // Every trial tidemark made is numbered: the next is the study's order's next.
-    if trials.len() < study.trials() {
-        let number = study.nth_created(trials.len());
+    let created = journal.studies[study.id].numbered;
+    if created < study.trials() {
+        let number = study.nth_created(created);
         return create(journal, study, worker, number, &trials);
     }
     // Trials still running (another worker's, or this one's in its children) may reach a
@@ -142,7 +147,7 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
     }
     // Every trial created, none running, none promotable: the paused ones are settled.
     match study.rungs.as_ref().map(|r| r.settle(&trials)) {
-        Some(Ok(id)) => promote(study, worker, id, &journal.trials[id]),
+        Some(Ok(id)) => promote(study, worker, id, &journal.trials[&id]),
         Some(Err(ops)) => (ops, Work::Done),
         None => (Vec::new(), Work::Done),
     }
@@ -225,7 +230,7 @@ fn work(
 /// The study's trials that tidemark made, with their ids.
 pub(super) fn ours(journal: &Journal, study: usize) -> Vec<(usize, &TrialRecord)> {
     (journal.studies[study].trials.iter())
-        .map(|&id| (id, &journal.trials[id]))
+        .map(|&id| (id, &journal.trials[&id]))
         .filter(|(_, t)| number(t).is_some())
         .collect()
 }
@@ -250,7 +255,7 @@ fn create(
     number: usize,
     trials: &[(usize, &TrialRecord)],
 ) -> (Vec<Op>, Work) {
-    let id = journal.trials.len();
+    let id = journal.made;
     let (trial, drawn_from) = study.trial(number, &history(study, trials));
     let mut set = param_ops(id, study.vary(), &trial.values);
     let attr = |key: &str, value: Value| Op::SystemAttr {

@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::record::{Event, Observer, RunSummary, Snapshot};
 use crate::sweep::journal::op::Op;
+use crate::sweep::journal::replay::Keep;
 use crate::sweep::parallel::parent_death::SEARCH_PID;
 
 /// The trial's observer, which also writes each epoch's monitored value to the study.
@@ -131,7 +132,12 @@ pub fn child(
     let (observer, study): (Box<dyn Observer>, _) = match Reports::read(launch)? {
         None => (observer, None),
         Some(reports) => {
-            let storage = Storage::open(&reports.storage, &reports.worker)?;
+            // It writes its epochs, and the median rule reads the completed trials' curves.
+            let keep = Keep {
+                curves: true,
+                params: false,
+            };
+            let storage = Storage::open(&reports.storage, &reports.worker)?.lean(keep);
             let storage = Arc::new(Mutex::new(storage));
             let study = reader(Arc::clone(&storage), reports.study, &reports.monitor);
             let observer = Reporting::new(observer, storage, reports.trial, &reports.monitor);

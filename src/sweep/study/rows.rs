@@ -31,10 +31,15 @@ pub fn planned(journal: &Journal, study: usize) -> usize {
     }
 }
 
-/// One row per planned trial, unranked: those not created yet are "not run".
+/// One row per planned trial, unranked: those not created yet are "not run". From a journal
+/// read whole (a lean one has let its finished trials go).
 pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
+    debug_assert!(
+        journal.whole(),
+        "a study's rows come from its whole journal"
+    );
     let mut by_number: BTreeMap<usize, TrialRow> = (journal.studies[study].trials.iter())
-        .map(|&id| &journal.trials[id])
+        .map(|&id| &journal.trials[&id])
         .filter_map(|t| Some((number(t)?, row(t))))
         .collect();
     for n in 1..=planned(journal, study) {
@@ -46,7 +51,7 @@ pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
 /// The worker of each running trial of `study`, sorted (a worker once per trial it runs).
 pub fn running_on(journal: &Journal, study: usize) -> Vec<&str> {
     let mut workers: Vec<&str> = (journal.studies[study].trials.iter())
-        .map(|&id| &journal.trials[id])
+        .map(|&id| &journal.trials[&id])
         .filter(|t| t.state == State::Running)
         .filter_map(|t| t.system_attrs.get(WORKER)?.as_str())
         .collect();
@@ -56,22 +61,20 @@ pub fn running_on(journal: &Journal, study: usize) -> Vec<&str> {
 
 /// Where the study stands, as a worker's terminal shows it after each of its trials.
 ///
-/// Each trial's state by its number, counted: not its row, whose values are parsed from the
-/// journal's distributions. Built after every trial, rows made a study of 1,000 tiny trials
-/// 1.5 times slower a trial in its last tenth than in its first (docs/cluster.md).
+/// From the journal's counts of the study's finished trials, and its unfinished ones: not its
+/// rows, whose values are parsed from the journal's distributions, nor its finished trials,
+/// which a worker's lean journal no longer holds. Built after every trial, rows made a study
+/// of 1,000 tiny trials 1.5 times slower a trial in its last tenth than in its first
+/// (docs/cluster.md).
 pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
-    let states: BTreeMap<usize, State> = (journal.studies[study.id].trials.iter())
-        .map(|&id| &journal.trials[id])
-        .filter_map(|t| Some((number(t)?, t.state)))
-        .collect();
-    let planned = planned(journal, study.id);
-    let trials = planned + states.keys().filter(|&&n| n > planned).count();
-    let count = |state| states.values().filter(|&&s| s == state).count();
-    let (completed, pruned, failed) = (
-        count(State::Complete),
-        count(State::Pruned),
-        count(State::Fail),
-    );
+    let record = &journal.studies[study.id];
+    let trials = planned(journal, study.id).max(record.numbered);
+    let paused = (record.trials.iter())
+        .map(|id| &journal.trials[id])
+        .filter(|t| number(t).is_some() && t.state == State::Waiting)
+        .count();
+    let ended = record.ended;
+    let (completed, pruned, failed) = (ended.completed, ended.pruned, ended.failed);
     let running = running_on(journal, study.id);
     let others = running.iter().filter(|w| **w != me);
     let (running, mut workers): (usize, Vec<&str>) =
@@ -87,7 +90,7 @@ pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
         study.name,
         completed + pruned + failed,
         trials,
-        count(State::Waiting),
+        paused,
     )
 }
 

@@ -11,7 +11,7 @@ use crate::config::ConfigError;
 use crate::error::Error;
 use crate::sweep::journal::json;
 use crate::sweep::journal::op::Op;
-use crate::sweep::journal::replay::Journal;
+use crate::sweep::journal::replay::{Journal, Keep};
 
 /// The journal's backend.
 #[derive(Debug)]
@@ -67,6 +67,22 @@ impl Storage {
     }
 
     /// Where it is, as given.
+    /// The storage read lean from here on ([`Journal::lean`]): what a finished trial keeps.
+    /// Given before its first reading.
+    pub fn lean(mut self, keep: Keep) -> Storage {
+        debug_assert_eq!(self.journal.read, 0, "lean from the first record");
+        self.journal = Journal::lean(keep);
+        self
+    }
+
+    /// The journal at `spec` read whole, from its first record: every trial with all it holds
+    /// (a study's rows).
+    pub fn whole(spec: &str, worker: &str) -> Result<Journal, Error> {
+        let mut storage = Storage::open(spec, worker)?;
+        storage.sync()?;
+        Ok(storage.journal)
+    }
+
     pub fn spec(&self) -> &str {
         &self.spec
     }

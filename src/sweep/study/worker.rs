@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::heartbeat::Heartbeat;
-use super::joined::Study;
+use super::joined::{keep, Study};
 use super::next::{take, Beats, Work};
 use super::rows::{progress, rows};
 use super::slots::Slots;
@@ -49,7 +49,7 @@ pub fn work(
     let plan = plan_of(space);
     let sweep = format!("{}-sweep", config.run.name);
     // The storage first: one that cannot be opened leaves no sweep directory behind.
-    let opened = Storage::open(storage, &worker_id())?;
+    let opened = Storage::open(storage, &worker_id())?.lean(keep(space));
     let dir = shared_dir(&config.run.output_dir.join(sweep), &plan)?;
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
@@ -128,7 +128,8 @@ pub fn work(
             slots.until_done(stop.flag(), &mut *observer(0, study.trials()))?
         }
     }
-    let journal = storage.lock().expect("storage").sync()?.clone();
+    // The rows from the whole journal: the worker's own reading let finished trials go.
+    let journal = Storage::whole(storage.lock().expect("storage").spec(), &me)?;
     let mut rows = rows(&journal, study.id);
     // Where this worker, or others in this directory, packed their devices: leases and times.
     attach(&mut rows, &Timeline::merged(&dir)?);
