@@ -96,6 +96,9 @@ pub enum Error {
     /// loop's calls came out of order.
     #[error(transparent)]
     Training(#[from] TrainingError),
+    /// A search's own layers failed (its study's storage, say), not its config.
+    #[error(transparent)]
+    Sweep(#[from] crate::sweep::SweepError),
     /// Every trial of a search failed: nothing was found, though each failure is recorded.
     #[error(
         "every trial of the search failed ({trials} of {trials}); the first, {first}: {reason}"
@@ -157,7 +160,9 @@ impl Error {
     /// The process exit code for this error: 2 for bad input (config, device choice, data
     /// files, a run's own files that cannot be read back), 3 for an exceeded memory limit or a
     /// device out-of-memory, 4 for training that could not go on ([`TrainingError`]), 5 for a
-    /// search whose every trial failed, 130 for a stop by a signal, 1 for everything else.
+    /// search whose every trial failed, 75 for a study's storage that failed
+    /// ([`SweepError`](crate::sweep::SweepError)), 130 for a stop by a signal, 1 for everything
+    /// else.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
@@ -171,6 +176,7 @@ impl Error {
             | Error::CheckpointSave { .. } => 1,
             Error::Training(_) => 4,
             Error::NoTrialCompleted { .. } => 5,
+            Error::Sweep(e) => e.exit_code(),
         }
     }
 }

@@ -675,3 +675,35 @@ fn killed_mid_record(pass: usize) {
         report.stdout()
     );
 }
+
+/// A Redis server lost while a worker trains is the storage failing, not a bad config: the
+/// worker ends with exit code 75 (`EX_TEMPFAIL`, for a job's retry policy) and one line that
+/// names the storage and says to rejoin, and its trial's run keeps its checkpoint.
+#[test]
+fn a_storage_lost_mid_search_exits_75_saying_to_rejoin_not_bad_config() {
+    let env = Env::new();
+    let Some(mut server) = RedisServer::start(&env.path(".")) else {
+        return;
+    };
+    config(&env, 4, 6, "");
+    let worker = worker(&env, "a", &server.url, &[]);
+    // Once its first trial has a checkpoint, the server goes.
+    let checkpoint = env.path("out-a/small-sweep/trial-001/checkpoints/latest");
+    let start = std::time::Instant::now();
+    while !checkpoint.exists() {
+        assert!(start.elapsed().as_secs() < 60, "no trial checkpointed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let output = worker.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(75), "{stderr}");
+    let last = stderr.trim_end().lines().last().unwrap();
+    let storage = format!("error: --storage {}: Redis: ", server.url);
+    assert!(last.starts_with(&storage), "{last}");
+    assert!(last.contains("rejoin once the storage is back"), "{last}");
+    assert!(last.chars().count() < 300, "{last}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(checkpoint.exists(), "{stderr}");
+}

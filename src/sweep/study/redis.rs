@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use redis::{Commands, Connection, Script};
 
-use crate::config::ConfigError;
 use crate::error::Error;
+use crate::sweep::SweepError;
 
 /// How long a lock left by a dead worker stands.
 pub const LOCK_EXPIRY: Duration = Duration::from_secs(30);
@@ -121,11 +121,10 @@ impl RedisJournal {
     }
 }
 
-/// A Redis error, naming the server.
+/// A Redis error, naming the server: the storage failed, not the config.
 fn fail(url: &str, e: redis::RedisError) -> Error {
-    Error::Config(ConfigError {
-        origin: format!("--storage {url}"),
-        key: None,
-        message: format!("Redis: {e}"),
+    Error::Sweep(SweepError::Storage {
+        storage: url.to_string(),
+        message: format!("Redis: {}", crate::config::one_line(&e.to_string())),
     })
 }

@@ -117,7 +117,10 @@ impl Slots<'_> {
         };
         let worked = self.drive(&mut held, &heartbeat, stop, observer);
         if worked.is_err() {
-            self.hand_back(&mut held, observer)?;
+            // Every child is stopped whatever the storage does; the first error is the one
+            // told (a storage that failed fails the hand-back too).
+            let handed = self.hand_back(&mut held, observer);
+            return worked.and(handed);
         }
         worked
     }
@@ -334,39 +337,41 @@ impl Slots<'_> {
         }
     }
 
-    /// Stops every child at its latest checkpoint and hands back its trial, and the claimed
-    /// one's.
+    /// Stops every child at its latest checkpoint, then hands back its trial, and the claimed
+    /// one's: every child is stopped even if the storage cannot take their ends.
     fn hand_back(&self, held: &mut Held, observer: &mut dyn Observer) -> Result<(), Error> {
         for r in &held.running {
             r.child.terminate();
         }
-        let mut names = Vec::new();
+        let mut stopped = Vec::new();
         for mut r in held.running.drain(..) {
             r.child.stop();
             held.timeline.ended(r.trial.number);
-            names.push(r.trial.name());
-            let summary = RunSummary::read(&self.dir.join(r.trial.name()))
+            stopped.push((r.id, r.trial));
+        }
+        self.record(held, observer);
+        let names = (stopped.iter().map(|(_, t)| t.name()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if !names.is_empty() {
+            observer.message(&format!("stopped {names} at their latest checkpoints"));
+        }
+        let claimed = held.claimed.take().map(|c| (c.id, c.trial));
+        for (id, trial) in stopped.iter().chain(claimed.as_ref()) {
+            let summary = RunSummary::read(&self.dir.join(trial.name()))
                 .ok()
                 .flatten();
             let ops = ending(
-                r.id,
-                &r.trial,
+                *id,
+                trial,
                 self.monitor,
                 &Outcome::Stopped,
                 summary.as_ref(),
             );
-            record(self.storage, r.id, ops)?;
+            record(self.storage, *id, ops)?;
         }
-        if let Some(c) = held.claimed.take() {
-            let ops = ending(c.id, &c.trial, self.monitor, &Outcome::Stopped, None);
-            record(self.storage, c.id, ops)?;
-        }
-        self.record(held, observer);
         if !names.is_empty() {
-            let names = names.join(", ");
-            observer.message(&format!(
-                "stopped {names} at their latest checkpoints, and handed them back to the study"
-            ));
+            observer.message(&format!("handed {names} back to the study"));
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::sweep::journal::json;
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::replay::{Journal, Keep};
+use crate::sweep::SweepError;
 
 /// The journal's backend.
 #[derive(Debug)]
@@ -95,9 +96,10 @@ impl Storage {
     /// Reads what was appended since the last read, and returns the study as it stands.
     pub fn sync(&mut self) -> Result<&Journal, Error> {
         let lines = match &mut self.backend {
-            Backend::File(file) => file.read_new()?,
-            Backend::Redis(redis) => redis.read_new()?,
+            Backend::File(file) => file.read_new(),
+            Backend::Redis(redis) => redis.read_new(),
         };
+        let lines = lines.map_err(|e| self.failed(e))?;
         for line in lines {
             let (origin, number) = (self.spec.clone(), self.journal.read + 1);
             let bad = |message: String| {
@@ -127,7 +129,7 @@ impl Storage {
             crate::sweep::journal::worker_id::random_hex()
         );
         let file_lock = match &mut self.backend {
-            Backend::File(file) => Some(file.lock()?),
+            Backend::File(file) => Some(file.lock().map_err(|e| self.failed(e))?),
             Backend::Redis(redis) => {
                 redis.lock(&token)?;
                 None
@@ -157,9 +159,10 @@ impl Storage {
             let lines = self.lines(&ops);
             let read = self.journal.read;
             let appended = match &mut self.backend {
-                Backend::File(file) => file.append_locked(&lines).map(|()| true)?,
-                Backend::Redis(redis) => redis.append(Some(read), &lines)?,
+                Backend::File(file) => file.append_locked(&lines).map(|()| true),
+                Backend::Redis(redis) => redis.append(Some(read), &lines),
             };
+            let appended = appended.map_err(|e| self.failed(e))?;
             if appended {
                 self.sync()?;
                 return Ok(answer);
@@ -170,9 +173,21 @@ impl Storage {
     /// Appends `ops` as they are (heartbeats, intermediate values: nothing to decide).
     pub fn append(&mut self, ops: &[Op]) -> Result<(), Error> {
         let lines = self.lines(ops);
-        match &mut self.backend {
+        let appended = match &mut self.backend {
             Backend::File(file) => file.append(&lines),
             Backend::Redis(redis) => redis.append(None, &lines).map(|_| ()),
+        };
+        appended.map_err(|e| self.failed(e))
+    }
+
+    /// A journal file that could not be read or written, once open: the storage failed.
+    fn failed(&self, e: Error) -> Error {
+        match e {
+            Error::Io { path, source } => Error::Sweep(SweepError::Storage {
+                storage: self.spec.clone(),
+                message: format!("{}: {source}", path.display()),
+            }),
+            e => e,
         }
     }
 
