@@ -11,9 +11,9 @@
 //! The moments: `probe` (before a trial's probe), `start` (before a trial trains or its
 //! child starts), `step` (after an optimizer step), `snapshot` (after an epoch's snapshot,
 //! before its checkpoint), `checkpoint` (after it, before the pruner's gate), `summary`
-//! (before a run's `summary.json`), `summarised` (after it), `ended` (after the search
-//! recorded a trial's end, before its next decision), `results` (before `sweep.json`) and
-//! `append` (half-way through writing a record to a study's journal file).
+//! (before a run's `summary.json`), `summarised` (after it), `ended` (after the search, or a
+//! study's worker, recorded a trial's end, before its next decision), `results` (before
+//! `sweep.json`) and `append` (half-way through writing a record to a study's journal file).
 //!
 //! `STOP` holds a process still where it stands: `scripts/gpu-peers.sh` stops a run at
 //! `summary`, after its memory was released, to read what the GPU's driver says the process

@@ -65,16 +65,19 @@ pub(super) fn stopped_worker(
 }
 
 /// `n` workers at once (in `out-0`, `out-1`, ...) on the study in `storage`, each of which
-/// must end with exit code 0.
-pub(super) fn workers(env: &Env, n: usize, storage: &str) {
+/// must end with exit code 0; what they printed, one after another.
+pub(super) fn workers(env: &Env, n: usize, storage: &str) -> String {
     let children: Vec<Child> = (0..n)
         .map(|i| worker(env, &i.to_string(), storage, &[]))
         .collect();
+    let mut printed = String::new();
     for child in children {
         let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{stderr}");
+        printed.push_str(&stderr);
     }
+    printed
 }
 
 /// A trial of the journal, as Optuna's replay leaves it.
@@ -286,6 +289,50 @@ fn a_killed_worker_s_trial_is_taken_over_from_its_checkpoint_after_the_grace_per
     assert_ne!(trials[1].creator, trials[2].creator);
 }
 
+/// A worker killed (SIGKILL) between deciding and training, or between recording a trial's
+/// end and its next decision, leaves a study the next worker completes: each trial once, the
+/// claimed one taken over after the grace period, the ended one not trained again.
+#[test]
+fn a_worker_killed_as_a_trial_starts_or_ends_leaves_a_study_the_next_completes() {
+    for (moment, left_running) in [("start:2:KILL", true), ("ended:1:KILL", false)] {
+        let env = Env::new();
+        config(&env, 3, 1, "heartbeat = 0.2\ngrace = 1.0");
+        let vars = [
+            ("TIDEMARK_FAILPOINT", moment.to_string()),
+            (
+                "TIDEMARK_FAILPOINT_COUNT",
+                env.path("count").display().to_string(),
+            ),
+        ];
+        let killed = worker(&env, "a", "journal.log", &vars)
+            .wait_with_output()
+            .unwrap();
+        let signal = std::os::unix::process::ExitStatusExt::signal(&killed.status);
+        assert_eq!(signal, Some(9), "{moment}");
+        let before = replay(&env);
+        let running = before.iter().filter(|t| t.state == 0).count();
+        assert_eq!(running, usize::from(left_running), "{moment}: {before:?}");
+        let next = worker(&env, "a", "journal.log", &[])
+            .wait_with_output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&next.stderr);
+        assert!(next.status.success(), "{moment}: {stderr}");
+        assert_eq!(
+            stderr.contains("trial-002 taken over from worker"),
+            left_running,
+            "{moment}: {stderr}"
+        );
+        let trials = replay(&env);
+        assert_eq!(trials.len(), 3, "{moment}");
+        for t in &trials {
+            assert_eq!((t.state, t.ends), (1, 1), "{moment}: {t:?}");
+        }
+        // The trial whose end was recorded is not trained again.
+        let first = events(&env, "out-a", "trial-001");
+        assert_eq!(first, ["run_start", "memory_action", "run_end"], "{moment}");
+    }
+}
+
 #[test]
 fn a_stopped_worker_hands_its_trial_back_and_the_next_takes_it_at_once() {
     let env = Env::new();
@@ -335,7 +382,7 @@ fn asha_ranks_every_worker_s_trials_at_its_rungs() {
     let env = Env::new();
     // Nine trials of four epochs, rungs at epochs 1 and 3 (eta 3).
     config(&env, 9, 4, "[sweep.prune]\nmethod = \"asha\"");
-    workers(&env, 3, "journal.log");
+    let printed = workers(&env, 3, "journal.log");
     let trials = replay(&env);
     assert_eq!(trials.len(), 9);
     let mut epochs = 0;
@@ -369,6 +416,24 @@ fn asha_ranks_every_worker_s_trials_at_its_rungs() {
         "the best at rung 1 went on: {best:?}"
     );
     assert!(epochs < 9 * 4, "{epochs} epochs");
+    // A pruned trial's own summary says so, with why, in each worker's directory it ran in
+    // (one that went on past a rung in another worker's trained there from the start).
+    for t in trials.iter().filter(|t| t.state == 2) {
+        let summaries: Vec<Value> = (0..3)
+            .map(|w| format!("out-{w}/small-sweep/trial-{:03}", t.number))
+            .filter(|dir| env.path(dir).join("summary.json").exists())
+            .map(|dir| env.summary(&dir))
+            .collect();
+        assert!(!summaries.is_empty(), "trial {} ran", t.number);
+        for s in &summaries {
+            assert_eq!(s["status"], "pruned", "trial {}: {s}", t.number);
+            let why = s["stopped_by"].as_str().unwrap();
+            assert!(why.starts_with("ASHA: ranked "), "{why}");
+        }
+        // Told once, by the worker that pruned it at the study's end.
+        let line = format!("trial-{:03} pruned: ASHA: ranked ", t.number);
+        assert_eq!(printed.matches(&line).count(), 1, "{line} in:\n{printed}");
+    }
     let report = env.run(&["report", "journal.log"]);
     let pruned = format!(
         "{} completed, 0 running on 0 workers, {} pruned",

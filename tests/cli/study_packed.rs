@@ -95,6 +95,8 @@ fn two_packed_workers_train_each_trial_once_in_a_child_under_its_lease() {
     for output in &outputs {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("; 2 running, "), "{stderr}");
+        let packing = "sweep: up to 2 trials at once on this device, under a budget of ";
+        assert!(stderr.contains(packing), "{stderr}");
     }
     // Each worker's sweep.json says how it packed its device: its leases, its budget, two at
     // once; as a parallel search's does (a worker's directory holds the trials it trained).

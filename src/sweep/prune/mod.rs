@@ -310,11 +310,15 @@ fn trial_name(n: usize) -> String {
     .name()
 }
 
-/// Rewrites the summary of the paused run in `run_dir` as pruned, for `why`.
-fn mark_pruned(run_dir: &Path, why: &str) -> Result<(), Error> {
+/// Rewrites the summary of the paused run in `run_dir` as pruned, for `why` (a run that is
+/// not paused is left as it is).
+pub(in crate::sweep) fn mark_pruned(run_dir: &Path, why: &str) -> Result<(), Error> {
     let Some(mut summary) = RunSummary::read(run_dir)? else {
         return Ok(());
     };
+    if summary.status != RunStatus::Paused {
+        return Ok(());
+    }
     summary.status = RunStatus::Pruned;
     summary.stopped_by = Some(why.to_string());
     let path = run_dir.join("summary.json");

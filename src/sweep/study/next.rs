@@ -44,8 +44,9 @@ pub enum Work {
     },
     /// Other workers' trials are running: look again later.
     Wait,
-    /// Every trial of the study has finished.
-    Done,
+    /// Every trial of the study has finished: with the trials this worker pruned as it found
+    /// so (ASHA's left paused, by number, with why).
+    Done(Vec<(usize, String)>),
 }
 
 /// Where a trial a worker trains comes from (what the worker says as it takes it).
@@ -148,8 +149,8 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
     // Every trial created, none running, none promotable: the paused ones are settled.
     match study.rungs.as_ref().map(|r| r.settle(&trials)) {
         Some(Ok(id)) => promote(study, worker, id, &journal.trials[&id]),
-        Some(Err(ops)) => (ops, Work::Done),
-        None => (Vec::new(), Work::Done),
+        Some(Err((ops, pruned))) => (ops, Work::Done(pruned)),
+        None => (Vec::new(), Work::Done(Vec::new())),
     }
 }
 

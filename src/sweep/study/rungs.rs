@@ -20,6 +20,9 @@ use crate::sweep::prune::asha;
 use crate::sweep::prune::{Curve, Record, Standing};
 
 /// ASHA's settings for a study.
+/// The operations that prune the paused trials, with each one's number and why.
+pub type Settled = (Vec<Op>, Vec<(usize, String)>);
+
 #[derive(Debug, Clone)]
 pub struct Rungs {
     pub rungs: Vec<usize>,
@@ -39,7 +42,7 @@ impl Rungs {
     /// With every trial created and none running or promotable: the best paused at the highest
     /// rung if no trial has trained to the end (to promote), else the operations that prune the
     /// paused ones.
-    pub fn settle(&self, trials: &[(usize, &TrialRecord)]) -> Result<usize, Vec<Op>> {
+    pub fn settle(&self, trials: &[(usize, &TrialRecord)]) -> Result<usize, Settled> {
         let (record, ids) = record_of(&self.monitor, trials);
         let done = (record.trials.values()).any(|c| c.standing == Standing::Completed);
         let mut rungs: Vec<usize> = (record.trials.values())
@@ -55,7 +58,7 @@ impl Rungs {
                 return Ok(ids[&n]);
             }
         }
-        let mut ops = Vec::new();
+        let (mut ops, mut pruned) = (Vec::new(), Vec::new());
         for (n, curve) in &record.trials {
             if curve.standing != Standing::Paused {
                 continue;
@@ -68,6 +71,7 @@ impl Rungs {
                 key: REASON.into(),
                 value: json!(why),
             });
+            pruned.push((*n, why));
             ops.push(Op::State {
                 trial: id,
                 state: State::Pruned,
@@ -75,7 +79,7 @@ impl Rungs {
                 at: now(),
             });
         }
-        Err(ops)
+        Err((ops, pruned))
     }
 
     /// The operations that claim paused trial `id` back to RUNNING for `worker`.

@@ -34,6 +34,13 @@ use crate::sweep::space::Trial;
 use crate::sweep::trial_config::TrialBuild;
 use crate::train::preflight::warm_up;
 
+/// `trial-007 pruned: ASHA: ...` for each trial the worker pruned at the study's end.
+pub fn say_pruned(pruned: &[(usize, String)], observer: &mut dyn Observer) {
+    for (number, why) in pruned {
+        observer.message(&format!("trial-{number:03} pruned: {why}"));
+    }
+}
+
 /// How often the children are looked at.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -106,6 +113,11 @@ impl Slots<'_> {
     /// trial still held is then handed back.
     pub fn until_done(&self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
         let heartbeat = Heartbeat::start(Arc::clone(self.storage), self.study.heartbeat());
+        observer.message(&format!(
+            "up to {} trials at once on this device, under a budget of {}",
+            self.parallel,
+            format_bytes(self.budget)
+        ));
         let mut held = Held {
             timeline: Timeline {
                 budget_bytes: self.budget,
@@ -154,8 +166,11 @@ impl Slots<'_> {
                         held.claimed = self.probe(id, trial, pause_at, &mut held.warm, observer)?;
                         held.idle_since = None;
                     }
-                    Work::Done if held.running.is_empty() => return Ok(()),
-                    Work::Wait | Work::Done => held.idle_since = Some(Instant::now()),
+                    Work::Done(pruned) if held.running.is_empty() => {
+                        say_pruned(&pruned, observer);
+                        return Ok(());
+                    }
+                    Work::Wait | Work::Done(_) => held.idle_since = Some(Instant::now()),
                 }
             }
             let free = held.free(self.budget);
@@ -243,6 +258,7 @@ impl Slots<'_> {
             pid: std::process::id(),
         };
         reports.write(&launch)?;
+        crate::failpoint::pass("start");
         let child = self.launch.start(&launch)?;
         let free = held.free(self.budget).saturating_sub(lease);
         observer.message(&format!(
@@ -295,6 +311,7 @@ impl Slots<'_> {
                 summary.as_ref(),
             );
             let recorded = record(self.storage, done.id, ops)?;
+            crate::failpoint::pass("ended");
             let took = done.started.elapsed().as_secs_f64();
             let name = done.trial.name();
             let line = match (recorded, &outcome) {

@@ -45,6 +45,7 @@ impl Training<'_> {
         let stop = Some(Arc::clone(&self.stop));
         let study = reader(Arc::clone(self.storage), self.study, self.monitor);
         let gate = gate.map(|g| g.into_gate_reading(Some(study)));
+        crate::failpoint::pass("start");
         let trained = (self.build.config(trial))
             .and_then(|cfg| train_or_resume(kinds, cfg, &run_dir, observer, gate, stop));
         let summary = RunSummary::read(&run_dir).ok().flatten();
@@ -55,6 +56,7 @@ impl Training<'_> {
         };
         let ops = ending(id, trial, self.monitor, &outcome, summary.as_ref());
         let recorded = record(self.storage, id, ops)?;
+        crate::failpoint::pass("ended");
         match trained {
             Err(Error::Interrupted) => Err(Error::Interrupted),
             other => Ok((other.err().map(|e| e.to_string()), recorded)),

@@ -13,7 +13,7 @@ use super::heartbeat::Heartbeat;
 use super::joined::{keep, Study};
 use super::next::{take, Beats, Work};
 use super::rows::{progress, rows};
-use super::slots::Slots;
+use super::slots::{say_pruned, Slots};
 use super::storage::Storage;
 use super::trial::Training;
 use crate::config::{to_toml, RunConfig};
@@ -26,8 +26,9 @@ use crate::sweep::parallel::processes::Launch;
 use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::parallel::trials::{threads_per_child, trial_exe};
 use crate::sweep::plan::{write_plan, Plan};
+use crate::sweep::prune::mark_pruned;
 use crate::sweep::results::rows::attach;
-use crate::sweep::results::{rank, TrialRow};
+use crate::sweep::results::{rank, TrialRow, TrialStatus};
 use crate::sweep::search::{plan_of, shared_dir, write_results};
 use crate::sweep::signals::StopOnSignal;
 use crate::sweep::sizing::budget::resolve;
@@ -133,7 +134,14 @@ pub fn work(
     let mut rows = rows(&journal, study.id);
     // Where this worker, or others in this directory, packed their devices: leases and times.
     attach(&mut rows, &Timeline::merged(&dir)?);
+    // A trial ASHA left paused and the study pruned at its end says so in its own summary too,
+    // whichever worker pruned it.
+    for row in rows.iter().filter(|r| r.status == TrialStatus::Pruned) {
+        let why = row.reason.as_deref().unwrap_or("pruned at the study's end");
+        mark_pruned(&dir.join(&row.name), why)?;
+    }
     rank(&mut rows, plan.mode);
+    crate::failpoint::pass("results");
     write_results(&dir, &plan, &rows)?;
     drop(stop);
     Ok((dir, rows))
@@ -192,7 +200,10 @@ impl Worker<'_> {
                     self.ended(&trial, ran?.1, &mut *observer(0, n))?;
                 }
                 Work::Wait => wait(stop, self.study.heartbeat().min(Duration::from_secs(1))),
-                Work::Done => return Ok(()),
+                Work::Done(pruned) => {
+                    say_pruned(&pruned, &mut *observer(0, n));
+                    return Ok(());
+                }
             }
         }
     }
