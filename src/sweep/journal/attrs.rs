@@ -17,7 +17,8 @@ pub const NUMBER: &str = "tidemark:trial";
 pub const WORKER: &str = "tidemark:worker";
 /// Trial system attribute: the time of its worker's last heartbeat.
 pub const BEAT: &str = "tidemark:heartbeat";
-/// Trial system attribute: the finished trials TPE drew it from.
+/// Trial system attribute: the finished trials TPE drew it from, as inclusive runs of numbers
+/// (`[[1, 5], [7, 9]]`).
 pub const DRAWN_FROM: &str = "tidemark:drawn_from";
 /// Trial system attribute: the ASHA rung it waits at (null once promoted).
 pub const PAUSED: &str = "tidemark:paused";

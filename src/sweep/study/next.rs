@@ -266,7 +266,7 @@ fn create(
     };
     set.push(attr(NUMBER, json!(number)));
     if let Some(from) = drawn_from {
-        set.push(attr(DRAWN_FROM, json!(from)));
+        set.push(attr(DRAWN_FROM, json!(runs(&from))));
     }
     set.extend(owner(id, worker));
     // One record: a worker killed while appending leaves the trial whole or not at all.
@@ -282,6 +282,20 @@ fn create(
     )
 }
 
+/// Sorted `numbers` as inclusive runs, `[[1, 5], [7, 9]]`: TPE's history is mostly every
+/// trial before, so a draw's record stays a few numbers long, where the list itself made a
+/// study's journal grow with the square of its trials (half of a 500-trial TPE journal).
+fn runs(numbers: &[usize]) -> Vec<[usize; 2]> {
+    let mut runs: Vec<[usize; 2]> = Vec::new();
+    for &n in numbers {
+        match runs.last_mut() {
+            Some(run) if run[1] + 1 == n => run[1] = n,
+            _ => runs.push([n, n]),
+        }
+    }
+    runs
+}
+
 /// The study's finished trials with a value (completed, or pruned after reporting one): TPE's
 /// history, by number.
 fn history(study: &Study, trials: &[(usize, &TrialRecord)]) -> BTreeMap<usize, (Trial, f64)> {
@@ -294,4 +308,16 @@ fn history(study: &Study, trials: &[(usize, &TrialRecord)]) -> BTreeMap<usize, (
             Some((number, (Trial { number, values }, value)))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn drawn_from_is_kept_as_runs_of_numbers() {
+        assert_eq!(runs(&[]), Vec::<[usize; 2]>::new());
+        assert_eq!(runs(&[1, 2, 3, 4]), [[1, 4]]);
+        assert_eq!(runs(&[1, 2, 4, 6, 7, 9]), [[1, 2], [4, 4], [6, 7], [9, 9]]);
+    }
 }
