@@ -99,7 +99,7 @@ mod docs {
 }
 
 pub use cli::App;
-pub use error::{Error, TrainingError};
+pub use error::{Error, SweepError, TrainingError};
 pub use task::Task;
 pub use train::{HandLoop, Trainer};
 

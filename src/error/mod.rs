@@ -1,7 +1,9 @@
 //! The library's top-level error, and the exit code each kind maps to.
 
+mod sweep;
 mod training;
 
+pub use sweep::SweepError;
 pub use training::TrainingError;
 
 use std::path::{Path, PathBuf};
@@ -98,7 +100,7 @@ pub enum Error {
     Training(#[from] TrainingError),
     /// A search's own layers failed (its study's storage, say), not its config.
     #[error(transparent)]
-    Sweep(#[from] crate::sweep::SweepError),
+    Sweep(#[from] SweepError),
     /// Every trial of a search failed: nothing was found, though each failure is recorded.
     #[error(
         "every trial of the search failed ({trials} of {trials}); the first, {first}: {reason}"
@@ -161,7 +163,7 @@ impl Error {
     /// files, a run's own files that cannot be read back), 3 for an exceeded memory limit or a
     /// device out-of-memory, 4 for training that could not go on ([`TrainingError`]), 5 for a
     /// search whose every trial failed, 75 for a study's storage that failed
-    /// ([`SweepError`](crate::sweep::SweepError)), 130 for a stop by a signal, 1 for everything
+    /// ([`SweepError`]), 130 for a stop by a signal, 1 for everything
     /// else.
     pub fn exit_code(&self) -> i32 {
         match self {

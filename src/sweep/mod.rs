@@ -13,7 +13,6 @@
 //! 6. the commands: `search`, `runs`, and `resume` (which continues either).
 
 mod checks;
-mod error;
 mod from_code;
 mod journal;
 mod parallel;
@@ -35,7 +34,6 @@ mod trial_config;
 mod trial_run;
 
 pub use checks::check_search;
-pub use error::SweepError;
 pub use from_code::Search;
 pub use parallel::{run_child, runs_trials, Slot, Timeline};
 pub use plan::SearchPlan;

@@ -3,8 +3,7 @@
 
 use serde_json::json;
 
-use super::op::{Op, State};
-use super::replay::TrialRecord;
+use super::op::Op;
 
 /// Study system attribute: the plan's identity (method, keys, trials, monitor).
 pub const PLAN: &str = "tidemark:plan";
@@ -28,16 +27,6 @@ pub const REASON: &str = "tidemark:reason";
 pub const MEMORY: &str = "tidemark:memory";
 /// Trial user attribute: the epochs it trained.
 pub const EPOCHS: &str = "tidemark:epochs";
-
-/// A trial's 1-based number, which tidemark writes as it creates the trial.
-pub fn number(trial: &TrialRecord) -> Option<usize> {
-    trial.number
-}
-
-/// Whether a trial waits at a rung (rather than handed back by a stopped worker).
-pub fn paused(trial: &TrialRecord) -> bool {
-    trial.state == State::Waiting && trial.system_attrs.get(PAUSED).is_some_and(|r| !r.is_null())
-}
 
 /// The user attributes of trial `id` as it ends: the epochs it trained, what it took (its
 /// row's memory figures, as JSON), and why it failed or was pruned.

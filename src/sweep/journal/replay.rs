@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::attrs::NUMBER;
+use super::attrs::{NUMBER, PAUSED};
 use super::json::as_float;
 use super::op::State;
 
@@ -78,6 +78,11 @@ pub struct TrialRecord {
 }
 
 impl TrialRecord {
+    /// Whether it waits at a rung (rather than handed back by a stopped worker).
+    pub fn paused(&self) -> bool {
+        self.state == State::Waiting && self.system_attrs.get(PAUSED).is_some_and(|r| !r.is_null())
+    }
+
     /// The last epoch with an intermediate value (0 for none).
     pub fn epochs(&self) -> usize {
         self.intermediate.keys().copied().max().unwrap_or(0).max(0) as usize

@@ -21,9 +21,7 @@ use super::joined::Study;
 use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::error::Error;
-use crate::sweep::journal::attrs::{
-    beat, number, paused, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER,
-};
+use crate::sweep::journal::attrs::{beat, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::params::{param_ops, values_of};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
@@ -113,7 +111,7 @@ pub fn take(storage: &Mutex<Storage>, study: &Study, beats: &mut Beats) -> Resul
 /// The next work of `study` for `worker`, with the operations that claim it.
 fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (Vec<Op>, Work) {
     let trials = ours(journal, study.id);
-    let handed_back = |t: &TrialRecord| t.state == State::Waiting && !paused(t);
+    let handed_back = |t: &TrialRecord| t.state == State::Waiting && !t.paused();
     if let Some(&(id, trial)) = trials.iter().find(|(_, t)| handed_back(t)) {
         return claim(study, worker, id, trial, Origin::HandedBack);
     }
@@ -218,7 +216,7 @@ fn work(
         Some(values) => Work::Train {
             id,
             trial: Trial {
-                number: number(trial).unwrap_or_default(),
+                number: trial.number.unwrap_or_default(),
                 values,
             },
             from,
@@ -232,7 +230,7 @@ fn work(
 pub(super) fn ours(journal: &Journal, study: usize) -> Vec<(usize, &TrialRecord)> {
     (journal.studies[study].trials.iter())
         .map(|&id| (id, &journal.trials[&id]))
-        .filter(|(_, t)| number(t).is_some())
+        .filter(|(_, t)| t.number.is_some())
         .collect()
 }
 
@@ -304,7 +302,7 @@ fn history(study: &Study, trials: &[(usize, &TrialRecord)]) -> BTreeMap<usize, (
         .filter_map(|(_, t)| {
             let value = *t.values.as_ref()?.first()?;
             let values = values_of(study.vary(), &t.params)?;
-            let number = number(t)?;
+            let number = t.number?;
             Some((number, (Trial { number, values }, value)))
         })
         .collect()

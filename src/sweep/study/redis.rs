@@ -12,7 +12,7 @@ use std::time::Duration;
 use redis::{Commands, Connection, Script};
 
 use crate::error::Error;
-use crate::sweep::SweepError;
+use crate::error::SweepError;
 
 /// How long a lock left by a dead worker stands.
 pub const LOCK_EXPIRY: Duration = Duration::from_secs(30);

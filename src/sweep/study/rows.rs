@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::joined::Study;
 use crate::config::MonitorMode;
-use crate::sweep::journal::attrs::{number, EPOCHS, MEMORY, PLAN, REASON, WORKER};
+use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PLAN, REASON, WORKER};
 use crate::sweep::journal::op::State;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::results::{TrialRow, TrialStatus};
@@ -40,7 +40,7 @@ pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
     );
     let mut by_number: BTreeMap<usize, TrialRow> = (journal.studies[study].trials.iter())
         .map(|&id| &journal.trials[&id])
-        .filter_map(|t| Some((number(t)?, row(t))))
+        .filter_map(|t| Some((t.number?, row(t))))
         .collect();
     for n in 1..=planned(journal, study) {
         by_number.entry(n).or_insert_with(|| TrialRow::not_run(n));
@@ -71,7 +71,7 @@ pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
     let trials = planned(journal, study.id).max(record.numbered);
     let paused = (record.trials.iter())
         .map(|id| &journal.trials[id])
-        .filter(|t| number(t).is_some() && t.state == State::Waiting)
+        .filter(|t| t.number.is_some() && t.state == State::Waiting)
         .count();
     let ended = record.ended;
     let (completed, pruned, failed) = (ended.completed, ended.pruned, ended.failed);
@@ -95,7 +95,7 @@ pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
 }
 
 fn row(t: &TrialRecord) -> TrialRow {
-    let n = number(t).unwrap_or_default();
+    let n = t.number.unwrap_or_default();
     let status = match t.state {
         State::Complete => TrialStatus::Completed,
         State::Pruned => TrialStatus::Pruned,

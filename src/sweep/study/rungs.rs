@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use crate::config::MonitorMode;
-use crate::sweep::journal::attrs::{number, paused, PAUSED, REASON, WORKER};
+use crate::sweep::journal::attrs::{PAUSED, REASON, WORKER};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::replay::TrialRecord;
 use crate::sweep::prune::asha;
@@ -131,7 +131,7 @@ pub fn record_of(
         trials: BTreeMap::new(),
     };
     for &(id, t) in trials {
-        let Some(n) = number(t) else { continue };
+        let Some(n) = t.number else { continue };
         let values = (1..=t.epochs() as i64)
             .map(|e| t.intermediate.get(&e).copied())
             .collect();
@@ -139,7 +139,7 @@ pub fn record_of(
             State::Complete => Standing::Completed,
             State::Pruned => Standing::Pruned,
             State::Fail => Standing::Failed,
-            State::Waiting if paused(t) => Standing::Paused,
+            State::Waiting if t.paused() => Standing::Paused,
             _ => Standing::Running,
         };
         let reason = None;

@@ -9,10 +9,10 @@ use super::file::JournalFile;
 use super::redis::RedisJournal;
 use crate::config::ConfigError;
 use crate::error::Error;
+use crate::error::SweepError;
 use crate::sweep::journal::json;
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::replay::{Journal, Keep};
-use crate::sweep::SweepError;
 
 /// The journal's backend.
 #[derive(Debug)]
