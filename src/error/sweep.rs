@@ -1,6 +1,7 @@
-//! A search's own failures, apart from a bad config: what its layers (the study's storage, a
-//! trial's child process) hit while it runs. Each has its exit code (docs/configuration.md), so
-//! that a cluster's job can tell "retry later" from "fix the config".
+//! A search's own failures, apart from a bad config, by the layer that hit them: the study's
+//! storage, its plan, the leases, a trial's child process. Each has its exit code
+//! (docs/configuration.md), so that a cluster's job can tell "retry later" from "fix the
+//! config".
 
 /// What stopped a search that its config did not.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -19,6 +20,31 @@ pub enum SweepError {
         /// What failed, on one line.
         message: String,
     },
+    /// What a search was planned as cannot be used: a study or a sweep directory that holds
+    /// another search, a journal record or a recorded order that cannot be read, a trial another
+    /// process is training. Exit code 2, as a bad config: the command needs changing.
+    #[error("{origin}: {message}")]
+    Plan {
+        /// What holds the plan (a study in its storage, a directory, a file).
+        origin: String,
+        /// What is wrong, on one line.
+        message: String,
+    },
+    /// No trial's memory lease fits the search's budget. Exit code 2: `sweep.budget` needs
+    /// raising, or the trials shrinking.
+    #[error("[sweep]: sweep.budget: {message}")]
+    Lease {
+        /// Which lease, against which budget.
+        message: String,
+    },
+    /// A trial's child process could not be started. Exit code 1.
+    #[error("{trial}: its process could not start: {message}")]
+    Child {
+        /// The trial (`trial-007`).
+        trial: String,
+        /// The OS's reason.
+        message: String,
+    },
 }
 
 impl SweepError {
@@ -26,6 +52,8 @@ impl SweepError {
     pub fn exit_code(&self) -> i32 {
         match self {
             SweepError::Storage { .. } => 75,
+            SweepError::Plan { .. } | SweepError::Lease { .. } => 2,
+            SweepError::Child { .. } => 1,
         }
     }
 }

@@ -72,9 +72,8 @@ pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error
         let earlier = read_plan(dir)?.search;
         if earlier.as_ref().map(|p| (&p.trials, &p.monitor)) != Some((&plan.trials, &plan.monitor))
         {
-            return Err(Error::Config(ConfigError {
+            return Err(Error::Sweep(crate::error::SweepError::Plan {
                 origin: dir.display().to_string(),
-                key: None,
                 message: "holds a sweep with other trials; the workers of one search \
                           share its directory, so give this search another run.name or \
                           run.output_dir"

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
 
-use crate::config::{parse, to_toml, ConfigError, RunConfig};
-use crate::error::Error;
+use crate::config::{parse, to_toml, RunConfig};
+use crate::error::{Error, SweepError};
 use crate::kinds::Kinds;
 use crate::record::{write_atomic, Observer, RunSummary};
 use crate::sweep::prune::{GateSpec, ReadRecord};
@@ -79,9 +79,8 @@ pub fn run_child(
 fn lock(path: &Path) -> Result<Flock<File>, Error> {
     let file = File::create(path).map_err(|e| Error::io(path, e))?;
     Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
-        Error::Config(ConfigError {
+        Error::Sweep(SweepError::Plan {
             origin: path.display().to_string(),
-            key: None,
             message: "another process is training this trial (it holds this lock); stop it \
                       before resuming the search"
                 .into(),

@@ -14,7 +14,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
+use crate::error::{Error, SweepError};
 
 /// What starts a trial's child.
 #[derive(Debug, Clone)]
@@ -52,7 +52,13 @@ impl Launch {
         if let Some(threads) = self.threads {
             command.env("RAYON_NUM_THREADS", threads.to_string());
         }
-        let mut process = command.spawn().map_err(|e| Error::io(&self.exe, e))?;
+        let mut process = command.spawn().map_err(|e| {
+            let trial = launch.file_stem().unwrap_or_default().to_string_lossy();
+            Error::Sweep(SweepError::Child {
+                trial: trial.into_owned(),
+                message: format!("{}: {e}", self.exe.display()),
+            })
+        })?;
         let stderr = process.stderr.take().expect("piped");
         let last_line = std::thread::spawn(move || last_line(BufReader::new(stderr)));
         Ok(Child {

@@ -14,8 +14,7 @@
 //! check. The child trains with `memory.limit` set to its lease, so the lease is enforced,
 //! not hoped.
 
-use crate::config::ConfigError;
-use crate::error::Error;
+use crate::error::{Error, SweepError};
 use crate::memory::format_bytes;
 use crate::memory::policy::limit_for;
 use crate::sweep::space::Trial;
@@ -82,12 +81,10 @@ pub(in crate::sweep) fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Res
     if smallest.0 <= budget {
         return Ok(());
     }
-    Err(Error::Config(ConfigError {
-        origin: "[sweep]".into(),
-        key: Some("sweep.budget".into()),
+    Err(Error::Sweep(SweepError::Lease {
         message: format!(
-            "sweep.budget: {} is smaller than every trial's memory lease (the smallest, {}'s: \
-             {}); raise sweep.budget, or make the trials smaller",
+            "{} is smaller than every trial's memory lease (the smallest, {}'s: {}); raise \
+             sweep.budget, or make the trials smaller",
             format_bytes(budget),
             smallest.1.name(),
             format_bytes(smallest.0)

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 
 use super::rungs::Rungs;
 use super::storage::Storage;
-use crate::config::{ConfigError, MonitorMode};
-use crate::error::Error;
+use crate::config::MonitorMode;
+use crate::error::{Error, SweepError};
 use crate::sweep::journal::attrs::{ORDER, PLAN};
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::params::distribution;
@@ -74,9 +74,8 @@ impl Study {
             }
         })?;
         let id = id.map_err(|()| {
-            Error::Config(ConfigError {
+            Error::Sweep(SweepError::Plan {
                 origin,
-                key: None,
                 message: "the study holds another search (other trials, keys or monitor); \
                           workers of one study run one config, so give this one another \
                           run.name"
@@ -84,11 +83,9 @@ impl Study {
             })
         })?;
         if storage.sync()?.study(name) != Some(id) {
-            return Err(Error::Config(ConfigError {
-                origin: format!("{name} in {}", storage.spec()),
-                key: None,
-                message: "the study this worker created cannot be read back from the storage"
-                    .into(),
+            return Err(Error::Sweep(SweepError::Storage {
+                storage: storage.spec().to_string(),
+                message: format!("study {name}, which this worker created, cannot be read back"),
             }));
         }
         let order = (1..=planned.len()).collect();
@@ -222,9 +219,8 @@ fn recorded(journal: &Journal, id: usize, n: usize) -> Option<Result<Vec<usize>,
 
 /// A study whose recorded order is damaged.
 fn bad_order(origin: &str, message: String) -> Error {
-    Error::Config(ConfigError {
+    Error::Sweep(SweepError::Plan {
         origin: origin.to_string(),
-        key: None,
         message,
     })
 }

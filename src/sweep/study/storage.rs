@@ -103,9 +103,8 @@ impl Storage {
         for line in lines {
             let (origin, number) = (self.spec.clone(), self.journal.read + 1);
             let bad = |message: String| {
-                Error::Config(ConfigError {
+                Error::Sweep(SweepError::Plan {
                     origin: origin.clone(),
-                    key: None,
                     message: format!("record {number}: {message}"),
                 })
             };
