@@ -263,11 +263,13 @@ fn four_workers_share_one_tpe_study_and_every_draw_sees_every_worker() {
 }
 
 #[test]
-fn a_killed_worker_s_trial_is_taken_over_from_its_checkpoint_after_the_grace_period() {
+fn a_killed_worker_s_trial_is_taken_over_at_once_from_its_checkpoint() {
     let env = Env::new();
     // Killed (SIGKILL, by itself) at its 50th optimizer step: in its second trial's second
-    // epoch (600 samples, a fifth held out, batches of 32: 15 steps an epoch).
-    let (killed, before, _) = stopped_worker(&env, 4, "heartbeat = 0.2\ngrace = 1.0", "KILL");
+    // epoch (600 samples, a fifth held out, batches of 32: 15 steps an epoch). The grace
+    // period is the default's minute: the next worker, on the same machine, sees that the
+    // killed one's process has ended, and waits for no silence.
+    let (killed, before, _) = stopped_worker(&env, 4, "", "KILL");
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&killed),
         Some(9)
@@ -279,8 +281,10 @@ fn a_killed_worker_s_trial_is_taken_over_from_its_checkpoint_after_the_grace_per
         .unwrap();
     let stderr = String::from_utf8_lossy(&other.stderr);
     assert!(other.status.success(), "{stderr}");
+    let pid = killed_pid(&env);
+    let said = format!("whose process ({pid}) on this machine has ended");
     assert!(
-        stderr.contains("trial-002 taken over from worker") && stderr.contains("over 1 s"),
+        stderr.contains("trial-002 taken over from worker") && stderr.contains(&said),
         "{stderr}"
     );
     let trials = replay(&env);
@@ -606,6 +610,60 @@ fn two_workers_share_a_tpe_study_through_redis() {
         report.stdout(),
         report.stderr()
     );
+}
+
+/// The pid the journal records for the first worker that joined it.
+fn killed_pid(env: &Env) -> u64 {
+    let text = std::fs::read_to_string(env.path("journal.log")).unwrap();
+    (text.lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|op| op["op_code"] == 3)
+        .find_map(|op| {
+            let attr = op["system_attr"].as_object()?;
+            let (key, value) = attr.iter().next()?;
+            key.starts_with("tidemark:process:")
+                .then(|| value["pid"].as_u64())
+                .flatten()
+        })
+        .expect("the worker's process is recorded")
+}
+
+/// A worker alive but silent (stopped with SIGSTOP mid-trial) is not known dead: the next
+/// worker takes its trial over once it has been silent for the grace period, from its
+/// checkpoint.
+#[test]
+fn a_silent_worker_s_trial_is_taken_over_after_the_grace_period() {
+    let env = Env::new();
+    config(&env, 3, 2, "heartbeat = 0.2\ngrace = 1.0");
+    let vars = [
+        ("TIDEMARK_FAILPOINT", "step:50:STOP".to_string()),
+        (
+            "TIDEMARK_FAILPOINT_COUNT",
+            env.path("count").display().to_string(),
+        ),
+    ];
+    let mut stopped = worker(&env, "a", "journal.log", &vars);
+    let stat = format!("/proc/{}/stat", stopped.id());
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&stat).is_ok_and(|s| s.contains(") T ")) {
+        assert!(start.elapsed().as_secs() < 60, "the worker did not stop");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let other = worker(&env, "a", "journal.log", &[])
+        .wait_with_output()
+        .unwrap();
+    stopped.kill().unwrap();
+    stopped.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(other.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("trial-002 taken over from worker") && stderr.contains("over 1 s"),
+        "{stderr}"
+    );
+    let trials = replay(&env);
+    all_completed_once(&trials, 3);
+    let resumed = events(&env, "out-a", "trial-002");
+    assert_eq!(resumed, ["run_start", "resume", "memory_action", "run_end"]);
 }
 
 /// A grid study is created in its search's order, largest probed step first: the first worker

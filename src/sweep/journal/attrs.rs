@@ -10,6 +10,10 @@ pub const PLAN: &str = "tidemark:plan";
 /// Study system attribute: the plan's trial numbers in the order they are created (the
 /// search's `order`: largest probed step first, or as listed), set once by the first worker.
 pub const ORDER: &str = "tidemark:order";
+/// Study system attribute, followed by a worker's id: where its process runs (its
+/// [`process_space`](super::worker_id::process_space)) and its pid, so that a worker on the
+/// same machine can tell that its process has ended.
+pub const PROCESS_OF: &str = "tidemark:process:";
 /// Trial system attribute: its 1-based number in the plan (`trial-007`).
 pub const NUMBER: &str = "tidemark:trial";
 /// Trial system attribute: the worker that trains it (null when none does).

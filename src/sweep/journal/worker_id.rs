@@ -10,6 +10,25 @@ pub fn worker_id() -> String {
     format!("{host}-{}-{}", std::process::id(), random_hex())
 }
 
+/// Where this process's id means what it says: the machine's boot and the PID namespace it
+/// runs in (`None` where /proc cannot tell). Two workers with the same key see the same
+/// processes, so one can tell that the other's process has ended.
+pub fn process_space() -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let namespace = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    Some(format!("{}/{}", boot.trim(), namespace.display()))
+}
+
+/// Whether process `pid`, in this process's space, has ended (no such process; one of another
+/// user's is alive).
+pub fn ended(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);
+    alive == Err(nix::errno::Errno::ESRCH)
+}
+
 /// 8 random bytes in hex, from the kernel (or the clock, where /dev/urandom cannot be read).
 pub fn random_hex() -> String {
     let mut bytes = [0u8; 8];

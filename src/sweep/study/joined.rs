@@ -12,10 +12,11 @@ use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::{Error, SweepError};
-use crate::sweep::journal::attrs::{ORDER, PLAN};
+use crate::sweep::journal::attrs::{ORDER, PLAN, PROCESS_OF};
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::params::distribution;
 use crate::sweep::journal::replay::{Journal, Keep};
+use crate::sweep::journal::worker_id::{ended, process_space};
 use crate::sweep::prune::{asha, GateSpec};
 use crate::sweep::space::{Domain, Method, Order, PruneMethod, Space, Trial};
 
@@ -34,6 +35,8 @@ pub struct Study {
     planned: Vec<Trial>,
     /// Their numbers in the order they are created (the study's [`ORDER`]).
     order: Vec<usize>,
+    /// Where this worker's process runs ([`process_space`]).
+    here: Option<String>,
 }
 
 impl Study {
@@ -48,9 +51,15 @@ impl Study {
         let planned = space.trials();
         let identity = identity(space, &planned);
         let origin = format!("{name} in {}", storage.spec());
-        let id = storage.transact(|journal, _| match journal.study(name) {
+        let here = process_space();
+        let process = |id: usize, worker: &str| Op::StudySystemAttr {
+            study: id,
+            key: format!("{PROCESS_OF}{worker}"),
+            value: json!({"space": here, "pid": std::process::id()}),
+        };
+        let id = storage.transact(|journal, worker| match journal.study(name) {
             Some(id) => match journal.studies[id].system_attrs.get(PLAN) {
-                Some(theirs) if *theirs == identity => (Vec::new(), Ok(id)),
+                Some(theirs) if *theirs == identity => (vec![process(id, worker)], Ok(id)),
                 _ => (Vec::new(), Err(())),
             },
             None => {
@@ -69,6 +78,7 @@ impl Study {
                         key: PLAN.into(),
                         value: identity.clone(),
                     },
+                    process(id, worker),
                 ];
                 (ops, Ok(id))
             }
@@ -96,7 +106,19 @@ impl Study {
             space: space.clone(),
             planned,
             order,
+            here,
         })
+    }
+
+    /// The pid of `worker`'s process where it has ended on this machine (in this PID
+    /// namespace, since this boot), as `journal` records where it ran; `None` where it may
+    /// live, or ran elsewhere.
+    pub fn ended_here(&self, journal: &Journal, worker: &str) -> Option<u32> {
+        let attrs = &journal.studies[self.id].system_attrs;
+        let process = attrs.get(&format!("{PROCESS_OF}{worker}"))?;
+        let here = self.here.as_deref()?;
+        let pid = u32::try_from(process["pid"].as_u64()?).ok()?;
+        (process["space"].as_str() == Some(here) && ended(pid)).then_some(pid)
     }
 
     /// Settles the order the study's trials are created in: the one its first worker recorded;

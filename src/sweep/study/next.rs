@@ -56,6 +56,8 @@ pub enum Origin {
     HandedBack,
     /// Taken over from this worker, silent for longer than the grace period.
     Silent(String),
+    /// Taken over from this worker, whose process (this pid) on this machine has ended.
+    Ended(String, u32),
     /// Promoted from this rung (ASHA).
     Promoted(usize),
 }
@@ -72,6 +74,10 @@ impl Origin {
             Origin::Promoted(rung) => {
                 format!("{name} goes on: it ranks high enough at its rung (epoch {rung})")
             }
+            Origin::Ended(w, pid) => format!(
+                "{name} taken over from worker {w}, whose process ({pid}) on this machine has \
+                 ended"
+            ),
             Origin::Silent(w) => format!(
                 "{name} taken over from worker {w}, silent for over {} s",
                 grace.as_secs_f64()
@@ -123,6 +129,13 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
     let mut any_running = false;
     for &(id, trial) in running {
         let owner = trial.system_attrs.get(WORKER).and_then(Value::as_str);
+        // A process on this machine that has ended is known dead at once; else its silence
+        // over the grace period says so.
+        let ended = owner.and_then(|o| study.ended_here(journal, o));
+        if let (Some(owner), Some(pid)) = (owner.filter(|&o| o != worker), ended) {
+            let from = Origin::Ended(owner.to_string(), pid);
+            return claim(study, worker, id, trial, from);
+        }
         if owner != Some(worker) && beats.silent(id, trial, study.grace()) {
             let from = Origin::Silent(owner.unwrap_or("unknown").to_string());
             return claim(study, worker, id, trial, from);
