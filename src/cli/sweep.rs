@@ -46,7 +46,9 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
                 .collect::<Result<Vec<_>, _>>()?;
             let mut changes = Changes::of(&overrides)?;
             changes.parallel = args.parallel.or(changes.parallel);
-            crate::sweep::resume_sweep(kinds, dir, &resolved, args.runs, changes, observer)?
+            let space = search_space(file, None, None)?;
+            let given = (&resolved, space.as_ref());
+            crate::sweep::resume_sweep(kinds, dir, given, args.runs, changes, observer)?
         }
         None => match search_space(file, args.runs, args.parallel)? {
             Some(space) => {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::results::rank::TrialRow;
-use super::search::search;
+use super::study::search_alone;
 use super::space::Space;
 use crate::config::{load_raw, ConfigError, Override, RunConfig};
 use crate::error::Error;
@@ -62,6 +62,6 @@ impl Search {
         &self,
         observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
     ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-        search(&self.kinds, &self.config, &self.space, observer)
+        search_alone(&self.kinds, &self.config, &self.space, observer)
     }
 }

@@ -44,12 +44,15 @@ pub use results::{
 pub use resume::{resume_sweep, Swept};
 pub use resume_set::Changes;
 pub use runs::sweep;
-pub use search::{merge, run_trials, search};
+pub use search::{merge, run_trials};
 pub use shard::Shard;
 pub use sizing::LEASE_MARGIN;
 pub use space::{
     Budget, Domain, DomainError, Method, Order, Packing, PruneConfig, PruneMethod, Space, Trial,
     DEFAULT_BUDGET_SHARE,
 };
-pub use study::{report as report_study, trial_child, work as work_on_study, StudyReport};
+pub use study::{
+    rejoin_alone, report as report_study, search_alone as search, trial_child, work as work_on_study,
+    StudyReport,
+};
 pub use trial_config::trial_configs;

@@ -6,7 +6,8 @@ use super::plan::{read_plan, write_plan, Plan};
 use super::results::{SweepRow, TrialRow};
 use super::resume_set::Changes;
 use super::runs::run_all;
-use super::search::run_trials;
+use super::space::Space;
+use super::study::rejoin_alone;
 use crate::config::TASK_SECTIONS;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::Error;
@@ -59,7 +60,7 @@ fn refuse_a_study(dir: &Path) -> Result<(), Error> {
 pub fn resume_sweep(
     kinds: &Kinds,
     dir: &Path,
-    config: &RunConfig,
+    (config, space): (&RunConfig, Option<&Space>),
     runs: Option<usize>,
     changes: Changes,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
@@ -81,7 +82,19 @@ pub fn resume_sweep(
                     .into(),
             }));
         }
-        let (dir, rows) = run_trials(kinds, dir, config, &search, observer)?;
+        let Some(space) = space else {
+            return Err(Error::Config(ConfigError {
+                origin: format!("--resume {}", dir.display()),
+                key: None,
+                message: "a search, and the config given has no [sweep] table: resume it with \
+                          the config it was started with"
+                    .into(),
+            }));
+        };
+        let mut space = space.clone();
+        space.packing = search.packing;
+        let rows = rejoin_alone(kinds, config, &space, dir, observer)?;
+        let dir = dir.to_path_buf();
         let (monitor, mode) = (search.monitor, search.mode);
         return Ok((
             dir,

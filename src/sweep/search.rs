@@ -30,26 +30,6 @@ use crate::record::{write_atomic, Observer};
 use crate::report::render_search_svg;
 use crate::train::run_dir;
 
-/// Plans and runs the search of `space` over `config`, in `<output_dir>/<name>-sweep/` (a new
-/// directory). `observer(i, n)` watches trial `i` of `n`; `observer(0, n)` is told what
-/// the search itself does before any trial trains (its probes and the order they give).
-pub fn search(
-    kinds: &Kinds,
-    config: &RunConfig,
-    space: &Space,
-    observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
-) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-    // Every trial is checked before the sweep's directory exists.
-    check_search(kinds, config, space)?;
-    let name = format!("{}-sweep", config.run.name);
-    let plan = plan_of(space);
-    let dir = run_dir::create(&config.run.output_dir, &name)?;
-    let path = dir.join("config.toml");
-    write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
-    write_plan(&dir, &Plan::search(plan.clone()))?;
-    run_trials(kinds, &dir, config, &plan, observer)
-}
-
 /// What `space` plans, as `plan.json` keeps it.
 pub(super) fn plan_of(space: &Space) -> SearchPlan {
     SearchPlan {

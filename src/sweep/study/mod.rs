@@ -29,4 +29,4 @@ mod worker;
 
 pub use report::{report, StudyReport};
 pub use reporting::child as trial_child;
-pub use worker::work;
+pub use worker::{rejoin_alone, search_alone, work};

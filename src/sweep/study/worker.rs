@@ -19,13 +19,14 @@ use super::trial::Training;
 use crate::config::{to_toml, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
+use crate::train::run_dir;
 use crate::record::{write_atomic, Observer};
 use crate::sweep::checks::check_search;
 use crate::sweep::journal::worker_id::worker_id;
 use crate::sweep::parallel::processes::Launch;
 use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::parallel::trials::{threads_per_child, trial_exe};
-use crate::sweep::plan::{write_plan, Plan};
+use crate::sweep::plan::{write_plan, Plan, SearchPlan};
 use crate::sweep::prune::mark_pruned;
 use crate::sweep::results::rows::attach;
 use crate::sweep::results::{rank, TrialRow, TrialStatus};
@@ -52,10 +53,70 @@ pub fn work(
     // The storage first: one that cannot be opened leaves no sweep directory behind.
     let opened = Storage::open(storage, &worker_id())?.lean(keep(space));
     let dir = shared_dir(&config.run.output_dir.join(sweep), &plan)?;
+    write_search(&dir, config, &plan)?;
+    write_marker(&dir, storage, &config.run.name)?;
+    let rows = run(kinds, config, space, &dir, opened, observer)?;
+    Ok((dir, rows))
+}
+
+/// A search in this process alone (no `--storage`): a study of one worker, whose storage is
+/// `journal.log` in its new sweep directory, `<output_dir>/<name>-sweep/` (or `-2`, ...).
+pub fn search_alone(
+    kinds: &Kinds,
+    config: &RunConfig,
+    space: &Space,
+    observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
+) -> Result<(PathBuf, Vec<TrialRow>), Error> {
+    check_search(kinds, config, space)?;
+    let plan = plan_of(space);
+    let dir = run_dir::create(&config.run.output_dir, &format!("{}-sweep", config.run.name))?;
+    write_search(&dir, config, &plan)?;
+    let opened = Storage::open(&journal_of(&dir)?, &worker_id())?.lean(keep(space));
+    let rows = run(kinds, config, space, &dir, opened, observer)?;
+    Ok((dir, rows))
+}
+
+/// The search alone in `dir` rejoined (`sweep --resume`): a trial its stopped process left
+/// running goes on first, from its checkpoint.
+pub fn rejoin_alone(
+    kinds: &Kinds,
+    config: &RunConfig,
+    space: &Space,
+    dir: &Path,
+    observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
+) -> Result<Vec<TrialRow>, Error> {
+    write_plan(dir, &Plan::search(plan_of(space)))?;
+    let opened = Storage::open(&journal_of(dir)?, &worker_id())?.lean(keep(space));
+    run(kinds, config, space, dir, opened, observer)
+}
+
+/// The journal of a search alone, in its sweep directory `dir`.
+fn journal_of(dir: &Path) -> Result<String, Error> {
+    Ok(crate::config::path_text(
+        "the sweep directory",
+        &dir.join("journal.log"),
+    )?)
+}
+
+/// A search's `config.toml` and `plan.json` in its sweep directory `dir`.
+fn write_search(dir: &Path, config: &RunConfig, plan: &SearchPlan) -> Result<(), Error> {
     let path = dir.join("config.toml");
     write_atomic(&path, to_toml(config).as_bytes()).map_err(|e| Error::io(&path, e))?;
-    write_plan(&dir, &Plan::search(plan.clone()))?;
-    write_marker(&dir, storage, &config.run.name)?;
+    write_plan(dir, &Plan::search(plan.clone()))
+}
+
+/// Works on the study of `space` in `opened` from the sweep directory `dir` until it is done;
+/// every trial of the study, ranked (and written: `sweep.json`, `sweep.md`, `sweep.svg`).
+fn run(
+    kinds: &Kinds,
+    config: &RunConfig,
+    space: &Space,
+    dir: &Path,
+    opened: Storage,
+    mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
+) -> Result<Vec<TrialRow>, Error> {
+    let plan = plan_of(space);
+    let dir = dir.to_path_buf();
     let storage = Arc::new(Mutex::new(opened));
     let epochs = config.train.epochs;
     let mut locked = storage.lock().expect("storage");
@@ -144,7 +205,7 @@ pub fn work(
     crate::failpoint::pass("results");
     write_results(&dir, &plan, &rows)?;
     drop(stop);
-    Ok((dir, rows))
+    Ok(rows)
 }
 
 /// Writes `study.json` in the worker's directory `dir`: `sweep --resume` on it is refused,
