@@ -37,6 +37,30 @@ pub struct SearchPlan {
     /// written before it was kept, whose search writes no journal).
     #[serde(default)]
     pub vary: Vec<(String, Domain)>,
+    /// Grid, random or TPE, and the draws' seed (absent in a plan written before they were
+    /// kept): with the rest, the search's table, which a resume rejoins its study with.
+    #[serde(default)]
+    pub method: Option<Method>,
+    /// The random draws' seed.
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+impl SearchPlan {
+    /// The search this plan was made from, where it keeps its method and seed.
+    pub fn space(&self) -> Option<Space> {
+        Some(Space {
+            method: self.method?,
+            trials: self.trials.len(),
+            seed: self.seed?,
+            monitor: crate::config::Monitor::new(&self.monitor, Some(self.mode)).ok()?,
+            vary: self.vary.clone(),
+            order: self.order,
+            packing: self.packing,
+            prune: self.prune,
+            study: Default::default(),
+        })
+    }
 }
 
 /// What a TPE search keeps in its plan to draw the rest of its trials.

@@ -82,7 +82,8 @@ pub fn resume_sweep(
                     .into(),
             }));
         }
-        let Some(space) = space else {
+        let planned = search.space();
+        let Some(space) = space.or(planned.as_ref()) else {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", dir.display()),
                 key: None,

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::checks::{check_search, check_trials};
+use super::checks::check_trials;
 use super::parallel::timeline::Timeline;
 use super::parallel::{train_parallel, Packed};
-use super::plan::{read_plan, write_plan, Plan, SearchPlan, TpePlan};
+use super::plan::{read_plan, SearchPlan, TpePlan};
 use super::prune::Pruner;
 use super::results::journal::write_journal;
 use super::results::rank::{rank, ranking, TrialRow};
@@ -41,6 +41,8 @@ pub(super) fn plan_of(space: &Space) -> SearchPlan {
         prune: space.prune,
         tpe: TpePlan::of(space),
         vary: space.vary.clone(),
+        method: Some(space.method),
+        seed: Some(space.seed),
     }
 }
 

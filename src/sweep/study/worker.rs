@@ -45,7 +45,7 @@ pub fn work(
     config: &RunConfig,
     space: &Space,
     storage: &str,
-    mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
+    observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     check_search(kinds, config, space)?;
     let plan = plan_of(space);
