@@ -46,8 +46,9 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
                 .collect::<Result<Vec<_>, _>>()?;
             let mut changes = Changes::of(&overrides)?;
             changes.parallel = args.parallel.or(changes.parallel);
-            let space = search_space(file, None, None)?;
-            let given = (&resolved, space.as_ref());
+            // The search is plan.json's; the config's [sweep] keys are --set's changes.
+            drop(file);
+            let given = (&resolved, None);
             crate::sweep::resume_sweep(kinds, dir, given, args.runs, changes, observer)?
         }
         None => match search_space(file, args.runs, args.parallel)? {

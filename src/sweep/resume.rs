@@ -83,7 +83,7 @@ pub fn resume_sweep(
             }));
         }
         let planned = search.space();
-        let Some(space) = space.or(planned.as_ref()) else {
+        let Some(space) = planned.as_ref().or(space) else {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", dir.display()),
                 key: None,

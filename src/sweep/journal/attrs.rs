@@ -14,6 +14,9 @@ pub const ORDER: &str = "tidemark:order";
 /// [`process_space`](super::worker_id::process_space)) and its pid, so that a worker on the
 /// same machine can tell that its process has ended.
 pub const PROCESS_OF: &str = "tidemark:process:";
+/// Trial system attribute: the trial it trains again (a resumed search's failed, deleted or
+/// shorter trial), by id.
+pub const RETRY_OF: &str = "tidemark:retry_of";
 /// Trial system attribute: its 1-based number in the plan (`trial-007`).
 pub const NUMBER: &str = "tidemark:trial";
 /// Trial system attribute: the worker that trains it (null when none does).

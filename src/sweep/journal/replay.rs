@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::attrs::{NUMBER, PAUSED};
+use super::attrs::{NUMBER, PAUSED, RETRY_OF};
 use super::json::as_float;
 use super::op::State;
 
@@ -223,7 +223,9 @@ impl Journal {
             trial.number = (trial.system_attrs.get(NUMBER))
                 .and_then(Value::as_u64)
                 .map(|n| n as usize);
-            study.numbered += usize::from(trial.number.is_some());
+            // A trial trained again under its number is not a new one of the plan.
+            let again = trial.system_attrs.contains_key(RETRY_OF);
+            study.numbered += usize::from(trial.number.is_some() && !again);
         }
         if !trial.state.finished() {
             return;

@@ -171,6 +171,9 @@ impl Storage {
 
     /// Appends `ops` as they are (heartbeats, intermediate values: nothing to decide).
     pub fn append(&mut self, ops: &[Op]) -> Result<(), Error> {
+        if ops.is_empty() {
+            return Ok(());
+        }
         let lines = self.lines(ops);
         let appended = match &mut self.backend {
             Backend::File(file) => file.append(&lines),

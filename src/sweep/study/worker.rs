@@ -19,7 +19,12 @@ use super::trial::Training;
 use crate::config::{to_toml, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
+use crate::record::RunSummary;
+use crate::sweep::journal::attrs::{NUMBER, RETRY_OF};
+use crate::sweep::journal::op::{now, Op, State};
+use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::train::run_dir;
+use std::collections::BTreeMap;
 use crate::record::{write_atomic, Observer};
 use crate::sweep::checks::check_search;
 use crate::sweep::journal::worker_id::worker_id;
@@ -87,7 +92,82 @@ pub fn rejoin_alone(
 ) -> Result<Vec<TrialRow>, Error> {
     write_plan(dir, &Plan::search(plan_of(space)))?;
     let opened = Storage::open(&journal_of(dir)?, &worker_id())?.lean(keep(space));
-    run(kinds, config, space, dir, opened, observer)
+    let mut storage = opened;
+    let journal = Storage::whole(storage.spec(), storage.worker())?;
+    if let Some(study) = journal.study(&config.run.name) {
+        let ops = reopen(&journal, study, dir, config.train.epochs)?;
+        storage.append(&ops)?;
+    }
+    run(kinds, config, space, dir, storage, observer)
+}
+
+/// What a search alone's resume trains again, read from its trials' own files before anything
+/// is written (a summary that cannot be read stops it, naming the file): a trial whose last run
+/// failed, whose summary is gone, or that completed fewer epochs than the config asks now. The
+/// journal cannot reopen a finished trial (Optuna ignores changes to one), so each is a new
+/// trial of its number, waiting, which the worker takes first, as Optuna's
+/// `RetryHeartbeatStaleTrialCallback` adds a waiting copy; rows take the last of a number.
+fn reopen(
+    journal: &Journal,
+    study: usize,
+    dir: &Path,
+    epochs: usize,
+) -> Result<Vec<Op>, Error> {
+    let mut last: BTreeMap<usize, (usize, &TrialRecord)> = BTreeMap::new();
+    for &id in &journal.studies[study].trials {
+        let t = &journal.trials[&id];
+        if let Some(n) = t.number {
+            last.insert(n, (id, t));
+        }
+    }
+    let mut again = Vec::new();
+    for (&n, &(id, t)) in &last {
+        if !t.state.finished() {
+            continue;
+        }
+        let name = crate::sweep::space::Trial {
+            number: n,
+            values: Default::default(),
+        }
+        .name();
+        let summary = RunSummary::read(&dir.join(name))?;
+        let short = summary.as_ref().is_none_or(|s| s.epochs < epochs);
+        let redo = match t.state {
+            State::Fail => true,
+            State::Complete => short,
+            _ => false,
+        };
+        if redo {
+            again.push((n, id, t));
+        }
+    }
+    let mut ops = Vec::new();
+    for (i, (n, old, t)) in again.into_iter().enumerate() {
+        let id = journal.made + i;
+        let mut set: Vec<Op> = (t.params.iter())
+            .map(|(name, (internal, distribution))| Op::Param {
+                trial: id,
+                name: name.clone(),
+                internal: *internal,
+                distribution: distribution.clone(),
+            })
+            .collect();
+        let attr = |key: &str, value: serde_json::Value| Op::SystemAttr {
+            trial: id,
+            key: key.into(),
+            value,
+        };
+        set.push(attr(NUMBER, serde_json::json!(n)));
+        set.push(attr(RETRY_OF, serde_json::json!(old)));
+        ops.extend(Op::create_whole(study, now(), set));
+        ops.push(Op::State {
+            trial: id,
+            state: State::Waiting,
+            values: None,
+            at: now(),
+        });
+    }
+    Ok(ops)
 }
 
 /// The journal of a search alone, in its sweep directory `dir`.
