@@ -61,15 +61,11 @@ fn epochs(row: &Value) -> u64 {
     row["epochs"].as_u64().unwrap()
 }
 
-/// Each trial's val_loss after epoch 1, from the search's `prune.json`.
+/// Each trial's val_loss after epoch 1, from the search's journal (its intermediate values).
 fn at_epoch_one(env: &Env, dir: &str) -> Vec<(f64, u64)> {
-    let text = std::fs::read_to_string(env.path(dir).join("prune.json")).unwrap();
-    let record: Value = serde_json::from_str(&text).unwrap();
-    let mut at: Vec<(f64, u64)> = record["trials"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(t, c)| (c["values"][0].as_f64().unwrap(), t.parse().unwrap()))
+    std::fs::copy(env.path(dir).join("journal.log"), env.path("journal.log")).unwrap();
+    let mut at: Vec<(f64, u64)> = (super::study::replay(env).iter())
+        .map(|t| (t.intermediate[&1], t.number as u64))
         .collect();
     at.sort_by(|a, b| a.0.total_cmp(&b.0));
     at
