@@ -1,5 +1,6 @@
 //! TPE (`[sweep] method = "tpe"`): the first trials are the random method's draws, later ones
-//! are drawn from the trials finished before them as they start and written to `plan.json`;
+//! are drawn from the trials finished before them as they start, each recorded in the search's
+//! journal with the trials it was drawn from (`tidemark:drawn_from`);
 //! one at a time, the same seed gives the same trials; in parallel, each draw is probed for its
 //! lease; across the tasks of a job array (shards), each draws from every task's results.
 
@@ -16,12 +17,27 @@ fn search(env: &Env) {
     env.write("tpe.toml", &text);
 }
 
-fn plan(env: &Env, dir: &str) -> Value {
-    let text = std::fs::read_to_string(env.path(dir).join("plan.json")).unwrap();
-    serde_json::from_str::<Value>(&text).unwrap()["search"].clone()
+/// The search in `dir`: each trial's values, by number (its row in `sweep.json`), and the
+/// numbers TPE drew (those whose journal record says what they were drawn from).
+fn plan(env: &Env, dir: &str) -> (Vec<Value>, Vec<u64>) {
+    let text = std::fs::read_to_string(env.path(dir).join("sweep.json")).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let mut rows: Vec<(u64, Value)> = (json["trials"].as_array().unwrap().iter())
+        .map(|r| (r["trial"].as_u64().unwrap(), r["values"].clone()))
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    let journal = std::fs::read_to_string(env.path(dir).join("journal.log")).unwrap();
+    let mut drawn: Vec<u64> = (journal.lines())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|op| op["op_code"] == 4)
+        .filter(|op| op["system_attrs"].get("tidemark:drawn_from").is_some())
+        .map(|op| op["system_attrs"]["tidemark:trial"].as_u64().unwrap())
+        .collect();
+    drawn.sort_unstable();
+    (rows.into_iter().map(|r| r.1).collect(), drawn)
 }
 
-fn sweep(env: &Env, out: &str, extra: &[&str]) -> Value {
+fn sweep(env: &Env, out: &str, extra: &[&str]) -> (Vec<Value>, Vec<u64>) {
     let mut args = vec!["sweep", "--config", "tpe.toml", "--out", out];
     args.extend_from_slice(extra);
     let run = env.run(&args);
@@ -36,19 +52,11 @@ fn tpe_starts_with_the_random_draws_then_draws_from_the_results_the_same_from_th
     let first = sweep(&env, "a", &[]);
     let again = sweep(&env, "b", &[]);
     let random = sweep(&env, "r", &["--set", "sweep.method=\"random\""]);
-    assert_eq!(
-        first["trials"], again["trials"],
-        "the same seed, the same trials"
-    );
+    assert_eq!(first.0, again.0, "the same seed, the same trials");
     // Eight trials start with four random ones (half, under 20), then four drawn by TPE.
-    let drawn: Vec<u64> = first["tpe"]["drawn"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_u64().unwrap())
-        .collect();
-    assert_eq!(drawn, [5, 6, 7, 8]);
-    let values = |plan: &Value, i: usize| plan["trials"][i]["values"].clone();
+    assert_eq!(first.1, [5, 6, 7, 8]);
+    assert!(random.1.is_empty());
+    let values = |plan: &(Vec<Value>, Vec<u64>), i: usize| plan.0[i].clone();
     for i in 0..4 {
         assert_eq!(
             values(&first, i),
@@ -71,7 +79,8 @@ fn tpe_starts_with_the_random_draws_then_draws_from_the_results_the_same_from_th
     // Resumed, nothing is drawn or trained again.
     let resumed = env.run(&["sweep", "--resume", "a/small-sweep"]);
     assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
-    assert_eq!(plan(&env, "a/small-sweep")["trials"], first["trials"]);
+    assert_eq!(plan(&env, "a/small-sweep"), first);
+    assert!(!resumed.stderr().contains("started"), "{}", resumed.stderr());
 }
 
 #[test]
@@ -79,7 +88,7 @@ fn tpe_in_parallel_draws_each_trial_as_it_starts_under_its_lease() {
     let env = Env::new();
     search(&env);
     let par = sweep(&env, "p", &["--parallel", "2"]);
-    assert_eq!(par["tpe"]["drawn"].as_array().unwrap().len(), 4);
+    assert_eq!(par.1.len(), 4);
     let text = std::fs::read_to_string(env.path("p/small-sweep/sweep.json")).unwrap();
     let json: Value = serde_json::from_str(&text).unwrap();
     for row in json["trials"].as_array().unwrap() {
