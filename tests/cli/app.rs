@@ -260,23 +260,22 @@ fn tpe_over_the_app_s_own_keys_draws_the_same_trials_from_the_same_seed() {
     let plan = |out: &str| {
         let run = env.app(&["sweep", "--config", "tpe.toml", "--out", out]);
         assert_eq!(run.code(), 0, "{}", run.stderr());
-        let path = env.path(out).join("sales-search-sweep/plan.json");
-        let text = std::fs::read_to_string(path).unwrap();
-        serde_json::from_str::<Value>(&text).unwrap()["search"].clone()
+        // Each trial's values (its row), and how many TPE drew (their journal records).
+        let dir = env.path(out).join("sales-search-sweep");
+        let text = std::fs::read_to_string(dir.join("sweep.json")).unwrap();
+        let json: Value = serde_json::from_str(&text).unwrap();
+        let mut rows: Vec<(u64, Value)> = (json["trials"].as_array().unwrap().iter())
+            .map(|r| (r["trial"].as_u64().unwrap(), r["values"].clone()))
+            .collect();
+        rows.sort_by_key(|r| r.0);
+        let journal = std::fs::read_to_string(dir.join("journal.log")).unwrap();
+        let drawn = journal.matches("tidemark:drawn_from").count();
+        (rows, drawn)
     };
     let (first, again) = (plan("a"), plan("b"));
-    assert_eq!(
-        first["trials"], again["trials"],
-        "the same seed, the same trials"
-    );
-    assert_eq!(
-        first["tpe"]["drawn"].as_array().map(Vec::len),
-        Some(4),
-        "{first}"
-    );
-    let widths: Vec<&Value> = (first["trials"].as_array().unwrap().iter())
-        .map(|t| &t["values"]["model.width"])
-        .collect();
+    assert_eq!(first.0, again.0, "the same seed, the same trials");
+    assert_eq!(first.1, 4, "{first:?}");
+    let widths: Vec<&Value> = (first.0.iter()).map(|t| &t.1["model.width"]).collect();
     assert!(widths.iter().all(|w| w.is_i64()), "{widths:?}");
 }
 
