@@ -70,7 +70,7 @@ fn trials_in_parallel_stay_in_their_leases_under_the_budget_with_the_sequential_
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(
         run.stderr()
-            .contains("sweep: 4 trials, 2 at once, under a budget of"),
+            .contains("sweep: up to 2 trials at once on this device, under a budget of"),
         "{}",
         run.stderr()
     );
@@ -158,6 +158,16 @@ fn a_tight_budget_runs_one_trial_at_a_time_and_one_under_every_lease_is_refused_
     );
 }
 
+/// The text of the search's timeline, `schedule-<worker>.json` in `dir` (its one worker's).
+pub(super) fn schedule(env: &Env, dir: &str) -> Option<String> {
+    let entries = std::fs::read_dir(env.path(dir)).ok()?;
+    let path = entries.filter_map(|e| Some(e.ok()?.path())).find(|p| {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        name.starts_with("schedule-") && name.ends_with(".json")
+    })?;
+    std::fs::read_to_string(path).ok()
+}
+
 /// Waits up to a minute for `ready`, polling.
 fn wait_for<T>(mut ready: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
@@ -171,7 +181,7 @@ fn wait_for<T>(mut ready: impl FnMut() -> Option<T>) -> T {
 }
 
 /// The pid of a running trial that has written a checkpoint after an epoch, from the
-/// search's `schedule.json`, stopped (SIGSTOP) and checked to be that trial's live child, so
+/// search's worker's `schedule-<worker>.json`, stopped (SIGSTOP) and checked to be that trial's live child, so
 /// that a signal sent to it next cannot miss it or hit another process.
 fn stopped_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
     let (trial, pid) = running_with_a_checkpoint(env, dir)?;
@@ -202,9 +212,9 @@ fn signal(pid: i32, which: &str) {
 }
 
 /// The pid of a running trial that has written a checkpoint after an epoch, from the
-/// search's `schedule.json`.
+/// search's worker's `schedule-<worker>.json`.
 fn running_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
-    let text = std::fs::read_to_string(env.path(dir).join("schedule.json")).ok()?;
+    let text = schedule(env, dir)?;
     let schedule: Value = serde_json::from_str(&text).ok()?;
     schedule["slots"].as_object()?.values().find_map(|slot| {
         let trial = slot["trial"].as_u64()?;
@@ -286,7 +296,7 @@ fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() 
         "{stderr}"
     );
     // Every child has exited: none of the schedule's processes is left.
-    let text = std::fs::read_to_string(env.path("runs/small-sweep/schedule.json")).unwrap();
+    let text = schedule(&env, "runs/small-sweep").unwrap();
     let schedule: Value = serde_json::from_str(&text).unwrap();
     for slot in schedule["slots"].as_object().unwrap().values() {
         assert!(!slot["ended_unix"].is_null(), "{slot}");
@@ -369,7 +379,7 @@ pub(super) fn children_stop_with_the_search(env: &Env, config: &str, dir: &str, 
         .spawn()
         .unwrap();
     let (checkpointed, _) = wait_for(|| running_with_a_checkpoint(env, dir));
-    let text = std::fs::read_to_string(env.path(dir).join("schedule.json")).unwrap();
+    let text = schedule(env, dir).unwrap();
     let schedule: Value = serde_json::from_str(&text).unwrap();
     let running: Vec<(u64, u64)> = schedule["slots"]
         .as_object()

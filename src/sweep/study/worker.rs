@@ -38,6 +38,7 @@ use crate::sweep::results::{rank, TrialRow, TrialStatus};
 use crate::sweep::search::{plan_of, shared_dir, write_results};
 use crate::sweep::signals::StopOnSignal;
 use crate::sweep::sizing::budget::resolve;
+use crate::sweep::sizing::lease::no_lease_fits;
 use crate::sweep::sizing::preflight::arrange;
 use crate::sweep::space::{Order, Space, Trial};
 use crate::sweep::trial_config::{checked_trial_config, TrialBuild};
@@ -220,17 +221,21 @@ fn run(
     };
     // The order its trials are created in: its first worker probes them.
     let mut study = study;
+    // Packed, the probes give the leases too: a budget smaller than every one is refused
+    // before any trial trains.
+    let budget = match plan.packing.parallel {
+        1 => None,
+        _ => Some(resolve(&plan.packing, config)?),
+    };
     let arranged = |planned: &[Trial]| {
         let todo = planned.iter().collect();
         let (order, observer) = (Order::LargestFirst, &mut *observer(0, planned.len()));
-        let arranged = arrange(
-            todo,
-            build,
-            (order, false),
-            &dir,
-            observer,
-            Some(stop.flag()),
-        )?;
+        let leases = budget.is_some();
+        let stop = Some(stop.flag());
+        let arranged = arrange(todo, build, (order, leases), &dir, observer, stop)?;
+        if let Some(budget) = budget {
+            no_lease_fits(&arranged, budget)?;
+        }
         Ok(arranged.into_iter().map(|(t, _)| t.number).collect())
     };
     study.settle_order(&mut storage.lock().expect("storage"), arranged)?;
