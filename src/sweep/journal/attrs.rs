@@ -28,6 +28,8 @@ pub const BEAT: &str = "tidemark:heartbeat";
 pub const DRAWN_FROM: &str = "tidemark:drawn_from";
 /// Trial system attribute: the ASHA rung it waits at (null once promoted).
 pub const PAUSED: &str = "tidemark:paused";
+/// Trial system attribute: the ASHA rung it was last promoted from.
+pub const PROMOTED: &str = "tidemark:promoted";
 /// Trial user attribute: why it failed, or why it was pruned.
 pub const REASON: &str = "tidemark:reason";
 /// Trial user attribute: what it took and gave back (its row's memory figures).

@@ -21,7 +21,7 @@ use super::joined::Study;
 use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::error::Error;
-use crate::sweep::journal::attrs::{beat, BEAT, DRAWN_FROM, NUMBER, PAUSED, WORKER};
+use crate::sweep::journal::attrs::{beat, BEAT, DRAWN_FROM, NUMBER, PAUSED, PROMOTED, WORKER};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::params::{param_ops, values_of};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
@@ -184,12 +184,14 @@ fn claim(
     }
     ops.extend(owner(id, worker));
     // Where it pauses next: at the rung it reached if its pause there was not recorded (its
-    // worker died in between), else at the next rung.
+    // worker died in between), else at the next rung. A rung it was promoted from is behind
+    // it: stopped mid-epoch just after, it has reported no epoch past that rung yet.
     let epochs = trial.epochs();
+    let passed = (trial.system_attrs.get(PROMOTED).and_then(Value::as_u64)).unwrap_or(0) as usize;
     let pause_at = study
         .rungs
         .as_ref()
-        .and_then(|r| match r.rungs.contains(&epochs) {
+        .and_then(|r| match r.rungs.contains(&epochs) && epochs > passed {
             true => Some(epochs),
             false => asha::next_stop(&r.rungs, epochs),
         });
@@ -199,7 +201,7 @@ fn claim(
 /// Promotes paused trial `id` for `worker`: it goes on to the next rung.
 fn promote(study: &Study, worker: &str, id: usize, trial: &TrialRecord) -> (Vec<Op>, Work) {
     let rung = (trial.system_attrs.get(PAUSED).and_then(Value::as_u64)).unwrap_or(0) as usize;
-    let mut ops = Rungs::promote(id);
+    let mut ops = Rungs::promote(id, rung);
     ops.extend(owner(id, worker));
     let pause_at = (study.rungs.as_ref()).and_then(|r| asha::next_stop(&r.rungs, rung));
     only_if_trainable(

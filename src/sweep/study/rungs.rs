@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use crate::config::MonitorMode;
-use crate::sweep::journal::attrs::{PAUSED, REASON, WORKER};
+use crate::sweep::journal::attrs::{PAUSED, PROMOTED, REASON, WORKER};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::replay::TrialRecord;
 use crate::sweep::prune::asha;
@@ -83,7 +83,12 @@ impl Rungs {
     }
 
     /// The operations that claim paused trial `id` back to RUNNING for `worker`.
-    pub fn promote(id: usize) -> Vec<Op> {
+    pub fn promote(id: usize, rung: usize) -> Vec<Op> {
+        let attr = |key: &str, value| Op::SystemAttr {
+            trial: id,
+            key: key.into(),
+            value,
+        };
         vec![
             Op::State {
                 trial: id,
@@ -91,11 +96,8 @@ impl Rungs {
                 values: None,
                 at: now(),
             },
-            Op::SystemAttr {
-                trial: id,
-                key: PAUSED.into(),
-                value: Value::Null,
-            },
+            attr(PAUSED, Value::Null),
+            attr(PROMOTED, json!(rung)),
         ]
     }
 
