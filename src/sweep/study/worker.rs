@@ -289,6 +289,10 @@ fn run(
     rank(&mut rows, plan.mode);
     crate::failpoint::pass("results");
     write_results(&dir, &plan, &rows)?;
+    // A signal at the very end still says so: the results are whole, and a resume says so.
+    if stop.flag().load(Ordering::SeqCst) {
+        return Err(Error::Interrupted);
+    }
     drop(stop);
     Ok(rows)
 }
