@@ -154,7 +154,13 @@ fn a_damaged_search_file_is_refused_in_one_line_or_resumed_and_nothing_is_overwr
     let (status, stderr) = tidemark(&env, &args, Some(("ended:3:KILL", "count")));
     assert!(status.signal().is_some(), "{stderr}");
     let dir = env.path("stopped/small-sweep");
-    let names = ["plan.json", "prune.json", "schedule.json", "preflight.json"];
+    // Its journal (its study: the trials, their epochs, their ends), and its one worker's
+    // timeline, `schedule-<worker>.json`.
+    let schedule = (std::fs::read_dir(&dir).unwrap().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("schedule-") && n.ends_with(".json"))
+        .expect("a packed worker's timeline");
+    let names = ["plan.json", "journal.log", &schedule, "preflight.json"];
     let stopped = Stopped {
         files: search_files(&dir, &names),
         dir,

@@ -91,14 +91,17 @@ pub fn rejoin_alone(
     dir: &Path,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<Vec<TrialRow>, Error> {
-    write_plan(dir, &Plan::search(plan_of(space)))?;
-    let opened = Storage::open(&journal_of(dir)?, &worker_id())?.lean(keep(space));
-    let mut storage = opened;
+    // Every file the search keeps is read before anything is written: its workers' timelines
+    // (which its ranking reads at the end) and its journal.
+    Timeline::merged(dir)?;
+    let mut storage = Storage::open(&journal_of(dir)?, &worker_id())?.lean(keep(space));
     let journal = Storage::whole(storage.spec(), storage.worker())?;
-    if let Some(study) = journal.study(&config.run.name) {
-        let ops = reopen(&journal, study, dir, config.train.epochs)?;
-        storage.append(&ops)?;
-    }
+    let reopened = match journal.study(&config.run.name) {
+        Some(study) => reopen(&journal, study, dir, config.train.epochs)?,
+        None => Vec::new(),
+    };
+    write_plan(dir, &Plan::search(plan_of(space)))?;
+    storage.append(&reopened)?;
     run(kinds, config, space, dir, storage, observer)
 }
 
