@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::results::rank::TrialRow;
-use super::study::search_alone;
 use super::space::Space;
+use super::study::search_alone;
 use crate::config::{load_raw, ConfigError, Override, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;

@@ -23,13 +23,11 @@ mod resume;
 mod resume_set;
 mod runs;
 mod search;
-mod sequential;
 mod shard;
 mod signals;
 mod sizing;
 mod space;
 mod study;
-mod tpe_draws;
 mod trial_config;
 mod trial_run;
 
@@ -44,7 +42,7 @@ pub use results::{
 pub use resume::{resume_sweep, Swept};
 pub use resume_set::Changes;
 pub use runs::sweep;
-pub use search::{merge, run_trials};
+pub use search::merge;
 pub use shard::Shard;
 pub use sizing::LEASE_MARGIN;
 pub use space::{
@@ -52,7 +50,7 @@ pub use space::{
     DEFAULT_BUDGET_SHARE,
 };
 pub use study::{
-    rejoin_alone, report as report_study, search_alone as search, trial_child, work as work_on_study,
-    StudyReport,
+    rejoin_alone, report as report_study, search_alone as search, trial_child,
+    work as work_on_study, StudyReport,
 };
 pub use trial_config::trial_configs;

@@ -80,7 +80,11 @@ fn tpe_starts_with_the_random_draws_then_draws_from_the_results_the_same_from_th
     let resumed = env.run(&["sweep", "--resume", "a/small-sweep"]);
     assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
     assert_eq!(plan(&env, "a/small-sweep"), first);
-    assert!(!resumed.stderr().contains("started"), "{}", resumed.stderr());
+    assert!(
+        !resumed.stderr().contains("started"),
+        "{}",
+        resumed.stderr()
+    );
 }
 
 #[test]

@@ -50,11 +50,6 @@ pub fn now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// The schedule's file in `dir`.
-pub fn path(dir: &Path) -> PathBuf {
-    dir.join("schedule.json")
-}
-
 impl Timeline {
     /// The schedule at `path` (an earlier process's, whose slots a resumed search keeps), or
     /// `None` if there is none. One that is there but cannot be read is an error naming it,
@@ -153,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn shards_schedules_merge_and_count_from_the_earliest_start() {
+    fn workers_schedules_merge_and_count_from_the_earliest_start() {
         let dir = tempfile::tempdir().unwrap();
         let mut a = Timeline {
             budget_bytes: 100,
@@ -161,18 +156,20 @@ mod tests {
             ..Timeline::default()
         };
         a.slots.insert(1, slot(1, 50.0));
-        a.write(&dir.path().join("schedule-shard-0-of-2.json"))
-            .unwrap();
+        a.write(&dir.path().join("schedule-vm-1-aa.json")).unwrap();
         let mut b = a.clone();
         b.slots = BTreeMap::from([(2, slot(2, 20.0))]);
-        b.write(&path(dir.path())).unwrap();
+        b.write(&dir.path().join("schedule-vm-2-bb.json")).unwrap();
         let merged = Timeline::merged(dir.path()).unwrap();
         assert_eq!(merged.slots.len(), 2);
         assert_eq!(merged.origin(), Some(20.0));
         assert_eq!((merged.budget_bytes, merged.parallel), (100, 2));
         assert_eq!(Timeline::read(&dir.path().join("none.json")).unwrap(), None);
-        std::fs::write(dir.path().join("schedule.json"), "{").unwrap();
+        std::fs::write(dir.path().join("schedule-vm-2-bb.json"), "{").unwrap();
         let e = Timeline::merged(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("schedule.json: not a search's schedule"), "{e}");
+        assert!(
+            e.contains("schedule-vm-2-bb.json: not a search's schedule"),
+            "{e}"
+        );
     }
 }

@@ -1,91 +1,10 @@
-//! A search's trials in child processes: which to run, with which binary and how many rayon
-//! workers each, under the scheduler ([`parallel`](super::scheduler)).
+//! What a trial's child process runs: which binary, and how many rayon workers each.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::processes::Launch;
-use super::scheduler::Chosen;
-use super::scheduler::Pack;
-use super::state::Ended;
-use super::timeline;
 use crate::config::ConfigError;
 use crate::error::Error;
-use crate::memory::format_bytes;
-use crate::record::Observer;
-use crate::sweep::prune::Pruner;
-use crate::sweep::sizing::lease::Arranged;
-use crate::sweep::tpe_draws::Draws;
-use crate::sweep::trial_config::TrialBuild;
-use crate::sweep::trial_run::TrialErrors;
-
-/// How a search packs its trials: at once, under what, and whether a trial fits its
-/// micro-batch in its lease.
-#[derive(Debug, Clone, Copy)]
-pub(in crate::sweep) struct Packed {
-    /// Trials at once.
-    pub parallel: usize,
-    /// The budget, in bytes.
-    pub budget: u64,
-    /// `memory.on_limit = "fit"` inside the leases.
-    pub fit: bool,
-}
-
-/// Trains `todo` in child processes under `packed`, each with the config `config` builds for
-/// it when it starts, and returns each trial with its error if it failed. A trial that
-/// finished before (a resumed search) is not run again. `stop` is the flag the caller's
-/// signal handlers set (installed before the probes, so that no signal falls between).
-fn train_packed<'a>(
-    dir: &Path,
-    packed: Packed,
-    todo: Vec<Arranged<'a>>,
-    build: TrialBuild<'_>,
-    observer: &mut dyn Observer,
-    (mut pruner, draws): (Option<&mut Pruner>, Option<&mut Draws>),
-    stop: &AtomicBool,
-) -> Result<Vec<Ended<'a>>, Error> {
-    let mut ended = Vec::new();
-    let mut unfinished = Vec::new();
-    for (trial, lease) in todo {
-        let run_dir = dir.join(trial.name());
-        match crate::sweep::trial_run::finished(&run_dir, build.config(trial)?.train.epochs)? {
-            Some(_) => {
-                // A trial that finished after the pruner last heard of it (a stopped search).
-                if let Some(p) = pruner.as_deref_mut() {
-                    p.ended(trial.number, &run_dir, false)?;
-                }
-                ended.push((trial, None));
-            }
-            None => unfinished.push((trial, lease)),
-        }
-    }
-    if unfinished.is_empty() {
-        return Ok(ended);
-    }
-    let pack = Pack {
-        kinds: build.kinds.clone(),
-        budget: packed.budget,
-        parallel: packed.parallel,
-        dir: dir.to_path_buf(),
-        fit: packed.fit,
-        launch: Launch {
-            exe: trial_exe()?,
-            threads: threads_per_child(packed.parallel),
-        },
-        schedule: timeline::path(dir),
-        in_order: draws.is_some(),
-    };
-    observer.message(&format!(
-        "{} trials, {} at once, under a budget of {}",
-        unfinished.len(),
-        packed.parallel,
-        format_bytes(packed.budget)
-    ));
-    let chosen = Chosen { pruner, draws };
-    ended.extend(pack.run(unfinished, build.config, stop, observer, chosen)?);
-    Ok(ended)
-}
 
 /// Rayon workers per child: the cores shared among the children, at least one each; `None`
 /// where the environment sets `RAYON_NUM_THREADS` itself.
@@ -130,27 +49,4 @@ pub(in crate::sweep) fn trial_exe() -> Result<PathBuf, Error> {
                 .into(),
         })),
     }
-}
-
-/// `mine` in child processes under `packed`, until the last has ended or a signal has set
-/// `stop`; each trial's error, if its last run failed.
-pub(in crate::sweep) fn train_parallel(
-    dir: &Path,
-    packed: Packed,
-    mine: Vec<Arranged>,
-    build: TrialBuild<'_>,
-    observer: &mut dyn Observer,
-    chosen: (Option<&mut Pruner>, Option<&mut Draws>),
-    stop: &AtomicBool,
-) -> Result<TrialErrors, Error> {
-    let ended = train_packed(dir, packed, mine, build, observer, chosen, stop)?;
-    let mut errors = BTreeMap::new();
-    // In the order the runs ended: a trial's later run clears an earlier run's error.
-    for (trial, error) in ended {
-        match error {
-            Some(e) => errors.insert(trial.number, e),
-            None => errors.remove(&trial.number),
-        };
-    }
-    Ok(errors)
 }

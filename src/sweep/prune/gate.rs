@@ -45,11 +45,6 @@ pub enum GateSpec {
 pub type ReadRecord = Box<dyn FnMut() -> Option<Record> + Send>;
 
 impl GateSpec {
-    /// The gate the trainer asks.
-    pub fn into_gate(self) -> EpochGate {
-        self.into_gate_reading(None)
-    }
-
     /// The gate the trainer asks, the median rule's record read by `study` where the spec
     /// names no file. A record that cannot be read prunes nothing: the trial trains on.
     pub fn into_gate_reading(self, study: Option<ReadRecord>) -> EpochGate {

@@ -3,7 +3,6 @@
 //! draws (`sweep_svg`).
 
 pub(in crate::sweep) mod compact;
-pub(in crate::sweep) mod journal;
 pub(in crate::sweep) mod rank;
 pub(in crate::sweep) mod rows;
 pub(in crate::sweep) mod run_row;

@@ -48,17 +48,6 @@ pub fn lease(m: Measured) -> u64 {
     (limit_for(need) as f64 * (1.0 + LEASE_MARGIN)).ceil() as u64
 }
 
-/// Which of `waiting` (leases, in the order to try them) starts now, with `free` bytes of the
-/// budget left: the largest lease that fits, the earlier on a tie. `None` if none fits.
-pub fn next(waiting: &[u64], free: u64) -> Option<usize> {
-    waiting
-        .iter()
-        .enumerate()
-        .filter(|(_, &lease)| lease <= free)
-        .max_by(|(i, a), (j, b)| a.cmp(b).then(j.cmp(i)))
-        .map(|(i, _)| i)
-}
-
 /// The error of a trial whose lease the whole budget cannot hold.
 pub fn too_large(lease: u64, budget: u64) -> String {
     format!(
@@ -122,14 +111,5 @@ mod tests {
             (limit_for(1600) as f64 * 1.15).ceil() as u64,
             "pages reserved above what is in use"
         );
-    }
-
-    #[test]
-    fn the_largest_lease_that_fits_starts_first() {
-        assert_eq!(next(&[30, 80, 50], 100), Some(1));
-        assert_eq!(next(&[30, 80, 50], 60), Some(2));
-        assert_eq!(next(&[30, 80, 50], 29), None);
-        assert_eq!(next(&[40, 40], 40), Some(0), "the earlier on a tie");
-        assert_eq!(next(&[], 40), None);
     }
 }

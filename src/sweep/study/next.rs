@@ -188,13 +188,14 @@ fn claim(
     // it: stopped mid-epoch just after, it has reported no epoch past that rung yet.
     let epochs = trial.epochs();
     let passed = (trial.system_attrs.get(PROMOTED).and_then(Value::as_u64)).unwrap_or(0) as usize;
-    let pause_at = study
-        .rungs
-        .as_ref()
-        .and_then(|r| match r.rungs.contains(&epochs) && epochs > passed {
-            true => Some(epochs),
-            false => asha::next_stop(&r.rungs, epochs),
-        });
+    let pause_at =
+        study
+            .rungs
+            .as_ref()
+            .and_then(|r| match r.rungs.contains(&epochs) && epochs > passed {
+                true => Some(epochs),
+                false => asha::next_stop(&r.rungs, epochs),
+            });
     only_if_trainable(ops, work(study, id, trial, from, pause_at))
 }
 

@@ -20,13 +20,11 @@ use crate::config::{to_toml, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::record::RunSummary;
+use crate::record::{write_atomic, Observer};
+use crate::sweep::checks::check_search;
 use crate::sweep::journal::attrs::{NUMBER, RETRY_OF};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
-use crate::train::run_dir;
-use std::collections::BTreeMap;
-use crate::record::{write_atomic, Observer};
-use crate::sweep::checks::check_search;
 use crate::sweep::journal::worker_id::worker_id;
 use crate::sweep::parallel::processes::Launch;
 use crate::sweep::parallel::timeline::Timeline;
@@ -42,6 +40,8 @@ use crate::sweep::sizing::lease::no_lease_fits;
 use crate::sweep::sizing::preflight::arrange;
 use crate::sweep::space::{Order, Space, Trial};
 use crate::sweep::trial_config::{checked_trial_config, TrialBuild};
+use crate::train::run_dir;
+use std::collections::BTreeMap;
 
 /// Works on the study of `config`'s search in `storage` until it is done; returns this
 /// worker's sweep directory and every trial of the study, ranked. `observer(i, n)` watches
@@ -75,7 +75,10 @@ pub fn search_alone(
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
     check_search(kinds, config, space)?;
     let plan = plan_of(space);
-    let dir = run_dir::create(&config.run.output_dir, &format!("{}-sweep", config.run.name))?;
+    let dir = run_dir::create(
+        &config.run.output_dir,
+        &format!("{}-sweep", config.run.name),
+    )?;
     write_search(&dir, config, &plan)?;
     let opened = Storage::open(&journal_of(&dir)?, &worker_id())?.lean(keep(space));
     let rows = run(kinds, config, space, &dir, opened, observer)?;
@@ -111,12 +114,7 @@ pub fn rejoin_alone(
 /// journal cannot reopen a finished trial (Optuna ignores changes to one), so each is a new
 /// trial of its number, waiting, which the worker takes first, as Optuna's
 /// `RetryHeartbeatStaleTrialCallback` adds a waiting copy; rows take the last of a number.
-fn reopen(
-    journal: &Journal,
-    study: usize,
-    dir: &Path,
-    epochs: usize,
-) -> Result<Vec<Op>, Error> {
+fn reopen(journal: &Journal, study: usize, dir: &Path, epochs: usize) -> Result<Vec<Op>, Error> {
     let mut last: BTreeMap<usize, (usize, &TrialRecord)> = BTreeMap::new();
     for &id in &journal.studies[study].trials {
         let t = &journal.trials[&id];
