@@ -65,8 +65,8 @@ orphans() {
     --out "$dir" >/dev/null 2>&1 &
   search=$!
   for i in $(seq 1 300); do
-    pids=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(" ".join(str(v["pid"]) for v in s["slots"].values() if v["ended_unix"] is None))' \
-      "$dir/search-parallel-sweep/schedule.json" 2>/dev/null)
+    pids=$(python3 -c 'import glob,json,sys; s=json.load(open(glob.glob(sys.argv[1])[0])); print(" ".join(str(v["pid"]) for v in s["slots"].values() if v["ended_unix"] is None))' \
+      "$dir/search-parallel-sweep/schedule-*.json" 2>/dev/null)
     [ "$(echo "$pids" | wc -w)" -eq 2 ] && ls "$dir"/search-parallel-sweep/trial-*/checkpoints/latest >/dev/null 2>&1 && break
     sleep 0.1
   done

@@ -1,16 +1,19 @@
 //! `tidemark sweep`: a sweep of runs (`runs`), N trainings of one config with new seeds, or,
 //! with a `[sweep]` table in the config, a search ([`search`]) of its trials, ranked by the
-//! monitored metric. In layers, each importing only those before it:
+//! monitored metric. Every search is a study (`study/`, the one engine): of one worker in one
+//! process, its journal in its sweep directory, or of many sharing a storage. In layers, each
+//! importing only those before it:
 //! 1. what a search is: its `[sweep]` table (`space/`), `shard`, `signals`; then `plan`
 //!    (`plan.json`), `trial_config` and `resume_set` (what a resume may change);
-//! 2. the state of its trials: the pruner (`prune/`), TPE's draws (`tpe_draws`), and one
-//!    trial's run, found finished, resumed or started (`trial_run`);
+//! 2. its rules (`prune/`: ASHA, the median rule, a trial's gate), and one trial's run, found
+//!    finished, resumed or started (`trial_run`);
 //! 3. what they take (`sizing/`: the probes, the leases, the budget) and the checks made
 //!    before anything is written (`checks`);
-//! 4. the two ways of training them: `sequential`, one after another in this process, and
-//!    `parallel/`, in child processes under leases;
+//! 4. a trial in a child process under its lease (`parallel/`);
 //! 5. what they gave (`results/`: rows, ranking, tables, `sweep.svg`);
-//! 6. the commands: `search`, `runs`, and `resume` (which continues either).
+//! 6. the commands' parts: `search` (plan, shared directory, ranking), `runs`, and `resume`
+//!    (which continues either);
+//! 7. the engine, `study/`.
 
 mod checks;
 mod from_code;

@@ -1,4 +1,4 @@
-//! Stopping a search: SIGINT and SIGTERM set a flag that the scheduler reads, so that it
+//! Stopping a search: SIGINT and SIGTERM set a flag that the worker reads, so that it
 //! stops its children at their checkpoints before it exits, and that a trial trained in the
 //! search's own process reads between its steps ([`Trainer::stop_when`](crate::Trainer::stop_when)). A second signal while the
 //! first is handled exits at once (code 130), for a search whose children do not stop. The

@@ -1,6 +1,6 @@
-//! `schedule.json` in a sweep directory (`schedule-*.json` beside it, written by earlier shards,
-//! are read with it): when each
-//! trial of a parallel search ran, under which lease, and the budget they shared. Written at
+//! `schedule-<worker>.json` in a sweep directory, one per worker that packed its device there
+//! (all read together): when each trial of a parallel search ran, under which lease, and the
+//! budget they shared. Written at
 //! every start and end, so that a killed search still says what ran; read back into
 //! `sweep.json`'s rows (`lease_bytes`, `started_s`, `ended_s`).
 

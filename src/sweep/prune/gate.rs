@@ -22,11 +22,8 @@ pub enum GateSpec {
         /// The rung.
         epoch: usize,
     },
-    /// The median rule, against the completed trials in the record at `record`, or in the
-    /// shared study the trial belongs to.
+    /// The median rule, against the completed trials of the study the trial belongs to.
     Median {
-        /// The search's `prune.json`; none for a study's trial, whose worker reads the study.
-        record: Option<PathBuf>,
         /// This trial's run directory, for its curve so far.
         run_dir: PathBuf,
         /// The monitored metric.
@@ -40,13 +37,13 @@ pub enum GateSpec {
     },
 }
 
-/// Reads the completed trials for the median rule, where the search's record is not a file
-/// (a shared study's journal); `None` when it cannot be read now.
+/// Reads the completed trials for the median rule from the study's journal; `None` when it
+/// cannot be read now.
 pub type ReadRecord = Box<dyn FnMut() -> Option<Record> + Send>;
 
 impl GateSpec {
-    /// The gate the trainer asks, the median rule's record read by `study` where the spec
-    /// names no file. A record that cannot be read prunes nothing: the trial trains on.
+    /// The gate the trainer asks, the median rule's record read by `study`. A record that
+    /// cannot be read prunes nothing: the trial trains on.
     pub fn into_gate_reading(self, study: Option<ReadRecord>) -> EpochGate {
         match self {
             GateSpec::PauseAt { epoch } => Box::new(move |e, _| match e >= epoch {
@@ -54,7 +51,6 @@ impl GateSpec {
                 false => Gate::Go,
             }),
             GateSpec::Median {
-                record,
                 run_dir,
                 monitor,
                 mode,
@@ -68,11 +64,7 @@ impl GateSpec {
                     standing: Standing::Running,
                     reason: None,
                 };
-                let mut read: ReadRecord = match (record, study) {
-                    (Some(path), _) => Box::new(move || Record::read(&path).ok().flatten()),
-                    (None, Some(study)) => study,
-                    (None, None) => Box::new(|| None),
-                };
+                let mut read: ReadRecord = study.unwrap_or_else(|| Box::new(|| None));
                 Box::new(move |epoch, values| {
                     own.values.resize(epoch.saturating_sub(1), None);
                     own.values.push(values.get(&monitor).copied());

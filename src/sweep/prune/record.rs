@@ -1,8 +1,6 @@
-//! `prune.json` in a sweep directory: each trial's monitored value after every epoch it
-//! trained, and where it stands with the pruner. The search writes it whenever a trial starts
-//! or stops; a trial's process reads it after each epoch (the median rule compares with the
-//! completed trials), and a resumed search reads it back, so that a pruned trial stays pruned
-//! and a promoted one goes on.
+//! A pruner's record: each trial's monitored value after every epoch it trained, and where it
+//! stands. A study rebuilds it from its journal for each decision (`study/rungs.rs`), and a
+//! trial's process after each epoch (the median rule compares with the completed trials).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Monitor, MonitorMode};
 use crate::error::Error;
-use crate::record::{current_epochs, read_json, read_snapshots, write_json};
+use crate::record::{current_epochs, read_snapshots};
 
 /// Where a trial stands with the pruner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,16 +80,6 @@ pub struct Record {
 }
 
 impl Record {
-    /// The record at `path`, or `None` if there is none; one that cannot be read is an error.
-    pub fn read(path: &Path) -> Result<Option<Record>, Error> {
-        Ok(read_json(path, "a search's pruning record")?)
-    }
-
-    /// Writes it to `path`, whole or not at all.
-    pub fn write(&self, path: &Path) -> Result<(), Error> {
-        Ok(write_json(path, self)?)
-    }
-
     /// The trials that completed.
     pub fn completed(&self) -> impl Iterator<Item = &Curve> {
         self.trials

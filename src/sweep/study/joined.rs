@@ -156,6 +156,12 @@ impl Study {
         Ok(())
     }
 
+    /// Planned trial `number`, as the plan has it (TPE's past its random start are drawn
+    /// otherwise).
+    pub fn planned(&self, number: usize) -> Option<&Trial> {
+        self.planned.get(number.checked_sub(1)?)
+    }
+
     /// The number of the trial created after `created` others.
     pub fn nth_created(&self, created: usize) -> usize {
         self.order[created]
@@ -188,7 +194,6 @@ impl Study {
             .prune
             .filter(|p| p.method == PruneMethod::Median)?;
         Some(GateSpec::Median {
-            record: None,
             run_dir: run_dir.to_path_buf(),
             monitor: self.space.monitor.name().to_string(),
             mode: self.space.monitor.mode(),

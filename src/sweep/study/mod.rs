@@ -1,6 +1,7 @@
-//! A study many workers share (`tidemark sweep --storage`), kept in Optuna's journal format so
-//! that Optuna's own tools read it (the format is `sweep/journal/`). In layers, each importing
-//! only those before it:
+//! The one engine of every search: a study, of one worker (a search in one process, its
+//! journal in its sweep directory) or of many (`tidemark sweep --storage`), kept in Optuna's
+//! journal format so that Optuna's own tools read it (the format is `sweep/journal/`). In
+//! layers, each importing only those before it:
 //! 1. where it lives: `file` (a journal file under Optuna's lock), `redis` (Optuna's Redis
 //!    journal), `storage` (either, and transactions);
 //! 2. the search in it: `joined` (the study, joined or created), `rungs` (ASHA across workers),

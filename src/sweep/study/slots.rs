@@ -10,6 +10,7 @@
 //! `schedule-<worker>.json` in the sweep directory, as a parallel search writes `schedule.json`:
 //! `sweep.json` then gives the leases, the budget and the trials at once.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,7 +25,8 @@ use super::storage::Storage;
 use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::format_bytes;
-use crate::record::{Observer, RunStatus, RunSummary};
+use crate::record::{Observer, RunStatus, RunSummary, RunningTrial, SearchStatus};
+use crate::sweep::journal::op::State;
 use crate::sweep::parallel::launch::write_launch;
 use crate::sweep::parallel::processes::{Child, Launch};
 use crate::sweep::parallel::timeline::Timeline;
@@ -43,6 +45,8 @@ pub fn say_pruned(pruned: &[(usize, String)], observer: &mut dyn Observer) {
 
 /// How often the children are looked at.
 const POLL: Duration = Duration::from_millis(20);
+/// How often the live view is told where the trials stand (besides at each start).
+const SHOW_EVERY: Duration = Duration::from_millis(500);
 
 /// A worker's device, packed.
 pub struct Slots<'a> {
@@ -58,6 +62,8 @@ pub struct Slots<'a> {
     pub parallel: usize,
     /// `memory.on_limit = "fit"` inside the leases.
     pub fit: bool,
+    /// The planned trials' leases this worker probed for the study's order, by number.
+    pub probed: &'a BTreeMap<usize, u64>,
     /// How a child starts.
     pub launch: Launch,
 }
@@ -93,6 +99,8 @@ struct Held {
     timeline: Timeline,
     /// Its file (`schedule-<worker>.json`).
     schedule: PathBuf,
+    /// When the live view was last told.
+    shown: Option<Instant>,
 }
 
 impl Held {
@@ -182,6 +190,10 @@ impl Slots<'_> {
                 self.record(held, observer);
                 held.claimed = None;
                 held.running.push(running);
+                self.show(held, observer)?;
+            }
+            if held.shown.is_none_or(|t| t.elapsed() >= SHOW_EVERY) {
+                self.show(held, observer)?;
             }
             heartbeat.beat_for(held.ids());
             std::thread::sleep(POLL);
@@ -204,8 +216,15 @@ impl Slots<'_> {
             warm_up(cfg)?;
             *warm = true;
         }
-        let lease = (built.as_ref().ok())
-            .map(|cfg| lease_of(self.build.kinds, &trial, cfg).unwrap_or(self.budget));
+        // A planned trial (not one TPE drew) this worker probed for the order is not probed
+        // again.
+        let planned = self.study.planned(trial.number);
+        let known = (self.probed.get(&trial.number))
+            .filter(|_| planned.is_some_and(|p| p.values == trial.values));
+        let lease = (built.as_ref().ok()).map(|cfg| match known {
+            Some(&lease) => lease,
+            None => lease_of(self.build.kinds, &trial, cfg).unwrap_or(self.budget),
+        });
         let failed = match (&built, lease) {
             (Err(e), _) => e.to_string(),
             (Ok(_), Some(lease)) if lease > self.budget => too_large(lease, self.budget),
@@ -333,6 +352,37 @@ impl Slots<'_> {
             let me = storage.worker().to_string();
             observer.message(&super::rows::progress(storage.sync()?, self.study, &me));
         }
+        Ok(())
+    }
+
+    /// Tells the live view (a terminal redraws it) where this worker's trials and the study
+    /// stand: its children with their leases, the study's trials waiting, paused and ended.
+    fn show(&self, held: &mut Held, observer: &mut dyn Observer) -> Result<(), Error> {
+        let mut storage = self.storage.lock().expect("storage");
+        let journal = storage.sync()?;
+        let record = &journal.studies[self.study.id];
+        let live = record.trials.iter().map(|id| &journal.trials[id]);
+        let paused = live.clone().filter(|t| t.paused()).count();
+        let handed_back = live
+            .filter(|t| t.state == State::Waiting && !t.paused())
+            .count();
+        let status = SearchStatus {
+            running: (held.running.iter())
+                .map(|r| RunningTrial {
+                    name: r.trial.name(),
+                    lease: r.lease,
+                    seconds: r.started.elapsed().as_secs_f64(),
+                })
+                .collect(),
+            budget: self.budget,
+            waiting: self.study.trials().saturating_sub(record.numbered) + handed_back,
+            completed: record.ended.completed,
+            paused,
+            pruned: record.ended.pruned,
+            failed: record.ended.failed,
+        };
+        observer.search_status(&status);
+        held.shown = Some(Instant::now());
         Ok(())
     }
 

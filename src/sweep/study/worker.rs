@@ -228,6 +228,9 @@ fn run(
         1 => None,
         _ => Some(resolve(&plan.packing, config)?),
     };
+    // The leases the order's probes measured, which this worker's slots take as they are
+    // (a probe on a device with pools compiles its kernels: once is enough).
+    let mut probed: BTreeMap<usize, u64> = BTreeMap::new();
     let arranged = |planned: &[Trial]| {
         let todo = planned.iter().collect();
         let (order, observer) = (Order::LargestFirst, &mut *observer(0, planned.len()));
@@ -237,6 +240,8 @@ fn run(
         if let Some(budget) = budget {
             no_lease_fits(&arranged, budget)?;
         }
+        let leases = arranged.iter().filter_map(|(t, l)| Some((t.number, (*l)?)));
+        probed.extend(leases);
         Ok(arranged.into_iter().map(|(t, _)| t.number).collect())
     };
     study.settle_order(&mut storage.lock().expect("storage"), arranged)?;
@@ -268,6 +273,7 @@ fn run(
                 budget: resolve(&plan.packing, config)?,
                 parallel,
                 fit: plan.packing.fit_in_lease,
+                probed: &probed,
                 launch: Launch {
                     exe: trial_exe()?,
                     threads: threads_per_child(parallel),
