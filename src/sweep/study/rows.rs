@@ -80,13 +80,15 @@ pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
     let (running, mut workers): (usize, Vec<&str>) =
         (others.clone().count(), others.copied().collect());
     workers.dedup();
+    // Other workers are named only where there are some (a search alone has none).
     let others = match workers.len() {
-        1 => "1 other worker".to_string(),
-        n => format!("{n} other workers"),
+        0 => String::new(),
+        1 => format!("{running} running on 1 other worker, "),
+        n => format!("{running} running on {n} other workers, "),
     };
     format!(
         "study {}: {} of {} trials done ({completed} completed, {pruned} pruned, {failed} \
-         failed); {running} running on {others}, {} paused at a rung",
+         failed); {others}{} paused at a rung",
         study.name,
         completed + pruned + failed,
         trials,
