@@ -269,6 +269,12 @@ fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_ch
     assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
     let json = sweep_json(&env, "runs/small-sweep");
     assert!(trials(&json).iter().all(|t| t["status"] == "completed"));
+    // The trial trained again takes the failed one's place in the study's count too.
+    let done = format!(
+        "of {n} trials done ({n} completed, 0 pruned, 0 failed)",
+        n = trials(&json).len()
+    );
+    assert!(resumed.stderr().contains(&done), "{}", resumed.stderr());
     let dir = format!("runs/small-sweep/trial-{trial:03}");
     let snaps = env.snapshots(&dir);
     assert!(

@@ -15,7 +15,7 @@ pub const ORDER: &str = "tidemark:order";
 /// same machine can tell that its process has ended.
 pub const PROCESS_OF: &str = "tidemark:process:";
 /// Trial system attribute: the trial it trains again (a resumed search's failed, deleted or
-/// shorter trial), by id.
+/// shorter trial): `{"trial": id, "ended": "failed" | "completed"}`, how that one ended.
 pub const RETRY_OF: &str = "tidemark:retry_of";
 /// Trial system attribute: its 1-based number in the plan (`trial-007`).
 pub const NUMBER: &str = "tidemark:trial";

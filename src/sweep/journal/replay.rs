@@ -223,9 +223,16 @@ impl Journal {
             trial.number = (trial.system_attrs.get(NUMBER))
                 .and_then(Value::as_u64)
                 .map(|n| n as usize);
-            // A trial trained again under its number is not a new one of the plan.
-            let again = trial.system_attrs.contains_key(RETRY_OF);
-            study.numbered += usize::from(trial.number.is_some() && !again);
+            // A trial trained again under its number is not a new one of the plan, and the
+            // trial it takes the place of no longer counts as ended.
+            let again = trial.system_attrs.get(RETRY_OF);
+            study.numbered += usize::from(trial.number.is_some() && again.is_none());
+            let ended = &mut study.ended;
+            match again.and_then(|a| a["ended"].as_str()) {
+                Some("failed") => ended.failed = ended.failed.saturating_sub(1),
+                Some("completed") => ended.completed = ended.completed.saturating_sub(1),
+                _ => {}
+            }
         }
         if !trial.state.finished() {
             return;

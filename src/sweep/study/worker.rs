@@ -160,7 +160,14 @@ fn reopen(journal: &Journal, study: usize, dir: &Path, epochs: usize) -> Result<
             value,
         };
         set.push(attr(NUMBER, serde_json::json!(n)));
-        set.push(attr(RETRY_OF, serde_json::json!(old)));
+        let ended = match t.state {
+            State::Fail => "failed",
+            _ => "completed",
+        };
+        set.push(attr(
+            RETRY_OF,
+            serde_json::json!({"trial": old, "ended": ended}),
+        ));
         ops.extend(Op::create_whole(study, now(), set));
         ops.push(Op::State {
             trial: id,
