@@ -48,8 +48,7 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
             changes.parallel = args.parallel.or(changes.parallel);
             // The search is plan.json's; the config's [sweep] keys are --set's changes.
             drop(file);
-            let given = (&resolved, None);
-            crate::sweep::resume_sweep(kinds, dir, given, args.runs, changes, observer)?
+            crate::sweep::resume_sweep(kinds, dir, &resolved, args.runs, changes, observer)?
         }
         None => match search_space(file, args.runs, args.parallel)? {
             Some(space) => {

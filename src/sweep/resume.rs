@@ -6,7 +6,6 @@ use super::plan::{read_plan, write_plan, Plan};
 use super::results::{SweepRow, TrialRow};
 use super::resume_set::Changes;
 use super::runs::run_all;
-use super::space::Space;
 use super::study::rejoin_alone;
 use crate::config::TASK_SECTIONS;
 use crate::config::{ConfigError, RunConfig};
@@ -60,7 +59,7 @@ fn refuse_a_study(dir: &Path) -> Result<(), Error> {
 pub fn resume_sweep(
     kinds: &Kinds,
     dir: &Path,
-    (config, space): (&RunConfig, Option<&Space>),
+    config: &RunConfig,
     runs: Option<usize>,
     changes: Changes,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
@@ -82,17 +81,16 @@ pub fn resume_sweep(
                     .into(),
             }));
         }
-        let planned = search.space();
-        let Some(space) = planned.as_ref().or(space) else {
+        // The search its plan keeps, as --set changed its packing.
+        let Some(mut space) = search.space() else {
             return Err(Error::Config(ConfigError {
                 origin: format!("--resume {}", dir.display()),
                 key: None,
-                message: "a search, and the config given has no [sweep] table: resume it with \
-                          the config it was started with"
+                message: "a search planned by an earlier tidemark, whose plan.json does not keep \
+                          its method and seed; start it again"
                     .into(),
             }));
         };
-        let mut space = space.clone();
         space.packing = search.packing;
         let rows = rejoin_alone(kinds, config, &space, dir, observer)?;
         let dir = dir.to_path_buf();
