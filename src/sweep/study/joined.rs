@@ -132,8 +132,8 @@ impl Study {
     ) -> Result<(), Error> {
         let origin = format!("{} in {}", self.name, storage.spec());
         let n = self.planned.len();
-        if let Some(order) = recorded(storage.sync()?, self.id, n) {
-            self.order = order.map_err(|message| bad_order(&origin, message))?;
+        if let Some(order) = recorded(storage.sync()?, self.id, n, &origin) {
+            self.order = order?;
             return Ok(());
         }
         if self.space.order == Order::Listed || self.space.method == Method::Tpe {
@@ -141,7 +141,7 @@ impl Study {
         }
         let mine = arrange(&self.planned)?;
         let id = self.id;
-        let order = storage.transact(|journal, _| match recorded(journal, id, n) {
+        let order = storage.transact(|journal, _| match recorded(journal, id, n, &origin) {
             Some(theirs) => (Vec::new(), theirs),
             None => {
                 let op = Op::StudySystemAttr {
@@ -152,7 +152,7 @@ impl Study {
                 (vec![op], Ok(mine.clone()))
             }
         })?;
-        self.order = order.map_err(|message| bad_order(&origin, message))?;
+        self.order = order?;
         Ok(())
     }
 
@@ -224,9 +224,14 @@ impl Study {
     }
 }
 
-/// The creation order recorded in study `id` of `journal` for its `n` trials, if one is:
-/// every number from 1 to `n` once, or why not.
-fn recorded(journal: &Journal, id: usize, n: usize) -> Option<Result<Vec<usize>, String>> {
+/// The creation order recorded in study `id` of `journal` (`origin`, for an error) for its `n`
+/// trials, if one is: every number from 1 to `n` once, or why not.
+fn recorded(
+    journal: &Journal,
+    id: usize,
+    n: usize,
+    origin: &str,
+) -> Option<Result<Vec<usize>, SweepError>> {
     let value = journal.studies[id].system_attrs.get(ORDER)?;
     let order: Option<Vec<usize>> =
         (value.as_array()).and_then(|a| a.iter().map(|v| v.as_u64().map(|n| n as usize)).collect());
@@ -237,18 +242,13 @@ fn recorded(journal: &Journal, id: usize, n: usize) -> Option<Result<Vec<usize>,
     };
     Some(match order {
         Some(order) if whole(&order) => Ok(order),
-        _ => Err(format!(
-            "its {ORDER} is not every trial number from 1 to {n} once: `{}`",
-            crate::config::clipped(&value.to_string(), 80)
-        )),
-    })
-}
-
-/// A study whose recorded order is damaged.
-fn bad_order(origin: &str, message: String) -> Error {
-    Error::Sweep(SweepError::Plan {
-        origin: origin.to_string(),
-        message,
+        _ => Err(SweepError::Plan {
+            origin: origin.to_string(),
+            message: format!(
+                "its {ORDER} is not every trial number from 1 to {n} once: `{}`",
+                crate::config::clipped(&value.to_string(), 80)
+            ),
+        }),
     })
 }
 
@@ -307,14 +307,14 @@ mod tests {
     #[test]
     fn a_recorded_order_is_every_number_once_or_refused_saying_so() {
         assert_eq!(
-            recorded(&with_order(json!(null)), 0, 3).map(|r| r.is_err()),
+            recorded(&with_order(json!(null)), 0, 3, "s").map(|r| r.is_err()),
             Some(true)
         );
         let mut none = Journal::default();
         none.studies.push(StudyRecord::default());
-        assert_eq!(recorded(&none, 0, 3), None);
+        assert_eq!(recorded(&none, 0, 3, "s"), None);
         assert_eq!(
-            recorded(&with_order(json!([3, 1, 2])), 0, 3),
+            recorded(&with_order(json!([3, 1, 2])), 0, 3, "s"),
             Some(Ok(vec![3, 1, 2]))
         );
         for bad in [
@@ -323,11 +323,12 @@ mod tests {
             json!([1, 2, 4]),
             json!("1,2,3"),
         ] {
-            let refused = recorded(&with_order(bad.clone()), 0, 3)
+            let refused = recorded(&with_order(bad.clone()), 0, 3, "s")
                 .unwrap()
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
             assert!(
-                refused.starts_with("its tidemark:order is not every trial number from 1 to 3"),
+                refused.starts_with("s: its tidemark:order is not every trial number from 1 to 3"),
                 "{bad}: {refused}"
             );
             assert!(refused.ends_with(&format!("`{bad}`")), "{refused}");

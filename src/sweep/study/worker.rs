@@ -207,18 +207,7 @@ fn run(
     let plan = plan_of(space);
     let dir = dir.to_path_buf();
     let storage = Arc::new(Mutex::new(opened));
-    let epochs = config.train.epochs;
-    let mut locked = storage.lock().expect("storage");
-    let study = Study::join(&mut locked, &config.run.name, space, epochs)?;
-    let me = locked.worker().to_string();
-    let line = format!(
-        "worker {me} joined study {} ({} trials) in {}",
-        study.name,
-        study.trials(),
-        locked.spec()
-    );
-    drop(locked);
-    observer(0, study.trials()).message(&line);
+    let (mut study, me) = join(&storage, config, space, &mut observer)?;
     let base = to_toml(config);
     let check = |c: &RunConfig| kinds.check(c);
     let config_of = |t: &Trial| checked_trial_config(&base, t, &dir, &check).map_err(Error::Config);
@@ -227,9 +216,7 @@ fn run(
         kinds,
         config: &config_of,
     };
-    // The order its trials are created in: its first worker probes them.
-    let mut study = study;
-    // Packed, the probes give the leases too: a budget smaller than every one is refused
+    // The order its trials are created in: its first worker probes them. Packed, the probes give the leases too: a budget smaller than every one is refused
     // before any trial trains.
     let budget = match plan.packing.parallel {
         1 => None,
@@ -277,7 +264,7 @@ fn run(
                 build,
                 monitor,
                 dir: &dir,
-                budget: resolve(&plan.packing, config)?,
+                budget: budget.expect("packed"),
                 parallel,
                 fit: plan.packing.fit_in_lease,
                 probed: &probed,
@@ -289,11 +276,52 @@ fn run(
             slots.until_done(stop.flag(), &mut *observer(0, study.trials()))?
         }
     }
+    let spec = storage.lock().expect("storage").spec().to_string();
+    let rows = ranked(&spec, &me, study.id, &dir, &plan)?;
+    // A signal at the very end still says so: the results are whole, and a resume says so.
+    if stop.flag().load(Ordering::SeqCst) {
+        return Err(Error::Interrupted);
+    }
+    drop(stop);
+    Ok(rows)
+}
+
+/// Joins the study of `space` in `storage`, and says so; the study, and this worker's id.
+fn join(
+    storage: &Mutex<Storage>,
+    config: &RunConfig,
+    space: &Space,
+    observer: &mut impl FnMut(usize, usize) -> Box<dyn Observer>,
+) -> Result<(Study, String), Error> {
+    let mut locked = storage.lock().expect("storage");
+    let epochs = config.train.epochs;
+    let study = Study::join(&mut locked, &config.run.name, space, epochs)?;
+    let me = locked.worker().to_string();
+    let line = format!(
+        "worker {me} joined study {} ({} trials) in {}",
+        study.name,
+        study.trials(),
+        locked.spec()
+    );
+    drop(locked);
+    observer(0, study.trials()).message(&line);
+    Ok((study, me))
+}
+
+/// Every trial of study `study` in the storage `spec`, ranked, written into the sweep
+/// directory `dir` (`sweep.json`, `sweep.md`, `sweep.svg`).
+fn ranked(
+    spec: &str,
+    me: &str,
+    study: usize,
+    dir: &Path,
+    plan: &SearchPlan,
+) -> Result<Vec<TrialRow>, Error> {
     // The rows from the whole journal: the worker's own reading let finished trials go.
-    let journal = Storage::whole(storage.lock().expect("storage").spec(), &me)?;
-    let mut rows = rows(&journal, study.id);
+    let journal = Storage::whole(spec, me)?;
+    let mut rows = rows(&journal, study);
     // Where this worker, or others in this directory, packed their devices: leases and times.
-    attach(&mut rows, &Timeline::merged(&dir)?);
+    attach(&mut rows, &Timeline::merged(dir)?);
     // A trial ASHA left paused and the study pruned at its end says so in its own summary too,
     // whichever worker pruned it.
     for row in rows.iter().filter(|r| r.status == TrialStatus::Pruned) {
@@ -302,12 +330,7 @@ fn run(
     }
     rank(&mut rows, plan.mode);
     crate::failpoint::pass("results");
-    write_results(&dir, &plan, &rows)?;
-    // A signal at the very end still says so: the results are whole, and a resume says so.
-    if stop.flag().load(Ordering::SeqCst) {
-        return Err(Error::Interrupted);
-    }
-    drop(stop);
+    write_results(dir, plan, &rows)?;
     Ok(rows)
 }
 
