@@ -2,7 +2,7 @@
 //! task's model cannot compute in, an early-stopping monitor its task does not report, a
 //! warmup longer than the run; and the lines about how it computes, for the terminal.
 
-use super::epochs::steps_per_epoch;
+use super::hand::steps_per_epoch;
 use super::precision;
 use crate::config::{
     Backend, ConfigError, Execution, LossScaling, Precision, RunConfig, TrainConfig,

@@ -9,7 +9,7 @@
 use burn::tensor::Device;
 
 use super::before_run::check_precision;
-use super::epochs::{empty_training_split, seeded_model};
+use super::hand::{empty_training_split, seeded_model};
 use super::optimizer::build_optimizer;
 use super::precision::MixedPrecision;
 use super::step::{accumulate_gradients, apply_gradients, footprint, Clip, HostMaster, SumPlace};

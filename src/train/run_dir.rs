@@ -7,7 +7,6 @@ use crate::config::TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
 use crate::error::Error;
 use crate::record::write_atomic;
-use crate::task::Task;
 
 /// The first line of a `config.toml` written for a task defined in code.
 const CODE_TASK_HEADER: &str = "# model and data: task";
@@ -59,31 +58,16 @@ pub(crate) fn make_output_dir(output_dir: &Path) -> Result<(), Error> {
 }
 
 /// Writes `config.toml`. The `[model]` and `[data]` sections of a task defined in code (one
-/// that does not own them, [`Task::config_sections`]) say nothing about the run, so they are
-/// left out and a comment names the task instead.
-/// Writes a hand loop's resolved `config.toml`: what the loop's run reads (`[run]`,
-/// `[device]`, `[train]`, `[memory]`, `[checkpoint]`); its model and data are the loop's own.
-pub(super) fn write_hand_config(run_dir: &Path, config: &RunConfig) -> Result<(), Error> {
-    let path = run_dir.join("config.toml");
-    let full: toml::Table = toml::from_str(&to_toml(config)).expect("config is TOML");
-    let kept: toml::Table = full
-        .into_iter()
-        .filter(|(section, _)| !TASK_SECTIONS.contains(&section.as_str()))
-        .collect();
-    let text = format!(
-        "{CODE_TASK_HEADER} \"hand loop\", defined in code\n{}",
-        toml::to_string(&kept).expect("a TOML table serialises")
-    );
-    write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))
-}
-
-pub(super) fn write_config<T: Task>(
+/// that does not own them, [`Task::config_sections`](crate::task::Task::config_sections):
+/// `owned`) say nothing about the run, so they are left out and a comment names the task
+/// (`name`) instead; a hand loop's owns none.
+pub(super) fn write_config(
     run_dir: &Path,
     config: &RunConfig,
-    task: &T,
+    name: &str,
+    owned: &[&str],
 ) -> Result<(), Error> {
     let path = run_dir.join("config.toml");
-    let owned = task.config_sections();
     let text = match TASK_SECTIONS.iter().all(|s| owned.contains(s)) {
         true => to_toml(config),
         false => {
@@ -95,8 +79,7 @@ pub(super) fn write_config<T: Task>(
                 })
                 .collect();
             format!(
-                "{CODE_TASK_HEADER} \"{}\", defined in code\n{}",
-                task.name(),
+                "{CODE_TASK_HEADER} \"{name}\", defined in code\n{}",
                 toml::to_string(&kept).expect("a TOML table serialises")
             )
         }

@@ -2,25 +2,20 @@
 //! goes.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::before_run::{check_before_run, notes};
-use super::checkpoint::Checkpointer;
 use super::epochs::Epochs;
-use super::resume::{open_run, Resume};
-use super::run_dir;
-use super::stats::Identity;
+use super::hand::{empty_training_split, DataBytes, HandLoop, Opening};
+use super::resume::Resume;
 use crate::backend;
-use crate::config::RunConfig;
+use crate::config::{ConfigError, EarlyStoppingConfig, RunConfig};
+use crate::data::item_loader;
 use crate::error::Error;
-use crate::record::{write_atomic, Observer, Silent, Warning};
-use crate::record::{RunStatus, RunSummary};
-use crate::report::{draw_memory_svg, PictureOf};
+use crate::record::{Observer, RunSummary, Silent};
 use crate::task::Task;
-use crate::train::gate::{Ending, EpochGate};
-use crate::train::MemoryGuard;
+use crate::train::gate::EpochGate;
 
 /// Trains one run: any [`Task`] ([`fit`](Self::fit)), or the task a config's model kind
 /// builds ([`run`](Self::run) for the built-in kinds, [`Kinds::train`](crate::kinds::Kinds::train)
@@ -117,13 +112,12 @@ impl Trainer {
     /// stays, a `run_end` event records what the run kept after releasing its memory, and
     /// `summary.json` has status `failed` with the error.
     pub fn fit<T: Task>(self, task: T) -> Result<RunSummary, Error> {
-        let started = Instant::now();
         let Trainer {
             config,
-            mut observer,
+            observer,
             resume,
             data_bytes,
-            mut gate,
+            gate,
             stop,
         } = self;
         let resume = match resume {
@@ -131,101 +125,57 @@ impl Trainer {
             None => None,
         };
         let device = backend::select(&config.device)?;
-        let execution = backend::execution(&config.device)?;
-        let precision = config.train.precision;
         check_before_run(&config, &device, &task)?;
-        let (prepared, run_dir, layout) = open_run(&config, &device, resume.as_ref())?;
-        observer.message(&format!("run directory: {}", run_dir.display()));
-        for note in notes(&config).into_iter().chain(task.notes()) {
-            observer.message(&note);
+        // The data before the run directory: a task with nothing to train on makes none.
+        let train = &config.train;
+        let splits = task.data();
+        let samples = splits.train.len();
+        if samples == 0 {
+            return Err(empty_training_split());
         }
-        run_dir::write_config(&run_dir, &config, &task)?;
-        // The run's records first: the guard takes its baseline after them.
-        let id = Identity {
-            name: config.run.name.clone(),
-            run_dir: run_dir.clone(),
+        if let (Some(early), None) = (&train.early_stopping, &splits.valid) {
+            return Err(needs_validation(early));
+        }
+        let valid_samples = splits.valid.as_ref().map_or(0, |v| v.len());
+        drop(splits);
+        let opening = Opening {
             task: task.name(),
-            backend: config.device.backend,
-            execution,
-            precision,
+            owned: task.config_sections(),
             baselines: task.baselines(),
+            samples,
+            valid_samples,
+            data: DataBytes::Counted(data_bytes),
+            notes: notes(&config).into_iter().chain(task.notes()).collect(),
         };
-        let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
-        let checkpointer = Checkpointer::for_run(&run_dir, &config);
-        let mut guard = prepared.open(&run_dir, layout, observer)?;
-        // Every tensor of the run lives inside `train`, so all are dropped when it returns,
-        // whether it succeeded or not; `run_end` then releases and verifies.
-        let result = Epochs {
-            config: &config,
+        let mut run = HandLoop::open(config, opening, |d| task.model(d), observer, resume)?;
+        if let Some(stop) = stop {
+            run.stop_when(stop);
+        }
+        // The loaders after the run's baseline: what they hold is the run's, given back at
+        // its end.
+        let (train, splits) = (&run.config.train, task.data());
+        let (workers, seed) = (run.config.data.num_workers, run.config.run.seed);
+        let train_loader = item_loader(splits.train, train.batch_size, Some(seed), workers);
+        let valid_loader = (splits.valid).map(|v| item_loader(v, train.batch_size, None, workers));
+        Epochs {
             task: &task,
-            device: &device,
-            guard: &mut guard,
-            stats: &mut stats,
-            checkpointer: &checkpointer,
-            resume: resume.as_ref().map(|r| &r.checkpoint),
-            data_bytes,
-            gate: gate.as_mut(),
-            stop: stop.as_deref(),
+            run,
+            train_loader,
+            valid_loader,
+            gate,
         }
-        .train();
-        // The run's end is recorded (released, verified) whatever the epochs' outcome.
-        let ended = guard.run_end(stats.epochs);
-        let result = result.and_then(|ending| ended.map(|_| ending));
-        draw(&mut guard, &config, &id.name);
-        // Stopped on request: the run is left to be resumed, as a killed one would be.
-        if let Err(Error::Interrupted) = result {
-            return Err(Error::Interrupted);
-        }
-        let (status, stopped_by) = status_of(&result);
-        let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
-        let wall_time_s = earlier_s + started.elapsed().as_secs_f64();
-        let mut summary = stats.summary(id, &guard, status, wall_time_s);
-        summary.stopped_by = stopped_by;
-        summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
-        write_summary(&run_dir, &summary)?;
-        result.map(|_| summary)
+        .train()
     }
 }
 
-/// A run's status in its summary, and the pruner's reason where it stopped it.
-fn status_of(result: &Result<Ending, Error>) -> (RunStatus, Option<String>) {
-    match result {
-        Ok(Ending::Completed) => (RunStatus::Completed, None),
-        Ok(Ending::Paused) => (RunStatus::Paused, None),
-        Ok(Ending::Pruned(reason)) => (RunStatus::Pruned, Some(reason.clone())),
-        Err(e) => (RunStatus::Failed(e.to_string()), None),
-    }
-}
-
-/// Writes `summary.json` in `run_dir`, whole or not at all.
-fn write_summary(run_dir: &std::path::Path, summary: &RunSummary) -> Result<(), Error> {
-    let path = run_dir.join("summary.json");
-    let json = serde_json::to_vec_pretty(summary).expect("summaries serialise");
-    crate::failpoint::pass("summary");
-    write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
-    crate::failpoint::pass("summarised");
-    Ok(())
-}
-
-/// Runs this process has finished, for each summary's `run_in_process`.
-static RUNS_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
-/// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture
-/// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
-/// and `tidemark report RUN_DIR` can draw it again.
-pub(super) fn draw(guard: &mut MemoryGuard, config: &RunConfig, title: &str) {
-    let of = PictureOf {
-        title,
-        limit: guard.limit_bytes(),
-        monitor: config
-            .train
-            .early_stopping
-            .as_ref()
-            .map(|e| e.monitor.as_str()),
-    };
-    if let Err(e) = draw_memory_svg(guard.recorder().snapshots_path(), of) {
-        let (path, cause) = (e.path, e.cause);
-        guard
-            .recorder_mut()
-            .warn(&Warning::PictureNotDrawn { path, cause });
-    }
+fn needs_validation(early: &EarlyStoppingConfig) -> Error {
+    Error::Config(ConfigError {
+        origin: "[train.early_stopping]".into(),
+        key: Some("train.early_stopping.monitor".into()),
+        message: format!(
+            "train.early_stopping.monitor = \"{}\" needs a validation split, and this task has \
+             none (set data.validation_fraction > 0, or give the task validation data)",
+            early.monitor
+        ),
+    })
 }

@@ -8,43 +8,39 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
-use super::probe::StepUnder;
-use super::setup::Run;
+use super::probe::{probe_items, transient, StepUnder};
 use super::Epochs;
 use crate::config::{OptimizerKind, Precision};
 use crate::error::Error;
 use crate::memory::policy::Phase;
 use crate::memory::{Advice, Effect, Footprint, Lever, MemorySource, Peaks};
 use crate::task::Task;
+use crate::train::hand::seeded_model;
 use crate::train::precision::{self, MixedPrecision};
 
 impl<T: Task> Epochs<'_, T> {
     /// After the epochs, whatever `result` they had: the advice for a run that completed, or
     /// that breached its limit in a step (then also in the error).
-    pub(super) fn advise_run(
-        &mut self,
-        run: &Run<T>,
-        result: Result<(), Error>,
-    ) -> Result<(), Error> {
-        let mut peaks = self.guard.recorder().stats().run_peaks;
+    pub(super) fn advise_run(&mut self, result: Result<(), Error>) -> Result<(), Error> {
+        let mut peaks = self.run.guard.recorder().stats().run_peaks;
         match result {
             Ok(()) => {
-                self.stats.advice = self.advise_or_tell(run, peaks);
+                self.run.stats.advice = self.advise_or_tell(peaks);
                 Ok(())
             }
             // Not after `fit` found no micro-batch (step 0): its error says what it probed.
             Err(Error::Limit(mut e)) if e.phase == Phase::Step && e.step > 0 => {
                 // Before the first update the optimizer's state is still to come: the
                 // steps after it will hold it.
-                let to_come = if self.stats.steps == 0 {
+                let to_come = if self.run.stats.steps == 0 {
                     peaks.first_step = peaks.first_step.max(e.observed);
-                    self.guard.device_state()
+                    self.run.guard.device_state()
                 } else {
                     0
                 };
                 peaks.steps.backward = peaks.steps.backward.max(e.observed + to_come);
-                self.stats.advice = self.advise_or_tell(run, peaks);
-                e.advice = self.stats.advice.map(|a| Box::new(a.record()));
+                self.run.stats.advice = self.advise_or_tell(peaks);
+                e.advice = self.run.stats.advice.map(|a| Box::new(a.record()));
                 Err(Error::Limit(e))
             }
             Err(e) => Err(e),
@@ -52,41 +48,49 @@ impl<T: Task> Epochs<'_, T> {
     }
 
     /// [`advise`](Self::advise), or `None` with the user told why not.
-    fn advise_or_tell(&mut self, run: &Run<T>, peaks: Peaks) -> Option<Advice> {
-        let aside = self.guard.epoch_peak_so_far();
+    fn advise_or_tell(&mut self, peaks: Peaks) -> Option<Advice> {
+        let aside = self.run.guard.epoch_peak_so_far();
         // The run is over: a backend that refuses a probe (a panic) must not lose its summary.
-        let advice = panic::catch_unwind(AssertUnwindSafe(|| self.advise(run, peaks)))
+        let advice = panic::catch_unwind(AssertUnwindSafe(|| self.advise(peaks)))
             .unwrap_or_else(|_| Err(Error::Device("a probe panicked".into())));
-        self.guard.restore_epoch_peak(aside);
+        let guard = &mut self.run.guard;
+        guard.restore_epoch_peak(aside);
         match advice {
             Ok(advice) => Some(advice),
             Err(e) => {
                 let text =
                     format!("the memory advisor's probes failed, so there is no advice: {e}");
-                self.guard.recorder_mut().tell(&text);
+                guard.recorder_mut().tell(&text);
                 None
             }
         }
     }
 
     /// Probes each lever that applies to this run, whose phases peaked at `peaks`.
-    fn advise(&mut self, run: &Run<T>, peaks: Peaks) -> Result<Advice, Error> {
-        let items = self.probe_items()?;
-        let layout = self.guard.layout();
+    fn advise(&mut self, peaks: Peaks) -> Result<Advice, Error> {
+        let task = self.task;
+        let run = &mut self.run;
+        let (config, learner, guard) = (&run.config, &run.learner, &mut run.guard);
+        let items = probe_items(task, config.train.batch_size)?;
+        let layout = guard.layout();
         let (batch, steps) = (layout.micro_batch(), layout.micro_steps());
-        let configured = StepUnder::run_as_configured(run);
-        let base = self
-            .probe_in_place(&configured, &items, batch, steps)?
-            .transient;
-        let mut advice = Advice::new(peaks);
+        let configured = StepUnder {
+            model: learner.model(),
+            device: &learner.device,
+            precision: &learner.precision,
+        };
         // As `"auto"` offload left it.
-        let footprint = self.guard.footprint().unwrap_or(run.footprint);
+        let footprint = guard.footprint().unwrap_or(run.footprint);
+        let source = guard.source();
+        let mut probe = |at: &StepUnder<'_, T::Model>, micro_batch: usize, micro_steps: usize| {
+            transient(guard, task, at, &items, (micro_batch, micro_steps))
+        };
+        let base = probe(&configured, batch, steps)?;
+        let mut advice = Advice::new(peaks);
         let one_set = footprint.gradients / footprint.gradient_sets.max(1);
         for k in [2, 4].into_iter().filter(|&k| batch >= k) {
             let micro_batch = batch.div_ceil(k);
-            let with = self
-                .probe_in_place(&configured, &items, micro_batch, steps * k)?
-                .transient;
+            let with = probe(&configured, micro_batch, steps * k)?;
             let lever = Lever::Accumulation {
                 k,
                 micro_batch,
@@ -102,47 +106,46 @@ impl<T: Task> Epochs<'_, T> {
         }
         if batch >= 2 {
             let micro_batch = batch.div_ceil(2);
-            let with = self
-                .probe_in_place(&configured, &items, micro_batch, steps)?
-                .transient;
+            let with = probe(&configured, micro_batch, steps)?;
             let lever = Lever::SmallerMicroBatch { micro_batch };
             advice.add(lever, Effect::Transient { base, with }, 0);
         }
-        if !self.config.train.gradient_checkpointing {
-            let device = run.learner.device.clone().gradient_checkpointing();
+        let seed = config.run.seed;
+        if !config.train.gradient_checkpointing {
+            let device = learner.device.clone().gradient_checkpointing();
             // A model made on that device: every tensor it holds (parameters, running
             // statistics) under the device's strategy, and the same sizes as the run's.
-            let model = self.fresh_model(&device);
+            let model = seeded_model(task, seed, &device);
             let at = StepUnder {
                 model: &model,
                 device: &device,
-                precision: &run.learner.precision,
+                precision: &learner.precision,
             };
-            let with = self.probe_in_place(&at, &items, batch, steps)?.transient;
+            let with = probe(&at, batch, steps)?;
             advice.add(Lever::Checkpointing, Effect::Transient { base, with }, 0);
         }
-        let f32 = self.config.train.precision == Precision::F32;
-        let bf16_runs = self.task.half_precision_unsupported().is_none();
-        if f32 && bf16_runs && precision::supported(&run.learner.device, Precision::Bf16) {
+        let f32 = config.train.precision == Precision::F32;
+        let bf16_runs = task.half_precision_unsupported().is_none();
+        if f32 && bf16_runs && precision::supported(&learner.device, Precision::Bf16) {
             let bf16 = MixedPrecision::new(Precision::Bf16, None);
             // A fresh model: the run's own has running statistics (a batch norm's) that f32
             // training wrote, which a bf16 step would mix with bf16 values.
-            let model = self.fresh_model(&run.learner.device);
+            let model = seeded_model(task, seed, &learner.device);
             let at = StepUnder {
                 model: &model,
-                device: &run.learner.device,
+                device: &learner.device,
                 precision: &bf16,
             };
-            let with = self.probe_in_place(&at, &items, batch, steps)?.transient;
+            let with = probe(&at, batch, steps)?;
             let copy = footprint.weights / 2;
             advice.add(Lever::Bf16, Effect::Transient { base, with }, copy);
         }
         let state = footprint.device_optimizer();
         if state > 0 {
-            let momentum = self.config.train.optimizer == OptimizerKind::Sgd;
+            let momentum = config.train.optimizer == OptimizerKind::Sgd;
             advice.add(Lever::Sgd { momentum }, Effect::State(state), state);
         }
-        if self.guard.source() == MemorySource::CubeclPool {
+        if source == MemorySource::CubeclPool {
             offload_levers(&mut advice, &footprint, base, steps);
         }
         Ok(advice)

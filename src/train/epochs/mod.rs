@@ -1,112 +1,151 @@
-//! The trainer's epoch loop, on the learner's calls, in phases, each in its own file: set-up
-//! (`setup`), the start or the restore of a checkpoint (`restore`), an epoch's steps with
-//! progress and checkpoints inside it (`pass`), one step over the loader's items (`step`),
-//! validation (`validate`), and the end of an epoch with the gate's word (`end`).
+//! The trainer's epochs: a [`HandLoop`] driven over a [`Task`]'s loaders, in the loop's own
+//! calls (a step for each group of loader batches, validation, the epoch's end), with what
+//! only a task's run has: the data order a resume replays (`mod.rs`), a search's gate after
+//! each epoch (`gate`), and the memory advisor's probes after the run (`advise`, `probe`).
 //! Generic over the [`Task`]; nothing here knows a model kind.
 
 mod advise;
-mod end;
-mod fit;
-mod pass;
+mod gate;
 mod probe;
-mod restore;
-mod setup;
-mod step;
-mod validate;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
+use burn::data::dataloader::DataLoader;
 use burn::data::dataset::DatasetError;
-use burn::tensor::Device;
 
-use super::checkpoint::{Checkpoint, CheckpointState, Checkpointer, Marks};
-use super::learner::Position;
-use super::stats::Stats;
-use crate::config::RunConfig;
+use super::hand::{HandLoop, StepAs};
 use crate::data::DataError;
 use crate::error::Error;
+use crate::record::RunSummary;
 use crate::task::Task;
+use crate::train::decide::Verdict;
 use crate::train::gate::{Ending, EpochGate};
-use crate::train::MemoryGuard;
+use crate::train::step::{micro_batches, Items};
+use crate::train::EpochFigures;
 
-pub(super) use pass::REPORT_INTERVAL;
-use setup::Run;
-pub(super) use setup::{empty_training_split, seeded, seeded_model, steps_per_epoch};
+/// Batches of items, as the loaders yield them.
+pub(super) type Loader<T> = Arc<dyn DataLoader<Vec<<T as Task>::Item>>>;
 
 /// One run's epochs.
 pub(super) struct Epochs<'a, T: Task> {
-    pub(super) config: &'a RunConfig,
     pub(super) task: &'a T,
-    pub(super) device: &'a Device,
-    pub(super) guard: &'a mut MemoryGuard,
-    pub(super) stats: &'a mut Stats,
-    pub(super) checkpointer: &'a Checkpointer,
-    /// The checkpoint a resumed run continues from.
-    pub(super) resume: Option<&'a Checkpoint>,
-    /// The dataset's bytes, where the allocator counted them as it loaded.
-    pub(super) data_bytes: Option<u64>,
+    /// The run, opened.
+    pub(super) run: HandLoop<T::Model>,
+    pub(super) train_loader: Loader<T>,
+    pub(super) valid_loader: Option<Loader<T>>,
     /// A search's pruner, asked after each epoch but the last.
-    pub(super) gate: Option<&'a mut EpochGate>,
-    /// Set to stop the run at its next step (see [`Trainer::stop_when`](crate::Trainer::stop_when)).
-    pub(super) stop: Option<&'a AtomicBool>,
+    pub(super) gate: Option<EpochGate>,
 }
 
 impl<T: Task> Epochs<'_, T> {
-    /// Trains every epoch still to do, or until early stopping ends the run.
-    /// A run that fails still records early stopping's outcome so far (its best checkpoint)
-    /// for the summary.
-    /// A run its gate pauses or prunes ends there, with its checkpoint and without advice.
-    pub(super) fn train(mut self) -> Result<Ending, Error> {
-        let mut run = self.set_up()?;
-        let ending = self.epochs(&mut run);
+    /// Trains every epoch still to do, or until early stopping ends the run, then ends it
+    /// (its summary). A run that fails still records early stopping's outcome so far (its
+    /// best checkpoint) for the summary. A run its gate pauses or prunes ends there, with
+    /// its checkpoint and without advice.
+    pub(super) fn train(mut self) -> Result<RunSummary, Error> {
+        let ending = self.epochs();
         let result = match ending {
-            Ok(Ending::Completed) => self.advise_run(&run, Ok(())).map(|()| Ending::Completed),
+            Ok(Ending::Completed) => self.advise_run(Ok(())).map(|()| Ending::Completed),
             Ok(stopped) => Ok(stopped),
-            Err(e) => self.advise_run(&run, Err(e)).map(|()| Ending::Completed),
+            Err(e) => self.advise_run(Err(e)).map(|()| Ending::Completed),
         };
-        let completed = matches!(result, Ok(Ending::Completed));
-        (run.learner).finish(self.guard, self.stats, completed);
-        result
+        // The loaders go before the release: nothing of the run outlives it.
+        let Epochs {
+            run,
+            train_loader,
+            valid_loader,
+            ..
+        } = self;
+        drop((train_loader, valid_loader));
+        let (summary, result) = run.end_run(result)?;
+        result.map(|_| summary)
     }
 
-    fn epochs(&mut self, run: &mut Run<T>) -> Result<Ending, Error> {
-        let start = self.start(run)?;
+    fn epochs(&mut self) -> Result<Ending, Error> {
+        // The data order of a resumed run: the loader reshuffles from one generator at each
+        // epoch's start, so the epochs done are started (and dropped) again.
+        for _ in 0..self.run.epoch {
+            drop(self.train_loader.iter());
+        }
         // Resumed after early stopping ended it (a stop before its summary): it ends there,
         // as early stopping's word comes before the gate's at an epoch's end.
-        if run.learner.stopped_early() {
+        if self.run.stopped_early() {
             return Ok(Ending::Completed);
         }
-        if let Some(ending) = self.gate_at_resume(&start)? {
+        if let Some(ending) = self.gate_at_resume()? {
             return Ok(ending);
         }
-        for epoch in start.epoch + 1..=self.config.train.epochs {
-            // The checkpoint of the epoch before (or the one resumed from) is the latest.
-            if self.stopping() {
-                return Err(Error::Interrupted);
+        while self.run.epoch < self.run.config.train.epochs {
+            let epoch = self.run.epoch + 1;
+            self.pass()?;
+            let figures = self.validate()?;
+            let closed = self.run.end_epoch_as(figures, true)?;
+            if closed.verdict == Some(Verdict::Stop) {
+                return Ok(Ending::Completed);
             }
-            self.guard.begin_epoch();
-            let resumed = (epoch == start.epoch + 1 && start.step_in_epoch > 0).then_some(&start);
-            let tally = self.pass(run, epoch, resumed)?;
-            if let Some(ending) = self.end_epoch(run, epoch, tally)? {
+            if let Some(ending) = self.gate(epoch, &closed.figures) {
                 return Ok(ending);
             }
         }
         Ok(Ending::Completed)
     }
 
-    /// Whether the run was asked to stop.
-    fn stopping(&self) -> bool {
-        self.stop.is_some_and(|s| s.load(Ordering::SeqCst))
+    /// The next epoch's steps: the loader's batches in groups of `train.accumulation_steps`,
+    /// a step each; a resumed epoch's first groups drawn and passed over.
+    fn pass(&mut self) -> Result<(), Error> {
+        let accumulation = self.run.config.train.accumulation_steps;
+        let loader = Arc::clone(&self.train_loader);
+        let mut batches = loader.iter();
+        for _ in 0..self.run.steps_done_in_epoch() * accumulation {
+            batches.next().transpose().map_err(loader_error)?;
+        }
+        let (task, device, cx) = (self.task, self.run.device().clone(), self.run.compute());
+        let mut group = Vec::with_capacity(accumulation);
+        loop {
+            let next = batches.next().transpose().map_err(loader_error)?;
+            let done = next.is_none();
+            group.extend(next);
+            if group.len() < accumulation && !done {
+                continue;
+            }
+            if group.is_empty() {
+                return Ok(());
+            }
+            let sizes: Vec<usize> = group.iter().map(Vec::len).collect();
+            // Only a step that may call its closure again for the same samples keeps its
+            // items; the others move them out.
+            let mut items = Items::new(std::mem::take(&mut group), self.run.retries_step());
+            let output = |model: &T::Model, rows| {
+                let batch = task.batcher().batch(items.take(rows), &device);
+                task.step(model, batch, &cx)
+            };
+            self.run.step_as(&sizes, output, StepAs { read: false })?;
+            if done {
+                return Ok(());
+            }
+        }
     }
 
-    /// The run's state after `epoch` epochs, for a checkpoint.
-    fn state(&self, run: &Run<T>, epoch: usize) -> CheckpointState {
-        run.learner.state(self.stats, self.guard, epoch)
-    }
-
-    /// Writes, under the limit, the checkpoint of `state`.
-    fn checkpoint(&mut self, run: &Run<T>, state: &CheckpointState) -> Result<(), Error> {
-        (run.learner).checkpoint(self.guard, self.checkpointer, state, Marks::default())
+    /// Validation's figures over the validation split (none without one), in micro-batches
+    /// cut from each loader batch as the steps cut theirs.
+    fn validate(&mut self) -> Result<EpochFigures, Error> {
+        let Some(loader) = self.valid_loader.clone() else {
+            return Ok(EpochFigures::default());
+        };
+        let (task, cx) = (self.task, self.run.compute());
+        let device = self.run.validation_device().clone();
+        let samples = self.run.stats.valid_samples;
+        self.run.validate_as(samples, |model, micro, sums| {
+            for items in loader.iter() {
+                let items = items.map_err(loader_error)?;
+                for part in micro_batches(&mut vec![items], micro, false) {
+                    let n = part.len();
+                    let out = task.valid_step(model, task.batcher().batch(part, &device), &cx);
+                    sums.add(out.loss, out.metrics, n);
+                }
+            }
+            Ok(())
+        })
     }
 }
 

@@ -3,15 +3,20 @@
 //! verdict, then its checkpoint); and of its run (the release, `memory.svg` and
 //! `summary.json`).
 
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use burn::module::Module;
 
-use super::HandLoop;
-use crate::error::Error;
-use crate::error::TrainingError;
-use crate::record::{RunStatus, RunSummary};
+use super::{Failed, HandLoop};
+use crate::config::RunConfig;
+use crate::error::{Error, TrainingError};
+use crate::record::{write_atomic, RunStatus, RunSummary, Warning};
+use crate::report::{draw_memory_svg, PictureOf};
+use crate::train::gate::Ending;
+use crate::train::learner::Closed;
 use crate::train::stats::Identity;
-use crate::train::trainer::draw;
-use crate::train::EpochFigures;
+use crate::train::{EpochFigures, MemoryGuard};
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Ends the epoch the steps are in: its snapshot, with `figures` (the loop's validation
@@ -20,14 +25,19 @@ impl<M: Module + 'static> HandLoop<M> {
     /// loss scaling and clipping), early stopping's verdict, then its checkpoint, from which
     /// the run resumes exactly. An error before any step of the epoch.
     pub fn end_epoch(&mut self, figures: EpochFigures) -> Result<(), Error> {
-        self.end_open_epoch(figures, true)
+        self.end_epoch_as(figures, true).map(|_| ())
     }
 
     /// Ends the open epoch; `judged` by early stopping (an epoch `finish` ends has no figures
-    /// of the loop's to judge).
-    fn end_open_epoch(&mut self, figures: EpochFigures, judged: bool) -> Result<(), Error> {
-        if let Some(e) = &self.failed {
-            return Err(super::step::stopped(e));
+    /// of the loop's to judge). Returns what it closed: early stopping's verdict, and the
+    /// figures of its snapshot.
+    pub(in crate::train) fn end_epoch_as(
+        &mut self,
+        figures: EpochFigures,
+        judged: bool,
+    ) -> Result<Closed, Error> {
+        if let Some(failed) = &self.failed {
+            return Err(super::step::stopped(&failed.message));
         }
         if !self.open {
             let epoch = self.epoch;
@@ -41,13 +51,13 @@ impl<M: Module + 'static> HandLoop<M> {
         // The epoch's tally is taken: after an error, the run cannot go on (nor end the epoch
         // again).
         if let Err(e) = &closed {
-            self.failed = Some(e.to_string());
+            self.fail(e);
         }
         closed
     }
 
-    /// Ends the open epoch through the learner, as the trainer's ends.
-    fn close(&mut self, figures: EpochFigures, judged: bool) -> Result<(), Error> {
+    /// Ends the open epoch through the learner.
+    fn close(&mut self, figures: EpochFigures, judged: bool) -> Result<Closed, Error> {
         let tally = std::mem::take(&mut self.tally);
         let (epoch, step) = (self.epoch, self.stats.steps);
         let trained = self.learner.trained(tally, (epoch, step))?;
@@ -58,9 +68,10 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         let books = (&mut self.guard, &mut self.stats);
         let at = (epoch, judged);
-        (self.learner).close_epoch(books, &self.checkpointer, at, trained, figures, &window)?;
+        let closed =
+            (self.learner).close_epoch(books, &self.checkpointer, at, trained, figures, &window)?;
         self.open = false;
-        Ok(())
+        Ok(closed)
     }
 
     /// Ends the run: the open epoch, if the loop left one; then, with the model and the
@@ -68,35 +79,137 @@ impl<M: Module + 'static> HandLoop<M> {
     /// which it returns. The trained weights are in the last checkpoint (in `checkpoints/best`
     /// with early stopping's `restore_best`).
     /// After a failed step, the summary says `failed` with its error, and the epoch it was in
-    /// is not checkpointed (the last checkpoint stays).
+    /// is not checkpointed (the last checkpoint stays). A run stopped on request
+    /// ([`Error::Interrupted`]) is left as a killed run is, without a summary.
     pub fn finish(mut self) -> Result<RunSummary, Error> {
         if self.open && self.failed.is_none() {
-            self.end_open_epoch(EpochFigures::default(), false)?;
+            self.end_epoch_as(EpochFigures::default(), false)?;
         }
-        let completed = self.failed.is_none();
-        (self.learner).finish(&mut self.guard, &mut self.stats, completed);
-        self.learner.drop_tensors(&self.config.train);
-        let ended = self.guard.run_end(self.stats.epochs);
-        draw(&mut self.guard, &self.config, &self.config.run.name);
-        let status = match (&self.failed, &ended) {
-            (Some(e), _) => RunStatus::Failed(e.clone()),
-            (None, Ok(_)) => RunStatus::Completed,
-            (None, Err(e)) => RunStatus::Failed(e.to_string()),
+        let outcome = match self.failed.take() {
+            None => Outcome::Ended(Ok(Ending::Completed)),
+            Some(Failed {
+                interrupted: true, ..
+            }) => Outcome::Ended(Err(Error::Interrupted)),
+            // The loop had the step's error already.
+            Some(Failed { message, .. }) => Outcome::Told(message),
+        };
+        let (summary, ended) = self.end_run_as(outcome)?;
+        ended.map(|_| summary)
+    }
+
+    /// Ends the run whose epochs ended with `outcome`: the learner's last word (early
+    /// stopping's best), the model and the optimizer's state dropped, the release and its
+    /// check, `memory.svg`; then, but for a run stopped on request (whose error it returns),
+    /// `summary.json`, which it returns with the run's outcome, the release's error first.
+    pub(in crate::train) fn end_run(
+        self,
+        outcome: Result<Ending, Error>,
+    ) -> Result<(RunSummary, Result<Ending, Error>), Error> {
+        self.end_run_as(Outcome::Ended(outcome))
+    }
+
+    fn end_run_as(self, outcome: Outcome) -> Result<(RunSummary, Result<Ending, Error>), Error> {
+        let completed = matches!(outcome, Outcome::Ended(Ok(Ending::Completed)));
+        let HandLoop {
+            learner,
+            mut guard,
+            mut stats,
+            config,
+            run_dir,
+            task,
+            baselines,
+            started,
+            earlier_s,
+            checkpointer,
+            tally,
+            resumed,
+            validated,
+            stop,
+            ..
+        } = self;
+        learner.finish(&mut guard, &mut stats, completed);
+        // Nothing the run made outlives its release: the model, the optimizer and all that
+        // updates them, the checkpointer and the epoch's figures.
+        drop((learner, checkpointer, tally, resumed, validated, stop));
+        let ended = guard.run_end(stats.epochs);
+        draw(&mut guard, &config, &config.run.name);
+        let (status, stopped_by, outcome) = match (outcome, ended) {
+            (Outcome::Ended(Err(Error::Interrupted)), _) => {
+                // Stopped on request: the run is left to be resumed, as a killed one would be.
+                return Err(Error::Interrupted);
+            }
+            (Outcome::Told(message), ended) => {
+                let ended = ended.map(|_| Ending::Completed);
+                (RunStatus::Failed(message), None, ended)
+            }
+            // The epochs' error first, then the release's.
+            (Outcome::Ended(Err(e)), _) | (Outcome::Ended(Ok(_)), Err(e)) => {
+                (RunStatus::Failed(e.to_string()), None, Err(e))
+            }
+            (Outcome::Ended(Ok(ending)), Ok(_)) => {
+                let (status, by) = match &ending {
+                    Ending::Completed => (RunStatus::Completed, None),
+                    Ending::Paused => (RunStatus::Paused, None),
+                    Ending::Pruned(reason) => (RunStatus::Pruned, Some(reason.clone())),
+                };
+                (status, by, Ok(ending))
+            }
         };
         let id = Identity {
-            name: self.config.run.name.clone(),
-            run_dir: self.run_dir.clone(),
-            task: self.task.clone(),
-            backend: self.config.device.backend,
-            execution: crate::backend::execution(&self.config.device)?,
-            precision: self.config.train.precision,
-            baselines: Default::default(),
+            name: config.run.name.clone(),
+            run_dir: run_dir.clone(),
+            task,
+            backend: config.device.backend,
+            execution: crate::backend::execution(&config.device)?,
+            precision: config.train.precision,
+            baselines,
         };
-        let wall = self.started.elapsed().as_secs_f64();
-        let summary = self.stats.summary(id, &self.guard, status, wall);
-        let path = self.run_dir.join("summary.json");
-        let json = serde_json::to_vec_pretty(&summary).expect("summaries serialise");
-        crate::record::write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
-        ended.map(|_| summary)
+        let wall = earlier_s + started.elapsed().as_secs_f64();
+        let mut summary = stats.summary(id, &guard, status, wall);
+        summary.stopped_by = stopped_by;
+        summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
+        write_summary(&run_dir, &summary)?;
+        Ok((summary, outcome))
+    }
+}
+
+/// How a run's epochs ended.
+enum Outcome {
+    Ended(Result<Ending, Error>),
+    /// A step failed, and its error was the loop's: the summary says it.
+    Told(String),
+}
+
+/// Writes `summary.json` in `run_dir`, whole or not at all.
+fn write_summary(run_dir: &Path, summary: &RunSummary) -> Result<(), Error> {
+    let path = run_dir.join("summary.json");
+    let json = serde_json::to_vec_pretty(summary).expect("summaries serialise");
+    crate::failpoint::pass("summary");
+    write_atomic(&path, &json).map_err(|e| Error::io(&path, e))?;
+    crate::failpoint::pass("summarised");
+    Ok(())
+}
+
+/// Runs this process has finished, for each summary's `run_in_process`.
+static RUNS_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
+
+/// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture
+/// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
+/// and `tidemark report RUN_DIR` can draw it again.
+fn draw(guard: &mut MemoryGuard, config: &RunConfig, title: &str) {
+    let of = PictureOf {
+        title,
+        limit: guard.limit_bytes(),
+        monitor: config
+            .train
+            .early_stopping
+            .as_ref()
+            .map(|e| e.monitor.as_str()),
+    };
+    if let Err(e) = draw_memory_svg(guard.recorder().snapshots_path(), of) {
+        let (path, cause) = (e.path, e.cause);
+        guard
+            .recorder_mut()
+            .warn(&Warning::PictureNotDrawn { path, cause });
     }
 }

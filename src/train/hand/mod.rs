@@ -50,6 +50,11 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::Device;
 
+pub(in crate::train) use open::{
+    empty_training_split, seeded_model, steps_per_epoch, DataBytes, Opening,
+};
+pub(in crate::train) use step::StepAs;
+
 use super::checkpoint::Checkpointer;
 use super::learner::{Learner, Tally};
 use super::resume::Resume;
@@ -57,28 +62,39 @@ use super::stats::Stats;
 use super::MemoryGuard;
 use crate::config::RunConfig;
 use crate::error::Error;
-use crate::memory::MemoryUsage;
+use crate::memory::{Footprint, MemoryUsage};
 use crate::record::{Observer, Silent};
-use crate::task::Compute;
+use crate::task::{Baselines, Compute};
 
 /// A hand-written loop's run: its model, what updates it, and the memory layer around it.
+/// [`Trainer::fit`](crate::Trainer::fit) drives one too: its epochs are this loop's calls over
+/// the task's loaders.
 pub struct HandLoop<M: Module + 'static> {
-    config: RunConfig,
+    pub(in crate::train) config: RunConfig,
     run_dir: PathBuf,
+    /// The configured device, without autodiff: validation's.
+    base_device: Device,
     /// The memory layer, with the run's recorder.
-    guard: MemoryGuard,
-    /// The model and what updates it, as the trainer's.
-    learner: Learner<M>,
+    pub(in crate::train) guard: MemoryGuard,
+    /// The model and what updates it.
+    pub(in crate::train) learner: Learner<M>,
     checkpointer: Checkpointer,
-    stats: Stats,
+    pub(in crate::train) stats: Stats,
+    /// What the run's tensors hold by kind, as set up (the advisor's levers).
+    pub(in crate::train) footprint: Footprint,
     /// The epoch the loop is in (0 before the first step), and whether it is open.
-    epoch: usize,
+    pub(in crate::train) epoch: usize,
     open: bool,
     /// A new run before its first step, which first fits the micro-batch (under
-    /// `on_limit = "fit"`) and writes checkpoint 0, as the trainer does before its first.
+    /// `on_limit = "fit"`) and writes checkpoint 0, from which the run can start again.
     starting: bool,
+    /// A run resumed from a checkpoint.
+    pub(in crate::train) resumed_run: bool,
+    /// What it was resumed from.
+    #[allow(dead_code)]
+    resume: Option<Resume>,
     /// The error that stopped a step, for the summary: the run cannot go on after it.
-    failed: Option<String>,
+    failed: Option<Failed>,
     /// The open epoch's figures so far.
     tally: Tally,
     /// A run resumed inside an epoch: that epoch's figures so far, until it opens.
@@ -87,14 +103,25 @@ pub struct HandLoop<M: Module + 'static> {
     steps_per_epoch: usize,
     /// What the summary calls the task: "hand loop" unless the loop names it.
     task: String,
+    /// The task's baselines, for the summary.
+    baselines: Baselines,
     /// What [`validate`](Self::validate) held, for the limit's check at the epoch's end.
     validated: Option<MemoryUsage>,
     started: Instant,
-    /// When progress was last reported (about once a second, as the trainer's).
+    /// The wall time of a resumed run's earlier processes.
+    earlier_s: f64,
+    /// When progress was last reported (about once a second).
     last_report: Instant,
-    /// Set by whoever runs the loop for its own ends (the learning-rate finder): the next
-    /// step is refused with [`Error::Interrupted`].
+    /// Set to stop the run: the step in progress writes a checkpoint where it is and returns
+    /// [`Error::Interrupted`], as does any step after.
     stop: Option<Arc<AtomicBool>>,
+}
+
+/// A failure that ended a loop's steps.
+struct Failed {
+    message: String,
+    /// Stopped on request: the run is left as a killed one, without a summary.
+    interrupted: bool,
 }
 
 impl<M: Module + 'static> HandLoop<M> {
@@ -122,7 +149,8 @@ impl<M: Module + 'static> HandLoop<M> {
         model: impl FnOnce(&Device) -> M,
         observer: impl Observer + 'static,
     ) -> Result<Self, Error> {
-        Self::open(config, samples, model, Box::new(observer), None)
+        let opening = Opening::hand_loop(samples);
+        Self::open(config, opening, model, Box::new(observer), None)
     }
 
     /// Continues the hand loop's run in `run_dir` from its latest checkpoint: the weights
@@ -150,7 +178,8 @@ impl<M: Module + 'static> HandLoop<M> {
         observer: impl Observer + 'static,
     ) -> Result<Self, Error> {
         let resume = Resume::open(run_dir.as_ref(), &config, &[])?;
-        Self::open(config, samples, model, Box::new(observer), Some(resume))
+        let opening = Opening::hand_loop(samples);
+        Self::open(config, opening, model, Box::new(observer), Some(resume))
     }
 
     /// The epochs to train: `1..=train.epochs`, or those after a resumed run's checkpoint.
@@ -203,8 +232,18 @@ impl<M: Module + 'static> HandLoop<M> {
         self.guard.layout().micro_batch()
     }
 
-    /// Refuses every step once `stop` is set, with [`Error::Interrupted`], for a caller that
-    /// runs the loop on its own ends (the learning-rate finder stops the loop it sweeps).
+    /// Records `e` as what stopped the run: no call after it goes on.
+    fn fail(&mut self, e: &Error) {
+        self.failed = Some(Failed {
+            message: e.to_string(),
+            interrupted: matches!(e, Error::Interrupted),
+        });
+    }
+
+    /// Stops the run once `stop` is set, for a caller that runs the loop on its own ends (a
+    /// signal handler, the learning-rate finder stopping the loop it sweeps): the step in
+    /// progress writes a checkpoint where it is (inside an epoch) and returns
+    /// [`Error::Interrupted`], as does every step after; the run is left as a killed run is.
     pub(crate) fn stop_when(&mut self, stop: Arc<AtomicBool>) {
         self.stop = Some(stop);
     }

@@ -1,50 +1,116 @@
-//! A hand loop's run opened: a new one (its directory made, its model seeded) or one resumed
-//! from its latest checkpoint (weights, optimizer, schedule, loss scaler, early stopping and
-//! micro-batch back), its [`Learner`] built as the trainer's is.
+//! A run opened: a new one (its directory made, its model seeded) or one resumed from its
+//! latest checkpoint (weights, optimizer, schedule, loss scaler, early stopping and
+//! micro-batch back), its [`Learner`] built from `[train]`. A hand loop opens one from its
+//! `setup` or `resume`; the trainer from its task ([`Opening`]).
 
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use burn::module::Module;
 use burn::tensor::Device;
 
 use super::HandLoop;
-use crate::backend;
-use crate::config::RunConfig;
+use crate::config::{RunConfig, ScheduleConfig, ScheduleKind, TrainConfig};
+use crate::data::DataError;
 use crate::error::Error;
+use crate::memory::MemorySource;
+use crate::model::initialize;
 use crate::record::Observer;
+use crate::task::{Baselines, Task};
 use crate::train::checkpoint::{Checkpoint, Checkpointer};
-use crate::train::epochs::{seeded, steps_per_epoch};
 use crate::train::learner::{run_device, Learner, Tally};
 use crate::train::resume::{open_run, Resume};
 use crate::train::run_dir;
-use crate::train::stats::Stats;
 use crate::train::step::footprint;
 
+/// Held while a run seeds the device and initialises its model.
+static INITIALISING: Mutex<()> = Mutex::new(());
+
+/// What a run trains on, as its loop knows it when it opens.
+pub(in crate::train) struct Opening<'a> {
+    /// What the summary calls the task.
+    pub(in crate::train) task: String,
+    /// The config sections the task is described by ([`Task::config_sections`]): the others
+    /// of `[model]` and `[data]` are left out of the run's `config.toml`.
+    pub(in crate::train) owned: &'a [&'a str],
+    pub(in crate::train) baselines: Baselines,
+    /// Training samples an epoch.
+    pub(in crate::train) samples: usize,
+    /// Validation samples, where the loop knows them before it validates.
+    pub(in crate::train) valid_samples: usize,
+    pub(in crate::train) data: DataBytes,
+    /// Told to the observer after the run directory, before anything else.
+    pub(in crate::train) notes: Vec<String>,
+}
+
+/// The dataset's bytes in the run's figures.
+pub(in crate::train) enum DataBytes {
+    /// Not known (a hand loop's data is its own).
+    Unknown,
+    /// Counted by the allocator as a task loaded it (where it did): in the figures on a
+    /// device whose memory is host memory, none on one with memory of its own.
+    Counted(Option<u64>),
+}
+
+impl Opening<'static> {
+    /// A hand loop's: `samples` training samples an epoch, nothing else known.
+    pub(super) fn hand_loop(samples: usize) -> Self {
+        Opening {
+            task: "hand loop".into(),
+            owned: &[],
+            baselines: Baselines::new(),
+            samples,
+            valid_samples: 0,
+            data: DataBytes::Unknown,
+            notes: Vec::new(),
+        }
+    }
+}
+
 impl<M: Module + 'static> HandLoop<M> {
-    /// Opens the run: new, or `resume`d.
-    pub(super) fn open(
+    /// Opens the run on `device` (the configured one, not yet autodiff): new, or `resume`d.
+    pub(in crate::train) fn open(
         config: RunConfig,
-        samples: usize,
+        mut opening: Opening<'_>,
         model: impl FnOnce(&Device) -> M,
-        observer: Box<dyn Observer>,
+        mut observer: Box<dyn Observer>,
         resume: Option<Resume>,
     ) -> Result<Self, Error> {
+        let base = crate::backend::select(&config.device)?;
         let train = &config.train;
-        let device = run_device(&backend::select(&config.device)?, train);
-        let (prepared, run_dir, layout) = open_run(&config, &device, resume.as_ref())?;
-        run_dir::write_hand_config(&run_dir, &config)?;
+        let (prepared, run_dir, layout) = open_run(&config, &base, resume.as_ref())?;
+        observer.message(&format!("run directory: {}", run_dir.display()));
+        for note in std::mem::take(&mut opening.notes) {
+            observer.message(&note);
+        }
+        run_dir::write_config(&run_dir, &config, &opening.task, opening.owned)?;
+        // Before the guard's baseline, as all the run keeps after its release.
+        let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
         let mut guard = prepared.open(&run_dir, layout, observer)?;
-        let model = seeded(config.run.seed, &device, model);
-        let footprint = footprint(&model, train, None);
-        guard.set_footprint(footprint);
-        let per_epoch = steps_per_epoch(train, samples);
+        let per_epoch = steps_per_epoch(train, opening.samples);
         let total_steps = per_epoch * train.epochs;
+        if let Some(schedule) = &train.schedule {
+            for line in schedule_notes(schedule, total_steps) {
+                guard.recorder_mut().tell(&line);
+            }
+        }
+        // After the guard's baseline, as all the run gives back at its end.
+        let device = run_device(&base, train);
+        let model = seeded(config.run.seed, &device, model);
+        let data = match (opening.data, guard.source()) {
+            (DataBytes::Unknown, _) => None,
+            (DataBytes::Counted(bytes), MemorySource::Host) => bytes,
+            (DataBytes::Counted(_), MemorySource::CubeclPool) => Some(0),
+        };
+        let footprint = footprint(&model, train, data);
+        guard.set_footprint(footprint);
         let mut learner = Learner::new(train, config.run.seed, device, model, total_steps);
         let to_come = footprint.gradients + footprint.device_optimizer();
-        let (mut stats, epoch, resumed) = match &resume {
+        let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
+        let (epoch, resumed) = match &resume {
             None => {
                 guard.run_start(to_come)?;
-                (Stats::default(), 0, None)
+                (0, None)
             }
             Some(resume) => {
                 let checkpoint = &resume.checkpoint;
@@ -55,27 +121,35 @@ impl<M: Module + 'static> HandLoop<M> {
                 let resumed = inside.then(|| Tally::resumed(state, &learner.device));
                 let (at, detail) = ((state.epoch, state.step), checkpoint.describe());
                 guard.resume_start(at, to_come, detail)?;
-                (resume.stats(), state.epoch, resumed)
+                (state.epoch, resumed)
             }
         };
-        stats.train_samples = samples;
+        stats.train_samples = opening.samples;
+        stats.valid_samples = opening.valid_samples;
         Ok(HandLoop {
+            base_device: base,
             checkpointer: Checkpointer::for_run(&run_dir, &config),
             config,
             run_dir,
             guard,
             learner,
             stats,
+            footprint,
             starting: resume.is_none(),
+            resumed_run: resume.is_some(),
+            // Kept to the run's end: it was made before the guard's baseline.
+            resume,
             failed: None,
             epoch,
             open: false,
             tally: Tally::default(),
             resumed,
             steps_per_epoch: per_epoch,
-            task: "hand loop".into(),
+            task: opening.task,
+            baselines: opening.baselines,
             validated: None,
             started: Instant::now(),
+            earlier_s,
             last_report: Instant::now(),
             stop: None,
         })
@@ -90,4 +164,63 @@ fn inside_an_epoch(checkpoint: &Checkpoint, steps: usize) -> Result<(), Error> {
     }
     let message = format!("step_in_epoch = {inside} but an epoch of this data has {steps} steps");
     Err(Error::checkpoint(checkpoint.dir.join("meta.json"), message))
+}
+
+/// `task`'s model on `device`, initialised from `seed`.
+pub(in crate::train) fn seeded_model<T: Task>(task: &T, seed: u64, device: &Device) -> T::Model {
+    seeded(seed, device, |device| task.model(device))
+}
+
+/// The model `build` makes on `device`, from `seed`, its parameters drawn: a task's, or a hand
+/// loop's.
+pub(in crate::train) fn seeded<M: Module>(
+    seed: u64,
+    device: &Device,
+    build: impl FnOnce(&Device) -> M,
+) -> M {
+    // flex's generator is one per process, and Burn draws a parameter's initial values when it
+    // is first used: a run in another thread could draw in between. The runs of one process
+    // take turns from the seed to the last parameter.
+    let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
+    device.seed(seed);
+    let model = build(device);
+    initialize(&model);
+    model
+}
+
+/// A task with no training items: nothing to step on.
+pub(in crate::train) fn empty_training_split() -> Error {
+    Error::Data(DataError::Unusable("the training split is empty".into()))
+}
+
+/// Optimizer steps in an epoch of `samples` training samples.
+pub(in crate::train) fn steps_per_epoch(train: &TrainConfig, samples: usize) -> usize {
+    samples
+        .div_ceil(train.batch_size)
+        .div_ceil(train.accumulation_steps)
+}
+
+/// Warnings for decay settings the run is too short to reach. Not errors: a `decay_steps` kept
+/// fixed across a resume that raises `train.epochs`, or set high for no decay, is meant.
+fn schedule_notes(schedule: &ScheduleConfig, total_steps: usize) -> Vec<String> {
+    let after_warmup = total_steps.saturating_sub(schedule.warmup_steps);
+    let mut notes = Vec::new();
+    let decays = matches!(schedule.kind, ScheduleKind::Cosine | ScheduleKind::Linear);
+    match schedule.decay_steps {
+        Some(steps) if decays && steps > after_warmup => notes.push(format!(
+            "warning: train.schedule.decay_steps = {steps} is longer than the {after_warmup} \
+             optimizer steps after the warmup: the rate stops short of min_lr"
+        )),
+        _ => {}
+    }
+    match schedule.step_size {
+        Some(steps) if schedule.kind == ScheduleKind::Step && steps >= after_warmup => {
+            notes.push(format!(
+                "warning: train.schedule.step_size = {steps} is not shorter than the \
+                 {after_warmup} optimizer steps after the warmup: the rate never decays"
+            ))
+        }
+        _ => {}
+    }
+    notes
 }

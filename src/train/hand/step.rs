@@ -6,7 +6,7 @@
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use burn::module::Module;
 use burn::tensor::Tensor;
@@ -17,8 +17,13 @@ use crate::error::{Error, TrainingError};
 use crate::record::EpochProgress;
 use crate::task::StepOutput;
 use crate::train::checkpoint::Marks;
-use crate::train::epochs::REPORT_INTERVAL;
-use crate::train::learner::Position;
+use crate::train::learner::{read_loss, Position, StepLoss};
+
+/// How often, at most, a step's loss is read for progress and the divergence check. Reading the
+/// loss waits for the device and costs the step its overlap with the backend's threads:
+/// measured on W1 (flex), a read every third step made the median step 20-22 ms against 16 ms
+/// without; so the trainer reads it at most once per interval, and at each epoch's end.
+pub(in crate::train) const REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
 impl<M: Module + 'static> HandLoop<M> {
     /// Trains one optimizer step over a batch of `samples` samples, and returns its mean loss.
@@ -58,15 +63,20 @@ impl<M: Module + 'static> HandLoop<M> {
         batches: &[usize],
         output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<f64, Error> {
-        if let Some(e) = &self.failed {
-            return Err(stopped(e));
-        }
-        if self
-            .stop
-            .as_ref()
-            .is_some_and(|stop| stop.load(Ordering::SeqCst))
-        {
-            return Err(Error::Interrupted);
+        let loss = self.step_as(batches, output, StepAs { read: true })?;
+        Ok(loss.value.expect("a step asked to read its loss reads it"))
+    }
+
+    /// A step, as [`step_batches`](Self::step_batches) takes it, but with its loss read only
+    /// where `how` or the run needs it (the trainer's steps: reading waits for the device).
+    pub(in crate::train) fn step_as(
+        &mut self,
+        batches: &[usize],
+        output: impl FnMut(&M, Range<usize>) -> StepOutput,
+        how: StepAs,
+    ) -> Result<StepLoss, Error> {
+        if let Some(failed) = &self.failed {
+            return Err(stopped(&failed.message));
         }
         if self.learner.stopped_early() {
             let epoch = self.epoch;
@@ -76,18 +86,38 @@ impl<M: Module + 'static> HandLoop<M> {
             let step = self.stats.steps + 1;
             return Err(TrainingError::EmptyStep { step }.into());
         }
-        let stepped = self.try_step(batches, output);
+        let stepped = match self.stopping() {
+            true => self.interrupt(),
+            false => self.try_step(batches, output, how),
+        };
         if let Err(e) = &stepped {
-            self.failed = Some(e.to_string());
+            self.fail(e);
         }
         stepped
+    }
+
+    /// Whether the next step may call its closure more than once for the same samples: where
+    /// the limit may retry it (smaller, or with a part moved to host memory), and a new run's
+    /// first step under `on_limit = "fit"`, whose probes run its first micro-batches. A loop
+    /// that moves its items into a step's batches keeps them for such a step.
+    pub(in crate::train) fn retries_step(&self) -> bool {
+        let on_limit = self.config.memory.on_limit;
+        on_limit == OnLimit::Shrink
+            || self.guard.layout().next_offload().is_some()
+            || (self.starting && on_limit == OnLimit::Fit)
+    }
+
+    /// Whether the run was asked to stop.
+    fn stopping(&self) -> bool {
+        (self.stop.as_ref()).is_some_and(|stop| stop.load(Ordering::SeqCst))
     }
 
     fn try_step(
         &mut self,
         batches: &[usize],
         mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
-    ) -> Result<f64, Error> {
+        how: StepAs,
+    ) -> Result<StepLoss, Error> {
         if std::mem::take(&mut self.starting) {
             self.start(batches, &mut output)?;
         }
@@ -96,24 +126,76 @@ impl<M: Module + 'static> HandLoop<M> {
             epoch: self.epoch,
             step: self.stats.steps + 1,
         };
-        // Read at every step: the loop gets its loss, and a diverged step updates nothing.
+        // The loss is read (and checked) before the update where the step is known to need
+        // it: where asked, at the epoch's end, for a checkpoint, once a second has passed, and
+        // every `run.log_every_steps` steps: a diverged step then updates nothing.
+        let logged = (self.config.run.log_every_steps).is_some_and(|n| at.step.is_multiple_of(n));
+        let end = self.tally.steps + 1 >= self.steps_per_epoch;
+        let due = |last: Instant| end || logged || last.elapsed() >= REPORT_INTERVAL;
+        let read =
+            how.read || due(self.last_report) || self.checkpoints_at(at, self.tally.steps + 1);
         let counts = (&mut self.stats, &mut self.tally);
-        let loss = (self.learner).step(&mut self.guard, counts, (at, true), batches, output)?;
-        let loss = loss.value.expect("a step asked to read its loss reads it");
-        self.report(at, loss)?;
-        self.checkpoint_inside(at)?;
+        let mut loss = (self.learner).step(&mut self.guard, counts, (at, read), batches, output)?;
+        // Progress about once a second, decided after the step, however long it took.
+        let report = due(self.last_report);
+        self.after_step(at, &mut loss, report)?;
         Ok(loss)
     }
 
-    /// Progress after step `at`, as the trainer reports it: about once a second, at the
-    /// epoch's last step, and every `run.log_every_steps` steps where the run sets it (the
-    /// observer's `step`, and TensorBoard's `step/` scalars).
-    fn report(&mut self, at: Position, loss: f64) -> Result<(), Error> {
-        let logged = (self.config.run.log_every_steps).is_some_and(|n| at.step.is_multiple_of(n));
-        let last = self.tally.steps >= self.steps_per_epoch;
-        if !(logged || last || self.last_report.elapsed() >= REPORT_INTERVAL) {
+    /// After step `at`: with `report`, progress; every `checkpoint.every_steps` steps inside
+    /// the epoch a checkpoint with the epoch's figures so far (its end writes one anyway),
+    /// never of a diverged model; and one where a stop was asked for, which then ends the run
+    /// with [`Error::Interrupted`].
+    fn after_step(&mut self, at: Position, loss: &mut StepLoss, report: bool) -> Result<(), Error> {
+        let inside = self.tally.steps < self.steps_per_epoch;
+        // A run asked to stop writes a checkpoint where it is, and stops.
+        let stop = inside && self.stopping();
+        let checkpoint = stop || self.checkpoints_at(at, self.tally.steps);
+        if !(checkpoint || report) {
             return Ok(());
         }
+        let value = match loss.value {
+            Some(value) => value,
+            None => read_loss(loss.on_device.clone(), at)?,
+        };
+        loss.value = Some(value);
+        if report {
+            self.report(at, value);
+        }
+        if checkpoint {
+            let before = (self.learner).state(&self.stats, &self.guard, at.epoch - 1);
+            let state = self.tally.inside(before)?;
+            let (guard, checkpointer) = (&mut self.guard, &self.checkpointer);
+            (self.learner).checkpoint(guard, checkpointer, &state, Marks::default())?;
+        }
+        match stop {
+            true => Err(Error::Interrupted),
+            false => Ok(()),
+        }
+    }
+
+    /// Stopped before a step: a checkpoint where the open epoch is (an epoch's end wrote one
+    /// already), then [`Error::Interrupted`].
+    fn interrupt(&mut self) -> Result<StepLoss, Error> {
+        if self.open && self.tally.steps > 0 {
+            let before = (self.learner).state(&self.stats, &self.guard, self.epoch - 1);
+            let state = self.tally.inside(before)?;
+            let (guard, checkpointer) = (&mut self.guard, &self.checkpointer);
+            (self.learner).checkpoint(guard, checkpointer, &state, Marks::default())?;
+        }
+        Err(Error::Interrupted)
+    }
+
+    /// Whether step `at`, the epoch's `step_in_epoch`th, writes a checkpoint: every
+    /// `checkpoint.every_steps` steps, inside the epoch only.
+    fn checkpoints_at(&self, at: Position, step_in_epoch: usize) -> bool {
+        let every = self.config.checkpoint.every_steps;
+        step_in_epoch < self.steps_per_epoch && every.is_some_and(|n| at.step.is_multiple_of(n))
+    }
+
+    /// Progress after step `at`, whose loss was `loss` (the observer's `step`, and
+    /// TensorBoard's `step/` scalars where `run.log_every_steps` asks).
+    fn report(&mut self, at: Position, loss: f64) {
         self.last_report = Instant::now();
         let (steps, epochs) = (self.steps_per_epoch, self.config.train.epochs);
         let progress = EpochProgress {
@@ -129,7 +211,6 @@ impl<M: Module + 'static> HandLoop<M> {
             ..(self.tally).pace(steps, epochs.saturating_sub(at.epoch))
         };
         self.guard.recorder_mut().progress(&progress);
-        Ok(())
     }
 
     /// Before a new run's first step, as the trainer's: under `on_limit = "fit"` the step is
@@ -144,24 +225,6 @@ impl<M: Module + 'static> HandLoop<M> {
             self.fit(batches, output)?;
         }
         let state = (self.learner).state(&self.stats, &self.guard, 0);
-        (self.learner).checkpoint(
-            &mut self.guard,
-            &self.checkpointer,
-            &state,
-            Marks::default(),
-        )
-    }
-
-    /// After step `at`, every `checkpoint.every_steps` steps inside the epoch (its end writes
-    /// one anyway), a checkpoint with the epoch's figures so far, as the trainer's.
-    fn checkpoint_inside(&mut self, at: Position) -> Result<(), Error> {
-        let every = self.config.checkpoint.every_steps;
-        let inside = self.tally.steps < self.steps_per_epoch;
-        if !(inside && every.is_some_and(|n| at.step.is_multiple_of(n))) {
-            return Ok(());
-        }
-        let before = (self.learner).state(&self.stats, &self.guard, at.epoch - 1);
-        let state = self.tally.inside(before)?;
         (self.learner).checkpoint(
             &mut self.guard,
             &self.checkpointer,
@@ -189,6 +252,14 @@ impl<M: Module + 'static> HandLoop<M> {
         self.validated = None;
         Ok(())
     }
+}
+
+/// How a step is taken.
+#[derive(Clone, Copy)]
+pub(in crate::train) struct StepAs {
+    /// Its loss read before the update, whatever the run needs (else where it needs it: at
+    /// an epoch's last step, for progress and for a checkpoint).
+    pub(in crate::train) read: bool,
 }
 
 /// The error of a call after a step failed.

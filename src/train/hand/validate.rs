@@ -7,6 +7,7 @@
 use std::ops::Range;
 
 use burn::module::Module;
+use burn::tensor::Device;
 
 use super::HandLoop;
 use crate::error::Error;
@@ -24,21 +25,47 @@ impl<M: Module + 'static> HandLoop<M> {
     pub fn validate(
         &mut self,
         samples: usize,
+        output: impl FnMut(&M, Range<usize>) -> StepOutput,
+    ) -> Result<EpochFigures, Error> {
+        self.validate_batches(&[samples], output)
+    }
+
+    /// [`validate`](Self::validate) over batches of `batches` samples each, in order: each is
+    /// cut into micro-batches on its own, as [`step_batches`](Self::step_batches) cuts a
+    /// step's, so that a short batch stays short. `output` gets ranges of `0..` their sum.
+    pub fn validate_batches(
+        &mut self,
+        batches: &[usize],
         mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<EpochFigures, Error> {
-        if let Some(e) = &self.failed {
-            return Err(super::step::stopped(e));
+        let samples = batches.iter().sum();
+        self.validate_as(samples, |model, micro, sums| {
+            for rows in micro_ranges(batches, micro) {
+                let n = rows.len();
+                let out = output(model, rows);
+                sums.add(out.loss, out.metrics, n);
+            }
+            Ok(())
+        })
+    }
+
+    /// Validation of `samples` samples, each part's loss and metrics added to the sums by
+    /// `parts`, which gets the model (in inference mode, in the run's precision) and the
+    /// micro-batch: the one validation every loop runs.
+    pub(in crate::train) fn validate_as(
+        &mut self,
+        samples: usize,
+        parts: impl FnOnce(&M, usize, &mut MetricSums) -> Result<(), Error>,
+    ) -> Result<EpochFigures, Error> {
+        if let Some(failed) = &self.failed {
+            return Err(super::step::stopped(&failed.message));
         }
         let precision = &self.learner.precision;
         let model = precision.compute_model(&self.learner.for_validation());
         let micro = self.guard.layout().micro_batch();
         self.guard.open_window();
         let mut sums = MetricSums::default();
-        for rows in micro_ranges(&[samples], micro) {
-            let n = rows.len();
-            let out = output(&model, rows);
-            sums.add(out.loss, out.metrics, n);
-        }
+        parts(&model, micro, &mut sums)?;
         let means = sums.finish().map_err(Error::device)?;
         self.validated = Some(self.guard.read_window()?);
         self.stats.valid_samples = samples;
@@ -52,5 +79,11 @@ impl<M: Module + 'static> HandLoop<M> {
                 .collect(),
             ..EpochFigures::default()
         })
+    }
+
+    /// The device a loop's validation batches go on: the configured one, without autodiff,
+    /// as the model [`validate`](Self::validate) hands its closure is.
+    pub fn validation_device(&self) -> &Device {
+        &self.base_device
     }
 }

@@ -12,6 +12,7 @@ use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
+pub(in crate::train) use epoch_end::Closed;
 pub(super) use step::{read_loss, Position, StepLoss};
 pub(super) use tally::Tally;
 
@@ -117,13 +118,6 @@ impl<M: Module> Learner<M> {
         self.model
             .as_mut()
             .expect("the model is back after every update")
-    }
-
-    /// Drops the model and the optimizer's state, at the run's end, before its release.
-    pub(super) fn drop_tensors(&mut self, train: &TrainConfig) {
-        self.model = None;
-        self.optimizer = build_optimizer(train);
-        self.master.reset();
     }
 
     /// Whether early stopping has ended the run.
