@@ -313,6 +313,7 @@ mod tests {
             micro_batch: 1,
             accumulation_steps: 1,
             futile_shrink: None,
+            shrinks: false,
             phase: crate::memory::Phase::RunStart,
             breakdown: None,
             advice: None,

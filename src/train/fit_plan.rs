@@ -286,6 +286,7 @@ impl FitTarget {
                 micro_batch: smallest.micro_batch,
                 accumulation_steps: self.accumulation * smallest.factor,
                 futile_shrink: None,
+                shrinks: false,
                 phase: Phase::Step,
                 breakdown: None,
                 advice: None,

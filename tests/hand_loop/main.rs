@@ -30,6 +30,7 @@ use tidemark::{Error, HandLoop, Trainer, TrainingError};
 
 mod keys;
 mod lr_find;
+mod validation;
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();
@@ -222,14 +223,14 @@ fn a_hand_loop_shrinks_or_fits_under_its_limit_and_records_its_run() {
 
 /// A task of its own: y = sum(sin(x)) over 4 inputs, through a hidden layer of 16.
 #[derive(Module, Debug)]
-struct Small {
+pub(crate) struct Small {
     hidden: Linear,
     out: Linear,
 }
 
-type Item = ([f32; 4], f32);
+pub(crate) type Item = ([f32; 4], f32);
 
-struct Rows;
+pub(crate) struct Rows;
 
 impl Batcher<Item, (Tensor<2>, Tensor<2>)> for Rows {
     fn batch(&self, items: Vec<Item>, device: &Device) -> (Tensor<2>, Tensor<2>) {
@@ -243,7 +244,7 @@ impl Batcher<Item, (Tensor<2>, Tensor<2>)> for Rows {
     }
 }
 
-struct Sines;
+pub(crate) struct Sines;
 
 /// Items `range` of y = sum(sin(x)) over 4 inputs in [-1, 1).
 fn sines(range: std::ops::Range<usize>) -> Arc<dyn Dataset<Item>> {

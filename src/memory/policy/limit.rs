@@ -27,6 +27,9 @@ pub struct LimitExceeded {
     pub accumulation_steps: usize,
     /// With `on_limit = "shrink"`, when shrinking stopped early: what the last halving saved.
     pub futile_shrink: Option<u64>,
+    /// Whether the run shrinks at a breach (`on_limit = "shrink"`): the error then advises
+    /// no shrink.
+    pub shrinks: bool,
     /// When it was exceeded: before training, in a step, in validation or in a checkpoint.
     pub phase: Phase,
     /// The figure by category, where the run's footprint is known.
@@ -92,6 +95,13 @@ impl LimitExceeded {
             return "writing a checkpoint copies the whole optimizer state into host memory at \
                     once, and the checkpoint is complete on disk; raise memory.limit, or use a \
                     smaller model or train.optimizer = \"sgd\" (no optimizer state)"
+                .into();
+        }
+        if self.phase == Phase::EpochEnd && self.shrinks {
+            return "under memory.on_limit = \"shrink\" validation runs again at halves of its \
+                    micro-batch, and at a micro-batch of 1 it still holds more: the weights and \
+                    one sample's activations alone exceed the limit; raise memory.limit or use \
+                    a smaller model"
                 .into();
         }
         if self.phase == Phase::EpochEnd {
@@ -264,6 +274,7 @@ impl MemoryPolicy for Limit {
             micro_batch: state.layout.micro_batch(),
             accumulation_steps: state.layout.micro_steps(),
             futile_shrink: None,
+            shrinks: self.on_limit == OnLimit::Shrink,
             phase,
             breakdown: None,
             advice: None,

@@ -10,6 +10,34 @@ use crate::memory::{Action, Layout};
 use crate::memory::{Breakdown, Footprint, PeakPhase};
 
 impl MemoryGuard {
+    /// Validation in epoch `epoch` that held `window` at `micro_batch`, under
+    /// `on_limit = "shrink"`: where it held more than the limit and the micro-batch can halve,
+    /// the shrink is recorded (validation's own: training keeps its micro-batch), free memory
+    /// is given back, and the half is returned, to validate again at. `None` where it fit (the
+    /// epoch's end checks it), where nothing can shrink, or where there is no limit.
+    pub(crate) fn shrink_validation(
+        &mut self,
+        epoch: usize,
+        window: &MemoryUsage,
+        micro_batch: usize,
+    ) -> Result<Option<usize>, Error> {
+        let (observed, measure) = held(window);
+        let over = self.limit_bytes().filter(|&limit| observed > limit);
+        let Some(limit) = over.filter(|_| micro_batch > 1) else {
+            return Ok(None);
+        };
+        let half = micro_batch.div_ceil(2);
+        let detail = format!(
+            "validation held {} ({measure}) over the limit of {} at a micro-batch of \
+             {micro_batch}: it runs again at {half} (training keeps its own)",
+            format_bytes(observed),
+            format_bytes(limit)
+        );
+        self.record(epoch, Action::Shrink, detail)?;
+        self.release()?;
+        Ok(Some(half))
+    }
+
     /// Looks at memory inside step `step` of `epoch`, after a backward pass: a breach of the
     /// limit stops the step. The figure counts as the backward passes' peak (the breakdown's
     /// `phase`).

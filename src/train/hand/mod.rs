@@ -107,6 +107,8 @@ pub struct HandLoop<M: Module + 'static> {
     baselines: Baselines,
     /// What [`validate`](Self::validate) held, for the limit's check at the epoch's end.
     validated: Option<MemoryUsage>,
+    /// The micro-batch validation shrank to under `on_limit = "shrink"`, where it did.
+    valid_micro: Option<usize>,
     started: Instant,
     /// The wall time of a resumed run's earlier processes.
     earlier_s: f64,

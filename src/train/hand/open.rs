@@ -148,6 +148,7 @@ impl<M: Module + 'static> HandLoop<M> {
             task: opening.task,
             baselines: opening.baselines,
             validated: None,
+            valid_micro: None,
             started: Instant::now(),
             earlier_s,
             last_report: Instant::now(),

@@ -10,6 +10,7 @@ use burn::module::Module;
 use burn::tensor::Device;
 
 use super::HandLoop;
+use crate::config::OnLimit;
 use crate::error::Error;
 use crate::task::{MetricSums, StepOutput};
 use crate::train::step::micro_ranges;
@@ -55,19 +56,41 @@ impl<M: Module + 'static> HandLoop<M> {
     pub(in crate::train) fn validate_as(
         &mut self,
         samples: usize,
-        parts: impl FnOnce(&M, usize, &mut MetricSums) -> Result<(), Error>,
+        mut parts: impl FnMut(&M, usize, &mut MetricSums) -> Result<(), Error>,
     ) -> Result<EpochFigures, Error> {
         if let Some(failed) = &self.failed {
             return Err(super::step::stopped(&failed.message));
         }
         let precision = &self.learner.precision;
         let model = precision.compute_model(&self.learner.for_validation());
-        let micro = self.guard.layout().micro_batch();
-        self.guard.open_window();
-        let mut sums = MetricSums::default();
-        parts(&model, micro, &mut sums)?;
-        let means = sums.finish().map_err(Error::device)?;
-        self.validated = Some(self.guard.read_window()?);
+        let shrinks = self.config.memory.on_limit == OnLimit::Shrink;
+        // The training step's micro-batch, or the smaller one validation shrank to before.
+        let layout = self.guard.layout().micro_batch();
+        let mut micro = self.valid_micro.map_or(layout, |m| m.min(layout));
+        let means = loop {
+            self.guard.open_window();
+            let mut sums = MetricSums::default();
+            parts(&model, micro, &mut sums)?;
+            let means = sums.finish().map_err(Error::device)?;
+            let window = self.guard.read_window()?;
+            let epoch = self.epoch;
+            match shrinks {
+                true => match self.guard.shrink_validation(epoch, &window, micro)? {
+                    Some(half) => micro = half,
+                    None => {
+                        self.validated = Some(window);
+                        break means;
+                    }
+                },
+                false => {
+                    self.validated = Some(window);
+                    break means;
+                }
+            }
+        };
+        if micro < layout {
+            self.valid_micro = Some(micro);
+        }
         self.stats.valid_samples = samples;
         let Some((val_loss, metrics)) = means else {
             return Ok(EpochFigures::default());

@@ -1,0 +1,153 @@
+//! A breach of the limit during validation: under `on_limit = "shrink"` validation runs again
+//! at half its micro-batch (recorded as a `shrink`, training keeping its own), and where even a
+//! micro-batch of 1 holds too much the error says why without advising the setting already
+//! set; under `"fail"` the run fails at the epoch's end and the error advises `"shrink"`.
+
+use burn::data::dataloader::batcher::Batcher;
+use burn::tensor::{Device, Tensor};
+use tidemark::config::{ConfigBuilder, MemorySize, OnLimit};
+use tidemark::task::{Compute, Splits, StepOutput, Task};
+use tidemark::{Error, Trainer};
+
+use super::{serial, Item, Rows, Sines, Small};
+
+/// Sines, whose validation holds `per_sample` floats a sample and `fixed` floats besides, on
+/// top of the training step's figures: validation is what breaches.
+struct WideValidation {
+    per_sample: usize,
+    fixed: usize,
+}
+
+impl Task for WideValidation {
+    type Model = Small;
+    type Item = Item;
+    type Batch = (Tensor<2>, Tensor<2>);
+
+    fn model(&self, device: &Device) -> Small {
+        Sines.model(device)
+    }
+    fn data(&self) -> Splits<Item> {
+        Sines.data()
+    }
+    fn batcher(&self) -> &dyn Batcher<Item, (Tensor<2>, Tensor<2>)> {
+        &Rows
+    }
+    fn step(&self, model: &Small, batch: Self::Batch, cx: &Compute) -> StepOutput {
+        Sines.step(model, batch, cx)
+    }
+    fn valid_step(&self, model: &Small, (x, y): Self::Batch, cx: &Compute) -> StepOutput {
+        let device = x.device();
+        let wide = x
+            .clone()
+            .matmul(Tensor::ones([4, self.per_sample / 4], &device));
+        let fixed = Tensor::<2>::ones([self.fixed / 1024, 1024], &device);
+        let held = (wide.sum() + fixed.sum()).mul_scalar(0.0);
+        let out = Sines.step(model, (x, y), cx);
+        StepOutput::new(out.loss + held)
+    }
+}
+
+fn config(
+    dir: &std::path::Path,
+    name: &str,
+    limit: Option<(u64, OnLimit)>,
+) -> tidemark::config::RunConfig {
+    let builder = ConfigBuilder::new(name)
+        .output_dir(dir)
+        .epochs(2)
+        .batch_size(32)
+        .num_workers(0)
+        .seed(1);
+    let builder = match limit {
+        Some((bytes, on_limit)) => builder.memory_limit(MemorySize::Bytes(bytes), on_limit),
+        None => builder,
+    };
+    builder.build().unwrap()
+}
+
+fn snapshots(dir: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name).join("snapshots.jsonl")).unwrap()
+}
+
+#[test]
+fn a_breach_in_validation_shrinks_validation_under_shrink_and_says_why_where_it_cannot() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // 16 Ki floats a sample: 2 MiB more at a validation micro-batch of 32 than at 16.
+    let task = || WideValidation {
+        per_sample: 64 << 10,
+        fixed: 0,
+    };
+    let free = Trainer::new(config(dir.path(), "free", None))
+        .fit(task())
+        .unwrap();
+    let peak = free.peak_bytes_in_use;
+    // Between validation at 32 and at 16, well above training's.
+    let limit = peak - (1 << 20);
+
+    let shrunk = Trainer::new(config(dir.path(), "shrink", Some((limit, OnLimit::Shrink))))
+        .fit(task())
+        .unwrap();
+    assert_eq!(shrunk.micro_batch, 32, "training keeps its micro-batch");
+    assert!(
+        shrunk.peak_bytes_in_use > limit,
+        "the breached attempt is in the peak"
+    );
+    let lines = snapshots(dir.path(), "shrink");
+    let shrinks: Vec<&str> = (lines.lines())
+        .filter(|l| l.contains("\"action\":\"shrink\""))
+        .collect();
+    assert_eq!(
+        shrinks.len(),
+        1,
+        "one shrink, in epoch 1; epoch 2 validates at 16: {lines}"
+    );
+    assert!(
+        shrinks[0].contains("validation held") && shrinks[0].contains("runs again at 16"),
+        "{}",
+        shrinks[0]
+    );
+    assert_eq!(
+        free.final_val_loss, shrunk.final_val_loss,
+        "the same figures at 16"
+    );
+
+    let failed = Trainer::new(config(dir.path(), "fail", Some((limit, OnLimit::Fail))))
+        .fit(task())
+        .unwrap_err();
+    let Error::Limit(e) = &failed else {
+        panic!("{failed}")
+    };
+    assert_eq!(e.phase, tidemark::memory::Phase::EpochEnd, "{failed}");
+    assert!(
+        failed.to_string().contains("memory.on_limit = \"shrink\""),
+        "{failed}"
+    );
+
+    // 8 MiB held whatever the micro-batch: no shrink fits, and the error says so.
+    let fixed = || WideValidation {
+        per_sample: 4,
+        fixed: 2 << 20,
+    };
+    let free = Trainer::new(config(dir.path(), "fixed-free", None))
+        .fit(fixed())
+        .unwrap();
+    let limit = free.peak_bytes_in_use - (2 << 20);
+    let failed = Trainer::new(config(dir.path(), "fixed", Some((limit, OnLimit::Shrink))))
+        .fit(fixed())
+        .unwrap_err();
+    let message = failed.to_string();
+    assert!(matches!(&failed, Error::Limit(e) if e.phase == tidemark::memory::Phase::EpochEnd));
+    assert!(
+        message.contains("at a micro-batch of 1 it still holds more"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("(or memory.on_limit = \"shrink\")"),
+        "{message}"
+    );
+    let shrinks = snapshots(dir.path(), "fixed")
+        .matches("\"action\":\"shrink\"")
+        .count();
+    assert_eq!(shrinks, 5, "32 -> 16 -> 8 -> 4 -> 2 -> 1");
+}
