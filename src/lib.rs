@@ -98,6 +98,8 @@ mod docs {
     mod training {}
 }
 
+/// The `clap` an [`App`]'s own commands are written in.
+pub use clap;
 pub use cli::App;
 pub use error::{Error, SweepError, TrainingError};
 pub use task::Task;

@@ -343,3 +343,30 @@ fn the_app_s_kind_evaluates_and_predicts_on_a_file_it_reads() {
     ])
     .fails_with(2, &["bad.csv:2: store: not a store: \"99\""]);
 }
+
+#[test]
+fn the_app_names_itself_in_its_help_and_runs_a_command_of_its_own() {
+    let env = Env::new();
+    let help = env.app(&["--help"]);
+    assert_eq!(help.code(), 0);
+    let text = help.stdout();
+    assert!(text.starts_with("Sales forecasts"), "{text}");
+    assert!(text.contains("Usage: custom_model <COMMAND>"), "{text}");
+    assert!(text.contains("custom_model train --config"), "{text}");
+    assert!(!text.contains("tidemark train"), "{text}");
+    assert!(text.contains("  draw "), "{text}");
+
+    let drawn = env.app(&["draw", "--samples", "5", "--out", "drawn.csv"]);
+    assert_eq!(drawn.code(), 0, "{}", drawn.stderr());
+    let csv = std::fs::read_to_string(env.path("drawn.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 6, "{csv}");
+    assert!(
+        csv.starts_with("f0,f1,f2,f3,f4,f5,f6,f7,store,amount\n"),
+        "{csv}"
+    );
+    // Its usage errors and its own errors exit as tidemark's do.
+    let bad = env.app(&["draw", "--samples", "many", "--out", "x.csv"]);
+    assert_eq!(bad.code(), 2, "{}", bad.stderr());
+    env.app(&["draw", "--out", "no/such/dir/x.csv"])
+        .fails_with(1, &["no/such/dir/x.csv"]);
+}
