@@ -37,6 +37,12 @@ impl ModelKind for SalesKind {
     type Settings = Settings;
     type Task = Sales;
 
+    /// Its sales are drawn from a fixed rule: `[data]` is not read, and its runs' config.toml
+    /// keeps none.
+    fn own_data(&self) -> bool {
+        true
+    }
+
     fn check(&self, settings: &Settings) -> Result<(), Invalid> {
         let fail = |key: &str, message: String| {
             let key = key.into();

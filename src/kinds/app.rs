@@ -72,6 +72,12 @@ pub trait ModelKind: Send + Sync + 'static {
     fn output_names(&self) -> &'static [&'static str] {
         &[]
     }
+
+    /// Whether the kind's data is its own and `[data]` is not read: its runs' `config.toml`
+    /// then has no `[data]`, and a resume compares none.
+    fn own_data(&self) -> bool {
+        false
+    }
 }
 
 /// A kind's model.
@@ -121,7 +127,7 @@ impl<K: ModelKind> AppKind<K> {
     /// keeps them, for `--resume`, `evaluate` and `predict`).
     fn task(&self, config: &RunConfig) -> Result<Owned<K::Task>, Error> {
         let task = self.kind.task(self.settings_or_error(config)?, config)?;
-        Ok(Owned::new(task, &self.name))
+        Ok(Owned::new(task, &self.name, self.kind.own_data()))
     }
 
     /// The task over the file `path`, for `command`; an error where the kind reads no files.

@@ -1,5 +1,6 @@
 //! [`Owned`]: a program's task that owns its config's `[model]` and `[data]`, as a built-in
-//! task does, so that its run's `config.toml` keeps them and the run can be rebuilt from it.
+//! task does (or `[model]` alone, for a kind whose data is its own), so that its run's
+//! `config.toml` keeps them and the run can be rebuilt from it.
 
 use burn::data::dataloader::batcher::Batcher;
 use burn::tensor::Device;
@@ -11,12 +12,22 @@ use crate::task::{Baselines, Compute, Splits, StepOutput, Task};
 pub(super) struct Owned<T> {
     task: T,
     kind: String,
+    sections: &'static [&'static str],
 }
 
 impl<T: Task> Owned<T> {
-    pub(super) fn new(task: T, kind: &str) -> Self {
+    /// `task` of `kind`, which reads `[data]` unless `own_data`.
+    pub(super) fn new(task: T, kind: &str, own_data: bool) -> Self {
         let kind = kind.to_string();
-        Self { task, kind }
+        let sections = match own_data {
+            true => &["model"],
+            false => TASK_SECTIONS,
+        };
+        Self {
+            task,
+            kind,
+            sections,
+        }
     }
 }
 
@@ -32,7 +43,7 @@ impl<T: Task> Task for Owned<T> {
         }
     }
     fn config_sections(&self) -> &'static [&'static str] {
-        TASK_SECTIONS
+        self.sections
     }
     fn metric_names(&self) -> Option<&'static [&'static str]> {
         self.task.metric_names()

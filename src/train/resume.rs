@@ -203,8 +203,9 @@ pub(crate) fn check_config(
     for key in keys {
         let (old, new) = (before.get(key), after.get(key));
         let section = key.split('.').next().unwrap_or("");
-        let in_code =
-            task_in_code.is_some() && TASK_SECTIONS.contains(&section) && !owned.contains(&section);
+        // A section the task does not read (a task defined in code, a kind with data of its
+        // own) says nothing about the run.
+        let in_code = TASK_SECTIONS.contains(&section) && !owned.contains(&section);
         let may_change = MAY_CHANGE
             .iter()
             .any(|k| key == k || (k.ends_with('.') && key.starts_with(k)));

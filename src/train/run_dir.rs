@@ -57,10 +57,11 @@ pub(crate) fn make_output_dir(output_dir: &Path) -> Result<(), Error> {
     std::fs::create_dir_all(output_dir).map_err(|e| Error::io(output_dir, e))
 }
 
-/// Writes `config.toml`. The `[model]` and `[data]` sections of a task defined in code (one
-/// that does not own them, [`Task::config_sections`](crate::task::Task::config_sections):
-/// `owned`) say nothing about the run, so they are left out and a comment names the task
-/// (`name`) instead; a hand loop's owns none.
+/// Writes `config.toml`. A `[model]` or `[data]` section the task does not read
+/// ([`Task::config_sections`](crate::task::Task::config_sections): `owned`) says nothing about
+/// the run, so it is left out: a kind with data of its own owns `[model]` alone. A task defined
+/// in code (one without `[model]`; a hand loop's owns none) gets a comment naming it (`name`)
+/// instead, which the commands that rebuild a run from its file read.
 pub(super) fn write_config(
     run_dir: &Path,
     config: &RunConfig,
@@ -78,10 +79,11 @@ pub(super) fn write_config(
                     !TASK_SECTIONS.contains(&section.as_str()) || owned.contains(&section.as_str())
                 })
                 .collect();
-            format!(
-                "{CODE_TASK_HEADER} \"{name}\", defined in code\n{}",
-                toml::to_string(&kept).expect("a TOML table serialises")
-            )
+            let kept = toml::to_string(&kept).expect("a TOML table serialises");
+            match owned.contains(&"model") {
+                true => kept,
+                false => format!("{CODE_TASK_HEADER} \"{name}\", defined in code\n{kept}"),
+            }
         }
     };
     write_atomic(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))

@@ -208,6 +208,16 @@ fn a_killed_app_run_resumes_from_the_app_s_binary_to_the_uninterrupted_run() {
     }
     assert_eq!(a["steps"], b["steps"]);
     assert_eq!(a["task"], "sales");
+    // The kind's data is its own: its config.toml keeps `[model]`, and no `[data]`.
+    let written = std::fs::read_to_string(env.path("runs/custom-model/config.toml")).unwrap();
+    assert!(
+        written.contains("[model]") && written.contains("kind = \"sales\""),
+        "{written}"
+    );
+    assert!(
+        !written.contains("[data]") && !written.starts_with('#'),
+        "{written}"
+    );
     // Evaluated from the run's own config.toml: its final validation loss.
     let evaluated = env.app(&["evaluate", "runs/custom-model"]);
     assert_eq!(evaluated.code(), 0, "{}", evaluated.stderr());
