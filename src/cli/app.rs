@@ -47,8 +47,11 @@ pub struct App {
 /// A command of the program's own and what runs it.
 struct OwnCommand {
     command: clap::Command,
-    run: Box<dyn Fn(&clap::ArgMatches) -> Result<(), Error>>,
+    run: Box<RunOwn>,
 }
+
+/// What runs a program's own command, on its arguments.
+type RunOwn = dyn Fn(&clap::ArgMatches) -> Result<(), Error>;
 
 impl Default for App {
     fn default() -> Self {
