@@ -21,7 +21,7 @@ use burn::module::Module;
 use burn::nn::{Linear, LinearConfig};
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
-use tidemark::config::{ConfigBuilder, EarlyStoppingConfig, MemorySize, MonitorMode, OnLimit};
+use tidemark::config::{ConfigBuilder, EarlyStoppingConfig, MemorySize, OnLimit};
 use tidemark::memory::{format_bytes, CountingAllocator};
 use tidemark::task::StepOutput;
 use tidemark::HandLoop;
@@ -110,12 +110,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .epochs(12)
         .batch_size(4096)
         .memory_limit(MemorySize::Bytes(80 << 20), OnLimit::Shrink)
+        // val_loss, lower is better, the best weights restored: the defaults.
         .early_stopping(EarlyStoppingConfig {
-            monitor: "val_loss".into(),
-            mode: MonitorMode::Min,
             patience: 2,
             min_delta: 0.005,
-            restore_best: true,
+            ..Default::default()
         })
         .build()?;
     let mut run = HandLoop::setup(config.clone(), samples, Net::new)?;

@@ -671,11 +671,9 @@ fn early_stopping_in_a_hand_loop_stops_where_the_trainer_stops_and_keeps_the_bes
     let dir = tempfile::tempdir().unwrap();
     // No epoch after the first improves by 10: patience 1 stops the run after epoch 2 of 4.
     let early = tidemark::config::EarlyStoppingConfig {
-        monitor: "val_loss".into(),
-        mode: tidemark::config::MonitorMode::Min,
         patience: 1,
         min_delta: 10.0,
-        restore_best: true,
+        ..Default::default()
     };
     let keys = |b: ConfigBuilder| b.epochs(4).early_stopping(early.clone());
     let config = |name: &str| sines_config(dir.path(), name, SMALL, &keys);
