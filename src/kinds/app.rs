@@ -37,7 +37,10 @@ pub trait ModelKind: Send + Sync + 'static {
     }
 
     /// The metrics the kind's task reports (`accuracy`), known before it trains: a search's
-    /// monitor may be `val_loss` or `val_<metric>` of these.
+    /// monitor may be `val_loss` or `val_<metric>` of these, and a run checks its monitors
+    /// (`train.early_stopping`, a plateau's, `checkpoint.keep_best`) against them before its
+    /// first step. Declared here, once: the task's own
+    /// [`Task::metric_names`](crate::task::Task::metric_names) is then not asked.
     fn metrics(&self) -> &'static [&'static str] {
         &[]
     }
@@ -127,7 +130,8 @@ impl<K: ModelKind> AppKind<K> {
     /// keeps them, for `--resume`, `evaluate` and `predict`).
     fn task(&self, config: &RunConfig) -> Result<Owned<K::Task>, Error> {
         let task = self.kind.task(self.settings_or_error(config)?, config)?;
-        Ok(Owned::new(task, &self.name, self.kind.own_data()))
+        let (own_data, metrics) = (self.kind.own_data(), self.kind.metrics());
+        Ok(Owned::new(task, &self.name, own_data, metrics))
     }
 
     /// The task over the file `path`, for `command`; an error where the kind reads no files.

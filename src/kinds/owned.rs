@@ -13,11 +13,19 @@ pub(super) struct Owned<T> {
     task: T,
     kind: String,
     sections: &'static [&'static str],
+    /// The kind's metrics ([`ModelKind::metrics`](super::ModelKind::metrics)): declared once,
+    /// for a search's monitor and the run's checks alike.
+    metrics: &'static [&'static str],
 }
 
 impl<T: Task> Owned<T> {
-    /// `task` of `kind`, which reads `[data]` unless `own_data`.
-    pub(super) fn new(task: T, kind: &str, own_data: bool) -> Self {
+    /// `task` of `kind`, which reads `[data]` unless `own_data`, and reports `metrics`.
+    pub(super) fn new(
+        task: T,
+        kind: &str,
+        own_data: bool,
+        metrics: &'static [&'static str],
+    ) -> Self {
         let kind = kind.to_string();
         let sections = match own_data {
             true => &["model"],
@@ -27,6 +35,7 @@ impl<T: Task> Owned<T> {
             task,
             kind,
             sections,
+            metrics,
         }
     }
 }
@@ -46,7 +55,10 @@ impl<T: Task> Task for Owned<T> {
         self.sections
     }
     fn metric_names(&self) -> Option<&'static [&'static str]> {
-        self.task.metric_names()
+        match self.metrics {
+            [] => self.task.metric_names(),
+            kind => Some(kind),
+        }
     }
     fn notes(&self) -> Vec<String> {
         self.task.notes()

@@ -380,3 +380,23 @@ fn the_app_names_itself_in_its_help_and_runs_a_command_of_its_own() {
     env.app(&["draw", "--out", "no/such/dir/x.csv"])
         .fails_with(1, &["no/such/dir/x.csv"]);
 }
+
+#[test]
+fn the_app_s_kind_declares_its_metrics_once_and_a_run_checks_its_monitor_before_training() {
+    let env = Env::new();
+    env.write("sales.toml", &sales());
+    // `mae` is declared by the kind (`ModelKind::metrics`) alone: the run knows it before
+    // its first step, as a search does.
+    let set = ["--set", "train.early_stopping.monitor=\"val_mea\""];
+    let run = env.app(&[&["train", "--config", "sales.toml"][..], &set].concat());
+    run.fails_with(2, &["val_mea", "it reports val_loss, val_mae"]);
+    assert!(!env.path("runs").exists(), "nothing is created");
+    let set = [
+        "--set",
+        "train.early_stopping.monitor=\"val_mae\"",
+        "--set",
+        "train.epochs=1",
+    ];
+    let run = env.app(&[&["train", "--config", "sales.toml", "--quiet"][..], &set].concat());
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+}
