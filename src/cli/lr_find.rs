@@ -3,8 +3,8 @@
 
 use crate::config::{ConfigError, LrRange, RunConfig};
 use crate::kinds::Kinds;
+use crate::train::lr_find::find;
 use crate::train::lr_find::rule::Sweep;
-use crate::train::lr_find::{find, Found};
 use crate::Error;
 
 use super::terminal::Terminal;
@@ -19,7 +19,7 @@ pub(super) fn lr_find(
     let found = find(config, sweep, Box::new(Terminal::new(true)), |t| {
         kinds.train(t)
     })?;
-    outln!("{}", said(&found));
+    outln!("{}", found.said());
     Ok(())
 }
 
@@ -41,23 +41,4 @@ pub(super) fn sweep(min_lr: f64, max_lr: f64, steps: usize) -> Result<Sweep, Err
         },
         ..Sweep::default()
     })
-}
-
-/// `lr-find: suggested lr 1.26e-3 (steepest descent at step 62 of 87; stopped at step 87: ...)`.
-pub(super) fn said(found: &Found) -> String {
-    let files = format!("{}, lr-find.svg", found.dir.join("lr-find.json").display());
-    match (found.lr(), found.suggestion) {
-        (Some(lr), Some(i)) => format!(
-            "lr-find: suggested lr {lr:.3e} (steepest descent at step {} of {}; stopped {}); {files}",
-            i + 1,
-            found.points.len(),
-            found.stopped
-        ),
-        _ => format!(
-            "lr-find: no suggestion: {} steps, too few past the first {} (stopped {}); {files}",
-            found.points.len(),
-            found.sweep.skip_begin,
-            found.stopped
-        ),
-    }
 }

@@ -1,17 +1,13 @@
 //! `tidemark train`: a run trained (or resumed) with the terminal's progress, and its outcome
 //! in one line on stdout.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::lr_find::said;
 use super::terminal::{fmt_opt, Terminal};
 use super::{config_path, load_config, out_override};
-use crate::config::{ConfigError, Override, RunConfig};
 use crate::kinds::Kinds;
 use crate::memory::format_bytes;
 use crate::report::format_metric;
-use crate::train::lr_find::find;
-use crate::train::lr_find::rule::Sweep;
 use crate::{Error, Trainer};
 
 /// `tidemark train`: trains (or resumes) and prints the run's one-line outcome.
@@ -24,16 +20,8 @@ pub(super) fn train(
     quiet: bool,
 ) -> Result<(), Error> {
     let path = config_path(config, resume.as_deref())?;
-    let find = resume.is_none() && asks_for_finder(&path, overrides)?;
-    let mut extra = out_override(out)?;
-    if find {
-        // Checked at any rate first; the finder's rate replaces it.
-        extra.push(rate(crate::config::defaults::LR));
-    }
-    let mut resolved = load_config(kinds, &path, overrides, extra)?;
-    if find {
-        resolved = found_rate(kinds, resolved, &path, quiet)?;
-    }
+    // `train.lr = "find"`: the trainer runs the finder first, and trains at its rate.
+    let resolved = load_config(kinds, &path, overrides, out_override(out)?)?;
     let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
     if let Some(run_dir) = resume {
         trainer = trainer.resume(run_dir);
@@ -60,54 +48,6 @@ pub(super) fn train(
         outln!("kept: {}; evaluate --checkpoint best-N", kept.join(", "));
     }
     Ok(())
-}
-
-/// Whether the config (with `overrides`) says `train.lr = "find"`.
-fn asks_for_finder(path: &Path, overrides: &[String]) -> Result<bool, Error> {
-    let overrides = (overrides.iter())
-        .map(|o| Override::parse(o))
-        .collect::<Result<Vec<_>, _>>()?;
-    let raw = crate::config::load_raw(path, &overrides)?.raw;
-    Ok(raw.train.lr.is_some_and(|lr| lr.is_find()))
-}
-
-/// `train.lr = <lr>`, as an override.
-fn rate(lr: f64) -> Override {
-    Override {
-        key: "train.lr".into(),
-        value: toml::Value::Float(lr),
-        text: format!("train.lr={lr:?}"),
-    }
-}
-
-/// `resolved` with the rate the finder suggests on it, checked again at that rate; the run's
-/// `config.toml` then records it.
-fn found_rate(
-    kinds: &Kinds,
-    resolved: RunConfig,
-    path: &Path,
-    quiet: bool,
-) -> Result<RunConfig, Error> {
-    let observer = Box::new(Terminal::new(quiet));
-    let found = find(&resolved, Sweep::default(), observer, |t| kinds.train(t))?;
-    eprintln!("{}", said(&found));
-    let Some(lr) = found.lr() else {
-        return Err(Error::Config(ConfigError {
-            origin: path.display().to_string(),
-            key: Some("train.lr".into()),
-            message: "train.lr = \"find\": the finder made no suggestion (see lr-find.svg); \
-                      give a rate"
-                .into(),
-        }));
-    };
-    let text = crate::config::to_toml(&resolved);
-    let name = path.display().to_string();
-    Ok(crate::config::parse_checked(
-        &text,
-        &name,
-        &[rate(lr)],
-        &|c| kinds.check(c),
-    )?)
 }
 
 /// The final validation metrics (`, val accuracy 85.3%`), with the baselines to read them

@@ -210,7 +210,16 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 /// The resolved configuration as TOML, every default filled in. Loading it gives back the
 /// same [`RunConfig`].
 pub fn to_toml(config: &RunConfig) -> String {
-    toml::to_string_pretty(config).expect("a validated config always serialises")
+    let text = toml::to_string_pretty(config).expect("a validated config always serialises");
+    if !config.train.find_lr {
+        return text;
+    }
+    // `train.lr = "find"`, as written: the rate is the finder's, not the default held in `lr`.
+    let mut table: toml::Table = toml::from_str(&text).expect("config is TOML");
+    if let Some(toml::Value::Table(train)) = table.get_mut("train") {
+        train.insert("lr".into(), toml::Value::String("find".into()));
+    }
+    toml::to_string_pretty(&table).expect("a TOML table serialises")
 }
 
 #[cfg(test)]

@@ -65,6 +65,17 @@ pub enum TrainingError {
         /// The last epoch ended.
         epoch: usize,
     },
+    /// `train.lr = "find"`, and the finder's curve had too few points for a suggestion.
+    #[error(
+        "train.lr = \"find\": the learning-rate finder made no suggestion ({stopped}; see \
+         {picture}); give train.lr a rate"
+    )]
+    NoLrSuggestion {
+        /// Why the finder stopped.
+        stopped: String,
+        /// Its picture, `lr-find.svg`.
+        picture: std::path::PathBuf,
+    },
     /// A hand-written loop's call after one of its steps failed.
     #[error("HandLoop: a step failed ({cause}); the run cannot go on: call finish")]
     AfterFailedStep {

@@ -1,7 +1,9 @@
 //! [`Trainer`]: a whole run from a [`RunConfig`] and a [`Task`], writing its run directory as it
 //! goes.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -10,12 +12,13 @@ use super::epochs::Epochs;
 use super::hand::{empty_training_split, DataBytes, HandLoop, Opening};
 use super::resume::Resume;
 use crate::backend;
-use crate::config::{ConfigError, EarlyStoppingConfig, RunConfig};
+use crate::config::{ConfigBuilder, ConfigError, EarlyStoppingConfig, RunConfig};
 use crate::data::item_loader;
-use crate::error::Error;
+use crate::error::{Error, TrainingError};
 use crate::record::{Observer, RunSummary, Silent};
 use crate::task::Task;
 use crate::train::gate::EpochGate;
+use crate::train::lr_find::{find, rule::Sweep};
 
 /// Trains one run: any [`Task`] ([`fit`](Self::fit)), or the task a config's model kind
 /// builds ([`run`](Self::run) for the built-in kinds, [`Kinds::train`](crate::kinds::Kinds::train)
@@ -112,6 +115,17 @@ impl Trainer {
     /// stays, a `run_end` event records what the run kept after releasing its memory, and
     /// `summary.json` has status `failed` with the error.
     pub fn fit<T: Task>(self, task: T) -> Result<RunSummary, Error> {
+        self.fit_on(&task)
+    }
+
+    /// [`fit`](Self::fit), on a task it borrows: the finder's copy of the run trains the same.
+    fn fit_on<T: Task>(mut self, task: &T) -> Result<RunSummary, Error> {
+        if self.config.train.find_lr {
+            self = match self.resume.clone() {
+                Some(run_dir) => self.at_rate_of(&run_dir)?,
+                None => self.at_found_rate(|copy| copy.fit_on(task))?,
+            };
+        }
         let Trainer {
             config,
             observer,
@@ -125,7 +139,7 @@ impl Trainer {
             None => None,
         };
         let device = backend::select(&config.device)?;
-        check_before_run(&config, &device, &task)?;
+        check_before_run(&config, &device, task)?;
         // The data before the run directory: a task with nothing to train on makes none.
         let train = &config.train;
         let splits = task.data();
@@ -158,13 +172,80 @@ impl Trainer {
         let train_loader = item_loader(splits.train, train.batch_size, Some(seed), workers);
         let valid_loader = (splits.valid).map(|v| item_loader(v, train.batch_size, None, workers));
         Epochs {
-            task: &task,
+            task,
             run,
             train_loader,
             valid_loader,
             gate,
         }
         .train()
+    }
+}
+
+impl Trainer {
+    /// `train.lr = "find"`: the learning-rate finder on a copy of the run, trained by `train`
+    /// (its progress told to this trainer's observer), and this trainer at the rate it
+    /// suggests, told in a line; an error where it suggests none.
+    fn at_found_rate(
+        mut self,
+        train: impl FnOnce(Trainer) -> Result<RunSummary, Error>,
+    ) -> Result<Trainer, Error> {
+        let observer = std::mem::replace(&mut self.observer, Box::new(Silent));
+        let shared = Rc::new(RefCell::new(observer));
+        let watching = Box::new(Shared(Rc::clone(&shared)));
+        let found = find(&self.config, Sweep::default(), watching, train);
+        // The copy's observer is gone with it: this trainer's comes back.
+        if let Ok(observer) = Rc::try_unwrap(shared) {
+            self.observer = observer.into_inner();
+        }
+        let found = found?;
+        self.observer.message(&found.said());
+        let Some(lr) = found.lr() else {
+            let (stopped, picture) = (found.stopped, found.dir.join("lr-find.svg"));
+            return Err(TrainingError::NoLrSuggestion { stopped, picture }.into());
+        };
+        self.config = ConfigBuilder::from_config(&self.config).lr(lr).build()?;
+        Ok(self)
+    }
+
+    /// `train.lr = "find"` on a resume: the rate the run found, from its `config.toml`.
+    fn at_rate_of(mut self, run_dir: &std::path::Path) -> Result<Trainer, Error> {
+        let path = run_dir.join("config.toml");
+        // A run without a readable config is refused by the resume itself, naming it.
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(self);
+        };
+        let saved = crate::config::parse(&text, &path.display().to_string(), &[])?;
+        if !saved.train.find_lr {
+            self.config = ConfigBuilder::from_config(&self.config)
+                .lr(saved.train.lr)
+                .build()?;
+        }
+        Ok(self)
+    }
+}
+
+/// An observer two owners tell: the finder's copy of a run, then the run.
+struct Shared(Rc<RefCell<Box<dyn Observer>>>);
+
+impl Observer for Shared {
+    fn message(&mut self, text: &str) {
+        self.0.borrow_mut().message(text);
+    }
+    fn warning(&mut self, warning: &crate::record::Warning) {
+        self.0.borrow_mut().warning(warning);
+    }
+    fn step(&mut self, progress: &crate::record::EpochProgress) {
+        self.0.borrow_mut().step(progress);
+    }
+    fn step_done(&mut self, epoch: usize, step: usize) {
+        self.0.borrow_mut().step_done(epoch, step);
+    }
+    fn snapshot(&mut self, snapshot: &crate::record::Snapshot) {
+        self.0.borrow_mut().snapshot(snapshot);
+    }
+    fn search_status(&mut self, status: &crate::record::SearchStatus) {
+        self.0.borrow_mut().search_status(status);
     }
 }
 

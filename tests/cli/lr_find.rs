@@ -139,7 +139,7 @@ fn train_lr_find_trains_at_the_rate_found_and_records_it() {
     let config = std::fs::read_to_string(env.path("runs/small/config.toml")).unwrap();
     let lr = found(&env)["lr"].as_f64().unwrap();
     assert!(config.contains(&format!("lr = {lr:?}")), "{config}");
-    // Elsewhere "find" is refused, with what to do.
+    // A setting like any other: `validate` takes it, and prints it as written.
     let validate = env.run(&[
         "validate",
         "--config",
@@ -147,14 +147,27 @@ fn train_lr_find_trains_at_the_rate_found_and_records_it() {
         "--set",
         "train.lr=\"find\"",
     ]);
-    validate.fails_with(
-        2,
-        &[
-            "train.lr",
-            "runs the learning-rate finder",
-            "tidemark lr-find",
-        ],
+    assert_eq!(validate.code(), 0, "{}", validate.stderr());
+    assert!(
+        validate.stdout().contains("lr = \"find\""),
+        "{}",
+        validate.stdout()
     );
+    // A search takes a rate, or draws one: a finder in every trial is refused.
+    let small = std::fs::read_to_string(env.path("small.toml")).unwrap();
+    env.write(
+        "grid.toml",
+        &format!("{small}\n[sweep]\n[sweep.vary]\nmodel.hidden = [[8], [32]]\n"),
+    );
+    let search = [
+        "sweep",
+        "--config",
+        "grid.toml",
+        "--set",
+        "train.lr=\"find\"",
+    ];
+    env.run(&search)
+        .fails_with(2, &["train.lr = \"find\" in a search", "[sweep.vary]"]);
     let other = env.train_small("x", &["--set", "train.lr=\"fast\""]);
     other.fails_with(2, &["train.lr must be a number, or \"find\"; got \"fast\""]);
     let range = env.run(&["lr-find", "--config", "small.toml", "--min-lr", "0"]);

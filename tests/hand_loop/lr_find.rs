@@ -105,3 +105,67 @@ fn a_hand_loop_that_ends_before_the_sweep_ends_it_there() {
         "no point between the skipped 10 and the last"
     );
 }
+
+#[test]
+fn train_lr_find_is_carried_out_by_the_library_s_trainer_and_recorded_in_the_run() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str, keys: &dyn Fn(ConfigBuilder) -> ConfigBuilder| {
+        let builder = ConfigBuilder::new(name)
+            .output_dir(dir.path())
+            .epochs(2)
+            .batch_size(32)
+            .num_workers(0)
+            .seed(1);
+        keys(builder).build().unwrap()
+    };
+    let asked = config("asked", &|b| b.find_lr());
+    assert!(asked.train.find_lr);
+    let text = tidemark::config::to_toml(&asked);
+    assert!(text.contains("lr = \"find\""), "written as asked: {text}");
+    let messages = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let summary = Trainer::new(asked)
+        .observer(Messages(std::sync::Arc::clone(&messages)))
+        .fit(Sines)
+        .unwrap();
+    // The finder's own files, beside the run, and its line told to the trainer's observer.
+    let found: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("asked-lr-find/lr-find.json")).unwrap(),
+    )
+    .unwrap();
+    let lr = found["lr"].as_f64().expect("a suggestion");
+    let said = messages.lock().unwrap().join("\n");
+    assert!(said.contains("lr-find: suggested lr"), "{said}");
+    // The run trained at that rate, and its config.toml records the rate, not "find".
+    let written = std::fs::read_to_string(summary.run_dir.join("config.toml")).unwrap();
+    let recorded = tidemark::config::parse(&written, "config.toml", &[]).unwrap();
+    assert_eq!(
+        (recorded.train.lr, recorded.train.find_lr),
+        (lr, false),
+        "{written}"
+    );
+    let at_rate = Trainer::new(config("at-rate", &|b| b.lr(lr)))
+        .fit(Sines)
+        .unwrap();
+    let weights = |run: &str| {
+        Checkpoint::latest(&dir.path().join(run))
+            .unwrap()
+            .weights()
+            .unwrap()
+    };
+    assert_eq!(
+        weights("asked"),
+        weights("at-rate"),
+        "the run is one at the rate found"
+    );
+    assert_eq!(summary.final_loss, at_rate.final_loss);
+}
+
+/// The messages a run tells.
+struct Messages(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl tidemark::record::Observer for Messages {
+    fn message(&mut self, text: &str) {
+        self.0.lock().unwrap().push(text.to_string());
+    }
+}

@@ -179,6 +179,14 @@ impl ConfigBuilder {
         self
     }
 
+    /// `train.lr = "find"`: the learning-rate finder runs on a copy of the run before it
+    /// trains, and the run trains at the rate it suggests (docs/training.md, "Finding a
+    /// learning rate").
+    pub fn find_lr(mut self) -> Self {
+        self.raw.train.lr = Some(RawLr::Word("find".into()));
+        self
+    }
+
     /// Compute precision (`bf16` and `f16` keep f32 master weights; `f16` scales the loss).
     pub fn precision(mut self, precision: Precision) -> Self {
         self.raw.train.precision = Some(precision.name().into());

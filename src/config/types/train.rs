@@ -65,6 +65,11 @@ pub struct TrainConfig {
     /// the finder on its own copy of a run's config; no file sets it.
     #[serde(skip)]
     pub lr_range: Option<LrRange>,
+    /// `train.lr = "find"`: the learning-rate finder runs on a copy of the run before it
+    /// trains, and its suggestion replaces `lr` (the run's `config.toml` records the rate
+    /// found). [`to_toml`](crate::config::to_toml) writes it as `lr = "find"`.
+    #[serde(skip)]
+    pub find_lr: bool,
     /// `[train.offload]`: what a step keeps in host memory (nothing by default).
     #[serde(skip_serializing_if = "OffloadConfig::is_none")]
     pub offload: OffloadConfig,

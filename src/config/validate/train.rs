@@ -12,19 +12,13 @@ mod plateau;
 mod schedule;
 
 pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
-    let lr = match &raw.lr {
-        None => defaults::LR,
-        Some(RawLr::Rate(lr)) => *lr,
-        Some(RawLr::Word(word)) => {
-            let message = match word.as_str() {
-                "find" => {
-                    "\"find\" runs the learning-rate finder, which `tidemark train` does before \
-                           it trains (it trains at the rate found); here give a number, or run \
-                           `tidemark lr-find`"
-                        .to_string()
-                }
-                other => format!("must be a number, or \"find\"; got \"{other}\""),
-            };
+    // "find": the finder's rate replaces the default before the run trains.
+    let (lr, find_lr) = match &raw.lr {
+        None => (defaults::LR, false),
+        Some(RawLr::Rate(lr)) => (*lr, false),
+        Some(RawLr::Word(word)) if word == "find" => (defaults::LR, true),
+        Some(RawLr::Word(other)) => {
+            let message = format!("must be a number, or \"find\"; got \"{other}\"");
             return Err(Invalid::new("train.lr", message));
         }
     };
@@ -77,6 +71,7 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         schedule,
         early_stopping,
         lr_range: None,
+        find_lr,
         offload: offload(raw.offload.unwrap_or_default())?,
         ema: raw.ema.map(ema::ema).transpose()?,
     })

@@ -49,6 +49,28 @@ impl Found {
     pub fn lr(&self) -> Option<f64> {
         self.suggestion.map(|i| self.points[i].lr)
     }
+
+    /// What it found, in a line: `lr-find: suggested lr 1.26e-3 (steepest descent at step 62
+    /// of 87; stopped at step 87: ...); <dir>/lr-find.json, lr-find.svg`.
+    pub fn said(&self) -> String {
+        let files = format!("{}, lr-find.svg", self.dir.join("lr-find.json").display());
+        match (self.lr(), self.suggestion) {
+            (Some(lr), Some(i)) => format!(
+                "lr-find: suggested lr {lr:.3e} (steepest descent at step {} of {}; stopped {}); \
+                 {files}",
+                i + 1,
+                self.points.len(),
+                self.stopped
+            ),
+            _ => format!(
+                "lr-find: no suggestion: {} steps, too few past the first {} (stopped {}); \
+                 {files}",
+                self.points.len(),
+                self.sweep.skip_begin,
+                self.stopped
+            ),
+        }
+    }
 }
 
 /// Runs the finder on a copy of `config`'s run with `sweep`, training it through `train` (the
@@ -156,6 +178,7 @@ fn copy(config: &RunConfig, dir: &Path, sweep: &Sweep) -> RunConfig {
     copy.train.schedule = None;
     copy.train.early_stopping = None;
     copy.train.lr_range = Some(sweep.range);
+    copy.train.find_lr = false;
     copy.checkpoint.keep_best = None;
     copy.checkpoint.every_steps = None;
     copy

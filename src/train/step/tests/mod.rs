@@ -113,6 +113,7 @@ fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
         accumulation_steps: 4,
         optimizer,
         lr,
+        find_lr: false,
         weight_decay,
         precision: Precision::F32,
         loss_scaling: LossScaling::Off,
