@@ -3,12 +3,15 @@
 //! and the memory layer at every phase: a [`MemoryGuard`] that enforces it, and a
 //! [`RunRecorder`] that records it.
 //!
-//! - [`trainer`](Trainer): set-up and preflight, then the run's outcome;
+//! - [`trainer`](Trainer): a task's data checked, `train.lr = "find"` carried out, then its run
+//!   opened as a [`HandLoop`];
+//! - `hand`: the [`HandLoop`], the one loop: a run opened or resumed, its steps, validation,
+//!   epoch ends and summary;
+//! - `epochs`: the trainer's epochs, the hand loop's calls over a task's loaders, with a
+//!   search's gate and the memory advisor;
 //! - `run_dir`: the run directory and the resolved `config.toml`;
-//! - `learner`: the model and what updates it, with the calls every loop makes: a step, an
-//!   epoch's end, a checkpoint; the trainer's epochs and the [`HandLoop`] both make them;
-//! - `epochs`: the trainer's epoch loop, in phases (set-up, restore, pass, step, validation,
-//!   epoch end);
+//! - `learner`: the model and what updates it, with the calls the loop makes: a step, an
+//!   epoch's end, a checkpoint;
 //! - `step`: one optimizer step over micro-batches, and clipping; [`precision`]: mixed
 //!   precision; `optimizer`: the configured one, from Burn's;
 //! - `decide`: the learning-rate [`Schedule`] and [`EarlyStop`], as pure decisions;
@@ -46,7 +49,7 @@ pub(crate) use checkpoint::File as CheckpointFile;
 pub use checkpoint::{latest_checkpoint, Checkpoint, CheckpointState, Checkpointer};
 pub use decide::{EarlyStop, EarlyStopState, Schedule, Verdict};
 pub use gate::{Ending, EpochGate, Gate};
-pub use hand::HandLoop;
+pub use hand::{EpochBatches, HandLoop};
 pub use optimizer::{build_optimizer, FusedAdam};
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
 pub use step::{

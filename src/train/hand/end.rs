@@ -14,7 +14,6 @@ use crate::error::{Error, TrainingError};
 use crate::record::{write_atomic, RunStatus, RunSummary, Warning};
 use crate::report::{draw_memory_svg, PictureOf};
 use crate::train::gate::Ending;
-use crate::train::learner::Closed;
 use crate::train::stats::Identity;
 use crate::train::{EpochFigures, MemoryGuard};
 
@@ -23,19 +22,15 @@ impl<M: Module + 'static> HandLoop<M> {
     /// loss and metrics, from [`validate`](Self::validate) or its own) and what the steps
     /// counted (the mean training loss and metrics, samples per second, the learning rate,
     /// loss scaling and clipping), early stopping's verdict, then its checkpoint, from which
-    /// the run resumes exactly. An error before any step of the epoch.
-    pub fn end_epoch(&mut self, figures: EpochFigures) -> Result<(), Error> {
-        self.end_epoch_as(figures, true).map(|_| ())
+    /// the run resumes exactly. An error before any step of the epoch. Returns the epoch's
+    /// figures as its snapshot has them (`figures`, with what the steps counted).
+    pub fn end_epoch(&mut self, figures: EpochFigures) -> Result<EpochFigures, Error> {
+        self.end_epoch_as(figures, true)
     }
 
     /// Ends the open epoch; `judged` by early stopping (an epoch `finish` ends has no figures
-    /// of the loop's to judge). Returns what it closed: early stopping's verdict, and the
-    /// figures of its snapshot.
-    pub(in crate::train) fn end_epoch_as(
-        &mut self,
-        figures: EpochFigures,
-        judged: bool,
-    ) -> Result<Closed, Error> {
+    /// of the loop's to judge). Returns the figures of its snapshot.
+    fn end_epoch_as(&mut self, figures: EpochFigures, judged: bool) -> Result<EpochFigures, Error> {
         if let Some(failed) = &self.failed {
             return Err(super::step::stopped(&failed.message));
         }
@@ -57,7 +52,7 @@ impl<M: Module + 'static> HandLoop<M> {
     }
 
     /// Ends the open epoch through the learner.
-    fn close(&mut self, figures: EpochFigures, judged: bool) -> Result<Closed, Error> {
+    fn close(&mut self, figures: EpochFigures, judged: bool) -> Result<EpochFigures, Error> {
         let tally = std::mem::take(&mut self.tally);
         let (epoch, step) = (self.epoch, self.stats.steps);
         let trained = self.learner.trained(tally, (epoch, step))?;

@@ -5,8 +5,8 @@
 //! [`step`](HandLoop::step) for each optimizer step, [`validate`](HandLoop::validate) and
 //! [`end_epoch`](HandLoop::end_epoch) for each epoch, and [`finish`](HandLoop::finish).
 //!
-//! It is the trainer's loop, not a copy: both hold a learner and take each step and end each
-//! epoch through its calls. `step` is a whole step: the micro-batches the limit allows
+//! It is the trainer's loop: [`Trainer::fit`](crate::Trainer::fit) opens one and drives it over
+//! its task's loaders with these calls (`train/epochs`). `step` is a whole step: the micro-batches the limit allows
 //! (retried smaller under `on_limit = "shrink"`), accumulation, the loss scaling, the memory
 //! checks after each backward pass, before the update and after it, the divergence check, the
 //! schedule's rate, clipping and the update. No phase hangs on a call the loop could forget:
@@ -40,6 +40,7 @@ mod end;
 mod fit;
 mod open;
 mod step;
+mod task;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -54,6 +55,7 @@ pub(in crate::train) use open::{
     empty_training_split, seeded_model, steps_per_epoch, DataBytes, Opening,
 };
 pub(in crate::train) use step::StepAs;
+pub use task::EpochBatches;
 
 use super::checkpoint::Checkpointer;
 use super::learner::{Learner, Tally};
@@ -107,6 +109,9 @@ pub struct HandLoop<M: Module + 'static> {
     baselines: Baselines,
     /// What [`validate`](Self::validate) held, for the limit's check at the epoch's end.
     validated: Option<MemoryUsage>,
+    /// Whether a resumed run's loader order was replayed
+    /// ([`epoch_batches`](Self::epoch_batches)).
+    replayed: bool,
     /// The micro-batch validation shrank to under `on_limit = "shrink"`, where it did.
     valid_micro: Option<usize>,
     started: Instant,

@@ -149,6 +149,7 @@ impl<M: Module + 'static> HandLoop<M> {
             baselines: opening.baselines,
             validated: None,
             valid_micro: None,
+            replayed: false,
             started: Instant::now(),
             earlier_s,
             last_report: Instant::now(),

@@ -39,8 +39,7 @@ impl<M: Module + 'static> HandLoop<M> {
         batches: &[usize],
         mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<EpochFigures, Error> {
-        let samples = batches.iter().sum();
-        self.validate_as(samples, |model, micro, sums| {
+        self.validate_as(|model, micro, sums| {
             for rows in micro_ranges(batches, micro) {
                 let n = rows.len();
                 let out = output(model, rows);
@@ -50,12 +49,11 @@ impl<M: Module + 'static> HandLoop<M> {
         })
     }
 
-    /// Validation of `samples` samples, each part's loss and metrics added to the sums by
-    /// `parts`, which gets the model (in inference mode, in the run's precision) and the
-    /// micro-batch: the one validation every loop runs.
+    /// Validation, each part's loss and metrics (and samples) added to the sums by `parts`,
+    /// which gets the model (in inference mode, in the run's precision) and the micro-batch:
+    /// the one validation every loop runs.
     pub(in crate::train) fn validate_as(
         &mut self,
-        samples: usize,
         mut parts: impl FnMut(&M, usize, &mut MetricSums) -> Result<(), Error>,
     ) -> Result<EpochFigures, Error> {
         if let Some(failed) = &self.failed {
@@ -67,11 +65,12 @@ impl<M: Module + 'static> HandLoop<M> {
         // The training step's micro-batch, or the smaller one validation shrank to before.
         let layout = self.guard.layout().micro_batch();
         let mut micro = self.valid_micro.map_or(layout, |m| m.min(layout));
-        let means = loop {
+        let (means, samples) = loop {
             self.guard.open_window();
             let mut sums = MetricSums::default();
             parts(&model, micro, &mut sums)?;
-            let means = sums.finish().map_err(Error::device)?;
+            let samples = sums.samples();
+            let means = (sums.finish().map_err(Error::device)?, samples);
             let window = self.guard.read_window()?;
             let epoch = self.epoch;
             match shrinks {

@@ -28,14 +28,6 @@ pub(in crate::train) struct StepFigures {
     pace: Option<crate::record::Pace>,
 }
 
-/// An epoch ended.
-pub(in crate::train) struct Closed {
-    /// Early stopping's verdict on it.
-    pub(in crate::train) verdict: Option<Verdict>,
-    /// Its figures, as its snapshot has them.
-    pub(in crate::train) figures: EpochFigures,
-}
-
 impl<M: Module> Learner<M> {
     /// Epoch `epoch`'s figures from its steps' `tally`; an error where its loss is not finite
     /// (`step`: the run's last step).
@@ -79,7 +71,7 @@ impl<M: Module> Learner<M> {
         trained: StepFigures,
         figures: EpochFigures,
         window: &MemoryUsage,
-    ) -> Result<Closed, Error> {
+    ) -> Result<EpochFigures, Error> {
         let figures = self.complete(figures, &trained, guard);
         let monitored = match judged {
             true => self.monitored(&figures)?,
@@ -106,7 +98,7 @@ impl<M: Module> Learner<M> {
         self.checkpoint(guard, checkpointer, &state, marks)?;
         crate::failpoint::pass("checkpoint");
         guard.close_epoch(epoch, window)?;
-        Ok(Closed { verdict, figures })
+        Ok(figures)
     }
 
     /// `figures` with what the loop left unset taken from the steps.

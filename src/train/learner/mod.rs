@@ -1,8 +1,7 @@
 //! The [`Learner`]: the model and what updates it (the optimizer, the schedule, mixed
-//! precision, clipping, early stopping), with the calls every loop makes. The trainer's epochs
-//! and a [`HandLoop`](crate::HandLoop) each hold one, and take each step (`step`), end each
-//! epoch (`epoch_end`) and write each checkpoint through it: a key that changes a step or an
-//! epoch's end changes it in both.
+//! precision, clipping, early stopping), with the calls the loop makes. A
+//! [`HandLoop`](crate::HandLoop), the trainer's as a hand-written one, holds one, and takes
+//! each step (`step`), ends each epoch (`epoch_end`) and writes each checkpoint through it.
 
 mod epoch_end;
 mod step;
@@ -12,7 +11,6 @@ use burn::module::Module;
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
-pub(in crate::train) use epoch_end::Closed;
 pub(super) use step::{read_loss, Position, StepLoss};
 pub(super) use tally::Tally;
 
