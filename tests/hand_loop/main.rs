@@ -28,6 +28,7 @@ use tidemark::task::{Compute, Splits, StepOutput, Task};
 use tidemark::train::{Checkpoint, EpochFigures};
 use tidemark::{Error, HandLoop, Trainer, TrainingError};
 
+mod by_hand;
 mod keys;
 mod lr_find;
 mod validation;
