@@ -35,10 +35,10 @@
 // reason in its docs.
 #![deny(unsafe_code)]
 
+mod app;
 pub mod backend;
 mod builtin;
-#[doc(hidden)]
-pub mod cli;
+mod cli;
 pub mod compare;
 pub mod config;
 pub mod data;
@@ -98,9 +98,9 @@ mod docs {
     mod training {}
 }
 
+pub use app::App;
 /// The `clap` an [`App`]'s own commands are written in.
 pub use clap;
-pub use cli::App;
 pub use error::{Error, SweepError, TrainingError};
 pub use task::Task;
 pub use train::{HandLoop, Trainer};

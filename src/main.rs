@@ -6,5 +6,5 @@
 static ALLOC: tidemark::memory::CountingAllocator = tidemark::memory::CountingAllocator::new();
 
 fn main() {
-    std::process::exit(tidemark::cli::main());
+    std::process::exit(tidemark::App::new().run());
 }

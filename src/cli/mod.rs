@@ -25,16 +25,14 @@ macro_rules! out {
     };
 }
 
-mod app;
 mod compare;
 mod inference;
 mod lr_find;
 mod sweep;
-mod terminal;
+pub(crate) mod terminal;
 mod train;
 mod validate;
 
-pub use app::{main, App};
 use train::train;
 
 /// Train models on Burn with memory you can see: every run writes a memory snapshot per
@@ -55,7 +53,7 @@ use train::train;
     exceeded or device out of memory, 4 training that could not go on (a diverged loss), 130 a \
     search stopped by a signal, 1 any other failure."
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -252,7 +250,7 @@ fn load_file(
     Ok((file, resolved))
 }
 
-fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
+pub(crate) fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Compare {
             config,

@@ -266,7 +266,7 @@ impl Observer for Terminal {
 
 /// `text` with its control characters shown escaped (`\u{1b}`), newlines and tabs kept: a name
 /// or a path from a config or a file is the user's to choose, and the terminal is theirs too.
-pub(super) fn escaped(text: &str) -> String {
+pub(crate) fn escaped(text: &str) -> String {
     text.chars()
         .flat_map(|c| match c.is_control() && c != '\n' && c != '\t' {
             true => c.escape_unicode().collect::<Vec<char>>(),

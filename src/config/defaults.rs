@@ -2,8 +2,9 @@
 //! the docs' tables.
 
 use super::types::{
-    Activation, Backend, ClearPolicy, GapPolicy, MemoryPolicyKind, OnLimit, OptimizerKind,
-    Precision, ScheduleKind, SnapshotEvery,
+    Activation, Backend, ClearPolicy, EarlyStoppingConfig, GapPolicy, MemoryPolicyKind,
+    MonitorMode, OnLimit, OptimizerKind, PlateauConfig, Precision, ScheduleConfig, ScheduleKind,
+    SnapshotEvery,
 };
 
 // [run]
@@ -146,3 +147,52 @@ pub const PLATEAU_PATIENCE: usize = 10;
 pub const PLATEAU_MIN_DELTA: f64 = 1e-4;
 /// `train.schedule.cooldown` (`plateau`).
 pub const PLATEAU_COOLDOWN: usize = 0;
+
+// The tables a program builds as structs take the rest of their keys from here.
+
+impl Default for ScheduleConfig {
+    /// `constant` without a warmup: the configured rate throughout. Set the fields a schedule
+    /// needs and take the rest from here (`ScheduleConfig { kind, ..Default::default() }`): a
+    /// field added later then breaks nothing.
+    fn default() -> Self {
+        ScheduleConfig {
+            kind: SCHEDULE_KIND,
+            warmup_steps: WARMUP_STEPS,
+            min_lr: None,
+            decay_steps: None,
+            step_size: None,
+            gamma: None,
+            plateau: None,
+        }
+    }
+}
+
+impl Default for PlateauConfig {
+    /// `val_loss`, lower is better, with Keras's factor, patience and `min_delta`.
+    fn default() -> Self {
+        PlateauConfig {
+            monitor: MONITOR.into(),
+            mode: MonitorMode::Min,
+            factor: PLATEAU_FACTOR,
+            patience: PLATEAU_PATIENCE,
+            min_delta: PLATEAU_MIN_DELTA,
+            cooldown: PLATEAU_COOLDOWN,
+        }
+    }
+}
+
+impl Default for EarlyStoppingConfig {
+    /// `val_loss`, lower is better, with `[train.early_stopping]`'s defaults (Lightning's
+    /// patience of 3, any improvement counts, the best weights restored). Set what differs
+    /// and take the rest from here (`EarlyStoppingConfig { patience: 2, ..Default::default() }`):
+    /// a field added later then breaks nothing.
+    fn default() -> Self {
+        EarlyStoppingConfig {
+            monitor: MONITOR.into(),
+            mode: MonitorMode::Min,
+            patience: PATIENCE,
+            min_delta: MIN_DELTA,
+            restore_best: RESTORE_BEST,
+        }
+    }
+}

@@ -5,7 +5,6 @@ use std::fmt;
 use serde::Serialize;
 
 use super::MonitorMode;
-use crate::config::defaults;
 
 /// `[train]`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -140,23 +139,6 @@ pub struct ScheduleConfig {
     pub plateau: Option<PlateauConfig>,
 }
 
-impl Default for ScheduleConfig {
-    /// `constant` without a warmup: the configured rate throughout. Set the fields a schedule
-    /// needs and take the rest from here (`ScheduleConfig { kind, ..Default::default() }`): a
-    /// field added later then breaks nothing.
-    fn default() -> Self {
-        ScheduleConfig {
-            kind: defaults::SCHEDULE_KIND,
-            warmup_steps: defaults::WARMUP_STEPS,
-            min_lr: None,
-            decay_steps: None,
-            step_size: None,
-            gamma: None,
-            plateau: None,
-        }
-    }
-}
-
 /// `[train.schedule] kind = "plateau"`: Keras's and PyTorch's `ReduceLROnPlateau`. After an
 /// epoch whose `monitor` has not improved by more than `min_delta` for `patience` epochs in a
 /// row, the rate is multiplied by `factor` (not below `min_lr`), then `cooldown` epochs pass
@@ -175,20 +157,6 @@ pub struct PlateauConfig {
     pub min_delta: f64,
     /// Epochs after a drop during which no epoch counts as waiting.
     pub cooldown: usize,
-}
-
-impl Default for PlateauConfig {
-    /// `val_loss`, lower is better, with Keras's factor, patience and `min_delta`.
-    fn default() -> Self {
-        PlateauConfig {
-            monitor: defaults::MONITOR.into(),
-            mode: MonitorMode::Min,
-            factor: defaults::PLATEAU_FACTOR,
-            patience: defaults::PLATEAU_PATIENCE,
-            min_delta: defaults::PLATEAU_MIN_DELTA,
-            cooldown: defaults::PLATEAU_COOLDOWN,
-        }
-    }
 }
 
 /// A learning-rate schedule's shape after the warmup.
@@ -257,22 +225,6 @@ pub struct EarlyStoppingConfig {
     pub min_delta: f64,
     /// End the run on the best epoch's weights (`checkpoints/best`), not the last epoch's.
     pub restore_best: bool,
-}
-
-impl Default for EarlyStoppingConfig {
-    /// `val_loss`, lower is better, with `[train.early_stopping]`'s defaults (Lightning's
-    /// patience of 3, any improvement counts, the best weights restored). Set what differs
-    /// and take the rest from here (`EarlyStoppingConfig { patience: 2, ..Default::default() }`):
-    /// a field added later then breaks nothing.
-    fn default() -> Self {
-        EarlyStoppingConfig {
-            monitor: defaults::MONITOR.into(),
-            mode: MonitorMode::Min,
-            patience: defaults::PATIENCE,
-            min_delta: defaults::MIN_DELTA,
-            restore_best: defaults::RESTORE_BEST,
-        }
-    }
 }
 
 /// The floating-point precision of forward and backward compute.

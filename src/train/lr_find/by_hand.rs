@@ -13,7 +13,7 @@ use crate::config::RunConfig;
 use crate::error::Error;
 use crate::record::Silent;
 use crate::train::lr_find::rule::Sweep;
-use crate::HandLoop;
+use crate::train::HandLoop;
 
 /// Runs the finder on a copy of `config`'s run with `sweep`: a [`HandLoop`] of the copy, its
 /// model from `model` over `samples` samples an epoch (as [`HandLoop::setup`]), trained by

@@ -24,7 +24,7 @@ use crate::config::RunConfig;
 use crate::error::{Error, TrainingError};
 use crate::record::{EpochProgress, Observer, RunSummary, Snapshot, Warning};
 use crate::report::{render_lr_find_svg, LrFindPicture};
-use crate::Trainer;
+use crate::train::Trainer;
 pub use by_hand::find_by_hand;
 use rule::{suggestion, Curve, Point, Sweep};
 

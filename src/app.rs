@@ -1,19 +1,14 @@
-//! [`App`]: a program's command line, over the model kinds it registers; the `tidemark` binary
-//! is the one with the built-in kinds alone.
+//! [`App`]: a program's command line, over the model kinds it registers and with commands of
+//! its own; the `tidemark` binary is the one with the built-in kinds alone. The commands
+//! themselves are `cli`'s, private to the crate.
 
 use std::io::Write;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use super::{run, Cli};
+use crate::cli::{run, Cli};
 use crate::kinds::Kinds;
 use crate::Error;
-
-/// Runs the `tidemark` binary's command line (the built-in kinds) on the process arguments
-/// and returns the exit code.
-pub fn main() -> i32 {
-    App::new().run()
-}
 
 /// A program's command line: every `tidemark` command, over the model kinds the program
 /// registers, and any command of its own. The `tidemark` binary is `App::new()`, the built-in
@@ -200,7 +195,7 @@ fn exit_code(outcome: Result<(), Error>) -> i32 {
             let _ = writeln!(
                 std::io::stderr(),
                 "error: {}",
-                super::terminal::escaped(&e.to_string())
+                crate::cli::terminal::escaped(&e.to_string())
             );
             e.exit_code()
         }
