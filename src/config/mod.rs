@@ -10,7 +10,6 @@ mod key_error;
 mod load;
 mod overrides;
 mod raw;
-mod raw_ema;
 mod raw_lr;
 mod size;
 mod types;

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use super::raw_ema::RawEma;
 pub use super::raw_lr::RawLr;
+use super::types::EmaConfig;
 
 pub use super::size::RawSize;
 
@@ -266,7 +266,7 @@ pub struct RawTrain {
     /// `[train.offload]`.
     pub offload: Option<RawOffload>,
     /// `[train.ema]`.
-    pub ema: Option<RawEma>,
+    pub ema: Option<EmaConfig>,
 }
 
 /// `[train.offload]` as written.

@@ -326,7 +326,7 @@ impl ConfigBuilder {
 
     /// A moving average of the weights (`[train.ema]`).
     pub fn ema(mut self, ema: crate::config::EmaConfig) -> Self {
-        self.raw.train.ema = Some(as_raw(&ema));
+        self.raw.train.ema = Some(ema);
         self
     }
 

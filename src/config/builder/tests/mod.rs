@@ -9,7 +9,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 use super::*;
 use crate::config::{
     parse, Column, GapPolicy, MonitorMode, RawCheckpoint, RawData, RawDevice, RawEarlyStopping,
-    RawEma, RawMemory, RawModel, RawOffload, RawRun, RawSchedule, RawTrain, ScheduleKind,
+    RawMemory, RawModel, RawOffload, RawRun, RawSchedule, RawTrain, ScheduleKind,
 };
 
 /// Files that exist (validation checks only that).
@@ -131,7 +131,7 @@ fn the_setters_reach_every_key_a_file_takes() {
         keys::<RawTrain>("train"),
         keys::<RawSchedule>("train.schedule"),
         keys::<RawEarlyStopping>("train.early_stopping"),
-        keys::<RawEma>("train.ema"),
+        keys::<crate::config::EmaConfig>("train.ema"),
         keys::<RawOffload>("train.offload"),
         keys::<RawMemory>("memory"),
         keys::<RawCheckpoint>("checkpoint"),
