@@ -37,7 +37,7 @@ impl<T: Task> Epochs<'_, T> {
     /// as it would have ended, not an epoch later.
     pub(super) fn gate_at_resume(&mut self) -> Result<Option<Ending>, Error> {
         let run = &self.run;
-        if !run.resumed_run || self.gate.is_none() || run.steps_done_in_epoch() > 0 {
+        if !run.is_resumed() || self.gate.is_none() || run.steps_done_in_epoch() > 0 {
             return Ok(None);
         }
         let snapshots = read_snapshots(run.guard.recorder().snapshots_path())?;

@@ -90,10 +90,8 @@ pub struct HandLoop<M: Module + 'static> {
     /// A new run before its first step, which first fits the micro-batch (under
     /// `on_limit = "fit"`) and writes checkpoint 0, from which the run can start again.
     starting: bool,
-    /// A run resumed from a checkpoint.
-    pub(in crate::train) resumed_run: bool,
-    /// What it was resumed from.
-    #[allow(dead_code)]
+    /// What a resumed run was resumed from: kept to the run's end, as it was read before the
+    /// guard's baseline.
     resume: Option<Resume>,
     /// The error that stopped a step, for the summary: the run cannot go on after it.
     failed: Option<Failed>,
@@ -237,6 +235,11 @@ impl<M: Module + 'static> HandLoop<M> {
     /// The micro-batch size a step runs at now (smaller after a shrink).
     pub fn micro_batch(&self) -> usize {
         self.guard.layout().micro_batch()
+    }
+
+    /// Whether the run was resumed from a checkpoint.
+    pub(in crate::train) fn is_resumed(&self) -> bool {
+        self.resume.is_some()
     }
 
     /// Records `e` as what stopped the run: no call after it goes on.

@@ -136,7 +136,6 @@ impl<M: Module + 'static> HandLoop<M> {
             stats,
             footprint,
             starting: resume.is_none(),
-            resumed_run: resume.is_some(),
             // Kept to the run's end: it was made before the guard's baseline.
             resume,
             failed: None,
