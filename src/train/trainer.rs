@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::before_run::{check_before_run, notes};
 use super::epochs::Epochs;
@@ -126,6 +127,8 @@ impl Trainer {
                 None => self.at_found_rate(|copy| copy.fit_on(task))?,
             };
         }
+        // The run's wall time: from here, the finder's copy (a run of its own) aside.
+        let started = Instant::now();
         let Trainer {
             config,
             observer,
@@ -160,6 +163,7 @@ impl Trainer {
             valid_samples,
             data: DataBytes::Counted(data_bytes),
             notes: notes(&config).into_iter().chain(task.notes()).collect(),
+            started,
         };
         let mut run = HandLoop::open(config, opening, |d| task.model(d), observer, resume)?;
         if let Some(stop) = stop {

@@ -44,10 +44,16 @@ fn latest(run_dir: &Path) -> String {
 fn a_run_asked_to_stop_checkpoints_where_it_is_and_its_resume_ends_as_if_never_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let whole = Trainer::new(config(dir.path(), "whole")).run().unwrap();
-    // Mid-epoch (the 5th step of epoch 2, step 35), and at epoch 1's last step, whose
-    // epoch end writes its own checkpoint before the run stops.
-    for (name, at, checkpoint) in [("mid", (2, 5), "step-35"), ("end", (1, 30), "epoch-1")] {
-        let flag = Arc::new(AtomicBool::new(false));
+    // Mid-epoch (the 5th step of epoch 2, step 35), at epoch 1's last step, whose epoch end
+    // writes its own checkpoint before the run stops, and before the first step (a flag set
+    // already): checkpoint 0, from which the run starts again.
+    let cases = [
+        ("mid", (2, 5), "step-35"),
+        ("end", (1, 30), "epoch-1"),
+        ("first", (0, 0), "epoch-0"),
+    ];
+    for (name, at, checkpoint) in cases {
+        let flag = Arc::new(AtomicBool::new(at == (0, 0)));
         let observer = StopAt {
             at,
             flag: Arc::clone(&flag),

@@ -99,9 +99,9 @@ impl LimitExceeded {
         }
         if self.phase == Phase::EpochEnd && self.shrinks {
             return "under memory.on_limit = \"shrink\" validation runs again at halves of its \
-                    micro-batch, and at a micro-batch of 1 it still holds more: the weights and \
-                    one sample's activations alone exceed the limit; raise memory.limit or use \
-                    a smaller model"
+                    micro-batch, and at a micro-batch of 1 it still holds more (or the epoch's \
+                    end, without validation, does): the weights and what one sample holds \
+                    exceed the limit; raise memory.limit or use a smaller model"
                 .into();
         }
         if self.phase == Phase::EpochEnd {
@@ -284,8 +284,8 @@ impl MemoryPolicy for Limit {
             Phase::RunStart if state.resting_estimate > self.bytes => vec![MemoryAction::Fail(
                 breach(state.resting_estimate, "needed at rest (estimated)"),
             )],
-            // Outside steps: validation (in its own window) and checkpoints.
-            // Neither can shrink: validation batches do not follow the micro-batch, and a
+            // Outside steps: validation (in its own window) and checkpoints. Neither shrinks
+            // here: validation shrinks itself before this check (HandLoop::validate), and a
             // checkpoint's size is the model's.
             Phase::EpochEnd | Phase::Checkpoint => {
                 let (observed, measure) = held(usage);

@@ -18,7 +18,6 @@ use crate::error::Error;
 use crate::record::RunSummary;
 use crate::task::Task;
 use crate::train::gate::{Ending, EpochGate};
-use crate::train::EpochFigures;
 
 /// Batches of items, as the loaders yield them.
 pub(super) type Loader<T> = Arc<dyn DataLoader<Vec<<T as Task>::Item>>>;
@@ -76,7 +75,7 @@ impl<T: Task> Epochs<'_, T> {
             }
             let figures = match &self.valid_loader {
                 Some(valid) => self.run.validate_task(task, valid.as_ref())?,
-                None => EpochFigures::default(),
+                None => self.run.no_validation(),
             };
             let figures = self.run.end_epoch(figures)?;
             if self.run.stopped_early() {

@@ -119,13 +119,13 @@ impl<M: Module + 'static> HandLoop<M> {
             tally,
             resumed,
             validated,
-            stop,
+            unread,
             ..
         } = self;
         learner.finish(&mut guard, &mut stats, completed);
         // Nothing the run made outlives its release: the model, the optimizer and all that
         // updates them, the checkpointer and the epoch's figures.
-        drop((learner, checkpointer, tally, resumed, validated, stop));
+        drop((learner, checkpointer, tally, resumed, validated, unread));
         let ended = guard.run_end(stats.epochs);
         draw(&mut guard, &config, &config.run.name);
         let (status, stopped_by, outcome) = match (outcome, ended) {

@@ -49,7 +49,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 
 pub(in crate::train) use open::{
     empty_training_split, seeded_model, steps_per_epoch, DataBytes, Opening,
@@ -58,7 +58,7 @@ pub(in crate::train) use step::StepAs;
 pub use task::EpochBatches;
 
 use super::checkpoint::Checkpointer;
-use super::learner::{Learner, Tally};
+use super::learner::{Learner, Position, Tally};
 use super::resume::Resume;
 use super::stats::Stats;
 use super::MemoryGuard;
@@ -97,6 +97,8 @@ pub struct HandLoop<M: Module + 'static> {
     failed: Option<Failed>,
     /// The open epoch's figures so far.
     tally: Tally,
+    /// The last step's loss where nothing read it, on the device.
+    unread: Option<(Tensor<1>, Position)>,
     /// A run resumed inside an epoch: that epoch's figures so far, until it opens.
     resumed: Option<Tally>,
     /// Optimizer steps in a full epoch, for `checkpoint.every_steps`.
@@ -252,8 +254,9 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// Stops the run once `stop` is set, for a caller that runs the loop on its own ends (a
     /// signal handler, the learning-rate finder stopping the loop it sweeps): the step in
-    /// progress writes a checkpoint where it is (inside an epoch) and returns
-    /// [`Error::Interrupted`], as does every step after; the run is left as a killed run is.
+    /// progress writes a checkpoint where it is (inside an epoch; a new run's first step, its
+    /// checkpoint 0) and returns [`Error::Interrupted`], as does every step after; the run is
+    /// left as a killed run is, and [`finish`](Self::finish) writes no summary.
     pub(crate) fn stop_when(&mut self, stop: Arc<AtomicBool>) {
         self.stop = Some(stop);
     }

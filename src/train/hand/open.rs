@@ -41,6 +41,8 @@ pub(in crate::train) struct Opening<'a> {
     pub(in crate::train) data: DataBytes,
     /// Told to the observer after the run directory, before anything else.
     pub(in crate::train) notes: Vec<String>,
+    /// When the run was asked for: its wall time counts from here.
+    pub(in crate::train) started: Instant,
 }
 
 /// The dataset's bytes in the run's figures.
@@ -63,12 +65,13 @@ impl Opening<'static> {
             valid_samples: 0,
             data: DataBytes::Unknown,
             notes: Vec::new(),
+            started: Instant::now(),
         }
     }
 }
 
 impl<M: Module + 'static> HandLoop<M> {
-    /// Opens the run on `device` (the configured one, not yet autodiff): new, or `resume`d.
+    /// Opens the run on the configured device (autodiff for its steps): new, or `resume`d.
     pub(in crate::train) fn open(
         config: RunConfig,
         mut opening: Opening<'_>,
@@ -142,6 +145,7 @@ impl<M: Module + 'static> HandLoop<M> {
             epoch,
             open: false,
             tally: Tally::default(),
+            unread: None,
             resumed,
             steps_per_epoch: per_epoch,
             task: opening.task,
@@ -149,7 +153,7 @@ impl<M: Module + 'static> HandLoop<M> {
             validated: None,
             valid_micro: None,
             replayed: false,
-            started: Instant::now(),
+            started: opening.started,
             earlier_s,
             last_report: Instant::now(),
             stop: None,

@@ -76,7 +76,10 @@ impl<M: Module + 'static> HandLoop<M> {
         how: StepAs,
     ) -> Result<StepLoss, Error> {
         if let Some(failed) = &self.failed {
-            return Err(stopped(&failed.message));
+            return Err(match failed.interrupted {
+                true => Error::Interrupted,
+                false => stopped(&failed.message),
+            });
         }
         if self.learner.stopped_early() {
             let epoch = self.epoch;
@@ -87,7 +90,7 @@ impl<M: Module + 'static> HandLoop<M> {
             return Err(TrainingError::EmptyStep { step }.into());
         }
         let stepped = match self.stopping() {
-            true => self.interrupt(),
+            true => self.interrupt(batches, output),
             false => self.try_step(batches, output, how),
         };
         if let Err(e) = &stepped {
@@ -139,6 +142,11 @@ impl<M: Module + 'static> HandLoop<M> {
         // Progress about once a second, decided after the step, however long it took.
         let report = due(self.last_report);
         self.after_step(at, &mut loss, report)?;
+        // Read before a stop's checkpoint, where nothing read it: no diverged model is saved.
+        self.unread = match loss.value {
+            Some(_) => None,
+            None => Some((loss.on_device.clone(), at)),
+        };
         Ok(loss)
     }
 
@@ -174,10 +182,20 @@ impl<M: Module + 'static> HandLoop<M> {
         }
     }
 
-    /// Stopped before a step: a checkpoint where the open epoch is (an epoch's end wrote one
-    /// already), then [`Error::Interrupted`].
-    fn interrupt(&mut self) -> Result<StepLoss, Error> {
-        if self.open && self.tally.steps > 0 {
+    /// Stopped before a step: a new run's start first (its fit and checkpoint 0, from which
+    /// it resumes), or a checkpoint where the open epoch is, of a model whose last loss is
+    /// finite (an epoch's end wrote one already); then [`Error::Interrupted`].
+    fn interrupt(
+        &mut self,
+        batches: &[usize],
+        mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
+    ) -> Result<StepLoss, Error> {
+        if std::mem::take(&mut self.starting) {
+            self.start(batches, &mut output)?;
+        } else if self.open && self.tally.steps > 0 {
+            if let Some((loss, at)) = self.unread.take() {
+                read_loss(loss, at)?;
+            }
             let before = (self.learner).state(&self.stats, &self.guard, self.epoch - 1);
             let state = self.tally.inside(before)?;
             let (guard, checkpointer) = (&mut self.guard, &self.checkpointer);

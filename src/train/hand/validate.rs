@@ -22,7 +22,9 @@ impl<M: Module + 'static> HandLoop<M> {
     /// that part's mean loss and metrics, as a task's `valid_step` does. Returns the epoch's
     /// validation figures (`val_loss` and each metric as `val_<name>`, weighted by samples),
     /// to give [`end_epoch`](Self::end_epoch) (early stopping watches them there), and counts
-    /// `samples` as the run's `valid_samples`.
+    /// `samples` as the run's `valid_samples`. Under `on_limit = "shrink"`, validation that
+    /// breaches the limit runs again at half its micro-batch: `output` may be called again for
+    /// the same samples, and must change nothing the loop keeps.
     pub fn validate(
         &mut self,
         samples: usize,
@@ -101,6 +103,14 @@ impl<M: Module + 'static> HandLoop<M> {
                 .collect(),
             ..EpochFigures::default()
         })
+    }
+
+    /// An epoch without validation: its end is checked against the limit over what it holds
+    /// from here (a window of its own, as validation's), not over the last step's update.
+    pub(in crate::train) fn no_validation(&mut self) -> EpochFigures {
+        self.guard.open_window();
+        self.validated = Some(self.guard.peek_window());
+        EpochFigures::default()
     }
 
     /// The device a loop's validation batches go on: the configured one, without autodiff,
