@@ -118,17 +118,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .build()?;
     let mut run = HandLoop::setup(config.clone(), samples, Net::new)?;
-    let device = run.device().clone();
-    let (x, y) = data(samples + held_out, &device);
-    let train = (
-        x.clone().slice([0..samples, 0..16]),
-        y.clone().slice([0..samples, 0..1]),
-    );
+    // Training rows on the run's (autodiff) device; the held-out rows on validation's, the
+    // configured device without autodiff, where the model `validate` hands over lives.
     let all = samples + held_out;
-    let valid = (
-        x.slice([samples..all, 0..16]),
-        y.slice([samples..all, 0..1]),
-    );
+    let (x, y) = data(all, run.device());
+    let train = (x.slice([0..samples, 0..16]), y.slice([0..samples, 0..1]));
+    let (x, y) = data(all, run.validation_device());
+    let valid = (x.slice([samples..all, 0..16]), y.slice([samples..all, 0..1]));
     // Two epochs, then the process "dies" after epoch 2's checkpoint...
     epochs(&mut run, &train, &valid, Some(2))?;
     let dir = run.run_dir().to_path_buf();
