@@ -124,7 +124,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (x, y) = data(all, run.device());
     let train = (x.slice([0..samples, 0..16]), y.slice([0..samples, 0..1]));
     let (x, y) = data(all, run.validation_device());
-    let valid = (x.slice([samples..all, 0..16]), y.slice([samples..all, 0..1]));
+    let valid = (
+        x.slice([samples..all, 0..16]),
+        y.slice([samples..all, 0..1]),
+    );
     // Two epochs, then the process "dies" after epoch 2's checkpoint...
     epochs(&mut run, &train, &valid, Some(2))?;
     let dir = run.run_dir().to_path_buf();

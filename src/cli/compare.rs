@@ -15,13 +15,8 @@ pub(super) fn compare(
     policies: &str,
     out: Option<PathBuf>,
 ) -> Result<(), Error> {
-    let list = crate::compare::ComparePolicy::parse_list(policies).map_err(|e| {
-        crate::config::ConfigError {
-            origin: "--policies".into(),
-            key: None,
-            message: e.to_string(),
-        }
-    })?;
+    let list = crate::compare::ComparePolicy::parse_list(policies)
+        .map_err(|e| crate::error::UsageError::new("--policies", e.to_string()))?;
     let resolved = config.load(kinds, out_override(out)?)?;
     let (dir, rows) = crate::compare::compare(kinds, &resolved, &list, |policy| {
         eprintln!("== {}", policy.name());

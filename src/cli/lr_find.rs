@@ -1,7 +1,7 @@
 //! `tidemark lr-find`: the learning-rate finder on a copy of the config's run, its suggestion
 //! printed, and where its record and picture are.
 
-use crate::config::{ConfigError, LrRange, RunConfig};
+use crate::config::{LrRange, RunConfig};
 use crate::kinds::Kinds;
 use crate::train::lr_find::find;
 use crate::train::lr_find::rule::Sweep;
@@ -26,12 +26,10 @@ pub(super) fn lr_find(
 /// The finder's settings: Lightning's, over the range given.
 pub(super) fn sweep(min_lr: f64, max_lr: f64, steps: usize) -> Result<Sweep, Error> {
     if !(min_lr > 0.0 && max_lr > min_lr && max_lr.is_finite()) {
-        return Err(Error::Config(ConfigError {
-            origin: format!("--min-lr {min_lr} --max-lr {max_lr}"),
-            key: None,
-            message: "the finder sweeps from --min-lr up to --max-lr: both > 0, min below max"
-                .into(),
-        }));
+        return Err(Error::Usage(crate::error::UsageError::new(
+            format!("--min-lr {min_lr} --max-lr {max_lr}"),
+            "the finder sweeps from --min-lr up to --max-lr: both > 0, min below max",
+        )));
     }
     Ok(Sweep {
         range: LrRange {

@@ -330,14 +330,13 @@ fn config_path(config: Option<PathBuf>, resume: Option<&Path>) -> Result<PathBuf
     let dir = resume.unwrap_or(Path::new("."));
     let path = dir.join("config.toml");
     if !path.is_file() {
-        return Err(crate::config::ConfigError {
-            origin: format!("--resume {}", dir.display()),
-            key: None,
-            message: format!(
+        return Err(crate::error::UsageError::new(
+            format!("--resume {}", dir.display()),
+            format!(
                 "not a run or sweep directory: {} is missing",
                 path.display()
             ),
-        }
+        )
         .into());
     }
     Ok(path)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::load_file;
 use super::terminal::{SweepTerminal, Terminal};
-use crate::config::{ClearPolicy, ConfigError, Override, RawFile, RunConfig};
+use crate::config::{ClearPolicy, Override, RawFile, RunConfig};
 use crate::kinds::Kinds;
 use crate::record::Observer;
 use crate::sweep::{Changes, Shard, Space, Swept, TrialStatus};
@@ -148,15 +148,14 @@ fn plain_runs_take_no_search_flag(args: &SweepArgs) -> Result<(), Error> {
         (None, None, None, Some(s)) => (format!("--storage {s}"), "are shared through a study"),
         (None, None, None, None) => return Ok(()),
     };
-    Err(Error::Config(ConfigError {
-        origin: flag,
-        key: None,
-        message: format!(
+    Err(Error::Usage(crate::error::UsageError::new(
+        flag,
+        format!(
             "{} has no [sweep] table, and only a search's trials {only}; without one, sweep \
              trains --runs N runs of the config one after another in one process",
             args.path.display()
         ),
-    }))
+    )))
 }
 
 /// The search `file`'s `[sweep]` table describes (`parallel` trials at once where
@@ -295,11 +294,10 @@ pub(super) fn report_study(journal: &Path) -> Result<(), Error> {
     let spec = journal.display().to_string();
     let reports = crate::sweep::report_study(&spec)?;
     if reports.is_empty() {
-        return Err(Error::Config(ConfigError {
-            origin: spec,
-            key: None,
-            message: "holds no study of tidemark's (a journal written by sweep --storage)".into(),
-        }));
+        return Err(Error::Usage(crate::error::UsageError::new(
+            spec,
+            "holds no study of tidemark's (a journal written by sweep --storage)",
+        )));
     }
     for study in reports {
         // The best trial's directory, where its worker trained it.

@@ -2,9 +2,11 @@
 
 mod sweep;
 mod training;
+mod usage;
 
 pub use sweep::SweepError;
 pub use training::TrainingError;
+pub use usage::UsageError;
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +23,9 @@ pub enum Error {
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A command's argument cannot be used.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
     /// The requested device cannot be used.
     #[error(transparent)]
     Backend(#[from] BackendError),
@@ -159,7 +164,7 @@ impl Error {
         }
     }
 
-    /// The process exit code for this error: 2 for bad input (config, device choice, data
+    /// The process exit code for this error: 2 for bad input (config, arguments, device choice, data
     /// files, a run's own files that cannot be read back), 3 for an exceeded memory limit or a
     /// device out-of-memory, 4 for training that could not go on ([`TrainingError`]), 5 for a
     /// search whose every trial failed, 75 for a study's storage that failed
@@ -167,7 +172,11 @@ impl Error {
     /// else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Config(_) | Error::Backend(_) | Error::Data(_) | Error::Checkpoint { .. } => 2,
+            Error::Config(_)
+            | Error::Usage(_)
+            | Error::Backend(_)
+            | Error::Data(_)
+            | Error::Checkpoint { .. } => 2,
             Error::Record(RecordError::Corrupt { .. }) => 2,
             Error::Limit(_) | Error::OutOfMemory { .. } => 3,
             Error::Interrupted | Error::WorkerStopped { .. } => 130,

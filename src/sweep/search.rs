@@ -12,7 +12,6 @@ use super::results::rank::{rank, ranking, TrialRow};
 use super::results::rows::read_rows;
 use super::results::sweep_svg::picture;
 use super::space::Space;
-use crate::config::ConfigError;
 use crate::error::Error;
 use crate::record::write_atomic;
 use crate::report::render_search_svg;
@@ -60,11 +59,10 @@ pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error
 /// storage, written as the workers train (the shards' is `journal.log` itself).
 pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
     let plan = read_plan(dir)?.search.ok_or_else(|| {
-        Error::Config(ConfigError {
-            origin: dir.display().to_string(),
-            key: None,
-            message: "a sweep of runs, not a search: its table is sweep.md".into(),
-        })
+        Error::Usage(crate::error::UsageError::new(
+            dir.display().to_string(),
+            "a sweep of runs, not a search: its table is sweep.md",
+        ))
     })?;
     let mut rows = read_rows(dir, &plan, BTreeMap::new())?;
     rank(&mut rows, plan.mode);

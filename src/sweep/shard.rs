@@ -6,7 +6,7 @@
 //! Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`, of `--shards N`, the Job's completions);
 //! its number is only told, since workers of a study are alike.
 
-use crate::config::ConfigError;
+use crate::error::UsageError;
 
 /// A shard number that is not one of the shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -29,12 +29,8 @@ pub struct Shard {
 
 impl Shard {
     /// Parses `I/N` (`--shard 0/3`).
-    pub fn parse(text: &str) -> Result<Shard, ConfigError> {
-        let fail = |message: String| ConfigError {
-            origin: format!("--shard {text}"),
-            key: None,
-            message,
-        };
+    pub fn parse(text: &str) -> Result<Shard, UsageError> {
+        let fail = |message: String| UsageError::new(format!("--shard {text}"), message);
         let (i, n) = text
             .split_once('/')
             .ok_or_else(|| fail("expected I/N, e.g. 0/3 (shard 0 of 3)".into()))?;
@@ -58,13 +54,9 @@ impl Shard {
     pub fn from_env(
         var: impl Fn(&str) -> Option<String>,
         shards: Option<usize>,
-    ) -> Result<Option<Shard>, ConfigError> {
-        let fail = |name: &str, message: String| ConfigError {
-            origin: name.to_string(),
-            key: None,
-            message,
-        };
-        let number = |name: &str| -> Result<Option<usize>, ConfigError> {
+    ) -> Result<Option<Shard>, UsageError> {
+        let fail = |name: &str, message: String| UsageError::new(name, message);
+        let number = |name: &str| -> Result<Option<usize>, UsageError> {
             match var(name) {
                 None => Ok(None),
                 Some(v) => v

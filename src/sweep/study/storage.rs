@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use super::file::JournalFile;
 use super::redis::RedisJournal;
-use crate::config::ConfigError;
 use crate::error::Error;
 use crate::error::SweepError;
 use crate::sweep::journal::json;
@@ -37,25 +36,22 @@ impl Storage {
     /// The storage `spec` names (a journal file's path, or `redis://HOST:PORT`), for `worker`.
     pub fn open(spec: &str, worker: &str) -> Result<Storage, Error> {
         if spec.trim().is_empty() {
-            return Err(Error::Config(ConfigError {
-                origin: "--storage".into(),
-                key: None,
-                message: "an empty path; give a journal file's path (on a filesystem every worker \
-                          reads) or redis://HOST:PORT"
-                    .into(),
-            }));
+            return Err(Error::Usage(crate::error::UsageError::new(
+                "--storage",
+                "an empty path; give a journal file's path (on a filesystem every worker \
+                          reads) or redis://HOST:PORT",
+            )));
         }
         let backend = match spec.split_once("://") {
             Some(("redis", _)) => Backend::Redis(RedisJournal::open(spec)?),
             Some((scheme, _)) => {
-                return Err(Error::Config(ConfigError {
-                    origin: format!("--storage {spec}"),
-                    key: None,
-                    message: format!(
+                return Err(Error::Usage(crate::error::UsageError::new(
+                    format!("--storage {spec}"),
+                    format!(
                         "{scheme}:// is not a storage tidemark knows: give a journal file's \
                          path (on a filesystem every worker reads) or redis://HOST:PORT"
                     ),
-                }))
+                )))
             }
             None => Backend::File(JournalFile::open(&PathBuf::from(spec))?),
         };

@@ -114,10 +114,9 @@ impl Checkpoint {
             return Self::at(dir, name);
         }
         let names = checkpoint_names(run_dir);
-        Err(Error::Config(crate::config::ConfigError {
-            origin: "--checkpoint".into(),
-            key: None,
-            message: format!(
+        Err(Error::Usage(crate::error::UsageError::new(
+            "--checkpoint",
+            format!(
                 "no checkpoint named {name:?} in {} (there are: {})",
                 run_dir.join("checkpoints").display(),
                 match names.is_empty() {
@@ -125,7 +124,7 @@ impl Checkpoint {
                     false => names.join(", "),
                 }
             ),
-        }))
+        )))
     }
 
     /// The checkpoint `name` that a run's own file `record` (its `summary.json`) names. One
