@@ -110,9 +110,9 @@ impl Reports {
         }
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         let reports: Reports = serde_json::from_str(&text).map_err(|e| {
-            Error::Config(crate::config::ConfigError {
-                origin: path.display().to_string(),
-                key: None,
+            Error::Record(crate::record::RecordError::Corrupt {
+                path: path.clone(),
+                line: None,
                 message: format!("not a trial's study file: {e}"),
             })
         })?;
