@@ -111,9 +111,15 @@ impl Trainer {
     /// Trains `task` under this trainer's `[run]`, `[device]`, `[train]` and `[memory]`
     /// settings, and returns the summary, also written to `summary.json`.
     ///
-    /// Errors before the run directory exists (bad device, unusable memory settings) leave
-    /// nothing on disk. After it, every snapshot written so far stays, the latest checkpoint
-    /// stays, a `run_end` event records what the run kept after releasing its memory, and
+    /// With `train.lr = "find"`, the learning-rate finder runs on a copy of the run first, and
+    /// the run trains at its suggestion (a resume, at the rate its `config.toml` recorded).
+    /// The run is a [`HandLoop`] driven over the task's loaders (docs/library.md, "A task's
+    /// loop by hand").
+    ///
+    /// Errors before the run directory exists (bad device, unusable memory settings, a task
+    /// with no training items, early stopping without a validation split) leave nothing on
+    /// disk. After it, every snapshot written so far stays, the latest checkpoint stays, a
+    /// `run_end` event records what the run kept after releasing its memory, and
     /// `summary.json` has status `failed` with the error.
     pub fn fit<T: Task>(self, task: T) -> Result<RunSummary, Error> {
         self.fit_on(&task)
