@@ -54,7 +54,6 @@ use burn::tensor::{Device, Tensor};
 pub(in crate::train) use open::{
     empty_training_split, seeded_model, steps_per_epoch, DataBytes, Opening,
 };
-pub(in crate::train) use step::StepAs;
 pub use task::EpochBatches;
 
 use super::checkpoint::Checkpointer;

@@ -63,17 +63,18 @@ impl<M: Module + 'static> HandLoop<M> {
         batches: &[usize],
         output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<f64, Error> {
-        let loss = self.step_as(batches, output, StepAs { read: true })?;
+        let loss = self.step_as(batches, output, true)?;
         Ok(loss.value.expect("a step asked to read its loss reads it"))
     }
 
-    /// A step, as [`step_batches`](Self::step_batches) takes it, but with its loss read only
-    /// where `how` or the run needs it (the trainer's steps: reading waits for the device).
+    /// A step, as [`step_batches`](Self::step_batches) takes it, but with its loss read before
+    /// the update only where `read` asks or the run needs it (at an epoch's last step, for
+    /// progress and for a checkpoint): the trainer's steps, as reading waits for the device.
     pub(in crate::train) fn step_as(
         &mut self,
         batches: &[usize],
         output: impl FnMut(&M, Range<usize>) -> StepOutput,
-        how: StepAs,
+        read: bool,
     ) -> Result<StepLoss, Error> {
         if let Some(failed) = &self.failed {
             return Err(match failed.interrupted {
@@ -91,7 +92,7 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         let stepped = match self.stopping() {
             true => self.interrupt(batches, output),
-            false => self.try_step(batches, output, how),
+            false => self.try_step(batches, output, read),
         };
         if let Err(e) = &stepped {
             self.fail(e);
@@ -119,7 +120,7 @@ impl<M: Module + 'static> HandLoop<M> {
         &mut self,
         batches: &[usize],
         mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
-        how: StepAs,
+        read: bool,
     ) -> Result<StepLoss, Error> {
         if std::mem::take(&mut self.starting) {
             self.start(batches, &mut output)?;
@@ -135,8 +136,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let logged = (self.config.run.log_every_steps).is_some_and(|n| at.step.is_multiple_of(n));
         let end = self.tally.steps + 1 >= self.steps_per_epoch;
         let due = |last: Instant| end || logged || last.elapsed() >= REPORT_INTERVAL;
-        let read =
-            how.read || due(self.last_report) || self.checkpoints_at(at, self.tally.steps + 1);
+        let read = read || due(self.last_report) || self.checkpoints_at(at, self.tally.steps + 1);
         let counts = (&mut self.stats, &mut self.tally);
         let mut loss = (self.learner).step(&mut self.guard, counts, (at, read), batches, output)?;
         // Progress about once a second, decided after the step, however long it took.
@@ -270,14 +270,6 @@ impl<M: Module + 'static> HandLoop<M> {
         self.validated = None;
         Ok(())
     }
-}
-
-/// How a step is taken.
-#[derive(Clone, Copy)]
-pub(in crate::train) struct StepAs {
-    /// Its loss read before the update, whatever the run needs (else where it needs it: at
-    /// an epoch's last step, for progress and for a checkpoint).
-    pub(in crate::train) read: bool,
 }
 
 /// The error of a call after a step failed.

@@ -7,7 +7,7 @@ use burn::data::dataloader::{DataLoader, DataLoaderIterator};
 use burn::data::dataset::DatasetError;
 use burn::module::Module;
 
-use super::{HandLoop, StepAs};
+use super::HandLoop;
 use crate::data::DataError;
 use crate::error::Error;
 use crate::task::Task;
@@ -58,7 +58,8 @@ impl<M: Module + 'static> HandLoop<M> {
             let batch = task.batcher().batch(items.take(rows), &device);
             task.step(model, batch, &cx)
         };
-        Ok(self.step_as(&sizes, output, StepAs { read: false })?.value)
+        // Its loss read where the run needs it, not at every step.
+        Ok(self.step_as(&sizes, output, false)?.value)
     }
 
     /// Validation of `task` over `loader`'s batches (its validation split): each batch cut

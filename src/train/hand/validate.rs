@@ -74,16 +74,13 @@ impl<M: Module + 'static> HandLoop<M> {
             let samples = sums.samples();
             let means = (sums.finish().map_err(Error::device)?, samples);
             let window = self.guard.read_window()?;
-            let epoch = self.epoch;
-            match shrinks {
-                true => match self.guard.shrink_validation(epoch, &window, micro)? {
-                    Some(half) => micro = half,
-                    None => {
-                        self.validated = Some(window);
-                        break means;
-                    }
-                },
-                false => {
+            let half = match shrinks {
+                true => self.guard.shrink_validation(self.epoch, &window, micro)?,
+                false => None,
+            };
+            match half {
+                Some(half) => micro = half,
+                None => {
                     self.validated = Some(window);
                     break means;
                 }
