@@ -58,7 +58,7 @@ impl App {
     /// The commands over the built-in kinds (`mlp`, `cnn`, `lstm`).
     pub fn new() -> Self {
         App {
-            kinds: crate::builtin::kinds(),
+            kinds: Kinds::builtin(),
             name: None,
             about: None,
             commands: Vec::new(),

@@ -37,7 +37,6 @@
 
 mod app;
 pub mod backend;
-mod builtin;
 mod cli;
 pub mod compare;
 pub mod config;

@@ -11,13 +11,12 @@ use burn::data::dataset::InMemDataset;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::Device;
-use tidemark::config::ModelConfig;
 use tidemark::data::{self, ClassificationBatch, ClassificationBatcher};
 use tidemark::memory::{
     device_pool_figures, peak_resident_set_bytes, reset_host_peak, reset_peak_resident_set,
     HostCounters,
 };
-use tidemark::model::Mlp;
+use tidemark::model::{Mlp, MlpConfig};
 use tidemark::train::{build_optimizer, MixedPrecision};
 
 use super::case::{config, median};
@@ -56,10 +55,8 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
         .num_workers(cfg.data.num_workers)
         .set_device(ad.clone())
         .build(InMemDataset::new(dataset.train));
-    let ModelConfig::Mlp(mlp) = &cfg.model else {
-        panic!("the benchmark workloads are MLPs")
-    };
-    let mut model = Mlp::new(mlp, dataset.features, dataset.classes, &ad);
+    let mlp: MlpConfig = (cfg.model.settings()).expect("the benchmark workloads are MLPs");
+    let mut model = Mlp::new(&mlp, dataset.features, dataset.classes, &ad);
     let mut optimizer = build_optimizer(train);
     let loss_fn = CrossEntropyLossConfig::new().init(&ad);
     // The compute cast for bf16 (W3); no loss scaling.

@@ -246,7 +246,7 @@ fn load_file(
         .collect::<Result<Vec<_>, _>>()?;
     overrides.extend(extra);
     let file = config::load_raw(path, &overrides)?;
-    let resolved = file.config(&|c| kinds.check(c))?;
+    let resolved = file.config(&|c| kinds.resolve(c))?;
     Ok((file, resolved))
 }
 

@@ -2,9 +2,8 @@
 //! the docs' tables.
 
 use super::types::{
-    Activation, Backend, ClearPolicy, EarlyStoppingConfig, GapPolicy, MemoryPolicyKind,
-    MonitorMode, OnLimit, OptimizerKind, PlateauConfig, Precision, ScheduleConfig, ScheduleKind,
-    SnapshotEvery,
+    Backend, ClearPolicy, EarlyStoppingConfig, GapPolicy, MemoryPolicyKind, MonitorMode, OnLimit,
+    OptimizerKind, PlateauConfig, Precision, ScheduleConfig, ScheduleKind, SnapshotEvery,
 };
 
 // [run]
@@ -24,22 +23,6 @@ pub const DEVICE_INDEX: u64 = 0;
 // [model]
 /// `model.kind`.
 pub const MODEL_KIND: &str = "mlp";
-/// `model.hidden` (mlp).
-pub const HIDDEN: [usize; 2] = [1024, 1024];
-/// `model.hidden` with `kind = "lstm"`.
-pub const LSTM_HIDDEN: [usize; 1] = [32];
-/// `model.activation`.
-pub const ACTIVATION: Activation = Activation::Relu;
-/// `model.dropout`.
-pub const DROPOUT: f64 = 0.0;
-/// `model.channels` (cnn).
-pub const CHANNELS: [usize; 2] = [16, 32];
-/// `model.kernel_size` (cnn).
-pub const KERNEL_SIZE: usize = 3;
-/// `model.pool` (cnn).
-pub const POOL: usize = 2;
-/// `model.batch_norm` (cnn).
-pub const BATCH_NORM: bool = true;
 
 // [data]
 /// `data.kind`, when no key implies another.

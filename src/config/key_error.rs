@@ -70,6 +70,10 @@ pub(crate) fn describe_key_error(key: &str, inner: &str) -> String {
         };
         return format!("unknown key {}{meant}{list}", full(field));
     }
+    // A check inside a deserializer (a size above 0) words its message as the config's own.
+    if inner.starts_with("must be ") {
+        return format!("{key} {inner}");
+    }
     let inner = super::error::clipped_quotes(inner, 40)
         .replace("expected i64", "expected an integer")
         .replace("expected f64", "expected a number")

@@ -3,13 +3,17 @@
 
 use std::path::Path;
 
-use super::app_keys::Check;
 use super::error::{one_line, ConfigError};
 use super::key_error::describe_key_error;
 use super::overrides::Override;
 use super::raw::RawConfig;
 use super::types::RunConfig;
 use super::validate::Invalid;
+
+/// A program's check of a validated config: its model kinds' (`model.kind` is one it knows,
+/// the kind's keys are right, and written back with their defaults filled in). Its error's key
+/// is located as the config's own are.
+pub type Check<'a> = &'a dyn Fn(&mut RunConfig) -> Result<(), Invalid>;
 
 /// Where a configuration's text came from, for error locations.
 struct Source<'a> {
@@ -51,8 +55,9 @@ impl Source<'_> {
     }
 }
 
-/// Loads and validates the config at `path`, with `overrides`. A kind that is not built in is
-/// a program's, its keys as written: [`load_checked`] with the program's kinds checks them.
+/// Loads and validates the config at `path`, with `overrides`. `[model]`'s keys are its kind's,
+/// as written: [`load_checked`] with a program's kinds checks them
+/// ([`Kinds::load`](crate::kinds::Kinds::load)), or the run does when it starts.
 pub fn load(path: &Path, overrides: &[Override]) -> Result<RunConfig, ConfigError> {
     load_checked(path, overrides, &|_| Ok(()))
 }
@@ -85,15 +90,15 @@ pub fn parse_checked(
     };
     let raw = raw_of(&source)?;
     let located = |Invalid { key, message }| source.error(Some(key), message);
-    let config = RunConfig::try_from(raw).map_err(located)?;
-    check(&config).map_err(located)?;
+    let mut config = RunConfig::try_from(raw).map_err(located)?;
+    check(&mut config).map_err(located)?;
     Ok(config)
 }
 
 /// `source`'s text as a [`RawConfig`]: TOML, with the overrides applied, in the config's types.
 fn raw_of(source: &Source<'_>) -> Result<RawConfig, ConfigError> {
     let table = table_of(source.text, &source.name, source.overrides)?;
-    super::app_keys::raw_config(table).map_err(|e| {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
         let key = e.path().to_string();
         let inner = e.into_inner().to_string();
         let message = describe_key_error(&key, &inner);
@@ -128,8 +133,8 @@ impl RawFile {
     /// and the tables that are not a run's own (a search's `[sweep]`).
     pub fn config(&self, check: Check<'_>) -> Result<RunConfig, ConfigError> {
         let located = |Invalid { key, message }| self.error(&key, message);
-        let config = RunConfig::try_from(self.raw.clone()).map_err(located)?;
-        check(&config).map_err(located)?;
+        let mut config = RunConfig::try_from(self.raw.clone()).map_err(located)?;
+        check(&mut config).map_err(located)?;
         Ok(config)
     }
 }

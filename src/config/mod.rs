@@ -2,7 +2,6 @@
 //! [`RunConfig`], validated once by [`TryFrom`]. Errors name the file, line, column, key and
 //! value.
 
-mod app_keys;
 mod builder;
 pub mod defaults;
 mod error;
@@ -15,19 +14,15 @@ mod size;
 mod types;
 mod validate;
 
-pub use app_keys::{split_app_model, Check};
 pub use builder::ConfigBuilder;
 pub(crate) use error::clipped;
 pub use error::{headline, one_line, path_text, ConfigError};
-pub(crate) use key_error::describe_key_error;
-pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, RawFile};
+pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, Check, RawFile};
 pub use overrides::Override;
 pub use raw::*;
 pub use size::{parse_bytes, MemorySize, ValueError};
 pub use types::*;
 pub use validate::Invalid;
-
-pub use validate::BUILTIN_KINDS;
 
 /// The sections that describe a config's task: a task its model kind builds from the config
 /// owns them (its run's `config.toml` keeps them), a task defined in code none.

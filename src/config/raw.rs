@@ -126,33 +126,15 @@ pub struct RawDevice {
     pub execution: Option<String>,
 }
 
-/// `[model]` as written.
+/// `[model]` as written: the kind's name, and its keys, which the kind reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
+#[serde(expecting = "a table")]
 pub struct RawModel {
-    /// Model kind: `mlp`, `cnn` or `lstm`.
+    /// Model kind: `mlp` by default, `cnn`, `lstm`, or a program's own.
     pub kind: Option<String>,
-    /// CNN: the input image as `[channels, height, width]`.
-    pub input: Option<Vec<i64>>,
-    /// CNN: output channels of each convolution block.
-    pub channels: Option<Vec<i64>>,
-    /// CNN: square kernel size of every convolution.
-    pub kernel_size: Option<i64>,
-    /// CNN: max-pooling window after each block (1: none).
-    pub pool: Option<i64>,
-    /// CNN: batch normalisation after each convolution.
-    pub batch_norm: Option<bool>,
-    /// Hidden layer widths (mlp), or hidden sizes of the LSTM layers (lstm).
-    pub hidden: Option<Vec<i64>>,
-    /// `relu`, `gelu`, `tanh` or `sigmoid`.
-    pub activation: Option<String>,
-    /// Dropout probability after each hidden layer.
-    pub dropout: Option<f64>,
-    /// The keys of a kind that is not built in (a program's own), besides `kind`, as written:
-    /// the program's kind checks them ([`split_app_model`](crate::config::split_app_model)
-    /// sets them).
-    #[serde(skip)]
-    pub app: Option<toml::Table>,
+    /// The kind's keys, `kind` aside.
+    #[serde(flatten)]
+    pub settings: toml::Table,
 }
 
 /// A label column named by header or by zero-based index.

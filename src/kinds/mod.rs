@@ -7,16 +7,17 @@
 //! code are generic over the task. The built-in kinds (`mlp`, `cnn`, `lstm`) register here as
 //! an app's do, from the top (the command line's `App`).
 
-mod app;
+pub(crate) mod builtin;
+mod model_kind;
 mod owned;
 
-pub use app::ModelKind;
+pub use model_kind::ModelKind;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::{ConfigError, Invalid, RunConfig};
+use crate::config::{ConfigError, Invalid, ModelConfig, Override, RunConfig};
 use crate::error::Error;
 use crate::inference::{Evaluation, Predictions, Trained};
 use crate::record::RunSummary;
@@ -28,12 +29,10 @@ pub(crate) use crate::inference::Csv;
 /// What the commands do with a config of one model kind: each builds the config's task and
 /// hands it on.
 pub(crate) trait Kind: Send + Sync {
-    /// Checks `config`'s `[model]` keys before anything runs; the error's key is the one
-    /// that is wrong (`model.heads`).
-    fn check(&self, config: &RunConfig) -> Result<(), Invalid> {
-        let _ = config;
-        Ok(())
-    }
+    /// Checks `model`'s keys before anything runs (the error's key is the one that is wrong:
+    /// `model.heads`), and writes them back with their defaults filled in where the kind's
+    /// settings can be written.
+    fn resolve(&self, model: &mut ModelConfig) -> Result<(), Invalid>;
 
     /// The metrics a run of `config` reports, known before it trains: a search checks its
     /// monitor against them.
@@ -55,7 +54,7 @@ pub(crate) trait Kind: Send + Sync {
 
 /// A wrong `[model]` key found while a command runs, as the config's error (without a line:
 /// the command line checks a config's kinds where it loads it, located).
-fn model_error(Invalid { key, message }: Invalid) -> Error {
+pub(crate) fn model_error(Invalid { key, message }: Invalid) -> Error {
     let (origin, key) = ("[model]".into(), Some(key));
     Error::Config(ConfigError {
         origin,
@@ -68,6 +67,8 @@ fn model_error(Invalid { key, message }: Invalid) -> Error {
 #[derive(Clone, Default)]
 pub struct Kinds {
     by_name: BTreeMap<String, Arc<dyn Kind>>,
+    /// The names of the kinds added by tidemark itself, which a program's cannot replace.
+    builtin: Vec<String>,
 }
 
 impl Kinds {
@@ -76,23 +77,31 @@ impl Kinds {
         Self::default()
     }
 
-    /// Adds `kind` under `name`, replacing any kind of that name.
+    /// The built-in kinds (`mlp`, `cnn`, `lstm`): the `tidemark` binary's, which a program's
+    /// own kinds are registered beside.
+    pub fn builtin() -> Self {
+        builtin::kinds()
+    }
+
+    /// Adds tidemark's own `kind` under `name`.
     pub(crate) fn add(&mut self, name: &str, kind: Arc<dyn Kind>) {
         self.by_name.insert(name.to_string(), kind);
+        self.builtin.push(name.to_string());
     }
 
     /// Adds a program's own kind under `name`, replacing any kind of the program's of that
     /// name.
     ///
     /// # Panics
-    /// Where `name` is a built-in kind's (`mlp`, `cnn`, `lstm`): the config reads those keys
-    /// itself. A program's code names its kinds, so this is the program's error, at its start.
+    /// Where `name` is a built-in kind's (`mlp`, `cnn`, `lstm`) among these kinds: runs of it
+    /// would mean two things. A program's code names its kinds, so this is the program's
+    /// error, at its start.
     pub fn register(&mut self, name: &str, kind: impl ModelKind) {
         assert!(
-            !crate::config::BUILTIN_KINDS.contains(&name),
+            !self.builtin.iter().any(|b| b == name),
             "Kinds::register: \"{name}\" is a built-in kind's name; give the kind another"
         );
-        let kind = app::AppKind {
+        let kind = model_kind::AppKind {
             name: name.to_string(),
             kind,
         };
@@ -129,12 +138,28 @@ impl Kinds {
     /// Checks `config`'s model kind and its keys: the kind is one this program knows, and its
     /// keys are the kind's. The error names the key (for the config's location).
     pub fn check(&self, config: &RunConfig) -> Result<(), Invalid> {
-        self.named(config)?.check(config)
+        self.resolve(&mut config.clone())
     }
 
-    /// Trains `trainer`'s config with its kind.
-    pub fn train(&self, trainer: Trainer) -> Result<RunSummary, Error> {
-        self.of(trainer.config())?.train(trainer)
+    /// [`check`](Self::check)s `config`'s model kind and keys, and writes the keys back with
+    /// the kind's defaults filled in (a built-in kind's: `hidden = [1024, 1024]` where none
+    /// is given), as a run's `config.toml` records them.
+    pub fn resolve(&self, config: &mut RunConfig) -> Result<(), Invalid> {
+        self.named(config)?.resolve(&mut config.model)
+    }
+
+    /// The config at `path` with `overrides`, its model kind's keys checked and resolved
+    /// ([`resolve`](Self::resolve)), each error located at its line or override.
+    pub fn load(&self, path: &Path, overrides: &[Override]) -> Result<RunConfig, ConfigError> {
+        crate::config::load_checked(path, overrides, &|c| self.resolve(c))
+    }
+
+    /// Trains `trainer`'s config with its kind, its model's keys resolved first.
+    pub fn train(&self, mut trainer: Trainer) -> Result<RunSummary, Error> {
+        let kind = self.of(trainer.config())?;
+        kind.resolve(&mut trainer.config_mut().model)
+            .map_err(model_error)?;
+        kind.train(trainer)
     }
 
     /// One probed step of `config`, with its kind.

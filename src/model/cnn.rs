@@ -8,8 +8,83 @@ use burn::nn::{
 };
 use burn::tensor::{Device, Tensor};
 
-use super::activate;
-use crate::config::{Activation, CnnConfig};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::{activate, dropout_in_range, not_empty, positive, positives, Activation};
+use crate::config::Invalid;
+
+/// `[model]` of `kind = "cnn"`: a stack of convolution blocks (convolution with "same"
+/// padding, optional batch norm, the activation, optional max-pooling), then dropout and a
+/// linear head. Inputs are each sample's features read as `[channels, height, width]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CnnConfig {
+    /// The image as `[channels, height, width]`; its product is the number of features.
+    #[serde(deserialize_with = "image")]
+    pub input: [usize; 3],
+    /// Output channels of each block.
+    #[serde(default = "channels", deserialize_with = "positives")]
+    pub channels: Vec<usize>,
+    /// Square kernel size.
+    #[serde(default = "kernel_size", deserialize_with = "positive")]
+    pub kernel_size: usize,
+    /// Max-pooling window after each block; 1 means none.
+    #[serde(default = "pool", deserialize_with = "positive")]
+    pub pool: usize,
+    /// Batch normalisation after each convolution.
+    #[serde(default = "batch_norm")]
+    pub batch_norm: bool,
+    /// Non-linearity after each block.
+    #[serde(default)]
+    pub activation: Activation,
+    /// Dropout before the head, in `[0, 1)`.
+    #[serde(default)]
+    pub dropout: f64,
+}
+
+fn channels() -> Vec<usize> {
+    vec![16, 32]
+}
+fn kernel_size() -> usize {
+    3
+}
+fn pool() -> usize {
+    2
+}
+fn batch_norm() -> bool {
+    true
+}
+
+/// `model.input`: three sizes above 0.
+fn image<'de, D: Deserializer<'de>>(d: D) -> Result<[usize; 3], D::Error> {
+    let sizes = positives(d)?;
+    sizes.clone().try_into().map_err(|_| {
+        serde::de::Error::custom(format_args!(
+            "must be [channels, height, width], got {sizes:?}"
+        ))
+    })
+}
+
+impl CnnConfig {
+    /// Checks the settings beyond their types: a block at least, and pooling that leaves
+    /// something of the image.
+    pub fn check(&self) -> Result<(), Invalid> {
+        not_empty("model.channels", &self.channels, "block")?;
+        dropout_in_range(self.dropout)?;
+        let (pool, blocks, input) = (self.pool, self.channels.len(), self.input);
+        let shrink = pool.checked_pow(blocks as u32).unwrap_or(usize::MAX);
+        if input[1] / shrink == 0 || input[2] / shrink == 0 {
+            return Err(Invalid::new(
+                "model.pool",
+                format_args!(
+                    "= {pool} after each of {blocks} blocks shrinks a {}x{} input to nothing",
+                    input[1], input[2]
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// One block: convolution ("same" padding), optional batch norm, activation, optional pooling.
 #[derive(Module, Debug)]

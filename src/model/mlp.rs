@@ -4,8 +4,41 @@ use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
 
-use super::activate;
-use crate::config::{Activation, MlpConfig};
+use serde::{Deserialize, Serialize};
+
+use super::{activate, dropout_in_range, positives, Activation};
+use crate::config::Invalid;
+
+/// `[model]` of `kind = "mlp"`: `hidden` linear layers, each followed by the activation and
+/// dropout, then a linear head.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MlpConfig {
+    /// Hidden layer widths, input side first.
+    #[serde(deserialize_with = "positives")]
+    pub hidden: Vec<usize>,
+    /// Non-linearity after each hidden layer.
+    pub activation: Activation,
+    /// Dropout probability after each hidden layer, in `[0, 1)`.
+    pub dropout: f64,
+}
+
+impl Default for MlpConfig {
+    fn default() -> Self {
+        Self {
+            hidden: vec![1024, 1024],
+            activation: Activation::Relu,
+            dropout: 0.0,
+        }
+    }
+}
+
+impl MlpConfig {
+    /// Checks the settings beyond their types.
+    pub fn check(&self) -> Result<(), Invalid> {
+        dropout_in_range(self.dropout)
+    }
+}
 
 /// Linear layers with an activation and dropout between them, and a linear head.
 #[derive(Module, Debug)]

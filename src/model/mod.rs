@@ -6,14 +6,77 @@ mod cnn;
 mod mlp;
 mod sequence;
 
-pub use cnn::Cnn;
-pub use mlp::Mlp;
-pub use sequence::Lstm;
+pub use cnn::{Cnn, CnnConfig};
+pub use mlp::{Mlp, MlpConfig};
+pub use sequence::{Lstm, LstmConfig};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
+use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::config::Activation;
+use crate::config::Invalid;
+
+/// A non-linearity (`model.activation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// max(0, x).
+    #[default]
+    Relu,
+    /// Gaussian error linear unit.
+    Gelu,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// Logistic sigmoid.
+    Sigmoid,
+}
+
+/// A size read from the file: an integer above 0, or the error that names it (`must be > 0,
+/// got -3`, located at its key by the config's reader).
+struct Positive(usize);
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match i64::deserialize(d)? {
+            v if v > 0 => Ok(Positive(v as usize)),
+            v => Err(serde::de::Error::custom(format_args!(
+                "must be > 0, got {v}"
+            ))),
+        }
+    }
+}
+
+/// A setting's size above 0.
+fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    Positive::deserialize(d).map(|p| p.0)
+}
+
+/// A list of sizes above 0 (layer widths, channels), each one's error at its index.
+fn positives<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<usize>, D::Error> {
+    Ok(Vec::<Positive>::deserialize(d)?
+        .into_iter()
+        .map(|p| p.0)
+        .collect())
+}
+
+/// `model.dropout` in `[0, 1)`.
+fn dropout_in_range(dropout: f64) -> Result<(), Invalid> {
+    match dropout.is_finite() && (0.0..1.0).contains(&dropout) {
+        true => Ok(()),
+        false => Err(Invalid::new(
+            "model.dropout",
+            format_args!("must be in [0, 1), got {dropout}"),
+        )),
+    }
+}
+
+/// `key` holds at least one `what`.
+fn not_empty(key: &str, values: &[usize], what: &str) -> Result<(), Invalid> {
+    match values.is_empty() {
+        true => Err(Invalid::new(key, format_args!("needs at least one {what}"))),
+        false => Ok(()),
+    }
+}
 
 /// A module that maps `[batch, features]` to `[batch, outputs]`: class logits for
 /// classification, predicted values for regression.

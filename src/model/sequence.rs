@@ -2,8 +2,35 @@
 //! head on the last hidden state.
 
 use burn::module::Module;
-use burn::nn::{Linear, LinearConfig, LstmConfig};
+use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use super::{not_empty, positives};
+use crate::config::Invalid;
+
+/// `[model]` of `kind = "lstm"`: stacked LSTM layers (Burn's `nn::Lstm`) over the sample's
+/// values, one per step, then a linear head on the last step's hidden state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LstmConfig {
+    /// Hidden size of each layer, input side first.
+    #[serde(deserialize_with = "positives")]
+    pub hidden: Vec<usize>,
+}
+
+impl Default for LstmConfig {
+    fn default() -> Self {
+        Self { hidden: vec![32] }
+    }
+}
+
+impl LstmConfig {
+    /// Checks the settings beyond their types.
+    pub fn check(&self) -> Result<(), Invalid> {
+        not_empty("model.hidden", &self.hidden, "LSTM layer")
+    }
+}
 
 /// LSTM layers over `[batch, steps]` windows (one value per step), then a linear head that
 /// predicts `[batch, outputs]` from the last step's hidden state.
@@ -20,7 +47,7 @@ impl Lstm {
         let layers = hidden
             .iter()
             .map(|&h| {
-                let layer = LstmConfig::new(width, h, true).init(device);
+                let layer = burn::nn::LstmConfig::new(width, h, true).init(device);
                 width = h;
                 layer
             })

@@ -70,7 +70,7 @@ pub(super) fn check_trials(
     monitor: &str,
 ) -> Result<(), Error> {
     trials.iter().try_for_each(|trial| {
-        let config = checked_trial_config(base, trial, dir, &|c| kinds.check(c))?;
+        let config = checked_trial_config(base, trial, dir, &|c| kinds.resolve(c))?;
         check_monitor(kinds, monitor, &config)
     })
 }

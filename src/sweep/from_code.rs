@@ -30,7 +30,7 @@ impl Search {
     /// where).
     pub fn from_file(kinds: Kinds, path: &Path, overrides: &[Override]) -> Result<Self, Error> {
         let file = load_raw(path, overrides)?;
-        let config = file.config(&|c| kinds.check(c))?;
+        let config = file.config(&|c| kinds.resolve(c))?;
         let Some(space) = Space::of_file(&file)? else {
             return Err(Error::Config(ConfigError {
                 origin: path.display().to_string(),

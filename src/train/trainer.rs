@@ -102,6 +102,11 @@ impl Trainer {
         &self.config
     }
 
+    /// The config, for its kind to resolve its model's keys before the run.
+    pub(crate) fn config_mut(&mut self) -> &mut RunConfig {
+        &mut self.config
+    }
+
     /// Counts `bytes` as the run's dataset (host bytes its kind counted while loading it).
     pub(crate) fn data_bytes(mut self, bytes: Option<u64>) -> Self {
         self.data_bytes = bytes;

@@ -453,8 +453,7 @@ fn a_kind_of_the_program_s_own_trains_on_the_config_s_data_and_resumes_from_its_
     let out = format!("run.output_dir=\"{}\"", env.path("runs").display());
     let overrides = [tidemark::config::Override::parse(&out).unwrap()];
     let load = |overrides: &[tidemark::config::Override]| {
-        let check = |c: &tidemark::config::RunConfig| kinds.check(c);
-        tidemark::config::load_checked(&env.path("two.toml"), overrides, &check).unwrap()
+        kinds.load(&env.path("two.toml"), overrides).unwrap()
     };
     let summary = kinds
         .train(tidemark::Trainer::new(load(&overrides)))

@@ -878,3 +878,33 @@ fn a_hand_loop_s_step_metrics_are_the_trainer_s_train_metrics() {
         assert!((a - b).abs() < 1e-6, "train_mae {a} against {b}");
     }
 }
+
+#[test]
+fn a_built_in_kind_s_bad_key_from_the_builder_is_refused_before_the_run_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let builder = tidemark::config::ConfigBuilder::new("bad")
+        .output_dir(dir.path())
+        .synthetic(64, 4, 2)
+        .mlp(&[8])
+        .dropout(1.5);
+    // The config holds the kind's keys as set; the built-in kinds check them at once...
+    let kinds = tidemark::kinds::Kinds::builtin();
+    let error = (builder.clone())
+        .build_checked(&|c| kinds.resolve(c))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "config: model.dropout must be in [0, 1), got 1.5"
+    );
+    // ... and the run does before it creates anything.
+    let config = builder.build().unwrap();
+    let error = tidemark::Trainer::new(config)
+        .run()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("model.dropout must be in [0, 1), got 1.5"),
+        "{error}"
+    );
+    assert!(!dir.path().join("bad").exists(), "no run directory");
+}

@@ -6,15 +6,15 @@ use super::error::ConfigError;
 use super::raw::{RawConfig, RawLr};
 use super::size::MemorySize;
 use super::types::{
-    Activation, Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, Offload,
-    OnLimit, OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
+    Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, Offload, OnLimit,
+    OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
 };
 
 mod data;
 mod outputs;
 mod raw_values;
 
-use raw_values::{as_raw, ints, name_of, raw_size};
+use raw_values::{as_raw, name_of, raw_size};
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -54,10 +54,8 @@ impl ConfigBuilder {
     /// Starts from a validated config, to build a variant of it: the variant is validated
     /// again, as a file would be (a validated config is never edited in place).
     pub fn from_config(config: &RunConfig) -> Self {
-        let table =
-            toml::from_str(&super::to_toml(config)).expect("a validated config reads back as TOML");
-        let raw =
-            super::app_keys::raw_config(table).expect("a validated config reads back as a raw one");
+        let raw = toml::from_str(&super::to_toml(config))
+            .expect("a validated config reads back as a raw one");
         Self::from_raw(raw)
     }
 
@@ -92,59 +90,26 @@ impl ConfigBuilder {
         self
     }
 
-    /// Hidden layer widths of the MLP, or hidden sizes of the LSTM layers (`model.hidden`).
-    pub fn hidden(mut self, widths: &[usize]) -> Self {
-        self.raw.model.hidden = Some(ints(widths));
+    /// The model's kind (`model.kind`): a built-in one (`mlp`, `cnn`, `lstm`, each with its
+    /// own setters, as [`mlp`](Self::mlp)) or a program's own. Another kind than the one set
+    /// drops the keys set for it.
+    pub fn model(mut self, kind: &str) -> Self {
+        let model = &mut self.raw.model;
+        let current = model.kind.as_deref().unwrap_or(super::defaults::MODEL_KIND);
+        if current != kind {
+            model.settings.clear();
+        }
+        model.kind = Some(kind.to_string());
         self
     }
 
-    /// An MLP with these hidden widths (`model.kind = "mlp"`, `model.hidden`).
-    pub fn mlp(mut self, hidden: &[usize]) -> Self {
-        self.raw.model.kind = Some("mlp".into());
-        self.raw.model.app = None;
-        self.hidden(hidden)
-    }
-
-    /// A CNN over `input` = `[channels, height, width]`, with one convolution block per entry
-    /// of `channels` and square kernels (`model.kind = "cnn"`, `model.input`,
-    /// `model.channels`, `model.kernel_size`).
-    pub fn cnn(mut self, input: [usize; 3], channels: &[usize], kernel_size: usize) -> Self {
-        self.raw.model.kind = Some("cnn".into());
-        self.raw.model.app = None;
-        self.raw.model.input = Some(ints(&input));
-        self.raw.model.channels = Some(ints(channels));
-        self.raw.model.kernel_size = Some(kernel_size as i64);
-        self
-    }
-
-    /// The CNN's max-pooling window after each block; 1: none (`model.pool`).
-    pub fn pool(mut self, window: usize) -> Self {
-        self.raw.model.pool = Some(window as i64);
-        self
-    }
-
-    /// Batch normalisation after each CNN convolution (`model.batch_norm`).
-    pub fn batch_norm(mut self, on: bool) -> Self {
-        self.raw.model.batch_norm = Some(on);
-        self
-    }
-
-    /// LSTM layers of these hidden sizes (`model.kind = "lstm"`, `model.hidden`).
-    pub fn lstm(mut self, hidden: &[usize]) -> Self {
-        self.raw.model.kind = Some("lstm".into());
-        self.raw.model.app = None;
-        self.hidden(hidden)
-    }
-
-    /// The MLP's or CNN's non-linearity (`model.activation`).
-    pub fn activation(mut self, activation: Activation) -> Self {
-        self.raw.model.activation = Some(name_of(activation));
-        self
-    }
-
-    /// Dropout probability of the MLP or CNN, in `[0, 1)` (`model.dropout`).
-    pub fn dropout(mut self, p: f64) -> Self {
-        self.raw.model.dropout = Some(p);
+    /// One of the model kind's keys (`model.<key>`), as the kind reads it: checked by the
+    /// kind when the run starts, or by [`Kinds::resolve`](crate::kinds::Kinds::resolve).
+    pub fn model_key(mut self, key: &str, value: impl Into<toml::Value>) -> Self {
+        self.raw
+            .model
+            .settings
+            .insert(key.to_string(), value.into());
         self
     }
 
@@ -335,16 +300,26 @@ impl ConfigBuilder {
         &mut self.raw
     }
 
-    /// Validates and returns the configuration.
+    /// Validates and returns the configuration. `[model]`'s keys are its kind's, as set: the
+    /// run checks them when it starts, or [`build_checked`](Self::build_checked) now.
     pub fn build(self) -> Result<RunConfig, ConfigError> {
+        self.build_checked(&|_| Ok(()))
+    }
+
+    /// [`build`](Self::build), then `check` (a program's kinds':
+    /// `&|c| kinds.resolve(c)`, [`Kinds::resolve`](crate::kinds::Kinds::resolve)).
+    pub fn build_checked(self, check: super::Check<'_>) -> Result<RunConfig, ConfigError> {
         if let Some(unusable) = self.unusable_path {
             return Err(unusable);
         }
-        RunConfig::try_from(self.raw).map_err(|invalid| ConfigError {
+        let error = |invalid: super::Invalid| ConfigError {
             origin: "config".into(),
             key: Some(invalid.key),
             message: invalid.message,
-        })
+        };
+        let mut config = RunConfig::try_from(self.raw).map_err(error)?;
+        check(&mut config).map_err(error)?;
+        Ok(config)
     }
 
     /// `path` as the config's text for `key`; one that is not UTF-8 is kept to be refused by

@@ -20,11 +20,6 @@ pub(super) fn as_raw<T: serde::Serialize, R: serde::de::DeserializeOwned>(valida
         .expect("a validated table reads back as a raw one")
 }
 
-/// Sizes as a config file writes them.
-pub(super) fn ints(values: &[usize]) -> Vec<i64> {
-    values.iter().map(|&v| v as i64).collect()
-}
-
 /// The name a config file gives `value`, one of the config's enums (`"between_runs"`).
 pub(super) fn name_of<T: serde::Serialize>(value: T) -> String {
     match toml::Value::try_from(value) {

@@ -1,96 +1,61 @@
 //! `[model]`.
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-/// `[model]`: which network to train: a built-in kind, or a program's own.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum ModelConfig {
-    /// A multi-layer perceptron.
-    Mlp(MlpConfig),
-    /// A small convolutional network.
-    Cnn(CnnConfig),
-    /// A sequence model: LSTM layers over each sample's values read as a sequence.
-    Lstm(LstmConfig),
-    /// A kind a program registers: its keys are its own, checked by the program's kind.
-    #[serde(untagged)]
-    App(AppModel),
-}
+use crate::config::key_error::describe_key_error;
+use crate::config::Invalid;
 
-impl ModelConfig {
+/// `[model]`: which network to train: the name of a kind (`mlp`, or a program's own), and the
+/// kind's keys as written (after any `--set`). The config knows no kind: the kind reads its
+/// keys into its own settings ([`settings`](Self::settings)) and checks them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelConfig {
     /// The kind's name, as `[model] kind` gives it: the name a command looks its kind up by.
-    pub fn kind(&self) -> &str {
-        match self {
-            ModelConfig::Mlp(_) => "mlp",
-            ModelConfig::Cnn(_) => "cnn",
-            ModelConfig::Lstm(_) => "lstm",
-            ModelConfig::App(app) => &app.kind,
-        }
-    }
-}
-
-/// `[model]` of a kind a program registers: its name, and its keys as written (after any
-/// `--set`), which the kind reads into its own settings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AppModel {
-    /// The kind's name.
     pub kind: String,
     /// Its keys, `kind` aside.
     #[serde(flatten)]
     pub settings: toml::Table,
 }
 
-/// Stacked LSTM layers (Burn's `nn::Lstm`) over the sample's values, one per step, then a
-/// linear head on the last step's hidden state.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LstmConfig {
-    /// Hidden size of each layer, input side first.
-    pub hidden: Vec<usize>,
-}
+impl ModelConfig {
+    /// The kind's name.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
 
-/// A stack of convolution blocks (convolution with "same" padding, optional batch norm, the
-/// activation, optional max-pooling), then dropout and a linear head. Inputs are each
-/// sample's features read as `[channels, height, width]`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CnnConfig {
-    /// The image as `[channels, height, width]`; its product is the number of features.
-    pub input: [usize; 3],
-    /// Output channels of each block.
-    pub channels: Vec<usize>,
-    /// Square kernel size.
-    pub kernel_size: usize,
-    /// Max-pooling window after each block; 1 means none.
-    pub pool: usize,
-    /// Batch normalisation after each convolution.
-    pub batch_norm: bool,
-    /// Non-linearity after each block.
-    pub activation: Activation,
-    /// Dropout before the head, in `[0, 1)`.
-    pub dropout: f64,
-}
+    /// The kind's keys read into its settings `T` (a serde struct): an unknown key, a value
+    /// of the wrong type or a missing key is the error, naming the key (`model.hidden[1]`).
+    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, Invalid> {
+        let table = toml::Value::Table(self.settings.clone());
+        serde_path_to_error::deserialize(table).map_err(|e| {
+            let key = match e.path().to_string().as_str() {
+                "." => "model".to_string(),
+                path => format!("model.{path}"),
+            };
+            let inner = e.into_inner().to_string();
+            let missing = inner.strip_prefix("missing field `");
+            match missing.and_then(|rest| rest.split('`').next()) {
+                Some(field) => Invalid::new(
+                    &format!("{key}.{field}"),
+                    format_args!("is required with model.kind = \"{}\"", self.kind),
+                ),
+                None => {
+                    let message = describe_key_error(&key, &inner);
+                    Invalid { key, message }
+                }
+            }
+        })
+    }
 
-/// A multi-layer perceptron: `hidden` linear layers, each followed by the activation and
-/// dropout, then a linear head.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MlpConfig {
-    /// Hidden layer widths, input side first.
-    pub hidden: Vec<usize>,
-    /// Non-linearity after each hidden layer.
-    pub activation: Activation,
-    /// Dropout probability after each hidden layer, in `[0, 1)`.
-    pub dropout: f64,
-}
-
-/// A non-linearity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Activation {
-    /// max(0, x).
-    Relu,
-    /// Gaussian error linear unit.
-    Gelu,
-    /// Hyperbolic tangent.
-    Tanh,
-    /// Logistic sigmoid.
-    Sigmoid,
+    /// `settings` as the kind's keys: the settings a kind read, written back with every
+    /// default filled in (what a run's `config.toml` records).
+    pub fn with_settings(kind: &str, settings: &impl Serialize) -> Self {
+        let settings = match toml::Value::try_from(settings) {
+            Ok(toml::Value::Table(table)) => table,
+            _ => toml::Table::new(),
+        };
+        let kind = kind.to_string();
+        Self { kind, settings }
+    }
 }

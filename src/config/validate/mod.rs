@@ -3,9 +3,6 @@
 mod checkpoint;
 mod data;
 mod memory;
-mod model;
-
-pub use model::BUILTIN_KINDS;
 mod train;
 
 use std::path::PathBuf;
@@ -24,7 +21,8 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    pub(super) fn new(key: &str, message: impl std::fmt::Display) -> Self {
+    /// `key`'s error: `message` after the key's name.
+    pub fn new(key: &str, message: impl std::fmt::Display) -> Self {
         Self {
             key: key.to_string(),
             message: format!("{key} {message}"),
@@ -215,7 +213,10 @@ impl TryFrom<RawConfig> for RunConfig {
         Ok(RunConfig {
             run,
             device,
-            model: model::model(raw.model)?,
+            model: ModelConfig {
+                kind: (raw.model.kind).unwrap_or_else(|| defaults::MODEL_KIND.into()),
+                settings: raw.model.settings,
+            },
             data: data::data(raw.data)?,
             train,
             memory: memory::memory(raw.memory)?,

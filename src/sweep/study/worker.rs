@@ -209,7 +209,7 @@ fn run(
     let storage = Arc::new(Mutex::new(opened));
     let (mut study, me) = join(&storage, config, space, &mut observer)?;
     let base = to_toml(config);
-    let check = |c: &RunConfig| kinds.check(c);
+    let check = |c: &mut RunConfig| kinds.resolve(c);
     let config_of = |t: &Trial| checked_trial_config(&base, t, &dir, &check).map_err(Error::Config);
     let stop = StopOnSignal::install()?;
     let build = TrialBuild {

@@ -1,8 +1,8 @@
 //! Checkpoints keep the latest complete epoch, and it loads back.
 
 use super::*;
-use crate::config::{Activation, MlpConfig};
 use crate::model::{initialize, Mlp};
+use crate::model::{Activation, MlpConfig};
 use crate::train::build_optimizer;
 use burn::module::Module;
 use burn::tensor::Device;

@@ -5,9 +5,10 @@ use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
 
 use super::*;
-use crate::config::{MlpConfig, SyntheticConfig};
+use crate::config::SyntheticConfig;
 use crate::data::{generate, Sample};
 use crate::memory::MemoryMeter;
+use crate::model::MlpConfig;
 use crate::model::{parameters, Mlp};
 use crate::task::Classify;
 use crate::train::{accumulated_step, MixedPrecision};
@@ -62,7 +63,7 @@ fn every_optimizer_state_round_trips_through_a_checkpoint() {
     let device = Device::flex().autodiff();
     let mlp = MlpConfig {
         hidden: vec![16],
-        activation: crate::config::Activation::Relu,
+        activation: crate::model::Activation::Relu,
         dropout: 0.0,
     };
     let start = Mlp::new(&mlp, 10, 3, &device);

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::config::{EmaConfig, EmaDevice, EmaWeights, PlateauConfig};
+use crate::model::Activation;
 
 pub(super) fn train_cases() -> Cases {
     let cases: Vec<(ConfigBuilder, &str)> = vec![

@@ -3,8 +3,8 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 
 use super::*;
-use crate::config::{Activation, MlpConfig};
 use crate::model::Mlp;
+use crate::model::{Activation, MlpConfig};
 
 fn net(device: &Device) -> Mlp {
     let config = MlpConfig {

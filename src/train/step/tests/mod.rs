@@ -4,11 +4,9 @@ use burn::module::Module;
 use burn::tensor::Device;
 
 use super::*;
-use crate::config::{
-    Activation, LossScaling, MlpConfig, OptimizerKind, Precision, SyntheticConfig,
-};
+use crate::config::{LossScaling, OptimizerKind, Precision, SyntheticConfig};
 use crate::data::{generate, Sample};
-use crate::model::{parameters, Cnn, Mlp, Network};
+use crate::model::{parameters, Activation, Cnn, Mlp, MlpConfig, Network};
 use crate::task::Classify;
 use crate::train::build_optimizer;
 use crate::train::LossScaler;
@@ -249,7 +247,7 @@ fn a_short_last_micro_batch_is_weighted_by_its_size() {
 fn cnn_accumulation_4x16_matches_the_batch_of_64() {
     // Without batch norm: each micro-batch normalised by its own statistics would make
     // the two updates differ by design, as in any framework.
-    let cnn = crate::config::CnnConfig {
+    let cnn = crate::model::CnnConfig {
         input: [1, 4, 5],
         channels: vec![4, 8],
         kernel_size: 3,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use burn::tensor::activation::softmax;
 
-use super::{visit, Inputs, Readout, Visit};
+use super::{visit, Builtin, Inputs, Readout, Visit};
 use crate::config::DataSource;
 use crate::error::Error;
 use crate::inference::{outputs, Csv, Trained};
@@ -21,7 +21,11 @@ use crate::task::{Classify, Regress};
 /// - regression: `row,prediction`, in the target's units;
 /// - a series: `index,forecast_1,…,forecast_h`: the index in the series of the first value
 ///   forecast (the series' length for the forecast beyond its end), then the `horizon` values.
-pub(super) fn predict(run: &Trained, data: &Path) -> Result<Csv, Error> {
+pub(super) fn predict<N: Builtin>(
+    run: &Trained,
+    data: &Path,
+    settings: N::Settings,
+) -> Result<Csv, Error> {
     let inputs = super::inputs(&run.config, data)?;
     let series = matches!(run.config.data.source, DataSource::Series(_));
     let Inputs {
@@ -36,7 +40,7 @@ pub(super) fn predict(run: &Trained, data: &Path) -> Result<Csv, Error> {
         readouts,
         series,
     };
-    visit(&run.config, loaded, writer)
+    visit::<N, _>(settings, loaded, writer)
 }
 
 /// Runs the model over the task's validation items (the file's) and writes the CSV text.

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 
 use super::owned::Owned;
 use super::{Csv, Kind};
-use crate::config::{describe_key_error, ConfigError, Invalid, ModelConfig, RunConfig};
+use crate::config::{ConfigError, Invalid, ModelConfig, RunConfig};
 use crate::error::Error;
 use crate::inference::{outputs, score, Trained};
 use crate::record::RunSummary;
@@ -96,22 +96,8 @@ pub(super) struct AppKind<K> {
 
 impl<K: ModelKind> AppKind<K> {
     /// `config`'s `[model]` keys read into the kind's settings and checked.
-    fn settings(&self, config: &RunConfig) -> Result<K::Settings, Invalid> {
-        let ModelConfig::App(app) = &config.model else {
-            return Err(Invalid {
-                key: "model.kind".into(),
-                message: format!(
-                    "model.kind = \"{}\" is a built-in kind",
-                    config.model.kind()
-                ),
-            });
-        };
-        let table = toml::Value::Table(app.settings.clone());
-        let settings: K::Settings = serde_path_to_error::deserialize(table).map_err(|e| {
-            let key = format!("model.{}", e.path()).replace("model..", "model");
-            let message = describe_key_error(&key, &e.into_inner().to_string());
-            Invalid { key, message }
-        })?;
+    fn settings(&self, model: &ModelConfig) -> Result<K::Settings, Invalid> {
+        let settings: K::Settings = model.settings()?;
         self.kind
             .check(&settings)
             .map_err(|Invalid { key, message }| Invalid {
@@ -123,7 +109,7 @@ impl<K: ModelKind> AppKind<K> {
 
     /// `config`'s settings, or the config's error.
     fn settings_or_error(&self, config: &RunConfig) -> Result<K::Settings, Error> {
-        self.settings(config).map_err(super::model_error)
+        self.settings(&config.model).map_err(super::model_error)
     }
 
     /// The task `config` trains, owning its `[model]` and `[data]` (its run's `config.toml`
@@ -162,8 +148,10 @@ impl<K: ModelKind> AppKind<K> {
 }
 
 impl<K: ModelKind> Kind for AppKind<K> {
-    fn check(&self, config: &RunConfig) -> Result<(), Invalid> {
-        self.settings(config).map(drop)
+    /// Checks the kind's keys; they stay as written (the program's settings need not
+    /// serialise).
+    fn resolve(&self, model: &mut ModelConfig) -> Result<(), Invalid> {
+        self.settings(model).map(drop)
     }
 
     fn metric_names(&self, _config: &RunConfig) -> Vec<String> {

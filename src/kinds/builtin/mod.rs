@@ -2,20 +2,22 @@
 //! kind and a data kind to types. Training, `evaluate` and `predict` reach the task through a
 //! [`Visit`]or, so that everything after this module is generic over the network.
 
+mod builder;
 mod inputs;
 mod kind;
 mod predict;
 
 pub use kind::kinds;
+pub(crate) use kind::Builtin;
 
 use inputs::{inputs, Inputs, Readout};
 
 use burn::tensor::Device;
 
-use crate::config::{ConfigError, DataSource, ModelConfig, RunConfig, TASK_SECTIONS};
+use crate::config::{DataSource, RunConfig, TASK_SECTIONS};
 use crate::data::{self, Dataset, RowData};
 use crate::error::Error;
-use crate::model::{Cnn, Lstm, Mlp, Network};
+use crate::model::{Mlp, Network};
 use crate::task::{Classify, Regress};
 
 /// What the configured data is for.
@@ -80,44 +82,15 @@ pub(crate) fn load(config: &RunConfig) -> Result<Loaded, Error> {
     })
 }
 
-/// Builds the task `config` describes over `loaded` and hands it to `visitor`.
-pub(crate) fn visit<V: Visit>(
-    config: &RunConfig,
+/// Builds the task of network `N` with `settings` over `loaded` and hands it to `visitor`.
+pub(crate) fn visit<N: Builtin, V: Visit>(
+    settings: N::Settings,
     loaded: Loaded,
     visitor: V,
 ) -> Result<V::Output, Error> {
     let (features, outputs) = loaded.shape();
-    match config.model.clone() {
-        ModelConfig::Mlp(mlp) => task(loaded, visitor, move |device| {
-            Mlp::new(&mlp, features, outputs, device)
-        }),
-        ModelConfig::Cnn(cnn) => {
-            let per_sample: usize = cnn.input.iter().product();
-            if per_sample != features {
-                return Err(Error::Config(ConfigError {
-                    origin: "[model]".into(),
-                    key: Some("model.input".into()),
-                    message: format!(
-                        "model.input = {:?} is {per_sample} values per sample, but the data has \
-                         {features} features",
-                        cnn.input
-                    ),
-                }));
-            }
-            task(loaded, visitor, move |device| {
-                Cnn::new(&cnn, outputs, device)
-            })
-        }
-        ModelConfig::Lstm(lstm) => task(loaded, visitor, move |device| {
-            Lstm::new(&lstm.hidden, outputs, device)
-        }),
-        // Registered under the built-in names only: another kind is not built here.
-        ModelConfig::App(app) => Err(Error::Config(ConfigError {
-            origin: "[model]".into(),
-            key: Some("model.kind".into()),
-            message: format!("model.kind = \"{}\" is not a built-in kind", app.kind),
-        })),
-    }
+    let build = N::build(settings, features, outputs)?;
+    task(loaded, visitor, build)
 }
 
 fn task<N: Network, V: Visit>(
