@@ -139,11 +139,10 @@ impl Error {
         } else {
             format!("{} is missing", file.display())
         };
-        Error::Config(ConfigError {
-            origin: dir.display().to_string(),
-            key: None,
-            message: format!("not a run directory: {why}"),
-        })
+        Error::Usage(UsageError::new(
+            dir.display().to_string(),
+            format!("not a run directory: {why}"),
+        ))
     }
 
     /// A checkpoint file that cannot be used; `message` is kept to one line.

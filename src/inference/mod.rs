@@ -20,8 +20,8 @@ use burn::module::Module;
 use burn::store::ModuleSnapshot;
 use burn::tensor::Device;
 
-use crate::config::{ConfigError, RunConfig};
-use crate::error::Error;
+use crate::config::RunConfig;
+use crate::error::{Error, UsageError};
 use crate::model::initialize;
 use crate::record::RunSummary;
 use crate::train::Checkpoint;
@@ -59,14 +59,13 @@ impl Trained {
         }
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         if let Some(task) = crate::train::run_dir::code_task(&text).filter(|_| !code) {
-            return Err(Error::Config(ConfigError {
-                origin: path.display().to_string(),
-                key: None,
-                message: format!(
+            return Err(Error::Usage(UsageError::new(
+                path.display().to_string(),
+                format!(
                     "the run trained task {task}, defined in code: score its model from Rust \
                      with tidemark::inference::evaluate_task"
                 ),
-            }));
+            )));
         }
         let config = crate::config::parse(&text, &path.display().to_string(), &[])?;
         let checkpoint = match checkpoint {

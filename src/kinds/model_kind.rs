@@ -9,8 +9,8 @@ use serde::de::DeserializeOwned;
 
 use super::owned::Owned;
 use super::{Csv, Kind};
-use crate::config::{ConfigError, Invalid, ModelConfig, RunConfig};
-use crate::error::Error;
+use crate::config::{Invalid, ModelConfig, RunConfig};
+use crate::error::{Error, UsageError};
 use crate::inference::{outputs, score, Trained};
 use crate::record::RunSummary;
 use crate::task::{Score, Task};
@@ -130,10 +130,9 @@ impl<K: ModelKind> AppKind<K> {
         let settings = self.settings_or_error(config)?;
         match self.kind.task_on_file(settings, config, path)? {
             Some(task) => Ok(task),
-            None => Err(Error::Config(ConfigError {
-                origin: format!("--data {}", path.display()),
-                key: None,
-                message: format!(
+            None => Err(Error::Usage(UsageError::new(
+                format!("--data {}", path.display()),
+                format!(
                     "model kind \"{}\" reads no files (its ModelKind::task_on_file is not \
                      written), so {command} takes no --data{}",
                     self.name,
@@ -142,7 +141,7 @@ impl<K: ModelKind> AppKind<K> {
                         _ => "",
                     }
                 ),
-            })),
+            ))),
         }
     }
 }
@@ -178,11 +177,10 @@ impl<K: ModelKind> Kind for AppKind<K> {
         let task = self.task_on_file(&run.config, data, "predict")?;
         let none = || {
             let message = format!("model kind \"{}\" gives no outputs to predict", self.name);
-            Error::Config(ConfigError {
-                origin: format!("--data {}", data.display()),
-                key: None,
-                message: format!("{message}: its ModelKind::outputs is not written"),
-            })
+            Error::Usage(UsageError::new(
+                format!("--data {}", data.display()),
+                format!("{message}: its ModelKind::outputs is not written"),
+            ))
         };
         let rows = outputs(run, &task, |model, batch| {
             self.kind.outputs(model, batch).ok_or_else(none)

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::space::{Domain, Method, Order, Packing, PruneConfig, Space, Trial};
 
-use crate::config::{ConfigError, Monitor, MonitorMode};
-use crate::error::Error;
+use crate::config::{Monitor, MonitorMode};
+use crate::error::{Error, UsageError};
 use crate::record::write_atomic;
 
 /// What a search plans, in `plan.json`: resuming trains the same trials.
@@ -107,11 +107,10 @@ impl Plan {
 pub(super) fn read_plan(dir: &Path) -> Result<Plan, Error> {
     let path = dir.join("plan.json");
     let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::Config(ConfigError {
-            origin: format!("--resume {}", dir.display()),
-            key: None,
-            message: format!("not a sweep directory: {} is missing", path.display()),
-        }),
+        std::io::ErrorKind::NotFound => Error::Usage(UsageError::new(
+            format!("--resume {}", dir.display()),
+            format!("not a sweep directory: {} is missing", path.display()),
+        )),
         _ => Error::io(&path, e),
     })?;
     let plan = crate::record::parse_json::<Plan>(&bytes)

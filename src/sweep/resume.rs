@@ -7,9 +7,9 @@ use super::results::{SweepRow, TrialRow};
 use super::resume_set::Changes;
 use super::runs::run_all;
 use super::study::rejoin_alone;
+use crate::config::RunConfig;
 use crate::config::TASK_SECTIONS;
-use crate::config::{ConfigError, RunConfig};
-use crate::error::Error;
+use crate::error::{Error, UsageError};
 use crate::kinds::Kinds;
 use crate::record::Observer;
 use crate::train::resume::check_config;
@@ -39,16 +39,15 @@ fn refuse_a_study(dir: &Path) -> Result<(), Error> {
         return Ok(());
     };
     let storage = study["storage"].as_str().unwrap_or("its storage");
-    Err(Error::Config(ConfigError {
-        origin: format!("--resume {}", dir.display()),
-        key: None,
-        message: format!(
+    Err(Error::Usage(UsageError::new(
+        format!("--resume {}", dir.display()),
+        format!(
             "a worker's directory of the study in {storage}; rejoin it with `tidemark sweep \
              --config {} --storage {storage}` (a trial this worker left goes on from its \
              checkpoint)",
             dir.join("config.toml").display()
         ),
-    }))
+    )))
 }
 
 /// Continues the sweep in `dir` at the first run that did not finish: completed runs are kept
@@ -73,23 +72,19 @@ pub fn resume_sweep(
         }
         super::space::check_order(search.order, search.packing.parallel, "--parallel")?;
         if runs.is_some() {
-            return Err(Error::Config(ConfigError {
-                origin: format!("--resume {}", dir.display()),
-                key: None,
-                message: "--runs repeats one config; this sweep is a search, whose trials \
-                          come from its [sweep] table"
-                    .into(),
-            }));
+            return Err(Error::Usage(UsageError::new(
+                format!("--resume {}", dir.display()),
+                "--runs repeats one config; this sweep is a search, whose trials \
+                          come from its [sweep] table",
+            )));
         }
         // The search its plan keeps, as --set changed its packing.
         let Some(mut space) = search.space() else {
-            return Err(Error::Config(ConfigError {
-                origin: format!("--resume {}", dir.display()),
-                key: None,
-                message: "a search planned by an earlier tidemark, whose plan.json does not keep \
-                          its method and seed; start it again"
-                    .into(),
-            }));
+            return Err(Error::Usage(UsageError::new(
+                format!("--resume {}", dir.display()),
+                "a search planned by an earlier tidemark, whose plan.json does not keep \
+                          its method and seed; start it again",
+            )));
         };
         space.packing = search.packing;
         let rows = rejoin_alone(kinds, config, &space, dir, observer)?;
@@ -105,15 +100,14 @@ pub fn resume_sweep(
         ));
     }
     if changes != Changes::default() {
-        return Err(Error::Config(ConfigError {
-            origin: format!("--resume {}", dir.display()),
-            key: None,
-            message: format!(
+        return Err(Error::Usage(UsageError::new(
+            format!("--resume {}", dir.display()),
+            format!(
                 "{} is a sweep of runs, and only a search's trials run in parallel (under \
                  sweep.parallel and sweep.budget)",
                 dir.display()
             ),
-        }));
+        )));
     }
     let runs = runs.unwrap_or(plan.runs);
     if runs != plan.runs {

@@ -4,7 +4,8 @@
 //!
 //! Layout: `<run>/checkpoints/epoch-<N>/` holds the files [`File`] lists (`model.bpk`,
 //! `optimizer.bpk`, `schedule.bpk`, `meta.json`, and `plateau.json` and `ema.bpk` where the
-//! run's config asks for them), after epoch N (and `step-<S>/` after global step S, inside an epoch, with
+//! run's config asks for them, then `manifest.json`, the list of them all with their sizes),
+//! after epoch N (and `step-<S>/` after global step S, inside an epoch, with
 //! `checkpoint.every_steps`), written under a temporary name and renamed into place, then
 //! `checkpoints/latest` (the directory name) is replaced atomically, and only then are older
 //! ones deleted. At every moment the directory named by `latest` is complete: a process killed
@@ -33,7 +34,7 @@ mod files;
 mod ranking;
 mod read;
 
-pub(crate) use files::{Extras, File};
+pub(crate) use files::{Extras, File, Manifest};
 
 pub use ranking::best_checkpoints;
 pub use read::{latest_checkpoint, Checkpoint};
@@ -208,6 +209,8 @@ impl Checkpointer {
         for part in beside {
             part.save(&tmp)?;
         }
+        // The list of what the checkpoint holds, last: a copy takes these files and no other.
+        Manifest::write(&tmp)?;
         // Before the checkpoint is complete: each file on the list its run needs is there.
         let needed = |f: &File| self.run.is_some_and(|extras| f.written(extras));
         if let Some(file) = File::ALL
@@ -220,10 +223,7 @@ impl Checkpointer {
                 message: "was not written, and a resume of this run reads it".into(),
             });
         }
-        if target.exists() {
-            std::fs::remove_dir_all(&target).map_err(|e| io(&target, e))?;
-        }
-        std::fs::rename(&tmp, &target).map_err(|e| io(&target, e))?;
+        put_in_place(&tmp, &target)?;
         let latest = self.dir.join("latest");
         write_atomic(&latest, name.as_bytes()).map_err(|e| io(&latest, e))?;
         if marks.best {
@@ -278,6 +278,15 @@ impl Checkpointer {
         }
         Ok(())
     }
+}
+
+/// Renames the complete checkpoint `tmp` to `target`, replacing any there.
+fn put_in_place(tmp: &Path, target: &Path) -> Result<(), Error> {
+    let io = |path: &Path, e: std::io::Error| Error::io(path, e);
+    if target.exists() {
+        std::fs::remove_dir_all(target).map_err(|e| io(target, e))?;
+    }
+    std::fs::rename(tmp, target).map_err(|e| io(target, e))
 }
 
 /// Writes a checkpoint's files into `dir`.

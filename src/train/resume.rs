@@ -12,7 +12,7 @@ use super::stats::Stats;
 use super::{Layout, MemoryGuard, Prepared};
 use crate::config::TASK_SECTIONS;
 use crate::config::{to_toml, ConfigError, RunConfig};
-use crate::error::Error;
+use crate::error::{Error, UsageError};
 use crate::memory::MemorySource;
 use crate::record::{current_epochs, read_snapshots, RunStatus, RunSummary, Snapshot};
 
@@ -66,14 +66,13 @@ impl Resume {
             .and_then(|e| e.stopped_at)
             .filter(|_| ended)
         {
-            return Err(Error::Config(ConfigError {
-                origin: format!("--resume {}", run_dir.display()),
-                key: None,
-                message: format!(
+            return Err(Error::Usage(UsageError::new(
+                format!("--resume {}", run_dir.display()),
+                format!(
                     "the run stopped early after epoch {stopped}: its monitored metric had \
                      stopped improving, so there is nothing to resume"
                 ),
-            }));
+            )));
         }
         // Inside an epoch (`step_in_epoch` > 0), the run is in epoch `done + 1`, which
         // `train.epochs` must still include.

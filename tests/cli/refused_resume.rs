@@ -23,7 +23,9 @@ fn a_refused_resume_changes_nothing() {
     let done = env.path("runs/small");
     let latest = std::fs::read_to_string(done.join("checkpoints/latest")).unwrap();
     let latest = format!("checkpoints/{}", latest.trim());
-    let cases: [(&str, &str, Option<&str>, &str); 6] = [
+    // A damaged file is written at the size it had (padded with spaces), so that the check of
+    // its content is what refuses it; one of another size, the manifest's check (last case).
+    let cases: [(&str, &str, Option<&str>, &str); 7] = [
         (
             "plateau garbled",
             "PLATEAU",
@@ -50,6 +52,12 @@ fn a_refused_resume_changes_nothing() {
             None,
             "ranking.json: missing, and checkpoint.keep_best would delete the checkpoints",
         ),
+        (
+            "plateau cut short",
+            "PLATEAU",
+            Some("{"),
+            "plateau.json: 1 bytes, where the checkpoint's manifest.json lists",
+        ),
     ];
     for (i, (case, file, content, needle)) in cases.into_iter().enumerate() {
         let copy = env.path(&format!("copy-{i}"));
@@ -59,8 +67,10 @@ fn a_refused_resume_changes_nothing() {
             "EMA" => copy.join(&latest).join("ema.bpk"),
             _ => copy.join("checkpoints/ranking.json"),
         };
+        let size = std::fs::metadata(&path).unwrap().len() as usize;
         match content {
-            Some(text) => std::fs::write(&path, text).unwrap(),
+            Some(text) if case.ends_with("short") => std::fs::write(&path, text).unwrap(),
+            Some(text) => std::fs::write(&path, format!("{text:<size$}")).unwrap(),
             None => std::fs::remove_file(&path).unwrap(),
         }
         let before = files(&copy);

@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use super::{load, Loaded};
-use crate::config::{Column, ConfigError, CsvConfig, DataConfig, DataSource, RunConfig};
+use crate::config::{Column, CsvConfig, DataConfig, DataSource, RunConfig};
 use crate::data::{self, DataError, FeatureScaling, Row, RowScaling, Sample};
-use crate::error::Error;
+use crate::error::{Error, UsageError};
 
 /// A file's items, ready for the run's model.
 pub(crate) struct Inputs {
@@ -73,13 +73,11 @@ fn keep_where<T>(items: Vec<T>, keep: impl Fn(usize) -> bool) -> Vec<T> {
 pub(crate) fn inputs(config: &RunConfig, path: &Path) -> Result<Inputs, Error> {
     let trained = load(config)?;
     match (&config.data.source, trained) {
-        (DataSource::Synthetic(_), _) => Err(Error::Config(ConfigError {
-            origin: format!("--data {}", path.display()),
-            key: Some("data.kind".into()),
-            message: "the run trained on synthetic data, which has no file layout to read \
-                      another file by; leave --data out to use the run's validation split"
-                .into(),
-        })),
+        (DataSource::Synthetic(_), _) => Err(Error::Usage(UsageError::new(
+            format!("--data {}", path.display()),
+            "the run trained on synthetic data, which has no file layout to read another file \
+             by; leave --data out to use the run's validation split",
+        ))),
         (DataSource::Series(series), Loaded::Rows(rows, name)) => {
             let loaded = data::series::load_series(path, &series.column, series.header)?;
             let values = loaded.fill(series.gaps)?;

@@ -3,8 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::config::ConfigError;
-use crate::error::Error;
+use crate::error::{Error, SweepError};
 
 /// Rayon workers per child: the cores shared among the children, at least one each; `None`
 /// where the environment sets `RAYON_NUM_THREADS` itself.
@@ -39,9 +38,8 @@ pub(in crate::sweep) fn trial_exe() -> Result<PathBuf, Error> {
     let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     match RUNS_TRIALS.load(Ordering::SeqCst) || name.starts_with("tidemark") {
         true => Ok(PathBuf::from("/proc/self/exe")),
-        false => Err(Error::Config(ConfigError {
+        false => Err(Error::Sweep(SweepError::Plan {
             origin: exe.display().to_string(),
-            key: Some("sweep.parallel".into()),
             message: "sweep.parallel: trials in parallel run in child processes of a program \
                       whose command line is tidemark::App (the tidemark binary, or an \
                       app's with its model kinds), and this program is not one; set \

@@ -3,14 +3,25 @@
 //! whose `match` has an arm for each), and a test compares what a run writes with it: a file
 //! added to a checkpoint without a place here fails that test, and a place here without a check
 //! does not compile.
+//!
+//! On disk, each checkpoint lists what it holds in its [`Manifest`] (`manifest.json`, written
+//! last, before the directory is renamed into place): every file beside it with its size. A
+//! checkpoint is opened only where each file it lists is there at its size, and it is copied
+//! (a search's member taking another's weights) by that list alone.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::{RunConfig, ScheduleKind};
+use crate::error::Error;
 
 /// A file of a checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum File {
+    /// `manifest.json`: the list of the checkpoint's other files ([`Manifest`]).
+    Manifest,
     /// `meta.json`: where the run stands ([`super::CheckpointState`]).
     Meta,
     /// `model.bpk`: the weights.
@@ -27,7 +38,8 @@ pub(crate) enum File {
 
 impl File {
     /// Every file, in the order a resume reads them.
-    pub(crate) const ALL: [File; 6] = [
+    pub(crate) const ALL: [File; 7] = [
+        File::Manifest,
         File::Meta,
         File::Model,
         File::Optimizer,
@@ -39,6 +51,7 @@ impl File {
     /// Its name in the checkpoint's directory.
     pub(crate) const fn name(self) -> &'static str {
         match self {
+            File::Manifest => "manifest.json",
             File::Meta => "meta.json",
             File::Model => "model.bpk",
             File::Optimizer => "optimizer.bpk",
@@ -52,7 +65,7 @@ impl File {
     /// Whether a run that keeps `extras` writes it into each checkpoint.
     pub(crate) fn written(self, extras: Extras) -> bool {
         match self {
-            File::Meta | File::Model | File::Optimizer | File::Schedule => true,
+            File::Manifest | File::Meta | File::Model | File::Optimizer | File::Schedule => true,
             File::Plateau => extras.plateau,
             File::Ema => extras.ema,
         }
@@ -81,5 +94,71 @@ impl Extras {
                 .is_some_and(|s| s.kind == ScheduleKind::Plateau),
             ema: config.train.ema.is_some(),
         }
+    }
+}
+
+/// `manifest.json`: every file of a checkpoint beside it, by name, with its size in bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    /// Each file's name in the checkpoint's directory, and its size.
+    pub files: BTreeMap<String, u64>,
+}
+
+impl Manifest {
+    /// Lists every file in `dir` (the checkpoint, complete but for this list) and writes the
+    /// list there.
+    pub(crate) fn write(dir: &Path) -> Result<Self, Error> {
+        let io = |e: std::io::Error| Error::io(dir, e);
+        let mut files = BTreeMap::new();
+        for entry in std::fs::read_dir(dir).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let metadata = entry.metadata().map_err(io)?;
+            if metadata.is_file() && name != File::Manifest.name() {
+                files.insert(name, metadata.len());
+            }
+        }
+        let manifest = Self { files };
+        let path = File::Manifest.in_dir(dir);
+        let text = serde_json::to_vec_pretty(&manifest).expect("a manifest serialises");
+        std::fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+        Ok(manifest)
+    }
+
+    /// The list in `dir`; `None` for a checkpoint written before checkpoints had one.
+    pub(crate) fn read(dir: &Path) -> Result<Option<Self>, Error> {
+        let path = File::Manifest.in_dir(dir);
+        match std::fs::read(&path) {
+            Ok(text) => crate::record::parse_json(&text)
+                .map(Some)
+                .map_err(|e| Error::checkpoint(&path, format!("not a checkpoint's list: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Each file listed is in `dir` at its size: one missing, or of another size (truncated,
+    /// or changed since), is the error naming it.
+    pub(crate) fn check(&self, dir: &Path) -> Result<(), Error> {
+        for (name, &bytes) in &self.files {
+            let path = dir.join(name);
+            let listed = File::Manifest.name();
+            let found = match std::fs::metadata(&path) {
+                Ok(metadata) => metadata.len(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let message = format!("missing, and the checkpoint's {listed} lists it");
+                    return Err(Error::checkpoint(&path, message));
+                }
+                Err(e) => return Err(Error::io(&path, e)),
+            };
+            if found != bytes {
+                let message = format!(
+                    "{found} bytes, where the checkpoint's {listed} lists {bytes}: truncated or \
+                     changed since it was written"
+                );
+                return Err(Error::checkpoint(&path, message));
+            }
+        }
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use burn::optim::ModuleOptimizer;
 use burn::store::{BurnpackStore, ModuleSnapshot};
 
-use super::files::{Extras, File};
+use super::files::{Extras, File, Manifest};
 use super::ranking::{ranked_dir, read_ranking};
 use super::CheckpointState;
 use crate::config::RunConfig;
@@ -167,6 +167,11 @@ impl Checkpoint {
         })?;
         let state: CheckpointState = crate::record::parse_json(&text)
             .map_err(|e| Error::checkpoint(&meta, format!("not a checkpoint's state: {e}")))?;
+        // Each file the checkpoint lists, at its size (a checkpoint from before the list:
+        // the two every one holds).
+        if let Some(manifest) = Manifest::read(&dir)? {
+            manifest.check(&dir)?;
+        }
         for file in [File::Model, File::Optimizer] {
             let path = file.in_dir(&dir);
             if !path.is_file() {
@@ -174,6 +179,45 @@ impl Checkpoint {
             }
         }
         Ok(Self { dir, state })
+    }
+
+    /// Copies this checkpoint into the run directory `run_dir`, under its own name, and makes
+    /// it that run's `latest`: the files its manifest lists and the manifest (every file of a
+    /// checkpoint from before the list), written under a temporary name and renamed into place
+    /// as a run's own checkpoint is. A run resumed from `run_dir` then continues from it.
+    pub fn copy_into(&self, run_dir: &Path) -> Result<Self, Error> {
+        let name = (self.dir.file_name()).unwrap_or_default().to_owned();
+        let checkpoints = run_dir.join("checkpoints");
+        let (tmp, target) = (
+            checkpoints.join(format!("{}.tmp", name.to_string_lossy())),
+            checkpoints.join(&name),
+        );
+        let io = |path: &Path, e: std::io::Error| Error::io(path, e);
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        let names: Vec<String> = match Manifest::read(&self.dir)? {
+            Some(manifest) => {
+                manifest.check(&self.dir)?;
+                let listed = manifest.files.into_keys();
+                listed.chain([File::Manifest.name().to_string()]).collect()
+            }
+            None => (std::fs::read_dir(&self.dir).map_err(|e| io(&self.dir, e))?)
+                .flatten()
+                .filter(|e| e.path().is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+        };
+        for file in names {
+            let from = self.dir.join(&file);
+            std::fs::copy(&from, tmp.join(&file)).map_err(|e| io(&from, e))?;
+        }
+        super::put_in_place(&tmp, &target)?;
+        let latest = checkpoints.join("latest");
+        let pointer = name.to_string_lossy();
+        crate::record::write_atomic(&latest, pointer.as_bytes()).map_err(|e| io(&latest, e))?;
+        Self::latest(run_dir)
     }
 
     /// One line for the terminal and the `resume` snapshot.
@@ -268,8 +312,8 @@ impl Checkpoint {
             |e: &dyn std::fmt::Debug| Error::checkpoint(&path, format!("cannot be read: {e:?}"));
         let schedule_kept = File::Schedule.in_dir(&self.dir).exists();
         match file {
-            // Parsed where the checkpoint was opened.
-            File::Meta => Ok(()),
+            // Parsed and checked where the checkpoint was opened.
+            File::Manifest | File::Meta => Ok(()),
             File::Model => self.weights().map(drop),
             File::Optimizer => burn::optim::record::OptimizerRecord::load(&path)
                 .map(drop)

@@ -121,5 +121,72 @@ fn a_run_writes_exactly_the_files_the_list_names_for_its_config() {
             .collect();
         listed.sort();
         assert_eq!(written, listed, "{name}");
+        // The checkpoint's own list: every other file, at its size.
+        let manifest = Manifest::read(&checkpoint).unwrap().unwrap();
+        let on_disk: std::collections::BTreeMap<String, u64> = (written.iter())
+            .filter(|f| f.as_str() != "manifest.json")
+            .map(|f| (f.clone(), checkpoint.join(f).metadata().unwrap().len()))
+            .collect();
+        assert_eq!(manifest.files, on_disk, "{name}");
     }
+}
+
+/// A checkpoint copied into another run's directory by its list is that run's latest, with
+/// the same files and weights; a file of it truncated after is refused, named, before any is
+/// read.
+#[test]
+fn a_checkpoint_copies_by_its_list_and_a_changed_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[run]\nname = \"a\"\noutput_dir = \"{}\"\n[model]\nhidden = [8]\n\
+         [data]\nkind = \"synthetic\"\nsamples = 64\nfeatures = 4\nclasses = 2\n\
+         [train]\nepochs = 1\nbatch_size = 32\n[train.ema]\ndecay = 0.9\n",
+        dir.path().display()
+    );
+    let config = crate::config::parse(&text, "t.toml", &[]).unwrap();
+    crate::Trainer::new(config).run().unwrap();
+    let from = Checkpoint::latest(&dir.path().join("a")).unwrap();
+    let other = dir.path().join("b");
+    let copied = from.copy_into(&other).unwrap();
+    assert_eq!(copied.dir, other.join("checkpoints/epoch-1"));
+    assert_eq!(Checkpoint::latest(&other).unwrap().state, from.state);
+    let files = |d: &Path| {
+        let mut names: Vec<(String, u64)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                (
+                    e.file_name().into_string().unwrap(),
+                    e.metadata().unwrap().len(),
+                )
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(files(&copied.dir), files(&from.dir));
+    assert!(files(&copied.dir).iter().any(|(f, _)| f == "ema.bpk"));
+    assert_eq!(copied.weights().unwrap(), from.weights().unwrap());
+    // Truncated in the copy: refused where it is opened, naming the file and both sizes.
+    let ema = copied.dir.join("ema.bpk");
+    let size = ema.metadata().unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&ema)
+        .unwrap()
+        .set_len(size / 2)
+        .unwrap();
+    let error = Checkpoint::latest(&other).unwrap_err().to_string();
+    let says = format!(
+        "ema.bpk: {} bytes, where the checkpoint's manifest.json lists {size}: truncated or \
+         changed since it was written",
+        size / 2
+    );
+    assert!(error.contains(&says), "{error}");
+    std::fs::remove_file(&ema).unwrap();
+    let error = Checkpoint::latest(&other).unwrap_err().to_string();
+    assert!(
+        error.contains("ema.bpk: missing, and the checkpoint's manifest.json lists it"),
+        "{error}"
+    );
 }
