@@ -10,6 +10,7 @@ use crate::config::TrainConfig;
 use crate::error::Error;
 use crate::memory::policy::{fit_target, held, LimitExceeded, Phase, StepFigures, FIT_MARGIN};
 use crate::memory::{format_bytes, format_signed_bytes, MemorySource, MemoryUsage};
+use crate::train::recorder::RunRecorder;
 use crate::train::MemoryGuard;
 
 /// How far past the largest micro-batch that fit the next probe may go: a probe that does not
@@ -224,17 +225,17 @@ impl FitTarget {
     /// action, or fails the run if none fits. `before`: bytes in use before them.
     pub(crate) fn conclude(
         &self,
-        guard: &mut MemoryGuard,
+        (guard, rec): (&mut MemoryGuard, &mut RunRecorder),
         probes: Vec<FitProbe>,
         before: u64,
     ) -> Result<(), Error> {
         for p in &probes {
-            guard.record_probe(p.reading.window, p.factor, self.told(p))?;
+            guard.record_probe(rec, p.reading.window, p.factor, self.told(p))?;
         }
         let kept = guard.release()? as i64 - before as i64;
         match self.choose(&probes, kept) {
-            Ok((factor, detail)) => guard.fit_layout(factor, detail),
-            Err(e) => Err(guard.fail(e)),
+            Ok((factor, detail)) => guard.fit_layout(rec, factor, detail),
+            Err(e) => Err(guard.fail(rec, e)),
         }
     }
 

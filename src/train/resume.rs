@@ -143,8 +143,7 @@ pub(super) fn open_run(
     device: &Device,
     resume: Option<&Resume>,
 ) -> Result<(Prepared, PathBuf, Layout), Error> {
-    let prepared =
-        MemoryGuard::prepare(&config.memory, device)?.tensorboard(config.run.tensorboard);
+    let prepared = MemoryGuard::prepare(&config.memory, device)?;
     let own_memory = prepared.source() == MemorySource::CubeclPool;
     let mut layout = Layout::new(config.train.batch_size, config.train.accumulation_steps)
         .with_offload(&config.train.offload, own_memory);

@@ -10,6 +10,7 @@ use crate::config::EarlyStoppingConfig;
 use crate::memory::{Advice, Breakdown};
 use crate::record::{current_epochs, read_snapshots, Event, Snapshot};
 use crate::record::{RunStatus, RunSummary};
+use crate::train::recorder::RunRecorder;
 use crate::train::MemoryGuard;
 
 /// What the epochs have produced so far: scalars only, so that the run's own records hold no
@@ -70,11 +71,10 @@ impl Stats {
     pub(super) fn summary(
         self,
         id: Identity,
-        guard: &MemoryGuard,
+        (guard, recorder): (&MemoryGuard, &RunRecorder),
         status: RunStatus,
         wall_time_s: f64,
     ) -> RunSummary {
-        let recorder = guard.recorder();
         let snapshots = read_snapshots(recorder.snapshots_path()).unwrap_or_default();
         let final_metrics = final_metrics(&snapshots, self.epochs);
         let best = Checkpoint::best(&id.run_dir).ok().map(|c| c.dir);

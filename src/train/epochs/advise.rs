@@ -22,7 +22,7 @@ impl<T: Task> Epochs<'_, T> {
     /// After the epochs, whatever `result` they had: the advice for a run that completed, or
     /// that breached its limit in a step (then also in the error).
     pub(super) fn advise_run(&mut self, result: Result<(), Error>) -> Result<(), Error> {
-        let mut peaks = self.run.guard.recorder().stats().run_peaks;
+        let mut peaks = self.run.rec.stats().run_peaks;
         match result {
             Ok(()) => {
                 self.run.stats.advice = self.advise_or_tell(peaks);
@@ -53,14 +53,13 @@ impl<T: Task> Epochs<'_, T> {
         // The run is over: a backend that refuses a probe (a panic) must not lose its summary.
         let advice = panic::catch_unwind(AssertUnwindSafe(|| self.advise(peaks)))
             .unwrap_or_else(|_| Err(Error::Device("a probe panicked".into())));
-        let guard = &mut self.run.guard;
-        guard.restore_epoch_peak(aside);
+        self.run.guard.restore_epoch_peak(aside);
         match advice {
             Ok(advice) => Some(advice),
             Err(e) => {
                 let text =
                     format!("the memory advisor's probes failed, so there is no advice: {e}");
-                guard.recorder_mut().tell(&text);
+                self.run.rec.tell(&text);
                 None
             }
         }

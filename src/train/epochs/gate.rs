@@ -27,7 +27,7 @@ impl<T: Task> Epochs<'_, T> {
             Ending::Pruned(reason) => format!("pruned after epoch {epoch}: {reason}"),
             _ => format!("paused after epoch {epoch}, at its checkpoint, for the search"),
         };
-        self.run.guard.recorder_mut().tell(&message);
+        self.run.rec.tell(&message);
         Some(ending)
     }
 
@@ -40,7 +40,7 @@ impl<T: Task> Epochs<'_, T> {
         if !run.is_resumed() || self.gate.is_none() || run.steps_done_in_epoch() > 0 {
             return Ok(None);
         }
-        let snapshots = read_snapshots(run.guard.recorder().snapshots_path())?;
+        let snapshots = read_snapshots(run.rec.snapshots_path())?;
         let epochs = current_epochs(&snapshots);
         let Some(at) = epochs.iter().rfind(|s| s.epoch == run.epoch) else {
             return Ok(None);

@@ -8,6 +8,7 @@ use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
 use crate::memory::MemoryUsage;
 use crate::memory::{Action, Layout};
 use crate::memory::{Breakdown, Footprint, PeakPhase};
+use crate::train::recorder::RunRecorder;
 
 impl MemoryGuard {
     /// Validation in epoch `epoch` that held `window` at `micro_batch`, under
@@ -17,6 +18,7 @@ impl MemoryGuard {
     /// epoch's end checks it), where nothing can shrink, or where there is no limit.
     pub(crate) fn shrink_validation(
         &mut self,
+        rec: &mut RunRecorder,
         epoch: usize,
         window: &MemoryUsage,
         micro_batch: usize,
@@ -33,7 +35,7 @@ impl MemoryGuard {
             format_bytes(observed),
             format_bytes(limit)
         );
-        self.record(epoch, Action::Shrink, detail)?;
+        self.record(rec, epoch, Action::Shrink, detail)?;
         self.release()?;
         Ok(Some(half))
     }
@@ -41,10 +43,14 @@ impl MemoryGuard {
     /// Looks at memory inside step `step` of `epoch`, after a backward pass: a breach of the
     /// limit stops the step. The figure counts as the backward passes' peak (the breakdown's
     /// `phase`).
-    pub(super) fn check_step(&mut self, epoch: usize, step: usize) -> Result<(), Breach> {
+    pub(super) fn check_step(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        step: usize,
+    ) -> Result<(), Breach> {
         let usage = self.control.meter().observe();
-        self.rec
-            .step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
+        rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
         self.check_usage(epoch, step, &usage)
     }
 
@@ -77,13 +83,17 @@ impl MemoryGuard {
     /// is checked, and the update gets its own window, so that its figure is the update's
     /// alone (the breakdown's `phase`, the advisor's phases). Before the run's first update,
     /// `"auto"` may move the optimizer's state to host memory before it exists.
-    pub fn before_update(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
+    pub fn before_update(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        step: usize,
+    ) -> Result<(), Error> {
         let usage = self.control.meter().observe();
-        self.rec
-            .step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
-        self.enforce(epoch, step, &usage)?;
-        if self.rec.steps() == 0 {
-            self.offload_state_to_come((epoch, step), held(&usage).0)?;
+        rec.step_figure(PeakPhase::Backward, usage.peak_bytes_in_use);
+        self.enforce(rec, epoch, step, &usage)?;
+        if rec.steps() == 0 {
+            self.offload_state_to_come(rec, (epoch, step), held(&usage).0)?;
         }
         self.control.meter().begin_window();
         self.in_update = true;
@@ -94,31 +104,41 @@ impl MemoryGuard {
     /// on the first step): a breach fails the run, or with `on_limit = "shrink"` halves the
     /// micro-batch from the next step on.
     /// The recorder counts the step as taken.
-    pub fn after_step(&mut self, epoch: usize, step: usize) -> Result<(), Error> {
-        self.rec.set_step(step);
+    pub fn after_step(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        step: usize,
+    ) -> Result<(), Error> {
+        rec.set_step(step);
         let usage = self.control.meter().observe();
-        self.rec
-            .step_figure(PeakPhase::Update, usage.peak_bytes_in_use);
-        self.rec.step_point(step, usage.bytes_in_use);
-        self.enforce(epoch, step, &usage)
+        rec.step_figure(PeakPhase::Update, usage.peak_bytes_in_use);
+        rec.step_point(step, usage.bytes_in_use);
+        self.enforce(rec, epoch, step, &usage)
     }
 
     /// Checks `usage` outside an attempt at a step: a breach fails the run, or halves the
     /// micro-batch from the next step on.
-    fn enforce(&mut self, epoch: usize, step: usize, usage: &MemoryUsage) -> Result<(), Error> {
+    fn enforce(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        step: usize,
+        usage: &MemoryUsage,
+    ) -> Result<(), Error> {
         match self.check_usage(epoch, step, usage) {
             Ok(()) => Ok(()),
             Err(Breach::Fail(e)) => {
                 let why = format!("{} over the limit at step {step}", format_bytes(e.observed));
-                match self.offload_next(epoch, &why)? {
+                match self.offload_next(rec, epoch, &why)? {
                     true => Ok(()),
-                    false => Err(self.fail(e)),
+                    false => Err(self.fail(rec, e)),
                 }
             }
             Err(Breach::Shrink { observed, layout }) => {
-                match self.offload_before_shrink((epoch, step), observed)? {
+                match self.offload_before_shrink(rec, (epoch, step), observed)? {
                     true => Ok(()),
-                    false => self.shrink((epoch, step), observed, layout),
+                    false => self.shrink(rec, (epoch, step), observed, layout),
                 }
             }
         }
@@ -129,6 +149,7 @@ impl MemoryGuard {
     /// [`layout`](Self::layout).
     pub(super) fn shrink(
         &mut self,
+        rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         observed: u64,
         layout: Layout,
@@ -148,30 +169,36 @@ impl MemoryGuard {
             before.micro_steps(),
             self.layout.micro_steps(),
         );
-        self.record(epoch, Action::Shrink, detail)
+        self.record(rec, epoch, Action::Shrink, detail)
     }
 
     /// `on_limit = "fit"`, before the first step: cuts each loader batch into `factor`
     /// micro-batches from now on, and records why (`detail`) as a `fit` memory action.
-    pub(crate) fn fit_layout(&mut self, factor: usize, detail: String) -> Result<(), Error> {
+    pub(crate) fn fit_layout(
+        &mut self,
+        rec: &mut RunRecorder,
+        factor: usize,
+        detail: String,
+    ) -> Result<(), Error> {
         self.layout.factor = factor.max(1);
-        self.record(0, Action::Fit, detail)
+        self.record(rec, 0, Action::Fit, detail)
     }
 
     /// `on_limit = "fit"`, before the first step: one probe's `window` at halving `factor` as
     /// a `probe` memory action (`detail` says against what), its peak counted in the run's.
     pub(crate) fn record_probe(
         &mut self,
+        rec: &mut RunRecorder,
         window: MemoryUsage,
         factor: usize,
         detail: String,
     ) -> Result<(), Error> {
-        self.rec.outside_peak(window.peak_bytes_in_use);
+        rec.outside_peak(window.peak_bytes_in_use);
         let layout = Layout {
             factor,
             ..self.layout
         };
-        (self.rec).memory_event(0, Action::Probe, detail, window, layout)
+        rec.memory_event(0, Action::Probe, detail, window, layout)
     }
 
     /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),
@@ -193,10 +220,10 @@ impl MemoryGuard {
     }
 
     /// Records a breach and turns it into the run's error.
-    pub(crate) fn fail(&mut self, mut e: LimitExceeded) -> Error {
-        e.breakdown = self.breach_breakdown(&e, self.rec.steps()).map(Box::new);
+    pub(crate) fn fail(&mut self, rec: &mut RunRecorder, mut e: LimitExceeded) -> Error {
+        e.breakdown = self.breach_breakdown(&e, rec.steps()).map(Box::new);
         e.offload = self.offload_hints(&e);
-        if let Err(write_error) = self.record(e.epoch, Action::Limit, e.to_string()) {
+        if let Err(write_error) = self.record(rec, e.epoch, Action::Limit, e.to_string()) {
             return write_error;
         }
         Error::Limit(e)

@@ -1,14 +1,17 @@
 //! The memory guard: the memory layer's [`Control`] (probe, policies, executor) enforced over
 //! one run's phases, with the batch layout a limit may shrink (`layout`), a step under the
 //! limit and its retry (`retry`, `limit`), `fit`'s layout, and the reads a loop makes outside
-//! the phases (`measure`). What it sees and does is recorded by the run's
-//! [`RunRecorder`], which the guard owns: a phase cannot act without recording.
+//! the phases (`measure`). The guard measures and decides; the run's [`RunRecorder`], beside
+//! it, records: each phase takes the recorder, so a phase cannot act without recording what it
+//! saw and did, and the guard knows nothing of what the recorder writes (`snapshots.jsonl`,
+//! TensorBoard's events, the observer).
 //!
 //! The [`Trainer`](crate::Trainer) and [`HandLoop`](crate::HandLoop) drive one; a loop of
-//! one's own can too: [`prepare`](MemoryGuard::prepare) and [`open`](Prepared::open) give the
-//! guard and its recorder, then `run_start`, [`run_step`](MemoryGuard::run_step) with
+//! one's own can too: [`prepare`](MemoryGuard::prepare), then the recorder
+//! ([`RunRecorder::open`], from [`Prepared::started`]) and the guard
+//! ([`open`](Prepared::open)); then `run_start`, [`run_step`](MemoryGuard::run_step) with
 //! `before_update` and `after_step` around the update, `epoch_end`, `checkpoint` and
-//! `run_end`. Drawing is [`crate::report`]'s.
+//! `run_end`, each given the recorder. Drawing is [`crate::report`]'s.
 
 use burn::tensor::Device;
 
@@ -44,8 +47,6 @@ pub struct MemoryGuard {
     /// Whether the step under way is in its update (after `before_update`): a breach there is
     /// the update's.
     in_update: bool,
-    /// What records what the guard sees and does, and what the loop reports.
-    rec: RunRecorder,
 }
 
 impl MemoryGuard {
@@ -58,16 +59,6 @@ impl MemoryGuard {
     /// The memory layer: where figures come from, the limit, the baseline.
     pub fn control(&self) -> &Control {
         &self.control
-    }
-
-    /// The run's recorder: its snapshots, step trace and statistics, and the observer.
-    pub fn recorder(&self) -> &RunRecorder {
-        &self.rec
-    }
-
-    /// The run's recorder, to tell the user something or report progress.
-    pub fn recorder_mut(&mut self) -> &mut RunRecorder {
-        &mut self.rec
     }
 
     /// The batch layout now.
@@ -104,24 +95,26 @@ impl MemoryGuard {
     /// is held now plus `to_come` bytes (gradients and optimizer state, which the first step
     /// allocates; see [`resting_bytes`](crate::train::resting_bytes)) fit the limit, and writes
     /// the `run_start` snapshot.
-    pub fn run_start(&mut self, to_come: u64) -> Result<(), Error> {
-        self.start(Event::RunStart, 0, to_come, None)
+    pub fn run_start(&mut self, rec: &mut RunRecorder, to_come: u64) -> Result<(), Error> {
+        self.start(rec, Event::RunStart, 0, to_come, None)
     }
 
     /// [`run_start`](Self::run_start) for a run that continues after `epoch` epochs and `step`
     /// optimizer steps: the snapshot is a `resume` event, with `detail` saying from where.
     pub(crate) fn resume_start(
         &mut self,
+        rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         to_come: u64,
         detail: String,
     ) -> Result<(), Error> {
-        self.rec.set_step(step);
-        self.start(Event::Resume, epoch, to_come, Some(detail))
+        rec.set_step(step);
+        self.start(rec, Event::Resume, epoch, to_come, Some(detail))
     }
 
     fn start(
         &mut self,
+        rec: &mut RunRecorder,
         event: Event,
         epoch: usize,
         to_come: u64,
@@ -129,94 +122,110 @@ impl MemoryGuard {
     ) -> Result<(), Error> {
         let usage = self.read()?;
         self.resting_estimate = usage.bytes_in_use + to_come;
-        let state = self.state(epoch, self.rec.steps());
-        self.apply(Phase::RunStart, &usage, &state)?;
+        let state = self.state(epoch, rec.steps());
+        self.apply(rec, Phase::RunStart, &usage, &state)?;
         let usage = self.read()?;
-        self.rec
-            .snapshot(event, epoch, usage, self.layout, |s| s.detail = detail)
+        rec.snapshot(event, epoch, usage, self.layout, |s| s.detail = detail)
     }
 
     /// Starts an epoch: the epoch's peak restarts at the current figure.
-    pub fn begin_epoch(&mut self) {
+    pub fn begin_epoch(&mut self, rec: &mut RunRecorder) {
         self.control.meter().reset_peak();
-        self.rec.begin_epoch();
+        rec.begin_epoch();
     }
 
     /// Starts a step: a new window, and no breached attempt behind it.
-    fn begin_step(&mut self) {
+    fn begin_step(&mut self, rec: &mut RunRecorder) {
         self.previous_attempt = None;
         self.in_update = false;
         self.control.meter().begin_window();
-        self.rec.begin_step();
+        rec.begin_step();
     }
 
     /// Writes epoch `epoch`'s snapshot with `figures` and the epoch's memory, and watches for
     /// growth.
     pub(crate) fn epoch_snapshot(
         &mut self,
+        rec: &mut RunRecorder,
         epoch: usize,
         figures: EpochFigures,
     ) -> Result<(), Error> {
         let usage = self.read()?;
-        self.rec.epoch_snapshot(epoch, figures, usage, self.layout)
+        rec.epoch_snapshot(epoch, figures, usage, self.layout)
     }
 
     /// Runs `write` (a checkpoint of `epoch`) in its own window and checks what it held
     /// against the limit. A failure leaves what `write` wrote on disk.
     pub fn checkpoint<T>(
         &mut self,
+        rec: &mut RunRecorder,
         epoch: usize,
         write: impl FnOnce() -> Result<T, Error>,
     ) -> Result<T, Error> {
         self.control.meter().begin_window();
         let written = write()?;
         let usage = self.control.meter().observe();
-        self.rec.outside_peak(usage.peak_bytes_in_use);
-        let state = self.state(epoch, self.rec.steps());
-        self.apply(Phase::Checkpoint, &usage, &state)?;
+        rec.outside_peak(usage.peak_bytes_in_use);
+        let state = self.state(epoch, rec.steps());
+        self.apply(rec, Phase::Checkpoint, &usage, &state)?;
         Ok(written)
     }
 
     /// The end of epoch `epoch`: checks `window` (validation's figures, or the epoch's) against
     /// the limit and applies `clear = "every_epoch"`.
-    pub(crate) fn close_epoch(&mut self, epoch: usize, window: &MemoryUsage) -> Result<(), Error> {
-        let state = self.state(epoch, self.rec.steps());
-        self.apply(Phase::EpochEnd, window, &state)
+    pub(crate) fn close_epoch(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        window: &MemoryUsage,
+    ) -> Result<(), Error> {
+        let state = self.state(epoch, rec.steps());
+        self.apply(rec, Phase::EpochEnd, window, &state)
     }
 
     /// The epoch's snapshot, then the end-of-epoch check over the epoch's own figures: the
     /// epoch end of a hand-written loop.
-    pub fn epoch_end(&mut self, epoch: usize, figures: EpochFigures) -> Result<(), Error> {
-        self.epoch_snapshot(epoch, figures)?;
+    pub fn epoch_end(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        figures: EpochFigures,
+    ) -> Result<(), Error> {
+        self.epoch_snapshot(rec, epoch, figures)?;
         let window = self.control.meter().observe();
-        self.close_epoch(epoch, &window)
+        self.close_epoch(rec, epoch, &window)
     }
 
     /// After the run's tensors are gone: applies the `clear` policy, measures what stayed
     /// against the baseline, warns if it is more than 1% of the peak, and writes `run_end`.
-    pub fn run_end(&mut self, epoch: usize) -> Result<Retained, Error> {
+    pub fn run_end(&mut self, rec: &mut RunRecorder, epoch: usize) -> Result<Retained, Error> {
         self.control.settle()?;
-        let state = self.state(epoch, self.rec.steps());
+        let state = self.state(epoch, rec.steps());
         let usage = self.read()?;
-        self.apply(Phase::RunEnd, &usage, &state)?;
+        self.apply(rec, Phase::RunEnd, &usage, &state)?;
         let after = self.read()?;
         let retained = Retained::since(&self.control.baseline(), &after, self.control.rss_before());
         let pools = self.control.clear() != ClearPolicy::Never
             && self.control.meter().source() == MemorySource::CubeclPool;
-        self.rec
-            .run_end(epoch, after, retained, pools, self.layout)?;
+        rec.run_end(epoch, after, retained, pools, self.layout)?;
         Ok(retained)
     }
 
     /// Applies the policies' decisions at `phase` outside a step.
-    fn apply(&mut self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Result<(), Error> {
+    fn apply(
+        &mut self,
+        rec: &mut RunRecorder,
+        phase: Phase,
+        usage: &MemoryUsage,
+        state: &RunState,
+    ) -> Result<(), Error> {
         for action in self.control.decide(phase, usage, state) {
             match action {
-                MemoryAction::Fail(e) => return Err(self.fail(e)),
+                MemoryAction::Fail(e) => return Err(self.fail(rec, e)),
                 MemoryAction::ShrinkBatch { .. } => {}
                 action => {
                     if let Some(applied) = self.control.execute(&action)? {
-                        self.record(state.epoch, applied.action, applied.detail)?;
+                        self.record(rec, state.epoch, applied.action, applied.detail)?;
                     }
                 }
             }
@@ -230,12 +239,12 @@ impl MemoryGuard {
     /// A memory action it took at `epoch`, with the figures now, as a snapshot line.
     fn record(
         &mut self,
+        rec: &mut RunRecorder,
         epoch: usize,
         action: crate::memory::Action,
         detail: String,
     ) -> Result<(), Error> {
         let usage = self.control.meter().observe();
-        self.rec
-            .memory_event(epoch, action, detail, usage, self.layout)
+        rec.memory_event(epoch, action, detail, usage, self.layout)
     }
 }

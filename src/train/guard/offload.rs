@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::memory::policy::{offload_hints, LimitExceeded, OffloadHint, OffloadView};
 use crate::memory::Offloaded;
 use crate::memory::{format_bytes, Action, MemorySource};
+use crate::train::recorder::RunRecorder;
 
 impl MemoryGuard {
     /// Moves the next part that `"auto"` may still move ([`Layout::next_offload`]) to host
@@ -19,9 +20,14 @@ impl MemoryGuard {
     /// moved.
     ///
     /// [`Layout::next_offload`]: crate::train::Layout::next_offload
-    pub(crate) fn offload_next(&mut self, epoch: usize, why: &str) -> Result<bool, Error> {
+    pub(crate) fn offload_next(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        why: &str,
+    ) -> Result<bool, Error> {
         match self.layout.next_offload() {
-            Some(part) => self.offload(epoch, part, why).map(|()| true),
+            Some(part) => self.offload(rec, epoch, part, why).map(|()| true),
             None => Ok(false),
         }
     }
@@ -42,6 +48,7 @@ impl MemoryGuard {
     /// pass.)
     pub(super) fn offload_state_to_come(
         &mut self,
+        rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         held: u64,
     ) -> Result<(), Error> {
@@ -49,13 +56,19 @@ impl MemoryGuard {
             .offload_view()
             .and_then(|v| v.state_to_come(held, step))
         {
-            Some(d) => self.offload(epoch, d.part, &d.why),
+            Some(d) => self.offload(rec, epoch, d.part, &d.why),
             None => Ok(()),
         }
     }
 
     /// Moves `part` to host memory from now on, and records it.
-    fn offload(&mut self, epoch: usize, part: Offloaded, why: &str) -> Result<(), Error> {
+    fn offload(
+        &mut self,
+        rec: &mut RunRecorder,
+        epoch: usize,
+        part: Offloaded,
+        why: &str,
+    ) -> Result<(), Error> {
         self.layout.offload(part);
         let (sum, update) = (part == Offloaded::Gradients, part == Offloaded::Optimizer);
         let saved = self.footprint.map(|f| match part {
@@ -86,7 +99,7 @@ impl MemoryGuard {
             "{} = \"auto\": {why}; {what} from now on{saves}",
             part.key()
         );
-        self.record(epoch, Action::Offload, detail)
+        self.record(rec, epoch, Action::Offload, detail)
     }
 
     /// At a breach of `observed` bytes that `on_limit = "shrink"` would answer by halving the
@@ -95,12 +108,13 @@ impl MemoryGuard {
     /// without shrinking).
     pub(super) fn offload_before_shrink(
         &mut self,
+        rec: &mut RunRecorder,
         (epoch, step): (usize, usize),
         observed: u64,
     ) -> Result<bool, Error> {
         let in_use = self.control.window().peak_bytes_in_use;
         match (self.offload_view()).and_then(|v| v.before_shrink(observed, in_use, step)) {
-            Some(d) => self.offload(epoch, d.part, &d.why).map(|()| true),
+            Some(d) => self.offload(rec, epoch, d.part, &d.why).map(|()| true),
             None => Ok(false),
         }
     }

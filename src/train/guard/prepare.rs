@@ -1,8 +1,8 @@
 //! A guard's set-up, before the run directory exists: the memory layer's [`Control`] set up
 //! (settings checked against the device, the backend warmed up, the baseline taken), and the
-//! clock the snapshots' times count from.
+//! clock the snapshots' times count from, which the run's [`RunRecorder`] takes
+//! ([`Prepared::started`]). The recorder is opened beside the guard, not by it.
 
-use std::path::Path;
 use std::time::Instant;
 
 use burn::tensor::Device;
@@ -12,15 +12,11 @@ use crate::config::MemoryConfig;
 use crate::error::Error;
 use crate::memory::Layout;
 use crate::memory::{Control, MemorySource};
-use crate::record::Observer;
-use crate::train::recorder::RunRecorder;
 
 /// A guard before its run directory exists.
 pub struct Prepared {
     pub(super) control: Control,
     pub(super) started: Instant,
-    /// Whether the run writes TensorBoard's event file.
-    pub(super) tensorboard: bool,
 }
 
 impl Prepared {
@@ -28,11 +24,7 @@ impl Prepared {
     pub(super) fn new(config: &MemoryConfig, device: &Device) -> Result<Self, Error> {
         let started = Instant::now();
         let control = Control::new(config, device)?;
-        Ok(Self {
-            control,
-            started,
-            tensorboard: false,
-        })
+        Ok(Self { control, started })
     }
 
     /// Where memory figures come from.
@@ -40,10 +32,10 @@ impl Prepared {
         self.control.source()
     }
 
-    /// Whether the run writes TensorBoard's event file (`run.tensorboard`).
-    pub fn tensorboard(mut self, on: bool) -> Self {
-        self.tensorboard = on;
-        self
+    /// When the run began: the run's recorder counts its snapshots' times from here
+    /// ([`RunRecorder::open`](crate::train::RunRecorder::open)).
+    pub fn started(&self) -> Instant {
+        self.started
     }
 
     /// For a run that continues one that had been going `elapsed_s` seconds: snapshot times
@@ -54,20 +46,10 @@ impl Prepared {
         self
     }
 
-    /// Opens `<run_dir>/snapshots.jsonl`: the run's guard, with the recorder it records
-    /// through.
-    pub fn open(
-        self,
-        run_dir: &Path,
-        layout: Layout,
-        observer: Box<dyn Observer>,
-    ) -> Result<MemoryGuard, Error> {
-        let Prepared {
-            mut control,
-            started,
-            tensorboard,
-        } = self;
-        let recorder = RunRecorder::open(run_dir, started, observer, tensorboard)?;
+    /// The run's guard, at `layout`, once the run's directory and its recorder are open: the
+    /// phases record through that recorder, which each takes.
+    pub fn open(self, layout: Layout) -> Result<MemoryGuard, Error> {
+        let Prepared { mut control, .. } = self;
         // The baseline again, now that the run's own records (its directory, the snapshots'
         // writer, the caller's) exist: what a run keeps is then what training left, not its
         // bookkeeping.
@@ -82,7 +64,6 @@ impl Prepared {
             resting_estimate: 0,
             footprint: None,
             in_update: false,
-            rec: recorder,
         })
     }
 }

@@ -4,10 +4,12 @@
 use super::{Breach, MemoryGuard};
 use crate::error::Error;
 use crate::memory::format_bytes;
+use crate::train::recorder::RunRecorder;
 
 /// Handed to an attempt at a step: checks memory against the limit, after each backward pass.
 pub struct StepCheck<'a> {
     guard: &'a mut MemoryGuard,
+    rec: &'a mut RunRecorder,
     epoch: usize,
     step: usize,
 }
@@ -15,7 +17,7 @@ pub struct StepCheck<'a> {
 impl StepCheck<'_> {
     /// Looks at memory now; a breach stops the attempt (return it from the attempt).
     pub fn check(&mut self) -> Result<(), Breach> {
-        self.guard.check_step(self.epoch, self.step)
+        self.guard.check_step(self.rec, self.epoch, self.step)
     }
 
     /// The layout this attempt runs under: its micro-batch, and where its gradient sum and
@@ -39,23 +41,25 @@ impl MemoryGuard {
     /// computed inside it, and the update follows.
     pub fn run_step<R>(
         &mut self,
+        rec: &mut RunRecorder,
         epoch: usize,
         step: usize,
         mut attempt: impl FnMut(usize, &mut StepCheck<'_>) -> Result<R, Breach>,
     ) -> Result<R, Error> {
-        self.begin_step();
+        self.begin_step(rec);
         loop {
             let micro_batch = self.layout().micro_batch();
             let mut check = StepCheck {
                 guard: self,
+                rec,
                 epoch,
                 step,
             };
             match attempt(micro_batch, &mut check) {
                 Ok(done) => return Ok(done),
                 Err(Breach::Shrink { observed, layout }) => {
-                    if !self.offload_before_shrink((epoch, step), observed)? {
-                        self.shrink((epoch, step), observed, layout)?;
+                    if !self.offload_before_shrink(rec, (epoch, step), observed)? {
+                        self.shrink(rec, (epoch, step), observed, layout)?;
                     }
                     // The breached attempt's pool pages back, so that the retry is measured on
                     // its own.
@@ -63,8 +67,8 @@ impl MemoryGuard {
                 }
                 Err(Breach::Fail(e)) => {
                     let why = format!("{} over the limit at step {step}", format_bytes(e.observed));
-                    if !self.offload_next(epoch, &why)? {
-                        return Err(self.fail(e));
+                    if !self.offload_next(rec, epoch, &why)? {
+                        return Err(self.fail(rec, e));
                     }
                 }
             }

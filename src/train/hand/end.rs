@@ -14,6 +14,7 @@ use crate::error::{Error, TrainingError};
 use crate::record::{write_atomic, RunStatus, RunSummary, Warning};
 use crate::report::{draw_memory_svg, PictureOf};
 use crate::train::gate::Ending;
+use crate::train::recorder::RunRecorder;
 use crate::train::stats::Identity;
 use crate::train::{EpochFigures, MemoryGuard};
 
@@ -61,7 +62,7 @@ impl<M: Module + 'static> HandLoop<M> {
             Some(window) => window,
             None => self.guard.read_window()?,
         };
-        let books = (&mut self.guard, &mut self.stats);
+        let books = (&mut self.guard, &mut self.rec, &mut self.stats);
         let at = (epoch, judged);
         let closed =
             (self.learner).close_epoch(books, &self.checkpointer, at, trained, figures, &window)?;
@@ -108,6 +109,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let HandLoop {
             learner,
             mut guard,
+            mut rec,
             mut stats,
             config,
             run_dir,
@@ -122,12 +124,12 @@ impl<M: Module + 'static> HandLoop<M> {
             unread,
             ..
         } = self;
-        learner.finish(&mut guard, &mut stats, completed);
+        learner.finish(&mut rec, &mut stats, completed);
         // Nothing the run made outlives its release: the model, the optimizer and all that
         // updates them, the checkpointer and the epoch's figures.
         drop((learner, checkpointer, tally, resumed, validated, unread));
-        let ended = guard.run_end(stats.epochs);
-        draw(&mut guard, &config, &config.run.name);
+        let ended = guard.run_end(&mut rec, stats.epochs);
+        draw((&guard, &mut rec), &config, &config.run.name);
         let (status, stopped_by, outcome) = match (outcome, ended) {
             (Outcome::Ended(Err(Error::Interrupted)), _) => {
                 // Stopped on request: the run is left to be resumed, as a killed one would be.
@@ -160,7 +162,7 @@ impl<M: Module + 'static> HandLoop<M> {
             baselines,
         };
         let wall = earlier_s + started.elapsed().as_secs_f64();
-        let mut summary = stats.summary(id, &guard, status, wall);
+        let mut summary = stats.summary(id, (&guard, &rec), status, wall);
         summary.stopped_by = stopped_by;
         summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
         write_summary(&run_dir, &summary)?;
@@ -191,7 +193,7 @@ static RUNS_IN_PROCESS: AtomicUsize = AtomicUsize::new(0);
 /// Draws `memory.svg` beside the run's `snapshots.jsonl`, from the snapshots on disk. A picture
 /// that cannot be drawn is a warning, not an error: the snapshots it comes from are intact,
 /// and `tidemark report RUN_DIR` can draw it again.
-fn draw(guard: &mut MemoryGuard, config: &RunConfig, title: &str) {
+fn draw((guard, rec): (&MemoryGuard, &mut RunRecorder), config: &RunConfig, title: &str) {
     let of = PictureOf {
         title,
         limit: guard.limit_bytes(),
@@ -201,10 +203,8 @@ fn draw(guard: &mut MemoryGuard, config: &RunConfig, title: &str) {
             .as_ref()
             .map(|e| e.monitor.as_str()),
     };
-    if let Err(e) = draw_memory_svg(guard.recorder().snapshots_path(), of) {
+    if let Err(e) = draw_memory_svg(rec.snapshots_path(), of) {
         let (path, cause) = (e.path, e.cause);
-        guard
-            .recorder_mut()
-            .warn(&Warning::PictureNotDrawn { path, cause });
+        rec.warn(&Warning::PictureNotDrawn { path, cause });
     }
 }

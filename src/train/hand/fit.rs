@@ -24,7 +24,7 @@ impl<M: Module + 'static> HandLoop<M> {
     ) -> Result<(), Error> {
         let target = FitTarget::of(&self.guard, &self.config.train);
         let before = self.guard.in_use()?;
-        let (guard, learner) = (&mut self.guard, &self.learner);
+        let (guard, rec, learner) = (&mut self.guard, &mut self.rec, &self.learner);
         let probed = loop {
             let probed = target.probe_halves(|micro_batch, micro_steps| {
                 let to_come = guard.device_state();
@@ -59,10 +59,10 @@ impl<M: Module + 'static> HandLoop<M> {
             // Where none fits, `"auto"` offload moves a part of the step to host memory and the
             // probes run again, as the trainer's do.
             match target.short(&probed) {
-                Some(why) if guard.offload_next(0, &why)? => continue,
+                Some(why) if guard.offload_next(rec, 0, &why)? => continue,
                 _ => break probed,
             }
         };
-        target.conclude(&mut self.guard, probed, before)
+        target.conclude((&mut self.guard, &mut self.rec), probed, before)
     }
 }

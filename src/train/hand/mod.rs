@@ -58,6 +58,7 @@ pub use task::EpochBatches;
 
 use super::checkpoint::Checkpointer;
 use super::learner::{Learner, Position, Tally};
+use super::recorder::RunRecorder;
 use super::resume::Resume;
 use super::stats::Stats;
 use super::MemoryGuard;
@@ -75,8 +76,11 @@ pub struct HandLoop<M: Module + 'static> {
     run_dir: PathBuf,
     /// The configured device, without autodiff: validation's.
     base_device: Device,
-    /// The memory layer, with the run's recorder.
+    /// The memory layer: it measures and decides.
     pub(in crate::train) guard: MemoryGuard,
+    /// What records the run (`snapshots.jsonl`, TensorBoard's events, the observer), beside
+    /// the guard: each of the guard's phases takes it.
+    pub(in crate::train) rec: RunRecorder,
     /// The model and what updates it.
     pub(in crate::train) learner: Learner<M>,
     checkpointer: Checkpointer,

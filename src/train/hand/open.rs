@@ -19,6 +19,7 @@ use crate::record::Observer;
 use crate::task::{Baselines, Task};
 use crate::train::checkpoint::{Checkpoint, Checkpointer};
 use crate::train::learner::{run_device, Learner, Tally};
+use crate::train::recorder::RunRecorder;
 use crate::train::resume::{open_run, Resume};
 use crate::train::run_dir;
 use crate::train::step::footprint;
@@ -89,12 +90,14 @@ impl<M: Module + 'static> HandLoop<M> {
         run_dir::write_config(&run_dir, &config, &opening.task, opening.owned)?;
         // Before the guard's baseline, as all the run keeps after its release.
         let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
-        let mut guard = prepared.open(&run_dir, layout, observer)?;
+        let tensorboard = config.run.tensorboard;
+        let mut rec = RunRecorder::open(&run_dir, prepared.started(), observer, tensorboard)?;
+        let mut guard = prepared.open(layout)?;
         let per_epoch = steps_per_epoch(train, opening.samples);
         let total_steps = per_epoch * train.epochs;
         if let Some(schedule) = &train.schedule {
             for line in schedule_notes(schedule, total_steps) {
-                guard.recorder_mut().tell(&line);
+                rec.tell(&line);
             }
         }
         // After the guard's baseline, as all the run gives back at its end.
@@ -112,7 +115,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
         let (epoch, resumed) = match &resume {
             None => {
-                guard.run_start(to_come)?;
+                guard.run_start(&mut rec, to_come)?;
                 (0, None)
             }
             Some(resume) => {
@@ -123,7 +126,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 let inside = state.step_in_epoch > 0;
                 let resumed = inside.then(|| Tally::resumed(state, &learner.device));
                 let (at, detail) = ((state.epoch, state.step), checkpoint.describe());
-                guard.resume_start(at, to_come, detail)?;
+                guard.resume_start(&mut rec, at, to_come, detail)?;
                 (state.epoch, resumed)
             }
         };
@@ -135,6 +138,7 @@ impl<M: Module + 'static> HandLoop<M> {
             config,
             run_dir,
             guard,
+            rec,
             learner,
             stats,
             footprint,

@@ -138,7 +138,8 @@ impl<M: Module + 'static> HandLoop<M> {
         let due = |last: Instant| end || logged || last.elapsed() >= REPORT_INTERVAL;
         let read = read || due(self.last_report) || self.checkpoints_at(at, self.tally.steps + 1);
         let counts = (&mut self.stats, &mut self.tally);
-        let mut loss = (self.learner).step(&mut self.guard, counts, (at, read), batches, output)?;
+        let run = (&mut self.guard, &mut self.rec);
+        let mut loss = (self.learner).step(run, counts, (at, read), batches, output)?;
         // Progress about once a second, decided after the step, however long it took.
         let report = due(self.last_report);
         self.after_step(at, &mut loss, report)?;
@@ -173,8 +174,8 @@ impl<M: Module + 'static> HandLoop<M> {
         if checkpoint {
             let before = (self.learner).state(&self.stats, &self.guard, at.epoch - 1);
             let state = self.tally.inside(before)?;
-            let (guard, checkpointer) = (&mut self.guard, &self.checkpointer);
-            (self.learner).checkpoint(guard, checkpointer, &state, Marks::default())?;
+            let (run, checkpointer) = ((&mut self.guard, &mut self.rec), &self.checkpointer);
+            (self.learner).checkpoint(run, checkpointer, &state, Marks::default())?;
         }
         match stop {
             true => Err(Error::Interrupted),
@@ -198,8 +199,8 @@ impl<M: Module + 'static> HandLoop<M> {
             }
             let before = (self.learner).state(&self.stats, &self.guard, self.epoch - 1);
             let state = self.tally.inside(before)?;
-            let (guard, checkpointer) = (&mut self.guard, &self.checkpointer);
-            (self.learner).checkpoint(guard, checkpointer, &state, Marks::default())?;
+            let (run, checkpointer) = ((&mut self.guard, &mut self.rec), &self.checkpointer);
+            (self.learner).checkpoint(run, checkpointer, &state, Marks::default())?;
         }
         Err(Error::Interrupted)
     }
@@ -228,7 +229,7 @@ impl<M: Module + 'static> HandLoop<M> {
             limit_bytes: self.guard.limit_bytes(),
             ..(self.tally).pace(steps, epochs.saturating_sub(at.epoch))
         };
-        self.guard.recorder_mut().progress(&progress);
+        self.rec.progress(&progress);
     }
 
     /// Before a new run's first step, as the trainer's: under `on_limit = "fit"` the step is
@@ -244,7 +245,7 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         let state = (self.learner).state(&self.stats, &self.guard, 0);
         (self.learner).checkpoint(
-            &mut self.guard,
+            (&mut self.guard, &mut self.rec),
             &self.checkpointer,
             &state,
             Marks::default(),
@@ -262,7 +263,7 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         self.epoch += 1;
         self.open = true;
-        self.guard.begin_epoch();
+        self.guard.begin_epoch(&mut self.rec);
         self.tally = self.resumed.take().unwrap_or_default();
         // Timed from the epoch's first step here, as the trainer's is after its passed-over
         // batches.

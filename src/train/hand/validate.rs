@@ -75,7 +75,9 @@ impl<M: Module + 'static> HandLoop<M> {
             let means = (sums.finish().map_err(Error::device)?, samples);
             let window = self.guard.read_window()?;
             let half = match shrinks {
-                true => self.guard.shrink_validation(self.epoch, &window, micro)?,
+                true => {
+                    (self.guard).shrink_validation(&mut self.rec, self.epoch, &window, micro)?
+                }
                 false => None,
             };
             match half {

@@ -13,6 +13,7 @@ use crate::error::{Error, TrainingError};
 use crate::memory::MemoryUsage;
 use crate::train::checkpoint::{Checkpointer, Marks};
 use crate::train::decide::{EarlyStop, Verdict};
+use crate::train::recorder::RunRecorder;
 use crate::train::stats::Stats;
 use crate::train::{EpochFigures, MemoryGuard};
 
@@ -65,7 +66,7 @@ impl<M: Module> Learner<M> {
     /// `window` (what the epoch's end held: validation's window, or the last step's).
     pub(in crate::train) fn close_epoch(
         &mut self,
-        (guard, stats): (&mut MemoryGuard, &mut Stats),
+        (guard, rec, stats): (&mut MemoryGuard, &mut RunRecorder, &mut Stats),
         checkpointer: &Checkpointer,
         (epoch, judged): (usize, bool),
         trained: StepFigures,
@@ -81,11 +82,11 @@ impl<M: Module> Learner<M> {
         stats.epoch(epoch, trained.loss, val_loss, trained.samples_per_sec);
         stats.loss_scale = self.precision.scaler().map(|s| s.scale());
         stats.clipped_steps += trained.clipped;
-        guard.epoch_snapshot(epoch, figures.clone())?;
+        guard.epoch_snapshot(rec, epoch, figures.clone())?;
         crate::failpoint::pass("snapshot");
-        let verdict = monitored.and_then(|value| self.decide(guard, epoch, value));
+        let verdict = monitored.and_then(|value| self.decide(rec, epoch, value));
         if judged {
-            self.plateau(guard, &figures)?;
+            self.plateau(rec, &figures)?;
         }
         let state = self.state(stats, guard, epoch);
         let marks = Marks {
@@ -95,9 +96,9 @@ impl<M: Module> Learner<M> {
                 _ => None,
             },
         };
-        self.checkpoint(guard, checkpointer, &state, marks)?;
+        self.checkpoint((guard, rec), checkpointer, &state, marks)?;
         crate::failpoint::pass("checkpoint");
-        guard.close_epoch(epoch, window)?;
+        guard.close_epoch(rec, epoch, window)?;
         Ok(figures)
     }
 
@@ -139,7 +140,7 @@ impl<M: Module> Learner<M> {
 
     /// A plateau schedule's look at the epoch's `figures`: the rate drops from the next step
     /// where its figure has not improved for long enough, and the user is told.
-    fn plateau(&mut self, guard: &mut MemoryGuard, figures: &EpochFigures) -> Result<(), Error> {
+    fn plateau(&mut self, rec: &mut RunRecorder, figures: &EpochFigures) -> Result<(), Error> {
         let Some(plateau) = self.schedule.watches() else {
             return Ok(());
         };
@@ -157,18 +158,18 @@ impl<M: Module> Learner<M> {
                 "plateau: {figure} has not improved for {patience} epoch(s); lr {old:.3e} -> \
                  {new:.3e} from the next step"
             );
-            guard.recorder_mut().tell(&line);
+            rec.tell(&line);
         }
         Ok(())
     }
 
     /// Early stopping's verdict on epoch `epoch`, on the monitor's `value`, with the stop told
     /// to the user.
-    fn decide(&mut self, guard: &mut MemoryGuard, epoch: usize, value: f64) -> Option<Verdict> {
+    fn decide(&mut self, rec: &mut RunRecorder, epoch: usize, value: f64) -> Option<Verdict> {
         let early = self.early_stop.as_mut()?;
         let verdict = early.observe(epoch, value);
         if verdict == Verdict::Stop {
-            guard.recorder_mut().tell(&stopping(early, epoch));
+            rec.tell(&stopping(early, epoch));
         }
         Some(verdict)
     }
@@ -177,7 +178,7 @@ impl<M: Module> Learner<M> {
     /// `completed` with `restore_best`, the user told which weights it ends on.
     pub(in crate::train) fn finish(
         &self,
-        guard: &mut MemoryGuard,
+        rec: &mut RunRecorder,
         stats: &mut Stats,
         completed: bool,
     ) {
@@ -192,7 +193,7 @@ impl<M: Module> Learner<M> {
                  checkpoints/best",
                 early.config().monitor
             );
-            guard.recorder_mut().tell(&message);
+            rec.tell(&message);
         }
     }
 }

@@ -19,6 +19,7 @@ use super::decide::{EarlyStop, EarlyStopState, Schedule};
 use super::ema::Ema;
 use super::optimizer::build_optimizer;
 use super::precision::MixedPrecision;
+use super::recorder::RunRecorder;
 use super::stats::Stats;
 use super::step::{Clip, HostMaster};
 use super::MemoryGuard;
@@ -147,12 +148,12 @@ impl<M: Module> Learner<M> {
     /// stopping's best, and the value `checkpoint.keep_best` ranks it by).
     pub(super) fn checkpoint(
         &self,
-        guard: &mut MemoryGuard,
+        (guard, rec): (&mut MemoryGuard, &mut RunRecorder),
         checkpointer: &Checkpointer,
         state: &CheckpointState,
         marks: Marks,
     ) -> Result<(), Error> {
-        guard.checkpoint(state.epoch, || {
+        guard.checkpoint(rec, state.epoch, || {
             let (model, optimizer) = (self.model(), &self.optimizer);
             let mut beside: Vec<&dyn SavedBeside> = vec![&self.schedule];
             beside.extend(self.ema.as_ref().map(|e| e as &dyn SavedBeside));

@@ -13,6 +13,7 @@ use super::{Learner, Tally};
 use crate::error::{Error, TrainingError};
 use crate::task::StepOutput;
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
+use crate::train::recorder::RunRecorder;
 use crate::train::stats::Stats;
 use crate::train::step::{accumulate, apply_gradients, micro_ranges, SumPlace, Updated};
 use crate::train::MemoryGuard;
@@ -45,7 +46,7 @@ impl<M: Module> Learner<M> {
     /// when it needs the figure.
     pub(in crate::train) fn step(
         &mut self,
-        guard: &mut MemoryGuard,
+        (guard, rec): (&mut MemoryGuard, &mut RunRecorder),
         (stats, tally): (&mut Stats, &mut Tally),
         (at, read): (Position, bool),
         batches: &[usize],
@@ -53,7 +54,7 @@ impl<M: Module> Learner<M> {
     ) -> Result<StepLoss, Error> {
         let (model, device, precision) = (self.model(), &self.device, &self.precision);
         let seed = self.seed;
-        let accumulated = guard.run_step(at.epoch, at.step, |micro, check| {
+        let accumulated = guard.run_step(rec, at.epoch, at.step, |micro, check| {
             // Dropout draws from the device's generator, whose state cannot be saved: it is
             // seeded per step instead, so a resumed run draws what an uninterrupted one does.
             device.seed(step_seed(seed, at.step));
@@ -68,7 +69,7 @@ impl<M: Module> Learner<M> {
             true => Some(read_loss(on_device.clone(), at)?),
             false => None,
         };
-        let updated = self.update(guard, at, accumulated.grads)?;
+        let updated = self.update((guard, rec), at, accumulated.grads)?;
         if let Some(flag) = updated.clipped {
             tally.add_clipped(flag);
         }
@@ -78,12 +79,12 @@ impl<M: Module> Learner<M> {
             self.collapsed(at)?;
         }
         // The update allocates too (optimizer state on the first step).
-        guard.after_step(at.epoch, at.step)?;
+        guard.after_step(rec, at.epoch, at.step)?;
         tally.steps += 1;
         tally.step_ended();
         stats.steps = at.step;
         tally.sums.merge(accumulated.sums);
-        guard.recorder_mut().step_done(at.epoch, tally.steps);
+        rec.step_done(at.epoch, tally.steps);
         crate::failpoint::pass("step");
         Ok(StepLoss { on_device, value })
     }
@@ -93,11 +94,11 @@ impl<M: Module> Learner<M> {
     /// guard's layout says. A breach before the update leaves the model as it was.
     fn update(
         &mut self,
-        guard: &mut MemoryGuard,
+        (guard, rec): (&mut MemoryGuard, &mut RunRecorder),
         at: Position,
         grads: GradientsParams,
     ) -> Result<Updated<()>, Error> {
-        guard.before_update(at.epoch, at.step)?;
+        guard.before_update(rec, at.epoch, at.step)?;
         let lr = self.schedule.advance();
         let model = (self.model.take()).expect("the model is back after every update");
         let (optimizer, precision, clip) = (&mut self.optimizer, &mut self.precision, self.clip);

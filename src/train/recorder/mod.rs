@@ -44,8 +44,11 @@ pub struct RunRecorder {
 
 impl RunRecorder {
     /// Opens `<run_dir>/snapshots.jsonl`, and a new TensorBoard event file there if
-    /// `tensorboard`; snapshot times count from `started`.
-    pub(super) fn open(
+    /// `tensorboard` (`run.tensorboard`); snapshot times count from `started` (the guard's
+    /// [`Prepared::started`](crate::train::Prepared::started)). Open it before the guard
+    /// ([`Prepared::open`](crate::train::Prepared::open)), whose baseline then leaves the
+    /// recorder's own memory out.
+    pub fn open(
         run_dir: &Path,
         started: Instant,
         observer: Box<dyn Observer>,
