@@ -70,6 +70,23 @@ pub(crate) fn describe_key_error(key: &str, inner: &str) -> String {
         };
         return format!("unknown key {}{meant}{list}", full(field));
     }
+    // An enum's unknown name, as the config words a choice: `must be one of "a", "b", got "c"`.
+    if let Some(rest) = inner.strip_prefix("unknown variant `") {
+        let (value, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let names: Vec<String> = (expected.split('`').skip(1).step_by(2))
+            .map(|n| format!("\"{n}\""))
+            .collect();
+        return format!("{key} must be one of {}, got \"{value}\"", names.join(", "));
+    }
+    // A negative count for a size: as the config words it.
+    if let Some(rest) = inner.strip_prefix("invalid value: integer `") {
+        if let Some((value, "expected usize" | "expected u64")) = rest
+            .split_once("`, ")
+            .map(|(v, e)| (v, e.trim_end_matches('.')))
+        {
+            return format!("{key} must be >= 0, got {value}");
+        }
+    }
     // A check inside a deserializer (a size above 0) words its message as the config's own.
     if inner.starts_with("must be ") {
         return format!("{key} {inner}");

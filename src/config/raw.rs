@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::raw_lr::RawLr;
-use super::types::EmaConfig;
+use super::types::{DeviceConfig, EmaConfig, OffloadConfig, RunSection};
 
 pub use super::size::RawSize;
 
@@ -13,12 +13,12 @@ pub use super::size::RawSize;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, expecting = "a table")]
 pub struct RawConfig {
-    /// `[run]`: name, seed and output directory.
+    /// `[run]`: name, seed and output directory, read as it is ([`RunSection`]).
     #[serde(default)]
-    pub run: RawRun,
-    /// `[device]`: which backend and device index.
+    pub run: RunSection,
+    /// `[device]`: which backend and device index, read as it is ([`DeviceConfig`]).
     #[serde(default)]
-    pub device: RawDevice,
+    pub device: DeviceConfig,
     /// `[model]`: the network.
     #[serde(default)]
     pub model: RawModel,
@@ -96,34 +96,6 @@ pub struct RawCheckpoint {
     pub monitor: Option<String>,
     /// `min` or `max`.
     pub mode: Option<String>,
-}
-
-/// `[run]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawRun {
-    /// Run name: the directory under `output_dir` that the run writes.
-    pub name: Option<String>,
-    /// Seed for weight initialisation and shuffling.
-    pub seed: Option<i64>,
-    /// Directory that holds run directories.
-    pub output_dir: Option<String>,
-    /// Write TensorBoard's event file in the run directory.
-    pub tensorboard: Option<bool>,
-    /// Also log every this many optimizer steps.
-    pub log_every_steps: Option<i64>,
-}
-
-/// `[device]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawDevice {
-    /// `flex`, `cpu`, `cuda` or `wgpu`.
-    pub backend: Option<String>,
-    /// Device index for backends with several devices.
-    pub index: Option<i64>,
-    /// `eager` or `fused`.
-    pub execution: Option<String>,
 }
 
 /// `[model]` as written: the kind's name, and its keys, which the kind reads.
@@ -245,20 +217,10 @@ pub struct RawTrain {
     pub schedule: Option<RawSchedule>,
     /// `[train.early_stopping]`.
     pub early_stopping: Option<RawEarlyStopping>,
-    /// `[train.offload]`.
-    pub offload: Option<RawOffload>,
+    /// `[train.offload]`, read as it is ([`OffloadConfig`]).
+    pub offload: Option<OffloadConfig>,
     /// `[train.ema]`.
     pub ema: Option<EmaConfig>,
-}
-
-/// `[train.offload]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawOffload {
-    /// `none`, `host` or `auto`: where a step sums its micro-batches' gradients.
-    pub gradients: Option<String>,
-    /// `none`, `host` or `auto`: where the optimizer's state lives and its update runs.
-    pub optimizer: Option<String>,
 }
 
 /// `[train.schedule]` as written.

@@ -12,9 +12,10 @@ pub use sequence::{Lstm, LstmConfig};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use crate::config::Invalid;
+pub(crate) use crate::config::{positive, positives};
 
 /// A non-linearity (`model.activation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -29,34 +30,6 @@ pub enum Activation {
     Tanh,
     /// Logistic sigmoid.
     Sigmoid,
-}
-
-/// A size read from the file: an integer above 0, or the error that names it (`must be > 0,
-/// got -3`, located at its key by the config's reader).
-struct Positive(usize);
-
-impl<'de> Deserialize<'de> for Positive {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match i64::deserialize(d)? {
-            v if v > 0 => Ok(Positive(v as usize)),
-            v => Err(serde::de::Error::custom(format_args!(
-                "must be > 0, got {v}"
-            ))),
-        }
-    }
-}
-
-/// A setting's size above 0.
-fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    Positive::deserialize(d).map(|p| p.0)
-}
-
-/// A list of sizes above 0 (layer widths, channels), each one's error at its index.
-fn positives<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<usize>, D::Error> {
-    Ok(Vec::<Positive>::deserialize(d)?
-        .into_iter()
-        .map(|p| p.0)
-        .collect())
 }
 
 /// `model.dropout` in `[0, 1)`.

@@ -39,7 +39,7 @@ impl ConfigBuilder {
     /// A builder for a run called `name`, with every other key at its default.
     pub fn new(name: impl Into<String>) -> Self {
         let mut raw = RawConfig::default();
-        raw.run.name = Some(name.into());
+        raw.run.name = name.into();
         Self::from_raw(raw)
     }
 
@@ -61,32 +61,34 @@ impl ConfigBuilder {
 
     /// The run's name (its directory's name).
     pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.raw.run.name = Some(name.into());
+        self.raw.run.name = name.into();
         self
     }
 
     /// Seed for initialisation and shuffling.
     pub fn seed(mut self, seed: u64) -> Self {
-        self.raw.run.seed = Some(seed as i64);
+        self.raw.run.seed = seed;
         self
     }
 
     /// Directory that will hold the run directory.
     pub fn output_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
-        self.raw.run.output_dir = self.path_text("run.output_dir", dir.as_ref());
+        if let Some(dir) = self.path_text("run.output_dir", dir.as_ref()) {
+            self.raw.run.output_dir = dir.into();
+        }
         self
     }
 
     /// Backend and device index.
     pub fn device(mut self, backend: Backend, index: usize) -> Self {
-        self.raw.device.backend = Some(backend.name().into());
-        self.raw.device.index = Some(index as i64);
+        self.raw.device.backend = backend;
+        self.raw.device.index = index;
         self
     }
 
     /// How CubeCL backends run operations (`device.execution`); the build must have that mode.
     pub fn execution(mut self, execution: Execution) -> Self {
-        self.raw.device.execution = Some(execution.name().into());
+        self.raw.device.execution = Some(execution);
         self
     }
 
@@ -264,7 +266,7 @@ impl ConfigBuilder {
     /// there only when a limit needs the saving.
     pub fn offload_gradients(mut self, offload: Offload) -> Self {
         let table = self.raw.train.offload.get_or_insert_with(Default::default);
-        table.gradients = Some(name_of(offload));
+        table.gradients = offload;
         self
     }
 
@@ -273,7 +275,7 @@ impl ConfigBuilder {
     /// with memory of its own (not flex).
     pub fn offload_optimizer(mut self, offload: Offload) -> Self {
         let table = self.raw.train.offload.get_or_insert_with(Default::default);
-        table.optimizer = Some(name_of(offload));
+        table.optimizer = offload;
         self
     }
 

@@ -8,7 +8,7 @@ use crate::config::types::MonitorMode;
 impl ConfigBuilder {
     /// Also write the run's scalars as TensorBoard's event file in the run directory.
     pub fn tensorboard(mut self, on: bool) -> Self {
-        self.raw.run.tensorboard = Some(on);
+        self.raw.run.tensorboard = on;
         self
     }
 
@@ -30,7 +30,7 @@ impl ConfigBuilder {
 
     /// Also log (the progress, TensorBoard's `step/` scalars) every `steps` optimizer steps.
     pub fn log_every_steps(mut self, steps: usize) -> Self {
-        self.raw.run.log_every_steps = Some(steps as i64);
+        self.raw.run.log_every_steps = Some(steps);
         self
     }
 }

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 mod data;
 mod memory;
@@ -66,22 +66,39 @@ pub struct KeepBest {
     pub mode: MonitorMode,
 }
 
-/// `[run]`: identity and output location.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// `[run]`: identity and output location. Read from the file as it is, each key's default
+/// beside it; the name's check beyond its type is in `validate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
 pub struct RunSection {
-    /// Run name; also the run directory's name.
+    /// Run name; also the run directory's name (default `run`).
     pub name: String,
-    /// Seed for initialisation and shuffling.
+    /// Seed for initialisation and shuffling (default 42).
     pub seed: u64,
-    /// Directory holding run directories.
+    /// Directory holding run directories (default `runs`).
     pub output_dir: PathBuf,
     /// Also write the run's scalars as TensorBoard's event file in the run directory.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub tensorboard: bool,
     /// Also log (the terminal's progress, TensorBoard's `step/` scalars) every this many
     /// optimizer steps, besides about once a second.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::positive_or_none"
+    )]
     pub log_every_steps: Option<usize>,
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        RunSection {
+            name: super::defaults::RUN_NAME.into(),
+            seed: super::defaults::SEED,
+            output_dir: super::defaults::OUTPUT_DIR.into(),
+            tensorboard: false,
+            log_every_steps: None,
+        }
+    }
 }
 
 impl RunSection {
@@ -127,8 +144,10 @@ impl fmt::Display for Backend {
     }
 }
 
-/// `[device]`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// `[device]`, read from the file as it is: the backend (default `flex`), its device index
+/// (default 0) and the execution mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
 pub struct DeviceConfig {
     /// The backend to run on.
     pub backend: Backend,
@@ -137,6 +156,16 @@ pub struct DeviceConfig {
     /// How operations run; `None`: the way this build runs them ([`Execution::BUILT`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution: Option<Execution>,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        DeviceConfig {
+            backend: super::defaults::BACKEND,
+            index: super::defaults::DEVICE_INDEX as usize,
+            execution: None,
+        }
+    }
 }
 
 /// How a CubeCL backend executes tensor operations: the stand-in for TensorFlow's eager mode

@@ -290,7 +290,7 @@ impl fmt::Display for Precision {
 }
 
 /// Where a part of the training state lives during a step (`[train.offload]`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Offload {
     /// On the device, with the model.
@@ -304,7 +304,9 @@ pub enum Offload {
 }
 
 /// `[train.offload]`: what a step on a device with memory of its own keeps in host memory.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// Read from the file as it is, as [`EmaConfig`]: each key `none` unless set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
 pub struct OffloadConfig {
     /// The sum of a step's micro-batches' gradients: each micro-batch's gradients are moved to
     /// the host after its backward pass and added there, and the sum moves back for the

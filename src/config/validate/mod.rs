@@ -5,10 +5,8 @@ mod data;
 mod memory;
 mod train;
 
-use std::path::PathBuf;
-
 use super::defaults;
-use super::raw::{RawConfig, RawDevice, RawRun};
+use super::raw::RawConfig;
 use super::types::*;
 
 /// A key whose value failed validation.
@@ -123,51 +121,16 @@ pub(super) fn choice<T: Copy>(
         })
 }
 
-fn run(raw: RawRun) -> Result<RunSection> {
-    let name = raw.name.unwrap_or_else(|| defaults::RUN_NAME.into());
+/// `[run]` beyond its types: the name is a directory's.
+fn run(run: RunSection) -> Result<RunSection> {
+    let name = &run.name;
     if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
         return Err(Invalid::new(
             "run.name",
             format_args!("must be a non-empty directory name without slashes, got \"{name}\""),
         ));
     }
-    Ok(RunSection {
-        name,
-        seed: non_negative("run.seed", raw.seed, defaults::SEED)?,
-        output_dir: PathBuf::from(
-            raw.output_dir
-                .unwrap_or_else(|| defaults::OUTPUT_DIR.into()),
-        ),
-        tensorboard: raw.tensorboard.unwrap_or(false),
-        log_every_steps: (raw.log_every_steps)
-            .map(|n| positive("run.log_every_steps", Some(n), 0))
-            .transpose()?,
-    })
-}
-
-fn device(raw: RawDevice) -> Result<DeviceConfig> {
-    let backends: Vec<(&str, Backend)> = Backend::ALL.iter().map(|b| (b.name(), *b)).collect();
-    Ok(DeviceConfig {
-        backend: choice(
-            "device.backend",
-            raw.backend.as_deref(),
-            defaults::BACKEND,
-            &backends,
-        )?,
-        index: non_negative("device.index", raw.index, defaults::DEVICE_INDEX)? as usize,
-        execution: raw
-            .execution
-            .as_deref()
-            .map(|value| {
-                choice(
-                    "device.execution",
-                    Some(value),
-                    Execution::Eager,
-                    &[("eager", Execution::Eager), ("fused", Execution::Fused)],
-                )
-            })
-            .transpose()?,
-    })
+    Ok(run)
 }
 
 /// Refuses offload to the host on flex, whose tensors are in host memory already.
@@ -206,7 +169,7 @@ impl TryFrom<RawConfig> for RunConfig {
 
     fn try_from(raw: RawConfig) -> Result<Self> {
         let run = run(raw.run)?;
-        let device = device(raw.device)?;
+        let device = raw.device;
         let train = train::train(raw.train)?;
         host_has_no_offload(&device, &train)?;
         let checkpoint = checkpoint::checkpoint(raw.checkpoint, train.early_stopping.as_ref())?;

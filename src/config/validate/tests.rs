@@ -148,3 +148,54 @@ fn stratify_needs_classes_but_false_is_always_accepted() {
     assert_eq!(err.key, "data.stratify");
     assert!(err.message.contains("needs classes"), "{}", err.message);
 }
+
+/// `[run]`, `[device]` and `[train.offload]` are read as they are (serde, a key's default
+/// beside it): their errors still name the key and its line, worded as the config's own.
+#[test]
+fn tables_read_as_they_are_say_what_is_wrong_as_the_rest_do() {
+    let cases = [
+        ("[run]\nseed = -1", "t.toml:2:1: run.seed must be >= 0, got -1"),
+        (
+            "[run]\nlog_every_steps = 0",
+            "t.toml:2:1: run.log_every_steps must be > 0, got 0",
+        ),
+        (
+            "[run]\nname = \"a/b\"",
+            "t.toml:2:1: run.name must be a non-empty directory name without slashes, got \"a/b\"",
+        ),
+        ("[device]\nindex = -2", "t.toml:2:1: device.index must be >= 0, got -2"),
+        (
+            "[device]\nbackend = \"tpu\"",
+            "t.toml:2:1: device.backend must be one of \"flex\", \"cpu\", \"cuda\", \"wgpu\", got \"tpu\"",
+        ),
+        (
+            "[device]\nexecution = \"lazy\"",
+            "t.toml:2:1: device.execution must be one of \"eager\", \"fused\", got \"lazy\"",
+        ),
+        (
+            "[train.offload]\ngradients = \"gpu\"",
+            "t.toml:2:1: train.offload.gradients must be one of \"none\", \"host\", \"auto\", got \"gpu\"",
+        ),
+        (
+            "[device]\nindx = 1",
+            "t.toml:2:1: unknown key device.indx (did you mean device.index?); expected one of \
+             backend, index, execution",
+        ),
+    ];
+    for (text, said) in cases {
+        let error = crate::config::parse(text, "t.toml", &[]).unwrap_err();
+        assert_eq!(crate::config::one_line(&error.to_string()), said, "{text}");
+    }
+    // Left out, each key is its default.
+    let config = crate::config::parse("", "t.toml", &[]).unwrap();
+    let (run, device) = (&config.run, &config.device);
+    assert_eq!(
+        (run.name.as_str(), run.seed, run.output_dir.as_path()),
+        ("run", 42, std::path::Path::new("runs"))
+    );
+    assert_eq!(
+        (device.backend, device.index, device.execution),
+        (Backend::Flex, 0, None)
+    );
+    assert!(config.train.offload.is_none());
+}

@@ -72,7 +72,7 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
         early_stopping,
         lr_range: None,
         find_lr,
-        offload: offload(raw.offload.unwrap_or_default())?,
+        offload: raw.offload.unwrap_or_default(),
         ema: raw.ema.map(ema::ema).transpose()?,
     })
 }
@@ -114,20 +114,6 @@ fn mixed_precision(raw: &RawTrain) -> Result<(Precision, LossScaling, f64)> {
         "a finite number > 0",
     )?;
     Ok((precision, loss_scaling, initial_loss_scale))
-}
-
-/// `[train.offload]`.
-fn offload(raw: RawOffload) -> Result<OffloadConfig> {
-    let places = [
-        ("none", Offload::None),
-        ("host", Offload::Host),
-        ("auto", Offload::Auto),
-    ];
-    let place = |key, value: Option<String>| choice(key, value.as_deref(), Offload::None, &places);
-    Ok(OffloadConfig {
-        gradients: place("train.offload.gradients", raw.gradients)?,
-        optimizer: place("train.offload.optimizer", raw.optimizer)?,
-    })
 }
 
 /// `clip_grad_norm` and `clip_grad_value`: each a finite number > 0, and at most one of them.

@@ -329,8 +329,8 @@ mod tests {
             (
                 "activation = \"swish\"",
                 "model.activation",
-                "model.activation: unknown variant `swish`, expected one of `relu`, `gelu`, \
-                 `tanh`, `sigmoid`",
+                "model.activation must be one of \"relu\", \"gelu\", \"tanh\", \"sigmoid\", \
+                 got \"swish\"",
             ),
             (
                 "pool = 2",

@@ -8,8 +8,8 @@ use serde::de::{self, DeserializeOwned, Visitor};
 
 use super::*;
 use crate::config::{
-    parse, parse_checked, Column, GapPolicy, MonitorMode, RawCheckpoint, RawData, RawDevice,
-    RawEarlyStopping, RawMemory, RawOffload, RawRun, RawSchedule, RawTrain, ScheduleKind,
+    parse, parse_checked, Column, GapPolicy, MonitorMode, RawCheckpoint, RawData, RawEarlyStopping,
+    RawMemory, RawSchedule, RawTrain, ScheduleKind,
 };
 
 /// Files that exist (validation checks only that).
@@ -124,8 +124,8 @@ fn the_setters_reach_every_key_a_file_takes() {
         "train.ema",
     ];
     let every: BTreeSet<String> = [
-        keys::<RawRun>("run"),
-        keys::<RawDevice>("device"),
+        keys::<crate::config::RunSection>("run"),
+        keys::<crate::config::DeviceConfig>("device"),
         vec!["model.kind".to_string()],
         keys::<crate::model::MlpConfig>("model"),
         keys::<crate::model::CnnConfig>("model"),
@@ -135,7 +135,7 @@ fn the_setters_reach_every_key_a_file_takes() {
         keys::<RawSchedule>("train.schedule"),
         keys::<RawEarlyStopping>("train.early_stopping"),
         keys::<crate::config::EmaConfig>("train.ema"),
-        keys::<RawOffload>("train.offload"),
+        keys::<crate::config::OffloadConfig>("train.offload"),
         keys::<RawMemory>("memory"),
         keys::<RawCheckpoint>("checkpoint"),
     ]
