@@ -107,6 +107,10 @@ pub struct CheckpointState {
     /// With early stopping: its state (the best epoch and the patience used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_stop: Option<EarlyStopState>,
+    /// The micro-batch validation shrank to under `on_limit = "shrink"`, where it did: a
+    /// resumed run validates at it, as the run did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_micro_batch: Option<usize>,
 }
 
 fn one() -> usize {

@@ -131,6 +131,7 @@ impl Resume {
         stats.clipped_steps = state.clipped_steps;
         stats.loss_scale = state.loss_scaler.as_ref().map(|s| s.scale());
         stats.earlier_peaks = self.peaks;
+        stats.valid_micro_batch = state.valid_micro_batch;
         stats
     }
 }

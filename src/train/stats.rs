@@ -36,6 +36,9 @@ pub(super) struct Stats {
     pub(super) advice: Option<Advice>,
     /// Highest in-use peak and reserved figure of a resumed run's earlier part.
     pub(super) earlier_peaks: (u64, u64),
+    /// The micro-batch validation shrank to under `on_limit = "shrink"`, below the training
+    /// step's: kept in each checkpoint, so that a resumed run validates at it too.
+    pub(super) valid_micro_batch: Option<usize>,
 }
 
 /// What describes the run, fixed before it starts.

@@ -111,6 +111,23 @@ fn a_breach_in_validation_shrinks_validation_under_shrink_and_says_why_where_it_
         free.final_val_loss, shrunk.final_val_loss,
         "the same figures at 16"
     );
+    // Cut after epoch 1 and resumed: the checkpoint keeps validation's micro-batch, so the
+    // resumed epoch validates at 16 at once, as the uninterrupted run did, with no shrink.
+    let limited = Some((limit, OnLimit::Shrink));
+    let mut first = config(dir.path(), "cut", limited);
+    first.train.epochs = 1;
+    Trainer::new(first).fit(task()).unwrap();
+    let resumed = Trainer::new(config(dir.path(), "cut", limited))
+        .resume(dir.path().join("cut"))
+        .fit(task())
+        .unwrap();
+    assert_eq!(resumed.final_val_loss, shrunk.final_val_loss);
+    let lines = snapshots(dir.path(), "cut");
+    let after = lines
+        .split("\"event\":\"resume\"")
+        .nth(1)
+        .expect("a resume event");
+    assert!(!after.contains("\"action\":\"shrink\""), "{lines}");
 
     let failed = Trainer::new(config(dir.path(), "fail", Some((limit, OnLimit::Fail))))
         .fit(task())

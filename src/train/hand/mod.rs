@@ -115,8 +115,6 @@ pub struct HandLoop<M: Module + 'static> {
     /// Whether a resumed run's loader order was replayed
     /// ([`epoch_batches`](Self::epoch_batches)).
     replayed: bool,
-    /// The micro-batch validation shrank to under `on_limit = "shrink"`, where it did.
-    valid_micro: Option<usize>,
     started: Instant,
     /// The wall time of a resumed run's earlier processes.
     earlier_s: f64,

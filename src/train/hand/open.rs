@@ -155,7 +155,6 @@ impl<M: Module + 'static> HandLoop<M> {
             task: opening.task,
             baselines: opening.baselines,
             validated: None,
-            valid_micro: None,
             replayed: false,
             started: opening.started,
             earlier_s,

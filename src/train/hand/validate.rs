@@ -66,7 +66,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let shrinks = self.config.memory.on_limit == OnLimit::Shrink;
         // The training step's micro-batch, or the smaller one validation shrank to before.
         let layout = self.guard.layout().micro_batch();
-        let mut micro = self.valid_micro.map_or(layout, |m| m.min(layout));
+        let mut micro = (self.stats.valid_micro_batch).map_or(layout, |m| m.min(layout));
         let (means, samples) = loop {
             self.guard.open_window();
             let mut sums = MetricSums::default();
@@ -89,7 +89,7 @@ impl<M: Module + 'static> HandLoop<M> {
             }
         };
         if micro < layout {
-            self.valid_micro = Some(micro);
+            self.stats.valid_micro_batch = Some(micro);
         }
         self.stats.valid_samples = samples;
         let Some((val_loss, metrics)) = means else {

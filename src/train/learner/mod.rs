@@ -140,6 +140,7 @@ impl<M: Module> Learner<M> {
             lr: Some(self.schedule.current()),
             clipped_steps: stats.clipped_steps,
             early_stop: self.early_stop.as_ref().map(|e| e.state().clone()),
+            valid_micro_batch: stats.valid_micro_batch,
             ..CheckpointState::default()
         }
     }
