@@ -40,7 +40,7 @@ pub struct Trainer {
     /// A search's pruner, asked after each epoch.
     gate: Option<EpochGate>,
     /// Set (by a signal handler) to stop the run at its next step.
-    stop: Option<Arc<AtomicBool>>,
+    stop: Vec<Arc<AtomicBool>>,
 }
 
 impl Trainer {
@@ -52,7 +52,7 @@ impl Trainer {
             resume: None,
             data_bytes: None,
             gate: None,
-            stop: None,
+            stop: Vec::new(),
         }
     }
 
@@ -85,9 +85,11 @@ impl Trainer {
     /// `summary.json` from this process, and [`resume`](Self::resume) goes on from that
     /// checkpoint as if the run had never stopped. A run that ends at that step anyway (its
     /// last epoch's last step, or where early stopping or a search's gate ends it) ends as it
-    /// would have, with its summary.
+    /// would have, with its summary. Given several flags, it stops at the first set. Under
+    /// `train.lr = "find"`, a stop during the finder ends the finder's copy and the run is not
+    /// begun: [`Error::Interrupted`], with no run directory.
     pub fn stop_when(mut self, flag: Arc<AtomicBool>) -> Self {
-        self.stop = Some(flag);
+        self.stop.push(flag);
         self
     }
 
@@ -177,7 +179,7 @@ impl Trainer {
             started,
         };
         let mut run = HandLoop::open(config, opening, |d| task.model(d), observer, resume)?;
-        if let Some(stop) = stop {
+        for stop in stop {
             run.stop_when(stop);
         }
         // The loaders after the run's baseline: what they hold is the run's, given back at
@@ -208,7 +210,11 @@ impl Trainer {
         let observer = std::mem::replace(&mut self.observer, Box::new(Silent));
         let shared = Rc::new(RefCell::new(observer));
         let watching = Box::new(Shared(Rc::clone(&shared)));
-        let found = find(&self.config, Sweep::default(), watching, train);
+        // The finder's copy stops where this run would: a stop asked during the finder ends it,
+        // before the run begins.
+        let flags = self.stop.clone();
+        let watched = |copy: Trainer| train(flags.into_iter().fold(copy, Trainer::stop_when));
+        let found = find(&self.config, Sweep::default(), watching, watched);
         // The copy's observer is gone with it: this trainer's comes back.
         if let Ok(observer) = Rc::try_unwrap(shared) {
             self.observer = observer.into_inner();

@@ -169,3 +169,52 @@ impl tidemark::record::Observer for Messages {
         self.0.lock().unwrap().push(text.to_string());
     }
 }
+
+/// Sets its flag at the `at`-th step it is told of: a stop asked mid-run, as a signal would.
+struct StopAt {
+    at: usize,
+    seen: usize,
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl tidemark::record::Observer for StopAt {
+    fn step_done(&mut self, _epoch: usize, _step: usize) {
+        self.seen += 1;
+        if self.seen == self.at {
+            self.flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+#[test]
+fn a_stop_during_train_lr_find_ends_the_finder_and_begins_no_run() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let config = ConfigBuilder::new("stopped")
+        .output_dir(dir.path())
+        .epochs(2)
+        .batch_size(32)
+        .num_workers(0)
+        .seed(1)
+        .find_lr()
+        .build()
+        .unwrap();
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let at = StopAt {
+        at: 5,
+        seen: 0,
+        flag: std::sync::Arc::clone(&flag),
+    };
+    let error = Trainer::new(config)
+        .observer(at)
+        .stop_when(flag)
+        .fit(Sines)
+        .unwrap_err();
+    assert!(matches!(error, Error::Interrupted), "{error}");
+    // Neither the run nor the finder's copy is left behind.
+    assert!(!dir.path().join("stopped").exists(), "no run directory");
+    assert!(
+        !dir.path().join("stopped-lr-find/steps").exists(),
+        "the finder's copy is cleared"
+    );
+}

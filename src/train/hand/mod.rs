@@ -125,7 +125,7 @@ pub struct HandLoop<M: Module + 'static> {
     last_report: Instant,
     /// Set to stop the run: the step in progress writes a checkpoint where it is and returns
     /// [`Error::Interrupted`], as does any step after.
-    stop: Option<Arc<AtomicBool>>,
+    stop: Vec<Arc<AtomicBool>>,
 }
 
 /// A failure that ended a loop's steps.
@@ -260,8 +260,9 @@ impl<M: Module + 'static> HandLoop<M> {
     /// signal handler, the learning-rate finder stopping the loop it sweeps): the step in
     /// progress writes a checkpoint where it is (inside an epoch; a new run's first step, its
     /// checkpoint 0) and returns [`Error::Interrupted`], as does every step after; the run is
-    /// left as a killed run is, and [`finish`](Self::finish) writes no summary.
+    /// left as a killed run is, and [`finish`](Self::finish) writes no summary. Several flags:
+    /// the first set.
     pub(crate) fn stop_when(&mut self, stop: Arc<AtomicBool>) {
-        self.stop = Some(stop);
+        self.stop.push(stop);
     }
 }

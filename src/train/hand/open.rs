@@ -159,7 +159,7 @@ impl<M: Module + 'static> HandLoop<M> {
             started: opening.started,
             earlier_s,
             last_report: Instant::now(),
-            stop: None,
+            stop: Vec::new(),
         })
     }
 }

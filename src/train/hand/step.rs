@@ -113,7 +113,7 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// Whether the run was asked to stop.
     fn stopping(&self) -> bool {
-        (self.stop.as_ref()).is_some_and(|stop| stop.load(Ordering::SeqCst))
+        (self.stop.iter()).any(|stop| stop.load(Ordering::SeqCst))
     }
 
     fn try_step(

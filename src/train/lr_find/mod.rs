@@ -144,6 +144,12 @@ impl Sweeping {
         let reason = match trained {
             Ok(()) => None,
             Err(Error::Interrupted) if stopped => None,
+            // Stopped from outside (the run's own stop): the copy's directory goes, and so
+            // does the finder.
+            Err(Error::Interrupted) => {
+                self.clear()?;
+                return Err(Error::Interrupted);
+            }
             Err(Error::Training(TrainingError::Diverged { step, .. })) => {
                 Some(format!("the loss was not finite at step {step}"))
             }
