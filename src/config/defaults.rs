@@ -1,24 +1,15 @@
-//! Default values for every optional key, in one place. Validation takes them from here; so do
-//! the docs' tables.
+//! Default values of the keys that validation resolves from the file as written (a default
+//! that may depend on another key's value). A table read as it is keeps each key's default
+//! beside its field instead (`[run]`, `[device]`, `[train.ema]`, `[train.offload]`, a
+//! built-in kind's `[model]`).
 
 use super::types::{
-    Backend, ClearPolicy, EarlyStoppingConfig, GapPolicy, MemoryPolicyKind, MonitorMode, OnLimit,
+    ClearPolicy, EarlyStoppingConfig, GapPolicy, MemoryPolicyKind, MonitorMode, OnLimit,
     OptimizerKind, PlateauConfig, Precision, ScheduleConfig, ScheduleKind, SnapshotEvery,
 };
 
-// [run]
-/// `run.name`.
-pub const RUN_NAME: &str = "run";
-/// `run.seed`.
-pub const SEED: u64 = 42;
-/// `run.output_dir`.
-pub const OUTPUT_DIR: &str = "runs";
-
-// [device]
-/// `device.backend`.
-pub const BACKEND: Backend = Backend::Flex;
-/// `device.index`.
-pub const DEVICE_INDEX: u64 = 0;
+// [run], [device], [train.ema] and [train.offload]: each key's default is beside its field, in
+// the table's type (`RunSection`, `DeviceConfig`, `EmaConfig`, `OffloadConfig`).
 
 // [model]
 /// `model.kind`.

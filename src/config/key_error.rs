@@ -93,6 +93,8 @@ pub(crate) fn describe_key_error(key: &str, inner: &str) -> String {
     }
     let inner = super::error::clipped_quotes(inner, 40)
         .replace("expected i64", "expected an integer")
+        .replace("expected u64", "expected an integer >= 0")
+        .replace("expected usize", "expected an integer >= 0")
         .replace("expected f64", "expected a number")
         .replace("expected a map", "expected a table");
     format!("{key}: {inner}")

@@ -105,7 +105,8 @@ impl Kinds {
             name: name.to_string(),
             kind,
         };
-        self.add(name, Arc::new(kind));
+        // A program's own: not among the built-in names, so registered again it is replaced.
+        self.by_name.insert(name.to_string(), Arc::new(kind));
     }
 
     /// The names known, in order.
@@ -115,13 +116,17 @@ impl Kinds {
 
     /// The kind `config`'s `[model]` names; an error naming the kinds there are.
     pub(crate) fn of(&self, config: &RunConfig) -> Result<&dyn Kind, Error> {
-        self.named(config).map_err(model_error)
+        self.named(config).map(|k| k.as_ref()).map_err(model_error)
     }
 
-    fn named(&self, config: &RunConfig) -> Result<&dyn Kind, Invalid> {
-        let name = config.model.kind();
+    fn named(&self, config: &RunConfig) -> Result<&Arc<dyn Kind>, Invalid> {
+        self.named_model(&config.model)
+    }
+
+    fn named_model(&self, model: &ModelConfig) -> Result<&Arc<dyn Kind>, Invalid> {
+        let name = model.kind();
         match self.by_name.get(name) {
-            Some(kind) => Ok(kind.as_ref()),
+            Some(kind) => Ok(kind),
             None => Err(Invalid {
                 key: "model.kind".into(),
                 message: format!(
@@ -145,7 +150,21 @@ impl Kinds {
     /// the kind's defaults filled in (a built-in kind's: `hidden = [1024, 1024]` where none
     /// is given), as a run's `config.toml` records them.
     pub fn resolve(&self, config: &mut RunConfig) -> Result<(), Invalid> {
-        self.named(config)?.resolve(&mut config.model)
+        self.resolve_model(&mut config.model)
+    }
+
+    /// `config` [`resolve`](Self::resolve)d, or the config's error: what a sweep writes as its
+    /// `config.toml` and compares a resume with.
+    pub(crate) fn resolved(&self, config: &RunConfig) -> Result<RunConfig, Error> {
+        let mut config = config.clone();
+        self.resolve(&mut config).map_err(model_error)?;
+        Ok(config)
+    }
+
+    /// [`resolve`](Self::resolve) of a `[model]` table alone (a run's own `config.toml`'s,
+    /// read back to compare on a resume).
+    pub(crate) fn resolve_model(&self, model: &mut ModelConfig) -> Result<(), Invalid> {
+        self.named_model(model)?.resolve(model)
     }
 
     /// The config at `path` with `overrides`, its model kind's keys checked and resolved
@@ -156,9 +175,12 @@ impl Kinds {
 
     /// Trains `trainer`'s config with its kind, its model's keys resolved first.
     pub fn train(&self, mut trainer: Trainer) -> Result<RunSummary, Error> {
-        let kind = self.of(trainer.config())?;
+        let kind = Arc::clone(self.named(trainer.config()).map_err(model_error)?);
         kind.resolve(&mut trainer.config_mut().model)
             .map_err(model_error)?;
+        // A resumed run's own `[model]` is read as this one is, before they are compared.
+        let reading = Arc::clone(&kind);
+        let trainer = trainer.resolving_model(Arc::new(move |m| reading.resolve(m)));
         kind.train(trainer)
     }
 

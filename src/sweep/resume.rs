@@ -63,7 +63,13 @@ pub fn resume_sweep(
     changes: Changes,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Swept), Error> {
-    check_config(dir, config, TASK_SECTIONS)?;
+    let config = &kinds.resolved(config)?;
+    check_config(
+        dir,
+        config,
+        TASK_SECTIONS,
+        Some(&|m| kinds.resolve_model(m)),
+    )?;
     refuse_a_study(dir)?;
     let plan = read_plan(dir)?;
     if let Some(mut search) = plan.search {

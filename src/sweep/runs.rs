@@ -21,6 +21,8 @@ pub fn sweep(
     runs: usize,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<SweepRow>), Error> {
+    // As a run's: its `config.toml` holds `[model]` as the kind reads it, defaults filled in.
+    let config = &kinds.resolved(config)?;
     let name = format!("{}-sweep", config.run.name);
     let dir = run_dir::create(&config.run.output_dir, &name)?;
     let path = dir.join("config.toml");

@@ -11,7 +11,7 @@ use super::run_dir::{self, code_task};
 use super::stats::Stats;
 use super::{Layout, MemoryGuard, Prepared};
 use crate::config::TASK_SECTIONS;
-use crate::config::{to_toml, ConfigError, RunConfig};
+use crate::config::{to_toml, ConfigError, Invalid, ModelConfig, RunConfig};
 use crate::error::{Error, UsageError};
 use crate::memory::MemorySource;
 use crate::record::{current_epochs, read_snapshots, RunStatus, RunSummary, Snapshot};
@@ -49,11 +49,17 @@ impl Resume {
     /// everything but [`MAY_CHANGE`], and the latest checkpoint must be readable.
     /// `owned`: the config sections that describe the task being resumed
     /// ([`Task::config_sections`](crate::task::Task::config_sections)).
-    pub(super) fn open(run_dir: &Path, config: &RunConfig, owned: &[&str]) -> Result<Self, Error> {
+    /// `resolve`: the kind's reading of `[model]`, applied to the run's own as to `config`'s.
+    pub(super) fn open(
+        run_dir: &Path,
+        config: &RunConfig,
+        owned: &[&str],
+        resolve: Option<ResolveModel<'_>>,
+    ) -> Result<Self, Error> {
         // The run's records (`summary.json`) name its directory, as text: one whose name is
         // not UTF-8 is refused before anything is read or written.
         crate::config::path_text("--resume", run_dir)?;
-        check_config(run_dir, config, owned)?;
+        check_config(run_dir, config, owned, resolve)?;
         let checkpoint = Checkpoint::latest(run_dir)?;
         checkpoint.verify_for(config)?;
         let done = checkpoint.state.epoch;
@@ -169,6 +175,7 @@ pub(crate) fn check_config(
     run_dir: &Path,
     config: &RunConfig,
     owned: &[&str],
+    resolve: Option<ResolveModel<'_>>,
 ) -> Result<(), Error> {
     let path = run_dir.join("config.toml");
     // A missing directory, a file in its place, or one without a config: one error.
@@ -185,7 +192,16 @@ pub(crate) fn check_config(
     };
     // Through the current validation, so that keys written after the run's version (at their
     // defaults) compare equal to a file that lacks them.
-    let saved = crate::config::parse(&text, &path.display().to_string(), &[])?;
+    let mut saved = crate::config::parse(&text, &path.display().to_string(), &[])?;
+    // `[model]` through its kind, as `config`'s was: a key the kind reads at its default
+    // compares equal to a file that lacks it.
+    if let Some(resolve) = resolve.filter(|_| owned.contains(&"model")) {
+        resolve(&mut saved.model).map_err(|Invalid { key, message }| ConfigError {
+            origin: path.display().to_string(),
+            key: Some(key),
+            message,
+        })?;
+    }
     let saved: toml::Table = toml::from_str(&to_toml(&saved)).expect("config is TOML");
     let task_in_code = code_task(&text);
     if let (Some(task), false) = (task_in_code, owned.is_empty()) {
@@ -226,6 +242,10 @@ pub(crate) fn check_config(
     }
     Ok(())
 }
+
+/// A kind's reading of `[model]`: its keys checked and their defaults filled in
+/// ([`Kinds::resolve`](crate::kinds::Kinds::resolve)).
+pub(crate) type ResolveModel<'a> = &'a dyn Fn(&mut ModelConfig) -> Result<(), Invalid>;
 
 /// [`MAY_CHANGE`] in words: `train.epochs, ... and the [memory] and [checkpoint] keys`.
 fn may_change_in_words() -> String {
@@ -274,11 +294,11 @@ mod tests {
         assert!(train.remove("betas").is_some() && train.remove("eps").is_some());
         let old = toml::to_string(&table).unwrap();
         std::fs::write(dir.path().join("config.toml"), old).unwrap();
-        check_config(dir.path(), &config, TASK_SECTIONS).unwrap();
+        check_config(dir.path(), &config, TASK_SECTIONS, None).unwrap();
         // A key that changes the run is still refused.
         let mut raw = ConfigBuilder::from_config(&config);
         raw.raw_mut().train.betas = Some(vec![0.8, 0.9]);
-        let err = check_config(dir.path(), &raw.build().unwrap(), TASK_SECTIONS).unwrap_err();
+        let err = check_config(dir.path(), &raw.build().unwrap(), TASK_SECTIONS, None).unwrap_err();
         assert_eq!(err_key(&err), Some("train.betas"));
     }
 

@@ -4,14 +4,14 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::before_run::{check_before_run, notes};
 use super::epochs::Epochs;
 use super::hand::{empty_training_split, DataBytes, HandLoop, Opening};
-use super::resume::Resume;
+use super::resume::{ResolveModel, Resume};
 use crate::backend;
 use crate::config::{ConfigBuilder, ConfigError, EarlyStoppingConfig, RunConfig};
 use crate::data::item_loader;
@@ -41,7 +41,15 @@ pub struct Trainer {
     gate: Option<EpochGate>,
     /// Set (by a signal handler) to stop the run at its next step.
     stop: Vec<Arc<AtomicBool>>,
+    /// The config's kind's reading of `[model]`, applied to a resumed run's own `config.toml`
+    /// before it is compared (set by [`Kinds::train`](crate::kinds::Kinds::train)).
+    resolve_model: Option<ModelResolver>,
 }
+
+/// A kind's reading of `[model]`, kept by a trainer.
+pub(crate) type ModelResolver = Arc<
+    dyn Fn(&mut crate::config::ModelConfig) -> Result<(), crate::config::Invalid> + Send + Sync,
+>;
 
 impl Trainer {
     /// A trainer for `config` that reports nothing while it runs.
@@ -53,6 +61,7 @@ impl Trainer {
             data_bytes: None,
             gate: None,
             stop: Vec::new(),
+            resolve_model: None,
         }
     }
 
@@ -109,6 +118,12 @@ impl Trainer {
         &mut self.config
     }
 
+    /// Reads a resumed run's own `[model]` with `resolve` (its kind's) before comparing it.
+    pub(crate) fn resolving_model(mut self, resolve: ModelResolver) -> Self {
+        self.resolve_model = Some(resolve);
+        self
+    }
+
     /// Counts `bytes` as the run's dataset (host bytes its kind counted while loading it).
     pub(crate) fn data_bytes(mut self, bytes: Option<u64>) -> Self {
         self.data_bytes = bytes;
@@ -149,9 +164,18 @@ impl Trainer {
             data_bytes,
             gate,
             stop,
+            resolve_model,
         } = self;
         let resume = match resume {
-            Some(dir) => Some(Resume::open(&dir, &config, task.config_sections())?),
+            Some(dir) => {
+                let resolve = resolve_model.as_deref().map(|r| r as ResolveModel<'_>);
+                Some(Resume::open(
+                    &dir,
+                    &config,
+                    task.config_sections(),
+                    resolve,
+                )?)
+            }
             None => None,
         };
         let device = backend::select(&config.device)?;
@@ -221,6 +245,10 @@ impl Trainer {
         }
         let found = found?;
         self.observer.message(&found.said());
+        // Stopped as the finder ended on its own: the run is not begun either.
+        if self.stop.iter().any(|stop| stop.load(Ordering::SeqCst)) {
+            return Err(Error::Interrupted);
+        }
         let Some(lr) = found.lr() else {
             let (stopped, picture) = (found.stopped, found.dir.join("lr-find.svg"));
             return Err(TrainingError::NoLrSuggestion { stopped, picture }.into());

@@ -450,6 +450,9 @@ fn a_kind_of_the_program_s_own_trains_on_the_config_s_data_and_resumes_from_its_
     env.write("two.toml", &text);
     let mut kinds = tidemark::App::new().kinds().clone();
     kinds.register("two", TwoLayersKind);
+    // Registered again, the program's kind is replaced (a built-in name would panic).
+    kinds.register("two", TwoLayersKind);
+    assert_eq!(kinds.names(), ["cnn", "lstm", "mlp", "two"]);
     let out = format!("run.output_dir=\"{}\"", env.path("runs").display());
     let overrides = [tidemark::config::Override::parse(&out).unwrap()];
     let load = |overrides: &[tidemark::config::Override]| {

@@ -908,3 +908,57 @@ fn a_built_in_kind_s_bad_key_from_the_builder_is_refused_before_the_run_and_name
     );
     assert!(!dir.path().join("bad").exists(), "no run directory");
 }
+
+/// A run's `config.toml` whose `[model]` lacks a key its kind reads at its default (written by
+/// a tidemark before the key existed, say) resumes: both sides are read through the kind.
+/// A search started from code writes its `[model]` as a run does, defaults filled in.
+#[test]
+fn a_run_whose_config_lacks_a_model_key_at_its_default_resumes() {
+    let _one = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let config = |epochs: usize| {
+        ConfigBuilder::new("older")
+            .output_dir(dir.path())
+            .synthetic(128, 4, 2)
+            .mlp(&[8])
+            .epochs(epochs)
+            .batch_size(32)
+            .num_workers(0)
+            .build()
+            .unwrap()
+    };
+    Trainer::new(config(1)).run().unwrap();
+    let path = dir.path().join("older/config.toml");
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(written.contains("activation = \"relu\""), "{written}");
+    std::fs::write(&path, written.replace("activation = \"relu\"\n", "")).unwrap();
+    let resumed = Trainer::new(config(2))
+        .resume(dir.path().join("older"))
+        .run()
+        .unwrap();
+    assert_eq!(resumed.epochs, 2);
+    // Another value is still refused, naming the key.
+    let error = Trainer::new(
+        ConfigBuilder::from_config(&config(3))
+            .dropout(0.5)
+            .build()
+            .unwrap(),
+    )
+    .resume(dir.path().join("older"))
+    .run()
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("model.dropout is 0.0 in the run's config.toml but 0.5 here"),
+        "{error}"
+    );
+
+    let kinds = tidemark::kinds::Kinds::builtin();
+    let mut sweep = config(1);
+    sweep.run.name = "from-code".into();
+    let (swept, _) =
+        tidemark::sweep::sweep(&kinds, &sweep, 1, |_, _| Box::new(tidemark::record::Silent))
+            .unwrap();
+    let written = std::fs::read_to_string(swept.join("config.toml")).unwrap();
+    assert!(written.contains("activation = \"relu\""), "{written}");
+}

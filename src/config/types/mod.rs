@@ -92,9 +92,9 @@ pub struct RunSection {
 impl Default for RunSection {
     fn default() -> Self {
         RunSection {
-            name: super::defaults::RUN_NAME.into(),
-            seed: super::defaults::SEED,
-            output_dir: super::defaults::OUTPUT_DIR.into(),
+            name: "run".into(),
+            seed: 42,
+            output_dir: "runs".into(),
             tensorboard: false,
             log_every_steps: None,
         }
@@ -161,8 +161,8 @@ pub struct DeviceConfig {
 impl Default for DeviceConfig {
     fn default() -> Self {
         DeviceConfig {
-            backend: super::defaults::BACKEND,
-            index: super::defaults::DEVICE_INDEX as usize,
+            backend: Backend::Flex,
+            index: 0,
             execution: None,
         }
     }

@@ -121,7 +121,8 @@ pub(super) fn choice<T: Copy>(
         })
 }
 
-/// `[run]` beyond its types: the name is a directory's.
+/// `[run]` beyond its types: the name is a directory's; and what the file's types hold of a
+/// value set in code (`ConfigBuilder`): a seed a config file can hold, a count above 0.
 fn run(run: RunSection) -> Result<RunSection> {
     let name = &run.name;
     if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
@@ -130,7 +131,29 @@ fn run(run: RunSection) -> Result<RunSection> {
             format_args!("must be a non-empty directory name without slashes, got \"{name}\""),
         ));
     }
+    in_a_file("run.seed", run.seed)?;
+    if run.log_every_steps == Some(0) {
+        return Err(Invalid::new("run.log_every_steps", "must be > 0, got 0"));
+    }
     Ok(run)
+}
+
+/// `[device]` beyond its types: an index a config file can hold.
+fn device(device: DeviceConfig) -> Result<DeviceConfig> {
+    in_a_file("device.index", device.index as u64)?;
+    Ok(device)
+}
+
+/// `value` of `key` is one a config file (TOML's integers, signed 64-bit) can hold: a
+/// validated config is written as one (`config.toml`).
+fn in_a_file(key: &str, value: u64) -> Result<()> {
+    match i64::try_from(value) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(Invalid::new(
+            key,
+            format_args!("must be at most {}, got {value}", i64::MAX),
+        )),
+    }
 }
 
 /// Refuses offload to the host on flex, whose tensors are in host memory already.
@@ -169,7 +192,7 @@ impl TryFrom<RawConfig> for RunConfig {
 
     fn try_from(raw: RawConfig) -> Result<Self> {
         let run = run(raw.run)?;
-        let device = raw.device;
+        let device = device(raw.device)?;
         let train = train::train(raw.train)?;
         host_has_no_offload(&device, &train)?;
         let checkpoint = checkpoint::checkpoint(raw.checkpoint, train.early_stopping.as_ref())?;

@@ -53,6 +53,8 @@ pub fn work(
     storage: &str,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
+    // As a run's: its `config.toml` holds `[model]` as the kind reads it, defaults filled in.
+    let config = &kinds.resolved(config)?;
     check_search(kinds, config, space)?;
     let plan = plan_of(space);
     let sweep = format!("{}-sweep", config.run.name);
@@ -73,6 +75,7 @@ pub fn search_alone(
     space: &Space,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
+    let config = &kinds.resolved(config)?;
     check_search(kinds, config, space)?;
     let plan = plan_of(space);
     let dir = run_dir::create(

@@ -184,7 +184,9 @@ impl Checkpoint {
     /// Copies this checkpoint into the run directory `run_dir`, under its own name, and makes
     /// it that run's `latest`: the files its manifest lists and the manifest (every file of a
     /// checkpoint from before the list), written under a temporary name and renamed into place
-    /// as a run's own checkpoint is. A run resumed from `run_dir` then continues from it.
+    /// as a run's own checkpoint is. A run resumed from `run_dir` then continues from it. A
+    /// checkpoint of that name there is replaced; the run's `best` and its ranking of kept
+    /// checkpoints are left as they are.
     pub fn copy_into(&self, run_dir: &Path) -> Result<Self, Error> {
         let name = (self.dir.file_name()).unwrap_or_default().to_owned();
         let checkpoints = run_dir.join("checkpoints");
@@ -203,11 +205,16 @@ impl Checkpoint {
                 let listed = manifest.files.into_keys();
                 listed.chain([File::Manifest.name().to_string()]).collect()
             }
-            None => (std::fs::read_dir(&self.dir).map_err(|e| io(&self.dir, e))?)
-                .flatten()
-                .filter(|e| e.path().is_file())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect(),
+            None => {
+                let mut names = Vec::new();
+                for entry in std::fs::read_dir(&self.dir).map_err(|e| io(&self.dir, e))? {
+                    let entry = entry.map_err(|e| io(&self.dir, e))?;
+                    if entry.path().is_file() {
+                        names.push(entry.file_name().to_string_lossy().into_owned());
+                    }
+                }
+                names
+            }
         };
         for file in names {
             let from = self.dir.join(&file);

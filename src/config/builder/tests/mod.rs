@@ -219,6 +219,7 @@ fn a_bad_value_from_a_setter_fails_as_the_file_does() {
             b().checkpoint_every_steps(0),
             "[checkpoint]\nevery_steps = 0".into(),
         ),
+        (b().log_every_steps(0), "log_every_steps = 0".into()),
     ];
     // The model's keys are checked by its kind: the built-in kinds here, as `tidemark` does.
     let kinds = crate::kinds::Kinds::builtin();
@@ -287,4 +288,28 @@ fn a_path_that_is_not_utf8_is_refused_by_build_naming_its_key() {
         .output_dir("runs-é");
     let built = fine.build().unwrap();
     assert_eq!(built.run.output_dir, std::path::Path::new("runs-é"));
+}
+
+#[test]
+fn a_value_set_in_code_that_a_config_file_cannot_hold_is_refused_naming_it() {
+    let error = b().seed(u64::MAX).build().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "config: run.seed must be at most {}, got {}",
+            i64::MAX,
+            u64::MAX
+        )
+    );
+    let error = (b().device(Backend::Flex, usize::MAX)).build().unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("config: device.index must be at most"),
+        "{error}"
+    );
+    // At the edge, it is written and read back.
+    let config = b().seed(i64::MAX as u64).build().unwrap();
+    let again = parse(&crate::config::to_toml(&config), "t.toml", &[]).unwrap();
+    assert_eq!(again.run.seed, i64::MAX as u64);
 }
