@@ -69,7 +69,7 @@ impl Stats {
         self.throughput_epochs += 1;
     }
 
-    /// The summary, with the memory figures from the guard's recorder, the last epoch's metrics
+    /// The summary, with the memory figures from the run's recorder, the last epoch's metrics
     /// (`val_<name>`, `train_<name>`) from its snapshot, and the latest checkpoint.
     pub(super) fn summary(
         self,
