@@ -7,17 +7,14 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::Arc;
 
-use burn::tensor::Device;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
+use super::networks::{settings_of, Builtin};
 use super::{load, metric_names, visit, Visit};
-use crate::config::{ConfigError, Invalid, ModelConfig, RunConfig};
+use crate::config::{Invalid, ModelConfig, RunConfig};
 use crate::error::Error;
 use crate::inference::{score, Csv, Trained};
 use crate::kinds::{Kind, Kinds};
 use crate::memory::HostCounters;
-use crate::model::{Cnn, CnnConfig, Lstm, LstmConfig, Mlp, MlpConfig, Network};
+use crate::model::{Cnn, Lstm, Mlp, Network};
 use crate::record::RunSummary;
 use crate::task::{Classify, Regress, Score, Task};
 use crate::train::preflight::{probe_task, ProbedStep};
@@ -30,121 +27,6 @@ pub fn kinds() -> Kinds {
     kinds.add(Cnn::NAME, Arc::new(BuiltinKind::<Cnn>(PhantomData)));
     kinds.add(Lstm::NAME, Arc::new(BuiltinKind::<Lstm>(PhantomData)));
     kinds
-}
-
-/// Each built-in kind's name and keys.
-const KEYS: [(&str, &[&str]); 3] = [
-    (Mlp::NAME, Mlp::KEYS),
-    (Cnn::NAME, Cnn::KEYS),
-    (Lstm::NAME, Lstm::KEYS),
-];
-
-/// `model`'s keys read into `N`'s settings; a key that only other built-in kinds take says
-/// which (`model.pool only applies with model.kind = "cnn"`).
-fn settings_of<N: Builtin>(model: &ModelConfig) -> Result<N::Settings, Invalid> {
-    if let Some(key) = model
-        .settings
-        .keys()
-        .find(|k| !N::KEYS.contains(&k.as_str()))
-    {
-        let kinds: Vec<String> = (KEYS.iter())
-            .filter(|(_, keys)| keys.contains(&key.as_str()))
-            .map(|(kind, _)| format!("model.kind = \"{kind}\""))
-            .collect();
-        if !kinds.is_empty() {
-            let key = format!("model.{key}");
-            let with = kinds.join(" or ");
-            return Err(Invalid::new(&key, format_args!("only applies with {with}")));
-        }
-    }
-    let settings = model.settings()?;
-    N::check(&settings)?;
-    Ok(settings)
-}
-
-/// How a network is built on a device.
-pub(crate) type Build<N> = Box<dyn Fn(&Device) -> N>;
-
-/// A built-in network and its `[model]` keys.
-pub(crate) trait Builtin: Network {
-    /// The kind's name.
-    const NAME: &'static str;
-    /// The kind's keys, read from `[model]`.
-    type Settings: DeserializeOwned + Serialize;
-    /// The names of [`Settings`](Self::Settings)' keys: a key of another built-in kind is
-    /// refused naming the kind it belongs to.
-    const KEYS: &'static [&'static str];
-
-    /// Checks `settings` beyond their types.
-    fn check(settings: &Self::Settings) -> Result<(), Invalid>;
-
-    /// The network of `settings` for `features` inputs and `outputs` outputs, to build on a
-    /// device; the config's error where the data does not fit the settings.
-    fn build(
-        settings: Self::Settings,
-        features: usize,
-        outputs: usize,
-    ) -> Result<Build<Self>, Error>;
-}
-
-impl Builtin for Mlp {
-    const NAME: &'static str = "mlp";
-    type Settings = MlpConfig;
-    const KEYS: &'static [&'static str] = &["hidden", "activation", "dropout"];
-    fn check(settings: &MlpConfig) -> Result<(), Invalid> {
-        settings.check()
-    }
-    fn build(settings: MlpConfig, features: usize, outputs: usize) -> Result<Build<Self>, Error> {
-        Ok(Box::new(move |device| {
-            Mlp::new(&settings, features, outputs, device)
-        }))
-    }
-}
-
-impl Builtin for Cnn {
-    const NAME: &'static str = "cnn";
-    type Settings = CnnConfig;
-    const KEYS: &'static [&'static str] = &[
-        "input",
-        "channels",
-        "kernel_size",
-        "pool",
-        "batch_norm",
-        "activation",
-        "dropout",
-    ];
-    fn check(settings: &CnnConfig) -> Result<(), Invalid> {
-        settings.check()
-    }
-    fn build(settings: CnnConfig, features: usize, outputs: usize) -> Result<Build<Self>, Error> {
-        let per_sample: usize = settings.input.iter().product();
-        if per_sample != features {
-            return Err(Error::Config(ConfigError {
-                origin: "[model]".into(),
-                key: Some("model.input".into()),
-                message: format!(
-                    "model.input = {:?} is {per_sample} values per sample, but the data has \
-                     {features} features",
-                    settings.input
-                ),
-            }));
-        }
-        Ok(Box::new(move |device| Cnn::new(&settings, outputs, device)))
-    }
-}
-
-impl Builtin for Lstm {
-    const NAME: &'static str = "lstm";
-    type Settings = LstmConfig;
-    const KEYS: &'static [&'static str] = &["hidden"];
-    fn check(settings: &LstmConfig) -> Result<(), Invalid> {
-        settings.check()
-    }
-    fn build(settings: LstmConfig, _features: usize, outputs: usize) -> Result<Build<Self>, Error> {
-        Ok(Box::new(move |device| {
-            Lstm::new(&settings.hidden, outputs, device)
-        }))
-    }
 }
 
 /// The built-in kind of network `N`: the config's `[model]` says its settings, `[data]` its
@@ -260,6 +142,7 @@ impl Trainer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{CnnConfig, LstmConfig, MlpConfig};
 
     /// The keys `N`'s settings take, as serde lists them for an unknown one.
     fn serde_keys<N: Builtin>() -> Vec<String> {

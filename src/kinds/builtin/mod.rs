@@ -5,10 +5,11 @@
 mod builder;
 mod inputs;
 mod kind;
+mod networks;
 mod predict;
 
 pub use kind::kinds;
-pub(crate) use kind::Builtin;
+pub(crate) use networks::Builtin;
 
 use inputs::{inputs, Inputs, Readout};
 
