@@ -8,9 +8,11 @@
 //! an app's do, from the top (the command line's `App`).
 
 pub(crate) mod builtin;
+mod kind;
 mod model_kind;
 mod owned;
 
+pub(crate) use kind::{model_error, Kind};
 pub use model_kind::ModelKind;
 
 use std::collections::BTreeMap;
@@ -24,45 +26,6 @@ use crate::record::RunSummary;
 use crate::train::preflight::ProbedStep;
 use crate::Trainer;
 
-pub(crate) use crate::inference::Csv;
-
-/// What the commands do with a config of one model kind: each builds the config's task and
-/// hands it on.
-pub(crate) trait Kind: Send + Sync {
-    /// Checks `model`'s keys before anything runs (the error's key is the one that is wrong:
-    /// `model.heads`), and writes them back with their defaults filled in where the kind's
-    /// settings can be written.
-    fn resolve(&self, model: &mut ModelConfig) -> Result<(), Invalid>;
-
-    /// The metrics a run of `config` reports, known before it trains: a search checks its
-    /// monitor against them.
-    fn metric_names(&self, config: &RunConfig) -> Vec<String>;
-
-    /// Trains `trainer`'s config.
-    fn train(&self, trainer: Trainer) -> Result<RunSummary, Error>;
-
-    /// One probed step of `config`.
-    fn probe(&self, config: &RunConfig) -> Result<ProbedStep, Error>;
-
-    /// `run`'s model scored on `data` (a file laid out like its data), or on its validation
-    /// split without one.
-    fn evaluate(&self, run: &Trained, data: Option<&Path>) -> Result<crate::task::Score, Error>;
-
-    /// `run`'s outputs for every input of `data`, as a CSV.
-    fn predict(&self, run: &Trained, data: &Path) -> Result<Csv, Error>;
-}
-
-/// A wrong `[model]` key found while a command runs, as the config's error (without a line:
-/// the command line checks a config's kinds where it loads it, located).
-pub(crate) fn model_error(Invalid { key, message }: Invalid) -> Error {
-    let (origin, key) = ("[model]".into(), Some(key));
-    Error::Config(ConfigError {
-        origin,
-        key,
-        message,
-    })
-}
-
 /// The model kinds a program knows, by name.
 #[derive(Clone, Default)]
 pub struct Kinds {
@@ -75,12 +38,6 @@ impl Kinds {
     /// No kinds.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The built-in kinds (`mlp`, `cnn`, `lstm`): the `tidemark` binary's, which a program's
-    /// own kinds are registered beside.
-    pub fn builtin() -> Self {
-        builtin::kinds()
     }
 
     /// Adds tidemark's own `kind` under `name`.

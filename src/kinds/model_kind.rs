@@ -7,10 +7,11 @@ use std::path::Path;
 use burn::tensor::Tensor;
 use serde::de::DeserializeOwned;
 
+use super::kind::Kind;
 use super::owned::Owned;
-use super::{Csv, Kind};
 use crate::config::{Invalid, ModelConfig, RunConfig};
 use crate::error::{Error, UsageError};
+use crate::inference::Csv;
 use crate::inference::{outputs, score, Trained};
 use crate::record::RunSummary;
 use crate::task::{Score, Task};
@@ -109,7 +110,8 @@ impl<K: ModelKind> AppKind<K> {
 
     /// `config`'s settings, or the config's error.
     fn settings_or_error(&self, config: &RunConfig) -> Result<K::Settings, Error> {
-        self.settings(&config.model).map_err(super::model_error)
+        self.settings(&config.model)
+            .map_err(super::kind::model_error)
     }
 
     /// The task `config` trains, owning its `[model]` and `[data]` (its run's `config.toml`

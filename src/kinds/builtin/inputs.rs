@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{load, Loaded};
+use super::loaded::{load, Loaded};
 use crate::config::{Column, CsvConfig, DataConfig, DataSource, RunConfig};
 use crate::data::{self, DataError, FeatureScaling, Row, RowScaling, Sample};
 use crate::error::{Error, UsageError};

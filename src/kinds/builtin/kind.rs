@@ -7,12 +7,14 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::loaded::{load, metric_names};
 use super::networks::{settings_of, Builtin};
-use super::{load, metric_names, visit, Visit};
+use super::{visit, Visit};
 use crate::config::{Invalid, ModelConfig, RunConfig};
 use crate::error::Error;
 use crate::inference::{score, Csv, Trained};
-use crate::kinds::{Kind, Kinds};
+use crate::kinds::kind::Kind;
+use crate::kinds::Kinds;
 use crate::memory::HostCounters;
 use crate::model::{Cnn, Lstm, Mlp, Network};
 use crate::record::RunSummary;
@@ -20,8 +22,16 @@ use crate::task::{Classify, Regress, Score, Task};
 use crate::train::preflight::{probe_task, ProbedStep};
 use crate::Trainer;
 
+impl Kinds {
+    /// The built-in kinds (`mlp`, `cnn`, `lstm`): the `tidemark` binary's, which a program's
+    /// own kinds are registered beside.
+    pub fn builtin() -> Self {
+        kinds()
+    }
+}
+
 /// The built-in kinds, registered as a program's are.
-pub fn kinds() -> Kinds {
+fn kinds() -> Kinds {
     let mut kinds = Kinds::new();
     kinds.add(Mlp::NAME, Arc::new(BuiltinKind::<Mlp>(PhantomData)));
     kinds.add(Cnn::NAME, Arc::new(BuiltinKind::<Cnn>(PhantomData)));
@@ -36,7 +46,7 @@ struct BuiltinKind<N>(PhantomData<fn() -> N>);
 impl<N: Builtin> BuiltinKind<N> {
     /// `config`'s settings, checked, or the config's error.
     fn settings(&self, config: &RunConfig) -> Result<N::Settings, Error> {
-        settings_of::<N>(&config.model).map_err(crate::kinds::model_error)
+        settings_of::<N>(&config.model).map_err(crate::kinds::kind::model_error)
     }
 }
 
@@ -70,7 +80,7 @@ impl<N: Builtin> Kind for BuiltinKind<N> {
     fn evaluate(&self, run: &Trained, data: Option<&Path>) -> Result<Score, Error> {
         let settings = self.settings(&run.config)?;
         let loaded = match data {
-            Some(path) => super::inputs(&run.config, path)?.labelled(path, &run.config)?,
+            Some(path) => super::inputs::inputs(&run.config, path)?.labelled(path, &run.config)?,
             None => load(&run.config)?,
         };
         visit::<N, _>(settings, loaded, Scorer(run))

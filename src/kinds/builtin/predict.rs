@@ -6,7 +6,8 @@ use std::path::Path;
 
 use burn::tensor::activation::softmax;
 
-use super::{visit, Builtin, Inputs, Readout, Visit};
+use super::inputs::{Inputs, Readout};
+use super::{visit, Builtin, Visit};
 use crate::config::DataSource;
 use crate::error::Error;
 use crate::inference::{outputs, Csv, Trained};
@@ -26,7 +27,7 @@ pub(super) fn predict<N: Builtin>(
     data: &Path,
     settings: N::Settings,
 ) -> Result<Csv, Error> {
-    let inputs = super::inputs(&run.config, data)?;
+    let inputs = super::inputs::inputs(&run.config, data)?;
     let series = matches!(run.config.data.source, DataSource::Series(_));
     let Inputs {
         loaded,
