@@ -5,8 +5,7 @@ usage: scripts/import-circles.py [--graph]
 
 For each folder of src/ (src/ itself included), the folder's direct children (its files and its
 subfolders) and which of them each imports, through `crate::...`, `super::...` or `self::...`
-paths anywhere in its code (comments, `#[cfg(test)] mod tests` blocks and the files of `tests`
-modules left out). An import of
+paths anywhere in its code (comments and `#[cfg(test)] mod tests` blocks left out). An import of
 anything inside a child counts as an import of that child. Prints every circle among a folder's
 children, one line each (`circle sweep: a <-> b`); with --graph, every folder's imports first.
 Exits 1 if there is a circle, 0 if there is none.
@@ -74,8 +73,6 @@ def main():
     edges = {}  # folder -> {child: set(children)}
     for path in files:
         me = module_of(path)
-        if "tests" in me:
-            continue  # a test module in a file of its own, as an inline one is left out
         for segments in paths_in(code_of(path)):
             target = resolve(me, path.name == "mod.rs", segments, known)
             if target is None:

@@ -1,11 +1,11 @@
 //! Checkpoints keep the latest complete epoch, and it loads back.
 
 use super::*;
-use crate::model::Mlp;
+use crate::model::{initialize, Mlp};
 use crate::model::{Activation, MlpConfig};
 use crate::train::build_optimizer;
-use burn::module::Module;
-use burn::tensor::Device;
+use burn::module::{Module, ModuleMapper, Param};
+use burn::tensor::{Device, Tensor};
 
 #[test]
 fn keeps_only_the_latest_complete_epoch_and_it_loads_back() {
@@ -16,9 +16,8 @@ fn keeps_only_the_latest_complete_epoch_and_it_loads_back() {
         activation: Activation::Relu,
         dropout: 0.0,
     };
-    // Drawn in turn with the runs of other tests (flex's generator is one per process).
-    let build = |seed| crate::train::hand::seeded(seed, &device, |d| Mlp::new(&cfg, 4, 3, d));
-    let model = build(1);
+    let model = Mlp::new(&cfg, 4, 3, &device);
+    initialize(&model);
     let optimizer = build_optimizer(
         &crate::config::ConfigBuilder::new("t")
             .build()
@@ -34,7 +33,9 @@ fn keeps_only_the_latest_complete_epoch_and_it_loads_back() {
         assert!(second.join(file).is_file(), "{file}");
     }
     // A fresh model, initialised differently, computes what the saved one did once loaded.
-    let fresh = build(2);
+    // Another model, each weight 1 more than the saved one's: different whatever flex's
+    // generator (one per process, which other tests' runs reseed) drew.
+    let fresh = model.clone().map(&mut AddOne);
     let x = burn::tensor::Tensor::<2>::ones([2, 4], &device);
     let out = |m: &Mlp| {
         m.forward(x.clone())
@@ -190,4 +191,13 @@ fn a_checkpoint_copies_by_its_list_and_a_changed_file_is_refused() {
         error.contains("ema.bpk: missing, and the checkpoint's manifest.json lists it"),
         "{error}"
     );
+}
+
+/// Adds 1 to every weight.
+struct AddOne;
+
+impl ModuleMapper for AddOne {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        param.map(|tensor| tensor.add_scalar(1.0))
+    }
 }

@@ -51,9 +51,6 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::{Device, Tensor};
 
-/// A model drawn in turn with other runs' (a test's own, beside the runs of other tests).
-#[cfg(test)]
-pub(in crate::train) use open::seeded;
 pub(in crate::train) use open::{
     empty_training_split, seeded_model, steps_per_epoch, DataBytes, Opening,
 };

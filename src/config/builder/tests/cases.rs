@@ -2,7 +2,6 @@
 
 use super::*;
 use crate::config::{EmaConfig, EmaDevice, EmaWeights, PlateauConfig};
-use crate::model::Activation;
 
 pub(super) fn train_cases() -> Cases {
     let cases: Vec<(ConfigBuilder, &str)> = vec![
@@ -124,16 +123,17 @@ pub(super) fn train_table_cases() -> Cases {
 }
 
 pub(super) fn other_cases() -> Cases {
-    let mlp_on_csv = b()
+    // `[model]` is a kind's name and its keys: a program's kind here (a built-in kind's setters
+    // are tested with the kinds, `kinds/builtin/builder.rs`).
+    let csv = b()
         .seed(3)
         .output_dir("out")
         .tensorboard(true)
         .log_every_steps(20)
         .device(Backend::Cpu, 1)
         .execution(Execution::Fused)
-        .mlp(&[16, 8])
-        .activation(Activation::Gelu)
-        .dropout(0.1)
+        .model("sales")
+        .model_key("width", 64)
         .csv(DIGITS)
         .label_column(Column::Name("label".into()))
         .header(true)
@@ -141,17 +141,8 @@ pub(super) fn other_cases() -> Cases {
         .stratify(false)
         .standardize(false)
         .num_workers(2);
-    let cnn = b()
-        .cnn([1, 8, 8], &[4, 8], 5)
-        .pool(2)
-        .batch_norm(false)
-        .activation(Activation::Tanh)
-        .dropout(0.2)
-        .synthetic(100, 64, 3)
-        .data_seed(9)
-        .noise(0.5);
-    let lstm = b()
-        .lstm(&[16, 8])
+    let synthetic = b().synthetic(100, 64, 3).data_seed(9).noise(0.5);
+    let series = b()
         .series(CO2, 52)
         .column(Column::Name("co2".into()))
         .header(true)
@@ -161,11 +152,10 @@ pub(super) fn other_cases() -> Cases {
         .season(52);
     vec![
         (
-            mlp_on_csv,
+            csv,
             format!(
                 "seed = 3\noutput_dir = \"out\"\ntensorboard = true\nlog_every_steps = 20\n[device]\nbackend = \"cpu\"\nindex = 1\n\
-                 execution = \"fused\"\n[model]\nkind = \"mlp\"\nhidden = [16, 8]\n\
-                 activation = \"gelu\"\ndropout = 0.1\n[data]\nkind = \"csv\"\npath = '{DIGITS}'\n\
+                 execution = \"fused\"\n[model]\nkind = \"sales\"\nwidth = 64\n[data]\nkind = \"csv\"\npath = '{DIGITS}'\n\
                  label_column = \"label\"\nheader = true\nvalidation_fraction = 0.25\n\
                  stratify = false\nstandardize = false\nnum_workers = 2"
             ),
@@ -177,17 +167,15 @@ pub(super) fn other_cases() -> Cases {
             format!("[data]\nkind = \"csv\"\npath = '{DIGITS}'\ntarget_column = 3\nheader = false"),
         ),
         (
-            cnn,
-            "[model]\nkind = \"cnn\"\ninput = [1, 8, 8]\nchannels = [4, 8]\nkernel_size = 5\n\
-             pool = 2\nbatch_norm = false\nactivation = \"tanh\"\ndropout = 0.2\n[data]\n\
-             kind = \"synthetic\"\nsamples = 100\nfeatures = 64\nclasses = 3\nseed = 9\n\
+            synthetic,
+            "[data]\nkind = \"synthetic\"\nsamples = 100\nfeatures = 64\nclasses = 3\nseed = 9\n\
              noise = 0.5"
                 .into(),
         ),
         (
-            lstm,
+            series,
             format!(
-                "[model]\nkind = \"lstm\"\nhidden = [16, 8]\n[data]\nkind = \"series\"\n\
+                "[data]\nkind = \"series\"\n\
                  path = '{CO2}'\nwindow = 52\ncolumn = \"co2\"\nheader = true\nhorizon = 4\n\
                  holdout = 104\ngaps = \"previous\"\nseason = 52"
             ),
