@@ -190,15 +190,7 @@ impl tidemark::record::Observer for StopAt {
 fn a_stop_during_train_lr_find_ends_the_finder_and_begins_no_run() {
     let _one = serial();
     let dir = tempfile::tempdir().unwrap();
-    let config = ConfigBuilder::new("stopped")
-        .output_dir(dir.path())
-        .epochs(2)
-        .batch_size(32)
-        .num_workers(0)
-        .seed(1)
-        .find_lr()
-        .build()
-        .unwrap();
+    let config = sines_config(dir.path(), "stopped", SMALL, &|b| b.find_lr());
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let at = StopAt {
         at: 5,

@@ -49,13 +49,15 @@ impl ModelConfig {
     }
 
     /// `settings` as the kind's keys: the settings a kind read, written back with every
-    /// default filled in (what a run's `config.toml` records).
-    pub fn with_settings(kind: &str, settings: &impl Serialize) -> Self {
-        let settings = match toml::Value::try_from(settings) {
-            Ok(toml::Value::Table(table)) => table,
-            _ => toml::Table::new(),
-        };
-        let kind = kind.to_string();
-        Self { kind, settings }
+    /// default filled in (what a run's `config.toml` records); `None` where they do not
+    /// write as a table of keys.
+    pub fn with_settings(kind: &str, settings: &impl Serialize) -> Option<Self> {
+        match toml::Value::try_from(settings) {
+            Ok(toml::Value::Table(settings)) => Some(Self {
+                kind: kind.to_string(),
+                settings,
+            }),
+            _ => None,
+        }
     }
 }

@@ -53,7 +53,8 @@ impl<N: Builtin> BuiltinKind<N> {
 impl<N: Builtin> Kind for BuiltinKind<N> {
     fn resolve(&self, model: &mut ModelConfig) -> Result<(), Invalid> {
         let settings = settings_of::<N>(model)?;
-        *model = ModelConfig::with_settings(&model.kind, &settings);
+        *model = ModelConfig::with_settings(&model.kind, &settings)
+            .expect("a built-in kind's settings write as a table of keys");
         Ok(())
     }
 
@@ -156,7 +157,10 @@ mod tests {
 
     /// The keys `N`'s settings take, as serde lists them for an unknown one.
     fn serde_keys<N: Builtin>() -> Vec<String> {
-        let mut model = ModelConfig::with_settings(N::NAME, &());
+        let mut model = ModelConfig {
+            kind: N::NAME.into(),
+            settings: toml::Table::new(),
+        };
         model.settings.insert("zz".into(), 0.into());
         let message = model.settings::<N::Settings>().err().unwrap().message;
         let listed = message.split_once("expected").unwrap().1;

@@ -137,6 +137,42 @@ impl Manifest {
         }
     }
 
+    /// Copies the checkpoint `from` to `to` by its list: the files it lists and the list (every
+    /// file of a checkpoint from before the list), checked first, written under a temporary
+    /// name and renamed into place as a checkpoint is written.
+    pub(crate) fn copy(from: &Path, to: &Path) -> Result<(), Error> {
+        let io = |path: &Path, e: std::io::Error| Error::io(path, e);
+        let names: Vec<String> = match Self::read(from)? {
+            Some(manifest) => {
+                manifest.check(from)?;
+                let listed = manifest.files.into_keys();
+                listed.chain([File::Manifest.name().to_string()]).collect()
+            }
+            None => {
+                let mut names = Vec::new();
+                for entry in std::fs::read_dir(from).map_err(|e| io(from, e))? {
+                    let entry = entry.map_err(|e| io(from, e))?;
+                    if entry.path().is_file() {
+                        names.push(entry.file_name().to_string_lossy().into_owned());
+                    }
+                }
+                names
+            }
+        };
+        let mut tmp = to.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        for file in names {
+            let source = from.join(&file);
+            std::fs::copy(&source, tmp.join(&file)).map_err(|e| io(&source, e))?;
+        }
+        super::put_in_place(&tmp, to)
+    }
+
     /// Each file listed is in `dir` at its size: one missing, or of another size (truncated,
     /// or changed since), is the error naming it.
     pub(crate) fn check(&self, dir: &Path) -> Result<(), Error> {

@@ -190,40 +190,11 @@ impl Checkpoint {
     pub fn copy_into(&self, run_dir: &Path) -> Result<Self, Error> {
         let name = (self.dir.file_name()).unwrap_or_default().to_owned();
         let checkpoints = run_dir.join("checkpoints");
-        let (tmp, target) = (
-            checkpoints.join(format!("{}.tmp", name.to_string_lossy())),
-            checkpoints.join(&name),
-        );
-        let io = |path: &Path, e: std::io::Error| Error::io(path, e);
-        if tmp.exists() {
-            std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-        }
-        std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
-        let names: Vec<String> = match Manifest::read(&self.dir)? {
-            Some(manifest) => {
-                manifest.check(&self.dir)?;
-                let listed = manifest.files.into_keys();
-                listed.chain([File::Manifest.name().to_string()]).collect()
-            }
-            None => {
-                let mut names = Vec::new();
-                for entry in std::fs::read_dir(&self.dir).map_err(|e| io(&self.dir, e))? {
-                    let entry = entry.map_err(|e| io(&self.dir, e))?;
-                    if entry.path().is_file() {
-                        names.push(entry.file_name().to_string_lossy().into_owned());
-                    }
-                }
-                names
-            }
-        };
-        for file in names {
-            let from = self.dir.join(&file);
-            std::fs::copy(&from, tmp.join(&file)).map_err(|e| io(&from, e))?;
-        }
-        super::put_in_place(&tmp, &target)?;
+        Manifest::copy(&self.dir, &checkpoints.join(&name))?;
         let latest = checkpoints.join("latest");
         let pointer = name.to_string_lossy();
-        crate::record::write_atomic(&latest, pointer.as_bytes()).map_err(|e| io(&latest, e))?;
+        crate::record::write_atomic(&latest, pointer.as_bytes())
+            .map_err(|e| Error::io(&latest, e))?;
         Self::latest(run_dir)
     }
 
