@@ -69,6 +69,7 @@ pub fn resume_sweep(
         config,
         TASK_SECTIONS,
         Some(&|m| kinds.resolve_model(m)),
+        false,
     )?;
     refuse_a_study(dir)?;
     let plan = read_plan(dir)?;

@@ -52,6 +52,7 @@ pub use gate::{Ending, EpochGate, Gate};
 pub use hand::{EpochBatches, HandLoop};
 pub use optimizer::{build_optimizer, FusedAdam};
 pub use precision::{GroupOutcome, LossScaler, MixedPrecision};
+pub use resume::MAY_RETUNE;
 pub use step::{
     accumulate_gradients, accumulated_step, apply_gradients, footprint, micro_batches,
     resting_bytes, Accumulated, Clip, GradientSum, HostMaster, HostSum, Stepped, SumPlace, Updated,

@@ -30,6 +30,21 @@ const MAY_CHANGE: &[&str] = &[
     "checkpoint.",
 ];
 
+/// Keys a resume asked to retune ([`Trainer::retune`](crate::Trainer::retune)) may change
+/// besides [`MAY_CHANGE`]: how the optimizer steps, not the shape of the model or of the
+/// optimizer's state, so that the checkpoint loads as it was saved and the new values apply
+/// from the run's next step (a schedule goes on from its position at the new rate). Population
+/// based training's explore changes these.
+pub const MAY_RETUNE: &[&str] = &[
+    "train.lr",
+    "train.weight_decay",
+    "train.betas",
+    "train.eps",
+    "train.clip_grad_norm",
+    "train.clip_grad_value",
+    "train.ema.decay",
+];
+
 /// A run to continue.
 pub(super) struct Resume {
     /// The run directory, written into again.
@@ -42,6 +57,8 @@ pub(super) struct Resume {
     peaks: (u64, u64),
     /// Seconds the run had been going, as its last snapshot recorded.
     pub(super) elapsed_s: f64,
+    /// The keys a retuned resume changed, each `key old -> new`.
+    pub(super) retuned: Vec<String>,
 }
 
 impl Resume {
@@ -50,16 +67,18 @@ impl Resume {
     /// `owned`: the config sections that describe the task being resumed
     /// ([`Task::config_sections`](crate::task::Task::config_sections)).
     /// `resolve`: the kind's reading of `[model]`, applied to the run's own as to `config`'s.
+    /// `retune`: the keys of [`MAY_RETUNE`] may differ too.
     pub(super) fn open(
         run_dir: &Path,
         config: &RunConfig,
         owned: &[&str],
         resolve: Option<ResolveModel<'_>>,
+        retune: bool,
     ) -> Result<Self, Error> {
         // The run's records (`summary.json`) name its directory, as text: one whose name is
         // not UTF-8 is refused before anything is read or written.
         crate::config::path_text("--resume", run_dir)?;
-        check_config(run_dir, config, owned, resolve)?;
+        let retuned = check_config(run_dir, config, owned, resolve, retune)?;
         let checkpoint = Checkpoint::latest(run_dir)?;
         checkpoint.verify_for(config)?;
         let done = checkpoint.state.epoch;
@@ -120,7 +139,17 @@ impl Resume {
             epochs,
             peaks,
             elapsed_s: snapshots.last().map_or(0.0, |s| s.elapsed_s),
+            retuned,
         })
+    }
+
+    /// What the `resume` snapshot says: the checkpoint, and the keys retuned.
+    pub(super) fn detail(&self) -> String {
+        let from = self.checkpoint.describe();
+        match self.retuned.as_slice() {
+            [] => from,
+            keys => format!("{from}; retuned: {}", keys.join(", ")),
+        }
     }
 
     /// The statistics of the epochs done, as the run had them when it stopped.
@@ -168,7 +197,8 @@ pub(super) fn open_run(
 }
 
 /// Refuses `config` if it differs from `<run_dir>/config.toml` in a key that changes what the
-/// run computes. A run of a task defined in code has no `[model]` and `[data]` in its file;
+/// run computes (but, with `retune`, in the keys of [`MAY_RETUNE`], which it returns, each as
+/// `key old -> new`). A run of a task defined in code has no `[model]` and `[data]` in its file;
 /// those sections are then the program's business. `owned`: the sections the task being resumed
 /// is described by.
 pub(crate) fn check_config(
@@ -176,7 +206,8 @@ pub(crate) fn check_config(
     config: &RunConfig,
     owned: &[&str],
     resolve: Option<ResolveModel<'_>>,
-) -> Result<(), Error> {
+    retune: bool,
+) -> Result<Vec<String>, Error> {
     let path = run_dir.join("config.toml");
     // A missing directory, a file in its place, or one without a config: one error.
     if !path.is_file() {
@@ -215,6 +246,8 @@ pub(crate) fn check_config(
     flatten("", &saved, &mut before);
     flatten("", &now, &mut after);
     let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let show = |v: Option<&toml::Value>| v.map_or("unset".to_string(), |v| v.to_string());
+    let mut retuned = Vec::new();
     for key in keys {
         let (old, new) = (before.get(key), after.get(key));
         let section = key.split('.').next().unwrap_or("");
@@ -227,20 +260,27 @@ pub(crate) fn check_config(
         if old == new || in_code || may_change {
             continue;
         }
-        let show = |v: Option<&toml::Value>| v.map_or("unset".to_string(), |v| v.to_string());
+        if retune && MAY_RETUNE.contains(&key.as_str()) {
+            retuned.push(format!("{key} {} -> {}", show(old), show(new)));
+            continue;
+        }
+        let also = match retune {
+            true => format!(" and, retuned, {}", MAY_RETUNE.join(", ")),
+            false => String::new(),
+        };
         return Err(Error::Config(ConfigError {
             origin: format!("--resume {}", run_dir.display()),
             key: Some(key.clone()),
             message: format!(
                 "{key} is {} in the run's config.toml but {} here, and a resume keeps the \
-                 model, data and optimizer it began with\n  a resume may change only {}",
+                 model, data and optimizer it began with\n  a resume may change only {}{also}",
                 show(old),
                 show(new),
                 may_change_in_words()
             ),
         }));
     }
-    Ok(())
+    Ok(retuned)
 }
 
 /// A kind's reading of `[model]`: its keys checked and their defaults filled in
@@ -294,11 +334,18 @@ mod tests {
         assert!(train.remove("betas").is_some() && train.remove("eps").is_some());
         let old = toml::to_string(&table).unwrap();
         std::fs::write(dir.path().join("config.toml"), old).unwrap();
-        check_config(dir.path(), &config, TASK_SECTIONS, None).unwrap();
+        check_config(dir.path(), &config, TASK_SECTIONS, None, false).unwrap();
         // A key that changes the run is still refused.
         let mut raw = ConfigBuilder::from_config(&config);
         raw.raw_mut().train.betas = Some(vec![0.8, 0.9]);
-        let err = check_config(dir.path(), &raw.build().unwrap(), TASK_SECTIONS, None).unwrap_err();
+        let err = check_config(
+            dir.path(),
+            &raw.build().unwrap(),
+            TASK_SECTIONS,
+            None,
+            false,
+        )
+        .unwrap_err();
         assert_eq!(err_key(&err), Some("train.betas"));
     }
 

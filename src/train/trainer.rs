@@ -44,6 +44,8 @@ pub struct Trainer {
     /// The config's kind's reading of `[model]`, applied to a resumed run's own `config.toml`
     /// before it is compared (set by [`Kinds::train`](crate::kinds::Kinds::train)).
     resolve_model: Option<ModelResolver>,
+    /// A resume may change the keys of [`MAY_RETUNE`](crate::train::MAY_RETUNE).
+    retune: bool,
 }
 
 /// A kind's reading of `[model]`, kept by a trainer.
@@ -62,6 +64,7 @@ impl Trainer {
             gate: None,
             stop: Vec::new(),
             resolve_model: None,
+            retune: false,
         }
     }
 
@@ -76,6 +79,18 @@ impl Trainer {
     /// the `[memory]` and `[checkpoint]` keys; anything else is refused, naming the key.
     pub fn resume(mut self, run_dir: impl Into<PathBuf>) -> Self {
         self.resume = Some(run_dir.into());
+        self
+    }
+
+    /// On a [`resume`](Self::resume): the keys that set how the optimizer steps may differ
+    /// from the run's own too ([`MAY_RETUNE`](crate::train::MAY_RETUNE): `train.lr`,
+    /// `train.weight_decay`, ...). The run goes on from its checkpoint with the new values from
+    /// its next step (a schedule from its position, at the new rate); its `config.toml` then
+    /// holds them, and its `resume` snapshot names each key changed, old and new. Population
+    /// based training's explore is such a resume, from a checkpoint another run's copied in
+    /// ([`Checkpoint::copy_into`](crate::train::Checkpoint::copy_into)).
+    pub fn retune(mut self) -> Self {
+        self.retune = true;
         self
     }
 
@@ -165,6 +180,7 @@ impl Trainer {
             gate,
             stop,
             resolve_model,
+            retune,
         } = self;
         let resume = match resume {
             Some(dir) => {
@@ -174,6 +190,7 @@ impl Trainer {
                     &config,
                     task.config_sections(),
                     resolve,
+                    retune,
                 )?)
             }
             None => None,

@@ -193,6 +193,98 @@ fn a_checkpoint_copies_by_its_list_and_a_changed_file_is_refused() {
     );
 }
 
+/// A copy of the directory `from` at `to`, file for file.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        match entry.file_type().unwrap().is_dir() {
+            true => copy_dir(&entry.path(), &target),
+            false => drop(std::fs::copy(entry.path(), target).unwrap()),
+        }
+    }
+}
+
+#[test]
+fn a_copied_checkpoint_resumed_retuned_goes_on_as_its_source_would_to_the_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |name: &str, lr: f64, epochs: usize| {
+        let text = format!(
+            "[run]\nname = \"{name}\"\noutput_dir = \"{}\"\n[model]\nhidden = [16]\n\
+             [data]\nkind = \"synthetic\"\nsamples = 256\nfeatures = 8\nclasses = 3\n\
+             [train]\nepochs = {epochs}\nbatch_size = 32\nlr = {lr:?}\n\
+             [train.schedule]\nkind = \"cosine\"\nmin_lr = 1e-5\n[train.ema]\ndecay = 0.9\n",
+            dir.path().display()
+        );
+        crate::config::parse(&text, "t.toml", &[]).unwrap()
+    };
+    // Two members after one epoch, at their own rates.
+    crate::Trainer::new(config("a", 1e-3, 1)).run().unwrap();
+    crate::Trainer::new(config("b", 3e-2, 1)).run().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    // `a` goes on at a new rate: its run, copied, resumed retuned.
+    copy_dir(&a, &dir.path().join("a2"));
+    let summary = crate::Trainer::new(config("a2", 1.2e-3, 2))
+        .resume(dir.path().join("a2"))
+        .retune()
+        .run()
+        .unwrap();
+    assert_eq!(summary.epochs, 2);
+    // `b` copies `a`'s checkpoint and takes the same rate (an exploit, then an explore).
+    let from = Checkpoint::latest(&a).unwrap();
+    from.copy_into(&b).unwrap();
+    crate::Trainer::new(config("b", 1.2e-3, 2))
+        .resume(&b)
+        .retune()
+        .run()
+        .unwrap();
+    let weights = |run: &str| {
+        let checkpoint = Checkpoint::latest(&dir.path().join(run)).unwrap();
+        assert_eq!(checkpoint.state.epoch, 2, "{run}");
+        checkpoint.weights().unwrap()
+    };
+    assert_eq!(weights("b"), weights("a2"));
+    // The new rate took effect: `a` gone on at its own rate ends elsewhere.
+    copy_dir(&a, &dir.path().join("a3"));
+    crate::Trainer::new(config("a3", 1e-3, 2))
+        .resume(dir.path().join("a3"))
+        .run()
+        .unwrap();
+    assert_ne!(weights("a3"), weights("a2"));
+    // The member's record says what changed: its config, and its `resume` snapshot.
+    let saved = std::fs::read_to_string(b.join("config.toml")).unwrap();
+    assert!(saved.contains("lr = 0.0012"), "{saved}");
+    let snapshots = std::fs::read_to_string(b.join("snapshots.jsonl")).unwrap();
+    assert!(
+        snapshots.contains("resuming from checkpoints/epoch-1: 1 epochs, 7 steps done; retuned: train.lr 0.03 -> 0.0012"),
+        "{snapshots}"
+    );
+    // Without `retune`, the rate is refused as before; with it, a key of the model's still is.
+    let refused = |trainer: crate::Trainer| trainer.run().unwrap_err().to_string();
+    let plain = refused(crate::Trainer::new(config("a2", 1e-4, 3)).resume(dir.path().join("a2")));
+    assert!(
+        plain.contains("train.lr is 0.0012 in the run's config.toml but 0.0001 here"),
+        "{plain}"
+    );
+    let mut wider = config("a2", 1.2e-3, 3);
+    let settings = crate::model::MlpConfig {
+        hidden: vec![32],
+        ..Default::default()
+    };
+    wider.model = crate::config::ModelConfig::with_settings("mlp", &settings).unwrap();
+    let shape = refused(
+        crate::Trainer::new(wider)
+            .resume(dir.path().join("a2"))
+            .retune(),
+    );
+    assert!(shape.contains("model.hidden is [16]"), "{shape}");
+    assert!(
+        shape.contains("and, retuned, train.lr, train.weight_decay"),
+        "{shape}"
+    );
+}
+
 /// Adds 1 to every weight.
 struct AddOne;
 

@@ -185,7 +185,7 @@ impl<M: Module + 'static> HandLoop<M> {
         model: impl FnOnce(&Device) -> M,
         observer: impl Observer + 'static,
     ) -> Result<Self, Error> {
-        let resume = Resume::open(run_dir.as_ref(), &config, &[], None)?;
+        let resume = Resume::open(run_dir.as_ref(), &config, &[], None, false)?;
         let opening = Opening::hand_loop(samples);
         Self::open(config, opening, model, Box::new(observer), Some(resume))
     }

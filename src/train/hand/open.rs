@@ -125,7 +125,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 learner.restore(checkpoint, train)?;
                 let inside = state.step_in_epoch > 0;
                 let resumed = inside.then(|| Tally::resumed(state, &learner.device));
-                let (at, detail) = ((state.epoch, state.step), checkpoint.describe());
+                let (at, detail) = ((state.epoch, state.step), resume.detail());
                 guard.resume_start(&mut rec, at, to_come, detail)?;
                 (state.epoch, resumed)
             }
