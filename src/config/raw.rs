@@ -64,6 +64,8 @@ pub struct RawSweep {
     pub vary: Option<toml::Table>,
     /// `[sweep.prune]`: the pruner.
     pub prune: Option<RawPrune>,
+    /// `[sweep.pbt]`: population based training's settings (`method = "pbt"`).
+    pub pbt: Option<SweepPbt>,
     /// A shared study's heartbeat, in seconds.
     pub heartbeat: Option<toml::Value>,
     /// A shared study's grace period before a silent trial is taken over, in seconds.
@@ -82,6 +84,38 @@ pub struct RawPrune {
     pub reduction: Option<i64>,
     /// The median rule's completed trials before it prunes.
     pub startup: Option<i64>,
+}
+
+/// `[sweep.pbt]`, read as it is: population based training's settings, each default beside
+/// it (Ray Tune's `PopulationBasedTraining`'s, but for the interval, which Ray counts in
+/// training iterations); the checks beyond their types are the search's.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
+pub struct SweepPbt {
+    /// Members trained at once, drawn from `[sweep.vary]` as random trials are (default 8).
+    #[serde(deserialize_with = "super::positive")]
+    pub population: usize,
+    /// Epochs between two decisions (default 1).
+    #[serde(deserialize_with = "super::positive")]
+    pub interval: usize,
+    /// The share of the population at each end: the bottom copies the top (default 0.25).
+    pub quantile: f64,
+    /// The probability that a copied setting is drawn again instead of perturbed (0.25).
+    pub resample: f64,
+    /// What a copied range's value is multiplied by, one drawn per key (1.2 or 0.8).
+    pub factors: Vec<f64>,
+}
+
+impl Default for SweepPbt {
+    fn default() -> Self {
+        SweepPbt {
+            population: 8,
+            interval: 1,
+            quantile: 0.25,
+            resample: 0.25,
+            factors: vec![1.2, 0.8],
+        }
+    }
 }
 
 /// `[checkpoint]` as written.

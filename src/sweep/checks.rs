@@ -24,6 +24,7 @@ pub fn check_search(kinds: &Kinds, config: &RunConfig, space: &Space) -> Result<
     )?;
     check_order(space.order, space.packing.parallel, "--parallel")?;
     check_prune(space, config)?;
+    check_pbt(space, config)?;
     if space.packing.parallel > 1 {
         super::sizing::budget::resolve(&space.packing, config)?;
         // The program the children run, known before anything is written.
@@ -58,6 +59,27 @@ fn check_prune(space: &Space, config: &RunConfig) -> Result<(), ConfigError> {
             key: Some(key),
             message,
         })
+}
+
+/// Refuses a population whose interval leaves no decision before the last epoch (its members
+/// would train as independent trials).
+fn check_pbt(space: &Space, config: &RunConfig) -> Result<(), ConfigError> {
+    let Some(pbt) = &space.pbt else {
+        return Ok(());
+    };
+    let epochs = config.train.epochs;
+    match pbt.intervals(epochs).is_empty() {
+        false => Ok(()),
+        true => Err(ConfigError {
+            origin: "[sweep.pbt]".into(),
+            key: Some("sweep.pbt.interval".into()),
+            message: format!(
+                "sweep.pbt.interval: {} epochs leave no interval before train.epochs = {epochs} \
+                 ends the members: none would copy another; make it smaller than train.epochs",
+                pbt.interval
+            ),
+        }),
+    }
 }
 
 /// Checks every trial's config, and that its task reports `monitor`, building one config at

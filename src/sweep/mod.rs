@@ -19,6 +19,7 @@ mod checks;
 mod from_code;
 mod journal;
 mod parallel;
+mod pbt;
 mod plan;
 mod prune;
 mod results;

@@ -44,6 +44,9 @@ pub struct SearchPlan {
     /// The random draws' seed.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// With `method = "pbt"`: the population's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pbt: Option<crate::sweep::pbt::Pbt>,
 }
 
 impl SearchPlan {
@@ -59,6 +62,7 @@ impl SearchPlan {
             packing: self.packing,
             prune: self.prune,
             study: Default::default(),
+            pbt: self.pbt.clone(),
         })
     }
 }

@@ -30,6 +30,7 @@ pub(super) fn plan_of(space: &Space) -> SearchPlan {
         vary: space.vary.clone(),
         method: Some(space.method),
         seed: Some(space.seed),
+        pbt: space.pbt.clone(),
     }
 }
 

@@ -41,8 +41,10 @@ pub(super) fn train_or_resume(
     }
     let latest = run_dir.join("checkpoints").join("latest");
     if latest.symlink_metadata().is_ok() {
-        // A checkpoint that cannot be read is the resume's error, naming it.
-        return kinds.train(trainer.resume(run_dir));
+        // A checkpoint that cannot be read is the resume's error, naming it. Retuned: a
+        // population's member goes on with the settings its interval gave it (a search's
+        // other trials keep theirs, which the search's own resume checks against its config).
+        return kinds.train(trainer.resume(run_dir).retune());
     }
     if run_dir.exists() {
         std::fs::remove_dir_all(run_dir).map_err(|e| Error::io(run_dir, e))?;

@@ -30,6 +30,13 @@ pub const DRAWN_FROM: &str = "tidemark:drawn_from";
 pub const PAUSED: &str = "tidemark:paused";
 /// Trial system attribute: the ASHA rung it was last promoted from.
 pub const PROMOTED: &str = "tidemark:promoted";
+/// Study system attribute, followed by an interval's epoch: population based training's
+/// decision there, `{"exploits": [[member, copied], ...]}` by trial number, recorded once,
+/// with the checkpoints copied.
+pub const GENERATION: &str = "tidemark:pbt:";
+/// Trial system attribute, followed by an interval's epoch: the member it copied there and the
+/// settings it goes on with, `{"from": number, "values": {key: value}}`.
+pub const EXPLOIT: &str = "tidemark:exploit:";
 /// Trial user attribute: why it failed, or why it was pruned.
 pub const REASON: &str = "tidemark:reason";
 /// Trial user attribute: what it took and gave back (its row's memory figures).

@@ -3,6 +3,7 @@
 //! draws (`sweep_svg`).
 
 pub(in crate::sweep) mod compact;
+pub(in crate::sweep) mod lineage;
 pub(in crate::sweep) mod rank;
 pub(in crate::sweep) mod rows;
 pub(in crate::sweep) mod run_row;
@@ -10,6 +11,7 @@ pub(in crate::sweep) mod sweep_svg;
 pub(in crate::sweep) mod table;
 
 pub use compact::compact;
+pub use lineage::{Copied, Interval};
 pub use rank::{none_completed, rank, ranking, TrialRow, TrialStatus};
 pub use run_row::{SweepRow, RETAINED_TOLERANCE, RSS_NOISE_BYTES, RSS_TOLERANCE};
 pub use table::table;

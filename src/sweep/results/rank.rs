@@ -80,6 +80,10 @@ pub struct TrialRow {
     pub runs: Vec<[f64; 2]>,
     /// What it took and gave back (absent if it failed before its run directory existed).
     pub memory: Option<SweepRow>,
+    /// A population's member (`method = "pbt"`): each interval it reached, with its settings,
+    /// its value and whom it copied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lineage: Vec<super::Interval>,
 }
 
 impl TrialRow {
@@ -99,6 +103,7 @@ impl TrialRow {
             ended_s: None,
             runs: Vec::new(),
             memory: None,
+            lineage: Vec::new(),
         }
     }
 

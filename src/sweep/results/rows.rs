@@ -71,6 +71,7 @@ fn row(
         ended_s: None,
         runs: Vec::new(),
         memory: summary.map(|s| SweepRow::of(trial.number, s)),
+        lineage: Vec::new(),
     }
 }
 

@@ -6,7 +6,7 @@ use rand::Rng;
 use super::Domain;
 
 /// One draw from `domain`.
-pub(super) fn draw(domain: &Domain, rng: &mut StdRng) -> toml::Value {
+pub(in crate::sweep) fn draw(domain: &Domain, rng: &mut StdRng) -> toml::Value {
     match domain {
         Domain::Values(values) => values[rng.random_range(0..values.len())].clone(),
         Domain::Range { min, max, log, int } => {

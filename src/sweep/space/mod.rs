@@ -29,6 +29,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{defaults, ConfigError, Invalid, Monitor, MonitorMode, RawSweep};
+use crate::sweep::pbt::{self, Pbt};
 
 mod domain;
 mod file;
@@ -39,7 +40,7 @@ mod prune;
 pub mod tpe;
 mod vary;
 
-use domain::draw;
+pub(in crate::sweep) use domain::draw;
 use vary::{trials, vary};
 
 pub use domain::DomainError;
@@ -59,6 +60,9 @@ pub enum Method {
     /// `trials` trials: random draws first, then TPE's from the finished trials' results
     /// ([`Space::tpe_trial`]).
     Tpe,
+    /// Population based training: `[sweep.pbt] population` random draws, trained at once,
+    /// whose weak members copy the strong at every interval ([`crate::sweep::pbt`]).
+    Pbt,
 }
 
 /// The order a process trains its trials in.
@@ -115,6 +119,8 @@ pub struct Space {
     /// How a shared study's workers tell that a trial's worker lives (`tidemark sweep
     /// --storage`).
     pub study: Liveness,
+    /// With `method = "pbt"`: the population, its interval and its rule (`[sweep.pbt]`).
+    pub pbt: Option<Pbt>,
 }
 
 /// One trial: the value of each varied key.
@@ -144,7 +150,7 @@ impl Trial {
 }
 
 /// `key`'s error `message`, said after the key: `sweep.trials: must be >= 1, got 0`.
-pub(super) fn invalid(key: &str, message: impl std::fmt::Display) -> Invalid {
+pub(in crate::sweep) fn invalid(key: &str, message: impl std::fmt::Display) -> Invalid {
     Invalid {
         key: key.to_string(),
         message: format!("{key}: {message}"),
@@ -196,6 +202,7 @@ impl Space {
             ("grid", Method::Grid),
             ("random", Method::Random),
             ("tpe", Method::Tpe),
+            ("pbt", Method::Pbt),
         ];
         let method = choice(
             "sweep.method",
@@ -204,7 +211,11 @@ impl Space {
             &methods,
         )?;
         let vary = vary(raw.vary.as_ref(), method)?;
-        let trials = trials(raw.trials, method, &vary)?;
+        let pbt = Self::pbt(raw, method, &vary)?;
+        let trials = match &pbt {
+            Some(pbt) => pbt.population,
+            None => trials(raw.trials, method, &vary)?,
+        };
         let seed = match raw.seed {
             None => 0,
             Some(s) if s >= 0 => s as u64,
@@ -248,7 +259,34 @@ impl Space {
             packing,
             prune,
             study,
+            pbt,
         })
+    }
+
+    /// `[sweep.pbt]`, with `method = "pbt"` alone: its population is its trials, it prunes no
+    /// member, and it varies only what a member can change as it goes on.
+    fn pbt(
+        raw: &RawSweep,
+        method: Method,
+        vary: &[(String, Domain)],
+    ) -> Result<Option<Pbt>, Invalid> {
+        if method != Method::Pbt {
+            return match raw.pbt {
+                Some(_) => Err(invalid("sweep.pbt", "needs method = \"pbt\"")),
+                None => Ok(None),
+            };
+        }
+        if raw.trials.is_some() {
+            let message = "with method = \"pbt\", the members are sweep.pbt.population";
+            return Err(invalid("sweep.trials", message));
+        }
+        if raw.prune.is_some() {
+            let message = "population based training prunes no member: its weak members copy \
+                           the strong at every interval instead; remove [sweep.prune]";
+            return Err(invalid("sweep.prune", message));
+        }
+        pbt::check_vary(vary)?;
+        Pbt::from_raw(&raw.pbt.clone().unwrap_or_default()).map(Some)
     }
 
     /// The trials, in order: a grid's combinations (the last key varying fastest), or the
@@ -258,7 +296,7 @@ impl Space {
     pub fn trials(&self) -> Vec<Trial> {
         match self.method {
             Method::Grid => self.grid(),
-            Method::Random | Method::Tpe => self.random(),
+            Method::Random | Method::Tpe | Method::Pbt => self.random(),
         }
     }
 

@@ -72,6 +72,8 @@ pub(super) fn trials(
         (Method::Random | Method::Tpe, Some(n)) => fail(format!("must be >= 1, got {n}")),
         (Method::Random, None) => fail("method = \"random\" needs trials, the number of draws".into()),
         (Method::Tpe, None) => fail("method = \"tpe\" needs trials, the number it runs".into()),
+        // Its members are `[sweep.pbt] population`, read before.
+        (Method::Pbt, _) => unreachable!("population based training's trials are its population"),
         (Method::Grid, None) => Ok(vary
             .iter()
             .map(|(_, d)| match d {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::population::Population;
 use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::MonitorMode;
@@ -29,9 +30,12 @@ pub struct Study {
     pub name: String,
     /// ASHA's rungs, where the search prunes.
     pub rungs: Option<Rungs>,
+    /// Population based training's population (`method = "pbt"`).
+    pub population: Option<Population>,
     /// The search.
     space: Space,
-    /// The planned trials (TPE's past its random start are drawn as they are created).
+    /// The planned trials (TPE's past its random start are drawn as they are created; a
+    /// population's members as drawn first).
     planned: Vec<Trial>,
     /// Their numbers in the order they are created (the study's [`ORDER`]).
     order: Vec<usize>,
@@ -103,6 +107,13 @@ impl Study {
             id,
             name: name.to_string(),
             rungs: rungs_of(space, epochs),
+            population: space.pbt.as_ref().map(|pbt| Population {
+                intervals: pbt.intervals(epochs),
+                rule: pbt.rule.clone(),
+                mode: space.monitor.mode(),
+                vary: space.vary.clone(),
+                seed: space.seed,
+            }),
             space: space.clone(),
             planned,
             order,
@@ -202,6 +213,15 @@ impl Study {
         })
     }
 
+    /// The epochs a trial pauses after: ASHA's rungs, or the population's intervals.
+    pub fn stops(&self) -> Option<&[usize]> {
+        match (&self.rungs, &self.population) {
+            (Some(rungs), _) => Some(&rungs.rungs),
+            (None, Some(population)) => Some(&population.intervals),
+            (None, None) => None,
+        }
+    }
+
     /// How long a trial's heartbeat may stay silent before another worker takes it over.
     pub fn grace(&self) -> Duration {
         self.space.study.grace
@@ -256,7 +276,7 @@ fn recorded(
 /// pruner (ASHA ranks it at its rungs, the median rule at its epochs), its parameters for TPE.
 pub fn keep(space: &Space) -> Keep {
     Keep {
-        curves: space.prune.is_some(),
+        curves: space.prune.is_some() || space.pbt.is_some(),
         params: space.method == Method::Tpe,
     }
 }
@@ -279,7 +299,7 @@ fn identity(space: &Space, planned: &[Trial]) -> Value {
         .map(|(key, domain)| json!([key, distribution(domain)]))
         .collect();
     let trials: Vec<Value> = (planned.iter()).map(|t| json!(t.describe())).collect();
-    json!({
+    let mut identity = json!({
         "method": space.method,
         "seed": space.seed,
         "monitor": space.monitor.name(),
@@ -287,7 +307,13 @@ fn identity(space: &Space, planned: &[Trial]) -> Value {
         "vary": vary,
         "prune": space.prune.map(|p| json!([p.method, p.min_epochs, p.reduction])),
         "trials": if space.method == Method::Tpe { json!(planned.len()) } else { json!(trials) },
-    })
+    });
+    // Only where there is one, so that a study made before population based training keeps
+    // its identity.
+    if let Some(pbt) = &space.pbt {
+        identity["pbt"] = json!(pbt);
+    }
+    identity
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod heartbeat;
 mod joined;
 mod median;
 mod next;
+mod population;
 mod redis;
 mod report;
 mod reporting;

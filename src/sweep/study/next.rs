@@ -2,7 +2,9 @@
 //! 1. a trial handed back (WAITING: its worker was stopped by a signal), or one whose worker
 //!    stopped beating for longer than the grace period: taken over, from its latest checkpoint
 //!    where this worker can read its run directory;
-//! 2. else a paused trial ASHA promotes ([`Rungs`]);
+//! 2. else a paused trial ASHA promotes ([`Rungs`]), or a member of a population that goes
+//!    on from its interval, decided first once every member has reached it
+//!    ([`Population`](super::population::Population));
 //! 3. else the next new trial: the plan's next in the study's order (largest probed step first,
 //!    by default; TPE's in their numbers' order), or one TPE draws from every finished trial of
 //!    the study, whichever worker trained it;
@@ -12,6 +14,7 @@
 //!    they are pruned), and the study is done.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -60,6 +63,9 @@ pub enum Origin {
     Ended(String, u32),
     /// Promoted from this rung (ASHA).
     Promoted(usize),
+    /// Going on after this epoch, a population's interval: from the checkpoint of this
+    /// member, where it copied one there.
+    Interval(usize, Option<usize>),
 }
 
 impl Origin {
@@ -74,6 +80,11 @@ impl Origin {
             Origin::Promoted(rung) => {
                 format!("{name} goes on: it ranks high enough at its rung (epoch {rung})")
             }
+            Origin::Interval(epoch, None) => format!("{name} goes on after epoch {epoch}"),
+            Origin::Interval(epoch, Some(from)) => format!(
+                "{name} goes on after epoch {epoch} from trial-{from:03}'s checkpoint, with {}",
+                trial.describe()
+            ),
             Origin::Ended(w, pid) => format!(
                 "{name} taken over from worker {w}, whose process ({pid}) on this machine has \
                  ended"
@@ -109,17 +120,32 @@ impl Beats {
 }
 
 /// Takes this worker's next work of `study` from `storage`: decided and claimed in one
-/// transaction.
-pub fn take(storage: &Mutex<Storage>, study: &Study, beats: &mut Beats) -> Result<Work, Error> {
-    (storage.lock().expect("storage")).transact(|journal, me| next(journal, study, me, beats))
+/// transaction. `dir`: the sweep directory, where a population's checkpoints are copied.
+pub fn take(
+    storage: &Mutex<Storage>,
+    study: &Study,
+    beats: &mut Beats,
+    dir: &Path,
+) -> Result<Work, Error> {
+    let mut storage = storage.lock().expect("storage");
+    storage.transact(|journal, me| match next(journal, study, me, beats, dir) {
+        Ok((ops, work)) => (ops, Ok(work)),
+        Err(e) => (Vec::new(), Err(e)),
+    })?
 }
 
 /// The next work of `study` for `worker`, with the operations that claim it.
-fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (Vec<Op>, Work) {
+fn next(
+    journal: &Journal,
+    study: &Study,
+    worker: &str,
+    beats: &mut Beats,
+    dir: &Path,
+) -> Result<(Vec<Op>, Work), Error> {
     let trials = ours(journal, study.id);
     let handed_back = |t: &TrialRecord| t.state == State::Waiting && !t.paused();
     if let Some(&(id, trial)) = trials.iter().find(|(_, t)| handed_back(t)) {
-        return claim(study, worker, id, trial, Origin::HandedBack);
+        return Ok(claim(study, worker, id, trial, Origin::HandedBack));
     }
     let running = trials.iter().filter(|(_, t)| t.state == State::Running);
     // Only the running trials' beats are watched: one that ended is let go.
@@ -134,35 +160,55 @@ fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (V
         let ended = owner.and_then(|o| study.ended_here(journal, o));
         if let (Some(owner), Some(pid)) = (owner.filter(|&o| o != worker), ended) {
             let from = Origin::Ended(owner.to_string(), pid);
-            return claim(study, worker, id, trial, from);
+            return Ok(claim(study, worker, id, trial, from));
         }
         if owner != Some(worker) && beats.silent(id, trial, study.grace()) {
             let from = Origin::Silent(owner.unwrap_or("unknown").to_string());
-            return claim(study, worker, id, trial, from);
+            return Ok(claim(study, worker, id, trial, from));
         }
         any_running = true;
     }
     let promoted = study.rungs.as_ref().and_then(|r| r.promotable(&trials));
     if let Some(id) = promoted {
-        return promote(study, worker, id, &journal.trials[&id]);
+        return Ok(promote(study, worker, id, &journal.trials[&id]));
     }
     // Every trial tidemark made is numbered: the next is the study's order's next.
     let created = journal.studies[study.id].numbered;
+    if let Some(population) = &study.population {
+        let all = (created >= study.trials(), any_running);
+        if let Some((id, decided)) = population.next(journal, study.id, &trials, all, dir)? {
+            // The member as the decision leaves it: with its exploit there, if it copies.
+            let mut member = journal.trials[&id].clone();
+            for op in &decided {
+                if let Op::SystemAttr { trial, key, value } = op {
+                    if *trial == id {
+                        member.system_attrs.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+            let (ops, work) = go_on(study, worker, id, &member);
+            // The decision stands with the claim of its first member, or not at all.
+            return Ok(match ops.is_empty() {
+                true => (ops, work),
+                false => (decided.into_iter().chain(ops).collect(), work),
+            });
+        }
+    }
     if created < study.trials() {
         let number = study.nth_created(created);
-        return create(journal, study, worker, number, &trials);
+        return Ok(create(journal, study, worker, number, &trials));
     }
     // Trials still running (another worker's, or this one's in its children) may reach a
     // rung, or need taking over.
     if any_running {
-        return (Vec::new(), Work::Wait);
+        return Ok((Vec::new(), Work::Wait));
     }
     // Every trial created, none running, none promotable: the paused ones are settled.
-    match study.rungs.as_ref().map(|r| r.settle(&trials)) {
+    Ok(match study.rungs.as_ref().map(|r| r.settle(&trials)) {
         Some(Ok(id)) => promote(study, worker, id, &journal.trials[&id]),
         Some(Err((ops, pruned))) => (ops, Work::Done(pruned)),
         None => (Vec::new(), Work::Done(Vec::new())),
-    }
+    })
 }
 
 /// Claims trial `id` for `worker`: back to RUNNING if it waits, owned and beating.
@@ -190,25 +236,47 @@ fn claim(
     let passed = (trial.system_attrs.get(PROMOTED).and_then(Value::as_u64)).unwrap_or(0) as usize;
     let pause_at =
         study
-            .rungs
-            .as_ref()
-            .and_then(|r| match r.rungs.contains(&epochs) && epochs > passed {
+            .stops()
+            .and_then(|stops| match stops.contains(&epochs) && epochs > passed {
                 true => Some(epochs),
-                false => asha::next_stop(&r.rungs, epochs),
+                false => asha::next_stop(stops, epochs),
             });
     only_if_trainable(ops, work(study, id, trial, from, pause_at))
 }
 
 /// Promotes paused trial `id` for `worker`: it goes on to the next rung.
 fn promote(study: &Study, worker: &str, id: usize, trial: &TrialRecord) -> (Vec<Op>, Work) {
-    let rung = (trial.system_attrs.get(PAUSED).and_then(Value::as_u64)).unwrap_or(0) as usize;
-    let mut ops = Rungs::promote(id, rung);
+    let rung = paused_at(trial);
+    resume_paused(study, worker, id, trial, Origin::Promoted(rung))
+}
+
+/// Lets paused member `id` of a population go on for `worker`, to the next interval: from the
+/// checkpoint it copied at its interval, if it copied one.
+fn go_on(study: &Study, worker: &str, id: usize, trial: &TrialRecord) -> (Vec<Op>, Work) {
+    let epoch = paused_at(trial);
+    let exploits = super::population::exploits(trial);
+    let from = exploits.get(&epoch).map(|(from, _)| *from);
+    resume_paused(study, worker, id, trial, Origin::Interval(epoch, from))
+}
+
+/// The epoch paused trial `trial` waits at.
+fn paused_at(trial: &TrialRecord) -> usize {
+    (trial.system_attrs.get(PAUSED).and_then(Value::as_u64)).unwrap_or(0) as usize
+}
+
+/// Claims paused trial `id` back for `worker`: it goes on to its next stop.
+fn resume_paused(
+    study: &Study,
+    worker: &str,
+    id: usize,
+    trial: &TrialRecord,
+    from: Origin,
+) -> (Vec<Op>, Work) {
+    let at = paused_at(trial);
+    let mut ops = Rungs::promote(id, at);
     ops.extend(owner(id, worker));
-    let pause_at = (study.rungs.as_ref()).and_then(|r| asha::next_stop(&r.rungs, rung));
-    only_if_trainable(
-        ops,
-        work(study, id, trial, Origin::Promoted(rung), pause_at),
-    )
+    let pause_at = study.stops().and_then(|stops| asha::next_stop(stops, at));
+    only_if_trainable(ops, work(study, id, trial, from, pause_at))
 }
 
 /// The claim's operations with its work, or none if the trial cannot be trained here (its
@@ -229,15 +297,23 @@ fn work(
     pause_at: Option<usize>,
 ) -> Work {
     match values_of(study.vary(), &trial.params) {
-        Some(values) => Work::Train {
-            id,
-            trial: Trial {
+        Some(values) => {
+            let planned = Trial {
                 number: trial.number.unwrap_or_default(),
                 values,
-            },
-            from,
-            pause_at,
-        },
+            };
+            // A member of a population trains with the settings of its latest exploit.
+            let trial = match &study.population {
+                Some(population) => population.member(trial, planned),
+                None => planned,
+            };
+            Work::Train {
+                id,
+                trial,
+                from,
+                pause_at,
+            }
+        }
         None => Work::Wait,
     }
 }
@@ -291,7 +367,7 @@ fn create(
             id,
             trial,
             from: Origin::New,
-            pause_at: (study.rungs.as_ref()).and_then(|r| asha::next_stop(&r.rungs, 0)),
+            pause_at: study.stops().and_then(|stops| asha::next_stop(stops, 0)),
         },
     )
 }

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::joined::Study;
+use super::population::exploits;
 use crate::config::MonitorMode;
 use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PLAN, REASON, WORKER};
 use crate::sweep::journal::op::State;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
-use crate::sweep::results::{TrialRow, TrialStatus};
+use crate::sweep::results::{Copied, Interval, TrialRow, TrialStatus};
 
 /// What a study is ranked by: its monitor and mode, from the plan its first worker wrote.
 pub fn monitor_of(journal: &Journal, study: usize) -> Option<(String, MonitorMode)> {
@@ -38,9 +39,10 @@ pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
         journal.whole(),
         "a study's rows come from its whole journal"
     );
+    let interval = interval_of(journal, study);
     let mut by_number: BTreeMap<usize, TrialRow> = (journal.studies[study].trials.iter())
         .map(|&id| &journal.trials[&id])
-        .filter_map(|t| Some((t.number?, row(t))))
+        .filter_map(|t| Some((t.number?, row(t, interval))))
         .collect();
     for n in 1..=planned(journal, study) {
         by_number.entry(n).or_insert_with(|| TrialRow::not_run(n));
@@ -96,7 +98,46 @@ pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
     )
 }
 
-fn row(t: &TrialRecord) -> TrialRow {
+/// A population's interval, in epochs, from the plan its first worker wrote (`None` for a
+/// search that is not population based training).
+fn interval_of(journal: &Journal, study: usize) -> Option<usize> {
+    let plan = journal.studies[study].system_attrs.get(PLAN)?;
+    plan["pbt"]["interval"].as_u64().map(|i| i as usize)
+}
+
+/// Member `t`'s lineage, its `values` its own: at every interval it trained past, the settings
+/// it trained the interval with, its value there, and its exploit there.
+fn lineage(
+    t: &TrialRecord,
+    interval: usize,
+    values: &BTreeMap<String, toml::Value>,
+) -> Vec<Interval> {
+    let exploits = exploits(t);
+    let mut settings = values.clone();
+    let epochs = t.epochs();
+    (1..)
+        .map(|k| k * interval.max(1))
+        .take_while(|&epoch| epoch < epochs)
+        .map(|epoch| {
+            let copied = exploits.get(&epoch).map(|(from, values)| Copied {
+                from: *from,
+                values: values.clone(),
+            });
+            let at = Interval {
+                epoch,
+                value: t.intermediate.get(&(epoch as i64)).copied(),
+                values: settings.clone(),
+                copied,
+            };
+            if let Some(copied) = &at.copied {
+                settings = copied.values.clone();
+            }
+            at
+        })
+        .collect()
+}
+
+fn row(t: &TrialRecord, interval: Option<usize>) -> TrialRow {
     let n = t.number.unwrap_or_default();
     let status = match t.state {
         State::Complete => TrialStatus::Completed,
@@ -108,7 +149,9 @@ fn row(t: &TrialRecord) -> TrialRow {
     let values = (t.params.iter())
         .map(|(k, (x, d))| (k.clone(), crate::sweep::journal::params::typed(*x, d)))
         .collect();
+    let lineage = interval.map_or(Vec::new(), |i| lineage(t, i, &values));
     TrialRow {
+        lineage,
         values,
         status,
         reason: (t.user_attrs.get(REASON).and_then(Value::as_str)).map(str::to_string),

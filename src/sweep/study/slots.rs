@@ -163,7 +163,7 @@ impl Slots<'_> {
             self.reap(held, stop, observer)?;
             let asked = held.idle_since.is_some_and(|t| t.elapsed() < pause);
             if held.claimed.is_none() && held.running.len() < self.parallel && !asked {
-                match take(self.storage, self.study, &mut beats)? {
+                match take(self.storage, self.study, &mut beats, self.dir)? {
                     Work::Train {
                         id,
                         trial,

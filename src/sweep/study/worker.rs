@@ -374,7 +374,7 @@ impl Worker<'_> {
             if stop.flag().load(Ordering::SeqCst) {
                 return Err(Error::Interrupted);
             }
-            match take(storage, self.study, &mut beats)? {
+            match take(storage, self.study, &mut beats, self.dir)? {
                 Work::Train {
                     id,
                     trial,

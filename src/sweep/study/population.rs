@@ -1,0 +1,180 @@
+//! Population based training across a study's workers (`method = "pbt"`): the decisions are
+//! [`Rule`]'s, made under the journal's lock once every member has reached an interval, so
+//! that they are the study's alone, whoever trained which member, however the workers were
+//! stopped and resumed.
+//!
+//! A member pauses at every interval as an ASHA trial pauses at a rung (WAITING, with the
+//! epoch in `tidemark:paused`). When no member runs and every one has been created, the worker
+//! that finds the lowest interval undecided decides it: it copies each exploit's checkpoint
+//! into the member that copies ([`Checkpoint::copy_into`]), then records the decision (the
+//! study's `tidemark:pbt:<epoch>`, and each copier's `tidemark:exploit:<epoch>`: whom it
+//! copied, the settings it goes on with) in the transaction that claims the first member to
+//! go on. A worker stopped between the copies and the record leaves the decision to the next,
+//! which copies the same again: the copied members are the top of the ranking, never copiers
+//! themselves, and their checkpoints stay at the interval until the decision is recorded. Each
+//! member then goes on from its checkpoint, resumed retuned with its settings
+//! ([`Trainer::retune`](crate::Trainer::retune)).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::config::MonitorMode;
+use crate::error::Error;
+use crate::sweep::journal::attrs::{EXPLOIT, GENERATION, PAUSED};
+use crate::sweep::journal::op::Op;
+use crate::sweep::journal::params::values_of;
+use crate::sweep::journal::replay::{Journal, TrialRecord};
+use crate::sweep::pbt::{Member, Rule};
+use crate::sweep::space::{Domain, Trial};
+use crate::train::Checkpoint;
+
+/// A study's population, as its workers decide it.
+#[derive(Debug, Clone)]
+pub struct Population {
+    /// The epochs members pause after, for the population to decide.
+    pub intervals: Vec<usize>,
+    pub rule: Rule,
+    pub mode: MonitorMode,
+    pub vary: Vec<(String, Domain)>,
+    /// The search's seed, which the decisions' draws come from.
+    pub seed: u64,
+}
+
+/// The next member to go on: its id, with the operations that record its interval's decision
+/// where this worker made it.
+pub type GoOn = (usize, Vec<Op>);
+
+impl Population {
+    /// A paused member to go on now, deciding its interval first where no worker has, in the
+    /// sweep directory `dir` (where the members' runs are); `None` while the lowest interval
+    /// waits for members still to be created (`all_created`) or running (`any_running`).
+    pub fn next(
+        &self,
+        journal: &Journal,
+        study: usize,
+        trials: &[(usize, &TrialRecord)],
+        (all_created, any_running): (bool, bool),
+        dir: &Path,
+    ) -> Result<Option<GoOn>, Error> {
+        let paused_at = |t: &TrialRecord| {
+            let epoch = t.system_attrs.get(PAUSED).and_then(Value::as_u64);
+            epoch.filter(|_| t.paused()).map(|e| e as usize)
+        };
+        let Some(epoch) = trials.iter().filter_map(|(_, t)| paused_at(t)).min() else {
+            return Ok(None);
+        };
+        // The members there, by number: the first goes on first.
+        let mut there: Vec<(usize, usize, &TrialRecord)> = (trials.iter())
+            .filter(|(_, t)| paused_at(t) == Some(epoch))
+            .filter_map(|&(id, t)| Some((t.number?, id, t)))
+            .collect();
+        there.sort_unstable_by_key(|&(n, ..)| n);
+        let first = there[0].1;
+        let key = format!("{GENERATION}{epoch}");
+        if journal.studies[study].system_attrs.contains_key(&key) {
+            return Ok(Some((first, Vec::new())));
+        }
+        if !all_created || any_running {
+            return Ok(None);
+        }
+        let members: Vec<Member> = (there.iter())
+            .map(|&(number, _, t)| Member {
+                number,
+                value: (t.intermediate.get(&(epoch as i64)).copied()).unwrap_or(f64::NAN),
+                values: self.values(t, values_of(&self.vary, &t.params).unwrap_or_default()),
+            })
+            .collect();
+        let exploits = self
+            .rule
+            .decide(&members, &self.vary, self.mode, self.seed, epoch);
+        let ids: BTreeMap<usize, usize> = there.iter().map(|&(n, id, _)| (n, id)).collect();
+        let mut ops = Vec::new();
+        for exploit in &exploits {
+            copy(dir, exploit.from, exploit.member, epoch)?;
+            let values: serde_json::Map<String, Value> = (exploit.values.iter())
+                .map(|(k, v)| (k.clone(), json(v)))
+                .collect();
+            ops.push(Op::SystemAttr {
+                trial: ids[&exploit.member],
+                key: format!("{EXPLOIT}{epoch}"),
+                value: json!({"from": exploit.from, "values": values}),
+            });
+        }
+        let pairs: Vec<[usize; 2]> = exploits.iter().map(|e| [e.member, e.from]).collect();
+        ops.push(Op::StudySystemAttr {
+            study,
+            key,
+            value: json!({ "exploits": pairs }),
+        });
+        Ok(Some((first, ops)))
+    }
+
+    /// The settings member `t` trains with now: those of its latest exploit, else its own
+    /// (`own`, its parameters).
+    pub fn values(
+        &self,
+        t: &TrialRecord,
+        own: BTreeMap<String, toml::Value>,
+    ) -> BTreeMap<String, toml::Value> {
+        latest_exploit(t).map_or(own, |(_, _, values)| values)
+    }
+
+    /// Member `trial` with the settings it trains with now.
+    pub fn member(&self, t: &TrialRecord, trial: Trial) -> Trial {
+        Trial {
+            values: self.values(t, trial.values.clone()),
+            ..trial
+        }
+    }
+}
+
+/// `t`'s exploits, by epoch: whom it copied, and the settings it went on with.
+pub fn exploits(t: &TrialRecord) -> BTreeMap<usize, (usize, BTreeMap<String, toml::Value>)> {
+    (t.system_attrs.iter())
+        .filter_map(|(key, value)| {
+            let epoch = key.strip_prefix(EXPLOIT)?.parse().ok()?;
+            let from = value["from"].as_u64()? as usize;
+            let values = serde_json::from_value(value["values"].clone()).ok()?;
+            Some((epoch, (from, values)))
+        })
+        .collect()
+}
+
+/// `t`'s latest exploit: its epoch, whom it copied, the settings.
+fn latest_exploit(t: &TrialRecord) -> Option<(usize, usize, BTreeMap<String, toml::Value>)> {
+    let (epoch, (from, values)) = exploits(t).into_iter().next_back()?;
+    Some((epoch, from, values))
+}
+
+/// A TOML value as the journal's JSON.
+fn json(value: &toml::Value) -> Value {
+    serde_json::to_value(value).expect("a TOML value is JSON")
+}
+
+/// Copies member `from`'s checkpoint at `epoch` into member `to`'s run, in the sweep directory
+/// `dir`, as `to`'s latest.
+fn copy(dir: &Path, from: usize, to: usize, epoch: usize) -> Result<(), Error> {
+    let name = |n: usize| {
+        Trial {
+            number: n,
+            values: BTreeMap::new(),
+        }
+        .name()
+    };
+    let source = dir.join(name(from));
+    let checkpoint = Checkpoint::latest(&source)?;
+    if checkpoint.state.epoch != epoch || checkpoint.state.step_in_epoch != 0 {
+        let message = format!(
+            "population based training copies {}'s checkpoint after epoch {epoch} into {}, \
+             but its latest is another ({})",
+            name(from),
+            name(to),
+            checkpoint.describe()
+        );
+        return Err(Error::checkpoint(&checkpoint.dir, message));
+    }
+    checkpoint.copy_into(&dir.join(name(to)))?;
+    Ok(())
+}
