@@ -73,6 +73,11 @@ enum Command {
         /// only train.epochs, data.num_workers and [memory] and [checkpoint] keys may change.
         #[arg(long, value_name = "RUN_DIR")]
         resume: Option<PathBuf>,
+        /// With --resume: --set may change how the optimizer steps too (train.lr,
+        /// train.weight_decay, train.betas, train.eps, the clipping, train.ema.decay), from the
+        /// next step on.
+        #[arg(long, requires = "resume")]
+        retune: bool,
         /// Directory that holds run directories (overrides run.output_dir).
         #[arg(long, value_name = "DIR", conflicts_with = "resume")]
         out: Option<PathBuf>,
@@ -315,9 +320,10 @@ pub(crate) fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
             config,
             overrides,
             resume,
+            retune,
             out,
             quiet,
-        } => train(kinds, config, &overrides, resume, out, quiet),
+        } => train(kinds, config, &overrides, (resume, retune), out, quiet),
     }
 }
 

@@ -15,7 +15,7 @@ pub(super) fn train(
     kinds: &Kinds,
     config: Option<PathBuf>,
     overrides: &[String],
-    resume: Option<PathBuf>,
+    (resume, retune): (Option<PathBuf>, bool),
     out: Option<PathBuf>,
     quiet: bool,
 ) -> Result<(), Error> {
@@ -25,6 +25,9 @@ pub(super) fn train(
     let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
     if let Some(run_dir) = resume {
         trainer = trainer.resume(run_dir);
+    }
+    if retune {
+        trainer = trainer.retune();
     }
     let summary = kinds.train(trainer)?;
     outln!(

@@ -264,9 +264,13 @@ pub(crate) fn check_config(
             retuned.push(format!("{key} {} -> {}", show(old), show(new)));
             continue;
         }
-        let also = match retune {
-            true => format!(" and, retuned, {}", MAY_RETUNE.join(", ")),
-            false => String::new(),
+        let also = match (retune, MAY_RETUNE.contains(&key.as_str())) {
+            (true, _) => format!(" and, retuned, {}", MAY_RETUNE.join(", ")),
+            // A key a retuned resume may change: say how to ask for one.
+            (false, true) => format!(
+                "; {key} too, retuned (tidemark train --resume DIR --retune; Trainer::retune)"
+            ),
+            (false, false) => String::new(),
         };
         return Err(Error::Config(ConfigError {
             origin: format!("--resume {}", run_dir.display()),

@@ -125,7 +125,7 @@ pub(super) fn rows(env: &Env, dir: &str, file: &str) -> Outcome {
 
 /// Fails unless the `resumed` search's outcome is the `whole` one's: the same trials
 /// completed and pruned, after the same epochs, with the same values to 1e-6.
-fn same(armed: &str, resumed: &Outcome, whole: &Outcome) {
+pub(super) fn same(armed: &str, resumed: &Outcome, whole: &Outcome) {
     assert_eq!(resumed.len(), whole.len(), "{armed}");
     for (trial, (status, epochs, value)) in resumed {
         let (s, e, v) = &whole[trial];
@@ -139,7 +139,7 @@ fn same(armed: &str, resumed: &Outcome, whole: &Outcome) {
 }
 
 /// The moments a search is killed at, `NAME:N`: every kind of moment, early and late.
-const MOMENTS: [&str; 22] = [
+pub(super) const MOMENTS: [&str; 22] = [
     "probe:1",
     "probe:4",
     "start:1",
@@ -166,7 +166,11 @@ const MOMENTS: [&str; 22] = [
 
 /// Kills a search of `search.toml` at every one of `moments`, SIGKILL and SIGTERM in turn,
 /// resumes it, and hands each resumed search's directory and outcome to `check`.
-fn kill_everywhere(env: &Env, moments: &[&str], mut check: impl FnMut(&str, &str, &Outcome)) {
+pub(super) fn kill_everywhere(
+    env: &Env,
+    moments: &[&str],
+    mut check: impl FnMut(&str, &str, &Outcome),
+) {
     for (i, moment) in moments.iter().enumerate() {
         let signal = ["KILL", "TERM"][i % 2];
         let armed = format!("{moment}:{signal}");

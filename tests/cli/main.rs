@@ -21,6 +21,7 @@ mod lr_find;
 mod memory;
 mod pace;
 mod parallel;
+mod pbt;
 mod picture;
 mod plateau;
 mod prune;

@@ -14,13 +14,13 @@
 //!    they are pruned), and the study is done.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 use super::joined::Study;
+use super::population::Pending;
 use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::error::Error;
@@ -40,8 +40,11 @@ pub enum Work {
         trial: Trial,
         /// Whose trial it was.
         from: Origin,
-        /// The epoch it pauses after (ASHA's next rung), if it is pruned.
+        /// The epoch it pauses after (ASHA's next rung, a population's next interval).
         pause_at: Option<usize>,
+        /// A population's member: the checkpoint it copies before it trains, where it has not
+        /// yet ([`copy_pending`](super::population::copy_pending)).
+        copy: Option<Pending>,
     },
     /// Other workers' trials are running: look again later.
     Wait,
@@ -120,32 +123,17 @@ impl Beats {
 }
 
 /// Takes this worker's next work of `study` from `storage`: decided and claimed in one
-/// transaction. `dir`: the sweep directory, where a population's checkpoints are copied.
-pub fn take(
-    storage: &Mutex<Storage>,
-    study: &Study,
-    beats: &mut Beats,
-    dir: &Path,
-) -> Result<Work, Error> {
-    let mut storage = storage.lock().expect("storage");
-    storage.transact(|journal, me| match next(journal, study, me, beats, dir) {
-        Ok((ops, work)) => (ops, Ok(work)),
-        Err(e) => (Vec::new(), Err(e)),
-    })?
+/// transaction.
+pub fn take(storage: &Mutex<Storage>, study: &Study, beats: &mut Beats) -> Result<Work, Error> {
+    (storage.lock().expect("storage")).transact(|journal, me| next(journal, study, me, beats))
 }
 
 /// The next work of `study` for `worker`, with the operations that claim it.
-fn next(
-    journal: &Journal,
-    study: &Study,
-    worker: &str,
-    beats: &mut Beats,
-    dir: &Path,
-) -> Result<(Vec<Op>, Work), Error> {
+fn next(journal: &Journal, study: &Study, worker: &str, beats: &mut Beats) -> (Vec<Op>, Work) {
     let trials = ours(journal, study.id);
     let handed_back = |t: &TrialRecord| t.state == State::Waiting && !t.paused();
     if let Some(&(id, trial)) = trials.iter().find(|(_, t)| handed_back(t)) {
-        return Ok(claim(study, worker, id, trial, Origin::HandedBack));
+        return claim(study, worker, id, trial, Origin::HandedBack);
     }
     let running = trials.iter().filter(|(_, t)| t.state == State::Running);
     // Only the running trials' beats are watched: one that ended is let go.
@@ -160,23 +148,23 @@ fn next(
         let ended = owner.and_then(|o| study.ended_here(journal, o));
         if let (Some(owner), Some(pid)) = (owner.filter(|&o| o != worker), ended) {
             let from = Origin::Ended(owner.to_string(), pid);
-            return Ok(claim(study, worker, id, trial, from));
+            return claim(study, worker, id, trial, from);
         }
         if owner != Some(worker) && beats.silent(id, trial, study.grace()) {
             let from = Origin::Silent(owner.unwrap_or("unknown").to_string());
-            return Ok(claim(study, worker, id, trial, from));
+            return claim(study, worker, id, trial, from);
         }
         any_running = true;
     }
     let promoted = study.rungs.as_ref().and_then(|r| r.promotable(&trials));
     if let Some(id) = promoted {
-        return Ok(promote(study, worker, id, &journal.trials[&id]));
+        return promote(study, worker, id, &journal.trials[&id]);
     }
     // Every trial tidemark made is numbered: the next is the study's order's next.
     let created = journal.studies[study.id].numbered;
     if let Some(population) = &study.population {
         let all = (created >= study.trials(), any_running);
-        if let Some((id, decided)) = population.next(journal, study.id, &trials, all, dir)? {
+        if let Some((id, decided)) = population.next(journal, study.id, &trials, all) {
             // The member as the decision leaves it: with its exploit there, if it copies.
             let mut member = journal.trials[&id].clone();
             for op in &decided {
@@ -188,27 +176,27 @@ fn next(
             }
             let (ops, work) = go_on(study, worker, id, &member);
             // The decision stands with the claim of its first member, or not at all.
-            return Ok(match ops.is_empty() {
+            return match ops.is_empty() {
                 true => (ops, work),
                 false => (decided.into_iter().chain(ops).collect(), work),
-            });
+            };
         }
     }
     if created < study.trials() {
         let number = study.nth_created(created);
-        return Ok(create(journal, study, worker, number, &trials));
+        return create(journal, study, worker, number, &trials);
     }
     // Trials still running (another worker's, or this one's in its children) may reach a
     // rung, or need taking over.
     if any_running {
-        return Ok((Vec::new(), Work::Wait));
+        return (Vec::new(), Work::Wait);
     }
     // Every trial created, none running, none promotable: the paused ones are settled.
-    Ok(match study.rungs.as_ref().map(|r| r.settle(&trials)) {
+    match study.rungs.as_ref().map(|r| r.settle(&trials)) {
         Some(Ok(id)) => promote(study, worker, id, &journal.trials[&id]),
         Some(Err((ops, pruned))) => (ops, Work::Done(pruned)),
         None => (Vec::new(), Work::Done(Vec::new())),
-    })
+    }
 }
 
 /// Claims trial `id` for `worker`: back to RUNNING if it waits, owned and beating.
@@ -292,19 +280,19 @@ fn only_if_trainable(ops: Vec<Op>, work: Work) -> (Vec<Op>, Work) {
 fn work(
     study: &Study,
     id: usize,
-    trial: &TrialRecord,
+    record: &TrialRecord,
     from: Origin,
     pause_at: Option<usize>,
 ) -> Work {
-    match values_of(study.vary(), &trial.params) {
+    match values_of(study.vary(), &record.params) {
         Some(values) => {
             let planned = Trial {
-                number: trial.number.unwrap_or_default(),
+                number: record.number.unwrap_or_default(),
                 values,
             };
             // A member of a population trains with the settings of its latest exploit.
             let trial = match &study.population {
-                Some(population) => population.member(trial, planned),
+                Some(population) => population.member(record, planned),
                 None => planned,
             };
             Work::Train {
@@ -312,6 +300,7 @@ fn work(
                 trial,
                 from,
                 pause_at,
+                copy: super::population::pending(record),
             }
         }
         None => Work::Wait,
@@ -368,6 +357,7 @@ fn create(
             trial,
             from: Origin::New,
             pause_at: study.stops().and_then(|stops| asha::next_stop(stops, 0)),
+            copy: None,
         },
     )
 }

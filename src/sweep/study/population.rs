@@ -5,25 +5,27 @@
 //!
 //! A member pauses at every interval as an ASHA trial pauses at a rung (WAITING, with the
 //! epoch in `tidemark:paused`). When no member runs and every one has been created, the worker
-//! that finds the lowest interval undecided decides it: it copies each exploit's checkpoint
-//! into the member that copies ([`Checkpoint::copy_into`]), then records the decision (the
-//! study's `tidemark:pbt:<epoch>`, and each copier's `tidemark:exploit:<epoch>`: whom it
-//! copied, the settings it goes on with) in the transaction that claims the first member to
-//! go on. A worker stopped between the copies and the record leaves the decision to the next,
-//! which copies the same again: the copied members are the top of the ranking, never copiers
-//! themselves, and their checkpoints stay at the interval until the decision is recorded. Each
-//! member then goes on from its checkpoint, resumed retuned with its settings
+//! that finds the lowest interval undecided decides it, in the transaction that claims the
+//! first member to go on: the study's `tidemark:pbt:<epoch>`, and each copier's
+//! `tidemark:exploit:<epoch>`, whom it copied and the settings it goes on with. A copier's
+//! worker copies the checkpoint ([`Checkpoint::copy_into`]) outside the journal's lock, then
+//! records it done (`"copied": true`) before it trains; until every copier of the interval has,
+//! the members copied wait at the interval, their checkpoints there. A worker stopped while it
+//! copies leaves its trial running, to be taken over as any other, and the copy made again.
+//! Each member then goes on from its checkpoint, resumed retuned with its settings
 //! ([`Trainer::retune`](crate::Trainer::retune)).
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
+use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::Error;
-use crate::sweep::journal::attrs::{EXPLOIT, GENERATION, PAUSED};
-use crate::sweep::journal::op::Op;
+use crate::sweep::journal::attrs::{EXPLOIT, GENERATION, PAUSED, WORKER};
+use crate::sweep::journal::op::{Op, State};
 use crate::sweep::journal::params::values_of;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::pbt::{Member, Rule};
@@ -47,24 +49,21 @@ pub struct Population {
 pub type GoOn = (usize, Vec<Op>);
 
 impl Population {
-    /// A paused member to go on now, deciding its interval first where no worker has, in the
-    /// sweep directory `dir` (where the members' runs are); `None` while the lowest interval
-    /// waits for members still to be created (`all_created`) or running (`any_running`).
+    /// A paused member to go on now, deciding its interval first where no worker has; `None`
+    /// while the lowest interval waits for members still to be created (`all_created`),
+    /// running (`any_running`) or copying.
     pub fn next(
         &self,
         journal: &Journal,
         study: usize,
         trials: &[(usize, &TrialRecord)],
         (all_created, any_running): (bool, bool),
-        dir: &Path,
-    ) -> Result<Option<GoOn>, Error> {
+    ) -> Option<GoOn> {
         let paused_at = |t: &TrialRecord| {
             let epoch = t.system_attrs.get(PAUSED).and_then(Value::as_u64);
             epoch.filter(|_| t.paused()).map(|e| e as usize)
         };
-        let Some(epoch) = trials.iter().filter_map(|(_, t)| paused_at(t)).min() else {
-            return Ok(None);
-        };
+        let epoch = trials.iter().filter_map(|(_, t)| paused_at(t)).min()?;
         // The members there, by number: the first goes on first.
         let mut there: Vec<(usize, usize, &TrialRecord)> = (trials.iter())
             .filter(|(_, t)| paused_at(t) == Some(epoch))
@@ -74,10 +73,19 @@ impl Population {
         let first = there[0].1;
         let key = format!("{GENERATION}{epoch}");
         if journal.studies[study].system_attrs.contains_key(&key) {
-            return Ok(Some((first, Vec::new())));
+            // The members still to copy go on first; the members they copy wait for them.
+            let copying: Vec<(usize, usize)> = (trials.iter())
+                .filter(|(_, t)| !t.state.finished())
+                .filter_map(|(_, t)| pending(t).filter(|p| p.epoch == epoch))
+                .map(|p| (p.member, p.from))
+                .collect();
+            let next = (there.iter())
+                .filter(|(n, ..)| !copying.iter().any(|&(_, from)| from == *n))
+                .min_by_key(|(n, ..)| (!copying.iter().any(|&(m, _)| m == *n), *n));
+            return next.map(|&(_, id, _)| (id, Vec::new()));
         }
         if !all_created || any_running {
-            return Ok(None);
+            return None;
         }
         let members: Vec<Member> = (there.iter())
             .map(|&(number, _, t)| Member {
@@ -92,7 +100,6 @@ impl Population {
         let ids: BTreeMap<usize, usize> = there.iter().map(|&(n, id, _)| (n, id)).collect();
         let mut ops = Vec::new();
         for exploit in &exploits {
-            copy(dir, exploit.from, exploit.member, epoch)?;
             let values: serde_json::Map<String, Value> = (exploit.values.iter())
                 .map(|(k, v)| (k.clone(), json(v)))
                 .collect();
@@ -108,7 +115,9 @@ impl Population {
             key,
             value: json!({ "exploits": pairs }),
         });
-        Ok(Some((first, ops)))
+        // A copier first: the members it copies wait for its copy.
+        let first = exploits.first().map_or(first, |e| ids[&e.member]);
+        Some((first, ops))
     }
 
     /// The settings member `t` trains with now: those of its latest exploit, else its own
@@ -151,6 +160,61 @@ fn latest_exploit(t: &TrialRecord) -> Option<(usize, usize, BTreeMap<String, tom
 /// A TOML value as the journal's JSON.
 fn json(value: &toml::Value) -> Value {
     serde_json::to_value(value).expect("a TOML value is JSON")
+}
+
+/// A member's copy still to make: its exploit at `epoch`, not yet recorded as copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pending {
+    /// The member that copies, by number.
+    pub member: usize,
+    /// The member it copies.
+    pub from: usize,
+    /// The interval's epoch: the checkpoint after it.
+    pub epoch: usize,
+}
+
+/// `t`'s copy still to make, if its latest exploit is not recorded as copied.
+pub fn pending(t: &TrialRecord) -> Option<Pending> {
+    let (epoch, value) = (t.system_attrs.iter())
+        .filter_map(|(key, value)| Some((key.strip_prefix(EXPLOIT)?.parse::<usize>().ok()?, value)))
+        .max_by_key(|(epoch, _)| *epoch)?;
+    (value["copied"] != json!(true)).then_some(Pending {
+        member: t.number?,
+        from: value["from"].as_u64()? as usize,
+        epoch,
+    })
+}
+
+/// Makes `pending`, trial `id`'s copy, in the sweep directory `dir`, and records it copied
+/// while the trial is this worker's (one taken over meanwhile is its new worker's to copy).
+pub fn copy_pending(
+    storage: &Mutex<Storage>,
+    id: usize,
+    pending: Pending,
+    dir: &Path,
+) -> Result<(), Error> {
+    copy(dir, pending.from, pending.member, pending.epoch)?;
+    crate::failpoint::pass("copied");
+    let key = format!("{EXPLOIT}{}", pending.epoch);
+    let mut storage = storage.lock().expect("storage");
+    storage.transact(|journal, me| {
+        let ours = (journal.trials.get(&id))
+            .filter(|t| t.state == State::Running)
+            .and_then(|t| Some((t.system_attrs.get(WORKER)?.as_str()? == me, t)));
+        match ours {
+            Some((true, t)) => {
+                let mut value = t.system_attrs[&key].clone();
+                value["copied"] = json!(true);
+                let op = Op::SystemAttr {
+                    trial: id,
+                    key: key.clone(),
+                    value,
+                };
+                (vec![op], ())
+            }
+            _ => (Vec::new(), ()),
+        }
+    })
 }
 
 /// Copies member `from`'s checkpoint at `epoch` into member `to`'s run, in the sweep directory

@@ -88,9 +88,13 @@ pub fn progress(journal: &Journal, study: &Study, me: &str) -> String {
         1 => format!("{running} running on 1 other worker, "),
         n => format!("{running} running on {n} other workers, "),
     };
+    let at = match study.population {
+        Some(_) => "an interval",
+        None => "a rung",
+    };
     format!(
         "study {}: {} of {} trials done ({completed} completed, {pruned} pruned, {failed} \
-         failed); {others}{} paused at a rung",
+         failed); {others}{} paused at {at}",
         study.name,
         completed + pruned + failed,
         trials,

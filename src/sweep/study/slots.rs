@@ -20,6 +20,7 @@ use super::ending::{ending, record, Outcome};
 use super::heartbeat::Heartbeat;
 use super::joined::Study;
 use super::next::{take, Beats, Work};
+use super::population::{copy_pending, Pending};
 use super::reporting::Reports;
 use super::storage::Storage;
 use crate::config::RunConfig;
@@ -163,15 +164,17 @@ impl Slots<'_> {
             self.reap(held, stop, observer)?;
             let asked = held.idle_since.is_some_and(|t| t.elapsed() < pause);
             if held.claimed.is_none() && held.running.len() < self.parallel && !asked {
-                match take(self.storage, self.study, &mut beats, self.dir)? {
+                match take(self.storage, self.study, &mut beats)? {
                     Work::Train {
                         id,
                         trial,
                         from,
                         pause_at,
+                        copy,
                     } => {
                         observer.message(&from.said(&trial, self.study.grace()));
-                        held.claimed = self.probe(id, trial, pause_at, &mut held.warm, observer)?;
+                        let claim = (id, trial, pause_at, copy);
+                        held.claimed = self.probe(claim, &mut held.warm, observer)?;
                         held.idle_since = None;
                     }
                     Work::Done(pruned) if held.running.is_empty() => {
@@ -204,13 +207,16 @@ impl Slots<'_> {
     /// it cannot be built or its lease is larger than the whole budget.
     fn probe(
         &self,
-        id: usize,
-        trial: Trial,
-        pause_at: Option<usize>,
+        (id, trial, pause_at, copy): (usize, Trial, Option<usize>, Option<Pending>),
         warm: &mut bool,
         observer: &mut dyn Observer,
     ) -> Result<Option<Claimed>, Error> {
-        let built = self.build.config(&trial);
+        // A population's member copies the checkpoint it goes on from first.
+        let copied = copy.map(|c| copy_pending(self.storage, id, c, self.dir));
+        let built = match copied {
+            Some(Err(e)) => Err(e),
+            _ => self.build.config(&trial),
+        };
         if let (Ok(cfg), false) = (&built, *warm) {
             // A lease counts what a fresh process holds before the step: its one-time state.
             warm_up(cfg)?;

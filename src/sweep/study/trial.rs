@@ -28,6 +28,12 @@ pub struct Training<'a> {
 }
 
 impl Training<'_> {
+    /// Records trial `id` (`trial`) as ended by `outcome` before it trained.
+    pub fn fail(&self, id: usize, trial: &Trial, outcome: Outcome) -> Result<bool, Error> {
+        let ops = ending(id, trial, self.monitor, &outcome, None);
+        record(self.storage, id, ops)
+    }
+
     /// Trains trial `id` (`trial`) in `dir`, asking `gate` after each epoch, and records how
     /// it ended; returns its error, and whether the result was this worker's to record.
     pub fn run(

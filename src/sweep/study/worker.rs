@@ -9,9 +9,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::ending::Outcome;
 use super::heartbeat::Heartbeat;
 use super::joined::{keep, Study};
 use super::next::{take, Beats, Work};
+use super::population::copy_pending;
 use super::rows::{progress, rows};
 use super::slots::{say_pruned, Slots};
 use super::storage::Storage;
@@ -374,15 +376,25 @@ impl Worker<'_> {
             if stop.flag().load(Ordering::SeqCst) {
                 return Err(Error::Interrupted);
             }
-            match take(storage, self.study, &mut beats, self.dir)? {
+            match take(storage, self.study, &mut beats)? {
                 Work::Train {
                     id,
                     trial,
                     from,
                     pause_at,
+                    copy,
                 } => {
                     observer(0, n).message(&from.said(&trial, self.study.grace()));
                     heartbeat.beat_for(vec![id]);
+                    if let Some(copy) = copy {
+                        if let Err(e) = copy_pending(storage, id, copy, self.dir) {
+                            heartbeat.beat_for(Vec::new());
+                            let failed = Outcome::Failed(e.to_string());
+                            self.training.fail(id, &trial, failed)?;
+                            observer(0, n).message(&format!("{} failed: {e}", trial.name()));
+                            continue;
+                        }
+                    }
                     let observer_of_trial = observer(trial.number, n);
                     let gate = (self.study).gate(pause_at, &self.dir.join(trial.name()));
                     let ran = (self.training).run(id, &trial, self.dir, gate, observer_of_trial);
