@@ -9,12 +9,13 @@ mod palette;
 mod plot;
 mod search_picture;
 mod search_plot;
+mod search_population;
 mod search_timeline;
 mod text;
 
 pub use error::ReportError;
 pub use lr_find_plot::{render_lr_find_svg, LrFindPicture};
 pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};
-pub use search_picture::{SearchPicture, SearchPoint};
+pub use search_picture::{MemberLine, SearchPicture, SearchPoint};
 pub use search_plot::render_search_svg;
 pub use text::{format_metric, report};

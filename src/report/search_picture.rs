@@ -35,6 +35,23 @@ pub struct SearchPicture {
     pub trials: Vec<SearchPoint>,
     /// The budget the trials' leases shared, where they ran in parallel.
     pub budget: Option<u64>,
+    /// Population based training's members over their epochs (empty for other searches),
+    /// drawn instead of the value against each key's first value.
+    pub population: Vec<MemberLine>,
+}
+
+/// A population's member over its epochs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberLine {
+    /// 1-based trial number.
+    pub trial: usize,
+    /// Its monitored value after each interval and at its end: (epoch, value).
+    pub values: Vec<(usize, f64)>,
+    /// Where it copied another member's checkpoint: (epoch, that member's number).
+    pub copied: Vec<(usize, usize)>,
+    /// Each varied key's values, in the order of [`SearchPicture::keys`]: (the epoch a value
+    /// applies after, the value), the first from epoch 0.
+    pub settings: Vec<Vec<(usize, f64)>>,
 }
 
 /// A panel's drawing area.

@@ -9,6 +9,7 @@ use plotters::prelude::*;
 
 use super::palette::{BLUE, ORANGE};
 use super::search_picture::{Area, DrawError, SearchPicture};
+use super::search_population::{draw_schedule, draw_values};
 use super::search_timeline::draw_timeline;
 
 const PANEL: (u32, u32) = (440, 280);
@@ -78,15 +79,25 @@ pub fn render_search_svg(picture: &SearchPicture, path: &Path) -> Result<(), Rep
     let timeline = picture
         .budget
         .filter(|_| picture.trials.iter().any(|t| !t.runs.is_empty()));
-    let panels = picture.keys.len() + 1 + usize::from(timeline.is_some());
+    // A population: its members' values over the epochs, then each key's schedules.
+    let population = usize::from(!picture.population.is_empty());
+    let panels = population + picture.keys.len() + 1 + usize::from(timeline.is_some());
     let rows = panels.div_ceil(2) as u32;
     let root = SVGBackend::new(path, (PANEL.0 * 2, PANEL.1 * rows)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let areas = root.split_evenly((rows as usize, 2));
-    for (k, key) in picture.keys.iter().enumerate() {
-        draw_key(&areas[k], picture, k, key).map_err(|e| err(&e))?;
+    if population == 1 {
+        draw_values(&areas[0], picture).map_err(|e| err(&e))?;
     }
-    let n = picture.keys.len();
+    for (k, key) in picture.keys.iter().enumerate() {
+        let area = &areas[population + k];
+        match population {
+            1 => draw_schedule(area, picture, k),
+            _ => draw_key(area, picture, k, key),
+        }
+        .map_err(|e| err(&e))?;
+    }
+    let n = population + picture.keys.len();
     draw_peaks(&areas[n], picture).map_err(|e| err(&e))?;
     if let Some(budget) = timeline {
         draw_timeline(&areas[n + 1], picture, budget).map_err(|e| err(&e))?;
@@ -209,7 +220,7 @@ fn span(values: impl Iterator<Item = f64>, pad: f64) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::SearchPoint;
+    use crate::report::{MemberLine, SearchPoint};
 
     #[test]
     fn draws_a_panel_per_key_and_the_peaks() {
@@ -232,6 +243,7 @@ mod tests {
             keys: vec!["train.lr".into(), "model.hidden".into()],
             trials,
             budget: None,
+            population: Vec::new(),
         };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sweep.svg");
@@ -260,6 +272,29 @@ mod tests {
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.contains("leases over time, under the budget"));
         assert!(svg.contains("\nbudget\n"), "the budget's line is named");
+        // A population: its members by epoch and each key's schedules, instead of the value
+        // against each key's first value.
+        let member = |trial: usize, copied: Vec<(usize, usize)>| MemberLine {
+            trial,
+            values: vec![(1, 1.0 + trial as f64), (2, 0.5 + trial as f64), (3, 0.2)],
+            settings: vec![vec![(0, 1e-3 * trial as f64), (2, 1e-1)], vec![(0, 8.0)]],
+            copied,
+        };
+        let population = SearchPicture {
+            population: vec![member(1, vec![]), member(2, vec![(2, 1)])],
+            ..packed
+        };
+        render_search_svg(&population, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        for text in [
+            "val_loss of each member; x: copied another there",
+            "train.lr of each member",
+            "model.hidden of each member",
+            "trial-002",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        assert!(!svg.contains("val_loss against train.lr"));
         assert!(matches!(Axis::of(&["0.01", "0.0001"]), Axis::Log));
         assert!(matches!(Axis::of(&["16", "64"]), Axis::Linear));
     }

@@ -1,7 +1,7 @@
 //! What `sweep.svg` draws of a search's ranked trials.
 
 use super::rank::{TrialRow, TrialStatus};
-use crate::report::{SearchPicture, SearchPoint};
+use crate::report::{MemberLine, SearchPicture, SearchPoint};
 use crate::sweep::plan::SearchPlan;
 use crate::sweep::space::literal;
 
@@ -34,10 +34,48 @@ pub(in crate::sweep) fn picture(
         })
         .collect();
     trials.sort_by_key(|t| t.trial);
+    let mut population: Vec<MemberLine> = (rows.iter())
+        .filter(|r| !r.lineage.is_empty())
+        .map(|r| member(r, &keys))
+        .collect();
+    population.sort_by_key(|m| m.trial);
     SearchPicture {
         monitor: plan.monitor.clone(),
         keys,
         trials,
         budget,
+        population,
+    }
+}
+
+/// Member `row` of a population over its epochs: its value at each interval and at its end,
+/// its copies, and each of `keys`' values from the epoch it applies after.
+fn member(row: &TrialRow, keys: &[String]) -> MemberLine {
+    let mut values: Vec<(usize, f64)> = (row.lineage.iter())
+        .filter_map(|i| Some((i.epoch, i.value?)))
+        .collect();
+    if let (Some(epochs), Some(value)) = (row.epochs, row.monitored) {
+        values.push((epochs, value));
+    }
+    let number = |v: Option<&toml::Value>| match v {
+        Some(toml::Value::Float(f)) => Some(*f),
+        Some(toml::Value::Integer(i)) => Some(*i as f64),
+        _ => None,
+    };
+    let settings = (keys.iter())
+        .map(|key| {
+            let first = number(row.values.get(key)).into_iter().map(|v| (0, v));
+            let copied = (row.lineage.iter())
+                .filter_map(|i| Some((i.epoch, number(i.copied.as_ref()?.values.get(key))?)));
+            first.chain(copied).collect()
+        })
+        .collect();
+    MemberLine {
+        trial: row.trial,
+        values,
+        copied: (row.lineage.iter())
+            .filter_map(|i| Some((i.epoch, i.copied.as_ref()?.from)))
+            .collect(),
+        settings,
     }
 }
