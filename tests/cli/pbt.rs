@@ -169,6 +169,91 @@ fn in_parallel_under_leases_the_population_ends_as_in_one_process() {
     );
 }
 
+/// `tidemark sweep --config search.toml --storage journal.log --out OUT` as `n` workers at
+/// once; each one's exit status and stderr.
+fn workers(env: &Env, outs: &[&str]) -> Vec<(bool, String)> {
+    let children: Vec<std::process::Child> = (outs.iter())
+        .map(|out| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+                .args([
+                    "sweep",
+                    "--config",
+                    "search.toml",
+                    "--storage",
+                    "journal.log",
+                ])
+                .args(["--out", out])
+                .current_dir(env.path("."))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    (children.into_iter())
+        .map(|child| {
+            let output = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            (output.status.success(), stderr)
+        })
+        .collect()
+}
+
+#[test]
+fn two_workers_of_one_study_sharing_a_directory_end_as_one_process() {
+    let env = Env::new();
+    population(&env, "");
+    let one = env.run(&["sweep", "--config", "search.toml", "--out", "one"]);
+    assert_eq!(one.code(), 0, "{}", one.stderr());
+    for (ok, stderr) in workers(&env, &["shared", "shared"]) {
+        assert!(ok, "{stderr}");
+    }
+    let lineage = |dir: &str| -> Vec<(Value, Value)> {
+        (rows(&env, dir).into_iter())
+            .map(|r| (r["lineage"].clone(), r["monitored"].clone()))
+            .collect()
+    };
+    assert_eq!(lineage("one/small-sweep"), lineage("shared/small-sweep"));
+    // Workers in directories of their own cannot copy each other's checkpoints: a member
+    // that goes on where its run is not fails, saying why, and none starts over.
+    let apart = Env::new();
+    population(&apart, "");
+    let ended = workers(&apart, &["out-a", "out-b"]);
+    let said: String = ended.iter().map(|(_, e)| e.as_str()).collect();
+    let rows_of = |dir: &str| rows(&apart, dir);
+    let failed = (rows_of("out-a/small-sweep").into_iter())
+        .filter(|r| r["status"] == "failed")
+        .map(|r| r["reason"].as_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>();
+    // Which member a worker takes is a race: where one went on in the other's directory, it
+    // failed with the reason; in any case no member trained an epoch twice.
+    for reason in &failed {
+        assert!(
+            reason.contains("the workers of a population share one sweep directory"),
+            "{reason}\n{said}"
+        );
+    }
+    // Each member's epochs, in both directories together: none trained twice.
+    for r in rows_of("out-a/small-sweep") {
+        let name = r["name"].as_str().unwrap().to_string();
+        let mut epochs: Vec<u64> = Vec::new();
+        for dir in ["out-a", "out-b"] {
+            let path = apart.path(dir).join(&name).join("snapshots.jsonl");
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            epochs.extend(
+                (text.lines())
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                    .filter(|s| s["event"] == "epoch")
+                    .map(|s| s["epoch"].as_u64().unwrap()),
+            );
+        }
+        let all = epochs.len();
+        epochs.sort_unstable();
+        epochs.dedup();
+        assert_eq!(epochs.len(), all, "{name} trained an epoch twice\n{said}");
+    }
+}
+
 #[test]
 fn a_population_killed_anywhere_ends_with_the_lineage_of_one_never_stopped() {
     let env = Env::new();

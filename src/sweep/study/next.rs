@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::joined::Study;
-use super::population::Pending;
+use super::population::Prepare;
 use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::error::Error;
@@ -42,9 +42,9 @@ pub enum Work {
         from: Origin,
         /// The epoch it pauses after (ASHA's next rung, a population's next interval).
         pause_at: Option<usize>,
-        /// A population's member: the checkpoint it copies before it trains, where it has not
-        /// yet ([`copy_pending`](super::population::copy_pending)).
-        copy: Option<Pending>,
+        /// A population's member: the copy it makes before it trains, or its own run it goes
+        /// on from ([`carry_out`](super::population::carry_out)).
+        prepare: Option<Prepare>,
     },
     /// Other workers' trials are running: look again later.
     Wait,
@@ -300,7 +300,8 @@ fn work(
                 trial,
                 from,
                 pause_at,
-                copy: super::population::pending(record),
+                prepare: (study.population.as_ref())
+                    .and_then(|_| super::population::prepare(record)),
             }
         }
         None => Work::Wait,
@@ -357,7 +358,7 @@ fn create(
             trial,
             from: Origin::New,
             pause_at: study.stops().and_then(|stops| asha::next_stop(stops, 0)),
-            copy: None,
+            prepare: None,
         },
     )
 }

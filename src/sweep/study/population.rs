@@ -173,6 +173,17 @@ pub struct Pending {
     pub epoch: usize,
 }
 
+/// What a member needs before it trains on: the copy its exploit makes, or its own run to go
+/// on from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepare {
+    /// Its exploit's copy, not yet made.
+    Copy(Pending),
+    /// Its own run, in this worker's sweep directory: a member that trained before goes on
+    /// from its checkpoint, never from the start.
+    Own(usize),
+}
+
 /// `t`'s copy still to make, if its latest exploit is not recorded as copied.
 pub fn pending(t: &TrialRecord) -> Option<Pending> {
     let (epoch, value) = (t.system_attrs.iter())
@@ -185,14 +196,27 @@ pub fn pending(t: &TrialRecord) -> Option<Pending> {
     })
 }
 
-/// Makes `pending`, trial `id`'s copy, in the sweep directory `dir`, and records it copied
-/// while the trial is this worker's (one taken over meanwhile is its new worker's to copy).
-pub fn copy_pending(
+/// What member `t` needs before it trains on, if anything.
+pub fn prepare(t: &TrialRecord) -> Option<Prepare> {
+    match pending(t) {
+        Some(pending) => Some(Prepare::Copy(pending)),
+        None => (t.epochs() > 0).then(|| Prepare::Own(t.number.unwrap_or_default())),
+    }
+}
+
+/// Carries out `prepare` for trial `id` in the sweep directory `dir`: makes its copy and
+/// records it copied while the trial is this worker's (one taken over meanwhile is its new
+/// worker's to copy), or finds its own run.
+pub fn carry_out(
     storage: &Mutex<Storage>,
     id: usize,
-    pending: Pending,
+    prepare: Prepare,
     dir: &Path,
 ) -> Result<(), Error> {
+    let pending = match prepare {
+        Prepare::Own(member) => return run_of(dir, member, member).map(drop),
+        Prepare::Copy(pending) => pending,
+    };
     copy(dir, pending.from, pending.member, pending.epoch)?;
     crate::failpoint::pass("copied");
     let key = format!("{EXPLOIT}{}", pending.epoch);
@@ -217,6 +241,33 @@ pub fn copy_pending(
     })
 }
 
+/// Member `member`'s run directory in the sweep directory `dir`, for `user` (the member that
+/// goes on from it), or the error that this worker cannot read it.
+fn run_of(dir: &Path, member: usize, user: usize) -> Result<std::path::PathBuf, Error> {
+    let name = |n: usize| format!("trial-{n:03}");
+    let run = dir.join(name(member));
+    match run
+        .join("checkpoints")
+        .join("latest")
+        .symlink_metadata()
+        .is_ok()
+    {
+        true => Ok(run),
+        false => Err(Error::Sweep(crate::error::SweepError::Plan {
+            origin: run.display().to_string(),
+            message: format!(
+                "{} goes on from {}, which this worker cannot read here: the workers of a \
+                 population share one sweep directory (the same --out)",
+                name(user),
+                match member == user {
+                    true => "its own checkpoint".to_string(),
+                    false => format!("{}'s checkpoint", name(member)),
+                }
+            ),
+        })),
+    }
+}
+
 /// Copies member `from`'s checkpoint at `epoch` into member `to`'s run, in the sweep directory
 /// `dir`, as `to`'s latest.
 fn copy(dir: &Path, from: usize, to: usize, epoch: usize) -> Result<(), Error> {
@@ -227,7 +278,7 @@ fn copy(dir: &Path, from: usize, to: usize, epoch: usize) -> Result<(), Error> {
         }
         .name()
     };
-    let source = dir.join(name(from));
+    let source = run_of(dir, from, to)?;
     let checkpoint = Checkpoint::latest(&source)?;
     if checkpoint.state.epoch != epoch || checkpoint.state.step_in_epoch != 0 {
         let message = format!(

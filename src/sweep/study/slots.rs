@@ -20,7 +20,7 @@ use super::ending::{ending, record, Outcome};
 use super::heartbeat::Heartbeat;
 use super::joined::Study;
 use super::next::{take, Beats, Work};
-use super::population::{copy_pending, Pending};
+use super::population::{carry_out, Prepare};
 use super::reporting::Reports;
 use super::storage::Storage;
 use crate::config::RunConfig;
@@ -170,10 +170,10 @@ impl Slots<'_> {
                         trial,
                         from,
                         pause_at,
-                        copy,
+                        prepare,
                     } => {
                         observer.message(&from.said(&trial, self.study.grace()));
-                        let claim = (id, trial, pause_at, copy);
+                        let claim = (id, trial, pause_at, prepare);
                         held.claimed = self.probe(claim, &mut held.warm, observer)?;
                         held.idle_since = None;
                     }
@@ -207,13 +207,13 @@ impl Slots<'_> {
     /// it cannot be built or its lease is larger than the whole budget.
     fn probe(
         &self,
-        (id, trial, pause_at, copy): (usize, Trial, Option<usize>, Option<Pending>),
+        (id, trial, pause_at, prepare): (usize, Trial, Option<usize>, Option<Prepare>),
         warm: &mut bool,
         observer: &mut dyn Observer,
     ) -> Result<Option<Claimed>, Error> {
-        // A population's member copies the checkpoint it goes on from first.
-        let copied = copy.map(|c| copy_pending(self.storage, id, c, self.dir));
-        let built = match copied {
+        // A population's member makes the copy it goes on from first, or finds its own run.
+        let prepared = prepare.map(|p| carry_out(self.storage, id, p, self.dir));
+        let built = match prepared {
             Some(Err(e)) => Err(e),
             _ => self.build.config(&trial),
         };

@@ -13,7 +13,7 @@ use super::ending::Outcome;
 use super::heartbeat::Heartbeat;
 use super::joined::{keep, Study};
 use super::next::{take, Beats, Work};
-use super::population::copy_pending;
+use super::population::carry_out;
 use super::rows::{progress, rows};
 use super::slots::{say_pruned, Slots};
 use super::storage::Storage;
@@ -382,12 +382,12 @@ impl Worker<'_> {
                     trial,
                     from,
                     pause_at,
-                    copy,
+                    prepare,
                 } => {
                     observer(0, n).message(&from.said(&trial, self.study.grace()));
                     heartbeat.beat_for(vec![id]);
-                    if let Some(copy) = copy {
-                        if let Err(e) = copy_pending(storage, id, copy, self.dir) {
+                    if let Some(prepare) = prepare {
+                        if let Err(e) = carry_out(storage, id, prepare, self.dir) {
                             heartbeat.beat_for(Vec::new());
                             let failed = Outcome::Failed(e.to_string());
                             self.training.fail(id, &trial, failed)?;
