@@ -262,6 +262,9 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
         "{}",
         crate::sweep::ranking(&rows, &plan.monitor, plan.mode, dir)
     );
+    if let Some(schedule) = crate::sweep::schedule_text(&rows) {
+        out!("\n{schedule}");
+    }
     let count = |status| rows.iter().filter(|r| r.status == status).count();
     outln!(
         "report: {} trials: {} completed, {} pruned, {} failed, {} not run yet; wrote {}",
@@ -313,6 +316,9 @@ pub(super) fn report_study(journal: &Path) -> Result<(), Error> {
             "{}",
             crate::sweep::ranking(&study.rows, &study.monitor, study.mode, dir)
         );
+        if let Some(schedule) = crate::sweep::schedule_text(&study.rows) {
+            out!("\n{schedule}");
+        }
         let count = |status| study.rows.iter().filter(|r| r.status == status).count();
         outln!(
             "report: study {}: {} trials: {} completed, {} running on {} workers, {} pruned, \

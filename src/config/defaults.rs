@@ -137,6 +137,8 @@ impl Default for ScheduleConfig {
             step_size: None,
             gamma: None,
             plateau: None,
+            milestones: None,
+            factors: None,
         }
     }
 }

@@ -285,6 +285,10 @@ pub struct RawSchedule {
     pub min_delta: Option<f64>,
     /// `plateau`: epochs after a drop before waiting starts again.
     pub cooldown: Option<i64>,
+    /// `piecewise`: the epochs after which the rate changes.
+    pub milestones: Option<Vec<i64>>,
+    /// `piecewise`: the rate after each milestone, as a factor of `lr`.
+    pub factors: Option<Vec<f64>>,
 }
 
 /// `[train.early_stopping]` as written.

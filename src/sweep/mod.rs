@@ -40,7 +40,7 @@ pub use from_code::Search;
 pub use parallel::{run_child, runs_trials, Slot, Timeline};
 pub use plan::SearchPlan;
 pub use results::{
-    compact, none_completed, rank, ranking, table, SweepRow, TrialRow, TrialStatus,
+    compact, none_completed, rank, ranking, schedule_text, table, SweepRow, TrialRow, TrialStatus,
     RETAINED_TOLERANCE, RSS_NOISE_BYTES, RSS_TOLERANCE,
 };
 pub use resume::{resume_sweep, Swept};

@@ -66,6 +66,13 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
         ))
     })?;
     let mut rows = read_rows(dir, &plan, BTreeMap::new())?;
+    // A population's lineage is the study's: from its journal.
+    if plan.pbt.is_some() {
+        let mut lineages = super::study::lineages(dir)?;
+        for row in &mut rows {
+            row.lineage = lineages.remove(&row.trial).unwrap_or_default();
+        }
+    }
     rank(&mut rows, plan.mode);
     write_results(dir, &plan, &rows)?;
     Ok((rows, plan))
@@ -89,6 +96,10 @@ pub(super) fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) ->
     write_atomic(&path, &bytes).map_err(|e| Error::io(&path, e))?;
     let path = dir.join("sweep.md");
     let mut text = ranking(rows, &plan.monitor, plan.mode, dir);
+    if let Some(schedule) = crate::sweep::results::schedule_text(rows) {
+        text.push('\n');
+        text.push_str(&schedule);
+    }
     if let Some((budget, parallel)) = packed {
         text.push_str(&format!(
             "Trials ran up to {parallel} at a time, each in its own process under its lease, the \

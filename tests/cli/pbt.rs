@@ -138,6 +138,53 @@ fn the_worst_member_copies_the_best_and_goes_on_as_the_best_resumed_at_the_new_r
 }
 
 #[test]
+fn the_schedule_report_gives_trains_the_best_member_again_to_the_bit() {
+    let env = Env::new();
+    population(&env, "");
+    // Seed 6: the best member copied another after epoch 2.
+    let run = env.run(&["sweep", "--config", "search.toml", "--set", "sweep.seed=6"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = env.run(&["report", "runs/small-sweep"]);
+    let text = report.stdout();
+    let best = (rows(&env, "runs/small-sweep").into_iter())
+        .find(|r| r["rank"] == 1)
+        .unwrap();
+    let lineage = best["lineage"].as_array().unwrap();
+    assert!(lineage.iter().any(|i| !i["copied"].is_null()), "{best}");
+    // The config block the report ends with: `lr = X`, then the piecewise schedule.
+    let block = text
+        .split("```toml\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let table: toml::Table = toml::from_str(block).unwrap();
+    let schedule = &table["train"]["schedule"];
+    assert_eq!(schedule["kind"].as_str(), Some("piecewise"), "{text}");
+    let list = |v: &toml::Value| v.to_string();
+    let sets = [
+        format!("train.lr={}", table["train"]["lr"]),
+        "train.schedule.kind=\"piecewise\"".to_string(),
+        format!(
+            "train.schedule.milestones={}",
+            list(&schedule["milestones"])
+        ),
+        format!("train.schedule.factors={}", list(&schedule["factors"])),
+        "run.name=\"replay\"".to_string(),
+    ];
+    let mut args = vec!["train", "--config", "base.toml", "--quiet"];
+    for set in &sets {
+        args.extend(["--set", set]);
+    }
+    let replay = env.run(&args);
+    assert_eq!(replay.code(), 0, "{}", replay.stderr());
+    // One run on that schedule trains the best member's weights again: the same value.
+    let summary = env.summary("runs/replay");
+    assert_eq!(summary["final_val_loss"], best["monitored"], "{text}");
+}
+
+#[test]
 fn in_parallel_under_leases_the_population_ends_as_in_one_process() {
     let env = Env::new();
     population(&env, "");

@@ -169,6 +169,12 @@ pub struct ScheduleConfig {
     /// `plateau`: what it watches, and how it drops the rate.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub plateau: Option<PlateauConfig>,
+    /// `piecewise`: the epochs after which the rate changes, counted from the run's start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub milestones: Option<Vec<usize>>,
+    /// `piecewise`: the rate after each milestone, as a factor of `lr` (one per milestone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factors: Option<Vec<f64>>,
 }
 
 /// `[train.schedule] kind = "plateau"`: Keras's and PyTorch's `ReduceLROnPlateau`. After an
@@ -207,6 +213,9 @@ pub enum ScheduleKind {
     Exponential,
     /// `lr`, times `factor` at each plateau of a validation figure.
     Plateau,
+    /// `lr`, then `lr` times each of `factors` after each of `milestones` (epochs): a schedule
+    /// written out, such as population based training finds (`tidemark report`).
+    Piecewise,
 }
 
 impl ScheduleKind {
@@ -219,6 +228,7 @@ impl ScheduleKind {
             ScheduleKind::Step => "step",
             ScheduleKind::Exponential => "exponential",
             ScheduleKind::Plateau => "plateau",
+            ScheduleKind::Piecewise => "piecewise",
         }
     }
 }

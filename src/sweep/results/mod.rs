@@ -7,6 +7,7 @@ pub(in crate::sweep) mod lineage;
 pub(in crate::sweep) mod rank;
 pub(in crate::sweep) mod rows;
 pub(in crate::sweep) mod run_row;
+pub(in crate::sweep) mod schedule;
 pub(in crate::sweep) mod sweep_svg;
 pub(in crate::sweep) mod table;
 
@@ -14,4 +15,5 @@ pub use compact::compact;
 pub use lineage::{Copied, Interval};
 pub use rank::{none_completed, rank, ranking, TrialRow, TrialStatus};
 pub use run_row::{SweepRow, RETAINED_TOLERANCE, RSS_NOISE_BYTES, RSS_TOLERANCE};
+pub use schedule::schedule_text;
 pub use table::table;

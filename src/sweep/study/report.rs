@@ -6,7 +6,9 @@ use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::Error;
 use crate::sweep::journal::worker_id::worker_id;
-use crate::sweep::results::{rank, TrialRow};
+use crate::sweep::results::{rank, Interval, TrialRow};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// One study of a journal, ranked.
 #[derive(Debug, Clone)]
@@ -21,6 +23,41 @@ pub struct StudyReport {
     pub rows: Vec<TrialRow>,
     /// Workers whose trials are running, as the journal names them.
     pub workers: Vec<String>,
+}
+
+/// A population's lineage of each trial, by number, from the study that the sweep directory
+/// `dir` is a worker's of: the storage its `study.json` names, else its own `journal.log`
+/// (a search alone's, named after its config's `run.name`); none where there is neither.
+pub fn lineages(dir: &Path) -> Result<BTreeMap<usize, Vec<Interval>>, Error> {
+    let marker = dir.join("study.json");
+    let (spec, name) = match std::fs::read_to_string(&marker) {
+        Ok(text) => {
+            let json: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| Error::io(&marker, std::io::Error::other(e.to_string())))?;
+            let text = |k: &str| json[k].as_str().unwrap_or_default().to_string();
+            (text("storage"), text("study"))
+        }
+        Err(_) => {
+            let journal = dir.join("journal.log");
+            let config = std::fs::read_to_string(dir.join("config.toml")).unwrap_or_default();
+            let table: toml::Table = toml::from_str(&config).unwrap_or_default();
+            let name = table
+                .get("run")
+                .and_then(|r| r.get("name"))
+                .and_then(|n| n.as_str());
+            match (journal.is_file(), name) {
+                (true, Some(name)) => (journal.display().to_string(), name.to_string()),
+                _ => return Ok(BTreeMap::new()),
+            }
+        }
+    };
+    let journal = Storage::whole(&spec, &worker_id())?;
+    let Some(id) = journal.study(&name) else {
+        return Ok(BTreeMap::new());
+    };
+    Ok((rows(&journal, id).into_iter())
+        .map(|r| (r.trial, r.lineage))
+        .collect())
 }
 
 /// The studies tidemark made in the journal at `spec`.

@@ -64,7 +64,8 @@ impl Schedule {
         if warmup > 0 {
             milestones.push(warmup);
         }
-        schedulers.push(decay(schedule, lr, decay_steps));
+        let per_epoch = total_steps / config.epochs.max(1);
+        schedulers.push(decay(schedule, lr, decay_steps, per_epoch));
         let scheduler = SequentialLrSchedulerConfig::new(schedulers, milestones)
             .init()
             .expect("a validated schedule builds");
@@ -172,9 +173,30 @@ pub(crate) fn read_plateau(path: &Path) -> Result<PlateauState, Error> {
 }
 
 /// Burn's scheduler for the part after the warmup.
-fn decay(schedule: &ScheduleConfig, lr: f64, decay_steps: usize) -> LrSchedulerConfig {
+fn decay(
+    schedule: &ScheduleConfig,
+    lr: f64,
+    decay_steps: usize,
+    per_epoch: usize,
+) -> LrSchedulerConfig {
     let min_lr = schedule.min_lr.unwrap_or(0.0);
     match schedule.kind {
+        // A constant rate a piece, each from the first step after its milestone's epoch.
+        ScheduleKind::Piecewise => {
+            let (milestones, factors) = (
+                schedule.milestones.clone().unwrap_or_default(),
+                schedule.factors.clone().unwrap_or_default(),
+            );
+            let rates = std::iter::once(lr).chain(factors.iter().map(|f| lr * f));
+            let steps = milestones.iter().map(|m| (m * per_epoch).max(1));
+            let pieces = rates.map(LrSchedulerConfig::Constant).collect();
+            // Strictly increasing for Burn: an epoch of no steps moves no milestone.
+            let mut at = Vec::new();
+            for step in steps {
+                at.push(step.max(at.last().map_or(1, |l: &usize| l + 1)));
+            }
+            SequentialLrSchedulerConfig::new(pieces, at).into()
+        }
         ScheduleKind::Constant | ScheduleKind::Plateau => LrSchedulerConfig::Constant(lr),
         ScheduleKind::Linear => LinearLrSchedulerConfig::new(lr, min_lr, decay_steps).into(),
         ScheduleKind::Cosine => CosineAnnealingLrSchedulerConfig::new(lr, decay_steps)

@@ -57,6 +57,8 @@ pub(super) fn train_table_cases() -> Cases {
         step_size,
         gamma,
         plateau: None,
+        milestones: None,
+        factors: None,
     };
     let plateau = ScheduleConfig {
         plateau: Some(PlateauConfig {
@@ -97,6 +99,15 @@ pub(super) fn train_table_cases() -> Cases {
                 Some(0.5),
             )),
             "[train.schedule]\nkind = \"step\"\nwarmup_steps = 10\nstep_size = 30\ngamma = 0.5",
+        ),
+        (
+            b().schedule(ScheduleConfig {
+                kind: ScheduleKind::Piecewise,
+                milestones: Some(vec![2, 4]),
+                factors: Some(vec![0.5, 0.1]),
+                ..ScheduleConfig::default()
+            }),
+            "[train.schedule]\nkind = \"piecewise\"\nwarmup_steps = 0\nmilestones = [2, 4]\nfactors = [0.5, 0.1]",
         ),
         (
             b().schedule(plateau),

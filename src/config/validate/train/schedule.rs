@@ -21,6 +21,8 @@ const KEYS: &[(&str, &[&str])] = &[
     ("patience", &["plateau"]),
     ("min_delta", &["plateau"]),
     ("cooldown", &["plateau"]),
+    ("milestones", &["piecewise"]),
+    ("factors", &["piecewise"]),
 ];
 
 pub(super) fn schedule(
@@ -39,7 +41,10 @@ pub(super) fn schedule(
         defaults::WARMUP_STEPS as u64,
     )? as usize;
     check_lr(kind, warmup_steps, lr)?;
+    let (milestones, factors) = pieces(kind, &raw, warmup_steps)?;
     Ok(ScheduleConfig {
+        milestones,
+        factors,
         kind,
         warmup_steps,
         min_lr: min_lr(kind, raw.min_lr, lr)?,
@@ -66,6 +71,7 @@ fn kind(raw: &RawSchedule) -> Result<ScheduleKind> {
             ("step", ScheduleKind::Step),
             ("exponential", ScheduleKind::Exponential),
             ("plateau", ScheduleKind::Plateau),
+            ("piecewise", ScheduleKind::Piecewise),
         ],
     )?;
     let present = present(&[
@@ -79,6 +85,8 @@ fn kind(raw: &RawSchedule) -> Result<ScheduleKind> {
         ("patience", raw.patience.is_some()),
         ("min_delta", raw.min_delta.is_some()),
         ("cooldown", raw.cooldown.is_some()),
+        ("milestones", raw.milestones.is_some()),
+        ("factors", raw.factors.is_some()),
     ]);
     misplaced("train.schedule", KEYS, &present, kind.name())?;
     Ok(kind)
@@ -108,7 +116,7 @@ fn check_lr(kind: ScheduleKind, warmup_steps: usize, lr: f64) -> Result<()> {
 /// Where a decay ends (`linear`, `cosine`: default 0) or its floor (`step`, `exponential`).
 fn min_lr(kind: ScheduleKind, raw: Option<f64>, lr: f64) -> Result<Option<f64>> {
     let min_lr = match kind {
-        ScheduleKind::Constant => return Ok(None),
+        ScheduleKind::Constant | ScheduleKind::Piecewise => return Ok(None),
         ScheduleKind::Linear | ScheduleKind::Cosine => raw.unwrap_or(defaults::MIN_LR),
         ScheduleKind::Plateau => raw.unwrap_or(defaults::MIN_LR),
         ScheduleKind::Step | ScheduleKind::Exponential => match raw {
@@ -123,6 +131,60 @@ fn min_lr(kind: ScheduleKind, raw: Option<f64>, lr: f64) -> Result<Option<f64>> 
         ));
     }
     Ok(Some(min_lr))
+}
+
+/// `piecewise`'s milestones (epochs, increasing, above 0) and a factor for each (above 0);
+/// without a warmup, whose steps would move them.
+fn pieces(
+    kind: ScheduleKind,
+    raw: &RawSchedule,
+    warmup_steps: usize,
+) -> Result<(Option<Vec<usize>>, Option<Vec<f64>>)> {
+    if kind != ScheduleKind::Piecewise {
+        return Ok((None, None));
+    }
+    let required = |key: &str| {
+        Invalid::new(
+            key,
+            "is required with kind = \"piecewise\": the epochs after which the rate changes \
+             (milestones) and the factor of train.lr from each on (factors)",
+        )
+    };
+    let milestones = raw
+        .milestones
+        .as_ref()
+        .ok_or_else(|| required("train.schedule.milestones"))?;
+    let factors = raw
+        .factors
+        .as_ref()
+        .ok_or_else(|| required("train.schedule.factors"))?;
+    let key = "train.schedule.milestones";
+    if milestones.is_empty() || milestones.windows(2).any(|w| w[1] <= w[0]) || milestones[0] <= 0 {
+        let message =
+            format_args!("must be epochs above 0, increasing, at least one; got {milestones:?}");
+        return Err(Invalid::new(key, message));
+    }
+    if factors.len() != milestones.len() {
+        let message = format_args!(
+            "must be one factor for each of the {} milestones, got {}",
+            milestones.len(),
+            factors.len()
+        );
+        return Err(Invalid::new("train.schedule.factors", message));
+    }
+    if let Some(f) = factors.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
+        let message = format_args!("must be numbers > 0, got {f}");
+        return Err(Invalid::new("train.schedule.factors", message));
+    }
+    if warmup_steps > 0 {
+        return Err(Invalid::new(
+            "train.schedule.warmup_steps",
+            "does not go with kind = \"piecewise\", whose milestones count epochs from the \
+             run's start: write the warmup's rate as a first piece",
+        ));
+    }
+    let milestones = milestones.iter().map(|&m| m as usize).collect();
+    Ok((Some(milestones), Some(factors.clone())))
 }
 
 /// `step`'s steps between two decays: required.

@@ -92,7 +92,36 @@ fn schedule_keys_are_checked_against_the_kind() {
     assert_eq!(
         error("[train.schedule]\nkind = \"triangle\"\n"),
         "x.toml:2:1: train.schedule.kind must be one of \"constant\", \"linear\", \"cosine\", \
-         \"step\", \"exponential\", \"plateau\", got \"triangle\""
+         \"step\", \"exponential\", \"plateau\", \"piecewise\", got \"triangle\""
+    );
+    let piecewise = |keys: &str| error(&format!("[train.schedule]\nkind = \"piecewise\"\n{keys}"));
+    assert_eq!(
+        piecewise("factors = [0.5]\n"),
+        "x.toml:1:8: train.schedule.milestones is required with kind = \"piecewise\": the epochs \
+         after which the rate changes (milestones) and the factor of train.lr from each on \
+         (factors)"
+    );
+    assert_eq!(
+        piecewise("milestones = [2, 2]\nfactors = [0.5, 0.1]\n"),
+        "x.toml:3:1: train.schedule.milestones must be epochs above 0, increasing, at least one; \
+         got [2, 2]"
+    );
+    assert_eq!(
+        piecewise("milestones = [2, 4]\nfactors = [0.5]\n"),
+        "x.toml:4:1: train.schedule.factors must be one factor for each of the 2 milestones, got 1"
+    );
+    assert_eq!(
+        piecewise("milestones = [2]\nfactors = [-1.0]\n"),
+        "x.toml:4:1: train.schedule.factors must be numbers > 0, got -1"
+    );
+    assert!(
+        piecewise("milestones = [2]\nfactors = [0.5]\nwarmup_steps = 10\n").starts_with(
+            "x.toml:5:1: train.schedule.warmup_steps does not go with kind = \"piecewise\""
+        )
+    );
+    assert!(
+        error("[train.schedule]\nkind = \"cosine\"\nmilestones = [2]\n")
+            .contains("train.schedule.milestones")
     );
     assert!(error("[train.schedule]\nwarmup = 5\n")
         .starts_with("x.toml:2:1: unknown key train.schedule.warmup"));

@@ -154,3 +154,32 @@ fn a_saved_schedule_continues_where_it_stopped() {
         assert_close(&[before, after].concat(), &expected);
     }
 }
+
+#[test]
+fn piecewise_changes_the_rate_on_the_first_step_after_each_milestone_and_resumes_there() {
+    let config = train(
+        0.1,
+        RawSchedule {
+            kind: Some("piecewise".into()),
+            milestones: Some(vec![1, 3]),
+            factors: Some(vec![0.5, 0.1]),
+            ..RawSchedule::default()
+        },
+    );
+    // 5 epochs (the builder's default) of 2 steps: 0.1 for epoch 1, 0.05 for 2 and 3, then 0.01.
+    let mut schedule = Schedule::new(&config, 10);
+    let rates = steps(&mut schedule, 10);
+    assert_close(
+        &rates,
+        &[0.1, 0.1, 0.05, 0.05, 0.05, 0.05, 0.01, 0.01, 0.01, 0.01],
+    );
+    // Saved after 3 steps and continued at another rate: the pieces' position, the new rate's.
+    let mut first = Schedule::new(&config, 10);
+    steps(&mut first, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("schedule.bpk");
+    first.save(&path).unwrap();
+    let retuned = TrainConfig { lr: 0.2, ..config };
+    let mut resumed = Schedule::new(&retuned, 10).load(&path, 0.05).unwrap();
+    assert_close(&steps(&mut resumed, 4), &[0.1, 0.1, 0.1, 0.02]);
+}
