@@ -32,7 +32,7 @@ fn ancestry(
     let last_copy = (row.lineage.iter())
         .filter(|i| i.epoch < upto)
         .filter_map(|i| Some((i.epoch, i.copied.as_ref()?.from)))
-        .last();
+        .next_back();
     match last_copy {
         // Each step back ends before the last one's copy: the walk ends.
         Some((epoch, from)) => {

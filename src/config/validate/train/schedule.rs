@@ -133,13 +133,12 @@ fn min_lr(kind: ScheduleKind, raw: Option<f64>, lr: f64) -> Result<Option<f64>> 
     Ok(Some(min_lr))
 }
 
+/// `piecewise`'s milestones and factors.
+type Pieces = (Option<Vec<usize>>, Option<Vec<f64>>);
+
 /// `piecewise`'s milestones (epochs, increasing, above 0) and a factor for each (above 0);
 /// without a warmup, whose steps would move them.
-fn pieces(
-    kind: ScheduleKind,
-    raw: &RawSchedule,
-    warmup_steps: usize,
-) -> Result<(Option<Vec<usize>>, Option<Vec<f64>>)> {
+fn pieces(kind: ScheduleKind, raw: &RawSchedule, warmup_steps: usize) -> Result<Pieces> {
     if kind != ScheduleKind::Piecewise {
         return Ok((None, None));
     }
