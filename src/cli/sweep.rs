@@ -213,6 +213,9 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
                 ),
                 None => out!("{}", crate::sweep::ranking(rows, monitor, *mode, dir)),
             }
+            if let Some(schedule) = crate::sweep::schedule_text(rows) {
+                out!("\n{schedule}");
+            }
             let count = |status| rows.iter().filter(|r| r.status == status).count();
             let pruned = match count(TrialStatus::Pruned) {
                 0 => String::new(),

@@ -71,6 +71,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
         let mut lineages = super::study::lineages(dir)?;
         for row in &mut rows {
             row.lineage = lineages.remove(&row.trial).unwrap_or_default();
+            row.values = super::results::last_values(&row.lineage, &row.values);
         }
     }
     rank(&mut rows, plan.mode);

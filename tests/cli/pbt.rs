@@ -93,7 +93,7 @@ fn the_worst_member_copies_the_best_and_goes_on_as_the_best_resumed_at_the_new_r
     let copied = &copier["lineage"][0]["copied"];
     let from = &rows[copied["from"].as_u64().unwrap() as usize - 1];
     let set = |key: &str, value: f64| format!("{key}={value:?}");
-    let (own, new) = (lr(&from["values"]), lr(&copied["values"]));
+    let (own, new) = (lr(&from["lineage"][0]["values"]), lr(&copied["values"]));
     let first = [&set("train.lr", own)[..], "run.name=\"by-hand\""];
     let args = [
         "train",

@@ -20,6 +20,22 @@ pub struct Interval {
     pub copied: Option<Copied>,
 }
 
+/// The settings a member with `lineage` ended with: those it went on with after its last
+/// interval (its last copy's, or its own), or `first` where it reached none.
+pub fn last_values(
+    lineage: &[Interval],
+    first: &BTreeMap<String, toml::Value>,
+) -> BTreeMap<String, toml::Value> {
+    match lineage.last() {
+        Some(last) => last
+            .copied
+            .as_ref()
+            .map_or(&last.values, |c| &c.values)
+            .clone(),
+        None => first.clone(),
+    }
+}
+
 /// An exploit: the member copied, and the settings the copier went on with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Copied {

@@ -12,7 +12,7 @@ pub(in crate::sweep) mod sweep_svg;
 pub(in crate::sweep) mod table;
 
 pub use compact::compact;
-pub use lineage::{Copied, Interval};
+pub use lineage::{last_values, Copied, Interval};
 pub use rank::{none_completed, rank, ranking, TrialRow, TrialStatus};
 pub use run_row::{SweepRow, RETAINED_TOLERANCE, RSS_NOISE_BYTES, RSS_TOLERANCE};
 pub use schedule::schedule_text;

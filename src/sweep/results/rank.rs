@@ -54,7 +54,8 @@ pub struct TrialRow {
     pub trial: usize,
     /// Its directory's name, `trial-007`.
     pub name: String,
-    /// The varied keys' values, typed (`sweep.json`: numbers, strings, arrays).
+    /// The varied keys' values, typed (`sweep.json`: numbers, strings, arrays); a population's
+    /// member's, those it ended with (its lineage has those it was drawn with).
     pub values: BTreeMap<String, toml::Value>,
     /// Whether it completed.
     pub status: TrialStatus,

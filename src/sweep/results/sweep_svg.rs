@@ -64,7 +64,9 @@ fn member(row: &TrialRow, keys: &[String]) -> MemberLine {
     };
     let settings = (keys.iter())
         .map(|key| {
-            let first = number(row.values.get(key)).into_iter().map(|v| (0, v));
+            // What it was drawn with: what it trained its first interval with.
+            let drawn = row.lineage.first().map_or(&row.values, |i| &i.values);
+            let first = number(drawn.get(key)).into_iter().map(|v| (0, v));
             let copied = (row.lineage.iter())
                 .filter_map(|i| Some((i.epoch, number(i.copied.as_ref()?.values.get(key))?)));
             first.chain(copied).collect()

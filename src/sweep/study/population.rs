@@ -278,6 +278,9 @@ fn copy(dir: &Path, from: usize, to: usize, epoch: usize) -> Result<(), Error> {
         }
         .name()
     };
+    // The member's own run too: a copy into a directory where it never trained would make a
+    // run of a checkpoint alone.
+    let target = run_of(dir, to, to)?;
     let source = run_of(dir, from, to)?;
     let checkpoint = Checkpoint::latest(&source)?;
     if checkpoint.state.epoch != epoch || checkpoint.state.step_in_epoch != 0 {
@@ -290,6 +293,6 @@ fn copy(dir: &Path, from: usize, to: usize, epoch: usize) -> Result<(), Error> {
         );
         return Err(Error::checkpoint(&checkpoint.dir, message));
     }
-    checkpoint.copy_into(&dir.join(name(to)))?;
+    checkpoint.copy_into(&target)?;
     Ok(())
 }

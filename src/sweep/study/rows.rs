@@ -12,7 +12,7 @@ use crate::config::MonitorMode;
 use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PLAN, REASON, WORKER};
 use crate::sweep::journal::op::State;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
-use crate::sweep::results::{Copied, Interval, TrialRow, TrialStatus};
+use crate::sweep::results::{last_values, Copied, Interval, TrialRow, TrialStatus};
 
 /// What a study is ranked by: its monitor and mode, from the plan its first worker wrote.
 pub fn monitor_of(journal: &Journal, study: usize) -> Option<(String, MonitorMode)> {
@@ -155,8 +155,8 @@ fn row(t: &TrialRecord, interval: Option<usize>) -> TrialRow {
         .collect();
     let lineage = interval.map_or(Vec::new(), |i| lineage(t, i, &values));
     TrialRow {
+        values: last_values(&lineage, &values),
         lineage,
-        values,
         status,
         reason: (t.user_attrs.get(REASON).and_then(Value::as_str)).map(str::to_string),
         monitored: t.values.as_ref().and_then(|v| v.first().copied()),
