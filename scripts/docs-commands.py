@@ -49,6 +49,8 @@ NOT_RUN = [
      "6 minutes on lavapipe); tests gradient_offload_keeps_the_losses_and_one_gradient_set_on_"
      "the_device and optimizer_offload_keeps_the_losses_and_a_limit_between_the_peaks_needs_it "
      "check the same on smaller ones in CI"),
+    (r"^scripts/pbt-figures\.py", "five seeds of five searches each (about 3 minutes); tests in "
+     "tests/cli/pbt.rs check the population's decisions, copies and schedule"),
     (r"^scripts/tpe-figures\.py", "ten searches of 40 trials (about 2 minutes); tests in "
      "tests/cli/tpe.rs check TPE's draws"),
     (r"^cargo run --features wgpu,fused -- train", "a fused build on lavapipe, its dependencies "

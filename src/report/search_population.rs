@@ -12,10 +12,14 @@ use super::search_picture::{Area, DrawError, MemberLine, SearchPicture};
 pub(super) fn draw_values(area: &Area<'_>, picture: &SearchPicture) -> Result<(), DrawError> {
     let members = &picture.population;
     let epochs = last_epoch(members);
-    let values = members
-        .iter()
-        .flat_map(|m| m.values.iter().map(|&(_, v)| v));
-    let (lo, hi) = padded(values);
+    let values: Vec<f64> = (members.iter())
+        .flat_map(|m| m.values.iter().map(|&(_, v)| v))
+        .filter(|v| v.is_finite())
+        .collect();
+    // A member that diverged would squash the rest to a line: its values stop at the top.
+    let top = robust_top(&values);
+    let (lo, hi) = padded(values.iter().map(|&v| v.min(top)));
+    let clip = |v: f64| if v.is_finite() { v.min(hi) } else { hi };
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!(
@@ -49,16 +53,16 @@ pub(super) fn draw_values(area: &Area<'_>, picture: &SearchPicture) -> Result<()
             // that member's value.
             let copied = member.copied.iter().find(|c| c.0 == e0);
             let start = copied.and_then(|&(_, from)| at(from, e0)).unwrap_or(v0);
-            let line = [(e0 as f64, start), (e1 as f64, v1)];
+            let line = [(e0 as f64, clip(start)), (e1 as f64, clip(v1))];
             chart.draw_series(LineSeries::new(line, color.stroke_width(2)))?;
         }
-        let dots = member.values.iter().map(|&(e, v)| (e as f64, v));
+        let dots = member.values.iter().map(|&(e, v)| (e as f64, clip(v)));
         chart
             .draw_series(dots.map(|p| Circle::new(p, 2, color.filled())))?
             .label(format!("trial-{:03}", member.trial))
             .legend(move |(x, y)| Rectangle::new([(x, y - 3), (x + 12, y + 3)], color.filled()));
-        let crosses =
-            (member.copied.iter()).filter_map(|&(e, _)| Some((e as f64, at(member.trial, e)?)));
+        let crosses = (member.copied.iter())
+            .filter_map(|&(e, _)| Some((e as f64, clip(at(member.trial, e)?))));
         chart.draw_series(crosses.map(|p| Cross::new(p, 5, BLACK.stroke_width(2))))?;
     }
     chart
@@ -120,6 +124,21 @@ pub(super) fn draw_schedule(
         chart.draw_series(LineSeries::new(line, tab10(i).stroke_width(2)))?;
     }
     Ok(())
+}
+
+/// The highest value the panel shows: the largest within three interquartile ranges above the
+/// upper quartile (a diverged member's values are far beyond).
+fn robust_top(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let Some(&max) = sorted.last() else {
+        return 1.0;
+    };
+    let q = |p: f64| sorted[((sorted.len() - 1) as f64 * p).round() as usize];
+    let spread = (q(0.75) - q(0.25)).max(q(0.75).abs() * 0.05);
+    let fence = q(0.75) + 3.0 * spread;
+    let within = sorted.iter().copied().filter(|&v| v <= fence);
+    within.fold(q(0.5), f64::max).min(max)
 }
 
 fn last_epoch(members: &[MemberLine]) -> usize {
