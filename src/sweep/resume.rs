@@ -7,8 +7,8 @@ use super::results::{SweepRow, TrialRow};
 use super::resume_set::Changes;
 use super::runs::run_all;
 use super::study::rejoin_alone;
-use crate::config::RunConfig;
 use crate::config::TASK_SECTIONS;
+use crate::config::{ConfigError, RunConfig};
 use crate::error::{Error, UsageError};
 use crate::kinds::Kinds;
 use crate::record::Observer;
@@ -48,6 +48,29 @@ fn refuse_a_study(dir: &Path) -> Result<(), Error> {
             dir.join("config.toml").display()
         ),
     )))
+}
+
+/// Refuses a population resumed with another `train.epochs` than the search's `config.toml`
+/// in `dir`: its intervals, and the decisions at them, were made for that many.
+fn keeps_its_epochs(dir: &Path, config: &RunConfig) -> Result<(), Error> {
+    let path = dir.join("config.toml");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let table: toml::Table = toml::from_str(&text).unwrap_or_default();
+    let saved =
+        (table.get("train").and_then(|t| t.get("epochs"))).and_then(toml::Value::as_integer);
+    match saved {
+        Some(saved) if saved != config.train.epochs as i64 => Err(Error::Config(ConfigError {
+            origin: format!("--resume {}", dir.display()),
+            key: Some("train.epochs".into()),
+            message: format!(
+                "train.epochs is {saved} in the search's config.toml but {} here: a \
+                 population's intervals and its decisions at them were made for {saved} \
+                 epochs; resume it as it was, or start a new search",
+                config.train.epochs
+            ),
+        })),
+        _ => Ok(()),
+    }
 }
 
 /// Continues the sweep in `dir` at the first run that did not finish: completed runs are kept
@@ -94,6 +117,9 @@ pub fn resume_sweep(
             )));
         };
         space.packing = search.packing;
+        if space.pbt.is_some() {
+            keeps_its_epochs(dir, config)?;
+        }
         let rows = rejoin_alone(kinds, config, &space, dir, observer)?;
         let dir = dir.to_path_buf();
         let (monitor, mode) = (search.monitor, search.mode);

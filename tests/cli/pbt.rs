@@ -135,6 +135,16 @@ fn the_worst_member_copies_the_best_and_goes_on_as_the_best_resumed_at_the_new_r
     ]);
     let says = "train.lr too, retuned (tidemark train --resume DIR --retune; Trainer::retune)";
     plain.fails_with_detail(2, &["train.lr is"], &[says]);
+    // A population resumed to train longer: refused, its intervals were decided for 4 epochs.
+    let longer = [
+        "sweep",
+        "--resume",
+        "runs/small-sweep",
+        "--set",
+        "train.epochs=6",
+    ];
+    let says = "train.epochs is 4 in the search's config.toml but 6 here: a population's";
+    env.run(&longer).fails_with(2, &[says]);
 }
 
 #[test]

@@ -60,8 +60,8 @@ fn random_draws_stay_in_range_and_repeat_from_the_seed() {
 #[test]
 fn bad_tables_name_the_key() {
     let cases = [
-        ("[sweep]\nmethod = \"bayes\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.method: must be \"grid\", \"random\" or \"tpe\", got \"bayes\""),
-        ("[sweep]\n[sweep.vary]\ntrain.lr = { min = 0.1, max = 1.0 }\n", "sweep.vary.train.lr: a range needs method = \"random\" or \"tpe\"; a grid takes a list"),
+        ("[sweep]\nmethod = \"bayes\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.method: must be \"grid\", \"random\", \"tpe\" or \"pbt\", got \"bayes\""),
+        ("[sweep]\n[sweep.vary]\ntrain.lr = { min = 0.1, max = 1.0 }\n", "sweep.vary.train.lr: a range needs method = \"random\", \"tpe\" or \"pbt\"; a grid takes a list"),
         ("[sweep]\nmethod = \"random\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: method = \"random\" needs trials"),
         ("[sweep]\nmethod = \"random\"\ntrials = 2\n[sweep.vary]\ntrain.lr = { min = 0.0, max = 1.0, log = true }\n", "sweep.vary.train.lr: a log range needs min > 0"),
         ("[sweep]\n[sweep.vary]\ntrain.lr = []\n", "sweep.vary.train.lr: an empty list gives no trials"),

@@ -43,7 +43,7 @@ fn flatten(
                 if method == Method::Grid {
                     return Err(invalid(
                         &at,
-                        "a range needs method = \"random\" or \"tpe\"; a grid takes a list of values",
+                        "a range needs method = \"random\", \"tpe\" or \"pbt\"; a grid takes a list of values",
                     ));
                 }
                 out.push((key, range(t).map_err(|e| invalid(&at, e))?));
