@@ -46,7 +46,6 @@ pub use results::{
 pub use resume::{resume_sweep, Swept};
 pub use resume_set::Changes;
 pub use runs::sweep;
-pub use search::merge;
 pub use shard::Shard;
 pub use sizing::LEASE_MARGIN;
 pub use space::{
@@ -54,7 +53,7 @@ pub use space::{
     DEFAULT_BUDGET_SHARE,
 };
 pub use study::{
-    rejoin_alone, report as report_study, search_alone as search, trial_child,
+    merge, rejoin_alone, report as report_study, search_alone as search, trial_child,
     work as work_on_study, StudyReport,
 };
 pub use trial_config::trial_configs;

@@ -46,7 +46,7 @@ pub struct SearchPlan {
     pub seed: Option<u64>,
     /// With `method = "pbt"`: the population's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pbt: Option<crate::sweep::pbt::Pbt>,
+    pub pbt: Option<crate::sweep::space::Pbt>,
 }
 
 impl SearchPlan {

@@ -3,13 +3,11 @@
 //! `sweep.md`, `sweep.svg`), written from its study's rows or, by `tidemark report DIR`, from
 //! its trials' own summaries.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::parallel::timeline::Timeline;
 use super::plan::{read_plan, SearchPlan, TpePlan};
-use super::results::rank::{rank, ranking, TrialRow};
-use super::results::rows::read_rows;
+use super::results::rank::{ranking, TrialRow};
 use super::results::sweep_svg::picture;
 use super::space::Space;
 use crate::error::Error;
@@ -52,31 +50,6 @@ pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error
         }
     }
     Ok(dir.to_path_buf())
-}
-
-/// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever worker
-/// or process trained them), ranked; writes `sweep.json` and `sweep.md` from them, and
-/// `journal.log` unless the directory is a study's (`study.json`), whose journal is its
-/// storage, written as the workers train (the shards' is `journal.log` itself).
-pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
-    let plan = read_plan(dir)?.search.ok_or_else(|| {
-        Error::Usage(crate::error::UsageError::new(
-            dir.display().to_string(),
-            "a sweep of runs, not a search: its table is sweep.md",
-        ))
-    })?;
-    let mut rows = read_rows(dir, &plan, BTreeMap::new())?;
-    // A population's lineage is the study's: from its journal.
-    if plan.pbt.is_some() {
-        let mut lineages = super::study::lineages(dir)?;
-        for row in &mut rows {
-            row.lineage = lineages.remove(&row.trial).unwrap_or_default();
-            row.values = super::results::last_values(&row.lineage, &row.values);
-        }
-    }
-    rank(&mut rows, plan.mode);
-    write_results(dir, &plan, &rows)?;
-    Ok((rows, plan))
 }
 
 /// `sweep.json` and `sweep.md`.

@@ -18,13 +18,12 @@ use std::collections::BTreeMap;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 
 use crate::config::MonitorMode;
-use crate::sweep::space::{draw, Domain};
+use crate::sweep::space::{draw, Domain, Pbt};
 
 /// `[sweep.pbt]`'s rule: who copies, and how settings are perturbed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
     /// The share of the population at each end: the bottom copies the top.
     pub quantile: f64,
@@ -68,6 +67,15 @@ pub struct Exploit {
 }
 
 impl Rule {
+    /// The rule `[sweep.pbt]` sets.
+    pub fn of(pbt: &Pbt) -> Rule {
+        Rule {
+            quantile: pbt.quantile,
+            resample: pbt.resample,
+            factors: pbt.factors.clone(),
+        }
+    }
+
     /// How many members at each end of `n` copy and are copied.
     pub fn ends(&self, n: usize) -> usize {
         let share = (n as f64 * self.quantile).ceil() as usize;

@@ -29,13 +29,13 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{defaults, ConfigError, Invalid, Monitor, MonitorMode, RawSweep};
-use crate::sweep::pbt::{self, Pbt};
 
 mod domain;
 mod file;
 mod literal;
 mod liveness;
 mod packing;
+mod pbt;
 mod prune;
 pub mod tpe;
 mod vary;
@@ -47,6 +47,7 @@ pub use domain::DomainError;
 pub use literal::{literal, rounded};
 pub use liveness::Liveness;
 pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
+pub use pbt::Pbt;
 pub use prune::{PruneConfig, PruneMethod};
 
 /// How a search picks its trials.

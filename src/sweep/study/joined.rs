@@ -18,6 +18,7 @@ use crate::sweep::journal::op::Op;
 use crate::sweep::journal::params::distribution;
 use crate::sweep::journal::replay::{Journal, Keep};
 use crate::sweep::journal::worker_id::{ended, process_space};
+use crate::sweep::pbt::Rule;
 use crate::sweep::prune::{asha, GateSpec};
 use crate::sweep::space::{Domain, Method, Order, PruneMethod, Space, Trial};
 
@@ -109,7 +110,7 @@ impl Study {
             rungs: rungs_of(space, epochs),
             population: space.pbt.as_ref().map(|pbt| Population {
                 intervals: pbt.intervals(epochs),
-                rule: pbt.rule.clone(),
+                rule: Rule::of(pbt),
                 mode: space.monitor.mode(),
                 vary: space.vary.clone(),
                 seed: space.seed,

@@ -29,6 +29,6 @@ mod storage;
 mod trial;
 mod worker;
 
-pub use report::{lineages, report, StudyReport};
+pub use report::{merge, report, StudyReport};
 pub use reporting::child as trial_child;
 pub use worker::{rejoin_alone, search_alone, work};

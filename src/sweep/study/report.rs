@@ -6,7 +6,10 @@ use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::Error;
 use crate::sweep::journal::worker_id::worker_id;
-use crate::sweep::results::{rank, Interval, TrialRow};
+use crate::sweep::plan::{read_plan, SearchPlan};
+use crate::sweep::results::rows::read_rows;
+use crate::sweep::results::{last_values, rank, Interval, TrialRow};
+use crate::sweep::search::write_results;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -58,6 +61,31 @@ pub fn lineages(dir: &Path) -> Result<BTreeMap<usize, Vec<Interval>>, Error> {
     Ok((rows(&journal, id).into_iter())
         .map(|r| (r.trial, r.lineage))
         .collect())
+}
+
+/// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever worker
+/// or process trained them), ranked; writes `sweep.json` and `sweep.md` from them, and
+/// `journal.log` unless the directory is a study's (`study.json`), whose journal is its
+/// storage, written as the workers train (the shards' is `journal.log` itself).
+pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
+    let plan = read_plan(dir)?.search.ok_or_else(|| {
+        Error::Usage(crate::error::UsageError::new(
+            dir.display().to_string(),
+            "a sweep of runs, not a search: its table is sweep.md",
+        ))
+    })?;
+    let mut rows = read_rows(dir, &plan, BTreeMap::new())?;
+    // A population's lineage is the study's: from its journal.
+    if plan.pbt.is_some() {
+        let mut lineages = lineages(dir)?;
+        for row in &mut rows {
+            row.lineage = lineages.remove(&row.trial).unwrap_or_default();
+            row.values = last_values(&row.lineage, &row.values);
+        }
+    }
+    rank(&mut rows, plan.mode);
+    write_results(dir, &plan, &rows)?;
+    Ok((rows, plan))
 }
 
 /// The studies tidemark made in the journal at `spec`.
