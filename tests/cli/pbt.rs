@@ -336,6 +336,28 @@ fn a_population_killed_anywhere_ends_with_the_lineage_of_one_never_stopped() {
 }
 
 #[test]
+fn a_population_two_at_a_time_killed_anywhere_ends_with_the_same_lineage_and_no_child_left() {
+    let env = Env::new();
+    population(&env, "parallel = 2\nbudget = \"2GiB\"");
+    let whole = env.run(&["sweep", "--config", "search.toml"]);
+    assert_eq!(whole.code(), 0, "{}", whole.stderr());
+    let outcome_whole = outcome(&env, "runs/small-sweep");
+    let lineage = |dir: &str| -> Vec<Value> {
+        (rows(&env, dir).into_iter())
+            .map(|r| r["lineage"].clone())
+            .collect()
+    };
+    let whole_lineage = lineage("runs/small-sweep");
+    // The copy in the search's process, before a member's child starts; a child's step; the
+    // search between two children.
+    let moments = ["copied:1", "copied:2", "start:6", "step:40", "ended:9"];
+    kill_everywhere(&env, &moments, |armed, dir, resumed| {
+        same(armed, resumed, &outcome_whole);
+        assert_eq!(lineage(dir), whole_lineage, "{armed}");
+    });
+}
+
+#[test]
 fn what_a_population_cannot_mean_is_refused_naming_the_key() {
     let env = Env::new();
     population(&env, "");
