@@ -31,10 +31,11 @@ const MAY_CHANGE: &[&str] = &[
 ];
 
 /// Keys a resume asked to retune ([`Trainer::retune`](crate::Trainer::retune)) may change
-/// besides [`MAY_CHANGE`]: how the optimizer steps, not the shape of the model or of the
-/// optimizer's state, so that the checkpoint loads as it was saved and the new values apply
-/// from the run's next step (a schedule goes on from its position at the new rate). Population
-/// based training's explore changes these.
+/// besides those any resume may change (`train.epochs`, the `[memory]` keys, ...): how the
+/// optimizer steps, not the shape of the model or of the optimizer's state, so that the
+/// checkpoint loads as it was saved and the new values apply from the run's next step (a
+/// schedule goes on from its position at the new rate). Population based training's explore
+/// changes these.
 pub const MAY_RETUNE: &[&str] = &[
     "train.lr",
     "train.weight_decay",

@@ -62,7 +62,8 @@ pub enum Method {
     /// ([`Space::tpe_trial`]).
     Tpe,
     /// Population based training: `[sweep.pbt] population` random draws, trained at once,
-    /// whose weak members copy the strong at every interval ([`crate::sweep::pbt`]).
+    /// whose weak members copy the strong at every interval (docs/search.md, "Population based
+    /// training").
     Pbt,
 }
 
