@@ -104,9 +104,11 @@ pub fn rejoin_alone(
     Timeline::merged(dir)?;
     let mut storage = Storage::open(&journal_of(dir)?, &worker_id())?.lean(keep(space));
     let journal = Storage::whole(storage.spec(), storage.worker())?;
+    // A population's failed member stays failed: its intervals were decided without it, and a
+    // member trained again from its start would join decisions already made.
     let reopened = match journal.study(&config.run.name) {
-        Some(study) => reopen(&journal, study, dir, config.train.epochs)?,
-        None => Vec::new(),
+        Some(study) if space.pbt.is_none() => reopen(&journal, study, dir, config.train.epochs)?,
+        _ => Vec::new(),
     };
     write_plan(dir, &Plan::search(plan_of(space)))?;
     storage.append(&reopened)?;
