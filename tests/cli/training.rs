@@ -203,9 +203,14 @@ fn accumulation_lowers_the_peak_where_activations_dominate() {
     };
     let large = peak("2048", "1");
     let accumulated = peak("512", "4");
+    // Measured from one micro-batch's own peak: what every run holds besides (the process's
+    // state, gemm's buffers, a buffer per rayon worker the size of the L2 cache: 24 MiB with
+    // three workers on an 8 MiB L2) is in all three.
+    let micro = peak("512", "1");
     assert!(
-        accumulated < 0.75 * large,
-        "accumulated peak {accumulated} should be well under the large-batch peak {large}"
+        accumulated - micro < 0.25 * (large - micro),
+        "four micro-batches of 512 should hold about one's peak ({micro}), far under one batch \
+         of 2048's ({large}): {accumulated}"
     );
 }
 
