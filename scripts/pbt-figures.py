@@ -36,25 +36,17 @@ def without_pbt_table(text):
     return re.sub(r"(?ms)^\[sweep\.pbt\]\n.*?(?=^\[)", "", text)
 
 
-def rate(row, epoch):
-    """The rate member `row` trained `epoch` with, by its lineage."""
-    for interval in row["lineage"]:
-        if epoch <= interval["epoch"]:
-            return interval["values"]["train.lr"]
-    last = row["lineage"][-1]
-    return ((last.get("copied") or last)["values"])["train.lr"]
-
-
-def ancestry(rows, number, upto):
-    """The rate of each epoch 1..upto that member `number`'s weights at epoch `upto` trained
-    with: before a copy, the copied member's, back through its own copies."""
-    row = rows[number]
-    copies = [i for i in row["lineage"] if i.get("copied") and i["epoch"] <= upto]
-    if not copies:
-        return [rate(row, e) for e in range(1, upto + 1)]
-    last = copies[-1]
-    before = ancestry(rows, last["copied"]["from"], last["epoch"])
-    return before + [rate(row, e) for e in range(last["epoch"] + 1, upto + 1)]
+def schedule(sweep_dir):
+    """The rate of each epoch PBT's best model trained with: the table `sweep.md` gives (the
+    best member's schedule, back through the members it copied), one rate an epoch."""
+    text = open(os.path.join(sweep_dir, "sweep.md")).read()
+    table = text.split("| epochs | train.lr |\n|---|---|\n")[1].split("\n\n")[0]
+    rates = []
+    for line in table.strip().splitlines():
+        epochs, lr = (c.strip() for c in line.strip("|").split("|"))
+        first, _, last = epochs.partition("-")
+        rates += [float(lr)] * (int(last or first) - int(first) + 1)
+    return rates
 
 
 def asha_trials(budget, epochs):
@@ -88,7 +80,7 @@ def sweep(config, name, seed, sets):
         rows = json.load(f)["trials"]
     ended = [r for r in rows if r["status"] == "completed" and r["monitored"] is not None]
     best = min(ended, key=lambda r: r["monitored"])
-    return best, sum(r.get("epochs") or 0 for r in rows), {r["trial"]: r for r in rows}
+    return best, sum(r.get("epochs") or 0 for r in rows), os.path.join(out, found)
 
 
 def main():
@@ -127,14 +119,14 @@ def main():
     for seed in seeds:
         cells = {}
         for name, path, sets in methods:
-            best, epochs, rows = sweep(path, name, seed, sets)
+            best, epochs, found = sweep(path, name, seed, sets)
             if name == "pbt":
-                pbt_rows = rows
+                pbt_dir = found
             totals[name].append(best["monitored"])
-            spent[name] = epochs
+            spent.setdefault(name, []).append(epochs)
             cells[name] = best
         pbt = cells["pbt"]
-        lrs = [f"{lr:.3g}" for lr in ancestry(pbt_rows, pbt["trial"], pbt["epochs"])]
+        lrs = [f"{lr:.3g}" for lr in schedule(pbt_dir)]
         constant, cosine = cells["constant"], cells["cosine"]
         print(f"| {seed} | {pbt['monitored']:.4f} | {cells['random']['monitored']:.4f} "
               f"| {cells['asha']['monitored']:.4f} | {constant['monitored']:.4f} "
@@ -145,7 +137,8 @@ def main():
           for m, v in totals.items()}
     cells = " | ".join(f"{mean[m]:.4f} ± {sd[m]:.4f}" for m in totals)
     print(f"| mean ± sd | {cells} | |")
-    print(f"| epochs a search | {' | '.join(str(spent[m]) for m in totals)} | |")
+    mean_spent = (f"{sum(spent[m]) / len(spent[m]):.1f}" for m in totals)
+    print(f"| epochs a search, mean | {' | '.join(mean_spent)} | |")
 
 
 if __name__ == "__main__":

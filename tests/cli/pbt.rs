@@ -311,10 +311,11 @@ fn two_workers_of_one_study_sharing_a_directory_end_as_one_process() {
     }
 }
 
-#[test]
-fn a_population_killed_anywhere_ends_with_the_lineage_of_one_never_stopped() {
+/// A population (`[sweep]` keys `keys`) killed at each of `moments` and resumed: each ends
+/// with the uninterrupted search's members, values and lineage, and no child left.
+fn killed_anywhere(keys: &str, moments: &[&str]) {
     let env = Env::new();
-    population(&env, "");
+    population(&env, keys);
     let whole = env.run(&["sweep", "--config", "search.toml"]);
     assert_eq!(whole.code(), 0, "{}", whole.stderr());
     let outcome_whole = outcome(&env, "runs/small-sweep");
@@ -324,37 +325,28 @@ fn a_population_killed_anywhere_ends_with_the_lineage_of_one_never_stopped() {
             .collect()
     };
     let whole_lineage = lineage("runs/small-sweep");
-    // Between an exploit's copies and its record, and the moments of every search.
-    let moments: Vec<&str> = ["copied:1", "copied:2", "copied:3"]
-        .into_iter()
-        .chain(MOMENTS.iter().copied().step_by(3))
-        .collect();
-    kill_everywhere(&env, &moments, |armed, dir, resumed| {
+    kill_everywhere(&env, moments, |armed, dir, resumed| {
         same(armed, resumed, &outcome_whole);
         assert_eq!(lineage(dir), whole_lineage, "{armed}");
     });
 }
 
 #[test]
+fn a_population_killed_anywhere_ends_with_the_lineage_of_one_never_stopped() {
+    // Between an exploit's copy and its record, and the moments of every search.
+    let moments: Vec<&str> = ["copied:1", "copied:2", "copied:3"]
+        .into_iter()
+        .chain(MOMENTS.iter().copied().step_by(3))
+        .collect();
+    killed_anywhere("", &moments);
+}
+
+#[test]
 fn a_population_two_at_a_time_killed_anywhere_ends_with_the_same_lineage_and_no_child_left() {
-    let env = Env::new();
-    population(&env, "parallel = 2\nbudget = \"2GiB\"");
-    let whole = env.run(&["sweep", "--config", "search.toml"]);
-    assert_eq!(whole.code(), 0, "{}", whole.stderr());
-    let outcome_whole = outcome(&env, "runs/small-sweep");
-    let lineage = |dir: &str| -> Vec<Value> {
-        (rows(&env, dir).into_iter())
-            .map(|r| r["lineage"].clone())
-            .collect()
-    };
-    let whole_lineage = lineage("runs/small-sweep");
     // The copy in the search's process, before a member's child starts; a child's step; the
     // search between two children.
     let moments = ["copied:1", "copied:2", "start:6", "step:40", "ended:9"];
-    kill_everywhere(&env, &moments, |armed, dir, resumed| {
-        same(armed, resumed, &outcome_whole);
-        assert_eq!(lineage(dir), whole_lineage, "{armed}");
-    });
+    killed_anywhere("parallel = 2\nbudget = \"2GiB\"", &moments);
 }
 
 #[test]

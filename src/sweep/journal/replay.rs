@@ -78,9 +78,20 @@ pub struct TrialRecord {
 }
 
 impl TrialRecord {
-    /// Whether it waits at a rung (rather than handed back by a stopped worker).
+    /// Whether it waits at a rung or an interval (rather than handed back by a stopped
+    /// worker).
     pub fn paused(&self) -> bool {
-        self.state == State::Waiting && self.system_attrs.get(PAUSED).is_some_and(|r| !r.is_null())
+        self.paused_at().is_some()
+    }
+
+    /// The epoch it waits at, paused.
+    pub fn paused_at(&self) -> Option<usize> {
+        let at = self
+            .system_attrs
+            .get(PAUSED)
+            .and_then(serde_json::Value::as_u64);
+        at.filter(|_| self.state == State::Waiting)
+            .map(|e| e as usize)
     }
 
     /// The last epoch with an intermediate value (0 for none).

@@ -20,7 +20,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::config::MonitorMode;
-use crate::sweep::space::{draw, Domain, Pbt};
+use crate::sweep::space::{draw, number, Domain, Pbt};
 
 /// `[sweep.pbt]`'s rule: who copies, and how settings are perturbed.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,14 +162,6 @@ fn nan_last(value: f64, mode: MonitorMode) -> f64 {
         (false, _) => value,
         (true, MonitorMode::Min) => f64::INFINITY,
         (true, MonitorMode::Max) => f64::NEG_INFINITY,
-    }
-}
-
-fn number(value: &toml::Value) -> Option<f64> {
-    match value {
-        toml::Value::Integer(i) => Some(*i as f64),
-        toml::Value::Float(f) => Some(*f),
-        _ => None,
     }
 }
 

@@ -93,7 +93,7 @@ impl TrialRow {
         TrialRow {
             rank: None,
             trial,
-            name: format!("trial-{trial:03}"),
+            name: crate::sweep::space::Trial::name_of(trial),
             values: BTreeMap::new(),
             status: TrialStatus::NotRun,
             reason: None,

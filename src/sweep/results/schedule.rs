@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::rank::TrialRow;
-use crate::sweep::space::literal;
+use crate::sweep::space::{literal, number};
 
 /// The settings each epoch `1..=upto` of member `number`'s weights trained with.
 fn ancestry(
@@ -80,11 +80,7 @@ pub fn schedule_text(rows: &[TrialRow]) -> Option<String> {
         let cells: Vec<String> = keys.iter().map(|k| literal(&values[*k])).collect();
         text += &format!("| {span} | {} |\n", cells.join(" | "));
     }
-    let rate = |values: &BTreeMap<String, toml::Value>| match values.get("train.lr") {
-        Some(toml::Value::Float(f)) => Some(*f),
-        Some(toml::Value::Integer(i)) => Some(*i as f64),
-        _ => None,
-    };
+    let rate = |values: &BTreeMap<String, toml::Value>| values.get("train.lr").and_then(number);
     if let Some(first) = rate(runs[0].2) {
         let milestones: Vec<String> = runs[1..].iter().map(|r| (r.0 - 1).to_string()).collect();
         let factors: Vec<String> = (runs[1..].iter())

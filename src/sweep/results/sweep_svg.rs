@@ -3,7 +3,7 @@
 use super::rank::{TrialRow, TrialStatus};
 use crate::report::{MemberLine, SearchPicture, SearchPoint};
 use crate::sweep::plan::SearchPlan;
-use crate::sweep::space::literal;
+use crate::sweep::space::{literal, number};
 
 /// What `sweep.svg` draws of the trials.
 pub(in crate::sweep) fn picture(
@@ -57,11 +57,7 @@ fn member(row: &TrialRow, keys: &[String]) -> MemberLine {
     if let (Some(epochs), Some(value)) = (row.epochs, row.monitored) {
         values.push((epochs, value));
     }
-    let number = |v: Option<&toml::Value>| match v {
-        Some(toml::Value::Float(f)) => Some(*f),
-        Some(toml::Value::Integer(i)) => Some(*i as f64),
-        _ => None,
-    };
+    let number = |v: Option<&toml::Value>| v.and_then(number);
     let settings = (keys.iter())
         .map(|key| {
             // What it was drawn with: what it trained its first interval with.

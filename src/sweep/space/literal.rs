@@ -9,6 +9,15 @@ pub fn literal(value: &toml::Value) -> String {
     }
 }
 
+/// A number's value, an integer or a float (a rate, a width); `None` for any other value.
+pub fn number(value: &toml::Value) -> Option<f64> {
+    match value {
+        toml::Value::Integer(i) => Some(*i as f64),
+        toml::Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
 /// `value` for reading: floats (in arrays too) to `digits` significant digits, `0.00409` or
 /// `1.38e-4`; the rest as [`literal`] writes it.
 pub fn rounded(value: &toml::Value, digits: usize) -> String {

@@ -44,7 +44,7 @@ pub(in crate::sweep) use domain::draw;
 use vary::{trials, vary};
 
 pub use domain::DomainError;
-pub use literal::{literal, rounded};
+pub use literal::{literal, number, rounded};
 pub use liveness::Liveness;
 pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 pub use pbt::Pbt;
@@ -137,7 +137,12 @@ pub struct Trial {
 impl Trial {
     /// Its run directory's name: `trial-007`.
     pub fn name(&self) -> String {
-        format!("trial-{:03}", self.number)
+        Trial::name_of(self.number)
+    }
+
+    /// Trial `number`'s run directory's name.
+    pub fn name_of(number: usize) -> String {
+        format!("trial-{number:03}")
     }
 
     /// `train.lr = 0.001, model.hidden = [64]`.

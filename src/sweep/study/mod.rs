@@ -5,7 +5,8 @@
 //! 1. where it lives: `file` (a journal file under Optuna's lock), `redis` (Optuna's Redis
 //!    journal), `storage` (either, and transactions);
 //! 2. the search in it: `joined` (the study, joined or created), `rungs` (ASHA across workers),
-//!    `next` (a worker's next piece of work), `median` (the median rule across workers),
+//!    `population` (population based training across workers), `next` (a worker's next piece
+//!    of work) and `origin` (where it comes from), `median` (the median rule across workers),
 //!    `heartbeat`, `ending` (how a trial ended, recorded), `reporting` (its epochs, written as
 //!    they come, in this process or a child), `rows` (the study's table);
 //! 3. training: `trial` (one trial in this process), `slots` (a worker packing its device,
@@ -18,6 +19,7 @@ mod heartbeat;
 mod joined;
 mod median;
 mod next;
+mod origin;
 mod population;
 mod redis;
 mod report;

@@ -20,11 +20,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::joined::Study;
+pub use super::origin::Origin;
 use super::population::Prepare;
 use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::error::Error;
-use crate::sweep::journal::attrs::{beat, BEAT, DRAWN_FROM, NUMBER, PAUSED, PROMOTED, WORKER};
+use crate::sweep::journal::attrs::{beat, BEAT, DRAWN_FROM, NUMBER, PROMOTED, WORKER};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::params::{param_ops, values_of};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
@@ -51,53 +52,6 @@ pub enum Work {
     /// Every trial of the study has finished: with the trials this worker pruned as it found
     /// so (ASHA's left paused, by number, with why).
     Done(Vec<(usize, String)>),
-}
-
-/// Where a trial a worker trains comes from (what the worker says as it takes it).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Origin {
-    /// Created just now by this worker.
-    New,
-    /// Handed back by a worker that a signal stopped.
-    HandedBack,
-    /// Taken over from this worker, silent for longer than the grace period.
-    Silent(String),
-    /// Taken over from this worker, whose process (this pid) on this machine has ended.
-    Ended(String, u32),
-    /// Promoted from this rung (ASHA).
-    Promoted(usize),
-    /// Going on after this epoch, a population's interval: from the checkpoint of this
-    /// member, where it copied one there.
-    Interval(usize, Option<usize>),
-}
-
-impl Origin {
-    /// What a worker says as it takes `trial` from here.
-    pub fn said(&self, trial: &Trial, grace: Duration) -> String {
-        let name = trial.name();
-        match self {
-            Origin::New => format!("{name} started: {}", trial.describe()),
-            Origin::HandedBack => {
-                format!("{name} taken up where a stopped worker handed it back")
-            }
-            Origin::Promoted(rung) => {
-                format!("{name} goes on: it ranks high enough at its rung (epoch {rung})")
-            }
-            Origin::Interval(epoch, None) => format!("{name} goes on after epoch {epoch}"),
-            Origin::Interval(epoch, Some(from)) => format!(
-                "{name} goes on after epoch {epoch} from trial-{from:03}'s checkpoint, with {}",
-                trial.describe()
-            ),
-            Origin::Ended(w, pid) => format!(
-                "{name} taken over from worker {w}, whose process ({pid}) on this machine has \
-                 ended"
-            ),
-            Origin::Silent(w) => format!(
-                "{name} taken over from worker {w}, silent for over {} s",
-                grace.as_secs_f64()
-            ),
-        }
-    }
 }
 
 /// When this worker last saw each running trial's heartbeat change (its own clock, so that
@@ -243,13 +197,13 @@ fn promote(study: &Study, worker: &str, id: usize, trial: &TrialRecord) -> (Vec<
 fn go_on(study: &Study, worker: &str, id: usize, trial: &TrialRecord) -> (Vec<Op>, Work) {
     let epoch = paused_at(trial);
     let exploits = super::population::exploits(trial);
-    let from = exploits.get(&epoch).map(|(from, _)| *from);
+    let from = exploits.get(&epoch).map(|e| e.from);
     resume_paused(study, worker, id, trial, Origin::Interval(epoch, from))
 }
 
 /// The epoch paused trial `trial` waits at.
 fn paused_at(trial: &TrialRecord) -> usize {
-    (trial.system_attrs.get(PAUSED).and_then(Value::as_u64)).unwrap_or(0) as usize
+    trial.paused_at().unwrap_or(0)
 }
 
 /// Claims paused trial `id` back for `worker`: it goes on to its next stop.

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::Error;
-use crate::sweep::journal::attrs::{EXPLOIT, GENERATION, PAUSED, WORKER};
+use crate::sweep::journal::attrs::{EXPLOIT, GENERATION, WORKER};
 use crate::sweep::journal::op::{Op, State};
 use crate::sweep::journal::params::values_of;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
@@ -59,14 +59,10 @@ impl Population {
         trials: &[(usize, &TrialRecord)],
         (all_created, any_running): (bool, bool),
     ) -> Option<GoOn> {
-        let paused_at = |t: &TrialRecord| {
-            let epoch = t.system_attrs.get(PAUSED).and_then(Value::as_u64);
-            epoch.filter(|_| t.paused()).map(|e| e as usize)
-        };
-        let epoch = trials.iter().filter_map(|(_, t)| paused_at(t)).min()?;
+        let epoch = trials.iter().filter_map(|(_, t)| t.paused_at()).min()?;
         // The members there, by number: the first goes on first.
         let mut there: Vec<(usize, usize, &TrialRecord)> = (trials.iter())
-            .filter(|(_, t)| paused_at(t) == Some(epoch))
+            .filter(|(_, t)| t.paused_at() == Some(epoch))
             .filter_map(|&(id, t)| Some((t.number?, id, t)))
             .collect();
         there.sort_unstable_by_key(|&(n, ..)| n);
@@ -127,7 +123,10 @@ impl Population {
         t: &TrialRecord,
         own: BTreeMap<String, toml::Value>,
     ) -> BTreeMap<String, toml::Value> {
-        latest_exploit(t).map_or(own, |(_, _, values)| values)
+        exploits(t)
+            .into_values()
+            .next_back()
+            .map_or(own, |e| e.values)
     }
 
     /// Member `trial` with the settings it trains with now.
@@ -139,22 +138,30 @@ impl Population {
     }
 }
 
-/// `t`'s exploits, by epoch: whom it copied, and the settings it went on with.
-pub fn exploits(t: &TrialRecord) -> BTreeMap<usize, (usize, BTreeMap<String, toml::Value>)> {
+/// A member's exploit at an interval, as its `tidemark:exploit:<epoch>` records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exploited {
+    /// The member it copied.
+    pub from: usize,
+    /// The settings it went on with.
+    pub values: BTreeMap<String, toml::Value>,
+    /// Whether the copy is made.
+    pub copied: bool,
+}
+
+/// `t`'s exploits, by epoch.
+pub fn exploits(t: &TrialRecord) -> BTreeMap<usize, Exploited> {
     (t.system_attrs.iter())
         .filter_map(|(key, value)| {
             let epoch = key.strip_prefix(EXPLOIT)?.parse().ok()?;
-            let from = value["from"].as_u64()? as usize;
-            let values = serde_json::from_value(value["values"].clone()).ok()?;
-            Some((epoch, (from, values)))
+            let exploited = Exploited {
+                from: value["from"].as_u64()? as usize,
+                values: serde_json::from_value(value["values"].clone()).ok()?,
+                copied: value["copied"] == json!(true),
+            };
+            Some((epoch, exploited))
         })
         .collect()
-}
-
-/// `t`'s latest exploit: its epoch, whom it copied, the settings.
-fn latest_exploit(t: &TrialRecord) -> Option<(usize, usize, BTreeMap<String, toml::Value>)> {
-    let (epoch, (from, values)) = exploits(t).into_iter().next_back()?;
-    Some((epoch, from, values))
 }
 
 /// A TOML value as the journal's JSON.
@@ -186,12 +193,10 @@ pub enum Prepare {
 
 /// `t`'s copy still to make, if its latest exploit is not recorded as copied.
 pub fn pending(t: &TrialRecord) -> Option<Pending> {
-    let (epoch, value) = (t.system_attrs.iter())
-        .filter_map(|(key, value)| Some((key.strip_prefix(EXPLOIT)?.parse::<usize>().ok()?, value)))
-        .max_by_key(|(epoch, _)| *epoch)?;
-    (value["copied"] != json!(true)).then_some(Pending {
+    let (epoch, latest) = exploits(t).into_iter().next_back()?;
+    (!latest.copied).then_some(Pending {
         member: t.number?,
-        from: value["from"].as_u64()? as usize,
+        from: latest.from,
         epoch,
     })
 }
@@ -244,7 +249,7 @@ pub fn carry_out(
 /// Member `member`'s run directory in the sweep directory `dir`, for `user` (the member that
 /// goes on from it), or the error that this worker cannot read it.
 fn run_of(dir: &Path, member: usize, user: usize) -> Result<std::path::PathBuf, Error> {
-    let name = |n: usize| format!("trial-{n:03}");
+    let name = Trial::name_of;
     let run = dir.join(name(member));
     match run
         .join("checkpoints")
@@ -271,13 +276,7 @@ fn run_of(dir: &Path, member: usize, user: usize) -> Result<std::path::PathBuf, 
 /// Copies member `from`'s checkpoint at `epoch` into member `to`'s run, in the sweep directory
 /// `dir`, as `to`'s latest.
 fn copy(dir: &Path, from: usize, to: usize, epoch: usize) -> Result<(), Error> {
-    let name = |n: usize| {
-        Trial {
-            number: n,
-            values: BTreeMap::new(),
-        }
-        .name()
-    };
+    let name = Trial::name_of;
     // The member's own run too: a copy into a directory where it never trained would make a
     // run of a checkpoint alone.
     let target = run_of(dir, to, to)?;

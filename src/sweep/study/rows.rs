@@ -123,9 +123,9 @@ fn lineage(
         .map(|k| k * interval.max(1))
         .take_while(|&epoch| epoch < epochs)
         .map(|epoch| {
-            let copied = exploits.get(&epoch).map(|(from, values)| Copied {
-                from: *from,
-                values: values.clone(),
+            let copied = exploits.get(&epoch).map(|e| Copied {
+                from: e.from,
+                values: e.values.clone(),
             });
             let at = Interval {
                 epoch,

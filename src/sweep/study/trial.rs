@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::ending::{ending, record, Outcome};
 use super::median::reader;
+use super::population::{carry_out, Prepare};
 use super::reporting::Reporting;
 use super::storage::Storage;
 use crate::error::Error;
@@ -28,20 +29,16 @@ pub struct Training<'a> {
 }
 
 impl Training<'_> {
-    /// Records trial `id` (`trial`) as ended by `outcome` before it trained.
-    pub fn fail(&self, id: usize, trial: &Trial, outcome: Outcome) -> Result<bool, Error> {
-        let ops = ending(id, trial, self.monitor, &outcome, None);
-        record(self.storage, id, ops)
-    }
-
-    /// Trains trial `id` (`trial`) in `dir`, asking `gate` after each epoch, and records how
-    /// it ended; returns its error, and whether the result was this worker's to record.
+    /// Trains trial `id` (`trial`) in `dir`, a population's member after its `prepare` (the
+    /// copy it makes, or its own run found), asking `gate` after each epoch, and records how
+    /// it ended (a failed preparation as its failure); returns its error, and whether the
+    /// result was this worker's to record.
     pub fn run(
         &self,
         id: usize,
         trial: &Trial,
         dir: &Path,
-        gate: Option<GateSpec>,
+        (gate, prepare): (Option<GateSpec>, Option<Prepare>),
         observer: Box<dyn Observer>,
     ) -> Result<(Option<String>, bool), Error> {
         let run_dir = dir.join(trial.name());
@@ -52,7 +49,8 @@ impl Training<'_> {
         let study = reader(Arc::clone(self.storage), self.study, self.monitor);
         let gate = gate.map(|g| g.into_gate_reading(Some(study)));
         crate::failpoint::pass("start");
-        let trained = (self.build.config(trial))
+        let prepared = prepare.map_or(Ok(()), |p| carry_out(self.storage, id, p, dir));
+        let trained = (prepared.and_then(|()| self.build.config(trial)))
             .and_then(|cfg| train_or_resume(kinds, cfg, &run_dir, observer, gate, stop));
         let summary = RunSummary::read(&run_dir).ok().flatten();
         let outcome = match &trained {

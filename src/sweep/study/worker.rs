@@ -9,11 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::ending::Outcome;
 use super::heartbeat::Heartbeat;
 use super::joined::{keep, Study};
 use super::next::{take, Beats, Work};
-use super::population::carry_out;
 use super::rows::{progress, rows};
 use super::slots::{say_pruned, Slots};
 use super::storage::Storage;
@@ -134,11 +132,7 @@ fn reopen(journal: &Journal, study: usize, dir: &Path, epochs: usize) -> Result<
         if !t.state.finished() {
             continue;
         }
-        let name = crate::sweep::space::Trial {
-            number: n,
-            values: Default::default(),
-        }
-        .name();
+        let name = Trial::name_of(n);
         let summary = RunSummary::read(&dir.join(name))?;
         let short = summary.as_ref().is_none_or(|s| s.epochs < epochs);
         let redo = match t.state {
@@ -388,18 +382,10 @@ impl Worker<'_> {
                 } => {
                     observer(0, n).message(&from.said(&trial, self.study.grace()));
                     heartbeat.beat_for(vec![id]);
-                    if let Some(prepare) = prepare {
-                        if let Err(e) = carry_out(storage, id, prepare, self.dir) {
-                            heartbeat.beat_for(Vec::new());
-                            let failed = Outcome::Failed(e.to_string());
-                            self.training.fail(id, &trial, failed)?;
-                            observer(0, n).message(&format!("{} failed: {e}", trial.name()));
-                            continue;
-                        }
-                    }
                     let observer_of_trial = observer(trial.number, n);
                     let gate = (self.study).gate(pause_at, &self.dir.join(trial.name()));
-                    let ran = (self.training).run(id, &trial, self.dir, gate, observer_of_trial);
+                    let steps = (gate, prepare);
+                    let ran = (self.training).run(id, &trial, self.dir, steps, observer_of_trial);
                     heartbeat.beat_for(Vec::new());
                     self.ended(&trial, ran?.1, &mut *observer(0, n))?;
                 }
