@@ -64,6 +64,30 @@ pub(crate) fn clipped(text: &str, max: usize) -> String {
     }
 }
 
+/// A number as an error quotes it: as written where that is short, in exponent form where
+/// plain digits would run long (`2.6e306`, not 307 digits; `1e-300`, not 300 zeros).
+#[derive(Debug, Clone, Copy)]
+pub struct Number(pub f64);
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plain = self.0.to_string();
+        match plain.len() > 24 {
+            true => write!(f, "{:e}", self.0),
+            false => f.write_str(&plain),
+        }
+    }
+}
+
+/// A TOML value as an error quotes it: a float as [`Number`] writes it, any other value cut to
+/// 80 characters.
+pub(crate) fn quoted(value: &toml::Value) -> String {
+    match value {
+        toml::Value::Float(f) => Number(*f).to_string(),
+        other => clipped(&other.to_string(), 80),
+    }
+}
+
 /// `text` with each value quoted in backticks (serde's way) cut to `max` characters.
 pub(crate) fn clipped_quotes(text: &str, max: usize) -> String {
     text.split('`')
@@ -88,5 +112,18 @@ mod tests {
             super::clipped_quotes(serde, 8),
             "invalid type: floating point `-0.0000…`, expected a string"
         );
+    }
+
+    #[test]
+    fn a_number_runs_long_only_in_exponent_form() {
+        use super::Number;
+        assert_eq!(Number(0.001).to_string(), "0.001");
+        assert_eq!(Number(-3.0).to_string(), "-3");
+        assert_eq!(
+            Number(2.638128847576501e306).to_string(),
+            "2.638128847576501e306"
+        );
+        assert_eq!(Number(-1e-300).to_string(), "-1e-300");
+        assert_eq!(Number(f64::NAN).to_string(), "NaN");
     }
 }

@@ -16,8 +16,8 @@ mod types;
 mod validate;
 
 pub use builder::ConfigBuilder;
-pub(crate) use error::clipped;
-pub use error::{headline, one_line, path_text, ConfigError};
+pub(crate) use error::{clipped, quoted};
+pub use error::{headline, one_line, path_text, ConfigError, Number};
 pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, Check, RawFile};
 pub use overrides::Override;
 pub use raw::*;

@@ -76,7 +76,8 @@ impl MemorySize {
             RawSize::Bytes(b) => Err(ValueError(format!("must be > 0, got {b}"))),
             RawSize::Fraction(f) if *f > 0.0 && *f <= 1.0 => Ok(MemorySize::Fraction(*f)),
             RawSize::Fraction(f) => Err(ValueError(format!(
-                "must be a fraction in (0, 1] or a size like \"512MiB\", got {f}"
+                "must be a fraction in (0, 1] or a size like \"512MiB\", got {}",
+                super::Number(*f)
             ))),
             RawSize::Text(t) => parse_bytes(t).map(MemorySize::Bytes),
         }

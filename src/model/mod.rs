@@ -38,7 +38,7 @@ fn dropout_in_range(dropout: f64) -> Result<(), Invalid> {
         true => Ok(()),
         false => Err(Invalid::new(
             "model.dropout",
-            format_args!("must be in [0, 1), got {dropout}"),
+            format_args!("must be in [0, 1), got {}", crate::config::Number(dropout)),
         )),
     }
 }

@@ -63,7 +63,43 @@ const KEYS: &[(&str, &[&str])] = &[
             "initial_loss_scale",
             "loss_scale_growth_interval",
             "gradient_checkpointing",
+            "betas",
+            "eps",
+            "momentum",
+            "clip_grad_norm",
+            "clip_grad_value",
         ],
+    ),
+    (
+        "train.schedule",
+        &[
+            "kind",
+            "warmup_steps",
+            "min_lr",
+            "decay_steps",
+            "step_size",
+            "gamma",
+            "monitor",
+            "mode",
+            "factor",
+            "patience",
+            "min_delta",
+            "cooldown",
+            "milestones",
+            "factors",
+        ],
+    ),
+    (
+        "train.early_stopping",
+        &["monitor", "mode", "patience", "min_delta", "restore_best"],
+    ),
+    (
+        "train.ema",
+        &["decay", "start_step", "device", "evaluate_with"],
+    ),
+    (
+        "checkpoint",
+        &["every_steps", "keep_best", "monitor", "mode"],
     ),
     (
         "memory",
@@ -116,6 +152,13 @@ fn value() -> impl Strategy<Value = String> {
             Just("\"shrink\""),
             Just("\"preallocate\""),
             Just("\"f16\""),
+            Just("\"cosine\""),
+            Just("\"piecewise\""),
+            Just("\"plateau\""),
+            Just("\"step\""),
+            Just("\"val_loss\""),
+            Just("\"max\""),
+            Just("\"sgd\""),
         ]
         .prop_map(String::from),
     ];
@@ -210,13 +253,174 @@ proptest! {
             }
         }
         match parse(&text, "fuzz.toml", &overrides) {
-            // What validation accepts, it can write back and read again unchanged.
+            // What validation accepts, it can write back and read again unchanged. Compared as
+            // debug text: a model's settings are a kind's to check (not `parse`'s), and may hold
+            // a NaN, which is never equal to itself.
             Ok(config) => {
                 let written = tidemark::config::to_toml(&config);
-                let again = parse(&written, "written.toml", &[]);
-                prop_assert_eq!(again.as_ref().ok(), Some(&config), "{}", written);
+                let again = parse(&written, "written.toml", &[]).map(|c| format!("{c:?}"));
+                prop_assert_eq!(again.ok(), Some(format!("{config:?}")), "{}", written);
             }
             Err(e) => one_line(e)?,
+        }
+    }
+}
+
+/// What a `[sweep]` key takes, for drawing values that mostly get past serde to the checks.
+#[derive(Clone, Copy, Debug)]
+enum Takes {
+    Count,
+    Fraction,
+    Name,
+    Size,
+    Seconds,
+    Domain,
+    Numbers,
+}
+
+/// The `[sweep]` keys (and the tables under it) that random search tables are made of.
+const SWEEP_KEYS: &[(&str, &[(&str, Takes)])] = &[
+    (
+        "sweep",
+        &[
+            ("method", Takes::Name),
+            ("trials", Takes::Count),
+            ("seed", Takes::Count),
+            ("monitor", Takes::Name),
+            ("mode", Takes::Name),
+            ("order", Takes::Name),
+            ("parallel", Takes::Count),
+            ("budget", Takes::Size),
+            ("heartbeat", Takes::Seconds),
+            ("grace", Takes::Seconds),
+        ],
+    ),
+    (
+        "sweep.vary",
+        &[
+            ("train.lr", Takes::Domain),
+            ("train.batch_size", Takes::Domain),
+            ("train.weight_decay", Takes::Domain),
+            ("model.hidden", Takes::Domain),
+            ("memory.policy", Takes::Domain),
+        ],
+    ),
+    (
+        "sweep.prune",
+        &[
+            ("method", Takes::Name),
+            ("min_epochs", Takes::Count),
+            ("reduction", Takes::Count),
+            ("startup", Takes::Count),
+        ],
+    ),
+    (
+        "sweep.pbt",
+        &[
+            ("population", Takes::Count),
+            ("interval", Takes::Count),
+            ("quantile", Takes::Fraction),
+            ("resample", Takes::Fraction),
+            ("factors", Takes::Numbers),
+        ],
+    ),
+];
+
+/// A value `takes` would have, four times in five; one of `value()`'s edges otherwise.
+fn sweep_value(takes: Takes) -> BoxedStrategy<String> {
+    let count = (-2i64..12).prop_map(|v| v.to_string());
+    let fraction = (-0.5f64..1.5).prop_map(|v| format!("{v:?}"));
+    let number = prop_oneof![count.clone(), fraction.clone(), value()];
+    let numbers = prop::collection::vec(number.clone(), 0..4)
+        .prop_map(|items| format!("[{}]", items.join(", ")));
+    let plausible = match takes {
+        Takes::Count => count.boxed(),
+        Takes::Fraction => fraction.boxed(),
+        Takes::Numbers => numbers.boxed(),
+        Takes::Seconds => prop_oneof![count, fraction].boxed(),
+        Takes::Size => prop_oneof![fraction, Just("\"512MiB\"".to_string())].boxed(),
+        Takes::Name => prop::sample::select(vec![
+            "random",
+            "tpe",
+            "pbt",
+            "grid",
+            "asha",
+            "median",
+            "none",
+            "min",
+            "max",
+            "val_loss",
+            "val_accuracy",
+            "listed",
+            "largest_first",
+        ])
+        .prop_map(|n| format!("{n:?}"))
+        .boxed(),
+        Takes::Domain => prop_oneof![
+            numbers,
+            (number.clone(), number, any::<bool>())
+                .prop_map(|(min, max, log)| format!("{{ min = {min}, max = {max}, log = {log} }}")),
+        ]
+        .boxed(),
+    };
+    prop_oneof![4 => plausible, 1 => value()].boxed()
+}
+
+/// One `[sweep]` entry: its table, its key and a value.
+fn sweep_entry(
+    section: impl Strategy<Value = usize>,
+) -> impl Strategy<Value = (usize, String, String)> {
+    (section, any::<prop::sample::Index>()).prop_flat_map(|(section, key)| {
+        let (name, takes) = *key.get(SWEEP_KEYS[section].1);
+        (Just(section), Just(name.to_string()), sweep_value(takes))
+    })
+}
+
+/// A config file's random `[sweep]` tables, each section and key once; `[sweep.vary]` has one
+/// key at least, so that most tables reach the checks past it.
+fn sweep_text() -> impl Strategy<Value = String> {
+    let entries = prop::collection::vec(sweep_entry(0..SWEEP_KEYS.len()), 0..10);
+    (sweep_entry(Just(1)), entries).prop_map(|(first, mut entries)| {
+        entries.insert(0, first);
+        let mut sections: Vec<(&str, Vec<(String, String)>)> = SWEEP_KEYS
+            .iter()
+            .map(|(name, _)| (*name, Vec::new()))
+            .collect();
+        for (section, key, value) in entries {
+            if !sections[section].1.iter().any(|(k, _)| *k == key) {
+                sections[section].1.push((key, value));
+            }
+        }
+        // `[sweep]`'s own keys first: a key after a table's header is that table's.
+        let mut text = String::new();
+        for (name, entries) in sections {
+            if name != "sweep" && entries.is_empty() {
+                continue;
+            }
+            text.push_str(&format!("[{name}]\n"));
+            for (key, value) in entries {
+                let key = if key.contains('.') {
+                    format!("{key:?}")
+                } else {
+                    key
+                };
+                text.push_str(&format!("{key} = {value}\n"));
+            }
+        }
+        text
+    })
+}
+
+proptest! {
+    #[test]
+    fn random_search_tables_validate_or_fail_in_one_line(text in sweep_text()) {
+        // What serde refuses is the loader's to word (above); the search's own checks here.
+        let Ok(raw) = toml::from_str::<tidemark::config::RawConfig>(&text) else {
+            return Ok(());
+        };
+        if let Err(e) = tidemark::sweep::Space::from_raw(&raw.sweep.unwrap_or_default()) {
+            one_line(&e.message)?;
+            prop_assert!(e.message.starts_with(&e.key), "the key first: {:?}", e.message);
         }
     }
 }
@@ -241,5 +445,55 @@ fn a_section_written_twice_is_one_line() {
     assert_eq!(
         err,
         "fuzz.toml:3:1: invalid TOML: invalid table header; duplicate key `train` in document root"
+    );
+}
+
+/// Found by `random_configs_and_overrides_validate_or_fail_in_one_line`: a number an error
+/// quoted in full ran 300 digits long.
+#[test]
+fn a_huge_number_in_an_error_is_written_short() {
+    let set = Override::parse("data.validation_fraction=2.638128847576501e306").unwrap();
+    let err = parse("", "fuzz.toml", &[set]).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "--set data.validation_fraction=2.638128847576501e306: data.validation_fraction must \
+         be in (0, 1), got 2.638128847576501e306"
+    );
+}
+
+/// Found by `random_configs_and_overrides_validate_or_fail_in_one_line`: a NaN in a model's
+/// settings (a kind's to check, not the loader's) reads back as it was written.
+#[test]
+fn a_nan_among_a_models_settings_writes_back() {
+    let config = parse("[model]\nhidden = [[nan]]\n", "fuzz.toml", &[]).unwrap();
+    let written = tidemark::config::to_toml(&config);
+    assert!(written.contains("hidden = [[nan]]"), "{written}");
+    let again = parse(&written, "written.toml", &[]).unwrap();
+    assert_eq!(format!("{again:?}"), format!("{config:?}"));
+}
+
+/// The search's own checks on `text`'s `[sweep]` table.
+fn search_error(text: &str) -> String {
+    let raw: tidemark::config::RawConfig = toml::from_str(text).unwrap();
+    let space = tidemark::sweep::Space::from_raw(&raw.sweep.unwrap());
+    space.unwrap_err().message
+}
+
+/// Found by `random_search_tables_validate_or_fail_in_one_line`: a varied key's value quoted in
+/// full, and a heartbeat too long for a clock, which panicked.
+#[test]
+fn a_search_table_with_huge_numbers_fails_in_one_short_line() {
+    assert_eq!(
+        search_error("[sweep.vary]\n\"train.lr\" = 1e308\n"),
+        "sweep.vary.train.lr: must be a list of values or a range { min, max, log }, got 1e308"
+    );
+    assert_eq!(
+        search_error("[sweep]\nheartbeat = 2.2e154\n[sweep.vary]\n\"train.lr\" = [0.1]\n"),
+        "sweep.heartbeat: must be a number of seconds above 0 and at most 604800 (a week), got \
+         2.2e154"
+    );
+    assert_eq!(
+        search_error("[sweep]\ngrace = 604801\n[sweep.vary]\n\"train.lr\" = [0.1]\n"),
+        "sweep.grace: must be a number of seconds above 0 and at most 604800 (a week), got 604801"
     );
 }

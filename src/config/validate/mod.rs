@@ -8,6 +8,7 @@ mod train;
 use super::defaults;
 use super::raw::RawConfig;
 use super::types::*;
+use super::Number;
 
 /// A key whose value failed validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub(super) fn finite_in(key: &str, value: f64, lo: f64, hi: f64, what: &str) -> 
     } else {
         Err(Invalid::new(
             key,
-            format_args!("must be {what}, got {value}"),
+            format_args!("must be {what}, got {}", Number(value)),
         ))
     }
 }

@@ -4,6 +4,7 @@ use super::{choice, finite_in, positive, Invalid, Result};
 use crate::config::defaults;
 use crate::config::raw::*;
 use crate::config::types::*;
+use crate::config::Number;
 
 mod early_stopping;
 mod ema;
@@ -25,7 +26,7 @@ pub(super) fn train(raw: RawTrain) -> Result<TrainConfig> {
     if !(lr.is_finite() && lr > 0.0) {
         return Err(Invalid::new(
             "train.lr",
-            format_args!("must be a finite number > 0, got {lr}"),
+            format_args!("must be a finite number > 0, got {}", Number(lr)),
         ));
     }
     let (precision, loss_scaling, initial_loss_scale) = mixed_precision(&raw)?;

@@ -4,6 +4,7 @@ use rand::rngs::StdRng;
 use rand::Rng;
 
 use super::Domain;
+use crate::config::Number;
 
 /// One draw from `domain`.
 pub(in crate::sweep) fn draw(domain: &Domain, rng: &mut StdRng) -> toml::Value {
@@ -47,7 +48,7 @@ pub enum DomainError {
     #[error("an empty list of values")]
     Empty,
     /// A range whose min is not below its max.
-    #[error("min ({min}) must be below max ({max})")]
+    #[error("min ({}) must be below max ({})", Number(*.min), Number(*.max))]
     Reversed {
         /// The range's min.
         min: f64,
@@ -55,7 +56,7 @@ pub enum DomainError {
         max: f64,
     },
     /// A log range that reaches 0 or below.
-    #[error("a log range needs min > 0, got {0}")]
+    #[error("a log range needs min > 0, got {}", Number(*.0))]
     LogAtZero(f64),
 }
 
@@ -65,14 +66,14 @@ pub(super) fn range(t: &toml::Table) -> Result<Domain, DomainError> {
         .keys()
         .find(|k| !["min", "max", "log"].contains(&k.as_str()))
     {
-        return Err(DomainError::UnknownKey(unknown.clone()));
+        return Err(DomainError::UnknownKey(crate::config::clipped(unknown, 80)));
     }
     let end = |end: &'static str| match t.get(end) {
         Some(toml::Value::Integer(i)) => Ok((*i as f64, true)),
         Some(toml::Value::Float(f)) if f.is_finite() => Ok((*f, false)),
         Some(other) => Err(DomainError::NotANumber {
             end,
-            got: other.to_string(),
+            got: crate::config::quoted(other),
         }),
         None => Err(DomainError::Missing(end)),
     };
@@ -80,7 +81,7 @@ pub(super) fn range(t: &toml::Table) -> Result<Domain, DomainError> {
     let log = match t.get("log") {
         None => false,
         Some(toml::Value::Boolean(b)) => *b,
-        Some(other) => return Err(DomainError::LogNotBool(other.to_string())),
+        Some(other) => return Err(DomainError::LogNotBool(crate::config::quoted(other))),
     };
     let domain = Domain::Range {
         min,

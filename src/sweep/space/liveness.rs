@@ -6,7 +6,10 @@
 use std::time::Duration;
 
 use super::invalid;
-use crate::config::{Invalid, RawSweep};
+use crate::config::{quoted, Invalid, RawSweep};
+
+/// The longest heartbeat or grace, in seconds: a week.
+pub const MOST_SECONDS: u64 = 7 * 24 * 3600;
 
 /// How often a worker beats, and how long a silent trial waits before it is taken over.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,18 +32,27 @@ impl Default for Liveness {
 }
 
 impl Liveness {
-    /// Reads them from `[sweep]`; the grace must be at least twice the heartbeat.
+    /// Reads them from `[sweep]`; the grace must be at least twice the heartbeat, and neither
+    /// longer than [`MOST_SECONDS`] (a time that far ahead is past what a clock adds up to).
     pub fn from_raw(raw: &RawSweep) -> Result<Liveness, Invalid> {
-        let seconds = |key: &str, value: Option<&toml::Value>, default: Duration| match value {
-            None => Ok(default),
-            Some(toml::Value::Integer(i)) if *i > 0 => Ok(Duration::from_secs(*i as u64)),
-            Some(toml::Value::Float(f)) if *f > 0.0 && f.is_finite() => {
-                Ok(Duration::from_secs_f64(*f))
+        let seconds = |key: &str, value: Option<&toml::Value>, default: Duration| {
+            let seconds = match value {
+                None => return Ok(default),
+                Some(toml::Value::Integer(i)) => *i as f64,
+                Some(toml::Value::Float(f)) => *f,
+                Some(_) => f64::NAN,
+            };
+            match seconds > 0.0 && seconds <= MOST_SECONDS as f64 {
+                true => Ok(Duration::from_secs_f64(seconds)),
+                false => Err(invalid(
+                    key,
+                    format!(
+                        "must be a number of seconds above 0 and at most {MOST_SECONDS} (a week), \
+                         got {}",
+                        quoted(value.expect("a value"))
+                    ),
+                )),
             }
-            Some(other) => Err(invalid(
-                key,
-                format!("must be a number of seconds above 0, got {other}"),
-            )),
         };
         let default = Liveness::default();
         let heartbeat = seconds("sweep.heartbeat", raw.heartbeat.as_ref(), default.heartbeat)?;

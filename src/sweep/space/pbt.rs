@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{invalid, Domain};
-use crate::config::{Invalid, SweepPbt};
+use crate::config::{Invalid, Number, SweepPbt};
 use crate::train::MAY_RETUNE;
 
 /// `[sweep.pbt]`, checked.
@@ -34,11 +34,14 @@ impl Pbt {
             ref factors,
         } = *raw;
         if !(quantile > 0.0 && quantile <= 0.5) {
-            let message = format!("must be in (0, 0.5]: the bottom copies the top, got {quantile}");
+            let message = format!(
+                "must be in (0, 0.5]: the bottom copies the top, got {}",
+                Number(quantile)
+            );
             return Err(invalid("sweep.pbt.quantile", message));
         }
         if !(0.0..=1.0).contains(&resample) {
-            let message = format!("must be a probability in [0, 1], got {resample}");
+            let message = format!("must be a probability in [0, 1], got {}", Number(resample));
             return Err(invalid("sweep.pbt.resample", message));
         }
         if factors.is_empty() || factors.iter().any(|f| !(f.is_finite() && *f > 0.0)) {

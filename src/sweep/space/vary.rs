@@ -52,7 +52,10 @@ fn flatten(
             other => {
                 return Err(invalid(
                     &at,
-                    format!("must be a list of values or a range {{ min, max, log }}, got {other}"),
+                    format!(
+                        "must be a list of values or a range {{ min, max, log }}, got {}",
+                        crate::config::quoted(other)
+                    ),
                 ))
             }
         }

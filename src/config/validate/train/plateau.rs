@@ -6,6 +6,7 @@ use super::super::{choice, finite_in, non_negative, Invalid, Result};
 use crate::config::defaults;
 use crate::config::raw::RawSchedule;
 use crate::config::types::{EarlyStoppingConfig, Monitor, MonitorMode, PlateauConfig};
+use crate::config::Number;
 
 pub(super) fn plateau(
     raw: &RawSchedule,
@@ -30,7 +31,10 @@ pub(super) fn plateau(
     if !(factor.is_finite() && factor > 0.0 && factor < 1.0) {
         return Err(Invalid::new(
             "train.schedule.factor",
-            format_args!("must be in (0, 1): the rate is multiplied by it; got {factor}"),
+            format_args!(
+                "must be in (0, 1): the rate is multiplied by it; got {}",
+                Number(factor)
+            ),
         ));
     }
     Ok(PlateauConfig {

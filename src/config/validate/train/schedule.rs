@@ -5,6 +5,7 @@ use super::plateau::plateau;
 use crate::config::defaults;
 use crate::config::raw::RawSchedule;
 use crate::config::types::{EarlyStoppingConfig, ScheduleConfig, ScheduleKind};
+use crate::config::Number;
 
 /// Which kinds take each key (`warmup_steps` goes with every kind).
 const KEYS: &[(&str, &[&str])] = &[
@@ -105,8 +106,9 @@ fn check_lr(kind: ScheduleKind, warmup_steps: usize, lr: f64) -> Result<()> {
             "train.lr",
             format_args!(
                 "must be at most 1 with a {} schedule or a warmup (Burn's schedulers' range), \
-                 got {lr}",
-                kind.name()
+                 got {}",
+                kind.name(),
+                Number(lr)
             ),
         ));
     }
@@ -127,7 +129,11 @@ fn min_lr(kind: ScheduleKind, raw: Option<f64>, lr: f64) -> Result<Option<f64>> 
     if !(min_lr.is_finite() && (0.0..=lr).contains(&min_lr)) {
         return Err(Invalid::new(
             "train.schedule.min_lr",
-            format_args!("must be in [0, train.lr = {lr}], got {min_lr}"),
+            format_args!(
+                "must be in [0, train.lr = {}], got {}",
+                Number(lr),
+                Number(min_lr)
+            ),
         ));
     }
     Ok(Some(min_lr))
@@ -172,7 +178,7 @@ fn pieces(kind: ScheduleKind, raw: &RawSchedule, warmup_steps: usize) -> Result<
         return Err(Invalid::new("train.schedule.factors", message));
     }
     if let Some(f) = factors.iter().find(|f| !(f.is_finite() && **f > 0.0)) {
-        let message = format_args!("must be numbers > 0, got {f}");
+        let message = format_args!("must be numbers > 0, got {}", Number(*f));
         return Err(Invalid::new("train.schedule.factors", message));
     }
     if warmup_steps > 0 {
@@ -215,7 +221,7 @@ fn gamma(kind: ScheduleKind, raw: Option<f64>) -> Result<Option<f64>> {
     if !(gamma.is_finite() && gamma > 0.0 && gamma <= 1.0) {
         return Err(Invalid::new(
             "train.schedule.gamma",
-            format_args!("must be in (0, 1], got {gamma}"),
+            format_args!("must be in (0, 1], got {}", Number(gamma)),
         ));
     }
     Ok(Some(gamma))
