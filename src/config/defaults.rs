@@ -1,11 +1,11 @@
 //! Default values of the keys that validation resolves from the file as written (a default
 //! that may depend on another key's value). A table read as it is keeps each key's default
-//! beside its field instead (`[run]`, `[device]`, `[train.ema]`, `[train.offload]`, a
-//! built-in kind's `[model]`).
+//! beside its field instead (`[run]`, `[device]`, `[train.ema]`, `[train.offload]`,
+//! `[train.early_stopping]`, a built-in kind's `[model]`).
 
 use super::types::{
-    ClearPolicy, EarlyStoppingConfig, GapPolicy, MemoryPolicyKind, MonitorMode, OnLimit,
-    OptimizerKind, PlateauConfig, Precision, ScheduleConfig, ScheduleKind, SnapshotEvery,
+    ClearPolicy, GapPolicy, MemoryPolicyKind, MonitorMode, OnLimit, OptimizerKind, PlateauConfig,
+    Precision, ScheduleConfig, ScheduleKind, SnapshotEvery,
 };
 
 // [run], [device], [train.ema] and [train.offload]: each key's default is beside its field, in
@@ -92,14 +92,7 @@ pub const STEP_GAMMA: f64 = 0.1;
 // [train.early_stopping]
 /// `train.early_stopping.monitor`.
 pub const MONITOR: &str = "val_loss";
-// `train.early_stopping.mode` defaults to "max" for a monitor with "accuracy" in its name and
-// "min" otherwise.
-/// `train.early_stopping.patience`: Lightning's.
-pub const PATIENCE: usize = 3;
-/// `train.early_stopping.min_delta`.
-pub const MIN_DELTA: f64 = 0.0;
-/// `train.early_stopping.restore_best`.
-pub const RESTORE_BEST: bool = true;
+// The table's other defaults are `EarlyStoppingConfig`'s own.
 
 // [memory]
 /// `memory.policy`.
@@ -153,22 +146,6 @@ impl Default for PlateauConfig {
             patience: PLATEAU_PATIENCE,
             min_delta: PLATEAU_MIN_DELTA,
             cooldown: PLATEAU_COOLDOWN,
-        }
-    }
-}
-
-impl Default for EarlyStoppingConfig {
-    /// `val_loss`, lower is better, with `[train.early_stopping]`'s defaults (Lightning's
-    /// patience of 3, any improvement counts, the best weights restored). Set what differs
-    /// and take the rest from here (`EarlyStoppingConfig { patience: 2, ..Default::default() }`):
-    /// a field added later then breaks nothing.
-    fn default() -> Self {
-        EarlyStoppingConfig {
-            monitor: MONITOR.into(),
-            mode: MonitorMode::Min,
-            patience: PATIENCE,
-            min_delta: MIN_DELTA,
-            restore_best: RESTORE_BEST,
         }
     }
 }

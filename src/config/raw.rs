@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::raw_lr::RawLr;
-use super::types::{DeviceConfig, EmaConfig, OffloadConfig, RunSection};
+use super::types::{DeviceConfig, EarlyStoppingConfig, EmaConfig, OffloadConfig, RunSection};
 
 pub use super::size::RawSize;
 
@@ -249,8 +249,8 @@ pub struct RawTrain {
     pub gradient_checkpointing: Option<bool>,
     /// `[train.schedule]`.
     pub schedule: Option<RawSchedule>,
-    /// `[train.early_stopping]`.
-    pub early_stopping: Option<RawEarlyStopping>,
+    /// `[train.early_stopping]`, read as it is ([`EarlyStoppingConfig`]).
+    pub early_stopping: Option<EarlyStoppingConfig>,
     /// `[train.offload]`, read as it is ([`OffloadConfig`]).
     pub offload: Option<OffloadConfig>,
     /// `[train.ema]`.
@@ -289,22 +289,6 @@ pub struct RawSchedule {
     pub milestones: Option<Vec<i64>>,
     /// `piecewise`: the rate after each milestone, as a factor of `lr`.
     pub factors: Option<Vec<f64>>,
-}
-
-/// `[train.early_stopping]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawEarlyStopping {
-    /// The metric watched (`val_loss`, `val_accuracy`, ...).
-    pub monitor: Option<String>,
-    /// `min` or `max`.
-    pub mode: Option<String>,
-    /// Epochs without improvement before stopping.
-    pub patience: Option<i64>,
-    /// The least change that counts as an improvement.
-    pub min_delta: Option<f64>,
-    /// End on the best epoch's weights.
-    pub restore_best: Option<bool>,
 }
 
 /// `[memory]` as written.

@@ -287,7 +287,7 @@ impl ConfigBuilder {
 
     /// Early stopping (`[train.early_stopping]`).
     pub fn early_stopping(mut self, early: EarlyStoppingConfig) -> Self {
-        self.raw.train.early_stopping = Some(as_raw(&early));
+        self.raw.train.early_stopping = Some(early);
         self
     }
 

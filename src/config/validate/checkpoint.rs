@@ -47,7 +47,7 @@ fn keep_best(
             (monitor, natural)
         }
         // Early stopping's figure, and its mode, unless this one is given.
-        (None, Some(early)) => (early.monitor.clone(), early.mode),
+        (None, Some(early)) => (early.monitor.clone(), early.mode()),
         (None, None) => (defaults::MONITOR.to_string(), MonitorMode::Min),
     };
     let mode = choice(

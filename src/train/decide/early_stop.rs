@@ -81,7 +81,7 @@ impl EarlyStop {
         let Some((_, best)) = self.state.best else {
             return true;
         };
-        (self.config.mode).improves(value, best, self.config.min_delta)
+        (self.config.mode()).improves(value, best, self.config.min_delta)
     }
 }
 
@@ -93,7 +93,7 @@ mod tests {
     fn stop(mode: MonitorMode, patience: usize, min_delta: f64) -> EarlyStop {
         let config = EarlyStoppingConfig {
             monitor: "val_loss".into(),
-            mode,
+            mode: Some(mode),
             patience,
             min_delta,
             restore_best: true,

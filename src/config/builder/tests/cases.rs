@@ -73,7 +73,7 @@ pub(super) fn train_table_cases() -> Cases {
     };
     let early = EarlyStoppingConfig {
         monitor: "val_accuracy".into(),
-        mode: MonitorMode::Max,
+        mode: Some(MonitorMode::Max),
         patience: 3,
         min_delta: 0.001,
         restore_best: true,

@@ -8,8 +8,8 @@ use serde::de::{self, DeserializeOwned, Visitor};
 
 use super::*;
 use crate::config::{
-    parse, Column, GapPolicy, MonitorMode, RawCheckpoint, RawData, RawEarlyStopping, RawMemory,
-    RawSchedule, RawTrain, ScheduleKind,
+    parse, Column, GapPolicy, MonitorMode, RawCheckpoint, RawData, RawMemory, RawSchedule,
+    RawTrain, ScheduleKind,
 };
 
 /// Files that exist (validation checks only that).
@@ -131,7 +131,7 @@ fn the_setters_reach_every_key_a_file_takes() {
         keys::<RawData>("data"),
         keys::<RawTrain>("train"),
         keys::<RawSchedule>("train.schedule"),
-        keys::<RawEarlyStopping>("train.early_stopping"),
+        keys::<crate::config::EarlyStoppingConfig>("train.early_stopping"),
         keys::<crate::config::EmaConfig>("train.ema"),
         keys::<crate::config::OffloadConfig>("train.offload"),
         keys::<RawMemory>("memory"),

@@ -1,35 +1,22 @@
-//! `[train.early_stopping]`.
+//! `[train.early_stopping]` beyond its types: the monitor is a validation figure, `min_delta` a
+//! finite number >= 0, and the mode, where the file leaves it out, the monitor's own. The
+//! table's keys and defaults are [`EarlyStoppingConfig`]'s, read as the file has them.
 
-use super::super::{choice, finite_in, non_negative, Invalid, Result};
-use crate::config::defaults;
-use crate::config::raw::RawEarlyStopping;
-use crate::config::types::{EarlyStoppingConfig, Monitor, MonitorMode};
+use super::super::{finite_in, Invalid, Result};
+use crate::config::types::{EarlyStoppingConfig, Monitor};
 
-pub(super) fn early_stopping(raw: RawEarlyStopping) -> Result<EarlyStoppingConfig> {
-    let monitor = raw.monitor.unwrap_or_else(|| defaults::MONITOR.into());
-    let natural = Monitor::natural_mode(&monitor)
+pub(super) fn early_stopping(early: EarlyStoppingConfig) -> Result<EarlyStoppingConfig> {
+    let natural = Monitor::natural_mode(&early.monitor)
         .map_err(|m| Invalid::new("train.early_stopping.monitor", m))?;
-    let mode = choice(
-        "train.early_stopping.mode",
-        raw.mode.as_deref(),
-        natural,
-        &[("min", MonitorMode::Min), ("max", MonitorMode::Max)],
+    finite_in(
+        "train.early_stopping.min_delta",
+        early.min_delta,
+        0.0,
+        f64::MAX,
+        "a finite number >= 0",
     )?;
     Ok(EarlyStoppingConfig {
-        monitor,
-        mode,
-        patience: non_negative(
-            "train.early_stopping.patience",
-            raw.patience,
-            defaults::PATIENCE as u64,
-        )? as usize,
-        min_delta: finite_in(
-            "train.early_stopping.min_delta",
-            raw.min_delta.unwrap_or(defaults::MIN_DELTA),
-            0.0,
-            f64::MAX,
-            "a finite number >= 0",
-        )?,
-        restore_best: raw.restore_best.unwrap_or(defaults::RESTORE_BEST),
+        mode: Some(early.mode.unwrap_or(natural)),
+        ..early
     })
 }

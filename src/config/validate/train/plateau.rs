@@ -18,7 +18,7 @@ pub(super) fn plateau(
                 .map_err(|m| Invalid::new("train.schedule.monitor", m))?;
             (monitor.clone(), natural)
         }
-        (None, Some(early)) => (early.monitor.clone(), early.mode),
+        (None, Some(early)) => (early.monitor.clone(), early.mode()),
         (None, None) => (defaults::MONITOR.to_string(), MonitorMode::Min),
     };
     let mode = choice(

@@ -147,8 +147,9 @@ fn early_stopping_watches_a_validation_metric() {
             .unwrap()
             .mode
     };
-    assert_eq!(mode("val_accuracy"), MonitorMode::Max);
-    assert_eq!(mode("val_rmse"), MonitorMode::Min);
+    // Resolved into the table, so that a run's config.toml says it.
+    assert_eq!(mode("val_accuracy"), Some(MonitorMode::Max));
+    assert_eq!(mode("val_rmse"), Some(MonitorMode::Min));
 }
 
 #[test]
