@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::raw_lr::RawLr;
-use super::types::{DeviceConfig, EarlyStoppingConfig, EmaConfig, OffloadConfig, RunSection};
+use super::types::{
+    CheckpointConfig, DeviceConfig, EarlyStoppingConfig, EmaConfig, OffloadConfig, RunSection,
+};
 
 pub use super::size::RawSize;
 
@@ -31,9 +33,9 @@ pub struct RawConfig {
     /// `[memory]`: memory policy and snapshots.
     #[serde(default)]
     pub memory: RawMemory,
-    /// `[checkpoint]`: when checkpoints are written.
+    /// `[checkpoint]`: when checkpoints are written, read as it is ([`CheckpointConfig`]).
     #[serde(default)]
-    pub checkpoint: RawCheckpoint,
+    pub checkpoint: CheckpointConfig,
     /// `[sweep]`: what `tidemark sweep` searches over; validated into a
     /// [`crate::sweep::Space`], not part of a run's config.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,20 +118,6 @@ impl Default for SweepPbt {
             factors: vec![1.2, 0.8],
         }
     }
-}
-
-/// `[checkpoint]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawCheckpoint {
-    /// Also write a checkpoint every this many optimizer steps inside an epoch.
-    pub every_steps: Option<i64>,
-    /// Keep the checkpoints of this many best epochs, besides the latest.
-    pub keep_best: Option<i64>,
-    /// The validation figure that ranks them.
-    pub monitor: Option<String>,
-    /// `min` or `max`.
-    pub mode: Option<String>,
 }
 
 /// `[model]` as written: the kind's name, and its keys, which the kind reads.

@@ -64,7 +64,7 @@ pub(super) fn check_before_run<T: Task>(
         let table = ("[train.schedule]", "train.schedule.monitor");
         check_monitor(table, &plateau.monitor, task.metric_names())?;
     }
-    if let Some(keep) = &config.checkpoint.keep_best {
+    if let Some(keep) = &config.checkpoint.kept_best() {
         let table = ("[checkpoint]", "checkpoint.monitor");
         check_monitor(table, &keep.monitor, task.metric_names())?;
     }

@@ -153,7 +153,7 @@ impl Checkpointer {
     pub(crate) fn for_run(run_dir: &Path, config: &crate::config::RunConfig) -> Self {
         Self {
             run: Some(Extras::of(config)),
-            ..Self::new(run_dir).keeping_best(config.checkpoint.keep_best.as_ref())
+            ..Self::new(run_dir).keeping_best(config.checkpoint.kept_best().as_ref())
         }
     }
 

@@ -1,7 +1,6 @@
 //! The setters of what a run writes besides its weights: checkpoints inside epochs and the
 //! best kept, TensorBoard's event file, and how often it logs.
 
-use super::raw_values::name_of;
 use super::ConfigBuilder;
 use crate::config::types::MonitorMode;
 
@@ -14,7 +13,7 @@ impl ConfigBuilder {
 
     /// Also write a checkpoint every `steps` optimizer steps inside an epoch.
     pub fn checkpoint_every_steps(mut self, steps: usize) -> Self {
-        self.raw.checkpoint.every_steps = Some(steps as i64);
+        self.raw.checkpoint.every_steps = Some(steps);
         self
     }
 
@@ -22,9 +21,9 @@ impl ConfigBuilder {
     /// ranked by `monitor` (default: early stopping's, else `val_loss`) with `mode` (default:
     /// the figure's natural one).
     pub fn keep_best(mut self, k: usize, monitor: Option<&str>, mode: Option<MonitorMode>) -> Self {
-        self.raw.checkpoint.keep_best = Some(k as i64);
+        self.raw.checkpoint.keep_best = Some(k);
         self.raw.checkpoint.monitor = monitor.map(str::to_string);
-        self.raw.checkpoint.mode = mode.map(name_of);
+        self.raw.checkpoint.mode = mode;
         self
     }
 

@@ -42,20 +42,55 @@ pub struct RunConfig {
 }
 
 /// `[checkpoint]`: checkpoints are written before the first step and after every epoch; this
-/// adds some inside long epochs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// adds some inside long epochs, and keeps the best epochs'.
+///
+/// The file's table reads into it as it is, a key of the table one field here. `monitor` and
+/// `mode`, whose defaults depend on early stopping's, are left `None` where the file leaves
+/// them out and validation writes them in where `keep_best` is set; [`Self::kept_best`] gives
+/// the three together. The checks beyond types are in `validate/checkpoint.rs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
 pub struct CheckpointConfig {
     /// Also every this many optimizer steps (counted in the run), so that a run stopped inside
     /// an epoch loses at most that many; `None`: only at epoch ends.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::positive_or_none"
+    )]
     pub every_steps: Option<usize>,
-    /// Keep the checkpoints of the best epochs by a monitored figure, besides the latest.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub keep_best: Option<KeepBest>,
+    /// Keep the checkpoints of this many best epochs, besides the latest.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::positive_or_none"
+    )]
+    pub keep_best: Option<usize>,
+    /// The validation figure that ranks them: by default early stopping's, where the run has
+    /// it, else `val_loss`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// Whether lower or higher is better: by default early stopping's with its monitor, else
+    /// the figure's own way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<MonitorMode>,
 }
 
-/// `[checkpoint] keep_best = k`, `monitor`, `mode`: the `k` best epochs' checkpoints are kept
-/// (`best-1` the best), besides the latest.
+impl CheckpointConfig {
+    /// What `keep_best` keeps, ranked how: `None` without it. A table not validated yet (one
+    /// built in code) ranks by `val_loss`, or its monitor's own way, where it leaves them out.
+    pub fn kept_best(&self) -> Option<KeepBest> {
+        let keep_best = self.keep_best?;
+        let monitor = (self.monitor.clone()).unwrap_or_else(|| super::defaults::MONITOR.into());
+        let natural = Monitor::natural_mode(&monitor).unwrap_or(MonitorMode::Min);
+        Some(KeepBest {
+            keep_best,
+            mode: self.mode.unwrap_or(natural),
+            monitor,
+        })
+    }
+}
+
+/// `[checkpoint] keep_best = k`, `monitor`, `mode`, resolved: the `k` best epochs' checkpoints
+/// are kept (`best-1` the best), besides the latest.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KeepBest {
     /// How many.

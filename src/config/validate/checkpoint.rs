@@ -1,46 +1,36 @@
-//! `[checkpoint]`: `every_steps`, and `keep_best` with the figure that ranks the epochs
-//! (`monitor`, `mode`): by default early stopping's, where the run has it, else `val_loss`.
+//! `[checkpoint]` beyond its types: a count set in code is above 0 as a file's must be, the
+//! figure that ranks the best epochs is a validation figure, and `monitor` and `mode` where
+//! `keep_best` is set but they are not: early stopping's, where the run has it, else
+//! `val_loss` (each with its own way). The table's keys are [`CheckpointConfig`]'s.
 
-use super::{choice, positive, Invalid, Result};
+use super::{Invalid, Result};
 use crate::config::defaults;
-use crate::config::raw::RawCheckpoint;
-use crate::config::types::{CheckpointConfig, EarlyStoppingConfig, KeepBest, Monitor, MonitorMode};
+use crate::config::types::{CheckpointConfig, EarlyStoppingConfig, Monitor};
 
 pub(super) fn checkpoint(
-    raw: RawCheckpoint,
+    checkpoint: CheckpointConfig,
     early: Option<&EarlyStoppingConfig>,
 ) -> Result<CheckpointConfig> {
-    let every_steps = (raw.every_steps)
-        .map(|n| positive("checkpoint.every_steps", Some(n), 0))
-        .transpose()?;
-    let keep_best = match raw.keep_best {
-        Some(k) => Some(keep_best(k, raw.monitor, raw.mode.as_deref(), early)?),
-        None if raw.monitor.is_some() || raw.mode.is_some() => {
-            let key = match raw.monitor {
-                Some(_) => "checkpoint.monitor",
-                None => "checkpoint.mode",
-            };
-            return Err(Invalid::new(
-                key,
-                "ranks the checkpoints that checkpoint.keep_best keeps; set keep_best too",
-            ));
+    for (key, value) in [
+        ("checkpoint.every_steps", checkpoint.every_steps),
+        ("checkpoint.keep_best", checkpoint.keep_best),
+    ] {
+        if value == Some(0) {
+            return Err(Invalid::new(key, "must be > 0, got 0"));
         }
-        None => None,
-    };
-    Ok(CheckpointConfig {
-        every_steps,
-        keep_best,
-    })
-}
-
-fn keep_best(
-    k: i64,
-    monitor: Option<String>,
-    mode: Option<&str>,
-    early: Option<&EarlyStoppingConfig>,
-) -> Result<KeepBest> {
-    let keep_best = positive("checkpoint.keep_best", Some(k), 0)?;
-    let (monitor, natural) = match (monitor, early) {
+    }
+    if checkpoint.keep_best.is_none() {
+        let key = match (&checkpoint.monitor, &checkpoint.mode) {
+            (Some(_), _) => "checkpoint.monitor",
+            (None, Some(_)) => "checkpoint.mode",
+            (None, None) => return Ok(checkpoint),
+        };
+        return Err(Invalid::new(
+            key,
+            "ranks the checkpoints that checkpoint.keep_best keeps; set keep_best too",
+        ));
+    }
+    let (monitor, natural) = match (checkpoint.monitor, early) {
         (Some(monitor), _) => {
             let natural = Monitor::natural_mode(&monitor)
                 .map_err(|m| Invalid::new("checkpoint.monitor", m))?;
@@ -48,17 +38,15 @@ fn keep_best(
         }
         // Early stopping's figure, and its mode, unless this one is given.
         (None, Some(early)) => (early.monitor.clone(), early.mode()),
-        (None, None) => (defaults::MONITOR.to_string(), MonitorMode::Min),
+        (None, None) => {
+            let monitor = defaults::MONITOR.to_string();
+            let natural = Monitor::natural_mode(&monitor).expect("val_loss is a figure");
+            (monitor, natural)
+        }
     };
-    let mode = choice(
-        "checkpoint.mode",
-        mode,
-        natural,
-        &[("min", MonitorMode::Min), ("max", MonitorMode::Max)],
-    )?;
-    Ok(KeepBest {
-        keep_best,
-        monitor,
-        mode,
+    Ok(CheckpointConfig {
+        monitor: Some(monitor),
+        mode: Some(checkpoint.mode.unwrap_or(natural)),
+        ..checkpoint
     })
 }

@@ -8,8 +8,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 
 use super::*;
 use crate::config::{
-    parse, Column, GapPolicy, MonitorMode, RawCheckpoint, RawData, RawMemory, RawSchedule,
-    RawTrain, ScheduleKind,
+    parse, Column, GapPolicy, MonitorMode, RawData, RawMemory, RawSchedule, RawTrain, ScheduleKind,
 };
 
 /// Files that exist (validation checks only that).
@@ -135,7 +134,7 @@ fn the_setters_reach_every_key_a_file_takes() {
         keys::<crate::config::EmaConfig>("train.ema"),
         keys::<crate::config::OffloadConfig>("train.offload"),
         keys::<RawMemory>("memory"),
-        keys::<RawCheckpoint>("checkpoint"),
+        keys::<crate::config::CheckpointConfig>("checkpoint"),
     ]
     .concat()
     .into_iter()
