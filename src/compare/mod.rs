@@ -234,7 +234,7 @@ fn variant(
                 let limit = MemorySize::Bytes(shrink::limit(kinds, config, &growth)?);
                 base = base.memory_limit(limit, OnLimit::Shrink);
             } else {
-                base.raw_mut().memory.on_limit = Some("shrink".into());
+                base.raw_mut().memory.on_limit = OnLimit::Shrink;
             }
             base
         }

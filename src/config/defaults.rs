@@ -1,11 +1,10 @@
 //! Default values of the keys that validation resolves from the file as written (a default
 //! that may depend on another key's value). A table read as it is keeps each key's default
 //! beside its field instead (`[run]`, `[device]`, `[train.ema]`, `[train.offload]`,
-//! `[train.early_stopping]`, a built-in kind's `[model]`).
+//! `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a built-in kind's `[model]`).
 
 use super::types::{
-    ClearPolicy, GapPolicy, MemoryPolicyKind, MonitorMode, OnLimit, OptimizerKind, PlateauConfig,
-    Precision, ScheduleConfig, ScheduleKind, SnapshotEvery,
+    GapPolicy, MonitorMode, OptimizerKind, PlateauConfig, Precision, ScheduleConfig, ScheduleKind,
 };
 
 // [run], [device], [train.ema] and [train.offload]: each key's default is beside its field, in
@@ -94,17 +93,9 @@ pub const STEP_GAMMA: f64 = 0.1;
 pub const MONITOR: &str = "val_loss";
 // The table's other defaults are `EarlyStoppingConfig`'s own.
 
-// [memory]
-/// `memory.policy`.
-pub const MEMORY_POLICY: MemoryPolicyKind = MemoryPolicyKind::Growth;
+// [memory]: the table's other defaults are `MemoryConfig`'s own.
 /// `memory.preallocate` with `policy = "preallocate"`: JAX's default share.
 pub const PREALLOCATE_FRACTION: f64 = 0.75;
-/// `memory.on_limit`.
-pub const ON_LIMIT: OnLimit = OnLimit::Fail;
-/// `memory.clear`.
-pub const CLEAR: ClearPolicy = ClearPolicy::BetweenRuns;
-/// `memory.snapshot`.
-pub const SNAPSHOT: SnapshotEvery = SnapshotEvery::Epoch;
 
 /// `train.schedule.factor` (`plateau`): Keras's and PyTorch's.
 pub const PLATEAU_FACTOR: f64 = 0.1;

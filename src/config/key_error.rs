@@ -78,6 +78,11 @@ pub(crate) fn describe_key_error(key: &str, inner: &str) -> String {
             .collect();
         return format!("{key} must be one of {}, got \"{value}\"", names.join(", "));
     }
+    // A number or a boolean where an enum's name goes: the TOML reader says only "unit
+    // variant", which is its own word, not the config's.
+    if inner.starts_with("invalid type: unit variant") {
+        return format!("{key}: invalid type, expected a string (a name, in quotes)");
+    }
     // A negative count for a size: as the config words it.
     if let Some(rest) = inner.strip_prefix("invalid value: integer `") {
         if let Some((value, "expected usize" | "expected u64")) = rest

@@ -117,6 +117,24 @@ pub struct RawFile {
 }
 
 impl RawFile {
+    /// Whether the file or an override writes the dotted `key` (a table's key left out reads
+    /// as its default, which the table's type cannot tell from the same value written).
+    pub fn sets(&self, key: &str) -> bool {
+        let Ok(table) = table_of(&self.text, &self.name, &self.overrides) else {
+            return false;
+        };
+        let mut parts = key.split('.').peekable();
+        let mut table = &table;
+        while let Some(part) = parts.next() {
+            match (table.get(part), parts.peek()) {
+                (Some(_), None) => return true,
+                (Some(toml::Value::Table(inner)), Some(_)) => table = inner,
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// The error that `key` is wrong (`message`), located at the override that set it or its
     /// place in the file.
     pub fn error(&self, key: &str, message: String) -> ConfigError {

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 pub use super::raw_lr::RawLr;
 use super::types::{
-    CheckpointConfig, DeviceConfig, EarlyStoppingConfig, EmaConfig, OffloadConfig, RunSection,
+    CheckpointConfig, DeviceConfig, EarlyStoppingConfig, EmaConfig, MemoryConfig, OffloadConfig,
+    RunSection,
 };
 
 pub use super::size::RawSize;
@@ -30,9 +31,9 @@ pub struct RawConfig {
     /// `[train]`: the optimisation loop.
     #[serde(default)]
     pub train: RawTrain,
-    /// `[memory]`: memory policy and snapshots.
+    /// `[memory]`: memory policy and snapshots, read as it is ([`MemoryConfig`]).
     #[serde(default)]
-    pub memory: RawMemory,
+    pub memory: MemoryConfig,
     /// `[checkpoint]`: when checkpoints are written, read as it is ([`CheckpointConfig`]).
     #[serde(default)]
     pub checkpoint: CheckpointConfig,
@@ -277,22 +278,4 @@ pub struct RawSchedule {
     pub milestones: Option<Vec<i64>>,
     /// `piecewise`: the rate after each milestone, as a factor of `lr`.
     pub factors: Option<Vec<f64>>,
-}
-
-/// `[memory]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawMemory {
-    /// `growth` or `preallocate`.
-    pub policy: Option<String>,
-    /// With `preallocate`: how much to reserve up front.
-    pub preallocate: Option<RawSize>,
-    /// A hard cap on what the run may hold.
-    pub limit: Option<RawSize>,
-    /// `fail` or `shrink`: what happens when the limit is exceeded.
-    pub on_limit: Option<String>,
-    /// `never`, `between_runs` or `every_epoch`.
-    pub clear: Option<String>,
-    /// When to write a memory snapshot; only `epoch` today.
-    pub snapshot: Option<String>,
 }

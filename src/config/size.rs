@@ -123,8 +123,8 @@ pub fn parse_bytes(text: &str) -> Result<u64, ValueError> {
         // round to a budget or a limit of 1 B.
         if scale == 1 {
             return Err(ValueError(format!(
-                "\"{text}\" is not a byte count (a decimal without a unit): write a share of \
-                 the memory unquoted, in (0, 1], or a size with a unit (\"512MiB\")"
+                "must be a size with a unit (\"512MiB\") or a share of the memory unquoted, in \
+                 (0, 1]: \"{text}\" is not a byte count (a decimal without a unit)"
             )));
         }
         let bytes = (value * scale as f64).round();
@@ -160,6 +160,15 @@ impl fmt::Display for MemorySize {
             }
             MemorySize::Fraction(x) => write!(f, "{x}"),
         }
+    }
+}
+
+/// Read as [`RawSize`] and checked: a value that is no size fails as serde's error, worded
+/// as the config's own (`must be > 0, got 0`) and located at its key by the reader.
+impl<'de> Deserialize<'de> for MemorySize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = RawSize::deserialize(deserializer)?;
+        MemorySize::parse(&raw).map_err(|e| de::Error::custom(e.0))
     }
 }
 

@@ -6,15 +6,15 @@ use super::error::ConfigError;
 use super::raw::{RawConfig, RawLr};
 use super::size::MemorySize;
 use super::types::{
-    Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, Offload, OnLimit,
-    OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
+    Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, MemoryPolicyKind, Offload,
+    OnLimit, OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
 };
 
 mod data;
 mod outputs;
 mod raw_values;
 
-use raw_values::{as_raw, name_of, raw_size};
+use raw_values::{as_raw, name_of};
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -162,40 +162,40 @@ impl ConfigBuilder {
 
     /// A hard memory limit, and what a breach does (`memory.limit`, `memory.on_limit`).
     pub fn memory_limit(mut self, limit: MemorySize, on_limit: OnLimit) -> Self {
-        self.raw.memory.limit = Some(raw_size(limit));
-        self.raw.memory.on_limit = Some(name_of(on_limit));
+        self.raw.memory.limit = Some(limit);
+        self.raw.memory.on_limit = on_limit;
         self
     }
 
     /// No memory limit (`memory.limit` unset, `memory.on_limit = "fail"`).
     pub fn no_memory_limit(mut self) -> Self {
         self.raw.memory.limit = None;
-        self.raw.memory.on_limit = None;
+        self.raw.memory.on_limit = OnLimit::Fail;
         self
     }
 
     /// Allocate on demand (`memory.policy = "growth"`).
     pub fn growth(mut self) -> Self {
-        self.raw.memory.policy = Some("growth".into());
+        self.raw.memory.policy = MemoryPolicyKind::Growth;
         self
     }
 
     /// Reserve `size` up front (`memory.policy = "preallocate"`).
     pub fn preallocate(mut self, size: MemorySize) -> Self {
-        self.raw.memory.policy = Some("preallocate".into());
-        self.raw.memory.preallocate = Some(raw_size(size));
+        self.raw.memory.policy = MemoryPolicyKind::Preallocate;
+        self.raw.memory.preallocate = Some(size);
         self
     }
 
     /// When memory is released and verified (`memory.clear`).
     pub fn clear(mut self, clear: ClearPolicy) -> Self {
-        self.raw.memory.clear = Some(name_of(clear));
+        self.raw.memory.clear = clear;
         self
     }
 
     /// When memory snapshots are written (`memory.snapshot`).
     pub fn snapshot(mut self, every: SnapshotEvery) -> Self {
-        self.raw.memory.snapshot = Some(name_of(every));
+        self.raw.memory.snapshot = every;
         self
     }
 

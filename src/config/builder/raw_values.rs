@@ -1,16 +1,6 @@
 //! Validated values as a config file writes them: sizes, lists of sizes, enum names, whole
 //! tables. The builder writes these, so that what it builds reads back as the file would.
 
-use crate::config::raw::RawSize;
-use crate::config::size::MemorySize;
-
-pub(super) fn raw_size(size: MemorySize) -> RawSize {
-    match size {
-        MemorySize::Bytes(bytes) => RawSize::Bytes(bytes.min(i64::MAX as u64) as i64),
-        MemorySize::Fraction(share) => RawSize::Fraction(share),
-    }
-}
-
 /// A validated table as the raw one it reads back from (a validated config writes what a
 /// file would hold).
 pub(super) fn as_raw<T: serde::Serialize, R: serde::de::DeserializeOwned>(validated: &T) -> R {

@@ -1,70 +1,41 @@
-//! `[memory]`.
+//! `[memory]` beyond its types: `preallocate`'s default under `policy = "preallocate"`, and
+//! the keys that each read but not together. The table's keys are [`MemoryConfig`]'s.
 
-use super::{choice, Invalid, Result};
+use super::{Invalid, Result};
 use crate::config::defaults;
-use crate::config::raw::*;
+use crate::config::raw::RawSize;
 use crate::config::types::*;
 
-fn size(key: &str, raw: Option<&RawSize>) -> Result<Option<MemorySize>> {
-    raw.map(|r| MemorySize::parse(r).map_err(|m| Invalid::new(key, m)))
-        .transpose()
-}
-
-pub(super) fn memory(raw: RawMemory) -> Result<MemoryConfig> {
-    let policy = choice(
-        "memory.policy",
-        raw.policy.as_deref(),
-        defaults::MEMORY_POLICY,
-        &[
-            ("growth", MemoryPolicyKind::Growth),
-            ("preallocate", MemoryPolicyKind::Preallocate),
-        ],
-    )?;
-    let preallocate = size("memory.preallocate", raw.preallocate.as_ref())?;
+pub(super) fn memory(memory: MemoryConfig) -> Result<MemoryConfig> {
+    size("memory.preallocate", memory.preallocate)?;
+    size("memory.limit", memory.limit)?;
     // Kept under `growth` too (unused there), so `--set memory.policy=growth` works on a
     // config written for preallocation.
-    let preallocate = match policy {
-        MemoryPolicyKind::Growth => preallocate,
+    let preallocate = match memory.policy {
+        MemoryPolicyKind::Growth => memory.preallocate,
         MemoryPolicyKind::Preallocate => {
-            Some(preallocate.unwrap_or(MemorySize::Fraction(defaults::PREALLOCATE_FRACTION)))
+            (memory.preallocate).or(Some(MemorySize::Fraction(defaults::PREALLOCATE_FRACTION)))
         }
     };
-    let limit = size("memory.limit", raw.limit.as_ref())?;
-    let on_limit = choice(
-        "memory.on_limit",
-        raw.on_limit.as_deref(),
-        defaults::ON_LIMIT,
-        &[
-            ("fail", OnLimit::Fail),
-            ("shrink", OnLimit::Shrink),
-            ("fit", OnLimit::Fit),
-        ],
-    )?;
-    let clear = choice(
-        "memory.clear",
-        raw.clear.as_deref(),
-        defaults::CLEAR,
-        &[
-            ("never", ClearPolicy::Never),
-            ("between_runs", ClearPolicy::BetweenRuns),
-            ("every_epoch", ClearPolicy::EveryEpoch),
-        ],
-    )?;
     let config = MemoryConfig {
-        policy,
         preallocate,
-        limit,
-        on_limit,
-        clear,
-        snapshot: choice(
-            "memory.snapshot",
-            raw.snapshot.as_deref(),
-            defaults::SNAPSHOT,
-            &[("epoch", SnapshotEvery::Epoch)],
-        )?,
+        ..memory
     };
     consistent(&config)?;
     Ok(config)
+}
+
+/// Refuses a size set in code that a file's could not be (0 bytes, a share outside (0, 1]),
+/// in the file's words: a file's is checked as it is read.
+fn size(key: &str, size: Option<MemorySize>) -> Result<()> {
+    let written = match size {
+        None => return Ok(()),
+        Some(MemorySize::Bytes(b)) => RawSize::Bytes(i64::try_from(b).unwrap_or(i64::MAX)),
+        Some(MemorySize::Fraction(f)) => RawSize::Fraction(f),
+    };
+    MemorySize::parse(&written)
+        .map(|_| ())
+        .map_err(|m| Invalid::new(key, m))
 }
 
 /// Refuses keys that each validate but not together: a limit policy without a limit, and

@@ -1,7 +1,7 @@
 //! Validation against the raw config: defaults, ranges, choices and the keys of other kinds.
 
 use super::*;
-use crate::config::{RawColumn, RawLr, RawSize};
+use crate::config::{RawColumn, RawLr};
 
 fn with(edit: impl FnOnce(&mut RawConfig)) -> std::result::Result<RunConfig, Invalid> {
     let mut raw = RawConfig::default();
@@ -85,43 +85,38 @@ fn missing_csv_file_is_named() {
 
 #[test]
 fn memory_section_validates_sizes_and_combinations() {
-    let cfg = with(|r| {
-        r.memory.limit = Some(RawSize::Text("512MiB".into()));
-        r.memory.on_limit = Some("shrink".into());
-    })
-    .unwrap();
+    // `[memory]` is read as it is: the file's text, each error located at its key.
+    let memory = |text: &str| crate::config::parse(&format!("[memory]\n{text}"), "m.toml", &[]);
+    let message = |text: &str| memory(text).unwrap_err().to_string();
+    let cfg = memory("limit = \"512MiB\"\non_limit = \"shrink\"").unwrap();
     assert_eq!(cfg.memory.limit, Some(MemorySize::Bytes(512 << 20)));
     assert_eq!(cfg.memory.on_limit, OnLimit::Shrink);
     assert_eq!(cfg.memory.clear, ClearPolicy::BetweenRuns);
-    let pre = with(|r| r.memory.policy = Some("preallocate".into())).unwrap();
+    let pre = memory("policy = \"preallocate\"").unwrap();
     assert_eq!(pre.memory.preallocate, Some(MemorySize::Fraction(0.75)));
-    let err = with(|r| r.memory.limit = Some(RawSize::Text("lots".into()))).unwrap_err();
     assert_eq!(
-        err.message,
-        "memory.limit must be a size like \"512MiB\" or \"2GB\", got \"lots\""
+        message("limit = \"lots\""),
+        "m.toml:2:1: memory.limit must be a size like \"512MiB\" or \"2GB\", got \"lots\""
     );
-    let err = with(|r| r.memory.on_limit = Some("shrink".into())).unwrap_err();
     assert_eq!(
-        err.message,
-        "memory.on_limit = \"shrink\" needs memory.limit to be set"
+        message("on_limit = \"shrink\""),
+        "m.toml:2:1: memory.on_limit = \"shrink\" needs memory.limit to be set"
     );
-    let kept = with(|r| r.memory.preallocate = Some(RawSize::Text("1GiB".into()))).unwrap();
+    let kept = memory("preallocate = \"1GiB\"").unwrap();
     assert_eq!(kept.memory.preallocate, Some(MemorySize::Bytes(1 << 30)));
-    let err = with(|r| {
-        r.memory.policy = Some("preallocate".into());
-        r.memory.clear = Some("every_epoch".into());
-    })
-    .unwrap_err();
-    assert_eq!(err.key, "memory.clear");
-    let err = with(|r| {
-        r.memory.policy = Some("preallocate".into());
-        r.memory.preallocate = Some(RawSize::Text("1GiB".into()));
-        r.memory.limit = Some(RawSize::Text("512MiB".into()));
-    })
-    .unwrap_err();
+    let err = memory("policy = \"preallocate\"\nclear = \"every_epoch\"").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("memory.clear"));
     assert_eq!(
-        err.message,
-        "memory.preallocate (1GiB) is larger than memory.limit (512MiB)"
+        message("policy = \"preallocate\"\npreallocate = \"1GiB\"\nlimit = \"512MiB\""),
+        "m.toml:3:1: memory.preallocate (1GiB) is larger than memory.limit (512MiB)"
+    );
+    // A size set in code that a file's could not be is refused in the file's words.
+    let zero = with(|r| r.memory.limit = Some(MemorySize::Bytes(0))).unwrap_err();
+    assert_eq!(zero.message, "memory.limit must be > 0, got 0");
+    let share = with(|r| r.memory.preallocate = Some(MemorySize::Fraction(1.5))).unwrap_err();
+    assert_eq!(
+        share.message,
+        "memory.preallocate must be a fraction in (0, 1] or a size like \"512MiB\", got 1.5"
     );
 }
 
@@ -175,6 +170,18 @@ fn tables_read_as_they_are_say_what_is_wrong_as_the_rest_do() {
         (
             "[train.offload]\ngradients = \"gpu\"",
             "t.toml:2:1: train.offload.gradients must be one of \"none\", \"host\", \"auto\", got \"gpu\"",
+        ),
+        (
+            "[memory]\nclear = 3",
+            "t.toml:2:1: memory.clear: invalid type, expected a string (a name, in quotes)",
+        ),
+        (
+            "[checkpoint]\nkeep_best = 0",
+            "t.toml:2:1: checkpoint.keep_best must be > 0, got 0",
+        ),
+        (
+            "[train.early_stopping]\nmode = \"up\"",
+            "t.toml:2:1: train.early_stopping.mode must be one of \"min\", \"max\", got \"up\"",
         ),
         (
             "[device]\nindx = 1",

@@ -2,7 +2,7 @@
 //! trials fit their micro-batch in their leases.
 
 use super::Space;
-use crate::config::{ConfigError, RawFile, RawMemory};
+use crate::config::{ConfigError, MemoryPolicyKind, RawFile};
 
 impl Space {
     /// The search `file`'s `[sweep]` table describes, checked, or `None` without one
@@ -21,7 +21,7 @@ impl Space {
                            [sweep.vary] (`tidemark lr-find` suggests where to start)";
             return Err(file.error("train.lr", message.into()));
         }
-        space.packing.fit_in_lease = fits_in_lease(&file.raw.memory, &space);
+        space.packing.fit_in_lease = fits_in_lease(file, &space);
         Ok(Some(space))
     }
 }
@@ -29,9 +29,43 @@ impl Space {
 /// Whether the trials leave `memory.on_limit` unset (in the file, the overrides and the varied
 /// keys) and do not preallocate, so that a trial run in parallel fits its micro-batch in its
 /// lease instead of failing at the first breach.
-fn fits_in_lease(memory: &RawMemory, space: &Space) -> bool {
+fn fits_in_lease(file: &RawFile, space: &Space) -> bool {
     let varied = |key: &str| (space.vary.iter()).any(|(k, _)| k == &format!("memory.{key}"));
-    let on_limit = memory.on_limit.is_some() || varied("on_limit");
-    let preallocates = memory.policy.as_deref() == Some("preallocate") || varied("policy");
+    let on_limit = file.sets("memory.on_limit") || varied("on_limit");
+    let preallocates = file.raw.memory.policy == MemoryPolicyKind::Preallocate || varied("policy");
     !on_limit && !preallocates
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{load_raw, Override};
+
+    /// Whether a search of `memory` (a config's `[memory]` lines), with `sets`, fits each
+    /// trial's micro-batch in its lease.
+    fn fits(memory: &str, vary: &str, sets: &[&str]) -> bool {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        let text = format!("[memory]\n{memory}\n[sweep.vary]\n\"train.lr\" = [0.1, 0.01]\n{vary}");
+        std::fs::write(&path, text).unwrap();
+        let sets: Vec<Override> = sets.iter().map(|s| Override::parse(s).unwrap()).collect();
+        let file = load_raw(&path, &sets).unwrap();
+        let space = super::Space::of_file(&file).unwrap().unwrap();
+        space.packing.fit_in_lease
+    }
+
+    #[test]
+    fn a_search_fits_in_its_leases_only_where_nothing_sets_on_limit_or_preallocates() {
+        assert!(fits("", "", &[]));
+        assert!(fits("clear = \"never\"", "", &["memory.limit=\"1GiB\""]));
+        // `on_limit = "fail"` is its default, but written it is the user's choice: kept.
+        assert!(!fits("on_limit = \"fail\"", "", &[]));
+        assert!(!fits("", "", &["memory.on_limit=\"fail\""]));
+        assert!(!fits(
+            "",
+            "\"memory.on_limit\" = [\"fail\", \"shrink\"]",
+            &[]
+        ));
+        assert!(!fits("policy = \"preallocate\"", "", &[]));
+        assert!(!fits("", "", &["memory.policy=\"preallocate\""]));
+    }
 }

@@ -8,7 +8,7 @@ use serde::de::{self, DeserializeOwned, Visitor};
 
 use super::*;
 use crate::config::{
-    parse, Column, GapPolicy, MonitorMode, RawData, RawMemory, RawSchedule, RawTrain, ScheduleKind,
+    parse, Column, GapPolicy, MonitorMode, RawData, RawSchedule, RawTrain, ScheduleKind,
 };
 
 /// Files that exist (validation checks only that).
@@ -133,7 +133,7 @@ fn the_setters_reach_every_key_a_file_takes() {
         keys::<crate::config::EarlyStoppingConfig>("train.early_stopping"),
         keys::<crate::config::EmaConfig>("train.ema"),
         keys::<crate::config::OffloadConfig>("train.offload"),
-        keys::<RawMemory>("memory"),
+        keys::<crate::config::MemoryConfig>("memory"),
         keys::<crate::config::CheckpointConfig>("checkpoint"),
     ]
     .concat()
