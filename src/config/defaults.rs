@@ -89,8 +89,8 @@ pub const MIN_LR: f64 = 0.0;
 pub const STEP_GAMMA: f64 = 0.1;
 
 // [train.early_stopping]
-/// `train.early_stopping.monitor`.
-pub const MONITOR: &str = "val_loss";
+/// `train.early_stopping.monitor`, `checkpoint.monitor`, a plateau's and a search's.
+pub const MONITOR: &str = super::types::Monitor::VAL_LOSS;
 // The table's other defaults are `EarlyStoppingConfig`'s own.
 
 // [memory]: the table's other defaults are `MemoryConfig`'s own.

@@ -79,7 +79,7 @@ impl CheckpointConfig {
     /// built in code) ranks by `val_loss`, or its monitor's own way, where it leaves them out.
     pub fn kept_best(&self) -> Option<KeepBest> {
         let keep_best = self.keep_best?;
-        let monitor = (self.monitor.clone()).unwrap_or_else(|| super::defaults::MONITOR.into());
+        let monitor = (self.monitor.clone()).unwrap_or_else(|| Monitor::VAL_LOSS.into());
         let natural = Monitor::natural_mode(&monitor).unwrap_or(MonitorMode::Min);
         Some(KeepBest {
             keep_best,

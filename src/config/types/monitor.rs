@@ -21,6 +21,9 @@ pub struct Monitor {
 }
 
 impl Monitor {
+    /// The loss on the validation split: what every monitor watches by default.
+    pub const VAL_LOSS: &'static str = VAL_LOSS;
+
     /// The monitor `name`, with `mode`, or without one its natural mode; the error says what
     /// is wrong with `name`.
     pub fn new(name: impl Into<String>, mode: Option<MonitorMode>) -> Result<Monitor, ValueError> {

@@ -295,7 +295,7 @@ impl Default for EarlyStoppingConfig {
     /// then breaks nothing, and a `monitor` set alone brings its own mode.
     fn default() -> Self {
         EarlyStoppingConfig {
-            monitor: super::super::defaults::MONITOR.into(),
+            monitor: super::Monitor::VAL_LOSS.into(),
             mode: None,
             patience: 3,
             min_delta: 0.0,
