@@ -3,9 +3,7 @@
 //! beside its field instead (`[run]`, `[device]`, `[train.ema]`, `[train.offload]`,
 //! `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a built-in kind's `[model]`).
 
-use super::types::{
-    GapPolicy, MonitorMode, OptimizerKind, PlateauConfig, Precision, ScheduleConfig, ScheduleKind,
-};
+use super::types::{GapPolicy, OptimizerKind, Precision};
 
 // [run], [device], [train.ema] and [train.offload]: each key's default is beside its field, in
 // the table's type (`RunSection`, `DeviceConfig`, `EmaConfig`, `OffloadConfig`).
@@ -78,11 +76,8 @@ pub const NESTEROV: bool = false;
 /// `train.alpha` (`rmsprop`): PyTorch's and Burn's.
 pub const RMSPROP_ALPHA: f64 = 0.99;
 
-// [train.schedule]
-/// `train.schedule.kind`.
-pub const SCHEDULE_KIND: ScheduleKind = ScheduleKind::Constant;
-/// `train.schedule.warmup_steps`.
-pub const WARMUP_STEPS: usize = 0;
+// [train.schedule]: the defaults that depend on the kind; the table's others (and a plateau's)
+// are `ScheduleConfig`'s own.
 /// `train.schedule.min_lr` (`cosine`, `linear`; `step` and `exponential` have no floor).
 pub const MIN_LR: f64 = 0.0;
 /// `train.schedule.gamma` with `kind = "step"`: Burn's and PyTorch's.
@@ -96,47 +91,3 @@ pub const MONITOR: &str = super::types::Monitor::VAL_LOSS;
 // [memory]: the table's other defaults are `MemoryConfig`'s own.
 /// `memory.preallocate` with `policy = "preallocate"`: JAX's default share.
 pub const PREALLOCATE_FRACTION: f64 = 0.75;
-
-/// `train.schedule.factor` (`plateau`): Keras's and PyTorch's.
-pub const PLATEAU_FACTOR: f64 = 0.1;
-/// `train.schedule.patience` (`plateau`): Keras's and PyTorch's.
-pub const PLATEAU_PATIENCE: usize = 10;
-/// `train.schedule.min_delta` (`plateau`): Keras's.
-pub const PLATEAU_MIN_DELTA: f64 = 1e-4;
-/// `train.schedule.cooldown` (`plateau`).
-pub const PLATEAU_COOLDOWN: usize = 0;
-
-// The tables a program builds as structs take the rest of their keys from here.
-
-impl Default for ScheduleConfig {
-    /// `constant` without a warmup: the configured rate throughout. Set the fields a schedule
-    /// needs and take the rest from here (`ScheduleConfig { kind, ..Default::default() }`): a
-    /// field added later then breaks nothing.
-    fn default() -> Self {
-        ScheduleConfig {
-            kind: SCHEDULE_KIND,
-            warmup_steps: WARMUP_STEPS,
-            min_lr: None,
-            decay_steps: None,
-            step_size: None,
-            gamma: None,
-            plateau: None,
-            milestones: None,
-            factors: None,
-        }
-    }
-}
-
-impl Default for PlateauConfig {
-    /// `val_loss`, lower is better, with Keras's factor, patience and `min_delta`.
-    fn default() -> Self {
-        PlateauConfig {
-            monitor: MONITOR.into(),
-            mode: MonitorMode::Min,
-            factor: PLATEAU_FACTOR,
-            patience: PLATEAU_PATIENCE,
-            min_delta: PLATEAU_MIN_DELTA,
-            cooldown: PLATEAU_COOLDOWN,
-        }
-    }
-}

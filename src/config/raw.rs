@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 pub use super::raw_lr::RawLr;
 use super::types::{
     CheckpointConfig, DeviceConfig, EarlyStoppingConfig, EmaConfig, MemoryConfig, OffloadConfig,
-    RunSection,
+    RunSection, ScheduleConfig,
 };
 
 pub use super::size::RawSize;
@@ -236,46 +236,12 @@ pub struct RawTrain {
     pub loss_scale_growth_interval: Option<i64>,
     /// Recompute memory-bound activations in the backward pass instead of keeping them.
     pub gradient_checkpointing: Option<bool>,
-    /// `[train.schedule]`.
-    pub schedule: Option<RawSchedule>,
+    /// `[train.schedule]`, read as it is ([`ScheduleConfig`]).
+    pub schedule: Option<ScheduleConfig>,
     /// `[train.early_stopping]`, read as it is ([`EarlyStoppingConfig`]).
     pub early_stopping: Option<EarlyStoppingConfig>,
     /// `[train.offload]`, read as it is ([`OffloadConfig`]).
     pub offload: Option<OffloadConfig>,
     /// `[train.ema]`.
     pub ema: Option<EmaConfig>,
-}
-
-/// `[train.schedule]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawSchedule {
-    /// `constant`, `linear`, `cosine`, `step` or `exponential`.
-    pub kind: Option<String>,
-    /// Optimizer steps of linear warmup.
-    pub warmup_steps: Option<i64>,
-    /// The learning rate's floor.
-    pub min_lr: Option<f64>,
-    /// `cosine`, `linear`: steps of the decay.
-    pub decay_steps: Option<i64>,
-    /// `step`: steps between decays.
-    pub step_size: Option<i64>,
-    /// `step`, `exponential`: the decay factor.
-    pub gamma: Option<f64>,
-    /// `plateau`: the validation figure watched.
-    pub monitor: Option<String>,
-    /// `plateau`: `min` or `max`.
-    pub mode: Option<String>,
-    /// `plateau`: the factor the rate is multiplied by at a plateau.
-    pub factor: Option<f64>,
-    /// `plateau`: epochs without improvement before the rate drops.
-    pub patience: Option<i64>,
-    /// `plateau`: the least change that counts as an improvement.
-    pub min_delta: Option<f64>,
-    /// `plateau`: epochs after a drop before waiting starts again.
-    pub cooldown: Option<i64>,
-    /// `piecewise`: the epochs after which the rate changes.
-    pub milestones: Option<Vec<i64>>,
-    /// `piecewise`: the rate after each milestone, as a factor of `lr`.
-    pub factors: Option<Vec<f64>>,
 }

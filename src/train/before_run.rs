@@ -55,12 +55,7 @@ pub(super) fn check_before_run<T: Task>(
         let table = ("[train.early_stopping]", "train.early_stopping.monitor");
         check_monitor(table, &early.monitor, task.metric_names())?;
     }
-    if let Some(plateau) = config
-        .train
-        .schedule
-        .as_ref()
-        .and_then(|s| s.plateau.as_ref())
-    {
+    if let Some(plateau) = config.train.schedule.as_ref().and_then(|s| s.plateau()) {
         let table = ("[train.schedule]", "train.schedule.monitor");
         check_monitor(table, &plateau.monitor, task.metric_names())?;
     }

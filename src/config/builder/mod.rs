@@ -14,7 +14,7 @@ mod data;
 mod outputs;
 mod raw_values;
 
-use raw_values::{as_raw, name_of};
+use raw_values::name_of;
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -281,7 +281,7 @@ impl ConfigBuilder {
 
     /// A learning-rate schedule (`[train.schedule]`).
     pub fn schedule(mut self, schedule: ScheduleConfig) -> Self {
-        self.raw.train.schedule = Some(as_raw(&schedule));
+        self.raw.train.schedule = Some(schedule);
         self
     }
 

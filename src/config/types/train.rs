@@ -146,29 +146,59 @@ pub enum EmaWeights {
 }
 
 /// `[train.schedule]`: the learning rate per optimizer step, from Burn's schedulers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// The file's table reads into it as it is, a key of the table one field here (a plateau's
+/// too: [`Self::plateau`] gives them together). A key whose default depends on the kind
+/// (`min_lr`, `gamma`, a plateau's) is `None` where the file leaves it out, and validation
+/// writes it in where the kind takes it; `validate/train/schedule.rs` checks which kinds take
+/// which keys, and the ranges.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
 pub struct ScheduleConfig {
-    /// The decay after the warmup.
+    /// The decay after the warmup (default `constant`).
     pub kind: ScheduleKind,
-    /// Optimizer steps of linear warmup from `lr / warmup_steps` up to `lr` (0: none).
+    /// Optimizer steps of linear warmup from `lr / warmup_steps` up to `lr` (default 0: none).
     pub warmup_steps: usize,
-    /// The floor: where `cosine` and `linear` end, and below which `step` and `exponential`
-    /// do not go. Not with `constant`.
+    /// The floor: where `cosine` and `linear` end (default 0), and below which `step`,
+    /// `exponential` and `plateau` do not go. Not with `constant`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_lr: Option<f64>,
     /// `cosine`, `linear`: optimizer steps from `lr` down to `min_lr`; `None`: the rest of the
     /// run after the warmup.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::config::positive_or_none"
+    )]
     pub decay_steps: Option<usize>,
-    /// `step`: optimizer steps between two decays.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `step`: optimizer steps between two decays (required).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::config::positive_or_none"
+    )]
     pub step_size: Option<usize>,
-    /// `step`, `exponential`: the factor of each decay.
+    /// `step`, `exponential`: the factor of each decay (`step`'s default 0.1, Burn's and
+    /// PyTorch's; `exponential`'s required).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gamma: Option<f64>,
-    /// `plateau`: what it watches, and how it drops the rate.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub plateau: Option<PlateauConfig>,
+    /// `plateau`: the validation figure watched (default: early stopping's, else `val_loss`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<String>,
+    /// `plateau`: whether lower or higher is better (default: early stopping's with its
+    /// monitor, else the figure's own way).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<MonitorMode>,
+    /// `plateau`: what the rate is multiplied by at a plateau, in (0, 1) (default 0.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub factor: Option<f64>,
+    /// `plateau`: epochs without improvement before the rate drops (default 10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patience: Option<usize>,
+    /// `plateau`: the least change that counts as an improvement (default 1e-4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_delta: Option<f64>,
+    /// `plateau`: epochs after a drop during which no epoch counts as waiting (default 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cooldown: Option<usize>,
     /// `piecewise`: the epochs after which the rate changes, counted from the run's start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub milestones: Option<Vec<usize>>,
@@ -177,10 +207,31 @@ pub struct ScheduleConfig {
     pub factors: Option<Vec<f64>>,
 }
 
+impl ScheduleConfig {
+    /// A `plateau` schedule's keys together, each left out at its default (Keras's; the
+    /// monitor `val_loss`, or its own way); `None` for another kind.
+    pub fn plateau(&self) -> Option<PlateauConfig> {
+        if self.kind != ScheduleKind::Plateau {
+            return None;
+        }
+        let monitor = (self.monitor.clone()).unwrap_or_else(|| super::Monitor::VAL_LOSS.into());
+        let natural = super::Monitor::natural_mode(&monitor).unwrap_or(MonitorMode::Min);
+        let keras = PlateauConfig::keras();
+        Some(PlateauConfig {
+            mode: self.mode.unwrap_or(natural),
+            monitor,
+            factor: self.factor.unwrap_or(keras.factor),
+            patience: self.patience.unwrap_or(keras.patience),
+            min_delta: self.min_delta.unwrap_or(keras.min_delta),
+            cooldown: self.cooldown.unwrap_or(keras.cooldown),
+        })
+    }
+}
+
 /// `[train.schedule] kind = "plateau"`: Keras's and PyTorch's `ReduceLROnPlateau`. After an
 /// epoch whose `monitor` has not improved by more than `min_delta` for `patience` epochs in a
 /// row, the rate is multiplied by `factor` (not below `min_lr`), then `cooldown` epochs pass
-/// before waiting starts again.
+/// before waiting starts again. A [`ScheduleConfig`]'s keys, resolved ([`ScheduleConfig::plateau`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlateauConfig {
     /// The validation figure watched: `val_loss` or `val_<metric>`.
@@ -197,11 +248,34 @@ pub struct PlateauConfig {
     pub cooldown: usize,
 }
 
+impl PlateauConfig {
+    /// Keras's and PyTorch's defaults, watching `val_loss`: factor 0.1, patience 10, `min_delta`
+    /// 1e-4 (Keras's), no cooldown.
+    fn keras() -> Self {
+        PlateauConfig {
+            monitor: super::Monitor::VAL_LOSS.into(),
+            mode: MonitorMode::Min,
+            factor: 0.1,
+            patience: 10,
+            min_delta: 1e-4,
+            cooldown: 0,
+        }
+    }
+}
+
+impl Default for PlateauConfig {
+    /// `val_loss`, lower is better, with Keras's factor, patience and `min_delta`.
+    fn default() -> Self {
+        PlateauConfig::keras()
+    }
+}
+
 /// A learning-rate schedule's shape after the warmup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScheduleKind {
     /// `lr` throughout.
+    #[default]
     Constant,
     /// A straight line from `lr` to `min_lr`.
     Linear,

@@ -73,8 +73,8 @@ impl Schedule {
             ScheduleKind::Step | ScheduleKind::Exponential => schedule.min_lr.unwrap_or(0.0),
             _ => 0.0,
         };
-        let plateau = (schedule.plateau.as_ref())
-            .map(|p| Plateau::new(p, lr, schedule.min_lr.unwrap_or(0.0)));
+        let plateau =
+            (schedule.plateau()).map(|p| Plateau::new(&p, lr, schedule.min_lr.unwrap_or(0.0)));
         Self {
             plateau,
             ..Self::from_burn(scheduler, lr, floor)

@@ -1,7 +1,7 @@
 //! The builder's cases: each setter with the file text it should equal.
 
 use super::*;
-use crate::config::{EmaConfig, EmaDevice, EmaWeights, PlateauConfig};
+use crate::config::{EmaConfig, EmaDevice, EmaWeights};
 
 pub(super) fn train_cases() -> Cases {
     let cases: Vec<(ConfigBuilder, &str)> = vec![
@@ -56,19 +56,15 @@ pub(super) fn train_table_cases() -> Cases {
         decay_steps,
         step_size,
         gamma,
-        plateau: None,
-        milestones: None,
-        factors: None,
+        ..Default::default()
     };
     let plateau = ScheduleConfig {
-        plateau: Some(PlateauConfig {
-            monitor: "val_accuracy".into(),
-            mode: MonitorMode::Max,
-            factor: 0.5,
-            patience: 2,
-            min_delta: 0.01,
-            cooldown: 1,
-        }),
+        monitor: Some("val_accuracy".into()),
+        mode: Some(MonitorMode::Max),
+        factor: Some(0.5),
+        patience: Some(2),
+        min_delta: Some(0.01),
+        cooldown: Some(1),
         ..schedule(ScheduleKind::Plateau, Some(1e-5), None, None, None)
     };
     let early = EarlyStoppingConfig {

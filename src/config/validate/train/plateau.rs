@@ -1,33 +1,35 @@
-//! `[train.schedule] kind = "plateau"`'s keys: `monitor` (default: early stopping's, else
-//! `val_loss`), `mode`, `factor` (0.1), `patience` (10), `min_delta` (1e-4) and `cooldown` (0),
-//! Keras's defaults.
+//! `[train.schedule] kind = "plateau"`'s keys beyond their types: the monitor is a validation
+//! figure (default: early stopping's, else `val_loss`), `factor` in (0, 1), `min_delta` a
+//! finite number >= 0; each key left out is written in at its default (Keras's).
 
-use super::super::{choice, finite_in, non_negative, Invalid, Result};
-use crate::config::defaults;
-use crate::config::raw::RawSchedule;
-use crate::config::types::{EarlyStoppingConfig, Monitor, MonitorMode, PlateauConfig};
+use super::super::{finite_in, Invalid, Result};
+use crate::config::types::{EarlyStoppingConfig, Monitor, ScheduleConfig};
 use crate::config::Number;
 
 pub(super) fn plateau(
-    raw: &RawSchedule,
+    schedule: ScheduleConfig,
     early: Option<&EarlyStoppingConfig>,
-) -> Result<PlateauConfig> {
-    let (monitor, natural) = match (&raw.monitor, early) {
+) -> Result<ScheduleConfig> {
+    let (monitor, natural) = match (&schedule.monitor, early) {
         (Some(monitor), _) => {
             let natural = Monitor::natural_mode(monitor)
                 .map_err(|m| Invalid::new("train.schedule.monitor", m))?;
             (monitor.clone(), natural)
         }
         (None, Some(early)) => (early.monitor.clone(), early.mode()),
-        (None, None) => (defaults::MONITOR.to_string(), MonitorMode::Min),
+        (None, None) => {
+            let monitor = Monitor::VAL_LOSS.to_string();
+            let natural = Monitor::natural_mode(&monitor).expect("val_loss is a figure");
+            (monitor, natural)
+        }
     };
-    let mode = choice(
-        "train.schedule.mode",
-        raw.mode.as_deref(),
-        natural,
-        &[("min", MonitorMode::Min), ("max", MonitorMode::Max)],
-    )?;
-    let factor = raw.factor.unwrap_or(defaults::PLATEAU_FACTOR);
+    let schedule = ScheduleConfig {
+        monitor: Some(monitor),
+        mode: Some(schedule.mode.unwrap_or(natural)),
+        ..schedule
+    };
+    let plateau = schedule.plateau().expect("a plateau schedule");
+    let factor = plateau.factor;
     if !(factor.is_finite() && factor > 0.0 && factor < 1.0) {
         return Err(Invalid::new(
             "train.schedule.factor",
@@ -37,26 +39,18 @@ pub(super) fn plateau(
             ),
         ));
     }
-    Ok(PlateauConfig {
-        monitor,
-        mode,
-        factor,
-        patience: non_negative(
-            "train.schedule.patience",
-            raw.patience,
-            defaults::PLATEAU_PATIENCE as u64,
-        )? as usize,
-        min_delta: finite_in(
-            "train.schedule.min_delta",
-            raw.min_delta.unwrap_or(defaults::PLATEAU_MIN_DELTA),
-            0.0,
-            f64::MAX,
-            "a finite number >= 0",
-        )?,
-        cooldown: non_negative(
-            "train.schedule.cooldown",
-            raw.cooldown,
-            defaults::PLATEAU_COOLDOWN as u64,
-        )? as usize,
+    finite_in(
+        "train.schedule.min_delta",
+        plateau.min_delta,
+        0.0,
+        f64::MAX,
+        "a finite number >= 0",
+    )?;
+    Ok(ScheduleConfig {
+        factor: Some(plateau.factor),
+        patience: Some(plateau.patience),
+        min_delta: Some(plateau.min_delta),
+        cooldown: Some(plateau.cooldown),
+        ..schedule
     })
 }

@@ -1,9 +1,9 @@
-//! `[train.schedule]`: the kind, and the keys each kind takes.
+//! `[train.schedule]` beyond its types: the keys each kind takes, the ranges, and the keys whose
+//! defaults depend on the kind written in. The table's keys are [`ScheduleConfig`]'s.
 
-use super::super::{choice, misplaced, non_negative, positive, present, Invalid, Result};
+use super::super::{misplaced, Invalid, Result};
 use super::plateau::plateau;
 use crate::config::defaults;
-use crate::config::raw::RawSchedule;
 use crate::config::types::{EarlyStoppingConfig, ScheduleConfig, ScheduleKind};
 use crate::config::Number;
 
@@ -27,70 +27,43 @@ const KEYS: &[(&str, &[&str])] = &[
 ];
 
 pub(super) fn schedule(
-    raw: RawSchedule,
+    schedule: ScheduleConfig,
     lr: f64,
     early: Option<&EarlyStoppingConfig>,
 ) -> Result<ScheduleConfig> {
-    let kind = kind(&raw)?;
-    let plateau = match kind {
-        ScheduleKind::Plateau => Some(plateau(&raw, early)?),
-        _ => None,
+    let kind = schedule.kind;
+    misplaced("train.schedule", KEYS, &set_keys(&schedule), kind.name())?;
+    check_lr(kind, schedule.warmup_steps, lr)?;
+    pieces(&schedule)?;
+    let schedule = ScheduleConfig {
+        min_lr: min_lr(kind, schedule.min_lr, lr)?,
+        step_size: step_size(kind, schedule.step_size)?,
+        gamma: gamma(kind, schedule.gamma)?,
+        ..schedule
     };
-    let warmup_steps = non_negative(
-        "train.schedule.warmup_steps",
-        raw.warmup_steps,
-        defaults::WARMUP_STEPS as u64,
-    )? as usize;
-    check_lr(kind, warmup_steps, lr)?;
-    let (milestones, factors) = pieces(kind, &raw, warmup_steps)?;
-    Ok(ScheduleConfig {
-        milestones,
-        factors,
-        kind,
-        warmup_steps,
-        min_lr: min_lr(kind, raw.min_lr, lr)?,
-        decay_steps: raw
-            .decay_steps
-            .map(|n| positive("train.schedule.decay_steps", Some(n), 1))
-            .transpose()?,
-        step_size: step_size(kind, raw.step_size)?,
-        gamma: gamma(kind, raw.gamma)?,
-        plateau,
-    })
+    match kind {
+        ScheduleKind::Plateau => plateau(schedule, early),
+        _ => Ok(schedule),
+    }
 }
 
-/// The kind, with every key present checked against it.
-fn kind(raw: &RawSchedule) -> Result<ScheduleKind> {
-    let kind = choice(
-        "train.schedule.kind",
-        raw.kind.as_deref(),
-        defaults::SCHEDULE_KIND,
-        &[
-            ("constant", ScheduleKind::Constant),
-            ("linear", ScheduleKind::Linear),
-            ("cosine", ScheduleKind::Cosine),
-            ("step", ScheduleKind::Step),
-            ("exponential", ScheduleKind::Exponential),
-            ("plateau", ScheduleKind::Plateau),
-            ("piecewise", ScheduleKind::Piecewise),
-        ],
-    )?;
-    let present = present(&[
-        ("min_lr", raw.min_lr.is_some()),
-        ("decay_steps", raw.decay_steps.is_some()),
-        ("step_size", raw.step_size.is_some()),
-        ("gamma", raw.gamma.is_some()),
-        ("monitor", raw.monitor.is_some()),
-        ("mode", raw.mode.is_some()),
-        ("factor", raw.factor.is_some()),
-        ("patience", raw.patience.is_some()),
-        ("min_delta", raw.min_delta.is_some()),
-        ("cooldown", raw.cooldown.is_some()),
-        ("milestones", raw.milestones.is_some()),
-        ("factors", raw.factors.is_some()),
-    ]);
-    misplaced("train.schedule", KEYS, &present, kind.name())?;
-    Ok(kind)
+/// The keys of `schedule` that are set, each checked against its kind.
+fn set_keys(schedule: &ScheduleConfig) -> Vec<&'static str> {
+    let s = schedule;
+    super::super::present(&[
+        ("min_lr", s.min_lr.is_some()),
+        ("decay_steps", s.decay_steps.is_some()),
+        ("step_size", s.step_size.is_some()),
+        ("gamma", s.gamma.is_some()),
+        ("monitor", s.monitor.is_some()),
+        ("mode", s.mode.is_some()),
+        ("factor", s.factor.is_some()),
+        ("patience", s.patience.is_some()),
+        ("min_delta", s.min_delta.is_some()),
+        ("cooldown", s.cooldown.is_some()),
+        ("milestones", s.milestones.is_some()),
+        ("factors", s.factors.is_some()),
+    ])
 }
 
 /// Burn's linear, cosine and exponential schedulers (and the linear warmup) take a learning
@@ -139,14 +112,11 @@ fn min_lr(kind: ScheduleKind, raw: Option<f64>, lr: f64) -> Result<Option<f64>> 
     Ok(Some(min_lr))
 }
 
-/// `piecewise`'s milestones and factors.
-type Pieces = (Option<Vec<usize>>, Option<Vec<f64>>);
-
-/// `piecewise`'s milestones (epochs, increasing, above 0) and a factor for each (above 0);
-/// without a warmup, whose steps would move them.
-fn pieces(kind: ScheduleKind, raw: &RawSchedule, warmup_steps: usize) -> Result<Pieces> {
-    if kind != ScheduleKind::Piecewise {
-        return Ok((None, None));
+/// `piecewise`'s milestones (epochs, increasing, above 0) and a factor for each (above 0),
+/// both required; without a warmup, whose steps would move them.
+fn pieces(schedule: &ScheduleConfig) -> Result<()> {
+    if schedule.kind != ScheduleKind::Piecewise {
+        return Ok(());
     }
     let required = |key: &str| {
         Invalid::new(
@@ -155,16 +125,11 @@ fn pieces(kind: ScheduleKind, raw: &RawSchedule, warmup_steps: usize) -> Result<
              (milestones) and the factor of train.lr from each on (factors)",
         )
     };
-    let milestones = raw
-        .milestones
-        .as_ref()
-        .ok_or_else(|| required("train.schedule.milestones"))?;
-    let factors = raw
-        .factors
-        .as_ref()
-        .ok_or_else(|| required("train.schedule.factors"))?;
+    let milestones =
+        (schedule.milestones.as_ref()).ok_or_else(|| required("train.schedule.milestones"))?;
+    let factors = (schedule.factors.as_ref()).ok_or_else(|| required("train.schedule.factors"))?;
     let key = "train.schedule.milestones";
-    if milestones.is_empty() || milestones.windows(2).any(|w| w[1] <= w[0]) || milestones[0] <= 0 {
+    if milestones.is_empty() || milestones.windows(2).any(|w| w[1] <= w[0]) || milestones[0] == 0 {
         let message =
             format_args!("must be epochs above 0, increasing, at least one; got {milestones:?}");
         return Err(Invalid::new(key, message));
@@ -181,26 +146,28 @@ fn pieces(kind: ScheduleKind, raw: &RawSchedule, warmup_steps: usize) -> Result<
         let message = format_args!("must be numbers > 0, got {}", Number(*f));
         return Err(Invalid::new("train.schedule.factors", message));
     }
-    if warmup_steps > 0 {
+    if schedule.warmup_steps > 0 {
         return Err(Invalid::new(
             "train.schedule.warmup_steps",
             "does not go with kind = \"piecewise\", whose milestones count epochs from the \
              run's start: write the warmup's rate as a first piece",
         ));
     }
-    let milestones = milestones.iter().map(|&m| m as usize).collect();
-    Ok((Some(milestones), Some(factors.clone())))
+    Ok(())
 }
 
 /// `step`'s steps between two decays: required.
-fn step_size(kind: ScheduleKind, raw: Option<i64>) -> Result<Option<usize>> {
-    match (kind, raw) {
+fn step_size(kind: ScheduleKind, step_size: Option<usize>) -> Result<Option<usize>> {
+    match (kind, step_size) {
         (ScheduleKind::Step, None) => Err(Invalid::new(
             "train.schedule.step_size",
             "is required with kind = \"step\": the optimizer steps between two decays",
         )),
-        (ScheduleKind::Step, some) => Ok(Some(positive("train.schedule.step_size", some, 1)?)),
-        _ => Ok(None),
+        (_, Some(0)) => Err(Invalid::new(
+            "train.schedule.step_size",
+            "must be > 0, got 0",
+        )),
+        (_, step_size) => Ok(step_size),
     }
 }
 

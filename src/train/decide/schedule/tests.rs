@@ -5,9 +5,9 @@ use burn::optim::lr_scheduler::module_lr_scheduler::ModuleLrScheduler;
 use burn::optim::lr_scheduler::step::StepLrSchedulerConfig;
 
 use super::*;
-use crate::config::{ConfigBuilder, RawSchedule};
+use crate::config::{ConfigBuilder, ScheduleConfig};
 
-fn train(lr: f64, schedule: RawSchedule) -> TrainConfig {
+fn train(lr: f64, schedule: ScheduleConfig) -> TrainConfig {
     let mut builder = ConfigBuilder::new("t");
     builder.raw_mut().train.lr = Some(crate::config::RawLr::Rate(lr));
     builder.raw_mut().train.schedule = Some(schedule);
@@ -33,11 +33,11 @@ fn assert_close(got: &[f64], expected: &[f64]) {
 fn warmup_then_cosine_is_a_ramp_then_burns_cosine() {
     let config = train(
         1e-2,
-        RawSchedule {
-            kind: Some("cosine".into()),
-            warmup_steps: Some(4),
+        ScheduleConfig {
+            kind: ScheduleKind::Cosine,
+            warmup_steps: 4,
             min_lr: Some(1e-4),
-            ..RawSchedule::default()
+            ..ScheduleConfig::default()
         },
     );
     // 100 steps in the run: 4 of warmup, 96 of cosine decay.
@@ -62,22 +62,22 @@ fn warmup_then_cosine_is_a_ramp_then_burns_cosine() {
 
 #[test]
 fn each_kind_follows_burns_scheduler() {
-    let cases: Vec<(RawSchedule, ModuleLrScheduler)> = vec![
+    let cases: Vec<(ScheduleConfig, ModuleLrScheduler)> = vec![
         (
-            RawSchedule {
-                kind: Some("linear".into()),
+            ScheduleConfig {
+                kind: ScheduleKind::Linear,
                 min_lr: Some(1e-3),
                 decay_steps: Some(10),
-                ..RawSchedule::default()
+                ..ScheduleConfig::default()
             },
             LinearLrSchedulerConfig::new(1e-2, 1e-3, 10).init().unwrap(),
         ),
         (
-            RawSchedule {
-                kind: Some("step".into()),
+            ScheduleConfig {
+                kind: ScheduleKind::Step,
                 step_size: Some(3),
                 gamma: Some(0.5),
-                ..RawSchedule::default()
+                ..ScheduleConfig::default()
             },
             StepLrSchedulerConfig::new(1e-2, 3)
                 .with_gamma(0.5)
@@ -85,16 +85,16 @@ fn each_kind_follows_burns_scheduler() {
                 .unwrap(),
         ),
         (
-            RawSchedule {
-                kind: Some("exponential".into()),
+            ScheduleConfig {
+                kind: ScheduleKind::Exponential,
                 gamma: Some(0.9),
-                ..RawSchedule::default()
+                ..ScheduleConfig::default()
             },
             ExponentialLrSchedulerConfig::new(1e-2, 0.9).init().unwrap(),
         ),
     ];
     for (raw, burn) in cases {
-        let kind = raw.kind.clone().unwrap();
+        let kind = raw.kind.name();
         let mut schedule = Schedule::new(&train(1e-2, raw), 20);
         let got = steps(&mut schedule, 20);
         assert_close(&got, &burn_steps(burn, 20));
@@ -108,7 +108,7 @@ fn no_schedule_and_constant_keep_the_rate() {
     let mut none = Schedule::new(&config, 10);
     assert_eq!(none.current(), config.lr);
     assert!(steps(&mut none, 10).iter().all(|&lr| lr == config.lr));
-    let mut constant = Schedule::new(&train(3e-3, RawSchedule::default()), 10);
+    let mut constant = Schedule::new(&train(3e-3, ScheduleConfig::default()), 10);
     assert!(steps(&mut constant, 10).iter().all(|&lr| lr == 3e-3));
 }
 
@@ -116,11 +116,11 @@ fn no_schedule_and_constant_keep_the_rate() {
 fn min_lr_floors_an_exponential_decay() {
     let config = train(
         1e-2,
-        RawSchedule {
-            kind: Some("exponential".into()),
+        ScheduleConfig {
+            kind: ScheduleKind::Exponential,
             gamma: Some(0.5),
             min_lr: Some(1e-3),
-            ..RawSchedule::default()
+            ..ScheduleConfig::default()
         },
     );
     let got = steps(&mut Schedule::new(&config, 10), 6);
@@ -131,10 +131,10 @@ fn min_lr_floors_an_exponential_decay() {
 fn a_saved_schedule_continues_where_it_stopped() {
     let config = train(
         1e-2,
-        RawSchedule {
-            kind: Some("cosine".into()),
-            warmup_steps: Some(5),
-            ..RawSchedule::default()
+        ScheduleConfig {
+            kind: ScheduleKind::Cosine,
+            warmup_steps: 5,
+            ..ScheduleConfig::default()
         },
     );
     let dir = tempfile::tempdir().unwrap();
@@ -159,11 +159,11 @@ fn a_saved_schedule_continues_where_it_stopped() {
 fn piecewise_changes_the_rate_on_the_first_step_after_each_milestone_and_resumes_there() {
     let config = train(
         0.1,
-        RawSchedule {
-            kind: Some("piecewise".into()),
+        ScheduleConfig {
+            kind: ScheduleKind::Piecewise,
             milestones: Some(vec![1, 3]),
             factors: Some(vec![0.5, 0.1]),
-            ..RawSchedule::default()
+            ..ScheduleConfig::default()
         },
     );
     // 5 epochs (the builder's default) of 2 steps: 0.1 for epoch 1, 0.05 for 2 and 3, then 0.01.
