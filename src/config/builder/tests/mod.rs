@@ -201,6 +201,44 @@ fn a_bad_value_from_a_setter_fails_as_the_file_does() {
             "[checkpoint]\nevery_steps = 0".into(),
         ),
         (b().log_every_steps(0), "log_every_steps = 0".into()),
+        (
+            b().keep_best(0, None, None),
+            "[checkpoint]\nkeep_best = 0".into(),
+        ),
+        (
+            b().memory_limit(MemorySize::Bytes(0), OnLimit::Fail),
+            "[memory]\nlimit = 0".into(),
+        ),
+        (
+            b().memory_limit(MemorySize::Fraction(1.5), OnLimit::Fail),
+            "[memory]\nlimit = 1.5".into(),
+        ),
+        (
+            b().schedule(crate::config::ScheduleConfig {
+                kind: ScheduleKind::Cosine,
+                decay_steps: Some(0),
+                ..Default::default()
+            }),
+            "[train.schedule]\nkind = \"cosine\"\ndecay_steps = 0".into(),
+        ),
+        (
+            b().schedule(crate::config::ScheduleConfig {
+                kind: ScheduleKind::Step,
+                step_size: Some(0),
+                ..Default::default()
+            }),
+            "[train.schedule]\nkind = \"step\"\nstep_size = 0".into(),
+        ),
+        (
+            b().schedule(crate::config::ScheduleConfig {
+                kind: ScheduleKind::Piecewise,
+                milestones: Some(vec![2, 1]),
+                factors: Some(vec![0.5, 0.1]),
+                ..Default::default()
+            }),
+            "[train.schedule]\nkind = \"piecewise\"\nmilestones = [2, 1]\nfactors = [0.5, 0.1]"
+                .into(),
+        ),
     ];
     for (builder, toml) in cases {
         let code = builder.build().unwrap_err();

@@ -33,6 +33,13 @@ pub(super) fn schedule(
 ) -> Result<ScheduleConfig> {
     let kind = schedule.kind;
     misplaced("train.schedule", KEYS, &set_keys(&schedule), kind.name())?;
+    // A count set in code, which a file's reader checks as it reads.
+    if schedule.decay_steps == Some(0) {
+        return Err(Invalid::new(
+            "train.schedule.decay_steps",
+            "must be > 0, got 0",
+        ));
+    }
     check_lr(kind, schedule.warmup_steps, lr)?;
     pieces(&schedule)?;
     let schedule = ScheduleConfig {
