@@ -1,7 +1,8 @@
 //! Default values of the keys that validation resolves from the file as written (a default
 //! that may depend on another key's value). A table read as it is keeps each key's default
-//! beside its field instead (`[run]`, `[device]`, `[train.ema]`, `[train.offload]`,
-//! `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a built-in kind's `[model]`).
+//! beside its field instead (`[run]`, `[device]`, `[train.schedule]`, `[train.ema]`,
+//! `[train.offload]`, `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a built-in kind's
+//! `[model]`).
 
 use super::types::{GapPolicy, OptimizerKind, Precision};
 
@@ -84,7 +85,8 @@ pub const MIN_LR: f64 = 0.0;
 pub const STEP_GAMMA: f64 = 0.1;
 
 // [train.early_stopping]
-/// `train.early_stopping.monitor`, `checkpoint.monitor`, a plateau's and a search's.
+/// `checkpoint.monitor` without early stopping, and a search's `sweep.monitor`
+/// (`EarlyStoppingConfig` and a plateau take `Monitor::VAL_LOSS` as their own).
 pub const MONITOR: &str = super::types::Monitor::VAL_LOSS;
 // The table's other defaults are `EarlyStoppingConfig`'s own.
 

@@ -29,6 +29,11 @@ pub fn positive_or_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>
     positive(d).map(Some)
 }
 
+/// Counts above 0, where the key may be left out (a schedule's milestones).
+pub fn positives_or_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
+    positives(d).map(Some)
+}
+
 /// Sizes above 0 (layer widths, channels), each one's error at its index.
 pub fn positives<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<usize>, D::Error> {
     Ok(Vec::<Positive>::deserialize(d)?

@@ -149,8 +149,9 @@ pub enum EmaWeights {
 ///
 /// The file's table reads into it as it is, a key of the table one field here (a plateau's
 /// too: [`Self::plateau`] gives them together). A key whose default depends on the kind
-/// (`min_lr`, `gamma`, a plateau's) is `None` where the file leaves it out, and validation
-/// writes it in where the kind takes it; `validate/train/schedule.rs` checks which kinds take
+/// (`min_lr`, `gamma`, a plateau's) or on early stopping (a plateau's `monitor` and `mode`)
+/// is `None` where the file leaves it out, and validation writes it in where the kind takes
+/// it; `validate/train/schedule.rs` checks which kinds take
 /// which keys, and the ranges.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default, expecting = "a table")]
@@ -200,7 +201,10 @@ pub struct ScheduleConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cooldown: Option<usize>,
     /// `piecewise`: the epochs after which the rate changes, counted from the run's start.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::config::positives_or_none"
+    )]
     pub milestones: Option<Vec<usize>>,
     /// `piecewise`: the rate after each milestone, as a factor of `lr` (one per milestone).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -3,7 +3,7 @@
 //! `keep_best` is set but they are not: early stopping's, where the run has it, else
 //! `val_loss` (each with its own way). The table's keys are [`CheckpointConfig`]'s.
 
-use super::{Invalid, Result};
+use super::{counts_in_a_file, Invalid, Result};
 use crate::config::defaults;
 use crate::config::types::{CheckpointConfig, EarlyStoppingConfig, Monitor};
 
@@ -11,14 +11,14 @@ pub(super) fn checkpoint(
     checkpoint: CheckpointConfig,
     early: Option<&EarlyStoppingConfig>,
 ) -> Result<CheckpointConfig> {
-    for (key, value) in [
+    let counts = [
         ("checkpoint.every_steps", checkpoint.every_steps),
         ("checkpoint.keep_best", checkpoint.keep_best),
-    ] {
-        if value == Some(0) {
-            return Err(Invalid::new(key, "must be > 0, got 0"));
-        }
+    ];
+    if let Some((key, _)) = counts.iter().find(|(_, value)| *value == Some(0)) {
+        return Err(Invalid::new(key, "must be > 0, got 0"));
     }
+    counts_in_a_file(&counts)?;
     if checkpoint.keep_best.is_none() {
         let key = match (&checkpoint.monitor, &checkpoint.mode) {
             (Some(_), _) => "checkpoint.monitor",

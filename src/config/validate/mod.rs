@@ -147,7 +147,7 @@ fn device(device: DeviceConfig) -> Result<DeviceConfig> {
 
 /// `value` of `key` is one a config file (TOML's integers, signed 64-bit) can hold: a
 /// validated config is written as one (`config.toml`).
-fn in_a_file(key: &str, value: u64) -> Result<()> {
+pub(super) fn in_a_file(key: &str, value: u64) -> Result<()> {
     match i64::try_from(value) {
         Ok(_) => Ok(()),
         Err(_) => Err(Invalid::new(
@@ -155,6 +155,17 @@ fn in_a_file(key: &str, value: u64) -> Result<()> {
             format_args!("must be at most {}, got {value}", i64::MAX),
         )),
     }
+}
+
+/// [`in_a_file`] for each count of `counts` that is set: a table read as it is takes a count
+/// set in code as it is, and only a file's reader checks it as it reads.
+pub(super) fn counts_in_a_file(counts: &[(&str, Option<usize>)]) -> Result<()> {
+    for &(key, value) in counts {
+        if let Some(value) = value {
+            in_a_file(key, value as u64)?;
+        }
+    }
+    Ok(())
 }
 
 /// Refuses offload to the host on flex, whose tensors are in host memory already.

@@ -1,4 +1,4 @@
-//! Validation against the raw config: defaults, ranges, choices and the keys of other kinds.
+//! Validation of a config as read: defaults, ranges, choices and the keys of other kinds.
 
 use super::*;
 use crate::config::{RawColumn, RawLr};

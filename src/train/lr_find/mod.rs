@@ -185,8 +185,7 @@ fn copy(config: &RunConfig, dir: &Path, sweep: &Sweep) -> RunConfig {
     copy.train.early_stopping = None;
     copy.train.lr_range = Some(sweep.range);
     copy.train.find_lr = false;
-    copy.checkpoint.keep_best = None;
-    copy.checkpoint.every_steps = None;
+    copy.checkpoint = Default::default();
     copy
 }
 

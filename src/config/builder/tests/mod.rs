@@ -325,6 +325,44 @@ fn a_value_set_in_code_that_a_config_file_cannot_hold_is_refused_naming_it() {
             .starts_with("config: device.index must be at most"),
         "{error}"
     );
+    // The counts of a table read as it is, set in code.
+    let huge = usize::MAX;
+    let early = EarlyStoppingConfig {
+        patience: huge,
+        ..Default::default()
+    };
+    let schedule = |edit: fn(&mut crate::config::ScheduleConfig)| {
+        let mut schedule = crate::config::ScheduleConfig {
+            kind: ScheduleKind::Piecewise,
+            milestones: Some(vec![1]),
+            factors: Some(vec![0.5]),
+            ..Default::default()
+        };
+        edit(&mut schedule);
+        b().schedule(schedule)
+    };
+    let cases = [
+        (b().checkpoint_every_steps(huge), "checkpoint.every_steps"),
+        (b().keep_best(huge, None, None), "checkpoint.keep_best"),
+        (b().early_stopping(early), "train.early_stopping.patience"),
+        (
+            schedule(|s| s.milestones = Some(vec![1, usize::MAX])),
+            "train.schedule.milestones",
+        ),
+        (
+            schedule(|s| {
+                s.kind = ScheduleKind::Step;
+                (s.milestones, s.factors) = (None, None);
+                s.step_size = Some(usize::MAX);
+            }),
+            "train.schedule.step_size",
+        ),
+    ];
+    for (builder, key) in cases {
+        let error = builder.build().unwrap_err().to_string();
+        let said = format!("config: {key} must be at most {}, got {huge}", i64::MAX);
+        assert_eq!(error, said);
+    }
     // At the edge, it is written and read back.
     let config = b().seed(i64::MAX as u64).build().unwrap();
     let again = parse(&crate::config::to_toml(&config), "t.toml", &[]).unwrap();

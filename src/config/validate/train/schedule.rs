@@ -1,7 +1,7 @@
 //! `[train.schedule]` beyond its types: the keys each kind takes, the ranges, and the keys whose
 //! defaults depend on the kind written in. The table's keys are [`ScheduleConfig`]'s.
 
-use super::super::{misplaced, Invalid, Result};
+use super::super::{counts_in_a_file, misplaced, Invalid, Result};
 use super::plateau::plateau;
 use crate::config::defaults;
 use crate::config::types::{EarlyStoppingConfig, ScheduleConfig, ScheduleKind};
@@ -33,13 +33,22 @@ pub(super) fn schedule(
 ) -> Result<ScheduleConfig> {
     let kind = schedule.kind;
     misplaced("train.schedule", KEYS, &set_keys(&schedule), kind.name())?;
-    // A count set in code, which a file's reader checks as it reads.
+    // Counts set in code, which a file's reader checks as it reads.
     if schedule.decay_steps == Some(0) {
         return Err(Invalid::new(
             "train.schedule.decay_steps",
             "must be > 0, got 0",
         ));
     }
+    let milestone = (schedule.milestones.iter().flatten()).max().copied();
+    counts_in_a_file(&[
+        ("train.schedule.warmup_steps", Some(schedule.warmup_steps)),
+        ("train.schedule.decay_steps", schedule.decay_steps),
+        ("train.schedule.step_size", schedule.step_size),
+        ("train.schedule.patience", schedule.patience),
+        ("train.schedule.cooldown", schedule.cooldown),
+        ("train.schedule.milestones", milestone),
+    ])?;
     check_lr(kind, schedule.warmup_steps, lr)?;
     pieces(&schedule)?;
     let schedule = ScheduleConfig {
