@@ -4,7 +4,7 @@
 //! `[train.offload]`, `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a built-in kind's
 //! `[model]`).
 
-use super::types::{GapPolicy, OptimizerKind, Precision};
+use super::types::GapPolicy;
 
 // [run], [device], [train.ema] and [train.offload]: each key's default is beside its field, in
 // the table's type (`RunSection`, `DeviceConfig`, `EmaConfig`, `OffloadConfig`).
@@ -43,29 +43,8 @@ pub const NUM_WORKERS: usize = 0;
 // `data.standardize` and `data.stratify` default to on for files and off for synthetic data
 // (stratify: only where there are classes); see `validate::data`.
 
-// [train]
-/// `train.epochs`.
-pub const EPOCHS: usize = 5;
-/// `train.batch_size`.
-pub const BATCH_SIZE: usize = 128;
-/// `train.accumulation_steps`.
-pub const ACCUMULATION_STEPS: usize = 1;
-/// `train.optimizer`.
-pub const OPTIMIZER: OptimizerKind = OptimizerKind::Adam;
-/// `train.lr`.
-pub const LR: f64 = 1e-3;
-/// `train.weight_decay`.
-pub const WEIGHT_DECAY: f64 = 0.0;
-/// `train.precision`.
-pub const PRECISION: Precision = Precision::F32;
-// `train.loss_scaling` defaults to "dynamic" with f16 and "off" otherwise.
-/// `train.initial_loss_scale`: 2^16, as PyTorch's `GradScaler` and TensorFlow's
-/// `LossScaleOptimizer` start.
-pub const INITIAL_LOSS_SCALE: f64 = 65536.0;
-/// `train.loss_scale_growth_interval`, as those two use.
-pub const LOSS_SCALE_GROWTH_INTERVAL: usize = 2000;
-/// `train.gradient_checkpointing`.
-pub const GRADIENT_CHECKPOINTING: bool = false;
+// [train]: the defaults that depend on the optimizer; the table's others are `TrainConfig`'s
+// own (and `train.loss_scaling`'s, dynamic with f16 and off otherwise, its method's).
 /// `train.betas` (`adam`, `adamw`): Burn's and PyTorch's.
 pub const BETAS: [f64; 2] = [0.9, 0.999];
 /// `train.eps` (`adam`, `adamw`, `rmsprop`): Burn's.

@@ -98,7 +98,7 @@ pub fn parse_checked(
 /// `source`'s text as a [`RawConfig`]: TOML, with the overrides applied, in the config's types.
 fn raw_of(source: &Source<'_>) -> Result<RawConfig, ConfigError> {
     let table = table_of(source.text, &source.name, source.overrides)?;
-    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+    read(table).map_err(|e| {
         let key = e.path().to_string();
         let inner = e.into_inner().to_string();
         let message = describe_key_error(&key, &inner);
@@ -177,6 +177,25 @@ pub fn load_raw(path: &Path, overrides: &[Override]) -> Result<RawFile, ConfigEr
         text,
         overrides: overrides.to_vec(),
     })
+}
+
+/// `table` in the config's types. `train.lr = "find"`, a word where a rate goes, is taken out
+/// of the table and read as the setting it names, `train.find_lr` (the rate then the default,
+/// until the finder's replaces it).
+pub(super) fn read(
+    mut table: toml::Table,
+) -> Result<RawConfig, serde_path_to_error::Error<toml::de::Error>> {
+    let train = table.get_mut("train").and_then(toml::Value::as_table_mut);
+    let find = train.is_some_and(|train| {
+        let find = train.get("lr").and_then(toml::Value::as_str) == Some("find");
+        if find {
+            train.remove("lr");
+        }
+        find
+    });
+    let mut raw: RawConfig = serde_path_to_error::deserialize(toml::Value::Table(table))?;
+    raw.train.find_lr = find;
+    Ok(raw)
 }
 
 /// `text` (named `name` in errors) parsed as TOML, with `overrides` applied.

@@ -9,7 +9,6 @@ mod key_error;
 mod load;
 mod overrides;
 mod raw;
-mod raw_lr;
 mod serde_checks;
 mod size;
 mod types;

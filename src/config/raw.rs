@@ -1,14 +1,12 @@
-//! The configuration exactly as written in a TOML file: every key optional, nothing checked
-//! beyond its TOML type. [`RunConfig`](super::RunConfig) is built from it once, by
+//! The configuration as a TOML file has it, before the checks beyond types: the tables read as
+//! they are (their own types, shared with [`RunConfig`](super::RunConfig)), and the two still
+//! written their own way here, `[model]` (a kind's name and its keys) and `[data]` (its kind
+//! told from the keys given). [`RunConfig`](super::RunConfig) is built from it once, by
 //! [`TryFrom`], and everything downstream sees only the validated form.
 
 use serde::{Deserialize, Serialize};
 
-pub use super::raw_lr::RawLr;
-use super::types::{
-    CheckpointConfig, DeviceConfig, EarlyStoppingConfig, EmaConfig, MemoryConfig, OffloadConfig,
-    RunSection, ScheduleConfig,
-};
+use super::types::{CheckpointConfig, DeviceConfig, MemoryConfig, RunSection, TrainConfig};
 
 pub use super::size::RawSize;
 
@@ -28,9 +26,9 @@ pub struct RawConfig {
     /// `[data]`: where the samples come from.
     #[serde(default)]
     pub data: RawData,
-    /// `[train]`: the optimisation loop.
+    /// `[train]`: the optimisation loop, read as it is ([`TrainConfig`]).
     #[serde(default)]
-    pub train: RawTrain,
+    pub train: TrainConfig,
     /// `[memory]`: memory policy and snapshots, read as it is ([`MemoryConfig`]).
     #[serde(default)]
     pub memory: MemoryConfig,
@@ -194,54 +192,4 @@ pub struct RawData {
     /// Data-loader worker threads; 0 (the default) loads on the training thread and keeps
     /// batch order, and so the run, reproducible.
     pub num_workers: Option<i64>,
-}
-
-/// `[train]` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawTrain {
-    /// Number of passes over the training split.
-    pub epochs: Option<i64>,
-    /// Samples per micro-batch (one forward/backward).
-    pub batch_size: Option<i64>,
-    /// Micro-batches per optimizer step.
-    pub accumulation_steps: Option<i64>,
-    /// `adam`, `adamw`, `sgd` or `rmsprop`.
-    pub optimizer: Option<String>,
-    /// Learning rate (the peak, with a schedule), or `"find"`.
-    pub lr: Option<RawLr>,
-    /// Weight decay: L2 for `adam`, `sgd`, `rmsprop`; decoupled for `adamw`.
-    pub weight_decay: Option<f64>,
-    /// `adam`, `adamw`: `[beta1, beta2]`.
-    pub betas: Option<Vec<f64>>,
-    /// `adam`, `adamw`, `rmsprop`: the denominator's epsilon.
-    pub eps: Option<f64>,
-    /// `sgd`, `rmsprop`: momentum factor.
-    pub momentum: Option<f64>,
-    /// `sgd`: Nesterov momentum.
-    pub nesterov: Option<bool>,
-    /// `rmsprop`: smoothing constant.
-    pub alpha: Option<f64>,
-    /// Global L2 norm the step's gradient is scaled down to.
-    pub clip_grad_norm: Option<f64>,
-    /// Bound on every gradient element.
-    pub clip_grad_value: Option<f64>,
-    /// `f32`, `bf16` or `f16`: the precision forward and backward compute in.
-    pub precision: Option<String>,
-    /// `dynamic` or `off`.
-    pub loss_scaling: Option<String>,
-    /// The loss scale dynamic scaling starts from.
-    pub initial_loss_scale: Option<f64>,
-    /// Clean optimizer steps after which the loss scale doubles.
-    pub loss_scale_growth_interval: Option<i64>,
-    /// Recompute memory-bound activations in the backward pass instead of keeping them.
-    pub gradient_checkpointing: Option<bool>,
-    /// `[train.schedule]`, read as it is ([`ScheduleConfig`]).
-    pub schedule: Option<ScheduleConfig>,
-    /// `[train.early_stopping]`, read as it is ([`EarlyStoppingConfig`]).
-    pub early_stopping: Option<EarlyStoppingConfig>,
-    /// `[train.offload]`, read as it is ([`OffloadConfig`]).
-    pub offload: Option<OffloadConfig>,
-    /// `[train.ema]`.
-    pub ema: Option<EmaConfig>,
 }

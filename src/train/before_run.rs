@@ -32,7 +32,7 @@ pub(super) fn notes(config: &RunConfig) -> Vec<String> {
         notes.push(format!(
             "precision: {} compute, f32 weights and optimizer state{}",
             train.precision,
-            match train.loss_scaling {
+            match train.loss_scaling() {
                 LossScaling::Dynamic => {
                     format!(", dynamic loss scaling from {}", train.initial_loss_scale)
                 }

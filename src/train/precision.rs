@@ -110,7 +110,7 @@ impl MixedPrecision {
 
     /// As configured in `[train]`.
     pub fn from_config(config: &TrainConfig) -> Self {
-        let scaler = (config.loss_scaling == LossScaling::Dynamic)
+        let scaler = (config.loss_scaling() == LossScaling::Dynamic)
             .then(|| LossScaler::new(config.initial_loss_scale, config.loss_scale_growth_interval));
         Self::new(config.precision, scaler)
     }

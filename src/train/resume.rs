@@ -342,7 +342,7 @@ mod tests {
         check_config(dir.path(), &config, TASK_SECTIONS, None, false).unwrap();
         // A key that changes the run is still refused.
         let mut raw = ConfigBuilder::from_config(&config);
-        raw.raw_mut().train.betas = Some(vec![0.8, 0.9]);
+        raw.raw_mut().train.betas = Some([0.8, 0.9]);
         let err = check_config(
             dir.path(),
             &raw.build().unwrap(),

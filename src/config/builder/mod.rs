@@ -3,7 +3,7 @@
 //! file takes has a setter; the `[data]` ones are in `data.rs`.
 
 use super::error::ConfigError;
-use super::raw::{RawConfig, RawLr};
+use super::raw::RawConfig;
 use super::size::MemorySize;
 use super::types::{
     Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, MemoryPolicyKind, Offload,
@@ -12,9 +12,6 @@ use super::types::{
 
 mod data;
 mod outputs;
-mod raw_values;
-
-use raw_values::name_of;
 
 /// Builds a [`RunConfig`] in code.
 ///
@@ -54,8 +51,8 @@ impl ConfigBuilder {
     /// Starts from a validated config, to build a variant of it: the variant is validated
     /// again, as a file would be (a validated config is never edited in place).
     pub fn from_config(config: &RunConfig) -> Self {
-        let raw = toml::from_str(&super::to_toml(config))
-            .expect("a validated config reads back as a raw one");
+        let table = toml::from_str(&super::to_toml(config)).expect("a validated config is TOML");
+        let raw = super::load::read(table).expect("a validated config reads back as a raw one");
         Self::from_raw(raw)
     }
 
@@ -117,32 +114,32 @@ impl ConfigBuilder {
 
     /// Passes over the training split.
     pub fn epochs(mut self, epochs: usize) -> Self {
-        self.raw.train.epochs = Some(epochs as i64);
+        self.raw.train.epochs = epochs;
         self
     }
 
     /// Samples per micro-batch.
     pub fn batch_size(mut self, batch_size: usize) -> Self {
-        self.raw.train.batch_size = Some(batch_size as i64);
+        self.raw.train.batch_size = batch_size;
         self
     }
 
     /// Micro-batches per optimizer step.
     pub fn accumulation_steps(mut self, steps: usize) -> Self {
-        self.raw.train.accumulation_steps = Some(steps as i64);
+        self.raw.train.accumulation_steps = steps;
         self
     }
 
     /// Optimizer and learning rate.
     pub fn optimizer(mut self, kind: OptimizerKind, lr: f64) -> Self {
-        self.raw.train.optimizer = Some(kind.name().into());
-        self.raw.train.lr = Some(RawLr::Rate(lr));
-        self
+        self.raw.train.optimizer = kind;
+        self.lr(lr)
     }
 
     /// The learning rate alone, keeping the optimizer (`train.lr`).
     pub fn lr(mut self, lr: f64) -> Self {
-        self.raw.train.lr = Some(RawLr::Rate(lr));
+        self.raw.train.lr = lr;
+        self.raw.train.find_lr = false;
         self
     }
 
@@ -150,13 +147,15 @@ impl ConfigBuilder {
     /// trains, and the run trains at the rate it suggests (docs/training.md, "Finding a
     /// learning rate").
     pub fn find_lr(mut self) -> Self {
-        self.raw.train.lr = Some(RawLr::Word("find".into()));
+        // The default rate until the finder's replaces it, as a file's `lr = "find"` reads.
+        self.raw.train.lr = super::TrainConfig::default().lr;
+        self.raw.train.find_lr = true;
         self
     }
 
     /// Compute precision (`bf16` and `f16` keep f32 master weights; `f16` scales the loss).
     pub fn precision(mut self, precision: Precision) -> Self {
-        self.raw.train.precision = Some(precision.name().into());
+        self.raw.train.precision = precision;
         self
     }
 
@@ -202,13 +201,13 @@ impl ConfigBuilder {
     /// Weight decay (`train.weight_decay`): L2 for `adam`, `sgd`, `rmsprop`; decoupled for
     /// `adamw`.
     pub fn weight_decay(mut self, decay: f64) -> Self {
-        self.raw.train.weight_decay = Some(decay);
+        self.raw.train.weight_decay = decay;
         self
     }
 
     /// Adam's and AdamW's `[beta1, beta2]` (`train.betas`).
     pub fn betas(mut self, beta1: f64, beta2: f64) -> Self {
-        self.raw.train.betas = Some(vec![beta1, beta2]);
+        self.raw.train.betas = Some([beta1, beta2]);
         self
     }
 
@@ -248,16 +247,16 @@ impl ConfigBuilder {
     /// scale and the clean steps after which it doubles (`train.initial_loss_scale`,
     /// `train.loss_scale_growth_interval`).
     pub fn loss_scaling(mut self, scaling: LossScaling, initial: f64, growth: usize) -> Self {
-        self.raw.train.loss_scaling = Some(name_of(scaling));
-        self.raw.train.initial_loss_scale = Some(initial);
-        self.raw.train.loss_scale_growth_interval = Some(growth as i64);
+        self.raw.train.loss_scaling = Some(scaling);
+        self.raw.train.initial_loss_scale = initial;
+        self.raw.train.loss_scale_growth_interval = growth;
         self
     }
 
     /// Recomputes memory-bound activations in the backward pass instead of keeping them
     /// (`train.gradient_checkpointing`).
     pub fn gradient_checkpointing(mut self, on: bool) -> Self {
-        self.raw.train.gradient_checkpointing = Some(on);
+        self.raw.train.gradient_checkpointing = on;
         self
     }
 
@@ -265,8 +264,7 @@ impl ConfigBuilder {
     /// keeps one gradient set on a device with memory of its own (not flex); `Auto` moves it
     /// there only when a limit needs the saving.
     pub fn offload_gradients(mut self, offload: Offload) -> Self {
-        let table = self.raw.train.offload.get_or_insert_with(Default::default);
-        table.gradients = offload;
+        self.raw.train.offload.gradients = offload;
         self
     }
 
@@ -274,8 +272,7 @@ impl ConfigBuilder {
     /// `Host` keeps it, with an f32 master copy of the weights, in host memory, on a device
     /// with memory of its own (not flex).
     pub fn offload_optimizer(mut self, offload: Offload) -> Self {
-        let table = self.raw.train.offload.get_or_insert_with(Default::default);
-        table.optimizer = offload;
+        self.raw.train.offload.optimizer = offload;
         self
     }
 

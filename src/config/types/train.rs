@@ -7,24 +7,39 @@ use serde::{Deserialize, Serialize};
 use super::MonitorMode;
 
 /// `[train]`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// The file's table reads into it as it is, a key of the table one field here and its default
+/// in [`Default`]. `lr` is a number, or the word `"find"`, which the reader takes for the
+/// setting it names (`find_lr`). A key whose default depends on another's (the optimizer's
+/// keys on `optimizer`, `loss_scaling` on `precision`) is `None` where the file leaves it
+/// out, and validation writes it in where it applies. The checks beyond types are in
+/// `validate/train.rs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default, expecting = "a table")]
 pub struct TrainConfig {
-    /// Passes over the training split.
+    /// Passes over the training split (default 5).
+    #[serde(deserialize_with = "crate::config::positive")]
     pub epochs: usize,
-    /// Samples per micro-batch.
+    /// Samples per micro-batch (default 128).
+    #[serde(deserialize_with = "crate::config::positive")]
     pub batch_size: usize,
     /// Micro-batches per optimizer step; the effective batch is
-    /// `batch_size * accumulation_steps`.
+    /// `batch_size * accumulation_steps` (default 1).
+    #[serde(deserialize_with = "crate::config::positive")]
     pub accumulation_steps: usize,
-    /// The optimizer.
+    /// The optimizer (default `adam`).
     pub optimizer: OptimizerKind,
-    /// Learning rate: the constant one, or the peak a schedule starts from.
+    /// Learning rate: the constant one, or the peak a schedule starts from (default 1e-3).
+    #[serde(deserialize_with = "rate")]
     pub lr: f64,
     /// Weight decay (0 disables it): an L2 penalty added to the gradient for `adam`, `sgd`
     /// and `rmsprop`; decoupled decay of the weights for `adamw`.
     pub weight_decay: f64,
     /// `adam`, `adamw`: the moment decay rates.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "two_betas"
+    )]
     pub betas: Option<[f64; 2]>,
     /// `adam`, `adamw`, `rmsprop`: the term added to the denominator.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -46,11 +61,15 @@ pub struct TrainConfig {
     pub clip_grad_value: Option<f64>,
     /// The precision forward and backward compute in; weights and optimizer state stay f32.
     pub precision: Precision,
-    /// Whether the loss is scaled to keep small gradients representable.
-    pub loss_scaling: LossScaling,
-    /// The scale dynamic loss scaling starts from.
+    /// Whether the loss is scaled to keep small gradients representable: by default dynamic
+    /// with `f16`, off otherwise ([`Self::loss_scaling`] reads it either way).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_scaling: Option<LossScaling>,
+    /// The scale dynamic loss scaling starts from (default 2^16, as PyTorch's `GradScaler` and
+    /// TensorFlow's `LossScaleOptimizer` start).
     pub initial_loss_scale: f64,
-    /// Clean optimizer steps after which the scale doubles.
+    /// Clean optimizer steps after which the scale doubles (default 2000, as those two use).
+    #[serde(deserialize_with = "crate::config::positive")]
     pub loss_scale_growth_interval: usize,
     /// Burn's gradient checkpointing on the autodiff device (its balanced strategy).
     pub gradient_checkpointing: bool,
@@ -449,7 +468,7 @@ impl OffloadConfig {
 }
 
 /// Loss scaling for low-precision training.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LossScaling {
     /// Scale the loss; unscale the gradients; skip a step whose gradients are not finite and
@@ -464,13 +483,93 @@ impl TrainConfig {
     pub fn effective_batch_size(&self) -> usize {
         self.batch_size * self.accumulation_steps
     }
+
+    /// Whether the loss is scaled: `loss_scaling`, or where it is unset dynamic with `f16`
+    /// and off otherwise.
+    pub fn loss_scaling(&self) -> LossScaling {
+        self.loss_scaling.unwrap_or(match self.precision {
+            Precision::F16 => LossScaling::Dynamic,
+            Precision::F32 | Precision::Bf16 => LossScaling::Off,
+        })
+    }
+}
+
+impl Default for TrainConfig {
+    /// Every key at its default: the table `[train]` with nothing in it.
+    fn default() -> Self {
+        TrainConfig {
+            epochs: 5,
+            batch_size: 128,
+            accumulation_steps: 1,
+            optimizer: OptimizerKind::default(),
+            lr: 1e-3,
+            weight_decay: 0.0,
+            betas: None,
+            eps: None,
+            momentum: None,
+            nesterov: None,
+            alpha: None,
+            clip_grad_norm: None,
+            clip_grad_value: None,
+            precision: Precision::default(),
+            loss_scaling: None,
+            initial_loss_scale: 65536.0,
+            loss_scale_growth_interval: 2000,
+            gradient_checkpointing: false,
+            schedule: None,
+            early_stopping: None,
+            lr_range: None,
+            find_lr: false,
+            offload: OffloadConfig::default(),
+            ema: None,
+        }
+    }
+}
+
+/// `train.lr` as the file has it: a number (a rate); the word `"find"` is taken out of the
+/// table before (as `find_lr`), so that any other text is the error.
+fn rate<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    struct Rate;
+    impl serde::de::Visitor<'_> for Rate {
+        type Value = f64;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a number, or \"find\"")
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<f64, E> {
+            Ok(v)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<f64, E> {
+            Err(E::custom(format_args!(
+                "must be a number, or \"find\"; got \"{}\"",
+                crate::config::clipped(word, 40)
+            )))
+        }
+    }
+    d.deserialize_any(Rate)
+}
+
+/// `train.betas` as the file has it: two numbers (their range is validation's).
+fn two_betas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<[f64; 2]>, D::Error> {
+    match Vec::<f64>::deserialize(d)?.as_slice() {
+        &[b1, b2] => Ok(Some([b1, b2])),
+        values => Err(serde::de::Error::custom(format_args!(
+            "must be two numbers in [0, 1), like [0.9, 0.999]; got {values:?}"
+        ))),
+    }
 }
 
 /// An optimizer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizerKind {
     /// Adam (Kingma and Ba), with weight decay as an L2 penalty.
+    #[default]
     Adam,
     /// AdamW (Loshchilov and Hutter): Adam with decoupled weight decay.
     Adamw,

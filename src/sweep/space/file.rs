@@ -16,7 +16,7 @@ impl Space {
         let mut space = Space::from_raw(sweep).map_err(|e| file.error(&e.key, e.message))?;
         // A finder run by every trial would sweep each one's rate before it trains, outside the
         // search's plan and leases: a search takes a rate, or draws one.
-        if file.raw.train.lr.as_ref().is_some_and(|lr| lr.is_find()) {
+        if file.raw.train.find_lr {
             let message = "train.lr = \"find\" in a search: give a rate, or vary train.lr in \
                            [sweep.vary] (`tidemark lr-find` suggests where to start)";
             return Err(file.error("train.lr", message.into()));

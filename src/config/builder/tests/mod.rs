@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde::de::{self, DeserializeOwned, Visitor};
 
 use super::*;
-use crate::config::{parse, Column, GapPolicy, MonitorMode, RawData, RawTrain, ScheduleKind};
+use crate::config::{parse, Column, GapPolicy, MonitorMode, RawData, ScheduleKind};
 
 /// Files that exist (validation checks only that).
 const CO2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
@@ -126,7 +126,7 @@ fn the_setters_reach_every_key_a_file_takes() {
         // A kind's own keys are the kind's: the built-in kinds' setters are tested with them.
         vec!["model.kind".to_string()],
         keys::<RawData>("data"),
-        keys::<RawTrain>("train"),
+        keys::<crate::config::TrainConfig>("train"),
         keys::<crate::config::ScheduleConfig>("train.schedule"),
         keys::<crate::config::EarlyStoppingConfig>("train.early_stopping"),
         keys::<crate::config::EmaConfig>("train.ema"),

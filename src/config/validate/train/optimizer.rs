@@ -1,13 +1,11 @@
 //! The optimizer's keys: each applies to some optimizers only, and gets its default there.
 
-use super::super::{choice, finite_in, misplaced_by, present, Invalid, Result};
+use super::super::{finite_in, misplaced_by, present, Invalid, Result};
 use crate::config::defaults;
-use crate::config::raw::RawTrain;
-use crate::config::types::OptimizerKind;
+use crate::config::types::TrainConfig;
 
 /// The optimizer's settings, each `None` where the optimizer has no such setting.
 pub(super) struct Optimizer {
-    pub(super) kind: OptimizerKind,
     pub(super) weight_decay: f64,
     pub(super) betas: Option<[f64; 2]>,
     pub(super) eps: Option<f64>,
@@ -25,18 +23,8 @@ const KEYS: &[(&str, &[&str])] = &[
     ("alpha", &["rmsprop"]),
 ];
 
-pub(super) fn optimizer(raw: &RawTrain) -> Result<Optimizer> {
-    let kind = choice(
-        "train.optimizer",
-        raw.optimizer.as_deref(),
-        defaults::OPTIMIZER,
-        &[
-            ("adam", OptimizerKind::Adam),
-            ("adamw", OptimizerKind::Adamw),
-            ("sgd", OptimizerKind::Sgd),
-            ("rmsprop", OptimizerKind::Rmsprop),
-        ],
-    )?;
+pub(super) fn optimizer(raw: &TrainConfig) -> Result<Optimizer> {
+    let kind = raw.optimizer;
     let present = present(&[
         ("betas", raw.betas.is_some()),
         ("eps", raw.eps.is_some()),
@@ -51,7 +39,7 @@ pub(super) fn optimizer(raw: &RawTrain) -> Result<Optimizer> {
     };
     let unit = |key: &str, value: f64| finite_in(key, value, 0.0, 1.0, "in [0, 1)");
     let betas = match takes("betas") {
-        true => Some(betas(raw.betas.as_deref())?),
+        true => Some(betas(raw.betas)?),
         false => None,
     };
     let eps = takes("eps")
@@ -79,10 +67,9 @@ pub(super) fn optimizer(raw: &RawTrain) -> Result<Optimizer> {
         .then(|| unit("train.alpha", raw.alpha.unwrap_or(defaults::RMSPROP_ALPHA)))
         .transpose()?;
     Ok(Optimizer {
-        kind,
         weight_decay: finite_in(
             "train.weight_decay",
-            raw.weight_decay.unwrap_or(defaults::WEIGHT_DECAY),
+            raw.weight_decay,
             0.0,
             f64::MAX,
             "a finite number >= 0",
@@ -95,19 +82,16 @@ pub(super) fn optimizer(raw: &RawTrain) -> Result<Optimizer> {
     })
 }
 
-fn betas(raw: Option<&[f64]>) -> Result<[f64; 2]> {
+fn betas(raw: Option<[f64; 2]>) -> Result<[f64; 2]> {
     let Some(values) = raw else {
         return Ok(defaults::BETAS);
     };
-    match values {
-        [b1, b2]
-            if [b1, b2]
-                .iter()
-                .all(|b| b.is_finite() && (0.0..1.0).contains(*b)) =>
-        {
-            Ok([*b1, *b2])
-        }
-        _ => Err(Invalid::new(
+    match values
+        .iter()
+        .all(|b| b.is_finite() && (0.0..1.0).contains(b))
+    {
+        true => Ok(values),
+        false => Err(Invalid::new(
             "train.betas",
             format_args!("must be two numbers in [0, 1), like [0.9, 0.999]; got {values:?}"),
         )),

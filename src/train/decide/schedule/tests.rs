@@ -9,7 +9,7 @@ use crate::config::{ConfigBuilder, ScheduleConfig};
 
 fn train(lr: f64, schedule: ScheduleConfig) -> TrainConfig {
     let mut builder = ConfigBuilder::new("t");
-    builder.raw_mut().train.lr = Some(crate::config::RawLr::Rate(lr));
+    builder.raw_mut().train.lr = lr;
     builder.raw_mut().train.schedule = Some(schedule);
     builder.build().unwrap().train
 }

@@ -114,7 +114,7 @@ fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
         find_lr: false,
         weight_decay,
         precision: Precision::F32,
-        loss_scaling: LossScaling::Off,
+        loss_scaling: Some(LossScaling::Off),
         initial_loss_scale: 65536.0,
         loss_scale_growth_interval: 2000,
         gradient_checkpointing: false,
