@@ -1,13 +1,11 @@
-//! Default values of the keys that validation resolves from the file as written (a default
-//! that may depend on another key's value). A table read as it is keeps each key's default
-//! beside its field instead (`[run]`, `[device]`, `[train.schedule]`, `[train.ema]`,
-//! `[train.offload]`, `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a built-in kind's
-//! `[model]`).
+//! Default values of the keys that validation resolves: `[data]`'s (read as written), and the
+//! keys whose default depends on another key's value. A table read as it is keeps each other
+//! key's default beside its field (`[run]`, `[device]`, `[train]`, `[train.schedule]`,
+//! `[train.ema]`, `[train.offload]`, `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a
+//! built-in kind's `[model]`).
 
 use super::types::GapPolicy;
 
-// [run], [device], [train.ema] and [train.offload]: each key's default is beside its field, in
-// the table's type (`RunSection`, `DeviceConfig`, `EmaConfig`, `OffloadConfig`).
 
 // [model]
 /// `model.kind`.

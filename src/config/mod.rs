@@ -1,4 +1,5 @@
-//! Configuration in two stages: [`RawConfig`] as written (serde, unknown keys rejected), then
+//! Configuration in two stages: [`RawConfig`], the file read into the config's types (serde,
+//! unknown keys rejected; each table in its own type but `[data]`, read as written), then
 //! [`RunConfig`], validated once by [`TryFrom`]. Errors name the file, line, column, key and
 //! value.
 
