@@ -159,6 +159,7 @@ fn value() -> impl Strategy<Value = String> {
             Just("\"val_loss\""),
             Just("\"max\""),
             Just("\"sgd\""),
+            Just("\"find\""),
         ]
         .prop_map(String::from),
     ];
