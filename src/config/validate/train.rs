@@ -43,6 +43,13 @@ pub(super) fn train(train: TrainConfig) -> Result<TrainConfig> {
         .map(|s| schedule::schedule(s, lr, early_stopping.as_ref()))
         .transpose()?;
     Ok(TrainConfig {
+        // "find": the default rate until the finder's replaces it, as a file's reads.
+        lr: match train.find_lr {
+            true => TrainConfig::default().lr,
+            false => lr,
+        },
+        // The finder's sweep is set on its own copy after validation; no config holds one.
+        lr_range: None,
         loss_scaling: Some(loss_scaling),
         weight_decay: optimizer.weight_decay,
         betas: optimizer.betas,

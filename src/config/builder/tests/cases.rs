@@ -10,6 +10,7 @@ pub(super) fn train_cases() -> Cases {
             "[train]\nepochs = 3\nbatch_size = 16\naccumulation_steps = 2\nlr = 0.01",
         ),
         (b().weight_decay(0.01), "[train]\nweight_decay = 0.01"),
+        (b().find_lr(), "[train]\nlr = \"find\""),
         (
             b().optimizer(OptimizerKind::Adamw, 1e-3)
                 .betas(0.8, 0.99)
