@@ -6,7 +6,6 @@
 
 use super::types::GapPolicy;
 
-
 // [model]
 /// `model.kind`.
 pub const MODEL_KIND: &str = "mlp";

@@ -17,7 +17,7 @@ pub fn check_search(kinds: &Kinds, config: &RunConfig, space: &Space) -> Result<
     let trials = space.trials();
     check_trials(
         kinds,
-        &to_toml(config),
+        &to_toml(&config.unresolved()),
         &trials,
         &config.run.output_dir,
         space.monitor.name(),

@@ -23,14 +23,15 @@ impl TrialBuild<'_> {
     }
 }
 
-/// Each trial's config: `config` with the trial's values, named after the trial, in `dir`.
+/// Each trial's config: `config` with the trial's values, named after the trial, in `dir`;
+/// a default that depends on a varied key is that trial's own ([`RunConfig::unresolved`]).
 /// The first trial whose values do not validate is the error, naming the key and the value.
 pub fn trial_configs(
     config: &RunConfig,
     trials: &[Trial],
     dir: &Path,
 ) -> Result<Vec<RunConfig>, ConfigError> {
-    let base = to_toml(config);
+    let base = to_toml(&config.unresolved());
     trials
         .iter()
         .map(|trial| trial_config(&base, trial, dir))

@@ -261,6 +261,10 @@ proptest! {
                 let written = tidemark::config::to_toml(&config);
                 let again = parse(&written, "written.toml", &[]).map(|c| format!("{c:?}"));
                 prop_assert_eq!(again.ok(), Some(format!("{config:?}")), "{}", written);
+                // Its dependent defaults left out (a search's base), it validates back to it.
+                let unresolved = tidemark::config::to_toml(&config.unresolved());
+                let again = parse(&unresolved, "unresolved.toml", &[]).map(|c| format!("{c:?}"));
+                prop_assert_eq!(again.ok(), Some(format!("{config:?}")), "{}", unresolved);
             }
             Err(e) => one_line(e)?,
         }

@@ -57,6 +57,50 @@ fn a_grid_trains_every_combination_ranks_them_and_names_the_best_config() {
 }
 
 /// Each trial's place in its process's training order (its summary's `run_in_process`).
+/// A varied key brings its own defaults to each trial, as a file of the trial's values would:
+/// the optimizer's keys (an SGD trial has momentum, no betas), and dynamic loss scaling with
+/// f16. (Trials built from the base config as resolved took Adam's betas into the SGD trial,
+/// which refused it, and f32's loss scaling into the f16 one.)
+#[test]
+fn a_varied_key_brings_its_own_defaults_to_each_trial() {
+    let env = Env::new();
+    let vary =
+        "\"train.optimizer\" = [\"adam\", \"sgd\"]\n\"train.precision\" = [\"f32\", \"f16\"]";
+    let config = format!("{SMALL}\n[sweep]\n[sweep.vary]\n{vary}\n");
+    env.write("grid.toml", &config);
+    let run = env.run(&["sweep", "--config", "grid.toml", "--set", "train.epochs=1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stdout().contains("sweep: 4 trials (0 failed)"),
+        "{}",
+        run.stdout()
+    );
+    for t in sweep_json(&env, "runs/small-sweep")["trials"]
+        .as_array()
+        .unwrap()
+    {
+        let dir = env
+            .path("runs/small-sweep")
+            .join(t["name"].as_str().unwrap());
+        let resolved = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+        let train = tidemark::config::parse(&resolved, "config.toml", &[])
+            .unwrap()
+            .train;
+        let (optimizer, precision) = (
+            &t["values"]["train.optimizer"],
+            &t["values"]["train.precision"],
+        );
+        let sgd = optimizer == "sgd";
+        assert_eq!(
+            (train.betas.is_some(), train.momentum),
+            (!sgd, sgd.then_some(0.0)),
+            "{t}"
+        );
+        let dynamic = train.loss_scaling() == tidemark::config::LossScaling::Dynamic;
+        assert_eq!(dynamic, precision == "f16", "{t}");
+    }
+}
+
 fn trained_as(env: &Env, dir: &str, trials: &[&str]) -> Vec<u64> {
     trials
         .iter()

@@ -4,6 +4,7 @@ mod checkpoint;
 mod data;
 mod memory;
 mod train;
+mod unresolved;
 
 use super::defaults;
 use super::raw::RawConfig;

@@ -209,7 +209,8 @@ fn run(
     let dir = dir.to_path_buf();
     let storage = Arc::new(Mutex::new(opened));
     let (mut study, me) = join(&storage, config, space, &mut observer)?;
-    let base = to_toml(config);
+    // A default that depends on a varied key is each trial's own.
+    let base = to_toml(&config.unresolved());
     let check = |c: &mut RunConfig| kinds.resolve(c);
     let config_of = |t: &Trial| checked_trial_config(&base, t, &dir, &check).map_err(Error::Config);
     let stop = StopOnSignal::install()?;

@@ -117,7 +117,11 @@ fn key_values(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, toml
 fn set_keys(builder: &ConfigBuilder, out: &mut BTreeSet<String>) {
     let of = |builder: &ConfigBuilder| {
         let mut values = BTreeMap::new();
-        key_values("", &toml::Value::try_from(&builder.raw).unwrap(), &mut values);
+        key_values(
+            "",
+            &toml::Value::try_from(&builder.raw).unwrap(),
+            &mut values,
+        );
         values
     };
     let base = of(&b());
