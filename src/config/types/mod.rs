@@ -8,18 +8,24 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 mod data;
+mod early_stopping;
+mod ema;
 mod memory;
 mod model;
 mod monitor;
 mod monitor_mode;
+mod schedule;
 mod train;
 
 pub use super::size::MemorySize;
 pub use data::*;
+pub use early_stopping::*;
+pub use ema::*;
 pub use memory::*;
 pub use model::*;
 pub use monitor::Monitor;
 pub use monitor_mode::MonitorMode;
+pub use schedule::*;
 pub use train::*;
 
 /// A complete, validated run configuration.
