@@ -59,6 +59,44 @@ pub(super) fn finite_in(key: &str, value: f64, lo: f64, hi: f64, what: &str) -> 
     }
 }
 
+/// [`counts_in_a_file`], each set count above 0 too (as `serde_checks` reads a file's).
+pub(super) fn positive_counts_in_a_file(counts: &[(&str, Option<usize>)]) -> Result<()> {
+    if let Some((key, _)) = counts.iter().find(|(_, count)| *count == Some(0)) {
+        return Err(Invalid::new(key, "must be > 0, got 0"));
+    }
+    counts_in_a_file(counts)
+}
+
+/// The figure a table watches without a monitor of its own (a plateau's, the best
+/// checkpoints'), with its way: early stopping's, where the run has it, else `val_loss`.
+pub(super) fn watched(early: Option<&EarlyStoppingConfig>) -> (String, MonitorMode) {
+    match early {
+        Some(early) => (early.monitor.clone(), early.mode()),
+        None => {
+            let natural = Monitor::natural_mode(Monitor::VAL_LOSS).expect("val_loss is a figure");
+            (Monitor::VAL_LOSS.to_string(), natural)
+        }
+    }
+}
+
+/// A table's `monitor` and `mode` as validation writes them in: its own figure (checked, at
+/// `key`) with that figure's way, else [`watched`]'s; `mode` where it is given.
+pub(super) fn monitor_of(
+    key: &str,
+    monitor: Option<String>,
+    mode: Option<MonitorMode>,
+    early: Option<&EarlyStoppingConfig>,
+) -> Result<(Option<String>, Option<MonitorMode>)> {
+    let (monitor, natural) = match monitor {
+        Some(monitor) => {
+            let natural = Monitor::natural_mode(&monitor).map_err(|m| Invalid::new(key, m))?;
+            (monitor, natural)
+        }
+        None => watched(early),
+    };
+    Ok((Some(monitor), Some(mode.unwrap_or(natural))))
+}
+
 /// An error for the first key in `present` that `table` does not list for `kind` (of
 /// `section`): `model.pool only applies with model.kind = "cnn"`.
 pub(super) fn misplaced(

@@ -1,6 +1,6 @@
 //! `[train]`: the loop's own keys, then the optimizer's, the clipping's, and the two tables.
 
-use super::{counts_in_a_file, finite_in, Invalid, Result};
+use super::{finite_in, positive_counts_in_a_file, Invalid, Result};
 use crate::config::types::*;
 use crate::config::Number;
 
@@ -19,20 +19,15 @@ pub(super) fn train(train: TrainConfig) -> Result<TrainConfig> {
         ));
     }
     // Counts set in code, which a file's reader checks as it reads.
-    for (key, count) in [
-        ("train.epochs", train.epochs),
-        ("train.batch_size", train.batch_size),
-        ("train.accumulation_steps", train.accumulation_steps),
+    positive_counts_in_a_file(&[
+        ("train.epochs", Some(train.epochs)),
+        ("train.batch_size", Some(train.batch_size)),
+        ("train.accumulation_steps", Some(train.accumulation_steps)),
         (
             "train.loss_scale_growth_interval",
-            train.loss_scale_growth_interval,
+            Some(train.loss_scale_growth_interval),
         ),
-    ] {
-        if count == 0 {
-            return Err(Invalid::new(key, "must be > 0, got 0"));
-        }
-        counts_in_a_file(&[(key, Some(count))])?;
-    }
+    ])?;
     let loss_scaling = mixed_precision(&train)?;
     let optimizer = optimizer::optimizer(&train)?;
     clipping(&train)?;

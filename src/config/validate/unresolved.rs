@@ -24,19 +24,13 @@ impl RunConfig {
         if scaling != Some(train.loss_scaling()) {
             train.loss_scaling = scaling;
         }
-        let early = train.early_stopping.as_mut().map(|early| {
+        if let Some(early) = train.early_stopping.as_mut() {
             let natural = Monitor::natural_mode(&early.monitor).ok();
             if early.mode == natural {
                 early.mode = None;
             }
-            (early.monitor.clone(), early.mode())
-        });
-        // A plateau's and the best checkpoints' monitor: early stopping's, else `val_loss`.
-        let val_loss = || {
-            let natural = Monitor::natural_mode(Monitor::VAL_LOSS).expect("val_loss is a figure");
-            (Monitor::VAL_LOSS.to_string(), natural)
-        };
-        let monitor = early.unwrap_or_else(val_loss);
+        }
+        let monitor = super::watched(train.early_stopping.as_ref());
         if let Some(schedule) = train.schedule.as_mut() {
             unresolve_schedule(schedule, &monitor);
         }

@@ -2,30 +2,23 @@
 //! figure (default: early stopping's, else `val_loss`), `factor` in (0, 1), `min_delta` a
 //! finite number >= 0; each key left out is written in at its default (Keras's).
 
-use super::super::{finite_in, Invalid, Result};
-use crate::config::types::{EarlyStoppingConfig, Monitor, ScheduleConfig};
+use super::super::{finite_in, monitor_of, Invalid, Result};
+use crate::config::types::{EarlyStoppingConfig, ScheduleConfig};
 use crate::config::Number;
 
 pub(super) fn plateau(
     schedule: ScheduleConfig,
     early: Option<&EarlyStoppingConfig>,
 ) -> Result<ScheduleConfig> {
-    let (monitor, natural) = match (&schedule.monitor, early) {
-        (Some(monitor), _) => {
-            let natural = Monitor::natural_mode(monitor)
-                .map_err(|m| Invalid::new("train.schedule.monitor", m))?;
-            (monitor.clone(), natural)
-        }
-        (None, Some(early)) => (early.monitor.clone(), early.mode()),
-        (None, None) => {
-            let monitor = Monitor::VAL_LOSS.to_string();
-            let natural = Monitor::natural_mode(&monitor).expect("val_loss is a figure");
-            (monitor, natural)
-        }
-    };
+    let (monitor, mode) = monitor_of(
+        "train.schedule.monitor",
+        schedule.monitor,
+        schedule.mode,
+        early,
+    )?;
     let schedule = ScheduleConfig {
-        monitor: Some(monitor),
-        mode: Some(schedule.mode.unwrap_or(natural)),
+        monitor,
+        mode,
         ..schedule
     };
     let plateau = schedule.plateau().expect("a plateau schedule");

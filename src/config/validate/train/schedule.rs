@@ -1,7 +1,7 @@
 //! `[train.schedule]` beyond its types: the keys each kind takes, the ranges, and the keys whose
 //! defaults depend on the kind written in. The table's keys are [`ScheduleConfig`]'s.
 
-use super::super::{counts_in_a_file, misplaced, Invalid, Result};
+use super::super::{counts_in_a_file, misplaced, positive_counts_in_a_file, Invalid, Result};
 use super::plateau::plateau;
 use crate::config::defaults;
 use crate::config::types::{EarlyStoppingConfig, ScheduleConfig, ScheduleKind};
@@ -34,17 +34,13 @@ pub(super) fn schedule(
     let kind = schedule.kind;
     misplaced("train.schedule", KEYS, &set_keys(&schedule), kind.name())?;
     // Counts set in code, which a file's reader checks as it reads.
-    if schedule.decay_steps == Some(0) {
-        return Err(Invalid::new(
-            "train.schedule.decay_steps",
-            "must be > 0, got 0",
-        ));
-    }
+    positive_counts_in_a_file(&[
+        ("train.schedule.decay_steps", schedule.decay_steps),
+        ("train.schedule.step_size", schedule.step_size),
+    ])?;
     let milestone = (schedule.milestones.iter().flatten()).max().copied();
     counts_in_a_file(&[
         ("train.schedule.warmup_steps", Some(schedule.warmup_steps)),
-        ("train.schedule.decay_steps", schedule.decay_steps),
-        ("train.schedule.step_size", schedule.step_size),
         ("train.schedule.patience", schedule.patience),
         ("train.schedule.cooldown", schedule.cooldown),
         ("train.schedule.milestones", milestone),
@@ -178,10 +174,6 @@ fn step_size(kind: ScheduleKind, step_size: Option<usize>) -> Result<Option<usiz
         (ScheduleKind::Step, None) => Err(Invalid::new(
             "train.schedule.step_size",
             "is required with kind = \"step\": the optimizer steps between two decays",
-        )),
-        (_, Some(0)) => Err(Invalid::new(
-            "train.schedule.step_size",
-            "must be > 0, got 0",
         )),
         (_, step_size) => Ok(step_size),
     }
