@@ -173,10 +173,10 @@ fn the_setters_reach_every_key_a_file_takes() {
     assert!(missing.is_empty(), "keys no setter reaches: {missing:?}");
 }
 
-#[test]
-fn a_bad_value_from_a_setter_fails_as_the_file_does() {
+/// Builders given a value a file could not hold, each with the file that gives it.
+fn bad_value_cases() -> Cases {
     let size = MemorySize::Bytes;
-    let cases: Vec<(ConfigBuilder, String)> = vec![
+    vec![
         (b().betas(1.5, 0.9), "[train]\nbetas = [1.5, 0.9]".into()),
         (
             b().synthetic(10, 4, 1),
@@ -261,8 +261,12 @@ fn a_bad_value_from_a_setter_fails_as_the_file_does() {
             "[train.schedule]\nkind = \"piecewise\"\nmilestones = [2, 1]\nfactors = [0.5, 0.1]"
                 .into(),
         ),
-    ];
-    for (builder, toml) in cases {
+    ]
+}
+
+#[test]
+fn a_bad_value_from_a_setter_fails_as_the_file_does() {
+    for (builder, toml) in bad_value_cases() {
         let code = builder.build().unwrap_err();
         let file = parse(&text(&toml), "t.toml", &[]).unwrap_err();
         assert_eq!(

@@ -111,25 +111,9 @@ fn train_config(optimizer: OptimizerKind, weight_decay: f64) -> TrainConfig {
         accumulation_steps: 4,
         optimizer,
         lr,
-        find_lr: false,
         weight_decay,
-        precision: Precision::F32,
         loss_scaling: Some(LossScaling::Off),
-        initial_loss_scale: 65536.0,
-        loss_scale_growth_interval: 2000,
-        gradient_checkpointing: false,
-        betas: None,
-        eps: None,
-        momentum: None,
-        nesterov: None,
-        alpha: None,
-        clip_grad_norm: None,
-        clip_grad_value: None,
-        schedule: None,
-        early_stopping: None,
-        lr_range: None,
-        ema: None,
-        offload: Default::default(),
+        ..TrainConfig::default()
     }
 }
 
