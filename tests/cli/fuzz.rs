@@ -176,32 +176,43 @@ fn config_text() -> impl Strategy<Value = String> {
         0..12,
     )
     .prop_map(|entries| {
-        let mut sections: Vec<(&str, Vec<(&str, String)>)> = Vec::new();
-        for (section, key, value) in entries {
-            let (name, keys) = KEYS[section];
-            let key = key.get(keys);
-            let at = match sections.iter().position(|(n, _)| *n == name) {
-                Some(at) => at,
-                None => {
-                    sections.push((name, Vec::new()));
-                    sections.len() - 1
-                }
-            };
-            if !sections[at].1.iter().any(|(k, _)| *k == *key) {
-                sections[at].1.push((key, value));
-            }
-        }
-        sections
-            .iter()
-            .map(|(name, entries)| {
-                let lines: String = entries
-                    .iter()
-                    .map(|(k, v)| format!("{k} = {v}\n"))
-                    .collect();
-                format!("[{name}]\n{lines}")
-            })
-            .collect()
+        let entries = (entries.into_iter())
+            .map(|(table, key, value)| (table, key.get(KEYS[table].1).to_string(), value));
+        let tables: Vec<&str> = KEYS.iter().map(|(name, _)| *name).collect();
+        toml_text(&tables, entries, false)
     })
+}
+
+/// The TOML text of `entries` (a table's place in `tables`, a key, a value): the tables in
+/// `tables`' order, those with a key (the first one always, with `first_always`), each key
+/// once (as first drawn), a dotted key quoted. A table's keys follow its header, so a table's
+/// own keys come before the tables under it.
+fn toml_text(
+    tables: &[&str],
+    entries: impl IntoIterator<Item = (usize, String, String)>,
+    first_always: bool,
+) -> String {
+    let mut keys: Vec<Vec<(String, String)>> = vec![Vec::new(); tables.len()];
+    for (table, key, value) in entries {
+        if !keys[table].iter().any(|(k, _)| *k == key) {
+            keys[table].push((key, value));
+        }
+    }
+    let mut text = String::new();
+    for (at, (name, entries)) in tables.iter().zip(keys).enumerate() {
+        if entries.is_empty() && !(first_always && at == 0) {
+            continue;
+        }
+        text.push_str(&format!("[{name}]\n"));
+        for (key, value) in entries {
+            let key = match key.contains('.') {
+                true => format!("{key:?}"),
+                false => key,
+            };
+            text.push_str(&format!("{key} = {value}\n"));
+        }
+    }
+    text
 }
 
 fn one_line(error: impl std::fmt::Display) -> Result<(), TestCaseError> {
@@ -385,34 +396,9 @@ fn sweep_entry(
 /// key at least, so that most tables reach the checks past it.
 fn sweep_text() -> impl Strategy<Value = String> {
     let entries = prop::collection::vec(sweep_entry(0..SWEEP_KEYS.len()), 0..10);
-    (sweep_entry(Just(1)), entries).prop_map(|(first, mut entries)| {
-        entries.insert(0, first);
-        let mut sections: Vec<(&str, Vec<(String, String)>)> = SWEEP_KEYS
-            .iter()
-            .map(|(name, _)| (*name, Vec::new()))
-            .collect();
-        for (section, key, value) in entries {
-            if !sections[section].1.iter().any(|(k, _)| *k == key) {
-                sections[section].1.push((key, value));
-            }
-        }
-        // `[sweep]`'s own keys first: a key after a table's header is that table's.
-        let mut text = String::new();
-        for (name, entries) in sections {
-            if name != "sweep" && entries.is_empty() {
-                continue;
-            }
-            text.push_str(&format!("[{name}]\n"));
-            for (key, value) in entries {
-                let key = if key.contains('.') {
-                    format!("{key:?}")
-                } else {
-                    key
-                };
-                text.push_str(&format!("{key} = {value}\n"));
-            }
-        }
-        text
+    (sweep_entry(Just(1)), entries).prop_map(|(first, entries)| {
+        let tables: Vec<&str> = SWEEP_KEYS.iter().map(|(name, _)| *name).collect();
+        toml_text(&tables, std::iter::once(first).chain(entries), true)
     })
 }
 
