@@ -79,7 +79,7 @@ impl ScheduleConfig {
         }
         let monitor = (self.monitor.clone()).unwrap_or_else(|| Monitor::VAL_LOSS.into());
         let natural = Monitor::natural_mode(&monitor).unwrap_or(MonitorMode::Min);
-        let keras = PlateauConfig::keras();
+        let keras = PlateauConfig::default();
         Some(PlateauConfig {
             mode: self.mode.unwrap_or(natural),
             monitor,
@@ -111,10 +111,10 @@ pub struct PlateauConfig {
     pub cooldown: usize,
 }
 
-impl PlateauConfig {
-    /// Keras's and PyTorch's defaults, watching `val_loss`: factor 0.1, patience 10, `min_delta`
-    /// 1e-4 (Keras's), no cooldown.
-    fn keras() -> Self {
+impl Default for PlateauConfig {
+    /// Keras's and PyTorch's defaults, watching `val_loss` (lower is better): factor 0.1,
+    /// patience 10, `min_delta` 1e-4 (Keras's), no cooldown.
+    fn default() -> Self {
         PlateauConfig {
             monitor: Monitor::VAL_LOSS.into(),
             mode: MonitorMode::Min,
@@ -123,13 +123,6 @@ impl PlateauConfig {
             min_delta: 1e-4,
             cooldown: 0,
         }
-    }
-}
-
-impl Default for PlateauConfig {
-    /// `val_loss`, lower is better, with Keras's factor, patience and `min_delta`.
-    fn default() -> Self {
-        PlateauConfig::keras()
     }
 }
 
