@@ -57,13 +57,16 @@ pub fn workload_config(path: &str, backend: Backend, quick: bool, out: &Path) ->
     if !quick {
         return cfg;
     }
-    variant(&cfg, |mut b| {
-        if let DataSource::Synthetic(s) = &cfg.data.source {
-            let batch = cfg.train.batch_size * cfg.train.accumulation_steps;
-            // Four steps' samples are 80% of the data after the validation split.
-            let enough = 1024_usize.max(5 * batch);
-            b.raw_mut().data.samples = Some(s.samples.min(enough) as i64);
-        }
+    variant(&cfg, |b| {
+        let b = match &cfg.data.source {
+            DataSource::Synthetic(s) => {
+                let batch = cfg.train.batch_size * cfg.train.accumulation_steps;
+                // Four steps' samples are 80% of the data after the validation split.
+                let enough = 1024_usize.max(5 * batch);
+                b.synthetic(s.samples.min(enough), s.features, s.classes)
+            }
+            _ => b,
+        };
         b.epochs(1)
     })
 }

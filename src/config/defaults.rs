@@ -1,44 +1,11 @@
-//! Default values of the keys that validation resolves: `[data]`'s (read as written), and the
-//! keys whose default depends on another key's value. A table read as it is keeps each other
-//! key's default beside its field (`[run]`, `[device]`, `[train]`, `[train.schedule]`,
-//! `[train.ema]`, `[train.offload]`, `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a
-//! built-in kind's `[model]`).
-
-use super::types::GapPolicy;
+//! Default values of the keys whose default depends on another key's value, which validation
+//! writes in. A table read as it is keeps each other key's default beside its field (`[run]`,
+//! `[device]`, `[data]`, `[train]`, `[train.schedule]`, `[train.ema]`, `[train.offload]`,
+//! `[train.early_stopping]`, `[memory]`, `[checkpoint]`, a built-in kind's `[model]`).
 
 // [model]
 /// `model.kind`.
 pub const MODEL_KIND: &str = "mlp";
-
-// [data]
-/// `data.kind`, when no key implies another.
-pub const DATA_KIND: &str = "synthetic";
-/// `data.samples` (synthetic).
-pub const SAMPLES: usize = 8192;
-/// `data.features` (synthetic).
-pub const FEATURES: usize = 64;
-/// `data.classes` (synthetic).
-pub const CLASSES: usize = 10;
-/// `data.seed` (synthetic).
-pub const DATA_SEED: u64 = 7;
-/// `data.noise` (synthetic).
-pub const NOISE: f64 = 1.0;
-/// `data.label_column` (csv): the last column.
-pub const LABEL_COLUMN: i64 = -1;
-/// `data.column` (series): the last column.
-pub const SERIES_COLUMN: i64 = -1;
-/// `data.horizon` (series).
-pub const HORIZON: usize = 1;
-/// `data.gaps` (series).
-pub const GAPS: GapPolicy = GapPolicy::Interpolate;
-/// `data.season` (series): 1, the naive "same as the last value" forecast.
-pub const SEASON: usize = 1;
-/// `data.validation_fraction`.
-pub const VALIDATION_FRACTION: f64 = 0.2;
-/// `data.num_workers`.
-pub const NUM_WORKERS: usize = 0;
-// `data.standardize` and `data.stratify` default to on for files and off for synthetic data
-// (stratify: only where there are classes); see `validate::data`.
 
 // [train]: the defaults that depend on the optimizer; the table's others are `TrainConfig`'s
 // own (and `train.loss_scaling`'s, dynamic with f16 and off otherwise, its method's).

@@ -6,6 +6,7 @@
 mod builder;
 pub mod defaults;
 mod error;
+mod fields;
 mod key_error;
 mod load;
 mod overrides;

@@ -1,7 +1,8 @@
 //! The configuration as a TOML file has it, before the checks beyond types: the tables read as
-//! they are (their own types, shared with [`RunConfig`](super::RunConfig)), and the two still
-//! written their own way here, `[model]` (a kind's name and its keys) and `[data]` (its kind
-//! told from the keys given). [`RunConfig`](super::RunConfig) is built from it once, by
+//! they are (their own types, shared with [`RunConfig`](super::RunConfig)), and the two whose
+//! keys depend on their kind, kept as written: `[model]` (a kind's name and its keys, which the
+//! kind reads) and `[data]` (its kind told from the keys given, read by
+//! [`DataConfig`](super::DataConfig)'s reader). [`RunConfig`](super::RunConfig) is built from it once, by
 //! [`TryFrom`], and everything downstream sees only the validated form.
 
 use serde::{Deserialize, Serialize};
@@ -23,9 +24,11 @@ pub struct RawConfig {
     /// `[model]`: the network.
     #[serde(default)]
     pub model: RawModel,
-    /// `[data]`: where the samples come from.
+    /// `[data]`: where the samples come from, as written; its reader takes the kind from
+    /// `data.kind` or the keys given, and that kind's keys into its own type
+    /// ([`DataConfig`](super::DataConfig)).
     #[serde(default)]
-    pub data: RawData,
+    pub data: toml::Table,
     /// `[train]`: the optimisation loop, read as it is ([`TrainConfig`]).
     #[serde(default)]
     pub train: TrainConfig,
@@ -128,68 +131,4 @@ pub struct RawModel {
     /// The kind's keys, `kind` aside.
     #[serde(flatten)]
     pub settings: toml::Table,
-}
-
-/// A label column named by header or by zero-based index.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(untagged)]
-pub enum RawColumn {
-    /// Zero-based index; negative counts from the end (`-1` is the last column).
-    Index(i64),
-    /// Header name.
-    Name(String),
-}
-
-/// `[data]` as written. Keys for one `kind` are rejected with the other.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, expecting = "a table")]
-pub struct RawData {
-    /// `synthetic`, `csv`, `idx` or `series`.
-    pub kind: Option<String>,
-    /// Synthetic: number of samples.
-    pub samples: Option<i64>,
-    /// Synthetic: number of features.
-    pub features: Option<i64>,
-    /// Synthetic: number of classes.
-    pub classes: Option<i64>,
-    /// Synthetic: generator seed.
-    pub seed: Option<i64>,
-    /// Synthetic: standard deviation of the noise around each class centre.
-    pub noise: Option<f64>,
-    /// CSV: file path, relative to the working directory.
-    pub path: Option<String>,
-    /// CSV: the label column (classification).
-    pub label_column: Option<RawColumn>,
-    /// CSV: the target column (regression, instead of a label).
-    pub target_column: Option<RawColumn>,
-    /// Series: the value column (default: the last).
-    pub column: Option<RawColumn>,
-    /// Series: past values each forecast sees.
-    pub window: Option<i64>,
-    /// Series: values forecast at once (default 1).
-    pub horizon: Option<i64>,
-    /// Series: values at the end held out for validation (default: `validation_fraction` of
-    /// them).
-    pub holdout: Option<i64>,
-    /// Series: `none` (missing values are an error), `interpolate`, `previous` or `skip`.
-    pub gaps: Option<String>,
-    /// Series: the season of the seasonal-naive baseline, in steps.
-    pub season: Option<i64>,
-    /// CSV: whether the first row is a header (detected when absent).
-    pub header: Option<bool>,
-    /// IDX: the images file (MNIST format; `.gz` is decompressed).
-    pub images: Option<String>,
-    /// IDX: the labels file.
-    pub labels: Option<String>,
-    /// Fraction of samples held out for validation.
-    pub validation_fraction: Option<f64>,
-    /// Hold out the same fraction of every class (default: on for CSV and IDX files, off for
-    /// synthetic data).
-    pub stratify: Option<bool>,
-    /// Scale each feature to mean 0 and standard deviation 1, with statistics from the
-    /// training split (default: on for CSV, off for synthetic data).
-    pub standardize: Option<bool>,
-    /// Data-loader worker threads; 0 (the default) loads on the training thread and keeps
-    /// batch order, and so the run, reproducible.
-    pub num_workers: Option<i64>,
 }

@@ -94,9 +94,9 @@ pub fn load(config: &DataConfig, seed: u64) -> Result<Dataset, DataError> {
         classes,
         config.validation_fraction,
         seed,
-        config.stratify,
+        config.stratify(),
     )?;
-    if config.standardize {
+    if config.standardize() {
         dataset.standardize();
     }
     Ok(dataset)

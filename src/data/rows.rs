@@ -56,7 +56,7 @@ pub fn load_csv_regression(
         notes: Vec::new(),
         baselines: Vec::new(),
     };
-    if config.standardize {
+    if config.standardize() {
         let (mean, std) = standardize(&mut data, features);
         data.unit_scale = std;
         data.notes.push(format!(
@@ -124,7 +124,7 @@ pub fn load_series_forecast(
     let mut train: Vec<Row> = windows.train.iter().map(to_row).collect();
     let mut valid: Vec<Row> = windows.valid.iter().map(to_row).collect();
     let mut unit_scale = 1.0;
-    if config.standardize {
+    if config.standardize() {
         let changes = train
             .iter()
             .flat_map(|r| r.targets.iter().map(|&t| f64::from(t)));
@@ -182,17 +182,15 @@ fn errors(errors: impl Iterator<Item = f64>) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{DataSource, RawConfig, RunConfig};
+    use crate::config::{ConfigBuilder, DataSource, GapPolicy};
 
-    fn co2(edit: impl FnOnce(&mut RawConfig)) -> (DataConfig, SeriesConfig) {
-        let mut raw = RawConfig::default();
-        raw.data.kind = Some("series".into());
-        raw.data.path = Some(concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv").into());
-        raw.data.window = Some(52);
-        raw.data.holdout = Some(208);
-        raw.data.season = Some(52);
-        edit(&mut raw);
-        let data = RunConfig::try_from(raw).unwrap().data;
+    fn co2(edit: impl FnOnce(ConfigBuilder) -> ConfigBuilder) -> (DataConfig, SeriesConfig) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
+        let builder = ConfigBuilder::new("co2")
+            .series(path, 52)
+            .holdout(208)
+            .season(52);
+        let data = edit(builder).build().unwrap().data;
         let DataSource::Series(series) = data.source.clone() else {
             unreachable!()
         };
@@ -201,7 +199,7 @@ mod tests {
 
     #[test]
     fn co2_windows_are_relative_to_their_last_value_and_baselines_are_in_ppm() {
-        let (data, series) = co2(|_| {});
+        let (data, series) = co2(|b| b);
         let rows = load_series_forecast(&data, &series).unwrap();
         assert_eq!((rows.train.len(), rows.valid.len()), (2024, 208));
         assert_eq!((rows.features, rows.outputs), (52, 1));
@@ -218,11 +216,10 @@ mod tests {
             "{:?}",
             rows.notes
         );
-        let err = load_series_forecast(&co2(|r| r.data.gaps = Some("none".into())).0, &{
-            co2(|r| r.data.gaps = Some("none".into())).1
-        })
-        .unwrap_err()
-        .to_string();
+        let (data, series) = co2(|b| b.gaps(GapPolicy::None));
+        let err = load_series_forecast(&data, &series)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("co2-weekly.csv:8:"), "{err}");
     }
 
@@ -234,11 +231,12 @@ mod tests {
             .map(|i| format!("{},{}\n", i, 1000.0 + 10.0 * i as f64))
             .collect();
         std::fs::write(&path, format!("x,y\n{text}")).unwrap();
-        let mut raw = RawConfig::default();
-        raw.data.kind = Some("csv".into());
-        raw.data.path = Some(path.display().to_string());
-        raw.data.target_column = Some(crate::config::RawColumn::Name("y".into()));
-        let data = RunConfig::try_from(raw).unwrap().data;
+        let data = crate::config::ConfigBuilder::new("r")
+            .csv(&path)
+            .target_column(crate::config::Column::Name("y".into()))
+            .build()
+            .unwrap()
+            .data;
         let DataSource::Csv(csv) = data.source.clone() else {
             unreachable!()
         };

@@ -73,7 +73,7 @@ fn shipped_digits_split_holds_out_a_fifth_of_every_class() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/digits-mlp.toml");
     let config = crate::config::load(std::path::Path::new(path), &[]).unwrap();
     let mut data = config.data.clone();
-    data.standardize = false;
+    data.standardize = Some(false);
     let d = load(&data, 42).unwrap();
     let (valid, train) = (per_class(&d.valid, 10), per_class(&d.train, 10));
     for class in 0..10 {
@@ -87,7 +87,7 @@ fn shipped_digits_split_holds_out_a_fifth_of_every_class() {
     }
     assert_eq!(d.valid.len(), 359);
     // The plain seeded shuffle, for comparison (shown with `-- --nocapture`).
-    data.stratify = false;
+    data.stratify = Some(false);
     let plain = per_class(&load(&data, 42).unwrap().valid, 10);
     let range = |v: &[usize]| (*v.iter().min().unwrap(), *v.iter().max().unwrap());
     eprintln!(

@@ -28,8 +28,9 @@ mod outputs;
 #[derive(Debug, Clone, Default)]
 pub struct ConfigBuilder {
     raw: RawConfig,
-    /// A path given to a setter that a config cannot hold (not UTF-8): `build` refuses it.
-    unusable_path: Option<ConfigError>,
+    /// A value given to a setter that a config cannot hold (a path not UTF-8, a count past
+    /// TOML's integers): `build` refuses it.
+    unusable: Option<ConfigError>,
 }
 
 impl ConfigBuilder {
@@ -44,7 +45,7 @@ impl ConfigBuilder {
     pub fn from_raw(raw: RawConfig) -> Self {
         Self {
             raw,
-            unusable_path: None,
+            unusable: None,
         }
     }
 
@@ -308,7 +309,7 @@ impl ConfigBuilder {
     /// [`build`](Self::build), then `check` (a program's kinds':
     /// `&|c| kinds.resolve(c)`, [`Kinds::resolve`](crate::kinds::Kinds::resolve)).
     pub fn build_checked(self, check: super::Check<'_>) -> Result<RunConfig, ConfigError> {
-        if let Some(unusable) = self.unusable_path {
+        if let Some(unusable) = self.unusable {
             return Err(unusable);
         }
         let error = |invalid: super::Invalid| ConfigError {
@@ -327,13 +328,18 @@ impl ConfigBuilder {
         match super::error::path_text(key, path) {
             Ok(text) => Some(text),
             Err(unusable) => {
-                self.unusable_path.get_or_insert(ConfigError {
+                self.unusable(ConfigError {
                     key: Some(key.into()),
                     ..unusable
                 });
                 None
             }
         }
+    }
+
+    /// Keeps the first value a config cannot hold, for `build` to refuse.
+    fn unusable(&mut self, error: ConfigError) {
+        self.unusable.get_or_insert(error);
     }
 }
 

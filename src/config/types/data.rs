@@ -1,23 +1,78 @@
-//! `[data]`.
+//! `[data]`, read as it is: the keys every kind takes in [`DataConfig`], each kind's own in its
+//! source's type ([`SyntheticConfig`], [`CsvConfig`], [`IdxConfig`], [`SeriesConfig`]), each
+//! key's default beside its field. The reader (`validate/data.rs`) takes the kind from
+//! `data.kind`, or from the keys given, hands that kind's keys to its type and the rest to
+//! [`DataConfig`]; a key of another kind is refused, naming the kinds that take it.
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::config::serde_checks::{positive, positive_or_none};
 
 /// `[data]`: the dataset and how it is split and loaded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct DataConfig {
-    /// Where samples come from.
-    #[serde(flatten)]
+    /// Where samples come from: `data.kind` and its keys (read by the kind's own type).
+    #[serde(flatten, skip_deserializing)]
     pub source: DataSource,
     /// Fraction of samples held out for validation, in `(0, 1)`.
     pub validation_fraction: f64,
-    /// Hold out the same fraction of every class, so both splits keep the class balance.
-    pub stratify: bool,
-    /// Scale each feature to mean 0, standard deviation 1, with the training split's statistics.
-    pub standardize: bool,
-    /// Data-loader worker threads (0 loads on the training thread).
+    /// Hold out the same fraction of every class, so both splits keep the class balance
+    /// (default: on for a CSV of labels and IDX files, off for synthetic data and for values
+    /// to predict; see [`stratify`](Self::stratify)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stratify: Option<bool>,
+    /// Scale each feature to mean 0, standard deviation 1, with the training split's
+    /// statistics (default: on for files, off for synthetic data; see
+    /// [`standardize`](Self::standardize)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standardize: Option<bool>,
+    /// Data-loader worker threads; 0 loads on the training thread and keeps batch order, and so
+    /// the run, reproducible.
     pub num_workers: usize,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        DataConfig {
+            source: DataSource::default(),
+            validation_fraction: 0.2,
+            stratify: None,
+            standardize: None,
+            num_workers: 0,
+        }
+    }
+}
+
+impl DataConfig {
+    /// Whether samples come from a file: files get the treatment real data needs, while
+    /// synthetic data is generated centred, scaled and balanced, and keeps its plain seeded
+    /// split so that the benchmark workloads stay comparable from version to version.
+    fn is_from_a_file(&self) -> bool {
+        !matches!(self.source, DataSource::Synthetic(_))
+    }
+
+    /// Whether the samples have classes to stratify (values to predict have none).
+    pub fn has_classes(&self) -> bool {
+        match &self.source {
+            DataSource::Csv(c) => c.target_column.is_none(),
+            DataSource::Series(_) => false,
+            DataSource::Synthetic(_) | DataSource::Idx(_) => true,
+        }
+    }
+
+    /// `data.stratify`, or its default by the source: on for files with classes.
+    pub fn stratify(&self) -> bool {
+        self.stratify
+            .unwrap_or(self.is_from_a_file() && self.has_classes())
+    }
+
+    /// `data.standardize`, or its default by the source: on for files.
+    pub fn standardize(&self) -> bool {
+        self.standardize.unwrap_or(self.is_from_a_file())
+    }
 }
 
 /// Where samples come from.
@@ -34,33 +89,53 @@ pub enum DataSource {
     Series(SeriesConfig),
 }
 
+impl Default for DataSource {
+    fn default() -> Self {
+        DataSource::Synthetic(SyntheticConfig::default())
+    }
+}
+
 /// A time series: one value column of a CSV file, in row order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SeriesConfig {
     /// The file.
     pub path: PathBuf,
-    /// The value column.
+    /// The value column (default: the last).
+    #[serde(default = "Column::last")]
     pub column: Column,
     /// Whether the first row is a header; `None` detects it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<bool>,
     /// Past values each forecast sees.
+    #[serde(deserialize_with = "positive")]
     pub window: usize,
-    /// Values forecast at once (1: the next one).
+    /// Values forecast at once (default 1: the next one).
+    #[serde(default = "one", deserialize_with = "positive")]
     pub horizon: usize,
     /// Values at the end of the series held out for validation; `None`: `validation_fraction`
     /// of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "positive_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub holdout: Option<usize>,
-    /// What to do about missing values.
+    /// What to do about missing values (default: interpolate).
+    #[serde(default)]
     pub gaps: GapPolicy,
     /// The season of the seasonal-naive baseline, in steps (52 for weekly data with a yearly
-    /// cycle; 1 is the naive "same as last" forecast).
+    /// cycle; the default, 1, is the naive "same as last" forecast).
+    #[serde(default = "one", deserialize_with = "positive")]
     pub season: usize,
 }
 
+fn one() -> usize {
+    1
+}
+
 /// What to do about missing values in a series (empty fields, `nan`, `na`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GapPolicy {
     /// Refuse the file: the error names the first missing value's line and the count.
@@ -68,6 +143,7 @@ pub enum GapPolicy {
     /// Fill each gap linearly between its present neighbours (a leading or trailing gap takes
     /// the nearest value). The series is filled as a whole, so a gap just before the holdout is
     /// drawn toward the first held-out value; `Previous` never looks ahead.
+    #[default]
     Interpolate,
     /// Fill each gap with the last present value (a leading gap takes the first one).
     Previous,
@@ -88,39 +164,58 @@ impl GapPolicy {
 }
 
 /// Synthetic classification data.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct SyntheticConfig {
-    /// Number of samples.
+    /// Number of samples (default 8192).
+    #[serde(deserialize_with = "positive")]
     pub samples: usize,
-    /// Features per sample.
+    /// Features per sample (default 64).
+    #[serde(deserialize_with = "positive")]
     pub features: usize,
-    /// Number of classes.
+    /// Number of classes, at least 2 (default 10).
+    #[serde(deserialize_with = "positive")]
     pub classes: usize,
-    /// Generator seed, independent of the run seed.
+    /// Generator seed, independent of the run seed (default 7).
     pub seed: u64,
-    /// Standard deviation of the noise around each class centre (centres have unit scale).
+    /// Standard deviation of the noise around each class centre (centres have unit scale;
+    /// default 1).
     pub noise: f64,
 }
 
+impl Default for SyntheticConfig {
+    fn default() -> Self {
+        SyntheticConfig {
+            samples: 8192,
+            features: 64,
+            classes: 10,
+            seed: 7,
+            noise: 1.0,
+        }
+    }
+}
+
 /// A CSV dataset.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CsvConfig {
     /// The file.
     pub path: PathBuf,
-    /// The label column (classification); `None` with a `target_column`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The label column (classification; default: the last); `None` with a `target_column`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_column: Option<Column>,
-    /// The target column (regression); `None` for classification.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The target column (regression, instead of a label); `None` for classification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_column: Option<Column>,
     /// Whether the first row is a header; `None` detects it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<bool>,
 }
 
 /// An IDX dataset: an images file (`[n, ...]`, unsigned bytes or floats) and a labels file
-/// (`[n]`, unsigned bytes), as MNIST and Fashion-MNIST ship them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// (`[n]`, unsigned bytes), as MNIST and Fashion-MNIST ship them (`.gz` is decompressed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IdxConfig {
     /// The images file.
     pub images: PathBuf,
@@ -129,11 +224,18 @@ pub struct IdxConfig {
 }
 
 /// A column named by header or by index.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Column {
     /// Zero-based index; negative counts from the end.
     Index(i64),
     /// Header name.
     Name(String),
+}
+
+impl Column {
+    /// The last column (`-1`).
+    pub fn last() -> Column {
+        Column::Index(-1)
+    }
 }

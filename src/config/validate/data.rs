@@ -1,225 +1,203 @@
-//! `[data]`.
+//! `[data]` read from its table: the kind (`data.kind`, or the one the keys given imply), that
+//! kind's keys into its source's type, the rest into [`DataConfig`]; then the checks beyond
+//! types, and the defaults that depend on the kind written in.
 
-use std::path::PathBuf;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
-use super::{choice, finite_in, misplaced, non_negative, positive, Invalid, Result};
-use crate::config::defaults;
-use crate::config::raw::*;
+use super::{choice, finite_in, misplaced, Invalid, Result};
+use crate::config::fields::fields;
+use crate::config::key_error::describe_key_error;
 use crate::config::types::*;
 
-/// The keys that only some kinds take, with those kinds.
-const KIND_KEYS: &[(&str, &[&str])] = &[
-    ("samples", &["synthetic"]),
-    ("features", &["synthetic"]),
-    ("classes", &["synthetic"]),
-    ("seed", &["synthetic"]),
-    ("noise", &["synthetic"]),
-    ("path", &["csv", "series"]),
-    ("header", &["csv", "series"]),
-    ("label_column", &["csv"]),
-    ("target_column", &["csv"]),
-    ("images", &["idx"]),
-    ("labels", &["idx"]),
-    ("column", &["series"]),
-    ("window", &["series"]),
-    ("horizon", &["series"]),
-    ("holdout", &["series"]),
-    ("gaps", &["series"]),
-    ("season", &["series"]),
-];
-
-/// The kind-specific keys present in `raw`.
-fn present(raw: &RawData) -> Vec<&'static str> {
+/// Each kind's name and keys, in the order errors name them.
+fn kinds() -> [(&'static str, &'static [&'static str]); 4] {
     [
-        ("samples", raw.samples.is_some()),
-        ("features", raw.features.is_some()),
-        ("classes", raw.classes.is_some()),
-        ("seed", raw.seed.is_some()),
-        ("noise", raw.noise.is_some()),
-        ("path", raw.path.is_some()),
-        ("header", raw.header.is_some()),
-        ("label_column", raw.label_column.is_some()),
-        ("target_column", raw.target_column.is_some()),
-        ("images", raw.images.is_some()),
-        ("labels", raw.labels.is_some()),
-        ("column", raw.column.is_some()),
-        ("window", raw.window.is_some()),
-        ("horizon", raw.horizon.is_some()),
-        ("holdout", raw.holdout.is_some()),
-        ("gaps", raw.gaps.is_some()),
-        ("season", raw.season.is_some()),
+        ("synthetic", fields::<SyntheticConfig>()),
+        ("csv", fields::<CsvConfig>()),
+        ("idx", fields::<IdxConfig>()),
+        ("series", fields::<SeriesConfig>()),
     ]
-    .into_iter()
-    .filter_map(|(key, here)| here.then_some(key))
-    .collect()
 }
 
 /// The kind that the keys given imply, when `data.kind` is not set: a `window` is a series, an
 /// `images` file is IDX, a `path` is a CSV; otherwise synthetic data.
-fn implied_kind(raw: &RawData) -> &'static str {
-    if raw.window.is_some() || raw.column.is_some() {
+fn implied_kind(table: &toml::Table) -> &'static str {
+    let has = |key: &str| table.contains_key(key);
+    if has("window") || has("column") {
         "series"
-    } else if raw.images.is_some() || raw.labels.is_some() {
+    } else if has("images") || has("labels") {
         "idx"
-    } else if raw.path.is_some() {
+    } else if has("path") {
         "csv"
     } else {
-        defaults::DATA_KIND
+        "synthetic"
     }
 }
 
-fn existing(key: &str, path: Option<String>, kind: &str) -> Result<PathBuf> {
-    let path = path.ok_or_else(|| {
-        Invalid::new(key, format_args!("is required with data.kind = \"{kind}\""))
-    })?;
-    let path = PathBuf::from(path);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(Invalid::new(
+/// `table` as a `T`, each error located at its key under `data` and worded as the config's
+/// own; a key `T` requires and `table` lacks is one `kind` requires.
+fn read<T: DeserializeOwned>(table: toml::Table, kind: &str) -> Result<T> {
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let key = match e.path().to_string() {
+            path if path == "." => "data".to_string(),
+            path => format!("data.{path}"),
+        };
+        let inner = e.into_inner().to_string();
+        if let Some(field) = inner.strip_prefix("missing field `") {
+            let field = field.split('`').next().unwrap_or(field);
+            return Invalid::new(
+                &format!("data.{field}"),
+                format_args!("is required with data.kind = \"{kind}\""),
+            );
+        }
+        Invalid {
+            message: describe_key_error(&key, &inner),
             key,
-            format_args!("names a file that does not exist: {}", path.display()),
-        ))
-    }
+        }
+    })
 }
 
-fn column(raw: RawColumn) -> Column {
-    match raw {
-        RawColumn::Index(i) => Column::Index(i),
-        RawColumn::Name(n) => Column::Name(n),
+/// `[data]` as written (`table`), read and checked: the kind's keys by its source's type, a
+/// key of another kind's refused naming the kinds that take it, an unknown one with the keys
+/// the table takes.
+pub(super) fn data(mut table: toml::Table) -> Result<DataConfig> {
+    let kinds = kinds();
+    let kind = match table.remove("kind") {
+        Some(value) => {
+            let name = String::deserialize(value).map_err(|e| Invalid {
+                key: "data.kind".into(),
+                message: describe_key_error("data.kind", &e.to_string()),
+            })?;
+            choice("data.kind", Some(&name), "", &kinds.map(|(k, _)| (k, k)))?
+        }
+        None => implied_kind(&table),
+    };
+    // A key of another kind's is refused, naming the kinds that take it.
+    let every = kind_keys(&kinds);
+    let takes: Vec<(&str, Vec<&str>)> = (every.iter())
+        .map(|key| {
+            let with = kinds.iter().filter(|(_, keys)| keys.contains(key));
+            (*key, with.map(|(k, _)| *k).collect())
+        })
+        .collect();
+    let takes: Vec<(&str, &[&str])> = takes.iter().map(|(k, w)| (*k, &w[..])).collect();
+    let present: Vec<&'static str> = (every.iter().copied())
+        .filter(|k| table.contains_key(*k))
+        .collect();
+    misplaced("data", &takes, &present, kind)?;
+    if let Some(key) = (table.keys())
+        .find(|k| !every.contains(&k.as_str()) && !fields::<DataConfig>().contains(&k.as_str()))
+    {
+        return Err(unknown(key, &every));
     }
-}
-
-pub(super) fn data(raw: RawData) -> Result<DataConfig> {
-    let kinds = ["synthetic", "csv", "idx", "series"];
-    let kind = choice(
-        "data.kind",
-        raw.kind.as_deref(),
-        implied_kind(&raw),
-        &kinds.map(|k| (k, k)),
-    )?;
-    misplaced("data", KIND_KEYS, &present(&raw), kind)?;
+    let own: toml::Table = (present.iter())
+        .filter_map(|k| table.remove(*k).map(|v| (k.to_string(), v)))
+        .collect();
     let source = match kind {
-        "synthetic" => DataSource::Synthetic(synthetic(&raw)?),
-        "csv" => DataSource::Csv(csv(&raw)?),
-        "idx" => DataSource::Idx(IdxConfig {
-            images: existing("data.images", raw.images.clone(), "idx")?,
-            labels: existing("data.labels", raw.labels.clone(), "idx")?,
-        }),
-        _ => DataSource::Series(series(&raw)?),
+        "synthetic" => DataSource::Synthetic(read(own, kind)?),
+        "csv" => DataSource::Csv(read(own, kind)?),
+        "idx" => DataSource::Idx(read(own, kind)?),
+        _ => DataSource::Series(read(own, kind)?),
     };
-    // Files get the treatment real data needs; synthetic data is generated centred, scaled and
-    // balanced, and keeps its plain seeded split so that the benchmark workloads stay
-    // comparable from version to version. Only classes can be stratified.
-    let from_file = !matches!(source, DataSource::Synthetic(_));
-    let classes = match &source {
-        DataSource::Csv(c) => c.target_column.is_none(),
-        DataSource::Series(_) => false,
-        DataSource::Synthetic(_) | DataSource::Idx(_) => true,
+    let data = DataConfig {
+        source,
+        ..read(table, kind)?
     };
+    checked(data)
+}
+
+/// The keys that only some kinds take, each once, in the kinds' order.
+fn kind_keys(kinds: &[(&'static str, &'static [&'static str])]) -> Vec<&'static str> {
+    let mut every: Vec<&'static str> = Vec::new();
+    for key in kinds.iter().flat_map(|(_, keys)| *keys) {
+        if !every.contains(key) {
+            every.push(key);
+        }
+    }
+    every
+}
+
+/// An unknown key's error, with every key `[data]` takes.
+fn unknown(key: &str, kind_keys: &[&str]) -> Invalid {
+    let every = std::iter::once("kind")
+        .chain(kind_keys.iter().copied())
+        .chain(fields::<DataConfig>().iter().copied());
+    let expected: Vec<String> = every.map(|k| format!("`{k}`")).collect();
+    let inner = format!(
+        "unknown field `{key}`, expected one of {}",
+        expected.join(", ")
+    );
+    let key = format!("data.{key}");
+    Invalid {
+        message: describe_key_error(&key, &inner),
+        key,
+    }
+}
+
+/// `data`'s checks beyond its types, its files' presence among them, with each default that
+/// depends on the kind written in (a CSV's label column, `stratify`, `standardize`). Every
+/// value comes from a table (a builder's setters write one too), so its counts are in range.
+fn checked(mut data: DataConfig) -> Result<DataConfig> {
+    match &mut data.source {
+        DataSource::Synthetic(s) => {
+            if s.classes < 2 {
+                return Err(Invalid::new(
+                    "data.classes",
+                    format_args!("must be >= 2, got {}", s.classes),
+                ));
+            }
+            finite_in("data.noise", s.noise, 0.0, f64::MAX, "a finite number >= 0")?;
+        }
+        DataSource::Csv(c) => {
+            if c.label_column.is_some() && c.target_column.is_some() {
+                return Err(Invalid::new(
+                    "data.target_column",
+                    "makes the run a regression, and data.label_column a classification; set \
+                     one",
+                ));
+            }
+            existing("data.path", &c.path)?;
+            if c.target_column.is_none() && c.label_column.is_none() {
+                c.label_column = Some(Column::last());
+            }
+        }
+        DataSource::Idx(i) => {
+            existing("data.images", &i.images)?;
+            existing("data.labels", &i.labels)?;
+        }
+        DataSource::Series(s) => {
+            existing("data.path", &s.path)?;
+        }
+    }
     // `false` is what a run without classes writes back into its config.toml.
-    if !classes && raw.stratify == Some(true) {
+    if !data.has_classes() && data.stratify == Some(true) {
         return Err(Invalid::new(
             "data.stratify",
             "needs classes (data.label_column, synthetic or idx data); values to predict have \
              none",
         ));
     }
-    Ok(DataConfig {
-        source,
-        standardize: raw.standardize.unwrap_or(from_file),
-        stratify: raw.stratify.unwrap_or(from_file && classes),
-        validation_fraction: finite_in(
-            "data.validation_fraction",
-            raw.validation_fraction
-                .unwrap_or(defaults::VALIDATION_FRACTION),
-            f64::MIN_POSITIVE,
-            1.0,
-            "in (0, 1)",
-        )?,
-        num_workers: non_negative(
-            "data.num_workers",
-            raw.num_workers,
-            defaults::NUM_WORKERS as u64,
-        )? as usize,
-    })
-}
-
-fn synthetic(raw: &RawData) -> Result<SyntheticConfig> {
-    let classes = positive("data.classes", raw.classes, defaults::CLASSES)?;
-    if classes < 2 {
-        return Err(Invalid::new(
-            "data.classes",
-            format_args!("must be >= 2, got {classes}"),
-        ));
-    }
-    Ok(SyntheticConfig {
-        samples: positive("data.samples", raw.samples, defaults::SAMPLES)?,
-        features: positive("data.features", raw.features, defaults::FEATURES)?,
-        classes,
-        seed: non_negative("data.seed", raw.seed, defaults::DATA_SEED)?,
-        noise: finite_in(
-            "data.noise",
-            raw.noise.unwrap_or(defaults::NOISE),
-            0.0,
-            f64::MAX,
-            "a finite number >= 0",
-        )?,
-    })
-}
-
-fn csv(raw: &RawData) -> Result<CsvConfig> {
-    if raw.label_column.is_some() && raw.target_column.is_some() {
-        return Err(Invalid::new(
-            "data.target_column",
-            "makes the run a regression, and data.label_column a classification; set one",
-        ));
-    }
-    let target_column = raw.target_column.clone().map(column);
-    Ok(CsvConfig {
-        path: existing("data.path", raw.path.clone(), "csv")?,
-        label_column: match (&target_column, raw.label_column.clone()) {
-            (Some(_), _) => None,
-            (None, label) => Some(label.map_or(Column::Index(defaults::LABEL_COLUMN), column)),
-        },
-        target_column,
-        header: raw.header,
-    })
-}
-
-fn series(raw: &RawData) -> Result<SeriesConfig> {
-    let window = raw.window.ok_or_else(|| {
-        Invalid::new(
-            "data.window",
-            "is required with data.kind = \"series\": how many past values each forecast sees",
-        )
-    })?;
-    let gaps = choice(
-        "data.gaps",
-        raw.gaps.as_deref(),
-        defaults::GAPS,
-        &[
-            GapPolicy::None,
-            GapPolicy::Interpolate,
-            GapPolicy::Previous,
-            GapPolicy::Skip,
-        ]
-        .map(|g| (g.name(), g)),
+    data.stratify = Some(data.stratify());
+    data.standardize = Some(data.standardize());
+    finite_in(
+        "data.validation_fraction",
+        data.validation_fraction,
+        f64::MIN_POSITIVE,
+        1.0,
+        "in (0, 1)",
     )?;
-    Ok(SeriesConfig {
-        path: existing("data.path", raw.path.clone(), "series")?,
-        column: raw
-            .column
-            .clone()
-            .map_or(Column::Index(defaults::SERIES_COLUMN), column),
-        header: raw.header,
-        window: positive("data.window", Some(window), 0)?,
-        horizon: positive("data.horizon", raw.horizon, defaults::HORIZON)?,
-        holdout: raw
-            .holdout
-            .map(|h| positive("data.holdout", Some(h), 0))
-            .transpose()?,
-        gaps,
-        season: positive("data.season", raw.season, defaults::SEASON)?,
-    })
+    Ok(data)
+}
+
+/// `path` names a file, or the error that says `key` does not.
+fn existing(key: &str, path: &std::path::Path) -> Result<()> {
+    if path.is_file() {
+        Ok(())
+    } else {
+        Err(Invalid::new(
+            key,
+            format_args!("names a file that does not exist: {}", path.display()),
+        ))
+    }
 }

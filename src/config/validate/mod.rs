@@ -32,22 +32,6 @@ impl Invalid {
 
 pub(super) type Result<T> = std::result::Result<T, Invalid>;
 
-pub(super) fn positive(key: &str, value: Option<i64>, default: usize) -> Result<usize> {
-    match value {
-        None => Ok(default),
-        Some(v) if v > 0 => Ok(v as usize),
-        Some(v) => Err(Invalid::new(key, format_args!("must be > 0, got {v}"))),
-    }
-}
-
-pub(super) fn non_negative(key: &str, value: Option<i64>, default: u64) -> Result<u64> {
-    match value {
-        None => Ok(default),
-        Some(v) if v >= 0 => Ok(v as u64),
-        Some(v) => Err(Invalid::new(key, format_args!("must be >= 0, got {v}"))),
-    }
-}
-
 pub(super) fn finite_in(key: &str, value: f64, lo: f64, hi: f64, what: &str) -> Result<f64> {
     if value.is_finite() && value >= lo && value < hi {
         Ok(value)
@@ -186,7 +170,7 @@ fn device(device: DeviceConfig) -> Result<DeviceConfig> {
 
 /// `value` of `key` is one a config file (TOML's integers, signed 64-bit) can hold: a
 /// validated config is written as one (`config.toml`).
-pub(super) fn in_a_file(key: &str, value: u64) -> Result<()> {
+pub(in crate::config) fn in_a_file(key: &str, value: u64) -> Result<()> {
     match i64::try_from(value) {
         Ok(_) => Ok(()),
         Err(_) => Err(Invalid::new(

@@ -1,7 +1,6 @@
 //! Validation of a config as read: defaults, ranges, choices and the keys of other kinds.
 
 use super::*;
-use crate::config::RawColumn;
 
 fn with(edit: impl FnOnce(&mut RawConfig)) -> std::result::Result<RunConfig, Invalid> {
     let mut raw = RawConfig::default();
@@ -37,52 +36,160 @@ fn unknown_choice_lists_the_options() {
     );
 }
 
+/// The config of a file whose `[data]` is `text`, or its error as a line.
+fn data(text: &str) -> std::result::Result<RunConfig, String> {
+    crate::config::parse(&format!("[data]\n{text}"), "d.toml", &[]).map_err(|e| e.to_string())
+}
+
+const CO2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
+
 #[test]
 fn keys_of_the_other_data_kind_are_rejected() {
-    let err = with(|r| {
-        r.data.kind = Some("synthetic".into());
-        r.data.path = Some("x.csv".into());
-    })
-    .unwrap_err();
     assert_eq!(
-        err.message,
-        "data.path only applies with data.kind = \"csv\" or \"series\""
+        data("kind = \"synthetic\"\npath = \"x.csv\"").unwrap_err(),
+        "d.toml:3:1: data.path only applies with data.kind = \"csv\" or \"series\""
     );
-    let err = with(|r| {
-        r.data.kind = Some("csv".into());
-        r.data.window = Some(4);
-    })
-    .unwrap_err();
     assert_eq!(
-        err.message,
-        "data.window only applies with data.kind = \"series\""
+        data(&format!("kind = \"csv\"\npath = \"{CO2}\"\nwindow = 4")).unwrap_err(),
+        "d.toml:4:1: data.window only applies with data.kind = \"series\""
+    );
+    // Of several, the first in the kinds' order.
+    assert_eq!(
+        data("images = \"i\"\nnoise = 0.5\nwindow = 3").unwrap_err(),
+        "d.toml:3:1: data.noise only applies with data.kind = \"synthetic\""
     );
 }
 
 #[test]
 fn the_kind_follows_from_the_keys_when_unset() {
-    let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
-    let series = with(|r| {
-        r.data.path = Some(csv.into());
-        r.data.window = Some(8);
-    })
-    .unwrap();
+    let series = data(&format!("path = \"{CO2}\"\nwindow = 8")).unwrap();
     assert!(matches!(series.data.source, DataSource::Series(_)));
-    let table = with(|r| r.data.path = Some(csv.into())).unwrap();
+    let table = data(&format!("path = \"{CO2}\"")).unwrap();
     assert!(matches!(table.data.source, DataSource::Csv(_)));
-    let err = with(|r| r.data.column = Some(RawColumn::Index(0))).unwrap_err();
-    assert_eq!(err.key, "data.window", "a series needs its window");
+    assert_eq!(
+        data(&format!("path = \"{CO2}\"\ncolumn = 0")).unwrap_err(),
+        "d.toml:1:2: data.window is required with data.kind = \"series\""
+    );
 }
 
 #[test]
 fn missing_csv_file_is_named() {
     let err = with(|r| {
-        r.data.kind = Some("csv".into());
-        r.data.path = Some("no/such/file.csv".into());
+        r.data.insert("kind".into(), "csv".into());
+        r.data.insert("path".into(), "no/such/file.csv".into());
     })
     .unwrap_err();
     assert_eq!(err.key, "data.path");
     assert!(err.message.contains("no/such/file.csv"), "{}", err.message);
+}
+
+/// `[data]` is read as it is, each kind's keys by its own type: an error names the key and
+/// its line, worded as the rest of the config's are.
+#[test]
+fn a_data_table_s_errors_name_the_key_where_it_is_written() {
+    let cases = [
+        (
+            "kind = \"parquet\"",
+            "d.toml:2:1: data.kind must be one of \"synthetic\", \"csv\", \"idx\", \"series\", \
+             got \"parquet\"",
+        ),
+        (
+            "kind = 3",
+            "d.toml:2:1: data.kind: invalid type: integer `3`, expected a string",
+        ),
+        (
+            "samples = -3",
+            "d.toml:2:1: data.samples must be > 0, got -3",
+        ),
+        ("seed = -1", "d.toml:2:1: data.seed must be >= 0, got -1"),
+        (
+            "classes = 1",
+            "d.toml:2:1: data.classes must be >= 2, got 1",
+        ),
+        (
+            "noise = -0.5",
+            "d.toml:2:1: data.noise must be a finite number >= 0, got -0.5",
+        ),
+        (
+            "validation_fraction = 1.5",
+            "d.toml:2:1: data.validation_fraction must be in (0, 1), got 1.5",
+        ),
+        (
+            "num_workers = -2",
+            "d.toml:2:1: data.num_workers must be >= 0, got -2",
+        ),
+        (
+            "samples = \"many\"",
+            "d.toml:2:1: data.samples: invalid type: string \"many\", expected an integer",
+        ),
+        (
+            "validaton_fraction = 0.1",
+            "d.toml:2:1: unknown key data.validaton_fraction (did you mean \
+             data.validation_fraction?)",
+        ),
+        (
+            "kind = \"idx\"\nimages = \"i\"",
+            "d.toml:1:2: data.labels is required with data.kind = \"idx\"",
+        ),
+    ];
+    for (text, expected) in cases {
+        let got = data(text).unwrap_err();
+        assert_eq!(got.lines().next().unwrap(), expected, "{text}");
+    }
+    let every = data("sample = 3").unwrap_err();
+    assert!(
+        every.contains("(did you mean data.samples?)")
+            && every.contains("expected one of kind, samples, features")
+            && every.ends_with("stratify, standardize, num_workers"),
+        "{every}"
+    );
+    let gaps = data(&format!("path = \"{CO2}\"\nwindow = 8\ngaps = \"mean\"")).unwrap_err();
+    assert_eq!(
+        gaps,
+        "d.toml:4:1: data.gaps must be one of \"none\", \"interpolate\", \"previous\", \
+         \"skip\", got \"mean\""
+    );
+    let series = data(&format!("path = \"{CO2}\"\nwindow = 0")).unwrap_err();
+    assert_eq!(series, "d.toml:3:1: data.window must be > 0, got 0");
+}
+
+/// A key's default that depends on the kind is written in: what a run's `config.toml` holds.
+#[test]
+fn the_defaults_a_kind_sets_are_written_in() {
+    let synthetic = data("").unwrap().data;
+    assert_eq!(
+        (synthetic.stratify, synthetic.standardize),
+        (Some(false), Some(false))
+    );
+    let DataSource::Synthetic(s) = &synthetic.source else {
+        unreachable!()
+    };
+    assert_eq!(
+        (s.samples, s.features, s.classes, s.seed),
+        (8192, 64, 10, 7)
+    );
+    let csv = data(&format!("path = \"{CO2}\"")).unwrap().data;
+    assert_eq!((csv.stratify, csv.standardize), (Some(true), Some(true)));
+    let DataSource::Csv(c) = &csv.source else {
+        unreachable!()
+    };
+    assert_eq!(c.label_column, Some(Column::Index(-1)));
+    let target = data(&format!("path = \"{CO2}\"\ntarget_column = \"co2\"")).unwrap();
+    let DataSource::Csv(c) = &target.data.source else {
+        unreachable!()
+    };
+    assert_eq!(
+        (c.label_column.as_ref(), target.data.stratify),
+        (None, Some(false))
+    );
+    let series = data(&format!("path = \"{CO2}\"\nwindow = 8")).unwrap().data;
+    let DataSource::Series(s) = &series.source else {
+        unreachable!()
+    };
+    assert_eq!(
+        (s.horizon, s.season, s.gaps, &s.column, s.holdout),
+        (1, 1, GapPolicy::Interpolate, &Column::Index(-1), None)
+    );
 }
 
 #[test]
@@ -124,26 +231,25 @@ fn memory_section_validates_sizes_and_combinations() {
 
 #[test]
 fn fractions_and_rates_are_range_checked() {
-    assert!(with(|r| r.data.validation_fraction = Some(1.0)).is_err());
+    assert!(data("validation_fraction = 1.0").is_err());
     assert!(with(|r| r.train.lr = f64::NAN).is_err());
     assert!(with(|r| r.train.lr = 0.0).is_err());
 }
 
 #[test]
 fn stratify_needs_classes_but_false_is_always_accepted() {
-    let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
     let series = |stratify: bool| {
-        with(|r| {
-            r.data.path = Some(csv.into());
-            r.data.window = Some(8);
-            r.data.stratify = Some(stratify);
-        })
+        data(&format!(
+            "path = \"{CO2}\"\nwindow = 8\nstratify = {stratify}"
+        ))
     };
     // A series run writes `stratify = false` into its config.toml, which must load again.
-    assert!(!series(false).unwrap().data.stratify);
+    assert!(!series(false).unwrap().data.stratify());
     let err = series(true).unwrap_err();
-    assert_eq!(err.key, "data.stratify");
-    assert!(err.message.contains("needs classes"), "{}", err.message);
+    assert!(
+        err.starts_with("d.toml:4:1: data.stratify needs classes"),
+        "{err}"
+    );
 }
 
 /// `[run]`, `[device]` and `[train.offload]` are read as they are (serde, a key's default

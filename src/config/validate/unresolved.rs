@@ -1,7 +1,7 @@
 //! The inverse of the defaults validation writes in: a config with each key whose default
 //! depends on another key's value left out where it has that default, so that a search
 //! varying the key it depends on (`train.optimizer`, `train.precision`, a schedule's kind, a
-//! monitor, `memory.policy`) gives each trial that key's own default, as a file of the
+//! monitor, `memory.policy`, `data.kind` or a CSV's target column) gives each trial that key's own default, as a file of the
 //! trial's values would.
 
 use crate::config::defaults;
@@ -10,8 +10,8 @@ use crate::config::types::*;
 impl RunConfig {
     /// This config with each default that depends on another key's value left out where it
     /// has the value validation would write in: validating it again gives this config back,
-    /// and with another optimizer, precision, schedule kind, monitor or memory policy set over
-    /// it, that key's defaults. What a search builds its trials from.
+    /// and with another optimizer, precision, schedule kind, monitor, memory policy or data
+    /// source set over it, that key's defaults. What a search builds its trials from.
     pub fn unresolved(&self) -> RunConfig {
         let mut config = self.clone();
         let train = &mut config.train;
@@ -37,6 +37,19 @@ impl RunConfig {
         let checkpoint = &mut config.checkpoint;
         if checkpoint.keep_best.is_some() {
             unresolve_monitor(&mut checkpoint.monitor, &mut checkpoint.mode, &monitor);
+        }
+        let data = &mut config.data;
+        let (stratify, standardize) = (data.stratify.take(), data.standardize.take());
+        if stratify != Some(data.stratify()) {
+            data.stratify = stratify;
+        }
+        if standardize != Some(data.standardize()) {
+            data.standardize = standardize;
+        }
+        if let DataSource::Csv(csv) = &mut data.source {
+            if csv.target_column.is_none() && csv.label_column == Some(Column::last()) {
+                csv.label_column = None;
+            }
         }
         let memory = &mut config.memory;
         let share = MemorySize::Fraction(defaults::PREALLOCATE_FRACTION);
@@ -130,6 +143,13 @@ mod tests {
             "[train.schedule]\nkind = \"step\"\nstep_size = 3\ngamma = 0.5\nmin_lr = 1e-6",
             "[memory]\npolicy = \"preallocate\"",
             "[memory]\npolicy = \"preallocate\"\npreallocate = \"1GiB\"",
+            "[data]\nstratify = true",
+            concat!("[data]\npath = \"", env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv\""),
+            concat!(
+                "[data]\npath = \"",
+                env!("CARGO_MANIFEST_DIR"),
+                "/data/co2-weekly.csv\"\ntarget_column = 1\nstandardize = false"
+            ),
         ];
         for text in texts {
             let config = config(text);
@@ -142,6 +162,20 @@ mod tests {
         assert_eq!(
             kept.train.loss_scaling,
             Some(crate::config::LossScaling::Off)
+        );
+        assert_eq!(config(texts[7]).unresolved().data.stratify, Some(true));
+        // A CSV's defaults by its kind and label left out: a target set over it is a
+        // regression, not a file that sets both.
+        let csv = config(texts[8]).unresolved().data;
+        assert_eq!((csv.stratify, csv.standardize), (None, None));
+        let crate::config::DataSource::Csv(c) = &csv.source else {
+            unreachable!()
+        };
+        assert_eq!(c.label_column, None);
+        let regression = config(texts[9]).unresolved().data;
+        assert_eq!(
+            (regression.stratify, regression.standardize),
+            (None, Some(false))
         );
     }
 }

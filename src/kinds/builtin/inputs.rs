@@ -88,7 +88,7 @@ pub(crate) fn inputs(config: &RunConfig, path: &Path) -> Result<Inputs, Error> {
                 path: path.to_path_buf(),
                 ..csv.clone()
             };
-            let scaling = match config.data.standardize {
+            let scaling = match config.data.standardize() {
                 true => Some(row_scaling(config, rows.features)?),
                 false => None,
             };
@@ -109,7 +109,7 @@ pub(crate) fn inputs(config: &RunConfig, path: &Path) -> Result<Inputs, Error> {
                     header: None,
                 },
             };
-            let scaling = match config.data.standardize {
+            let scaling = match config.data.standardize() {
                 true => Some(feature_scaling(config)?),
                 false => None,
             };
@@ -123,7 +123,7 @@ pub(crate) fn inputs(config: &RunConfig, path: &Path) -> Result<Inputs, Error> {
 /// `config`'s data as loaded before standardising: what the scaling is fitted on.
 fn unscaled(config: &RunConfig) -> DataConfig {
     DataConfig {
-        standardize: false,
+        standardize: Some(false),
         ..config.data.clone()
     }
 }

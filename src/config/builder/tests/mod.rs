@@ -1,13 +1,12 @@
 //! Code and files give the same config: each setter writes the key a file writes, reaches the
 //! same validated [`RunConfig`], and fails with the same error naming that key.
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::de::{self, DeserializeOwned, Visitor};
+use serde::de::DeserializeOwned;
 
 use super::*;
-use crate::config::{parse, Column, GapPolicy, MonitorMode, RawData, ScheduleKind};
+use crate::config::{parse, Column, GapPolicy, MonitorMode, ScheduleKind};
 
 /// Files that exist (validation checks only that).
 const CO2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
@@ -54,40 +53,9 @@ fn every_model_data_device_and_memory_key_has_a_setter_equal_to_its_toml() {
     assert_same(memory_cases());
 }
 
-/// A deserializer that only records the field names of the struct asked of it.
-struct Fields(Cell<&'static [&'static str]>);
-
-impl<'de> de::Deserializer<'de> for &Fields {
-    type Error = de::value::Error;
-
-    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-        Err(de::Error::custom("only a struct's fields are read"))
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.0.set(fields);
-        self.deserialize_any(visitor)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
-        ignored_any
-    }
-}
-
 /// `section.field` for each field of `T`.
 fn keys<T: DeserializeOwned>(section: &str) -> Vec<String> {
-    let fields = Fields(Cell::new(&[]));
-    let _ = T::deserialize(&fields);
-    fields
-        .0
-        .get()
+    crate::config::fields::fields::<T>()
         .iter()
         .map(|f| format!("{section}.{f}"))
         .collect()
@@ -145,7 +113,12 @@ fn the_setters_reach_every_key_a_file_takes() {
         keys::<crate::config::DeviceConfig>("device"),
         // A kind's own keys are the kind's: the built-in kinds' setters are tested with them.
         vec!["model.kind".to_string()],
-        keys::<RawData>("data"),
+        vec!["data.kind".to_string()],
+        keys::<crate::config::SyntheticConfig>("data"),
+        keys::<crate::config::CsvConfig>("data"),
+        keys::<crate::config::IdxConfig>("data"),
+        keys::<crate::config::SeriesConfig>("data"),
+        keys::<crate::config::DataConfig>("data"),
         keys::<crate::config::TrainConfig>("train"),
         keys::<crate::config::ScheduleConfig>("train.schedule"),
         keys::<crate::config::EarlyStoppingConfig>("train.early_stopping"),
