@@ -1,5 +1,6 @@
 //! Configuration in two stages: [`RawConfig`], the file read into the config's types (serde,
-//! unknown keys rejected; each table in its own type but `[data]`, read as written), then
+//! unknown keys rejected; each table in its own type, `[model]` and `[data]` as written, since
+//! their keys depend on their kind), then
 //! [`RunConfig`], validated once by [`TryFrom`]. Errors name the file, line, column, key and
 //! value.
 

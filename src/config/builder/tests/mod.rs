@@ -356,10 +356,18 @@ fn a_value_set_in_code_that_a_config_file_cannot_hold_is_refused_naming_it() {
             }),
             "train.schedule.step_size",
         ),
+        // `[data]`'s counts, written into its table as a file's are.
+        (b().data_seed(u64::MAX), "data.seed"),
+        (b().synthetic(huge, 4, 2), "data.samples"),
+        (b().num_workers(huge), "data.num_workers"),
     ];
     for (builder, key) in cases {
         let error = builder.build().unwrap_err().to_string();
-        let said = format!("config: {key} must be at most {}, got {huge}", i64::MAX);
+        let said = format!(
+            "config: {key} must be at most {}, got {}",
+            i64::MAX,
+            u64::MAX
+        );
         assert_eq!(error, said);
     }
     // At the edge, it is written and read back.
