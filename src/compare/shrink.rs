@@ -10,8 +10,8 @@
 //! micro-batch reserves as much, no limit can show a shrink, and the row says so.
 
 use super::Growth;
-use crate::config::RunConfig;
-use crate::error::{Error, UsageError};
+use crate::config::{ConfigError, RunConfig};
+use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::memory::{format_bytes, MemorySource};
 
@@ -33,9 +33,10 @@ fn pool_limit(kinds: &Kinds, config: &RunConfig) -> Result<u64, Error> {
     let reserved = reserved(kinds, &half)?;
     let full = self::reserved(kinds, config)?;
     if micro_batch < 2 || reserved >= full {
-        return Err(Error::Usage(UsageError::new(
-            "compare",
-            format!(
+        return Err(Error::Config(ConfigError {
+            origin: "compare".into(),
+            key: Some("train.batch_size".into()),
+            message: format!(
                 "no limit to shrink under: one step at micro-batch {} reserves {}, as much as \
                  at {micro_batch} ({}): the pools' pages, not the micro-batch, set what this \
                  model reserves",
@@ -43,7 +44,7 @@ fn pool_limit(kinds: &Kinds, config: &RunConfig) -> Result<u64, Error> {
                 format_bytes(reserved),
                 format_bytes(full)
             ),
-        )));
+        }));
     }
     Ok(reserved + (full - reserved) / 2)
 }

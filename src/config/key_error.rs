@@ -101,6 +101,7 @@ pub(crate) fn describe_key_error(key: &str, inner: &str) -> String {
         .replace("expected u64", "expected an integer >= 0")
         .replace("expected usize", "expected an integer >= 0")
         .replace("expected f64", "expected a number")
+        .replace("expected path string", "expected a string (a path)")
         .replace("expected a map", "expected a table");
     format!("{key}: {inner}")
 }

@@ -1,6 +1,7 @@
 //! Configuration in two stages: [`RawConfig`], the file read into the config's types (serde,
-//! unknown keys rejected; each table in its own type, `[model]` and `[data]` as written, since
-//! their keys depend on their kind), then
+//! unknown keys rejected; each table in its own type, but `[model]` and `[data]`, whose keys
+//! depend on their kind, kept as written until their own readers read them: the kind's, and
+//! [`DataConfig`]'s in validation), then
 //! [`RunConfig`], validated once by [`TryFrom`]. Errors name the file, line, column, key and
 //! value.
 

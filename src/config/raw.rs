@@ -2,8 +2,8 @@
 //! they are (their own types, shared with [`RunConfig`](super::RunConfig)), and the two whose
 //! keys depend on their kind, kept as written: `[model]` (a kind's name and its keys, which the
 //! kind reads) and `[data]` (its kind told from the keys given, read by
-//! [`DataConfig`](super::DataConfig)'s reader). [`RunConfig`](super::RunConfig) is built from it once, by
-//! [`TryFrom`], and everything downstream sees only the validated form.
+//! [`DataConfig`](super::DataConfig)'s reader). [`RunConfig`](super::RunConfig) is built from
+//! it once, by [`TryFrom`], and everything downstream sees only the validated form.
 
 use serde::{Deserialize, Serialize};
 

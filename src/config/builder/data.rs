@@ -15,8 +15,12 @@ impl ConfigBuilder {
     /// `data.<key>` set to a count; one past what a config file holds is kept to be refused by
     /// `build`, with the key named.
     fn data_count(&mut self, key: &str, value: u64) {
-        match crate::config::validate::in_a_file(&format!("data.{key}"), value) {
-            Ok(()) => self.set_data(key, value as i64),
+        let dotted = format!("data.{key}");
+        match crate::config::validate::in_a_file(&dotted, value) {
+            Ok(()) => {
+                self.usable(&dotted);
+                self.set_data(key, value as i64);
+            }
             Err(invalid) => self.unusable(crate::config::ConfigError {
                 origin: "config".into(),
                 key: Some(invalid.key),

@@ -326,7 +326,10 @@ impl ConfigBuilder {
     /// `build`, with the key named.
     fn path_text(&mut self, key: &str, path: &std::path::Path) -> Option<String> {
         match super::error::path_text(key, path) {
-            Ok(text) => Some(text),
+            Ok(text) => {
+                self.usable(key);
+                Some(text)
+            }
             Err(unusable) => {
                 self.unusable(ConfigError {
                     key: Some(key.into()),
@@ -340,6 +343,13 @@ impl ConfigBuilder {
     /// Keeps the first value a config cannot hold, for `build` to refuse.
     fn unusable(&mut self, error: ConfigError) {
         self.unusable.get_or_insert(error);
+    }
+
+    /// `key` set again to a value a config can hold: a value it was refused before is gone.
+    fn usable(&mut self, key: &str) {
+        if self.unusable.as_ref().and_then(|e| e.key.as_deref()) == Some(key) {
+            self.unusable = None;
+        }
     }
 }
 

@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::serde_checks::{positive, positive_or_none};
 
-/// `[data]`: the dataset and how it is split and loaded.
+/// `[data]`: the dataset and how it is split and loaded. A `[data]` table is read by the
+/// config's reader ([`parse`](crate::config::parse), [`ConfigBuilder`](crate::config::ConfigBuilder)),
+/// which hands this type's own `Deserialize` the keys every kind takes and the source's type
+/// the kind's; read alone, a table of the kind's keys is refused as unknown keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DataConfig {
@@ -225,7 +228,10 @@ pub struct IdxConfig {
 
 /// A column named by header or by index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "expected a column's index (an integer, -1 the last) or its header (a string)"
+)]
 pub enum Column {
     /// Zero-based index; negative counts from the end.
     Index(i64),

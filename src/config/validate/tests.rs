@@ -128,6 +128,15 @@ fn a_data_table_s_errors_name_the_key_where_it_is_written() {
              data.validation_fraction?)",
         ),
         (
+            "path = 3",
+            "d.toml:2:1: data.path: invalid type: integer `3`, expected a string (a path)",
+        ),
+        (
+            "kind = \"csv\"\nlabel_column = true",
+            "d.toml:3:1: data.label_column: expected a column's index (an integer, -1 the last) \
+             or its header (a string)",
+        ),
+        (
             "kind = \"idx\"\nimages = \"i\"",
             "d.toml:1:2: data.labels is required with data.kind = \"idx\"",
         ),

@@ -1,8 +1,8 @@
 //! The inverse of the defaults validation writes in: a config with each key whose default
 //! depends on another key's value left out where it has that default, so that a search
 //! varying the key it depends on (`train.optimizer`, `train.precision`, a schedule's kind, a
-//! monitor, `memory.policy`, `data.kind` or a CSV's target column) gives each trial that key's own default, as a file of the
-//! trial's values would.
+//! monitor, `memory.policy`, a CSV's target column) gives each trial that key's own default,
+//! as a file of the trial's values would.
 
 use crate::config::defaults;
 use crate::config::types::*;
@@ -10,8 +10,8 @@ use crate::config::types::*;
 impl RunConfig {
     /// This config with each default that depends on another key's value left out where it
     /// has the value validation would write in: validating it again gives this config back,
-    /// and with another optimizer, precision, schedule kind, monitor, memory policy or data
-    /// source set over it, that key's defaults. What a search builds its trials from.
+    /// and with another optimizer, precision, schedule kind, monitor, memory policy or a CSV's
+    /// target column set over it, that key's defaults. What a search builds its trials from.
     pub fn unresolved(&self) -> RunConfig {
         let mut config = self.clone();
         let train = &mut config.train;

@@ -370,6 +370,9 @@ fn a_value_set_in_code_that_a_config_file_cannot_hold_is_refused_naming_it() {
         );
         assert_eq!(error, said);
     }
+    // Set again to a value a file can hold, it is that value.
+    let again = b().num_workers(huge).num_workers(2).build().unwrap();
+    assert_eq!(again.data.num_workers, 2);
     // At the edge, it is written and read back.
     let config = b().seed(i64::MAX as u64).build().unwrap();
     let again = parse(&crate::config::to_toml(&config), "t.toml", &[]).unwrap();
