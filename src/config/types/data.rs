@@ -2,7 +2,10 @@
 //! source's type ([`SyntheticConfig`], [`CsvConfig`], [`IdxConfig`], [`SeriesConfig`]), each
 //! key's default beside its field. The reader (`validate/data.rs`) takes the kind from
 //! `data.kind`, or from the keys given, hands that kind's keys to its type and the rest to
-//! [`DataConfig`]; a key of another kind is refused, naming the kinds that take it.
+//! [`DataConfig`]; a key of another kind is refused, naming the kinds that take it. A source
+//! with a file is built by [`ConfigBuilder`](crate::config::ConfigBuilder)'s setters (`csv`,
+//! `idx`, `series`) or read from a file, never written as a literal: its type may grow a key
+//! (`#[non_exhaustive]`) without breaking a program.
 
 use std::path::PathBuf;
 
@@ -101,6 +104,7 @@ impl Default for DataSource {
 /// A time series: one value column of a CSV file, in row order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SeriesConfig {
     /// The file.
     pub path: PathBuf,
@@ -201,6 +205,7 @@ impl Default for SyntheticConfig {
 /// A CSV dataset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct CsvConfig {
     /// The file.
     pub path: PathBuf,
@@ -219,6 +224,7 @@ pub struct CsvConfig {
 /// (`[n]`, unsigned bytes), as MNIST and Fashion-MNIST ship them (`.gz` is decompressed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct IdxConfig {
     /// The images file.
     pub images: PathBuf,
