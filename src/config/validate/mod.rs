@@ -116,10 +116,16 @@ pub(super) fn misplaced_by(
     Ok(())
 }
 
-/// The keys of `keys` that are set.
-pub(super) fn present(keys: &[(&'static str, bool)]) -> Vec<&'static str> {
-    keys.iter()
-        .filter_map(|&(key, set)| set.then_some(key))
+/// The keys of `table` (each with the kinds that take it) that `value` sets, in `table`'s
+/// order: those its serde type writes, an unset key (`None`) being one it leaves out.
+pub(super) fn set_keys<T: serde::Serialize>(
+    value: &T,
+    table: &[(&'static str, &[&str])],
+) -> Vec<&'static str> {
+    // A table of named keys always serializes (a number JSON cannot hold becomes null).
+    let written = serde_json::to_value(value).expect("a config table serializes");
+    (table.iter().map(|(key, _)| *key))
+        .filter(|key| written.get(*key).is_some())
         .collect()
 }
 

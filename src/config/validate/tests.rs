@@ -36,9 +36,9 @@ fn unknown_choice_lists_the_options() {
     );
 }
 
-/// The config of a file whose `[data]` is `text`, or its error as a line.
-fn data(text: &str) -> std::result::Result<RunConfig, String> {
-    crate::config::parse(&format!("[data]\n{text}"), "d.toml", &[]).map_err(|e| e.to_string())
+/// The config of a file whose `[data]` is `text`, or its error.
+fn data(text: &str) -> std::result::Result<RunConfig, crate::config::ConfigError> {
+    crate::config::parse(&format!("[data]\n{text}"), "d.toml", &[])
 }
 
 const CO2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
@@ -46,16 +46,22 @@ const CO2: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/co2-weekly.csv");
 #[test]
 fn keys_of_the_other_data_kind_are_rejected() {
     assert_eq!(
-        data("kind = \"synthetic\"\npath = \"x.csv\"").unwrap_err(),
+        data("kind = \"synthetic\"\npath = \"x.csv\"")
+            .unwrap_err()
+            .to_string(),
         "d.toml:3:1: data.path only applies with data.kind = \"csv\" or \"series\""
     );
     assert_eq!(
-        data(&format!("kind = \"csv\"\npath = \"{CO2}\"\nwindow = 4")).unwrap_err(),
+        data(&format!("kind = \"csv\"\npath = \"{CO2}\"\nwindow = 4"))
+            .unwrap_err()
+            .to_string(),
         "d.toml:4:1: data.window only applies with data.kind = \"series\""
     );
     // Of several, the first in the kinds' order.
     assert_eq!(
-        data("images = \"i\"\nnoise = 0.5\nwindow = 3").unwrap_err(),
+        data("images = \"i\"\nnoise = 0.5\nwindow = 3")
+            .unwrap_err()
+            .to_string(),
         "d.toml:3:1: data.noise only applies with data.kind = \"synthetic\""
     );
 }
@@ -67,7 +73,9 @@ fn the_kind_follows_from_the_keys_when_unset() {
     let table = data(&format!("path = \"{CO2}\"")).unwrap();
     assert!(matches!(table.data.source, DataSource::Csv(_)));
     assert_eq!(
-        data(&format!("path = \"{CO2}\"\ncolumn = 0")).unwrap_err(),
+        data(&format!("path = \"{CO2}\"\ncolumn = 0"))
+            .unwrap_err()
+            .to_string(),
         "d.toml:1:2: data.window is required with data.kind = \"series\""
     );
 }
@@ -142,23 +150,27 @@ fn a_data_table_s_errors_name_the_key_where_it_is_written() {
         ),
     ];
     for (text, expected) in cases {
-        let got = data(text).unwrap_err();
+        let got = data(text).unwrap_err().to_string();
         assert_eq!(got.lines().next().unwrap(), expected, "{text}");
     }
-    let every = data("sample = 3").unwrap_err();
+    let every = data("sample = 3").unwrap_err().to_string();
     assert!(
         every.contains("(did you mean data.samples?)")
             && every.contains("expected one of kind, samples, features")
             && every.ends_with("stratify, standardize, num_workers"),
         "{every}"
     );
-    let gaps = data(&format!("path = \"{CO2}\"\nwindow = 8\ngaps = \"mean\"")).unwrap_err();
+    let gaps = data(&format!("path = \"{CO2}\"\nwindow = 8\ngaps = \"mean\""))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         gaps,
         "d.toml:4:1: data.gaps must be one of \"none\", \"interpolate\", \"previous\", \
          \"skip\", got \"mean\""
     );
-    let series = data(&format!("path = \"{CO2}\"\nwindow = 0")).unwrap_err();
+    let series = data(&format!("path = \"{CO2}\"\nwindow = 0"))
+        .unwrap_err()
+        .to_string();
     assert_eq!(series, "d.toml:3:1: data.window must be > 0, got 0");
 }
 
@@ -255,8 +267,10 @@ fn stratify_needs_classes_but_false_is_always_accepted() {
     // A series run writes `stratify = false` into its config.toml, which must load again.
     assert!(!series(false).unwrap().data.stratify());
     let err = series(true).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("data.stratify"));
     assert!(
-        err.starts_with("d.toml:4:1: data.stratify needs classes"),
+        err.to_string()
+            .starts_with("d.toml:4:1: data.stratify needs classes"),
         "{err}"
     );
 }

@@ -1,6 +1,6 @@
 //! The optimizer's keys: each applies to some optimizers only, and gets its default there.
 
-use super::super::{finite_in, misplaced_by, present, Invalid, Result};
+use super::super::{finite_in, misplaced_by, set_keys, Invalid, Result};
 use crate::config::defaults;
 use crate::config::types::TrainConfig;
 
@@ -25,14 +25,8 @@ const KEYS: &[(&str, &[&str])] = &[
 
 pub(super) fn optimizer(raw: &TrainConfig) -> Result<Optimizer> {
     let kind = raw.optimizer;
-    let present = present(&[
-        ("betas", raw.betas.is_some()),
-        ("eps", raw.eps.is_some()),
-        ("momentum", raw.momentum.is_some()),
-        ("nesterov", raw.nesterov.is_some()),
-        ("alpha", raw.alpha.is_some()),
-    ]);
-    misplaced_by("train", "train.optimizer", KEYS, &present, kind.name())?;
+    let set = set_keys(raw, KEYS);
+    misplaced_by("train", "train.optimizer", KEYS, &set, kind.name())?;
     let takes = |key: &str| {
         KEYS.iter()
             .any(|(k, kinds)| *k == key && kinds.contains(&kind.name()))

@@ -1,7 +1,9 @@
 //! `[train.schedule]` beyond its types: the keys each kind takes, the ranges, and the keys whose
 //! defaults depend on the kind written in. The table's keys are [`ScheduleConfig`]'s.
 
-use super::super::{counts_in_a_file, misplaced, positive_counts_in_a_file, Invalid, Result};
+use super::super::{
+    counts_in_a_file, misplaced, positive_counts_in_a_file, set_keys, Invalid, Result,
+};
 use super::plateau::plateau;
 use crate::config::defaults;
 use crate::config::types::{EarlyStoppingConfig, ScheduleConfig, ScheduleKind};
@@ -32,7 +34,12 @@ pub(super) fn schedule(
     early: Option<&EarlyStoppingConfig>,
 ) -> Result<ScheduleConfig> {
     let kind = schedule.kind;
-    misplaced("train.schedule", KEYS, &set_keys(&schedule), kind.name())?;
+    misplaced(
+        "train.schedule",
+        KEYS,
+        &set_keys(&schedule, KEYS),
+        kind.name(),
+    )?;
     // Counts set in code, which a file's reader checks as it reads.
     positive_counts_in_a_file(&[
         ("train.schedule.decay_steps", schedule.decay_steps),
@@ -57,25 +64,6 @@ pub(super) fn schedule(
         ScheduleKind::Plateau => plateau(schedule, early),
         _ => Ok(schedule),
     }
-}
-
-/// The keys of `schedule` that are set, each checked against its kind.
-fn set_keys(schedule: &ScheduleConfig) -> Vec<&'static str> {
-    let s = schedule;
-    super::super::present(&[
-        ("min_lr", s.min_lr.is_some()),
-        ("decay_steps", s.decay_steps.is_some()),
-        ("step_size", s.step_size.is_some()),
-        ("gamma", s.gamma.is_some()),
-        ("monitor", s.monitor.is_some()),
-        ("mode", s.mode.is_some()),
-        ("factor", s.factor.is_some()),
-        ("patience", s.patience.is_some()),
-        ("min_delta", s.min_delta.is_some()),
-        ("cooldown", s.cooldown.is_some()),
-        ("milestones", s.milestones.is_some()),
-        ("factors", s.factors.is_some()),
-    ])
 }
 
 /// Burn's linear, cosine and exponential schedulers (and the linear warmup) take a learning
