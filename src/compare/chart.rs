@@ -29,48 +29,48 @@ const PALETTE: [RGBColor; 5] = [
 pub(super) fn chart(series: &[Series], name: &str, path: &Path) -> Result<(), ReportError> {
     let err = |e: &dyn std::fmt::Display| ReportError::at(path, e);
     let (x_max, y_max) = bounds(series);
-    let root = SVGBackend::new(path, (900, 480)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let source = series
-        .first()
-        .and_then(|(_, _, s)| s.first())
-        .map_or(String::new(), |s| s.memory.source.to_string());
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("{name}: memory per epoch by policy ({source}; solid: peak in use, dotted: reserved)"),
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(60)
-        .build_cartesian_2d(-0.1f64..x_max + 0.1, 0f64..y_max)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("epoch (0 = run start)")
-        .y_desc("MiB")
-        .x_labels(((x_max as usize) + 1).min(40))
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .draw()
-        .map_err(|e| err(&e))?;
-    for (i, line) in series.iter().enumerate() {
-        // Policies often have the same peak in use, and their lines would hide one another;
-        // each is drawn thinner than the one before it, so identical lines show as nested
-        // bands.
-        let width = (2 * (series.len() - i)) as u32;
-        draw_policy(&mut chart, line, PALETTE[i % PALETTE.len()], width, x_max)
+    crate::report::write_svg(path, (900, 480), |root| {
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let source = series
+            .first()
+            .and_then(|(_, _, s)| s.first())
+            .map_or(String::new(), |s| s.memory.source.to_string());
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("{name}: memory per epoch by policy ({source}; solid: peak in use, dotted: reserved)"),
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.1f64..x_max + 0.1, 0f64..y_max)
             .map_err(|e| err(&e))?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font(("sans-serif", 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+        chart
+            .configure_mesh()
+            .x_desc("epoch (0 = run start)")
+            .y_desc("MiB")
+            .x_labels(((x_max as usize) + 1).min(40))
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, line) in series.iter().enumerate() {
+            // Policies often have the same peak in use, and their lines would hide one another;
+            // each is drawn thinner than the one before it, so identical lines show as nested
+            // bands.
+            let width = (2 * (series.len() - i)) as u32;
+            draw_policy(&mut chart, line, PALETTE[i % PALETTE.len()], width, x_max)
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font(("sans-serif", 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))
+    })
 }
 
 /// Each epoch (and run start) as (epoch, MiB): the peak in use, or with `reserved` the bytes

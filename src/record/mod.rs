@@ -7,6 +7,7 @@ mod error;
 mod growth;
 mod host;
 mod json;
+pub(crate) mod names;
 mod observer;
 mod pace;
 mod search_status;

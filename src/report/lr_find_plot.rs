@@ -24,11 +24,15 @@ pub struct LrFindPicture {
 
 /// Draws `picture` into an SVG at `path`.
 pub fn render_lr_find_svg(picture: &LrFindPicture, path: &Path) -> Result<(), ReportError> {
-    draw(picture, path).map_err(|e| ReportError::at(path, &e))
+    super::write_svg(path, SIZE, |root| {
+        draw(picture, root).map_err(|e| ReportError::at(path, &e))
+    })
 }
 
-fn draw(picture: &LrFindPicture, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+fn draw(
+    picture: &LrFindPicture,
+    root: DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+) -> Result<(), Box<dyn std::error::Error>> {
     root.fill(&WHITE)?;
     let finite: Vec<&(f64, f64, f64)> = (picture.points.iter())
         .filter(|p| p.0 > 0.0 && p.2.is_finite())

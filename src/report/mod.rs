@@ -11,6 +11,7 @@ mod search_picture;
 mod search_plot;
 mod search_population;
 mod search_timeline;
+mod svg_file;
 mod text;
 
 pub use error::ReportError;
@@ -18,4 +19,5 @@ pub use lr_find_plot::{render_lr_find_svg, LrFindPicture};
 pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};
 pub use search_picture::{MemberLine, SearchPicture, SearchPoint};
 pub use search_plot::render_search_svg;
+pub(crate) use svg_file::write_svg;
 pub use text::{format_metric, report};

@@ -83,26 +83,27 @@ pub fn render_search_svg(picture: &SearchPicture, path: &Path) -> Result<(), Rep
     let population = usize::from(!picture.population.is_empty());
     let panels = population + picture.keys.len() + 1 + usize::from(timeline.is_some());
     let rows = panels.div_ceil(2) as u32;
-    let root = SVGBackend::new(path, (PANEL.0 * 2, PANEL.1 * rows)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let areas = root.split_evenly((rows as usize, 2));
-    if population == 1 {
-        draw_values(&areas[0], picture).map_err(|e| err(&e))?;
-    }
-    for (k, key) in picture.keys.iter().enumerate() {
-        let area = &areas[population + k];
-        match population {
-            1 => draw_schedule(area, picture, k),
-            _ => draw_key(area, picture, k, key),
+    super::write_svg(path, (PANEL.0 * 2, PANEL.1 * rows), |root| {
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let areas = root.split_evenly((rows as usize, 2));
+        if population == 1 {
+            draw_values(&areas[0], picture).map_err(|e| err(&e))?;
         }
-        .map_err(|e| err(&e))?;
-    }
-    let n = population + picture.keys.len();
-    draw_peaks(&areas[n], picture).map_err(|e| err(&e))?;
-    if let Some(budget) = timeline {
-        draw_timeline(&areas[n + 1], picture, budget).map_err(|e| err(&e))?;
-    }
-    root.present().map_err(|e| err(&e))
+        for (k, key) in picture.keys.iter().enumerate() {
+            let area = &areas[population + k];
+            match population {
+                1 => draw_schedule(area, picture, k),
+                _ => draw_key(area, picture, k, key),
+            }
+            .map_err(|e| err(&e))?;
+        }
+        let n = population + picture.keys.len();
+        draw_peaks(&areas[n], picture).map_err(|e| err(&e))?;
+        if let Some(budget) = timeline {
+            draw_timeline(&areas[n + 1], picture, budget).map_err(|e| err(&e))?;
+        }
+        root.present().map_err(|e| err(&e))
+    })
 }
 
 /// The monitored value against key `k`.

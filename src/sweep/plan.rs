@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::space::{Domain, Method, Order, Packing, PruneConfig, Space, Trial};
+use super::space::{Domain, Method, Order, Packing, PruneConfig, Space, Trial, MAX_TRIALS};
 
 use crate::config::{Monitor, MonitorMode};
 use crate::error::{Error, UsageError};
@@ -143,6 +143,70 @@ fn check(plan: &SearchPlan, path: &Path) -> Result<(), Error> {
         domain
             .check()
             .map_err(|e| refused(format!("tpe.vary {key}: {e}")))?;
+    }
+    if plan.trials.len() > MAX_TRIALS {
+        let n = plan.trials.len();
+        return Err(refused(format!(
+            "trials: {n}, more than the {MAX_TRIALS} a search runs"
+        )));
+    }
+    for (key, domain) in &plan.vary {
+        domain
+            .check()
+            .map_err(|e| refused(format!("vary {key}: {e}")))?;
+        let range = matches!(domain, Domain::Range { .. });
+        if range && plan.method == Some(Method::Grid) {
+            let message = format!("vary {key}: a range, and method \"grid\" takes lists");
+            return Err(refused(message));
+        }
+    }
+    // Each trial sets the keys the search varies, and no other: its values become its config.
+    if !plan.vary.is_empty() {
+        let keys: BTreeSet<&str> = plan.vary.iter().map(|(k, _)| k.as_str()).collect();
+        for (i, trial) in plan.trials.iter().enumerate() {
+            let set: BTreeSet<&str> = trial.values.keys().map(String::as_str).collect();
+            if let Some(key) = set.symmetric_difference(&keys).next() {
+                let why = match set.contains(key) {
+                    true => "which the search does not vary",
+                    false => "missing, and the search varies it",
+                };
+                return Err(refused(format!("trials[{i}].values: {key} is {why}")));
+            }
+        }
+    }
+    // A population's settings go with its method, and are what its decisions take for granted.
+    let method = plan
+        .method
+        .map(|m| serde_json::to_string(&m).expect("a method serialises"));
+    match (&plan.pbt, plan.method) {
+        (Some(pbt), Some(Method::Pbt)) => {
+            pbt.check().map_err(|e| {
+                let key = e.key.trim_start_matches("sweep.");
+                refused(format!("{key}: {}", e.message))
+            })?;
+            if pbt.population != plan.trials.len() {
+                return Err(refused(format!(
+                    "pbt.population is {}, and the plan has {} trials: its members",
+                    pbt.population,
+                    plan.trials.len()
+                )));
+            }
+            if plan.prune.is_some() {
+                return Err(refused("prune: a population prunes no member".into()));
+            }
+        }
+        (None, Some(Method::Pbt)) => {
+            return Err(refused(
+                "method is \"pbt\", and there is no pbt: its settings".into(),
+            ))
+        }
+        (Some(_), _) => {
+            let method = method.unwrap_or_else(|| "missing".into());
+            return Err(refused(format!(
+                "method is {method}, and pbt, a population's settings, goes with \"pbt\" alone"
+            )));
+        }
+        (None, _) => {}
     }
     Ok(())
 }

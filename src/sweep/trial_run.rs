@@ -28,6 +28,13 @@ pub(super) fn train_or_resume(
     gate: Option<EpochGate>,
     stop: Option<Arc<AtomicBool>>,
 ) -> Result<RunSummary, Error> {
+    // A trial reads, resumes, deletes and writes only inside its search's directory.
+    crate::record::names::inside(&cfg.run.output_dir, run_dir).map_err(|why| {
+        Error::Sweep(crate::error::SweepError::Plan {
+            origin: run_dir.display().to_string(),
+            message: format!("{why}; nothing was read or changed"),
+        })
+    })?;
     if let Some(summary) = finished(run_dir, cfg.train.epochs)? {
         observer.message(&format!("finished before: {}", run_dir.display()));
         return Ok(summary);

@@ -128,6 +128,44 @@ impl CheckpointState {
         }
     }
 
+    /// Why this state, read back from a checkpoint's `meta.json`, is not one a run writes, if
+    /// it is not: the field and its value. Checked where it is read, before a resume, a copy or
+    /// an evaluation goes on from it.
+    pub(crate) fn invalid(&self) -> Option<String> {
+        let powers = |n: usize| n.is_power_of_two();
+        if !powers(self.layout_factor) {
+            return Some(format!(
+                "layout_factor is {}, where a shrink doubles it from 1 (1, 2, 4, ...)",
+                self.layout_factor
+            ));
+        }
+        if self.valid_micro_batch == Some(0) {
+            return Some("valid_micro_batch is 0, where validation takes 1 sample or more".into());
+        }
+        if self.step_in_epoch > self.step {
+            return Some(format!(
+                "step_in_epoch is {}, more than the run's steps ({})",
+                self.step_in_epoch, self.step
+            ));
+        }
+        if let Some(lr) = self.lr.filter(|lr| !(lr.is_finite() && *lr >= 0.0)) {
+            return Some(format!(
+                "lr is {lr}, not a rate (a finite number, 0 or more)"
+            ));
+        }
+        if let Some(why) = self.loss_scaler.as_ref().and_then(LossScaler::invalid) {
+            return Some(format!("loss_scaler.{why}"));
+        }
+        let best = self.early_stop.as_ref().and_then(|e| e.best);
+        if let Some((epoch, _)) = best.filter(|&(e, _)| e > self.epoch) {
+            return Some(format!(
+                "early_stop.best is epoch {epoch}, after the checkpoint's epoch {}",
+                self.epoch
+            ));
+        }
+        None
+    }
+
     /// The checkpoint's directory name: `epoch-<N>` at an epoch's end, `step-<S>` inside one.
     fn name(&self) -> String {
         match self.step_in_epoch {
@@ -284,13 +322,49 @@ impl Checkpointer {
     }
 }
 
+/// Why `name`, read back from a run's own file (`checkpoints/latest`, `best`, `ranking.json`,
+/// `summary.json`), is not the name of one of its checkpoint directories (`epoch-<N>`,
+/// `step-<S>`), if it is not.
+pub(crate) fn checkpoint_name(name: &str) -> Result<(), &'static str> {
+    crate::record::names::plain(name)?;
+    let number = (name
+        .strip_prefix("epoch-")
+        .or_else(|| name.strip_prefix("step-")))
+    .ok_or("not a checkpoint directory's name (epoch-N or step-N)")?;
+    match !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) {
+        true => Ok(()),
+        false => Err("not a checkpoint directory's name (epoch-N or step-N)"),
+    }
+}
+
 /// Renames the complete checkpoint `tmp` to `target`, replacing any there.
+///
+/// One there is swapped out in one step where the filesystem can (Linux's `RENAME_EXCHANGE`),
+/// then removed from its temporary name: at no moment is there no checkpoint of that name, so
+/// a process killed while a population's member takes another's checkpoint keeps one. Else it
+/// is removed first.
 fn put_in_place(tmp: &Path, target: &Path) -> Result<(), Error> {
     let io = |path: &Path, e: std::io::Error| Error::io(path, e);
-    if target.exists() {
+    if target.symlink_metadata().is_ok() {
+        if exchange(tmp, target) {
+            return std::fs::remove_dir_all(tmp).map_err(|e| io(tmp, e));
+        }
         std::fs::remove_dir_all(target).map_err(|e| io(target, e))?;
     }
     std::fs::rename(tmp, target).map_err(|e| io(target, e))
+}
+
+/// Swaps the directories `a` and `b` in one step; whether it could.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn exchange(a: &Path, b: &Path) -> bool {
+    use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+    renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE).is_ok()
+}
+
+/// Swaps the directories `a` and `b` in one step; whether it could.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn exchange(_: &Path, _: &Path) -> bool {
+    false
 }
 
 /// Writes a checkpoint's files into `dir`.

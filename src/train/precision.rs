@@ -53,6 +53,18 @@ impl LossScaler {
         self.scale
     }
 
+    /// Why a scaler read back from a checkpoint cannot go on, if it cannot: a scale that is
+    /// not a finite number above 0, or no steps between two growths.
+    pub(crate) fn invalid(&self) -> Option<String> {
+        if !(self.scale.is_finite() && self.scale > 0.0) {
+            return Some(format!(
+                "scale is {}, not a finite number above 0",
+                self.scale
+            ));
+        }
+        (self.growth_interval == 0).then(|| "growth_interval is 0, not above 0".to_string())
+    }
+
     /// Steps skipped in a row so far.
     pub fn consecutive_skips(&self) -> usize {
         self.consecutive_skips

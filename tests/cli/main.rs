@@ -19,6 +19,7 @@ mod keep_best;
 mod kill_anywhere;
 mod lr_find;
 mod memory;
+mod outside;
 mod pace;
 mod parallel;
 mod pbt;

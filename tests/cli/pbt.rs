@@ -10,7 +10,7 @@ use super::{Env, SMALL};
 
 /// Four members of four epochs, deciding after epochs 1, 2 and 3; on the training thread
 /// (`num_workers = 0`), so that a run is reproduced to the bit. `extra`: more `[sweep]` keys.
-fn population(env: &Env, extra: &str) {
+pub(super) fn population(env: &Env, extra: &str) {
     let base = SMALL
         .replace("samples = 1200", "samples = 600")
         .replace("num_workers = 1", "num_workers = 0")

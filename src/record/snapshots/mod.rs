@@ -173,6 +173,9 @@ impl SnapshotWriter {
     /// A last line without its end (a process killed while appending it) is cut off first,
     /// so that what is appended starts a line of its own.
     pub fn open(path: &Path) -> std::io::Result<Self> {
+        // Appended to, and cut, only inside its run.
+        let dir = path.parent().unwrap_or(Path::new("."));
+        super::names::inside(dir, path).map_err(std::io::Error::other)?;
         let file = File::options()
             .create(true)
             .read(true)
@@ -207,10 +210,18 @@ impl SnapshotWriter {
 /// Writes `contents` to `path` through a temporary file and a rename, so a reader (or a crash)
 /// never sees half a file. The temporary file is this process's own (`config.<pid>.tmp`), so
 /// processes that write the same file at once (the workers of a study, writing their sweep
-/// directory's `plan.json`) each rename a whole file of their own.
+/// directory's `plan.json`) each rename a whole file of their own, made new: one left there
+/// (by a process of the same id, or a link put in its place) is removed, never written
+/// through.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-    std::fs::write(&tmp, contents)?;
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = File::options().write(true).create_new(true).open(&tmp)?;
+    file.write_all(contents)?;
+    drop(file);
     std::fs::rename(&tmp, path)
 }
 

@@ -72,17 +72,17 @@ pub fn render_memory_svg(
         .collect();
     let panels = panels(&epochs, of.monitor);
     let height = MEMORY_HEIGHT + PANEL_HEIGHT * panels.len() as u32;
-    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let (top, bottom) = root.split_vertically(MEMORY_HEIGHT);
-    let x_max = placed.iter().map(|(x, _)| *x).fold(1.0, f64::max) + 0.25;
-    draw_memory(&top, snapshots, &placed, &steps, of, x_max).map_err(|e| err(&e))?;
-    let rows = bottom.split_evenly((panels.len().max(1), 1));
-    for (panel, area) in panels.iter().zip(&rows) {
-        draw_panel(area, panel, x_max).map_err(|e| err(&e))?;
-    }
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    super::write_svg(path, (WIDTH, height), |root| {
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let (top, bottom) = root.split_vertically(MEMORY_HEIGHT);
+        let x_max = placed.iter().map(|(x, _)| *x).fold(1.0, f64::max) + 0.25;
+        draw_memory(&top, snapshots, &placed, &steps, of, x_max).map_err(|e| err(&e))?;
+        let rows = bottom.split_evenly((panels.len().max(1), 1));
+        for (panel, area) in panels.iter().zip(&rows) {
+            draw_panel(area, panel, x_max).map_err(|e| err(&e))?;
+        }
+        root.present().map_err(|e| err(&e))
+    })
 }
 
 /// The memory panel, with its legend beside it.

@@ -71,13 +71,50 @@ pub fn run_child(
     super::parent_death::arm()?;
     let gate = GateSpec::read(&gate_path(launch))?;
     let run_dir = cfg.run.output_dir.join(&cfg.run.name);
+    trial_beside(launch, &run_dir)?;
     let gate = gate.map(|g| g.into_gate_reading(study));
     train_or_resume(kinds, cfg, &run_dir, observer, gate, None)
 }
 
+/// Refuses a launch file whose run is not its trial's directory in its search's
+/// (`<sweep>/launch/trial-007.toml` trains `<sweep>/trial-007`): the search writes each launch
+/// file so, and a file edited to train elsewhere would resume, delete or write there.
+fn trial_beside(launch: &Path, run_dir: &Path) -> Result<(), Error> {
+    let sweep = launch.parent().and_then(Path::parent);
+    let stem = launch.file_stem();
+    let canonical = |p: &Path| p.canonicalize().ok();
+    let at_home = match (sweep, stem, run_dir.parent(), run_dir.file_name()) {
+        (Some(sweep), Some(stem), Some(parent), Some(name)) => {
+            let parent = match parent.as_os_str().is_empty() {
+                true => Path::new("."),
+                false => parent,
+            };
+            let sweep = match sweep.as_os_str().is_empty() {
+                true => Path::new("."),
+                false => sweep,
+            };
+            name == stem && canonical(parent).is_some() && canonical(parent) == canonical(sweep)
+        }
+        _ => false,
+    };
+    if at_home {
+        return Ok(());
+    }
+    Err(Error::Sweep(SweepError::Plan {
+        origin: launch.display().to_string(),
+        message: format!(
+            "run.output_dir and run.name name {}, which is not this trial's directory beside \
+             its launch file; nothing was read or changed",
+            run_dir.display()
+        ),
+    }))
+}
+
 /// An exclusive lock on `path`, held until dropped; an error if another process holds it.
 fn lock(path: &Path) -> Result<Flock<File>, Error> {
-    let file = File::create(path).map_err(|e| Error::io(path, e))?;
+    // Opened, never truncated: a lock file holds nothing, and one put there is not emptied.
+    let file =
+        (File::options().create(true).append(true).open(path)).map_err(|e| Error::io(path, e))?;
     Flock::lock(file, FlockArg::LockExclusiveNonblock).map_err(|_| {
         Error::Sweep(SweepError::Plan {
             origin: path.display().to_string(),

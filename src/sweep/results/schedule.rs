@@ -77,7 +77,11 @@ pub fn schedule_text(rows: &[TrialRow]) -> Option<String> {
             true => from.to_string(),
             false => format!("{from}-{to}"),
         };
-        let cells: Vec<String> = keys.iter().map(|k| literal(&values[*k])).collect();
+        // Every epoch sets the same keys (the journal's exploits are checked so as they are
+        // read); a cell that did not would read as unset, never panic.
+        let cells: Vec<String> = (keys.iter())
+            .map(|k| values.get(*k).map_or_else(|| "-".to_string(), literal))
+            .collect();
         text += &format!("| {span} | {} |\n", cells.join(" | "));
     }
     let rate = |values: &BTreeMap<String, toml::Value>| values.get("train.lr").and_then(number);

@@ -50,6 +50,11 @@ pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 pub use pbt::Pbt;
 pub use prune::{PruneConfig, PruneMethod};
 
+/// The most trials a search plans (random and TPE draws, a grid's combinations, a population's
+/// members): each is a directory and a row, and a count past it is a slip of the keyboard, not a
+/// search to allocate.
+pub const MAX_TRIALS: usize = 100_000;
+
 /// How a search picks its trials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{invalid, Domain};
+use super::{invalid, Domain, MAX_TRIALS};
 use crate::config::{Invalid, Number, SweepPbt};
 use crate::train::MAY_RETUNE;
 
@@ -23,8 +23,7 @@ pub struct Pbt {
 }
 
 impl Pbt {
-    /// `[sweep.pbt]` as read, checked beyond its types: a quantile in (0, 0.5], a probability,
-    /// factors above 0.
+    /// `[sweep.pbt]` as read, checked beyond its types ([`Pbt::check`]).
     pub fn from_raw(raw: &SweepPbt) -> Result<Pbt, Invalid> {
         let SweepPbt {
             population,
@@ -33,6 +32,43 @@ impl Pbt {
             resample,
             ref factors,
         } = *raw;
+        let pbt = Pbt {
+            population,
+            interval,
+            quantile,
+            resample,
+            factors: factors.clone(),
+        };
+        pbt.check()?;
+        Ok(pbt)
+    }
+
+    /// What the decisions take for granted, wherever the settings were read from (a config's
+    /// `[sweep.pbt]`, a sweep's `plan.json`): a population of 2 or more (a member of one has
+    /// no other to copy) and at most [`MAX_TRIALS`], an interval above 0, a quantile in
+    /// (0, 0.5], a probability, factors above 0. The error names the key under `sweep.pbt`.
+    pub fn check(&self) -> Result<(), Invalid> {
+        let Pbt {
+            population,
+            interval,
+            quantile,
+            resample,
+            ref factors,
+        } = *self;
+        if population < 2 {
+            let message = format!(
+                "a population of {population} has no other member to copy: none would copy \
+                 another; make it 2 or more"
+            );
+            return Err(invalid("sweep.pbt.population", message));
+        }
+        if population > MAX_TRIALS {
+            let message = format!("must be at most {MAX_TRIALS}, got {population}");
+            return Err(invalid("sweep.pbt.population", message));
+        }
+        if interval == 0 {
+            return Err(invalid("sweep.pbt.interval", "must be above 0, got 0"));
+        }
         if !(quantile > 0.0 && quantile <= 0.5) {
             let message = format!(
                 "must be in (0, 0.5]: the bottom copies the top, got {}",
@@ -48,13 +84,7 @@ impl Pbt {
             let message = format!("must be numbers > 0, at least one, got {factors:?}");
             return Err(invalid("sweep.pbt.factors", message));
         }
-        Ok(Pbt {
-            population,
-            interval,
-            quantile,
-            resample,
-            factors: factors.clone(),
-        })
+        Ok(())
     }
 
     /// The epochs a member pauses after, for the population to decide: every `interval`

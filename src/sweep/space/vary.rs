@@ -2,7 +2,7 @@
 //! gives.
 
 use super::domain::range;
-use super::{invalid, Domain, Method};
+use super::{invalid, Domain, Method, MAX_TRIALS};
 use crate::config::Invalid;
 
 /// `[sweep.vary]` flattened to dotted keys: a table of `min`, `max` (and `log`) is a range, a
@@ -70,20 +70,36 @@ pub(super) fn trials(
     vary: &[(String, Domain)],
 ) -> Result<usize, Invalid> {
     let fail = |message: String| Err(invalid("sweep.trials", message));
+    let too_many = |n: String| fail(format!("must be at most {MAX_TRIALS}, got {n}"));
     match (method, value) {
+        (Method::Random | Method::Tpe, Some(n)) if n > MAX_TRIALS as i64 => too_many(n.to_string()),
         (Method::Random | Method::Tpe, Some(n)) if n >= 1 => Ok(n as usize),
         (Method::Random | Method::Tpe, Some(n)) => fail(format!("must be >= 1, got {n}")),
         (Method::Random, None) => fail("method = \"random\" needs trials, the number of draws".into()),
         (Method::Tpe, None) => fail("method = \"tpe\" needs trials, the number it runs".into()),
         // Its members are `[sweep.pbt] population`, read before.
         (Method::Pbt, _) => unreachable!("population based training's trials are its population"),
-        (Method::Grid, None) => Ok(vary
-            .iter()
-            .map(|(_, d)| match d {
-                Domain::Values(v) => v.len(),
-                Domain::Range { .. } => 1,
-            })
-            .product()),
+        (Method::Grid, None) => {
+            let combinations = (vary.iter()).try_fold(1usize, |n, (_, d)| match d {
+                Domain::Values(v) => n.checked_mul(v.len()).filter(|&n| n <= MAX_TRIALS),
+                Domain::Range { .. } => Some(n),
+            });
+            let lists = || vary.iter().map(|(_, d)| match d {
+                Domain::Values(v) => v.len().to_string(),
+                Domain::Range { .. } => "1".into(),
+            });
+            match combinations {
+                Some(n) => Ok(n),
+                None => {
+                    let product = lists().collect::<Vec<_>>().join(" x ");
+                    let message = format!(
+                        "the grid's lists give {product} combinations, more than the \
+                         {MAX_TRIALS} a search runs; use method = \"random\" or \"tpe\""
+                    );
+                    Err(invalid("sweep.vary", message))
+                }
+            }
+        }
         (Method::Grid, Some(_)) => fail(
             "a grid runs every combination of its lists; remove trials, or use method = \"random\" \
              or \"tpe\""

@@ -57,6 +57,18 @@ pub fn ending(
         // Paused at its rung: WAITING there, for ASHA to promote or prune.
         Outcome::Trained(RunStatus::Paused) => {
             let epochs = summary.map_or(0, |s| s.epochs);
+            // Its value there, which the rung or the population decides on, from its own
+            // summary: in the journal with the pause even where the epoch's report was lost.
+            let last = summary.and_then(|s| {
+                crate::config::Monitor::value_of(monitor, s.final_val_loss, |k| s.metric(k))
+            });
+            if let Some(value) = last {
+                ops.push(Op::Intermediate {
+                    trial: id,
+                    step: epochs,
+                    value,
+                });
+            }
             ops.extend(Rungs::pause(id, epochs));
             return ops;
         }

@@ -103,6 +103,14 @@ impl Study {
                 message: format!("study {name}, which this worker created, cannot be read back"),
             }));
         }
+        // A population's decisions go on from those recorded: each must be one it could make.
+        let recorded = super::population::check_exploits(storage.sync()?, id);
+        recorded.map_err(|message| {
+            Error::Sweep(SweepError::Plan {
+                origin: storage.spec().to_string(),
+                message,
+            })
+        })?;
         let order = (1..=planned.len()).collect();
         Ok(Study {
             id,

@@ -17,6 +17,7 @@ mod ending;
 mod file;
 mod heartbeat;
 mod joined;
+mod lost;
 mod median;
 mod next;
 mod origin;

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::Error;
-use crate::sweep::journal::attrs::{EXPLOIT, GENERATION, WORKER};
+use crate::sweep::journal::attrs::{EXPLOIT, GENERATION, PLAN, WORKER};
 use crate::sweep::journal::op::{Op, State};
 use crate::sweep::journal::params::values_of;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
@@ -164,6 +164,73 @@ pub fn exploits(t: &TrialRecord) -> BTreeMap<usize, Exploited> {
         .collect()
 }
 
+/// Every exploit `study`'s journal records is one its decisions could have made, or the error
+/// that says which is not (its member's number, its key and field): of a member of the
+/// population other than its own, at one of its intervals, going on with the keys the search
+/// varies, and no other. Read before a row, a lineage, a schedule or a decision is made from
+/// them: a record that is not is never dropped, and never trusted.
+pub fn check_exploits(journal: &Journal, study: usize) -> Result<(), String> {
+    let Some(plan) = journal.studies[study].system_attrs.get(PLAN) else {
+        return Ok(());
+    };
+    let Some(interval) = plan["pbt"]["interval"].as_u64().filter(|&i| i > 0) else {
+        return Ok(());
+    };
+    let population = plan["trials"].as_array().map_or(0, Vec::len);
+    let varied: Vec<&str> = (plan["vary"].as_array().into_iter().flatten())
+        .filter_map(|kd| kd[0].as_str())
+        .collect();
+    for &id in &journal.studies[study].trials {
+        let t = &journal.trials[&id];
+        let number = t
+            .number
+            .map_or_else(|| format!("trial id {id}"), Trial::name_of);
+        for (key, value) in &t.system_attrs {
+            let Some(epoch) = key.strip_prefix(EXPLOIT) else {
+                continue;
+            };
+            let bad = |what: String| Err(format!("{number}'s {key}: {what}"));
+            match epoch.parse::<u64>() {
+                Ok(e) if e > 0 && e % interval == 0 => {}
+                _ => return bad(format!("not an interval's epoch (every {interval})")),
+            }
+            let from = value["from"].as_u64();
+            match from {
+                Some(f) if (1..=population as u64).contains(&f) && Some(f as usize) != t.number => {
+                }
+                _ => {
+                    return bad(format!(
+                        "from is {}, not another member of the population of {population}",
+                        value["from"]
+                    ))
+                }
+            }
+            let Value::Object(values) = &value["values"] else {
+                return bad(format!(
+                    "values is {}, not a table of settings",
+                    value["values"]
+                ));
+            };
+            let set: Vec<&str> = values.keys().map(String::as_str).collect();
+            let mut expected = varied.clone();
+            expected.sort_unstable();
+            if set != expected {
+                return bad(format!(
+                    "values sets {}, where the search varies {}",
+                    set.join(", "),
+                    expected.join(", ")
+                ));
+            }
+            if let Err(e) =
+                serde_json::from_value::<BTreeMap<String, toml::Value>>(value["values"].clone())
+            {
+                return bad(format!("values: {e}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A TOML value as the journal's JSON.
 fn json(value: &toml::Value) -> Value {
     serde_json::to_value(value).expect("a TOML value is JSON")
@@ -251,6 +318,13 @@ pub fn carry_out(
 fn run_of(dir: &Path, member: usize, user: usize) -> Result<std::path::PathBuf, Error> {
     let name = Trial::name_of;
     let run = dir.join(name(member));
+    crate::record::names::inside(dir, &run).map_err(|why| {
+        let message = format!("{why}; nothing was read or changed");
+        Error::Sweep(crate::error::SweepError::Plan {
+            origin: run.display().to_string(),
+            message,
+        })
+    })?;
     match run
         .join("checkpoints")
         .join("latest")

@@ -1,10 +1,13 @@
 //! `tidemark report STORAGE`: every study of a journal ranked from the journal alone, from any
 //! machine that can read it.
 
+use super::lost::refuse_lost;
 use super::rows::{monitor_of, rows, running_on};
 use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::Error;
+use crate::record::RecordError;
+use crate::sweep::journal::replay::Journal;
 use crate::sweep::journal::worker_id::worker_id;
 use crate::sweep::plan::{read_plan, SearchPlan};
 use crate::sweep::results::rows::read_rows;
@@ -12,6 +15,16 @@ use crate::sweep::results::{last_values, rank, Interval, TrialRow};
 use crate::sweep::search::write_results;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// Refuses a study whose records a row cannot be made from, naming the storage and the record.
+fn checked(journal: &Journal, study: usize, spec: &str) -> Result<(), Error> {
+    super::population::check_exploits(journal, study).map_err(|message| {
+        Error::Sweep(crate::error::SweepError::Plan {
+            origin: spec.to_string(),
+            message,
+        })
+    })
+}
 
 /// One study of a journal, ranked.
 #[derive(Debug, Clone)]
@@ -30,8 +43,10 @@ pub struct StudyReport {
 
 /// A population's lineage of each trial, by number, from the study that the sweep directory
 /// `dir` is a worker's of: the storage its `study.json` names, else its own `journal.log`
-/// (a search alone's, named after its config's `run.name`); none where there is neither.
-pub fn lineages(dir: &Path) -> Result<BTreeMap<usize, Vec<Interval>>, Error> {
+/// (a search alone's, named after its config's `run.name`). A journal that lost what the
+/// members' own files show they trained (`monitor`'s values) is refused, naming it: a lineage
+/// is never written from less than the members trained.
+fn lineages(dir: &Path, monitor: &str) -> Result<BTreeMap<usize, Vec<Interval>>, Error> {
     let marker = dir.join("study.json");
     let (spec, name) = match std::fs::read_to_string(&marker) {
         Ok(text) => {
@@ -42,22 +57,28 @@ pub fn lineages(dir: &Path) -> Result<BTreeMap<usize, Vec<Interval>>, Error> {
         }
         Err(_) => {
             let journal = dir.join("journal.log");
-            let config = std::fs::read_to_string(dir.join("config.toml")).unwrap_or_default();
+            let path = dir.join("config.toml");
+            let config = std::fs::read_to_string(&path).unwrap_or_default();
             let table: toml::Table = toml::from_str(&config).unwrap_or_default();
-            let name = table
-                .get("run")
-                .and_then(|r| r.get("name"))
-                .and_then(|n| n.as_str());
-            match (journal.is_file(), name) {
-                (true, Some(name)) => (journal.display().to_string(), name.to_string()),
-                _ => return Ok(BTreeMap::new()),
-            }
+            let name = (table.get("run").and_then(|r| r.get("name"))).and_then(|n| n.as_str());
+            let Some(name) = name else {
+                let message = "no run.name, which names the search's study in its journal";
+                return Err(RecordError::corrupt(&path, None, message).into());
+            };
+            (journal.display().to_string(), name.to_string())
         }
     };
-    let journal = Storage::whole(&spec, &worker_id())?;
+    // A journal file that is not there is read as one that holds nothing, never made.
+    let missing = !spec.contains("://") && !Path::new(&spec).is_file();
+    let journal = match missing {
+        true => Journal::default(),
+        false => Storage::whole(&spec, &worker_id())?,
+    };
+    refuse_lost(&journal, &name, dir, &spec, monitor, true)?;
     let Some(id) = journal.study(&name) else {
         return Ok(BTreeMap::new());
     };
+    checked(&journal, id, &spec)?;
     Ok((rows(&journal, id).into_iter())
         .map(|r| (r.trial, r.lineage))
         .collect())
@@ -77,7 +98,7 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
     let mut rows = read_rows(dir, &plan, BTreeMap::new())?;
     // A population's lineage is the study's: from its journal.
     if plan.pbt.is_some() {
-        let mut lineages = lineages(dir)?;
+        let mut lineages = lineages(dir, &plan.monitor)?;
         for row in &mut rows {
             row.lineage = lineages.remove(&row.trial).unwrap_or_default();
             row.values = last_values(&row.lineage, &row.values);
@@ -97,6 +118,7 @@ pub fn report(spec: &str) -> Result<Vec<StudyReport>, Error> {
         let Some((monitor, mode)) = monitor_of(journal, id).filter(|_| !study.deleted) else {
             continue;
         };
+        checked(journal, id, spec)?;
         let mut rows = rows(journal, id);
         rank(&mut rows, mode);
         let mut workers: Vec<String> = (running_on(journal, id).into_iter())

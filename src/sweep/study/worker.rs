@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::heartbeat::Heartbeat;
 use super::joined::{keep, Study};
+use super::lost::{check_checkpoints, refuse_lost};
 use super::next::{take, Beats, Work};
 use super::rows::{progress, rows};
 use super::slots::{say_pruned, Slots};
@@ -100,8 +101,18 @@ pub fn rejoin_alone(
     // Every file the search keeps is read before anything is written: its workers' timelines
     // (which its ranking reads at the end) and its journal.
     Timeline::merged(dir)?;
-    let mut storage = Storage::open(&journal_of(dir)?, &worker_id())?.lean(keep(space));
+    check_checkpoints(dir)?;
+    // The journal is the search's state: one that lost what its trials trained is refused,
+    // naming it, before anything is decided or written (one removed is not made anew).
+    let spec = journal_of(dir)?;
+    let (name, monitor) = (&config.run.name, space.monitor.name());
+    let population = space.pbt.is_some();
+    if !dir.join("journal.log").is_file() {
+        refuse_lost(&Journal::default(), name, dir, &spec, monitor, population)?;
+    }
+    let mut storage = Storage::open(&spec, &worker_id())?.lean(keep(space));
     let journal = Storage::whole(storage.spec(), storage.worker())?;
+    refuse_lost(&journal, name, dir, &spec, monitor, population)?;
     // A population's failed member stays failed: its intervals were decided without it, and a
     // member trained again from its start would join decisions already made.
     let reopened = match journal.study(&config.run.name) {

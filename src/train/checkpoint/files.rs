@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{RunConfig, ScheduleKind};
 use crate::error::Error;
+use crate::record::names::{inside, plain, run_of_checkpoint};
 
 /// A file of a checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,33 +126,51 @@ impl Manifest {
         Ok(manifest)
     }
 
-    /// The list in `dir`; `None` for a checkpoint written before checkpoints had one.
+    /// The list in `dir`; `None` for a checkpoint written before checkpoints had one. Each
+    /// name it lists is one plain file name, or the list is refused naming it: a name read
+    /// back is joined to the checkpoint's directory, and one with `..` or a separator would
+    /// reach outside it.
     pub(crate) fn read(dir: &Path) -> Result<Option<Self>, Error> {
         let path = File::Manifest.in_dir(dir);
-        match std::fs::read(&path) {
+        let manifest: Self = match std::fs::read(&path) {
             Ok(text) => crate::record::parse_json(&text)
-                .map(Some)
-                .map_err(|e| Error::checkpoint(&path, format!("not a checkpoint's list: {e}"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(&path, e)),
+                .map_err(|e| Error::checkpoint(&path, format!("not a checkpoint's list: {e}")))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        for name in manifest.files.keys() {
+            let bad = match plain(name) {
+                Err(why) => Some(why),
+                Ok(()) if name == File::Manifest.name() => Some("the list itself"),
+                Ok(()) => None,
+            };
+            if let Some(why) = bad {
+                let message = format!(
+                    "lists {name:?}, which is not one of the checkpoint's files ({why}); \
+                     nothing was read or changed"
+                );
+                return Err(Error::checkpoint(&path, message));
+            }
         }
+        Ok(Some(manifest))
     }
 
-    /// Copies the checkpoint `from` to `to` by its list: the files it lists and the list (every
-    /// file of a checkpoint from before the list), checked first, written under a temporary
-    /// name and renamed into place as a checkpoint is written.
-    pub(crate) fn copy(from: &Path, to: &Path) -> Result<(), Error> {
-        let io = |path: &Path, e: std::io::Error| Error::io(path, e);
-        let names: Vec<String> = match Self::read(from)? {
+    /// The names of the checkpoint `dir`'s files, each checked before anything reads it: the
+    /// files its list names, each at its size, and the list (a checkpoint from before the
+    /// list: every file there). Each is one plain name whose path, links followed, stays
+    /// inside the checkpoint's run directory.
+    pub(crate) fn files_of(dir: &Path) -> Result<Vec<String>, Error> {
+        let names: Vec<String> = match Self::read(dir)? {
             Some(manifest) => {
-                manifest.check(from)?;
+                manifest.check(dir)?;
                 let listed = manifest.files.into_keys();
                 listed.chain([File::Manifest.name().to_string()]).collect()
             }
             None => {
+                let io = |e: std::io::Error| Error::io(dir, e);
                 let mut names = Vec::new();
-                for entry in std::fs::read_dir(from).map_err(|e| io(from, e))? {
-                    let entry = entry.map_err(|e| io(from, e))?;
+                for entry in std::fs::read_dir(dir).map_err(io)? {
+                    let entry = entry.map_err(io)?;
                     if entry.path().is_file() {
                         names.push(entry.file_name().to_string_lossy().into_owned());
                     }
@@ -159,6 +178,26 @@ impl Manifest {
                 names
             }
         };
+        let run = run_of_checkpoint(dir);
+        for path in std::iter::once(dir.to_path_buf()).chain(names.iter().map(|n| dir.join(n))) {
+            inside(&run, &path).map_err(|why| {
+                Error::checkpoint(&path, format!("{why}; nothing was read or changed"))
+            })?;
+        }
+        Ok(names)
+    }
+
+    /// Copies the checkpoint `from` to `to` by its list: the files it lists and the list (every
+    /// file of a checkpoint from before the list), checked first, written under a temporary
+    /// name and renamed into place as a checkpoint is written.
+    pub(crate) fn copy(from: &Path, to: &Path) -> Result<(), Error> {
+        let io = |path: &Path, e: std::io::Error| Error::io(path, e);
+        let names = Self::files_of(from)?;
+        // Written only inside the run it is copied into.
+        let run = run_of_checkpoint(to);
+        inside(&run, to).map_err(|why| {
+            Error::checkpoint(to, format!("{why}; nothing was copied or changed"))
+        })?;
         let mut tmp = to.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = std::path::PathBuf::from(tmp);

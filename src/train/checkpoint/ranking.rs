@@ -14,12 +14,20 @@ pub(super) const RANKING_FILE: &str = "ranking.json";
 /// The ranking in the checkpoints directory `dir`: empty where there is none.
 pub(super) fn read_ranking(dir: &Path) -> Result<Vec<RankedCheckpoint>, Error> {
     let path = dir.join(RANKING_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| Error::checkpoint(&path, format!("not a ranking of checkpoints: {e}"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(Error::io(&path, e)),
+    let ranking: Vec<RankedCheckpoint> = match std::fs::read(&path) {
+        Ok(text) => crate::record::parse_json(&text)
+            .map_err(|e| Error::checkpoint(&path, format!("not a ranking of checkpoints: {e}")))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    // Each name is joined to the checkpoints' directory, to open, keep or delete by.
+    for (i, ranked) in ranking.iter().enumerate() {
+        if let Err(why) = super::checkpoint_name(&ranked.name) {
+            let message = format!("{i}.name: {:?} is {why}", ranked.name);
+            return Err(Error::checkpoint(&path, message));
+        }
     }
+    Ok(ranking)
 }
 
 /// Writes `ranking` in the checkpoints directory `dir`, whole or not at all.

@@ -85,10 +85,8 @@ impl Checkpoint {
             Error::checkpoint(&latest, message)
         })?;
         let name = name.trim();
-        let valid = (name.starts_with("epoch-") || name.starts_with("step-"))
-            && !name.contains(['/', '\\']);
-        if !valid {
-            let message = format!("names {name:?}, which is not a checkpoint directory");
+        if let Err(why) = super::checkpoint_name(name) {
+            let message = format!("names {name:?}, which is {why}");
             return Err(Error::checkpoint(&latest, message));
         }
         Self::at(latest.with_file_name(name), pointer)
@@ -109,7 +107,7 @@ impl Checkpoint {
             return Self::at(dir, name);
         }
         let dir = run_dir.join("checkpoints").join(name);
-        let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
+        let plain = crate::record::names::plain(name).is_ok();
         if plain && File::Meta.in_dir(&dir).is_file() {
             return Self::at(dir, name);
         }
@@ -132,7 +130,7 @@ impl Checkpoint {
     /// names it: no `--checkpoint` was given to blame.
     pub fn recorded(run_dir: &Path, name: &str, record: &Path) -> Result<Self, Error> {
         let dir = run_dir.join("checkpoints").join(name);
-        let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "..";
+        let plain = crate::record::names::plain(name).is_ok();
         if !plain || !File::Meta.in_dir(&dir).is_file() {
             let names = checkpoint_names(run_dir);
             let message = format!(
@@ -167,11 +165,13 @@ impl Checkpoint {
         })?;
         let state: CheckpointState = crate::record::parse_json(&text)
             .map_err(|e| Error::checkpoint(&meta, format!("not a checkpoint's state: {e}")))?;
-        // Each file the checkpoint lists, at its size (a checkpoint from before the list:
-        // the two every one holds).
-        if let Some(manifest) = Manifest::read(&dir)? {
-            manifest.check(&dir)?;
+        if let Some(why) = state.invalid() {
+            let message = format!("not a checkpoint's state: {why}; nothing was changed");
+            return Err(Error::checkpoint(&meta, message));
         }
+        // Each file the checkpoint lists, at its size and inside its run (a checkpoint from
+        // before the list: the two every one holds).
+        Manifest::files_of(&dir)?;
         for file in [File::Model, File::Optimizer] {
             let path = file.in_dir(&dir);
             if !path.is_file() {
