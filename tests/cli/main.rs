@@ -15,6 +15,7 @@ mod fit;
 mod flat_search;
 mod fuzz;
 mod inference;
+mod journal_lost;
 mod keep_best;
 mod kill_anywhere;
 mod lr_find;

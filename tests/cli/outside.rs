@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::Env;
 
 /// Every file under `dir`, not following links: a file's bytes, a link's target.
-fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(super) fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();

@@ -99,19 +99,17 @@ pub fn refuse_lost(
         Err(Error::Sweep(SweepError::Plan {
             origin: spec.to_string(),
             message: format!(
-                "{what}; the journal is the search's state (its trials, their values, the \
-                 decisions taken on them), and none of it is decided again from less: restore \
-                 it, or start the search anew in another directory"
+                "{what}: it is the search's state, and nothing is decided from less; restore \
+                 it, or start the search anew elsewhere"
             ),
         }))
     };
     let Some(study) = journal.study(name) else {
         let count = trained.len();
         return refuse(format!(
-            "holds no record of search {name}, and {count} of its trials trained in {} \
-             ({} first)",
-            dir.display(),
-            Trial::name_of(first)
+            "holds no record of search {name}, whose {} and {} more trained here",
+            Trial::name_of(first),
+            count - 1
         ));
     };
     // The last record of each number: a trial trained again is a new record of its number.
@@ -125,9 +123,8 @@ pub fn refuse_lost(
     for (&number, epochs) in &trained {
         let Some(t) = recorded.get(&number) else {
             return refuse(format!(
-                "holds no record of {}, which trained in {}",
-                Trial::name_of(number),
-                dir.display()
+                "holds no record of {}, which trained here",
+                Trial::name_of(number)
             ));
         };
         if !population {
@@ -136,7 +133,7 @@ pub fn refuse_lost(
         let lost = (epochs.keys()).find(|&&e| !t.intermediate.contains_key(&(e as i64)));
         if let Some(epoch) = lost {
             return refuse(format!(
-                "holds no {monitor} of {} at epoch {epoch}, which its snapshots.jsonl records",
+                "holds no {monitor} of {} at epoch {epoch}, which its snapshots.jsonl has",
                 Trial::name_of(number)
             ));
         }
