@@ -180,10 +180,9 @@ fn check(plan: &SearchPlan, path: &Path) -> Result<(), Error> {
         .map(|m| serde_json::to_string(&m).expect("a method serialises"));
     match (&plan.pbt, plan.method) {
         (Some(pbt), Some(Method::Pbt)) => {
-            pbt.check().map_err(|e| {
-                let key = e.key.trim_start_matches("sweep.");
-                refused(format!("{key}: {}", e.message))
-            })?;
+            // Its key as the plan names it: `pbt.quantile`, not `sweep.pbt.quantile`.
+            pbt.check()
+                .map_err(|e| refused(e.message.trim_start_matches("sweep.").to_string()))?;
             if pbt.population != plan.trials.len() {
                 return Err(refused(format!(
                     "pbt.population is {}, and the plan has {} trials: its members",

@@ -14,6 +14,7 @@ mod experiments;
 mod fit;
 mod flat_search;
 mod fuzz;
+mod hand_edited;
 mod inference;
 mod journal_lost;
 mod keep_best;

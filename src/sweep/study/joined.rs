@@ -104,13 +104,8 @@ impl Study {
             }));
         }
         // A population's decisions go on from those recorded: each must be one it could make.
-        let recorded = super::population::check_exploits(storage.sync()?, id);
-        recorded.map_err(|message| {
-            Error::Sweep(SweepError::Plan {
-                origin: storage.spec().to_string(),
-                message,
-            })
-        })?;
+        let spec = storage.spec().to_string();
+        super::population::check_exploits(storage.sync()?, id, &spec)?;
         let order = (1..=planned.len()).collect();
         Ok(Study {
             id,

@@ -168,8 +168,19 @@ pub fn exploits(t: &TrialRecord) -> BTreeMap<usize, Exploited> {
 /// that says which is not (its member's number, its key and field): of a member of the
 /// population other than its own, at one of its intervals, going on with the keys the search
 /// varies, and no other. Read before a row, a lineage, a schedule or a decision is made from
-/// them: a record that is not is never dropped, and never trusted.
-pub fn check_exploits(journal: &Journal, study: usize) -> Result<(), String> {
+/// them: a record that is not is never dropped, and never trusted. The error names the
+/// journal at `spec`.
+pub fn check_exploits(journal: &Journal, study: usize, spec: &str) -> Result<(), Error> {
+    exploits_invalid(journal, study).map_err(|message| {
+        Error::Sweep(crate::error::SweepError::Plan {
+            origin: spec.to_string(),
+            message,
+        })
+    })
+}
+
+/// What [`check_exploits`] finds wrong, on one line.
+fn exploits_invalid(journal: &Journal, study: usize) -> Result<(), String> {
     let Some(plan) = journal.studies[study].system_attrs.get(PLAN) else {
         return Ok(());
     };
@@ -215,10 +226,13 @@ pub fn check_exploits(journal: &Journal, study: usize) -> Result<(), String> {
             let mut expected = varied.clone();
             expected.sort_unstable();
             if set != expected {
+                let set = match set.is_empty() {
+                    true => "no key".to_string(),
+                    false => set.join(", "),
+                };
+                let expected = expected.join(", ");
                 return bad(format!(
-                    "values sets {}, where the search varies {}",
-                    set.join(", "),
-                    expected.join(", ")
+                    "values sets {set}, where the search varies {expected}"
                 ));
             }
             if let Err(e) =

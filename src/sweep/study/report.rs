@@ -16,16 +16,6 @@ use crate::sweep::search::write_results;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Refuses a study whose records a row cannot be made from, naming the storage and the record.
-fn checked(journal: &Journal, study: usize, spec: &str) -> Result<(), Error> {
-    super::population::check_exploits(journal, study).map_err(|message| {
-        Error::Sweep(crate::error::SweepError::Plan {
-            origin: spec.to_string(),
-            message,
-        })
-    })
-}
-
 /// One study of a journal, ranked.
 #[derive(Debug, Clone)]
 pub struct StudyReport {
@@ -78,8 +68,7 @@ fn lineages(dir: &Path, monitor: &str) -> Result<BTreeMap<usize, Vec<Interval>>,
     let Some(id) = journal.study(&name) else {
         return Ok(BTreeMap::new());
     };
-    checked(&journal, id, &spec)?;
-    Ok((rows(&journal, id).into_iter())
+    Ok((rows(&journal, id, &spec)?.into_iter())
         .map(|r| (r.trial, r.lineage))
         .collect())
 }
@@ -118,8 +107,7 @@ pub fn report(spec: &str) -> Result<Vec<StudyReport>, Error> {
         let Some((monitor, mode)) = monitor_of(journal, id).filter(|_| !study.deleted) else {
             continue;
         };
-        checked(journal, id, spec)?;
-        let mut rows = rows(journal, id);
+        let mut rows = rows(journal, id, spec)?;
         rank(&mut rows, mode);
         let mut workers: Vec<String> = (running_on(journal, id).into_iter())
             .map(str::to_string)

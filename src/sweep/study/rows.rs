@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::joined::Study;
-use super::population::exploits;
+use super::population::{check_exploits, exploits};
 use crate::config::MonitorMode;
+use crate::error::Error;
 use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PLAN, REASON, WORKER};
 use crate::sweep::journal::op::State;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
@@ -33,12 +34,15 @@ pub fn planned(journal: &Journal, study: usize) -> usize {
 }
 
 /// One row per planned trial, unranked: those not created yet are "not run". From a journal
-/// read whole (a lean one has let its finished trials go).
-pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
+/// read whole (a lean one has let its finished trials go), at `spec`; one whose records a row
+/// cannot be made from (a population's exploit that its decisions could not have made) is the
+/// error naming the journal and the record ([`check_exploits`]).
+pub fn rows(journal: &Journal, study: usize, spec: &str) -> Result<Vec<TrialRow>, Error> {
     debug_assert!(
         journal.whole(),
         "a study's rows come from its whole journal"
     );
+    check_exploits(journal, study, spec)?;
     let interval = interval_of(journal, study);
     let mut by_number: BTreeMap<usize, TrialRow> = (journal.studies[study].trials.iter())
         .map(|&id| &journal.trials[&id])
@@ -47,7 +51,7 @@ pub fn rows(journal: &Journal, study: usize) -> Vec<TrialRow> {
     for n in 1..=planned(journal, study) {
         by_number.entry(n).or_insert_with(|| TrialRow::not_run(n));
     }
-    by_number.into_values().collect()
+    Ok(by_number.into_values().collect())
 }
 
 /// The worker of each running trial of `study`, sorted (a worker once per trial it runs).

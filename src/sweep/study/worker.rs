@@ -13,6 +13,7 @@ use super::heartbeat::Heartbeat;
 use super::joined::{keep, Study};
 use super::lost::{check_checkpoints, refuse_lost};
 use super::next::{take, Beats, Work};
+use super::population::check_exploits;
 use super::rows::{progress, rows};
 use super::slots::{say_pruned, Slots};
 use super::storage::Storage;
@@ -113,6 +114,9 @@ pub fn rejoin_alone(
     let mut storage = Storage::open(&spec, &worker_id())?.lean(keep(space));
     let journal = Storage::whole(storage.spec(), storage.worker())?;
     refuse_lost(&journal, name, dir, &spec, monitor, population)?;
+    if let Some(study) = journal.study(name) {
+        check_exploits(&journal, study, &spec)?;
+    }
     // A population's failed member stays failed: its intervals were decided without it, and a
     // member trained again from its start would join decisions already made.
     let reopened = match journal.study(&config.run.name) {
@@ -332,7 +336,7 @@ fn ranked(
 ) -> Result<Vec<TrialRow>, Error> {
     // The rows from the whole journal: the worker's own reading let finished trials go.
     let journal = Storage::whole(spec, me)?;
-    let mut rows = rows(&journal, study);
+    let mut rows = rows(&journal, study, spec)?;
     // Where this worker, or others in this directory, packed their devices: leases and times.
     attach(&mut rows, &Timeline::merged(dir)?);
     // A trial ASHA left paused and the study pruned at its end says so in its own summary too,
