@@ -9,7 +9,9 @@ pub enum SweepError {
     /// The study's storage could not be reached, read or written (a Redis server gone, a
     /// journal file's filesystem failing). Exit code 75 (`EX_TEMPFAIL`): what the workers wrote
     /// before is kept, and a trial this worker held is taken up again, from its latest
-    /// checkpoint, when it (or another) rejoins.
+    /// checkpoint, when it (or another) rejoins. A storage that no wait mends (a journal path
+    /// that is a directory or not writable, a Redis server that wants a password, a journal's
+    /// key of another type) is a [`UsageError`](crate::error::UsageError) instead, exit code 2.
     #[error(
         "--storage {storage}: {message}; the study keeps what was written before, so rejoin \
          once the storage is back (a trial left running goes on from its latest checkpoint)"

@@ -88,7 +88,8 @@ impl Trainer {
     /// its next step (a schedule from its position, at the new rate); its `config.toml` then
     /// holds them, and its `resume` snapshot names each key changed, old and new. Population
     /// based training's explore is such a resume, from a checkpoint another run's copied in
-    /// ([`Checkpoint::copy_into`](crate::train::Checkpoint::copy_into)).
+    /// ([`Checkpoint::copy_into`](crate::train::Checkpoint::copy_into)). `train.lr = "find"`
+    /// is refused on a retuned resume: the finder's rate is one to start a run at.
     pub fn retune(mut self) -> Self {
         self.retune = true;
         self
@@ -274,8 +275,20 @@ impl Trainer {
         Ok(self)
     }
 
-    /// `train.lr = "find"` on a resume: the rate the run found, from its `config.toml`.
+    /// `train.lr = "find"` on a resume: the rate the run found, from its `config.toml`. On a
+    /// retuned resume, which asks for a new rate from the run's next step, it is refused: the
+    /// finder's rate is one to start a run at, found from its first weights.
     fn at_rate_of(mut self, run_dir: &std::path::Path) -> Result<Trainer, Error> {
+        if self.retune {
+            return Err(Error::Config(ConfigError {
+                origin: format!("--resume {}", run_dir.display()),
+                key: Some("train.lr".into()),
+                message: "train.lr = \"find\" on a retuned resume: the finder picks a rate to \
+                          start a run at, not one to go on at from a checkpoint; give a rate \
+                          (train.lr=0.001), or resume without --retune to keep the run's"
+                    .into(),
+            }));
+        }
         let path = run_dir.join("config.toml");
         // A run without a readable config is refused by the resume itself, naming it.
         let Ok(text) = std::fs::read_to_string(&path) else {

@@ -173,3 +173,66 @@ fn train_lr_find_trains_at_the_rate_found_and_records_it() {
     let range = env.run(&["lr-find", "--config", "small.toml", "--min-lr", "0"]);
     range.fails_with(2, &["--min-lr 0", "both > 0, min below max"]);
 }
+
+/// `"find"` is a rate only where a finder runs: a search refuses it in any list a trial's
+/// rate is drawn from (a grid's, random's, TPE's, a population's, written in the file or set
+/// with `--set`), naming the key, before anything is written; nothing trains.
+#[test]
+fn a_search_refuses_find_in_every_list_a_trial_s_rate_is_drawn_from() {
+    let env = Env::small();
+    let small = std::fs::read_to_string(env.path("small.toml")).unwrap();
+    let searches = [
+        ("grid", ""),
+        ("random", "trials = 4\n"),
+        ("tpe", "trials = 4\n"),
+        ("pbt", ""),
+    ];
+    for (method, keys) in searches {
+        let file = format!("{method}.toml");
+        env.write(
+            &file,
+            &format!(
+                "{small}\n[sweep]\nmethod = \"{method}\"\n{keys}[sweep.vary]\n\
+                 train.lr = [1e-3, \"find\"]\n"
+            ),
+        );
+        let refused = ["sweep.vary.train.lr: \"find\" is not a rate", "list rates"];
+        let at = format!("{file}:");
+        env.run(&["sweep", "--config", &file])
+            .fails_with(2, &[&at, refused[0], refused[1]]);
+        env.run(&["validate", "--config", &file])
+            .fails_with(2, &[&at, refused[0]]);
+    }
+    // Set on the command line, it is refused at the --set.
+    env.write(
+        "set.toml",
+        &format!("{small}\n[sweep]\n[sweep.vary]\ntrain.lr = [1e-3]\n"),
+    );
+    let set = "sweep.vary.train.lr=[\"find\", 0.01]";
+    env.run(&["sweep", "--config", "set.toml", "--set", set])
+        .fails_with(2, &["--set sweep.vary.train.lr=", "\"find\" is not a rate"]);
+    assert!(!env.path("runs").exists(), "nothing was written");
+}
+
+/// A retuned resume asks for a rate to go on at from the run's checkpoint; the finder's is a
+/// rate to start a run at. `--retune --set train.lr="find"` is refused, naming the key, and the
+/// run is left as it was (a plain resume still takes "find" as the rate the run had).
+#[test]
+fn a_retuned_resume_refuses_lr_find_and_leaves_the_run() {
+    let env = Env::small();
+    let trained = env.train_small("small", &["--set", "train.epochs=1"]);
+    assert_eq!(trained.code(), 0, "{}", trained.stderr());
+    let before = files(&env.path("runs/small"));
+    let find = "train.lr=\"find\"";
+    let resume = ["train", "--resume", "runs/small", "--set", "train.epochs=2"];
+    let retuned = [&resume[..], &["--retune", "--set", find]].concat();
+    env.run(&retuned).fails_with(
+        2,
+        &[
+            "--resume runs/small: train.lr = \"find\" on a retuned resume",
+            "give a rate",
+        ],
+    );
+    assert_eq!(files(&env.path("runs/small")), before);
+    assert!(!env.path("runs/small-lr-find").exists());
+}

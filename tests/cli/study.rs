@@ -523,6 +523,11 @@ struct RedisServer {
 
 impl RedisServer {
     fn start(dir: &std::path::Path) -> Option<RedisServer> {
+        RedisServer::start_with(dir, &[])
+    }
+
+    /// A server started with `args` besides (`--requirepass PASSWORD`).
+    fn start_with(dir: &std::path::Path, args: &[&str]) -> Option<RedisServer> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -538,6 +543,7 @@ impl RedisServer {
                 "",
             ])
             .args(["--appendonly", "no"])
+            .args(args)
             .current_dir(dir)
             .stdout(Stdio::null())
             .spawn();
@@ -839,4 +845,69 @@ fn a_storage_lost_mid_search_exits_75_saying_to_rejoin_not_bad_config() {
     assert!(last.chars().count() < 300, "{last}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(checkpoint.exists(), "{stderr}");
+}
+
+/// A `--storage` that waiting cannot mend is the argument's, not the storage failing: exit code
+/// 2 (not 75, which a job array would retry for ever), one line naming the storage and what to
+/// fix, and nothing written. A journal file's path that is a directory, or under a file; a
+/// Redis URL without a host; a server that wants a password, given none or the wrong one; a
+/// journal's key holding another type.
+#[test]
+fn a_storage_that_waiting_cannot_mend_exits_2_saying_what_to_fix() {
+    let env = Env::new();
+    config(&env, 2, 1, "");
+    let sweep = |storage: &str| {
+        env.run(&[
+            "sweep",
+            "--config",
+            "study.toml",
+            "--storage",
+            storage,
+            "--out",
+            "out",
+        ])
+    };
+    std::fs::create_dir(env.path("adir")).unwrap();
+    sweep("adir").fails_with(
+        2,
+        &[
+            "--storage adir: adir: Is a directory",
+            "give the path of a journal file",
+        ],
+    );
+    env.write("afile", "");
+    sweep("afile/study.log").fails_with(
+        2,
+        &[
+            "--storage afile/study.log: afile",
+            "a file stands where its path has a directory",
+        ],
+    );
+    sweep("redis://").fails_with(
+        2,
+        &["--storage redis://: Redis: ", "give redis://HOST:PORT"],
+    );
+    let password = "give the server's password in the URL: redis://:PASSWORD@HOST:PORT";
+    let Some(server) = RedisServer::start_with(&env.path("."), &["--requirepass", "s3cret"]) else {
+        return;
+    };
+    sweep(&server.url).fails_with(
+        2,
+        &[&format!("--storage {}: Redis: ", server.url), password],
+    );
+    let wrong = server.url.replace("redis://", "redis://:wrong@");
+    sweep(&wrong).fails_with(2, &[&format!("--storage {wrong}: Redis: "), password]);
+    // The journal's counter holds a word, then a list: no journal writes either.
+    let url = server.url.replace("redis://", "redis://:s3cret@");
+    let mut con = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let holds = "a key of the journal's (:log_number, :log:N) holds what no journal writes";
+    let _: () = redis::Commands::set(&mut con, ":log_number", "many").unwrap();
+    sweep(&url).fails_with(2, &[&format!("--storage {url}: Redis: "), holds]);
+    let _: i64 = redis::Commands::del(&mut con, ":log_number").unwrap();
+    let _: i64 = redis::Commands::rpush(&mut con, ":log_number", "1").unwrap();
+    sweep(&url).fails_with(2, &["WRONGTYPE", holds]);
+    assert!(!env.path("out").exists(), "nothing was written");
 }

@@ -1,7 +1,7 @@
 //! A search's space read from a config file: its `[sweep]` table, checked, and whether its
 //! trials fit their micro-batch in their leases.
 
-use super::Space;
+use super::{Domain, Space};
 use crate::config::{ConfigError, MemoryPolicyKind, RawFile};
 
 impl Space {
@@ -15,15 +15,32 @@ impl Space {
         };
         let mut space = Space::from_raw(sweep).map_err(|e| file.error(&e.key, e.message))?;
         // A finder run by every trial would sweep each one's rate before it trains, outside the
-        // search's plan and leases: a search takes a rate, or draws one.
+        // search's plan and leases: a search takes a rate, or draws one, in the config or in
+        // any list a trial's rate is drawn from (a grid's, random's, TPE's, a population's).
         if file.raw.train.find_lr {
             let message = "train.lr = \"find\" in a search: give a rate, or vary train.lr in \
                            [sweep.vary] (`tidemark lr-find` suggests where to start)";
             return Err(file.error("train.lr", message.into()));
         }
+        if finds_lr(&space) {
+            let message = "sweep.vary.train.lr: \"find\" is not a rate a trial can be given: the \
+                           finder runs outside the search's plan and leases; list rates, or give \
+                           a range (`tidemark lr-find` suggests where to start)";
+            return Err(file.error("sweep.vary.train.lr", message.into()));
+        }
         space.packing.fit_in_lease = fits_in_lease(file, &space);
         Ok(Some(space))
     }
+}
+
+/// Whether a trial's `train.lr` may be drawn as the word `"find"`: a range draws numbers, a
+/// list what it holds.
+fn finds_lr(space: &Space) -> bool {
+    (space.vary.iter()).any(|(key, domain)| {
+        key == "train.lr"
+            && matches!(domain, Domain::Values(values)
+                if values.iter().any(|v| v.as_str() == Some("find")))
+    })
 }
 
 /// Whether the trials leave `memory.on_limit` unset (in the file, the overrides and the varied

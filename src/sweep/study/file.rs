@@ -8,7 +8,7 @@
 //! as left by a dead process and breaks it, as Optuna does after its grace period of 30 s.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -110,7 +110,7 @@ impl JournalFile {
         loop {
             match std::os::unix::fs::symlink(&target, &lock) {
                 Ok(()) => return Ok(Lock { path: lock }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(Error::io(&lock, e)),
             }
             // The lock's target's modification time, followed through the link, as Optuna's
@@ -132,6 +132,26 @@ impl JournalFile {
             std::thread::sleep(wait);
             wait = (wait * 2).min(Duration::from_secs(1));
         }
+    }
+}
+
+/// What to change where a journal file could not be opened, read or written for `kind`: its
+/// path or its permissions, which no wait mends; `None` where the filesystem failed.
+pub(super) fn what_to_fix(kind: ErrorKind) -> Option<&'static str> {
+    match kind {
+        ErrorKind::IsADirectory => Some("give the path of a journal file, not of a directory"),
+        ErrorKind::NotADirectory | ErrorKind::AlreadyExists => {
+            Some("a file stands where its path has a directory: give another path")
+        }
+        ErrorKind::PermissionDenied => Some(
+            "this user may not write there (the journal, and its lock <journal>.lock beside it): \
+             give a journal in a directory every worker may write",
+        ),
+        ErrorKind::ReadOnlyFilesystem => {
+            Some("its filesystem is read-only: give a journal on one every worker may write")
+        }
+        ErrorKind::InvalidFilename => Some("the name is too long: give a shorter path"),
+        _ => None,
     }
 }
 

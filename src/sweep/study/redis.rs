@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use redis::{Commands, Connection, Script};
 
-use crate::error::Error;
-use crate::error::SweepError;
+use crate::error::{Error, SweepError, UsageError};
 
 /// How long a lock left by a dead worker stands.
 pub const LOCK_EXPIRY: Duration = Duration::from_secs(30);
@@ -121,10 +120,52 @@ impl RedisJournal {
     }
 }
 
-/// A Redis error, naming the server: the storage failed, not the config.
+/// A Redis error, naming the server. One that waiting may mend (the server unreachable, gone,
+/// loading, out of memory) is the storage failing: exit code 75, rejoin once it is back. One
+/// that says what `--storage` gets wrong (its URL, its password or user, a key of the
+/// journal's holding another type) is the argument's: exit code 2, with what to fix, since a
+/// job retrying it would fail the same way for ever.
 fn fail(url: &str, e: redis::RedisError) -> Error {
-    Error::Sweep(SweepError::Storage {
-        storage: url.to_string(),
-        message: format!("Redis: {}", crate::config::one_line(&e.to_string())),
-    })
+    let message = format!("Redis: {}", crate::config::one_line(&e.to_string()));
+    match what_to_fix(&e) {
+        Some(fix) => Error::Usage(UsageError::new(
+            format!("--storage {url}"),
+            format!("{message}; {fix}"),
+        )),
+        None => Error::Sweep(SweepError::Storage {
+            storage: url.to_string(),
+            message,
+        }),
+    }
+}
+
+/// What to change where `e` is no failure of the server's but of what `--storage` names it by,
+/// or of what it holds; `None` where the server is unreachable or failing.
+fn what_to_fix(e: &redis::RedisError) -> Option<&'static str> {
+    use redis::{ErrorKind, ServerErrorKind};
+    let password = "give the server's password in the URL: redis://:PASSWORD@HOST:PORT, or \
+                    redis://USER:PASSWORD@HOST:PORT for a user of its ACL";
+    let refused = matches!(e.kind(), ErrorKind::Server(ServerErrorKind::ResponseError))
+        && !e
+            .detail()
+            .is_some_and(|d| d.contains("max number of clients"));
+    match (e.kind(), e.code()) {
+        (ErrorKind::InvalidClientConfig, _) => {
+            Some("give redis://HOST:PORT (or redis://:PASSWORD@HOST:PORT/DB)")
+        }
+        (ErrorKind::AuthenticationFailed, _) | (_, Some("NOAUTH" | "WRONGPASS")) => Some(password),
+        (_, Some("NOPERM")) => Some(
+            "its user may not run the journal's commands (GET, SET, EVAL) on its keys: grant \
+             them in the server's ACL, or give another user",
+        ),
+        (ErrorKind::UnexpectedReturnType | ErrorKind::Parse, _) | (_, Some("WRONGTYPE")) => Some(
+            "a key of the journal's (:log_number, :log:N) holds what no journal writes: give \
+             a database of its own (redis://HOST:PORT/DB), or delete the key",
+        ),
+        _ if refused => Some(
+            "the server refused the journal's commands: give a Redis server of version 6 or \
+             later, and a database it has (redis://HOST:PORT/DB)",
+        ),
+        _ => None,
+    }
 }

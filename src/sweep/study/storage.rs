@@ -7,8 +7,7 @@ use std::path::PathBuf;
 
 use super::file::JournalFile;
 use super::redis::RedisJournal;
-use crate::error::Error;
-use crate::error::SweepError;
+use crate::error::{Error, SweepError, UsageError};
 use crate::sweep::journal::json;
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::replay::{Journal, Keep};
@@ -36,7 +35,7 @@ impl Storage {
     /// The storage `spec` names (a journal file's path, or `redis://HOST:PORT`), for `worker`.
     pub fn open(spec: &str, worker: &str) -> Result<Storage, Error> {
         if spec.trim().is_empty() {
-            return Err(Error::Usage(crate::error::UsageError::new(
+            return Err(Error::Usage(UsageError::new(
                 "--storage",
                 "an empty path; give a journal file's path (on a filesystem every worker \
                           reads) or redis://HOST:PORT",
@@ -45,7 +44,7 @@ impl Storage {
         let backend = match spec.split_once("://") {
             Some(("redis", _)) => Backend::Redis(RedisJournal::open(spec)?),
             Some((scheme, _)) => {
-                return Err(Error::Usage(crate::error::UsageError::new(
+                return Err(Error::Usage(UsageError::new(
                     format!("--storage {spec}"),
                     format!(
                         "{scheme}:// is not a storage tidemark knows: give a journal file's \
@@ -53,7 +52,9 @@ impl Storage {
                     ),
                 )))
             }
-            None => Backend::File(JournalFile::open(&PathBuf::from(spec))?),
+            None => Backend::File(
+                JournalFile::open(&PathBuf::from(spec)).map_err(|e| file_failed(spec, e))?,
+            ),
         };
         Ok(Storage {
             backend,
@@ -178,20 +179,75 @@ impl Storage {
         appended.map_err(|e| self.failed(e))
     }
 
-    /// A journal file that could not be read or written, once open: the storage failed.
+    /// A journal file that could not be read or written, once open ([`file_failed`]).
     fn failed(&self, e: Error) -> Error {
-        match e {
-            Error::Io { path, source } => Error::Sweep(SweepError::Storage {
-                storage: self.spec.clone(),
-                message: format!("{}: {source}", path.display()),
-            }),
-            e => e,
-        }
+        file_failed(&self.spec, e)
     }
 
     fn lines(&self, ops: &[Op]) -> Vec<String> {
         (ops.iter())
             .map(|op| json::line(&op.record(&self.worker)))
             .collect()
+    }
+}
+
+/// A journal file at `spec` that could not be opened, read or written. Where its path or its
+/// permissions are at fault (a directory, no permission, a read-only filesystem) it is the
+/// argument's: exit code 2, with what to fix. Else its filesystem failed (full, gone, an I/O
+/// error), which waiting may mend: exit code 75, rejoin once it is back.
+fn file_failed(spec: &str, e: Error) -> Error {
+    let Error::Io { path, source } = e else {
+        return e;
+    };
+    let message = format!("{}: {source}", path.display());
+    match super::file::what_to_fix(source.kind()) {
+        Some(fix) => Error::Usage(UsageError::new(
+            format!("--storage {spec}"),
+            format!("{message}; {fix}"),
+        )),
+        None => Error::Sweep(SweepError::Storage {
+            storage: spec.to_string(),
+            message,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::ErrorKind;
+
+    use super::*;
+
+    /// What the CLI's tests cannot make as root (no permission, a read-only filesystem) or at
+    /// all (a full disk, EIO), classified as they are.
+    #[test]
+    fn a_journal_s_path_or_permissions_exit_2_and_its_filesystem_failing_75() {
+        let failed = |e: std::io::Error| file_failed("s/j.log", Error::io("s/j.log", e));
+        let fix = [
+            ErrorKind::PermissionDenied,
+            ErrorKind::ReadOnlyFilesystem,
+            ErrorKind::IsADirectory,
+            ErrorKind::NotADirectory,
+        ];
+        for kind in fix {
+            let e = failed(kind.into());
+            assert_eq!(e.exit_code(), 2, "{kind:?}: {e}");
+            let line = e.to_string();
+            assert!(line.starts_with("--storage s/j.log: s/j.log: "), "{line}");
+            assert!(line.contains("; ") && !line.contains("rejoin"), "{line}");
+        }
+        let wait = [
+            std::io::Error::from(ErrorKind::StorageFull),
+            std::io::Error::from(ErrorKind::TimedOut),
+            std::io::Error::from_raw_os_error(5),
+        ];
+        for e in wait {
+            let e = failed(e);
+            assert_eq!(e.exit_code(), 75, "{e}");
+            assert!(
+                e.to_string().contains("rejoin once the storage is back"),
+                "{e}"
+            );
+        }
     }
 }

@@ -60,8 +60,10 @@ pub fn work(
     check_search(kinds, config, space)?;
     let plan = plan_of(space);
     let sweep = format!("{}-sweep", config.run.name);
-    // The storage first: one that cannot be opened leaves no sweep directory behind.
-    let opened = Storage::open(storage, &worker_id())?.lean(keep(space));
+    // The storage first, read: one that cannot be opened or read (a server that wants a
+    // password, a key of another type, a record that is not JSON) leaves no sweep directory.
+    let mut opened = Storage::open(storage, &worker_id())?.lean(keep(space));
+    opened.sync()?;
     let dir = shared_dir(&config.run.output_dir.join(sweep), &plan)?;
     write_search(&dir, config, &plan)?;
     write_marker(&dir, storage, &config.run.name)?;
