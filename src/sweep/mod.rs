@@ -22,6 +22,8 @@ mod parallel;
 mod pbt;
 mod plan;
 mod prune;
+#[cfg(test)]
+mod readers_tests;
 mod results;
 mod resume;
 mod resume_set;

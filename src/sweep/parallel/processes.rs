@@ -23,7 +23,14 @@ pub(in crate::sweep) struct Launch {
     pub exe: PathBuf,
     /// Rayon workers per child; `None` keeps the environment's `RAYON_NUM_THREADS`.
     pub threads: Option<usize>,
+    /// The study's storage, which a child writes its epochs to: given in its environment
+    /// ([`STUDY_STORAGE`]), so that a child writes to no other than its search's, whatever a
+    /// file beside its launch file says.
+    pub storage: String,
 }
+
+/// The variable that names, to a trial's child, the storage of the study that started it.
+pub(in crate::sweep) const STUDY_STORAGE: &str = "TIDEMARK_STUDY_STORAGE";
 
 /// A running child.
 pub(in crate::sweep) struct Child {
@@ -49,6 +56,7 @@ impl Launch {
             super::parent_death::SEARCH_PID,
             std::process::id().to_string(),
         );
+        command.env(STUDY_STORAGE, &self.storage);
         if let Some(threads) = self.threads {
             command.env("RAYON_NUM_THREADS", threads.to_string());
         }

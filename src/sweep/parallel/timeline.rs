@@ -55,7 +55,44 @@ impl Timeline {
     /// `None` if there is none. One that is there but cannot be read is an error naming it,
     /// never taken for none.
     pub fn read(path: &Path) -> Result<Option<Timeline>, Error> {
-        Ok(read_json(path, "a search's schedule")?)
+        let timeline: Option<Timeline> = read_json(path, "a search's schedule")?;
+        if let Some(why) = timeline.as_ref().and_then(Timeline::invalid) {
+            let message = format!("not a search's schedule: {why}");
+            return Err(crate::record::RecordError::corrupt(path, None, message).into());
+        }
+        Ok(timeline)
+    }
+
+    /// Why a schedule read back is not one a search writes, if it is not: the field and its
+    /// value. Each slot is filed under its trial's number, its times are seconds since the
+    /// epoch that end after they start, and the trials at once are 1 or more.
+    fn invalid(&self) -> Option<String> {
+        if self.parallel == 0 {
+            return Some("parallel is 0, where a search trains 1 trial or more at once".into());
+        }
+        let time = |t: f64| t.is_finite() && t >= 0.0;
+        for (&number, slot) in &self.slots {
+            let at = format!("slots.{number}");
+            if slot.trial != number || number == 0 {
+                return Some(format!(
+                    "{at}.trial is {}, not its slot's trial",
+                    slot.trial
+                ));
+            }
+            let runs = (slot.earlier.iter().map(|r| (r[0], Some(r[1]))))
+                .chain([(slot.started_unix, slot.ended_unix)]);
+            for (start, end) in runs {
+                let ordered = end.is_none_or(|end| time(end) && end >= start);
+                if !time(start) || !ordered {
+                    return Some(format!(
+                        "{at}: a run from {start} to {}, not an interval of seconds since the \
+                         epoch",
+                        end.map_or("now".into(), |e| e.to_string())
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// Writes it to `path`, whole or not at all.

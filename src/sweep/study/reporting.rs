@@ -17,6 +17,7 @@ use crate::record::{Event, Observer, RunSummary, Snapshot};
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::replay::Keep;
 use crate::sweep::parallel::parent_death::SEARCH_PID;
+use crate::sweep::parallel::processes::STUDY_STORAGE;
 
 /// The trial's observer, which also writes each epoch's monitored value to the study.
 pub struct Reporting {
@@ -117,7 +118,21 @@ impl Reports {
             })
         })?;
         let parent = std::env::var(SEARCH_PID).ok();
-        Ok((parent == Some(reports.pid.to_string())).then_some(reports))
+        if parent != Some(reports.pid.to_string()) {
+            return Ok(None);
+        }
+        // The storage is the one its search gave it, never one a file names.
+        let given = std::env::var(STUDY_STORAGE).ok();
+        if given.as_deref() != Some(reports.storage.as_str()) {
+            let message = format!(
+                "names the storage {}, where the search that started this trial writes to {}; \
+                 nothing was written",
+                reports.storage,
+                given.as_deref().unwrap_or("none")
+            );
+            return Err(crate::record::RecordError::corrupt(&path, None, message).into());
+        }
+        Ok(Some(reports))
     }
 }
 

@@ -290,6 +290,7 @@ fn run(
                 launch: Launch {
                     exe: trial_exe()?,
                     threads: threads_per_child(parallel),
+                    storage: storage.lock().expect("storage").spec().to_string(),
                 },
             };
             slots.until_done(stop.flag(), &mut *observer(0, study.trials()))?
