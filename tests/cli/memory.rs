@@ -474,3 +474,103 @@ fn the_growth_alarm_catches_a_leak_after_epoch_two() {
         "a run without a leak raises nothing"
     );
 }
+
+#[test]
+fn validation_under_shrink_holds_less_at_each_halving_and_fits_where_a_smaller_batch_would() {
+    // Issue 65: 20 training samples and 2,028 validation samples of 512 features, in loader
+    // batches of 1,024 (2 MiB of features each). Validation is what a limit stops, and at a
+    // smaller micro-batch it must hold less, not more.
+    let env = Env::new();
+    env.write(
+        "valid.toml",
+        r#"
+[run]
+name = "valid"
+seed = 1
+
+[model]
+hidden = [64]
+
+[data]
+kind = "synthetic"
+samples = 2048
+features = 512
+classes = 10
+validation_fraction = 0.99
+num_workers = 0
+
+[train]
+epochs = 1
+batch_size = 1024
+lr = 0.01
+"#,
+    );
+    let free = env.run(&["train", "--config", "valid.toml", "--quiet"]);
+    assert_eq!(free.code(), 0, "{}", free.stderr());
+    let snaps = env.snapshots("runs/valid");
+    let epoch = snaps.iter().find(|s| s["event"] == "epoch").unwrap();
+    // What the run holds at rest after its step, and what its one step held at its peak.
+    let rest = num(epoch, "bytes_in_use");
+    let step = num(&epoch["steps"][0], "peak");
+    let batch_of_features = 1024.0 * 512.0 * 4.0;
+    assert!(
+        num(epoch, "peak_bytes_in_use") > rest + batch_of_features,
+        "validation at 1,024 holds a loader batch and more: {epoch}"
+    );
+    // Half a loader batch above rest: validation at 1,024 breaches it, the step does not.
+    let limit = (rest + batch_of_features / 2.0) as u64;
+    assert!(step < limit as f64, "the step fits under {limit}: {step}");
+    let set_limit = format!("memory.limit={limit}");
+    let args = ["--set", &set_limit, "--set", "run.name=shrink", "--quiet"];
+    let args = [
+        &["train", "--config", "valid.toml", "--set"][..],
+        &["memory.on_limit=\"shrink\""],
+        &args,
+    ]
+    .concat();
+    let shrunk = env.run(&args);
+    assert_eq!(shrunk.code(), 0, "{}", shrunk.stderr());
+    let shrinks: Vec<(String, f64)> = env
+        .snapshots("runs/shrink")
+        .iter()
+        .filter(|s| s["action"] == "shrink")
+        .map(|s| {
+            (
+                s["detail"].as_str().unwrap().to_string(),
+                num(s, "peak_bytes_in_use"),
+            )
+        })
+        .collect();
+    assert!(
+        !shrinks.is_empty() && shrinks.len() <= 4,
+        "validation fits by a micro-batch of 64: {shrinks:?}"
+    );
+    let mut micro = 1024;
+    for (at, (detail, held)) in shrinks.iter().enumerate() {
+        assert!(
+            detail.contains(&format!(
+                "at a micro-batch of {micro}: it runs again at {}",
+                micro / 2
+            )),
+            "{detail}"
+        );
+        assert!(*held > limit as f64, "{detail}");
+        if at > 0 {
+            let before = shrinks[at - 1].1;
+            assert!(
+                held < &before,
+                "{held} at {micro} against {before} at {}",
+                micro * 2
+            );
+        }
+        micro /= 2;
+    }
+    // The same samples scored: the shrunk validation's figures are the unlimited run's.
+    let (free, shrunk) = (env.summary("runs/valid"), env.summary("runs/shrink"));
+    assert_eq!(shrunk["valid_samples"], 2028);
+    assert_eq!(shrunk["train_samples"], 20);
+    for key in ["final_val_loss", "final_val_accuracy"] {
+        let (a, b) = (num(&free, key), num(&shrunk, key));
+        assert!((a - b).abs() <= 1e-5 * a.abs(), "{key}: {a} against {b}");
+    }
+}
