@@ -158,29 +158,38 @@ impl Breakdown {
 /// the categories largest first, the empty ones left out.
 impl std::fmt::Display for Breakdown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let total = self.total().max(1) as f64;
-        let parts: Vec<String> = self
-            .ranked()
-            .into_iter()
-            .filter(|(_, bytes)| *bytes > 0)
-            .map(|(name, bytes)| {
-                let share = 100.0 * bytes as f64 / total;
-                format!("{name} {} ({share:.0}%)", format_bytes(bytes))
-            })
-            .collect();
         let at = match self.phase {
             PeakPhase::Backward => "in the backward pass",
             PeakPhase::Update => "in the optimizer's update",
             PeakPhase::Outside => "outside the steps",
         };
-        write!(f, "{at}: {}", parts.join(", "))?;
+        write!(f, "{at}: {}", self.categories())
+    }
+}
+
+impl Breakdown {
+    /// `name 1.0 MiB (10%)`: a category's bytes and its share of the total.
+    pub fn share(&self, name: &str, bytes: u64) -> String {
+        let share = 100.0 * bytes as f64 / self.total().max(1) as f64;
+        format!("{name} {} ({share:.0}%)", format_bytes(bytes))
+    }
+
+    /// The categories largest first, the empty ones left out, with what is estimated and what
+    /// offload holds in host memory: the breakdown without where the peak fell (for a figure
+    /// that is no peak, as the estimate at rest before training).
+    pub fn categories(&self) -> String {
+        let parts: Vec<String> = (self.ranked().into_iter())
+            .filter(|(_, bytes)| *bytes > 0)
+            .map(|(name, bytes)| self.share(name, bytes))
+            .collect();
+        let mut text = parts.join(", ");
         if !self.estimated.is_empty() {
-            write!(f, " (estimated: {})", self.estimated.join(", "))?;
+            text += &format!(" (estimated: {})", self.estimated.join(", "));
         }
         if self.host > 0 {
-            write!(f, "; offloaded to host memory: {}", format_bytes(self.host))?;
+            text += &format!("; offloaded to host memory: {}", format_bytes(self.host));
         }
-        Ok(())
+        text
     }
 }
 

@@ -206,6 +206,116 @@ fn a_limit_below_the_resting_footprint_fails_before_the_first_step() {
     );
 }
 
+/// The figure after `name ` in `text` (`data 10.4 MiB (72%)`), in bytes.
+fn figure_after(text: &str, name: &str) -> f64 {
+    let at = text
+        .find(name)
+        .unwrap_or_else(|| panic!("{name:?} not in: {text}"));
+    let mut words = text[at + name.len()..].split_whitespace();
+    let value: f64 = words.next().unwrap().parse().unwrap();
+    let unit = match words.next().unwrap().trim_end_matches([';', ',', ')']) {
+        "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1048576.0,
+        "GiB" => 1073741824.0,
+        other => panic!("unit {other:?} in: {text}"),
+    };
+    value * unit
+}
+
+#[test]
+fn a_run_refused_at_rest_writes_its_summary_and_names_what_dominates_the_estimate() {
+    // Issue 65: the dataset (5,222 samples of 512 features, 10.2 MiB of f32) is most of what
+    // the run holds at rest; the model's weights, gradients and SGD's momentum (211,302
+    // parameters, 4 bytes each, three times) fit the 8.7 MiB limit with room to spare.
+    let env = Env::new();
+    env.write(
+        "rest.toml",
+        r#"
+[run]
+name = "rest"
+
+[model]
+hidden = [404]
+
+[data]
+kind = "synthetic"
+samples = 5222
+features = 512
+classes = 10
+
+[train]
+epochs = 1
+batch_size = 128
+optimizer = "sgd"
+momentum = 0.9
+gradient_checkpointing = true
+
+[memory]
+limit = 9146170
+"#,
+    );
+    let data = 5222.0 * 512.0 * 4.0;
+    let model = 3.0 * (512.0 * 404.0 + 404.0 + 404.0 * 10.0 + 10.0) * 4.0;
+    for on_limit in ["fail", "shrink", "fit"] {
+        let (set_policy, set_name) = (
+            format!("memory.on_limit=\"{on_limit}\""),
+            format!("run.name={on_limit}"),
+        );
+        let args = ["--set", &set_policy, "--set", &set_name, "--quiet"];
+        let run = env.run(&[&["train", "--config", "rest.toml"], &args[..]].concat());
+        run.fails_with_detail(
+            3,
+            &[
+                "memory limit 8.7 MiB exceeded",
+                "needed at rest (estimated) before training",
+            ],
+            &[
+                "by category, at rest: data ",
+                "dominates the estimate, where the model's parameters, gradients and optimizer \
+                 state are ",
+                "the dataset is held in memory whole",
+            ],
+        );
+        let stderr = run.stderr();
+        assert!(!stderr.contains("alone exceed"), "{stderr}");
+        let said = stderr.lines().last().unwrap();
+        assert!(said.trim_start().starts_with("data "), "{said}");
+        let (held, named) = (
+            figure_after(said, "data "),
+            figure_after(said, "state are "),
+        );
+        assert!(
+            held >= data && held < 1.1 * data,
+            "the dataset's {data} bytes: {held} ({said})"
+        );
+        assert!(
+            (named - model).abs() < 0.01 * model,
+            "the model's {model} bytes: {named} ({said})"
+        );
+        // Written as a failed run's: its summary, and its snapshots through `run_end`.
+        let dir = format!("runs/{on_limit}");
+        let summary = env.summary(&dir);
+        assert_eq!(summary["status"], "failed", "{summary}");
+        assert_eq!(
+            (summary["epochs"].as_u64(), summary["steps"].as_u64()),
+            (Some(0), Some(0))
+        );
+        let error = summary["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("memory limit 8.7 MiB exceeded"),
+            "{error}"
+        );
+        assert!(error.contains("dominates the estimate"), "{error}");
+        assert_eq!(num(&summary, "limit_bytes"), 9146170.0);
+        let snaps = env.snapshots(&dir);
+        let events: Vec<&str> = snaps.iter().filter_map(|s| s["event"].as_str()).collect();
+        assert_eq!(events.last(), Some(&"run_end"), "{events:?}");
+        assert!(!events.contains(&"epoch"), "no step was taken: {events:?}");
+        assert!(env.path(&dir).join("memory.svg").is_file());
+    }
+}
+
 #[test]
 fn preallocate_on_flex_holds_heap_from_run_start_and_refuses_fractions() {
     let env = Env::small();
@@ -363,4 +473,104 @@ fn the_growth_alarm_catches_a_leak_after_epoch_two() {
         clean.growth_alarm, None,
         "a run without a leak raises nothing"
     );
+}
+
+#[test]
+fn validation_under_shrink_holds_less_at_each_halving_and_fits_where_a_smaller_batch_would() {
+    // Issue 65: 20 training samples and 2,028 validation samples of 512 features, in loader
+    // batches of 1,024 (2 MiB of features each). Validation is what a limit stops, and at a
+    // smaller micro-batch it must hold less, not more.
+    let env = Env::new();
+    env.write(
+        "valid.toml",
+        r#"
+[run]
+name = "valid"
+seed = 1
+
+[model]
+hidden = [64]
+
+[data]
+kind = "synthetic"
+samples = 2048
+features = 512
+classes = 10
+validation_fraction = 0.99
+num_workers = 0
+
+[train]
+epochs = 1
+batch_size = 1024
+lr = 0.01
+"#,
+    );
+    let free = env.run(&["train", "--config", "valid.toml", "--quiet"]);
+    assert_eq!(free.code(), 0, "{}", free.stderr());
+    let snaps = env.snapshots("runs/valid");
+    let epoch = snaps.iter().find(|s| s["event"] == "epoch").unwrap();
+    // What the run holds at rest after its step, and what its one step held at its peak.
+    let rest = num(epoch, "bytes_in_use");
+    let step = num(&epoch["steps"][0], "peak");
+    let batch_of_features = 1024.0 * 512.0 * 4.0;
+    assert!(
+        num(epoch, "peak_bytes_in_use") > rest + batch_of_features,
+        "validation at 1,024 holds a loader batch and more: {epoch}"
+    );
+    // Half a loader batch above rest: validation at 1,024 breaches it, the step does not.
+    let limit = (rest + batch_of_features / 2.0) as u64;
+    assert!(step < limit as f64, "the step fits under {limit}: {step}");
+    let set_limit = format!("memory.limit={limit}");
+    let args = ["--set", &set_limit, "--set", "run.name=shrink", "--quiet"];
+    let args = [
+        &["train", "--config", "valid.toml", "--set"][..],
+        &["memory.on_limit=\"shrink\""],
+        &args,
+    ]
+    .concat();
+    let shrunk = env.run(&args);
+    assert_eq!(shrunk.code(), 0, "{}", shrunk.stderr());
+    let shrinks: Vec<(String, f64)> = env
+        .snapshots("runs/shrink")
+        .iter()
+        .filter(|s| s["action"] == "shrink")
+        .map(|s| {
+            (
+                s["detail"].as_str().unwrap().to_string(),
+                num(s, "peak_bytes_in_use"),
+            )
+        })
+        .collect();
+    assert!(
+        !shrinks.is_empty() && shrinks.len() <= 4,
+        "validation fits by a micro-batch of 64: {shrinks:?}"
+    );
+    let mut micro = 1024;
+    for (at, (detail, held)) in shrinks.iter().enumerate() {
+        assert!(
+            detail.contains(&format!(
+                "at a micro-batch of {micro}: it runs again at {}",
+                micro / 2
+            )),
+            "{detail}"
+        );
+        assert!(*held > limit as f64, "{detail}");
+        if at > 0 {
+            let before = shrinks[at - 1].1;
+            assert!(
+                held < &before,
+                "{held} at {micro} against {before} at {}",
+                micro * 2
+            );
+        }
+        micro /= 2;
+    }
+    // The same samples scored: the shrunk validation's figures are the unlimited run's.
+    let (free, shrunk) = (env.summary("runs/valid"), env.summary("runs/shrink"));
+    assert_eq!(shrunk["valid_samples"], 2028);
+    assert_eq!(shrunk["train_samples"], 20);
+    for key in ["final_val_loss", "final_val_accuracy"] {
+        let (a, b) = (num(&free, key), num(&shrunk, key));
+        assert!((a - b).abs() <= 1e-5 * a.abs(), "{key}: {a} against {b}");
+    }
 }

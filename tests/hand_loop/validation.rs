@@ -163,6 +163,20 @@ fn a_breach_in_validation_shrinks_validation_under_shrink_and_says_why_where_it_
         !message.contains("(or memory.on_limit = \"shrink\")"),
         "{message}"
     );
+    // What holds it is named, with its bytes: the 8 MiB a micro-batch of the task's
+    // validation holds, whatever its size.
+    let said = message.lines().last().unwrap();
+    let named = (said.split("does): activations ").nth(1))
+        .filter(|rest| {
+            rest.ends_with(" holds the most of it; raise memory.limit or use a smaller model")
+        })
+        .unwrap_or_else(|| panic!("{said}"));
+    let mut figure = named.split(' ');
+    let mib: f64 = figure.next().unwrap().parse().unwrap();
+    assert!(
+        figure.next() == Some("MiB") && (8.0..9.0).contains(&mib),
+        "{said}"
+    );
     let shrinks = snapshots(dir.path(), "fixed")
         .matches("\"action\":\"shrink\"")
         .count();

@@ -92,17 +92,23 @@ impl LimitExceeded {
             );
         }
         if self.phase == Phase::Checkpoint {
-            return "writing a checkpoint copies the whole optimizer state into host memory at \
-                    once, and the checkpoint is complete on disk; raise memory.limit, or use a \
-                    smaller model or train.optimizer = \"sgd\" (no optimizer state)"
-                .into();
+            let copied = match self.epoch {
+                0 => "the weights (checkpoint 0, before the first step: the optimizer has no state yet)",
+                _ => "the whole optimizer state",
+            };
+            return format!(
+                "writing a checkpoint copies {copied} into host memory at once, and the \
+                 checkpoint is complete on disk; {}",
+                self.holds_most()
+            );
         }
         if self.phase == Phase::EpochEnd && self.shrinks {
-            return "under memory.on_limit = \"shrink\" validation runs again at halves of its \
-                    micro-batch, and at a micro-batch of 1 it still holds more (or the epoch's \
-                    end, without validation, does): the weights and what one sample holds \
-                    exceed the limit; raise memory.limit or use a smaller model"
-                .into();
+            return format!(
+                "under memory.on_limit = \"shrink\" validation runs again at halves of its \
+                 micro-batch, and at a micro-batch of 1 it still holds more (or the epoch's \
+                 end, without validation, does): {}",
+                self.holds_most()
+            );
         }
         if self.phase == Phase::EpochEnd {
             return "validation runs in micro-batches of the training step's size, without \
@@ -112,9 +118,7 @@ impl LimitExceeded {
                 .into();
         }
         if self.phase == Phase::RunStart {
-            return "the model's parameters, gradients and optimizer state alone exceed it; \
-                    raise memory.limit or use a smaller model"
-                .into();
+            return self.at_rest();
         }
         if self.micro_batch > 1 {
             format!(
@@ -124,7 +128,76 @@ impl LimitExceeded {
                 self.accumulation_steps * 2
             )
         } else {
-            "the micro-batch is already 1; raise memory.limit or use a smaller model".into()
+            format!("the micro-batch is already 1, and {}", self.holds_most())
+        }
+    }
+}
+
+/// What holds a figure that no smaller micro-batch lowers (at rest, a checkpoint, validation or
+/// a step at a micro-batch of 1), by its breakdown, and what lowers that.
+impl LimitExceeded {
+    /// The category that holds the most of the figure, and its bytes and share
+    /// (`data 10.4 MiB (53%)`), where its breakdown is known.
+    fn largest(&self) -> Option<(&'static str, String)> {
+        let b = self.breakdown.as_deref()?;
+        let (name, bytes) = b.ranked().into_iter().next()?;
+        (bytes > 0).then(|| (name, b.share(name, bytes)))
+    }
+
+    /// `data 10.4 MiB (53%) holds the most of it; ...`, with what lowers it.
+    fn holds_most(&self) -> String {
+        match self.largest() {
+            Some((name, share)) => format!("{share} holds the most of it; {}", self.relief(name)),
+            None => "raise memory.limit or use a smaller model".into(),
+        }
+    }
+
+    /// Why a run cannot start under the limit, by its estimate at rest: the category that
+    /// dominates the estimate, and what lowers it (a smaller model where the parameters,
+    /// gradients and optimizer state alone exceed the limit).
+    fn at_rest(&self) -> String {
+        let (Some(b), Some((name, share))) = (self.breakdown.as_deref(), self.largest()) else {
+            return "what the run holds before its first step, with the gradients and optimizer \
+                    state that step allocates, exceeds it; raise memory.limit or use a smaller \
+                    model"
+                .into();
+        };
+        let model = b.weights + b.gradients + b.optimizer;
+        match model > self.limit {
+            true => format!(
+                "{share} dominates the estimate, and the model's parameters, gradients and \
+                 optimizer state alone exceed it ({}); raise memory.limit or use a smaller model",
+                format_bytes(model)
+            ),
+            false => format!(
+                "{share} dominates the estimate, where the model's parameters, gradients and \
+                 optimizer state are {}; {}",
+                format_bytes(model),
+                self.relief(name)
+            ),
+        }
+    }
+
+    /// What lowers what `category` holds of this figure.
+    fn relief(&self, category: &str) -> &'static str {
+        match category {
+            "data" => {
+                "the dataset is held in memory whole: raise memory.limit or train on less data"
+            }
+            "other" => {
+                "that is the backend's buffers and the process's own allocations: raise \
+                 memory.limit"
+            }
+            "optimizer" => {
+                "raise memory.limit, or use an optimizer with less state (train.optimizer = \
+                 \"sgd\" without momentum holds none)"
+            }
+            // A checkpoint's copy, counted outside the steps.
+            "activations" if self.phase == Phase::Checkpoint && self.epoch > 0 => {
+                "raise memory.limit, or use a smaller model or train.optimizer = \"sgd\" (no \
+                 optimizer state)"
+            }
+            _ => "raise memory.limit or use a smaller model",
         }
     }
 }
@@ -145,10 +218,12 @@ impl fmt::Display for LimitExceeded {
             ),
         };
         // The headline, then the detail on the lines after it.
-        let breakdown = self
-            .breakdown
-            .as_ref()
-            .map_or(String::new(), |b| format!("\n  by category: {b}"));
+        // An estimate at rest is no peak: its categories without where a peak fell.
+        let breakdown = match (&self.breakdown, self.phase) {
+            (Some(b), Phase::RunStart) => format!("\n  by category, at rest: {}", b.categories()),
+            (Some(b), _) => format!("\n  by category: {b}"),
+            (None, _) => String::new(),
+        };
         let advice = match &self.advice {
             Some(advice) => self.advised(advice),
             None => self.suggestion(),

@@ -234,9 +234,10 @@ impl MemoryGuard {
     fn breach_breakdown(&self, e: &LimitExceeded, steps_done: usize) -> Option<Breakdown> {
         let full = self.footprint?;
         // Before the first update the optimizer has no state yet; a probe before training
-        // (`on_limit = "fit"`, step 0) counts the state the first update will allocate.
-        let probe = e.phase == Phase::Step && e.step == 0;
-        let state = if steps_done == 0 && !probe {
+        // (`on_limit = "fit"`, step 0) and the estimate at rest count the state the first
+        // update will allocate.
+        let ahead = (e.phase == Phase::Step && e.step == 0) || e.phase == Phase::RunStart;
+        let state = if steps_done == 0 && !ahead {
             0
         } else {
             full.optimizer
@@ -268,6 +269,11 @@ impl MemoryGuard {
             Phase::RunStart | Phase::Step | Phase::RunEnd => PeakPhase::Backward,
             Phase::EpochEnd | Phase::Checkpoint => PeakPhase::Outside,
         };
-        Some(Breakdown::of(&f, rest.min(e.observed), e.observed, phase))
+        let mut breakdown = Breakdown::of(&f, rest.min(e.observed), e.observed, phase);
+        if e.phase == Phase::RunStart {
+            // An estimate at rest holds no step's activations.
+            breakdown.estimated.retain(|c| c != "activations");
+        }
+        Some(breakdown)
     }
 }

@@ -141,7 +141,9 @@ impl<M: Module + 'static> HandLoop<M> {
     /// Under a limit, `memory.on_limit = "shrink"` halves the micro-batch at a breach and runs
     /// the step again; `"fit"` probes the first step with the loop's own loss at the configured
     /// micro-batch and at halves of it, and trains at the largest that fits; both keep the
-    /// effective batch.
+    /// effective batch. A limit below what the run holds at rest (with the gradients and
+    /// optimizer state its first step allocates) refuses the run here, which then ends as a
+    /// failed run does, its `summary.json` written.
     pub fn setup(
         config: RunConfig,
         samples: usize,

@@ -113,11 +113,8 @@ impl<M: Module + 'static> HandLoop<M> {
         let mut learner = Learner::new(train, config.run.seed, device, model, total_steps);
         let to_come = footprint.gradients + footprint.device_optimizer();
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
-        let (epoch, resumed) = match &resume {
-            None => {
-                guard.run_start(&mut rec, to_come)?;
-                (0, None)
-            }
+        let (epoch, resumed, from) = match &resume {
+            None => (0, None, None),
             Some(resume) => {
                 let checkpoint = &resume.checkpoint;
                 let state = &checkpoint.state;
@@ -125,14 +122,13 @@ impl<M: Module + 'static> HandLoop<M> {
                 learner.restore(checkpoint, train)?;
                 let inside = state.step_in_epoch > 0;
                 let resumed = inside.then(|| Tally::resumed(state, &learner.device));
-                let (at, detail) = ((state.epoch, state.step), resume.detail());
-                guard.resume_start(&mut rec, at, to_come, detail)?;
-                (state.epoch, resumed)
+                let from = ((state.epoch, state.step), resume.detail());
+                (state.epoch, resumed, Some(from))
             }
         };
         stats.train_samples = opening.samples;
         stats.valid_samples = opening.valid_samples;
-        Ok(HandLoop {
+        let mut run = HandLoop {
             base_device: base,
             checkpointer: Checkpointer::for_run(&run_dir, &config),
             config,
@@ -160,7 +156,29 @@ impl<M: Module + 'static> HandLoop<M> {
             earlier_s,
             last_report: Instant::now(),
             stop: Vec::new(),
-        })
+        };
+        // The limit's check at rest, with everything the run needs to end as a failed run
+        // does (its `run_end` and `summary.json`) where the limit refuses it.
+        let (guard, rec) = (&mut run.guard, &mut run.rec);
+        let started = match from {
+            None => guard.run_start(rec, to_come),
+            Some((at, detail)) => guard.resume_start(rec, at, to_come, detail),
+        };
+        match started {
+            Ok(()) => Ok(run),
+            Err(e) => Err(run.refused(e)),
+        }
+    }
+
+    /// Ends a run refused before its first step as a failed run ends ([`end_run`]), and
+    /// returns the refusal (or the error that kept its summary from being written).
+    ///
+    /// [`end_run`]: Self::end_run
+    fn refused(self, e: Error) -> Error {
+        match self.end_run(Err(e)) {
+            Ok((_, Err(e))) | Err(e) => e,
+            Ok((_, Ok(_))) => unreachable!("a run ended with an error ends with it"),
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use super::HandLoop;
 use crate::data::DataError;
 use crate::error::Error;
 use crate::task::Task;
-use crate::train::step::{micro_batches, Items};
+use crate::train::step::{micro_batches, micro_ranges, Items};
 use crate::train::EpochFigures;
 
 impl<M: Module + 'static> HandLoop<M> {
@@ -62,23 +62,46 @@ impl<M: Module + 'static> HandLoop<M> {
         Ok(self.step_as(&sizes, output, false)?.value)
     }
 
-    /// Validation of `task` over `loader`'s batches (its validation split): each batch cut
-    /// into micro-batches as [`validate_batches`](Self::validate_batches) cuts them, batched on
+    /// Validation of `task` over `loader`'s batches (its validation split, in batches of
+    /// `train.batch_size`): each batch cut into micro-batches as
+    /// [`validate_batches`](Self::validate_batches) cuts them, batched on
     /// [`validation_device`](Self::validation_device) and scored by the task's `valid_step`.
+    /// At a micro-batch below the loader's batch (a limit shrank or fit it), each
+    /// micro-batch's items are read on their own, from a slice of the loader, so that
+    /// validation holds no more of the data at once than a run at that batch size would.
     pub fn validate_task<T: Task<Model = M>>(
         &mut self,
         task: &T,
         loader: &dyn DataLoader<Vec<T::Item>>,
     ) -> Result<EpochFigures, Error> {
         let (device, cx) = (self.base_device.clone(), self.compute());
+        let batch = self.config.train.batch_size;
         self.validate_as(|model, micro, sums| {
-            for items in loader.iter() {
-                let items = items.map_err(loader_error)?;
-                for part in micro_batches(&mut vec![items], micro, false) {
-                    let n = part.len();
-                    let out = task.valid_step(model, task.batcher().batch(part, &device), &cx);
-                    sums.add(out.loss, out.metrics, n);
+            let mut score = |loader: &dyn DataLoader<Vec<T::Item>>| {
+                for items in loader.iter() {
+                    let items = items.map_err(loader_error)?;
+                    for part in micro_batches(&mut vec![items], micro, false) {
+                        let n = part.len();
+                        let batch = task.batcher().batch(part, &device);
+                        let out = task.valid_step(model, batch, &cx);
+                        sums.add(out.loss, out.metrics, n);
+                    }
                 }
+                Ok(())
+            };
+            if micro >= batch {
+                return score(loader);
+            }
+            // The micro-batches a batch of the loader's is cut into, each read alone: the
+            // whole batch would be held while its micro-batches run (at a micro-batch of 1,
+            // most of what validation holds above the run's rest).
+            let items = loader.num_items();
+            let batches: Vec<usize> = (0..items)
+                .step_by(batch)
+                .map(|start| batch.min(items - start))
+                .collect();
+            for rows in micro_ranges(&batches, micro) {
+                score(loader.slice(rows.start, rows.end).as_ref())?;
             }
             Ok(())
         })

@@ -19,13 +19,20 @@ pub fn micro_batches<I: Clone>(group: &mut Vec<Vec<I>>, size: usize, keep: bool)
             .collect();
     }
     let mut out = Vec::new();
-    for mut batch in group.drain(..) {
-        while batch.len() > size {
-            let rest = batch.split_off(size);
+    for batch in group.drain(..) {
+        if batch.len() <= size {
             out.push(batch);
-            batch = rest;
+            continue;
         }
-        out.push(batch);
+        // Each part in an allocation of its own size. `split_off` would leave each part the
+        // capacity of all the items after it: over a batch of n, n²/(2 × size) items held
+        // (16 MiB of 32-byte items over 1,024 at a micro-batch of 1, where 1,024 hold 32 KiB).
+        let mut rest = batch.into_iter();
+        while rest.len() > 0 {
+            let mut part = Vec::with_capacity(size.min(rest.len()));
+            part.extend(rest.by_ref().take(size));
+            out.push(part);
+        }
     }
     out
 }
@@ -94,6 +101,22 @@ mod tests {
         assert_eq!(micro_batches(&mut moved, 2, false), expected);
         assert!(moved.is_empty());
         assert_eq!(micro_batches(&mut group.clone(), 8, false), group);
+    }
+
+    #[test]
+    fn moved_micro_batches_hold_no_more_than_their_items() {
+        // Each part in an allocation of its own size, whatever the micro-batch: cut with
+        // `split_off`, each part kept the capacity of all the items after it (issue 65:
+        // validation at a micro-batch of 1 held 16 MiB more than at 32).
+        let n = 1024;
+        let items: Vec<u64> = (0..n).collect();
+        for size in [1, 2, 3, 32, 1000, 1024, 4096] {
+            let parts = micro_batches(&mut vec![items.clone()], size, false);
+            let slots: usize = parts.iter().map(Vec::capacity).sum();
+            assert_eq!(slots, items.len(), "at a micro-batch of {size}");
+            assert_eq!(parts.concat(), items, "at a micro-batch of {size}");
+            assert!(parts.iter().all(|p| p.len() <= size), "at {size}");
+        }
     }
 
     #[test]

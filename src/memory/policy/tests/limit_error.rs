@@ -117,3 +117,51 @@ fn a_limit_error_offers_the_offload_that_would_fit_and_only_that() {
     assert_eq!(e.offload_fix(), None);
     assert!(!e.to_string().contains("offload"), "{e}");
 }
+
+#[test]
+fn a_refusal_at_rest_names_the_category_that_dominates_its_estimate() {
+    const MIB: u64 = 1 << 20;
+    let breakdown = crate::memory::Breakdown {
+        weights: MIB,
+        gradients: MIB,
+        optimizer: MIB,
+        data: 10 * MIB,
+        other: 2 * MIB,
+        estimated: vec!["gradients".into()],
+        ..Default::default()
+    };
+    let mut e = LimitExceeded {
+        limit: 9 * MIB,
+        observed: 15 * MIB,
+        measure: "needed at rest (estimated)",
+        epoch: 0,
+        step: 0,
+        micro_batch: 128,
+        accumulation_steps: 1,
+        futile_shrink: None,
+        shrinks: false,
+        phase: Phase::RunStart,
+        breakdown: Some(Box::new(breakdown)),
+        advice: None,
+        offload: Box::default(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "memory limit 9.0 MiB exceeded: 15.0 MiB needed at rest (estimated) before training\n  \
+         by category, at rest: data 10.0 MiB (67%), other 2.0 MiB (13%), weights 1.0 MiB (7%), \
+         gradients 1.0 MiB (7%), optimizer 1.0 MiB (7%) (estimated: gradients)\n  \
+         data 10.0 MiB (67%) dominates the estimate, where the model's parameters, gradients \
+         and optimizer state are 3.0 MiB; the dataset is held in memory whole: raise \
+         memory.limit or train on less data"
+    );
+    // Under what the model alone holds, a smaller model is what it takes.
+    e.limit = 2 * MIB;
+    assert!(
+        e.suggestion().starts_with(
+            "data 10.0 MiB (67%) dominates the estimate, and the model's parameters, gradients \
+             and optimizer state alone exceed it (3.0 MiB); raise memory.limit or use a smaller \
+             model"
+        ),
+        "{e}"
+    );
+}
