@@ -1,7 +1,8 @@
 //! Every reader of a file tidemark writes and reads back (a search's `plan.json`, its journal,
 //! a parallel search's schedule, a checkpoint's `meta.json` and `manifest.json`, a run's
 //! `summary.json`), fed arbitrary bytes and arbitrary values in each field of a real file
-//! (`tests/readers/`, from a population trained two at a time): it reads the file, or refuses
+//! (`tests/readers/`: a population trained two at a time, and a TPE search pruned by ASHA):
+//! it reads the file, or refuses
 //! it in one line that names the file, with exit code 2; it never panics or aborts, and what
 //! it reads goes on as far as the command that reads it goes (a plan's trials drawn, a
 //! journal's rows ranked and a population's schedule written).
@@ -20,7 +21,9 @@ use crate::record::RunSummary;
 use crate::train::Checkpoint;
 
 const PLAN: &str = include_str!("../../tests/readers/plan.json");
+const PLAN_TPE: &str = include_str!("../../tests/readers/plan-tpe.json");
 const JOURNAL: &str = include_str!("../../tests/readers/journal.log");
+const JOURNAL_TPE: &str = include_str!("../../tests/readers/journal-tpe.log");
 const SCHEDULE: &str = include_str!("../../tests/readers/schedule.json");
 const META: &str = include_str!("../../tests/readers/meta.json");
 const MANIFEST: &str = include_str!("../../tests/readers/manifest.json");
@@ -210,16 +213,18 @@ fn damaged(template: &'static str) -> impl Strategy<Value = Vec<u8>> {
 
 /// A journal's lines changed as [`damaged`] changes a file, one line at a time (or the whole
 /// file's bytes).
-fn damaged_journal() -> impl Strategy<Value = Vec<u8>> {
-    let lines: Vec<&'static str> = JOURNAL.lines().collect();
-    let count = lines.len();
+fn damaged_journal(journal: &'static str) -> impl Strategy<Value = Vec<u8>> {
+    let count = journal.lines().count();
     prop_oneof![
         1 => proptest::collection::vec(any::<u8>(), 0..400),
-        1 => (0..count).prop_map(move |cut| JOURNAL.lines().take(cut).collect::<Vec<_>>().join("\n").into_bytes()),
+        1 => (0..count).prop_map(move |cut| {
+            let kept: Vec<&str> = journal.lines().take(cut).collect();
+            kept.join("\n").into_bytes()
+        }),
         4 => (0..count, (any::<usize>(), any_value(), any::<u8>(), word())).prop_map(
             move |(line, change)| {
                 let mut out = String::new();
-                for (i, text) in JOURNAL.lines().enumerate() {
+                for (i, text) in journal.lines().enumerate() {
                     if i == line {
                         let json: Value = serde_json::from_str(text).unwrap();
                         out += &serde_json::to_string(&changed(&json, change.clone())).unwrap();
@@ -269,7 +274,9 @@ fn checkpoint(dir: &Path, meta: &[u8], manifest: &[u8], sized: bool) -> PathBuf 
 
 proptest! {
     #[test]
-    fn a_plan_is_read_and_drawn_from_or_refused_naming_it(bytes in damaged(PLAN)) {
+    fn a_plan_is_read_and_drawn_from_or_refused_naming_it(
+        bytes in prop_oneof![damaged(PLAN), damaged(PLAN_TPE)]
+    ) {
         let dir = scratch();
         std::fs::write(dir.path().join("plan.json"), &bytes).unwrap();
         if let Some(plan) = read_or_refused(super::plan::read_plan(dir.path()), "plan.json")? {
@@ -281,7 +288,9 @@ proptest! {
     }
 
     #[test]
-    fn a_journal_is_ranked_or_refused_naming_it(bytes in damaged_journal()) {
+    fn a_journal_is_ranked_or_refused_naming_it(
+        bytes in prop_oneof![damaged_journal(JOURNAL), damaged_journal(JOURNAL_TPE)]
+    ) {
         let dir = scratch();
         let path = dir.path().join("journal.log");
         std::fs::write(&path, &bytes).unwrap();

@@ -138,8 +138,15 @@ fn counts_no_search_runs_are_refused_before_anything_is_allocated() {
     let env = Env::new();
     population(&env, "");
     let cases = [
-        ("sweep.pbt.population=4294967296", "sweep.pbt.population: must be at most 100000, got 4294967296"),
-        ("sweep.pbt.population=1", "sweep.pbt.population: a population of 1 has no other member to copy: none would copy another"),
+        (
+            "sweep.pbt.population=4294967296",
+            "sweep.pbt.population: must be at most 100000, got 4294967296",
+        ),
+        (
+            "sweep.pbt.population=1",
+            "sweep.pbt.population: a population of 1 has no other member to copy: none would \
+             copy another",
+        ),
     ];
     for (set, says) in cases {
         let out = env.run(&["sweep", "--config", "search.toml", "--set", set]);
@@ -174,7 +181,9 @@ fn counts_no_search_runs_are_refused_before_anything_is_allocated() {
     for set in &grid {
         args.extend(["--set", set]);
     }
-    env.run(&args).fails_with(2, &["sweep.vary: the grid's lists give 11 x 11 x 11 x 11 x 11 combinations, more than the 100000 a search runs"]);
+    let says = "sweep.vary: the grid's lists give 11 x 11 x 11 x 11 x 11 combinations, more \
+                than the 100000 a search runs";
+    env.run(&args).fails_with(2, &[says]);
 }
 
 #[test]

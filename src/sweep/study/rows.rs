@@ -9,11 +9,12 @@ use serde_json::Value;
 use super::joined::Study;
 use super::population::{check_exploits, exploits};
 use crate::config::MonitorMode;
-use crate::error::Error;
+use crate::error::{Error, SweepError};
 use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PLAN, REASON, WORKER};
 use crate::sweep::journal::op::State;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::results::{last_values, Copied, Interval, TrialRow, TrialStatus};
+use crate::sweep::space::MAX_TRIALS;
 
 /// What a study is ranked by: its monitor and mode, from the plan its first worker wrote.
 pub fn monitor_of(journal: &Journal, study: usize) -> Option<(String, MonitorMode)> {
@@ -43,12 +44,23 @@ pub fn rows(journal: &Journal, study: usize, spec: &str) -> Result<Vec<TrialRow>
         "a study's rows come from its whole journal"
     );
     check_exploits(journal, study, spec)?;
+    // A row for each trial planned: a count no search plans is the journal's error, not a
+    // table to allocate.
+    let planned = planned(journal, study);
+    if planned > MAX_TRIALS {
+        return Err(Error::Sweep(SweepError::Plan {
+            origin: spec.to_string(),
+            message: format!(
+                "{PLAN}: trials is {planned}, more than the {MAX_TRIALS} a search plans"
+            ),
+        }));
+    }
     let interval = interval_of(journal, study);
     let mut by_number: BTreeMap<usize, TrialRow> = (journal.studies[study].trials.iter())
         .map(|&id| &journal.trials[&id])
         .filter_map(|t| Some((t.number?, row(t, interval))))
         .collect();
-    for n in 1..=planned(journal, study) {
+    for n in 1..=planned {
         by_number.entry(n).or_insert_with(|| TrialRow::not_run(n));
     }
     Ok(by_number.into_values().collect())
