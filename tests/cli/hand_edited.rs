@@ -28,10 +28,10 @@ fn a_population_s_hand_edited_exploit_record_is_refused_naming_the_record() {
         .find(|l| l.contains("tidemark:exploit:"))
         .unwrap();
     let value: serde_json::Value = serde_json::from_str(record).unwrap();
-    let (key, exploit) = value["system_attr"]
+    let exploit = value["system_attr"]
         .as_object()
         .unwrap()
-        .iter()
+        .values()
         .next()
         .unwrap();
     let from = format!("\"from\":{}", exploit["from"]);
