@@ -159,3 +159,59 @@ fn a_population_resumed_with_a_manifest_reaching_outside_copies_nothing() {
         assert_eq!(checkpoints(&after), checkpoints(&before), "{case}");
     }
 }
+
+#[test]
+fn a_trial_s_launch_files_keep_it_inside_its_search_and_its_study() {
+    let env = Env::small();
+    let grid = format!(
+        "{}\n[sweep]\nparallel = 2\nbudget = \"2GiB\"\n\n[sweep.vary]\ntrain.lr = [0.01, 0.003]\n",
+        super::SMALL
+    );
+    env.write("grid.toml", &grid);
+    let run = env.run(&["sweep", "--config", "grid.toml"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let launch = "runs/small-sweep/launch/trial-001.toml";
+    let toml = std::fs::read_to_string(env.path(launch)).unwrap();
+    let trial = |envs: &[(&str, String)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"));
+        command.args(["trial", launch]).current_dir(env.dir.path());
+        for (key, value) in envs {
+            command.env(key, value);
+        }
+        super::Run(command.output().unwrap())
+    };
+    // A launch file edited to train elsewhere trains nowhere.
+    let at = "output_dir = \"runs/small-sweep\"";
+    assert!(toml.contains(at), "{toml}");
+    std::fs::write(
+        env.path(launch),
+        toml.replace(at, "output_dir = \"elsewhere\""),
+    )
+    .unwrap();
+    let before = tree(env.dir.path());
+    let says = "run.output_dir and run.name name elsewhere/trial-001, which is not this trial's \
+                directory beside its launch file";
+    trial(&[]).fails_with(2, &["launch/trial-001.toml: ", says]);
+    assert_eq!(tree(env.dir.path()), before);
+    std::fs::write(env.path(launch), &toml).unwrap();
+    // Its study file, edited to name another storage, is refused: the child writes only to the
+    // storage its search gave it.
+    let study = env.path("runs/small-sweep/launch/trial-001.study.json");
+    let mut reports: Value = serde_json::from_slice(&std::fs::read(&study).unwrap()).unwrap();
+    let own = reports["storage"].as_str().unwrap().to_string();
+    let pid = std::process::id();
+    reports["storage"] = "other/journal.log".into();
+    reports["pid"] = pid.into();
+    std::fs::write(&study, serde_json::to_vec(&reports).unwrap()).unwrap();
+    let before = tree(env.dir.path());
+    let envs = [
+        ("TIDEMARK_SEARCH_PID", pid.to_string()),
+        ("TIDEMARK_STUDY_STORAGE", own.clone()),
+    ];
+    let says = format!(
+        "names the storage other/journal.log, where the search that started this trial writes \
+         to {own}"
+    );
+    trial(&envs).fails_with(2, &["trial-001.study.json: ", &says]);
+    assert_eq!(tree(env.dir.path()), before);
+}
