@@ -72,7 +72,7 @@ pub fn run_child(
     let gate = GateSpec::read(&gate_path(launch))?;
     let run_dir = cfg.run.output_dir.join(&cfg.run.name);
     trial_beside(launch, &run_dir)?;
-    let gate = gate.map(|g| g.into_gate_reading(study));
+    let gate = gate.map(|g| g.for_run(&run_dir).into_gate_reading(study));
     train_or_resume(kinds, cfg, &run_dir, observer, gate, None)
 }
 

@@ -80,6 +80,27 @@ impl GateSpec {
         }
     }
 
+    /// This gate for the run in `run_dir`: a child's gate reads its own run's curve, wherever
+    /// the file it was read from says the run is.
+    pub fn for_run(self, run_dir: &Path) -> GateSpec {
+        match self {
+            GateSpec::Median {
+                monitor,
+                mode,
+                min_epochs,
+                startup,
+                ..
+            } => GateSpec::Median {
+                run_dir: run_dir.to_path_buf(),
+                monitor,
+                mode,
+                min_epochs,
+                startup,
+            },
+            other => other,
+        }
+    }
+
     /// Writes it to `path` for a child; `None` removes an earlier run's.
     pub fn write(gate: Option<&GateSpec>, path: &Path) -> Result<(), Error> {
         match gate {

@@ -199,10 +199,15 @@ fn reopen(journal: &Journal, study: usize, dir: &Path, epochs: usize) -> Result<
 
 /// The journal of a search alone, in its sweep directory `dir`.
 fn journal_of(dir: &Path) -> Result<String, Error> {
-    Ok(crate::config::path_text(
-        "the sweep directory",
-        &dir.join("journal.log"),
-    )?)
+    let path = dir.join("journal.log");
+    // Appended to, and cut back to its last whole record, only inside the search's directory.
+    crate::record::names::inside(dir, &path).map_err(|why| {
+        Error::Sweep(crate::error::SweepError::Plan {
+            origin: path.display().to_string(),
+            message: format!("{why}; nothing was read or changed"),
+        })
+    })?;
+    Ok(crate::config::path_text("the sweep directory", &path)?)
 }
 
 /// A search's `config.toml` and `plan.json` in its sweep directory `dir`.
