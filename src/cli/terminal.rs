@@ -267,7 +267,8 @@ impl Observer for Terminal {
 /// `text` with its control characters shown escaped (`\u{1b}`), newlines and tabs kept: a name
 /// or a path from a config or a file is the user's to choose, and the terminal is theirs too.
 pub(crate) fn escaped(text: &str) -> String {
-    text.chars()
+    without_passwords(text)
+        .chars()
         .flat_map(|c| match c.is_control() && c != '\n' && c != '\t' {
             true => c.escape_unicode().collect::<Vec<char>>(),
             false => vec![c],
@@ -275,8 +276,53 @@ pub(crate) fn escaped(text: &str) -> String {
         .collect()
 }
 
+/// `text` with the password of each URL in it (`redis://:PASSWORD@HOST`,
+/// `redis://USER:PASSWORD@HOST`) shown as `***`: a storage's address is named in progress and
+/// errors, which land in a job array's logs.
+fn without_passwords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        // The authority: up to the path, a space or a quote.
+        let end = after
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'')
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        // A placeholder (`redis://:PASSWORD@HOST:PORT`, as a hint writes it) is kept.
+        let secret = (authority.rfind('@'))
+            .and_then(|a| Some((authority[..a].find(':')?, a)))
+            .filter(|&(colon, a)| &authority[colon + 1..a] != "PASSWORD");
+        match secret {
+            Some((colon, a)) => {
+                out.push_str(&authority[..=colon]);
+                out.push_str("***");
+                out.push_str(&authority[a..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod escape_tests {
+    #[test]
+    fn a_url_s_password_is_never_shown() {
+        let shown = super::escaped(
+            "--storage redis://:s3cret@127.0.0.1:6379: NOAUTH; rejoin with redis://me:pw@h/0 \
+             or redis://h:1 (a user, a@b); give redis://:PASSWORD@HOST",
+        );
+        assert_eq!(
+            shown,
+            "--storage redis://:***@127.0.0.1:6379: NOAUTH; rejoin with redis://me:***@h/0 or \
+             redis://h:1 (a user, a@b); give redis://:PASSWORD@HOST"
+        );
+    }
+
     #[test]
     fn control_characters_are_shown_not_sent() {
         assert_eq!(super::escaped("a\u{1b}[2Jb\tc\n"), "a\\u{1b}[2Jb\tc\n");
