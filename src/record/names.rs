@@ -36,6 +36,18 @@ pub fn inside(root: &Path, path: &Path) -> Result<(), String> {
     let resolved = loop {
         match at.canonicalize() {
             Ok(resolved) => break resolved,
+            // A link to nothing would be written through to wherever it names.
+            Err(_)
+                if at
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.file_type().is_symlink()) =>
+            {
+                let target = std::fs::read_link(at).unwrap_or_default();
+                return Err(format!(
+                    "a symbolic link to what does not exist (to {})",
+                    target.display()
+                ));
+            }
             Err(_) => match at.parent() {
                 Some(parent) if !parent.as_os_str().is_empty() => at = parent,
                 _ => return Ok(()),
@@ -90,6 +102,14 @@ mod tests {
         let out = inside(&run, &run.join("out")).unwrap_err();
         assert!(out.starts_with("a symbolic link leads out of "), "{out}");
         assert!(inside(&run, &run.join("dir/new")).is_err());
+        // A link to nothing, and a path under one: never written through.
+        std::os::unix::fs::symlink(outside.path().join("new"), run.join("dangling")).unwrap();
+        let dangling = inside(&run, &run.join("dangling")).unwrap_err();
+        assert!(
+            dangling.starts_with("a symbolic link to what does not exist"),
+            "{dangling}"
+        );
+        assert!(inside(&run, &run.join("dangling/file")).is_err());
         assert!(inside(&run, &run.join("../run/../x")).is_err());
     }
 }

@@ -173,6 +173,10 @@ impl RunSummary {
     /// a damaged summary is never taken for a run that did not run.
     pub fn read(run_dir: &Path) -> Result<Option<RunSummary>, RecordError> {
         let path = run_dir.join("summary.json");
+        if let Err(why) = super::names::inside(run_dir, &path) {
+            let message = format!("{why}; nothing was read or changed");
+            return Err(RecordError::corrupt(&path, None, message));
+        }
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -110,6 +110,8 @@ impl Plan {
 
 pub(super) fn read_plan(dir: &Path) -> Result<Plan, Error> {
     let path = dir.join("plan.json");
+    crate::record::names::inside(dir, &path)
+        .map_err(|why| Error::checkpoint(&path, format!("{why}; nothing was read or changed")))?;
     let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::Usage(UsageError::new(
             format!("--resume {}", dir.display()),

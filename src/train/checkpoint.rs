@@ -347,7 +347,10 @@ fn put_in_place(tmp: &Path, target: &Path) -> Result<(), Error> {
     let io = |path: &Path, e: std::io::Error| Error::io(path, e);
     if target.symlink_metadata().is_ok() {
         if exchange(tmp, target) {
-            return std::fs::remove_dir_all(tmp).map_err(|e| io(tmp, e));
+            // The new one is in place: the old, at the temporary name, goes where it can (the
+            // next write of this name replaces what is left).
+            let _ = std::fs::remove_dir_all(tmp);
+            return Ok(());
         }
         std::fs::remove_dir_all(target).map_err(|e| io(target, e))?;
     }

@@ -31,11 +31,11 @@ fn lose(how: &str, path: &std::path::Path) {
 const LOSSES: [(&str, &str); 4] = [
     (
         "emptied",
-        "holds no record of search small, whose trial-001 and 3 more trained here",
+        "holds no record of this search, and its trial-001 and 3 more trained here",
     ),
     (
         "removed",
-        "holds no record of search small, whose trial-001 and 3 more trained here",
+        "is missing, and its trial-001 and 3 more trained here",
     ),
     ("cut in half", "holds no record of trial-"),
     ("a value lost", "at epoch 1, which its snapshots.jsonl has"),

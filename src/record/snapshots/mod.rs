@@ -210,19 +210,34 @@ impl SnapshotWriter {
 /// Writes `contents` to `path` through a temporary file and a rename, so a reader (or a crash)
 /// never sees half a file. The temporary file is this process's own (`config.<pid>.tmp`), so
 /// processes that write the same file at once (the workers of a study, writing their sweep
-/// directory's `plan.json`) each rename a whole file of their own, made new: one left there
-/// (by a process of the same id, or a link put in its place) is removed, never written
-/// through.
+/// directory's `plan.json`, on machines whose processes may share ids) each rename a whole
+/// file of their own: made new under a name no other has (`config.<pid>.<nonce>.tmp`), so
+/// that nothing is written through a file or a link already there, and no other writer's is
+/// removed.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-    match std::fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let mut file = File::options().write(true).create_new(true).open(&tmp)?;
-    file.write_all(contents)?;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let (file, tmp) = loop {
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let nonce = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = path.with_extension(format!("{}.{clock:x}{nonce}.tmp", std::process::id()));
+        match File::options().write(true).create_new(true).open(&tmp) {
+            Ok(file) => break (file, tmp),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    let mut file = file;
+    let written = file.write_all(contents);
     drop(file);
-    std::fs::rename(&tmp, path)
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
 }
 
 /// The snapshots of the run as it stands. A `resume` after `k` epochs supersedes what was

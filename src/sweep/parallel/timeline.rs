@@ -116,6 +116,10 @@ impl Timeline {
             .collect();
         files.sort();
         for file in files {
+            crate::record::names::inside(dir, &file).map_err(|why| {
+                let message = format!("{why}; nothing was read or changed");
+                crate::record::RecordError::corrupt(&file, None, message)
+            })?;
             let one = Timeline::read(&file)?.unwrap_or_default();
             merged.budget_bytes = merged.budget_bytes.max(one.budget_bytes);
             merged.parallel = merged.parallel.max(one.parallel);

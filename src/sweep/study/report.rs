@@ -1,7 +1,7 @@
 //! `tidemark report STORAGE`: every study of a journal ranked from the journal alone, from any
 //! machine that can read it.
 
-use super::lost::refuse_lost;
+use super::lost::{refuse_lost, Searched};
 use super::rows::{monitor_of, rows, running_on};
 use super::storage::Storage;
 use crate::config::MonitorMode;
@@ -36,7 +36,11 @@ pub struct StudyReport {
 /// (a search alone's, named after its config's `run.name`). A journal that lost what the
 /// members' own files show they trained (`monitor`'s values) is refused, naming it: a lineage
 /// is never written from less than the members trained.
-fn lineages(dir: &Path, monitor: &str) -> Result<BTreeMap<usize, Vec<Interval>>, Error> {
+fn lineages(
+    dir: &Path,
+    monitor: &str,
+    interval: usize,
+) -> Result<BTreeMap<usize, Vec<Interval>>, Error> {
     let marker = dir.join("study.json");
     let (spec, name) = match std::fs::read_to_string(&marker) {
         Ok(text) => {
@@ -47,6 +51,11 @@ fn lineages(dir: &Path, monitor: &str) -> Result<BTreeMap<usize, Vec<Interval>>,
         }
         Err(_) => {
             let journal = dir.join("journal.log");
+            // Read only inside the search's directory.
+            crate::record::names::inside(dir, &journal).map_err(|why| {
+                let message = format!("{why}; nothing was read or changed");
+                Error::from(RecordError::corrupt(&journal, None, message))
+            })?;
             let path = dir.join("config.toml");
             let config = std::fs::read_to_string(&path).unwrap_or_default();
             let table: toml::Table = toml::from_str(&config).unwrap_or_default();
@@ -60,11 +69,17 @@ fn lineages(dir: &Path, monitor: &str) -> Result<BTreeMap<usize, Vec<Interval>>,
     };
     // A journal file that is not there is read as one that holds nothing, never made.
     let missing = !spec.contains("://") && !Path::new(&spec).is_file();
-    let journal = match missing {
-        true => Journal::default(),
-        false => Storage::whole(&spec, &worker_id())?,
+    let read = || match missing {
+        true => Ok(Journal::default()),
+        false => Storage::whole(&spec, &worker_id()),
     };
-    refuse_lost(&journal, &name, dir, &spec, monitor, true)?;
+    let searched = Searched {
+        name: &name,
+        spec: &spec,
+        monitor,
+        interval: Some(interval),
+    };
+    let journal = refuse_lost(dir, &searched, read)?;
     let Some(id) = journal.study(&name) else {
         return Ok(BTreeMap::new());
     };
@@ -86,8 +101,8 @@ pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
     })?;
     let mut rows = read_rows(dir, &plan, BTreeMap::new())?;
     // A population's lineage is the study's: from its journal.
-    if plan.pbt.is_some() {
-        let mut lineages = lineages(dir, &plan.monitor)?;
+    if let Some(pbt) = &plan.pbt {
+        let mut lineages = lineages(dir, &plan.monitor, pbt.interval)?;
         for row in &mut rows {
             row.lineage = lineages.remove(&row.trial).unwrap_or_default();
             row.values = last_values(&row.lineage, &row.values);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::heartbeat::Heartbeat;
 use super::joined::{keep, Study};
-use super::lost::{check_checkpoints, refuse_lost};
+use super::lost::{check_checkpoints, refuse_lost, Searched};
 use super::next::{take, Beats, Work};
 use super::population::check_exploits;
 use super::rows::{progress, rows};
@@ -65,6 +65,9 @@ pub fn work(
     let mut opened = Storage::open(storage, &worker_id())?.lean(keep(space));
     opened.sync()?;
     let dir = shared_dir(&config.run.output_dir.join(sweep), &plan)?;
+    // A shared directory's trials trained as the study recorded them, or the study lost them.
+    let searched = searched(config, space, storage);
+    refuse_lost(&dir, &searched, || Storage::whole(storage, &worker_id()))?;
     write_search(&dir, config, &plan)?;
     write_marker(&dir, storage, &config.run.name)?;
     let rows = run(kinds, config, space, &dir, opened, observer)?;
@@ -108,14 +111,15 @@ pub fn rejoin_alone(
     // The journal is the search's state: one that lost what its trials trained is refused,
     // naming it, before anything is decided or written (one removed is not made anew).
     let spec = journal_of(dir)?;
-    let (name, monitor) = (&config.run.name, space.monitor.name());
-    let population = space.pbt.is_some();
+    let name = &config.run.name;
+    let searched = searched(config, space, &spec);
     if !dir.join("journal.log").is_file() {
-        refuse_lost(&Journal::default(), name, dir, &spec, monitor, population)?;
+        refuse_lost(dir, &searched, || Ok(Journal::default()))?;
     }
     let mut storage = Storage::open(&spec, &worker_id())?.lean(keep(space));
-    let journal = Storage::whole(storage.spec(), storage.worker())?;
-    refuse_lost(&journal, name, dir, &spec, monitor, population)?;
+    let journal = refuse_lost(dir, &searched, || {
+        Storage::whole(storage.spec(), storage.worker())
+    })?;
     if let Some(study) = journal.study(name) {
         check_exploits(&journal, study, &spec)?;
     }
@@ -195,6 +199,16 @@ fn reopen(journal: &Journal, study: usize, dir: &Path, epochs: usize) -> Result<
         });
     }
     Ok(ops)
+}
+
+/// What [`refuse_lost`] checks a search's trials against: its study in the journal at `spec`.
+fn searched<'a>(config: &'a RunConfig, space: &'a Space, spec: &'a str) -> Searched<'a> {
+    Searched {
+        name: &config.run.name,
+        spec,
+        monitor: space.monitor.name(),
+        interval: space.pbt.as_ref().map(|p| p.interval),
+    }
 }
 
 /// The journal of a search alone, in its sweep directory `dir`.

@@ -14,6 +14,9 @@ pub(super) const RANKING_FILE: &str = "ranking.json";
 /// The ranking in the checkpoints directory `dir`: empty where there is none.
 pub(super) fn read_ranking(dir: &Path) -> Result<Vec<RankedCheckpoint>, Error> {
     let path = dir.join(RANKING_FILE);
+    let run = dir.parent().unwrap_or(dir);
+    crate::record::names::inside(run, &path)
+        .map_err(|why| Error::checkpoint(&path, format!("{why}; nothing was read or changed")))?;
     let ranking: Vec<RankedCheckpoint> = match std::fs::read(&path) {
         Ok(text) => crate::record::parse_json(&text)
             .map_err(|e| Error::checkpoint(&path, format!("not a ranking of checkpoints: {e}")))?,

@@ -71,6 +71,9 @@ impl Checkpoint {
                 return Self::at(dir, pointer);
             }
         }
+        crate::record::names::inside(run_dir, &latest).map_err(|why| {
+            Error::checkpoint(&latest, format!("{why}; nothing was read or changed"))
+        })?;
         let name = std::fs::read_to_string(&latest).map_err(|e| {
             let message = match (e.kind(), pointer) {
                 (std::io::ErrorKind::NotFound, "latest") => {
@@ -86,7 +89,10 @@ impl Checkpoint {
         })?;
         let name = name.trim();
         if let Err(why) = super::checkpoint_name(name) {
-            let message = format!("names {name:?}, which is {why}");
+            // What it holds is shown cut short: a pointer is a short name, not a file to echo.
+            let shown: String = name.chars().take(40).collect();
+            let cut = if shown.len() < name.len() { "..." } else { "" };
+            let message = format!("names {shown:?}{cut}, which is {why}");
             return Err(Error::checkpoint(&latest, message));
         }
         Self::at(latest.with_file_name(name), pointer)
@@ -153,6 +159,11 @@ impl Checkpoint {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // Nothing is read through a link out of the run: its directory first.
+        let run = crate::record::names::run_of_checkpoint(&dir);
+        crate::record::names::inside(&run, &dir).map_err(|why| {
+            Error::checkpoint(&dir, format!("{why}; nothing was read or changed"))
+        })?;
         let meta = File::Meta.in_dir(&dir);
         let text = std::fs::read(&meta).map_err(|e| {
             let message = match e.kind() {

@@ -175,9 +175,11 @@ impl<M: Module + 'static> HandLoop<M> {
     ///
     /// [`end_run`]: Self::end_run
     fn refused(self, e: Error) -> Error {
+        let said = e.to_string();
         match self.end_run(Err(e)) {
             Ok((_, Err(e))) | Err(e) => e,
-            Ok((_, Ok(_))) => unreachable!("a run ended with an error ends with it"),
+            // A run ended with an error ends with it; were it not, the refusal still stands.
+            Ok((_, Ok(_))) => Error::Device(said),
         }
     }
 }
