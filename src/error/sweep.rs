@@ -50,6 +50,22 @@ pub enum SweepError {
 }
 
 impl SweepError {
+    /// The error of the storage `spec` (as `--storage` gave it), which failed with `message`:
+    /// the argument's, exit code 2, where `fix` says what to change (no wait mends it); else
+    /// the storage's, exit code 75.
+    pub fn storage_failed(spec: &str, message: String, fix: Option<&str>) -> super::Error {
+        match fix {
+            Some(fix) => super::Error::Usage(super::UsageError::new(
+                format!("--storage {spec}"),
+                format!("{message}; {fix}"),
+            )),
+            None => super::Error::Sweep(SweepError::Storage {
+                storage: spec.to_string(),
+                message,
+            }),
+        }
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use redis::{Commands, Connection, Script};
 
-use crate::error::{Error, SweepError, UsageError};
+use crate::error::{Error, SweepError};
 
 /// How long a lock left by a dead worker stands.
 pub const LOCK_EXPIRY: Duration = Duration::from_secs(30);
@@ -127,16 +127,7 @@ impl RedisJournal {
 /// job retrying it would fail the same way for ever.
 fn fail(url: &str, e: redis::RedisError) -> Error {
     let message = format!("Redis: {}", crate::config::one_line(&e.to_string()));
-    match what_to_fix(&e) {
-        Some(fix) => Error::Usage(UsageError::new(
-            format!("--storage {url}"),
-            format!("{message}; {fix}"),
-        )),
-        None => Error::Sweep(SweepError::Storage {
-            storage: url.to_string(),
-            message,
-        }),
-    }
+    SweepError::storage_failed(url, message, what_to_fix(&e))
 }
 
 /// What to change where `e` is no failure of the server's but of what `--storage` names it by,

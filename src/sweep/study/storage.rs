@@ -200,16 +200,7 @@ fn file_failed(spec: &str, e: Error) -> Error {
         return e;
     };
     let message = format!("{}: {source}", path.display());
-    match super::file::what_to_fix(source.kind()) {
-        Some(fix) => Error::Usage(UsageError::new(
-            format!("--storage {spec}"),
-            format!("{message}; {fix}"),
-        )),
-        None => Error::Sweep(SweepError::Storage {
-            storage: spec.to_string(),
-            message,
-        }),
-    }
+    SweepError::storage_failed(spec, message, super::file::what_to_fix(source.kind()))
 }
 
 #[cfg(test)]
