@@ -271,20 +271,36 @@ limit = 9146170
                 "needed at rest (estimated) before training",
             ],
             &[
-                "by category, at rest: data ",
+                "by category, at rest: ",
                 "dominates the estimate, where the model's parameters, gradients and optimizer \
                  state are ",
-                "the dataset is held in memory whole",
             ],
         );
         let stderr = run.stderr();
         assert!(!stderr.contains("alone exceed"), "{stderr}");
+        // The categories largest first; the one named is the first. The data dominates where
+        // gemm's buffers (one per rayon worker, the size of the L2 cache) are smaller than it:
+        // on 2 workers of a 2 MiB L2, not on CI's 3 workers of 8 MiB, where "other" does.
+        let by = (stderr.lines())
+            .find(|l| l.trim_start().starts_with("by category, at rest: "))
+            .unwrap();
+        let first = (by.trim_start())
+            .trim_start_matches("by category, at rest: ")
+            .split_whitespace()
+            .next()
+            .unwrap();
         let said = stderr.lines().last().unwrap();
-        assert!(said.trim_start().starts_with("data "), "{said}");
-        let (held, named) = (
-            figure_after(said, "data "),
-            figure_after(said, "state are "),
+        assert!(
+            said.trim_start().starts_with(&format!("{first} ")),
+            "{stderr}"
         );
+        if first == "data" {
+            assert!(
+                said.contains("the dataset is held in memory whole"),
+                "{said}"
+            );
+        }
+        let (held, named) = (figure_after(by, "data "), figure_after(said, "state are "));
         assert!(
             held >= data && held < 1.1 * data,
             "the dataset's {data} bytes: {held} ({said})"
