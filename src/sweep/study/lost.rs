@@ -67,6 +67,10 @@ fn trained(dir: &Path, monitor: &str) -> Result<BTreeMap<usize, BTreeMap<usize, 
     let mut out = BTreeMap::new();
     for (number, run) in trial_dirs(dir)? {
         let log = run.join("snapshots.jsonl");
+        inside(&run, &log).map_err(|why| {
+            let message = format!("{why}; nothing was read or changed");
+            Error::from(crate::record::RecordError::corrupt(&log, None, message))
+        })?;
         let epochs: BTreeMap<usize, f64> = match log.is_file() {
             true => {
                 let snapshots = read_snapshots(&log)?;
