@@ -27,5 +27,5 @@ pub use snapshots::{
     as_it_stands, current_epochs, read_snapshot_log, read_snapshots, write_atomic, Event, Retained,
     Snapshot, SnapshotLog, SnapshotWriter,
 };
-pub use summary::{RankedCheckpoint, RunStatus, RunSummary};
+pub use summary::{RankedCheckpoint, RunStatus, RunSummary, MAX_EPOCHS};
 pub use trace::{StepSample, StepTrace, POINTS_PER_EPOCH};

@@ -183,7 +183,22 @@ impl RunSummary {
             Err(e) => return Err(RecordError::io(&path, e)),
         };
         super::parse_json(&bytes)
-            .map(Some)
             .map_err(|e| RecordError::corrupt(&path, None, format!("not a run summary: {e}")))
+            .and_then(|summary: RunSummary| match summary.epochs > MAX_EPOCHS {
+                // What reads it draws a line or a table row for each epoch.
+                true => {
+                    let message = format!(
+                        "not a run summary: epochs is {}, past the {MAX_EPOCHS} a run's records \
+                         are read for",
+                        summary.epochs
+                    );
+                    Err(RecordError::corrupt(&path, None, message))
+                }
+                false => Ok(Some(summary)),
+            })
     }
 }
+
+/// The most epochs a run's records are read for (a summary, a study's rows, a population's
+/// schedule, each drawn epoch by epoch): a file that records more was not written by a run.
+pub const MAX_EPOCHS: usize = 1_000_000;

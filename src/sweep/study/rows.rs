@@ -10,11 +10,12 @@ use super::joined::Study;
 use super::population::{check_exploits, exploits};
 use crate::config::MonitorMode;
 use crate::error::{Error, SweepError};
+use crate::record::MAX_EPOCHS;
 use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PLAN, REASON, WORKER};
 use crate::sweep::journal::op::State;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::results::{last_values, Copied, Interval, TrialRow, TrialStatus};
-use crate::sweep::space::MAX_TRIALS;
+use crate::sweep::space::{Trial, MAX_TRIALS};
 
 /// What a study is ranked by: its monitor and mode, from the plan its first worker wrote.
 pub fn monitor_of(journal: &Journal, study: usize) -> Option<(String, MonitorMode)> {
@@ -44,8 +45,26 @@ pub fn rows(journal: &Journal, study: usize, spec: &str) -> Result<Vec<TrialRow>
         "a study's rows come from its whole journal"
     );
     check_exploits(journal, study, spec)?;
-    // A row for each trial planned: a count no search plans is the journal's error, not a
-    // table to allocate.
+    // A row for each trial planned, a lineage interval for each of a member's intervals and a
+    // schedule line for each epoch: counts no search plans and no run trains are the journal's
+    // error, not tables to allocate.
+    for &id in &journal.studies[study].trials {
+        let t = &journal.trials[&id];
+        let said = (t.user_attrs.get(EPOCHS).and_then(Value::as_u64)).unwrap_or(0);
+        let epochs = (t.epochs() as u64).max(said);
+        if epochs > MAX_EPOCHS as u64 {
+            let trial = t
+                .number
+                .map_or_else(|| format!("trial id {id}"), Trial::name_of);
+            return Err(Error::Sweep(SweepError::Plan {
+                origin: spec.to_string(),
+                message: format!(
+                    "{trial}: epoch {epochs} recorded, past the {MAX_EPOCHS} a study's rows are \
+                     drawn for"
+                ),
+            }));
+        }
+    }
     let planned = planned(journal, study);
     if planned > MAX_TRIALS {
         return Err(Error::Sweep(SweepError::Plan {
