@@ -24,10 +24,26 @@ pub fn plain(name: &str) -> Result<(), &'static str> {
     }
 }
 
+/// A path that, its links followed, does not stay inside the directory it was read for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LeadsOut {
+    /// A link to nothing: it would be written through to wherever it names.
+    #[error("a symbolic link to what does not exist (to {})", .0.display())]
+    Dangling(PathBuf),
+    /// A link to a place outside the directory.
+    #[error("a symbolic link leads out of {} (to {})", root.display(), target.display())]
+    Out {
+        /// The directory, resolved.
+        root: PathBuf,
+        /// Where the path resolves.
+        target: PathBuf,
+    },
+}
+
 /// Whether `path` resolves inside `root` once every symbolic link on the way is followed:
 /// `Err` with where it leads where it does not. A path that does not exist (yet) is judged by
 /// the nearest of its directories that does.
-pub fn inside(root: &Path, path: &Path) -> Result<(), String> {
+pub fn inside(root: &Path, path: &Path) -> Result<(), LeadsOut> {
     let Ok(root) = root.canonicalize() else {
         // A root that cannot be resolved holds nothing to follow out of.
         return Ok(());
@@ -42,10 +58,8 @@ pub fn inside(root: &Path, path: &Path) -> Result<(), String> {
                     .symlink_metadata()
                     .is_ok_and(|m| m.file_type().is_symlink()) =>
             {
-                let target = std::fs::read_link(at).unwrap_or_default();
-                return Err(format!(
-                    "a symbolic link to what does not exist (to {})",
-                    target.display()
+                return Err(LeadsOut::Dangling(
+                    std::fs::read_link(at).unwrap_or_default(),
                 ));
             }
             Err(_) => match at.parent() {
@@ -56,11 +70,10 @@ pub fn inside(root: &Path, path: &Path) -> Result<(), String> {
     };
     match resolved.starts_with(&root) {
         true => Ok(()),
-        false => Err(format!(
-            "a symbolic link leads out of {} (to {})",
-            root.display(),
-            resolved.display()
-        )),
+        false => Err(LeadsOut::Out {
+            root,
+            target: resolved,
+        }),
     }
 }
 
@@ -99,12 +112,12 @@ mod tests {
         assert_eq!(inside(&run, &run.join("in")), Ok(()));
         // Not there yet: judged by its directory.
         assert_eq!(inside(&run, &run.join("new/file")), Ok(()));
-        let out = inside(&run, &run.join("out")).unwrap_err();
+        let out = inside(&run, &run.join("out")).unwrap_err().to_string();
         assert!(out.starts_with("a symbolic link leads out of "), "{out}");
         assert!(inside(&run, &run.join("dir/new")).is_err());
         // A link to nothing, and a path under one: never written through.
         std::os::unix::fs::symlink(outside.path().join("new"), run.join("dangling")).unwrap();
-        let dangling = inside(&run, &run.join("dangling")).unwrap_err();
+        let dangling = inside(&run, &run.join("dangling")).unwrap_err().to_string();
         assert!(
             dangling.starts_with("a symbolic link to what does not exist"),
             "{dangling}"

@@ -171,16 +171,6 @@ pub fn exploits(t: &TrialRecord) -> BTreeMap<usize, Exploited> {
 /// them: a record that is not is never dropped, and never trusted. The error names the
 /// journal at `spec`.
 pub fn check_exploits(journal: &Journal, study: usize, spec: &str) -> Result<(), Error> {
-    exploits_invalid(journal, study).map_err(|message| {
-        Error::Sweep(crate::error::SweepError::Plan {
-            origin: spec.to_string(),
-            message,
-        })
-    })
-}
-
-/// What [`check_exploits`] finds wrong, on one line.
-fn exploits_invalid(journal: &Journal, study: usize) -> Result<(), String> {
     let Some(plan) = journal.studies[study].system_attrs.get(PLAN) else {
         return Ok(());
     };
@@ -188,9 +178,10 @@ fn exploits_invalid(journal: &Journal, study: usize) -> Result<(), String> {
         return Ok(());
     };
     let population = plan["trials"].as_array().map_or(0, Vec::len);
-    let varied: Vec<&str> = (plan["vary"].as_array().into_iter().flatten())
+    let mut varied: Vec<&str> = (plan["vary"].as_array().into_iter().flatten())
         .filter_map(|kd| kd[0].as_str())
         .collect();
+    varied.sort_unstable();
     for &id in &journal.studies[study].trials {
         let t = &journal.trials[&id];
         let number = t
@@ -200,7 +191,12 @@ fn exploits_invalid(journal: &Journal, study: usize) -> Result<(), String> {
             let Some(epoch) = key.strip_prefix(EXPLOIT) else {
                 continue;
             };
-            let bad = |what: String| Err(format!("{number}'s {key}: {what}"));
+            let bad = |what: String| {
+                Err(Error::Sweep(crate::error::SweepError::Plan {
+                    origin: spec.to_string(),
+                    message: format!("{number}'s {key}: {what}"),
+                }))
+            };
             match epoch.parse::<u64>() {
                 Ok(e) if e > 0 && e % interval == 0 => {}
                 _ => return bad(format!("not an interval's epoch (every {interval})")),
@@ -223,14 +219,12 @@ fn exploits_invalid(journal: &Journal, study: usize) -> Result<(), String> {
                 ));
             };
             let set: Vec<&str> = values.keys().map(String::as_str).collect();
-            let mut expected = varied.clone();
-            expected.sort_unstable();
-            if set != expected {
+            if set != varied {
                 let set = match set.is_empty() {
                     true => "no key".to_string(),
                     false => set.join(", "),
                 };
-                let expected = expected.join(", ");
+                let expected = varied.join(", ");
                 return bad(format!(
                     "values sets {set}, where the search varies {expected}"
                 ));
