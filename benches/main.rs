@@ -6,7 +6,7 @@
 //!     cargo bench -- w2                    # only the cases whose name contains "w2"
 //!     cargo bench -- pipeline              # only the input-pipeline table
 //!
-//! For each workload (`configs/bench/w1.toml`..`w4.toml`, the files `tidemark compare` takes
+//! For each workload (`configs/bench/w0.toml`..`w4.toml`, the files `tidemark compare` takes
 //! too), each backend compiled in, and each policy, one case runs in its own process and prints
 //! one result line; this process prints the table. See `benchmarks/mod.rs` for what is measured.
 //! A last table per backend times the data loader against the training step

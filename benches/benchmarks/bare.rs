@@ -76,9 +76,13 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
     let (mut peak_in_use, mut peak_reserved, mut rest_in_use) = (0, 0, 0);
     let pooled = device_pool_figures(&device).is_some();
     let mut intervals = Vec::new();
+    // The last epoch's time per step's worth of samples, timed as tidemark's `samples_per_sec`
+    // is: from its first step's start to its last step's end.
+    let mut epoch_ms = None;
     for _epoch in 0..train.epochs {
         let mut batches = loader.iter();
         let mut last: Option<Instant> = None;
+        let (mut first, mut trained) = (None, 0);
         loop {
             let group: Vec<ClassificationBatch> = batches
                 .by_ref()
@@ -88,7 +92,9 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
             if group.is_empty() {
                 break;
             }
+            first.get_or_insert_with(Instant::now);
             let samples: usize = group.iter().map(ClassificationBatch::len).sum();
+            trained += samples;
             let mut accumulator = GradientsAccumulator::<Mlp>::new();
             for batch in &group {
                 let cx = precision.compute();
@@ -111,16 +117,26 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
                 intervals.push(now.duration_since(last).as_secs_f64() * 1e3);
             }
             last = Some(now);
-            // Sampled outside the timed interval's work, as tidemark's probe is inside it.
-            let (in_use, reserved) = figures(&device);
-            peak_reserved = peak_reserved.max(reserved);
-            peak_in_use = peak_in_use.max(if pooled {
-                in_use
-            } else {
-                HostCounters::read().peak
-            });
-            rest_in_use = in_use;
+            // Pools are read after each step (in the next step's interval), as tidemark's
+            // probe reads them inside its step. On the host both figures are high-water
+            // marks, read once after the epochs: reading the peak resident set here, a read of
+            // /proc/self/status, took a third of W0's step.
+            if pooled {
+                let (in_use, reserved) = figures(&device);
+                peak_reserved = peak_reserved.max(reserved);
+                peak_in_use = peak_in_use.max(in_use);
+                rest_in_use = in_use;
+            }
         }
+        if let (Some(first), Some(last)) = (first, last) {
+            let per_sample = last.duration_since(first).as_secs_f64() * 1e3 / trained as f64;
+            epoch_ms = Some(per_sample * (train.batch_size * train.accumulation_steps) as f64);
+        }
+    }
+    if !pooled {
+        let host = HostCounters::read();
+        (peak_in_use, rest_in_use) = (host.peak, host.in_use);
+        peak_reserved = peak_resident_set_bytes().unwrap_or(0);
     }
     drop((model, optimizer, loss_fn, loader));
     device.sync().expect("device sync");
@@ -128,6 +144,7 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
     CaseResult {
         steps_timed: intervals.len(),
         median_step_ms: median(&mut intervals),
+        epoch_step_ms: epoch_ms,
         peak_in_use,
         rest_in_use,
         peak_reserved,

@@ -278,15 +278,10 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
         .rfind(|s| s.event == Event::Epoch)
         .and_then(|s| s.samples_per_sec)
         .map(|per_sec| step_samples * 1e3 / per_sec);
-    if let (Some(epoch), Some(step)) = (epoch_ms, median_step_ms) {
-        note.push(format!(
-            "last epoch {epoch:.2} ms per step ({:+.1}% on the median)",
-            (epoch / step - 1.0) * 100.0
-        ));
-    }
     CaseResult {
         steps_timed: intervals.len(),
         median_step_ms,
+        epoch_step_ms: epoch_ms,
         peak_in_use: summary.peak_bytes_in_use,
         rest_in_use,
         peak_reserved,

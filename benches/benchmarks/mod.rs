@@ -54,7 +54,8 @@ const REPEATS: usize = 5;
 const PIPELINE_REPEATS: usize = 3;
 
 /// The standard workloads, by config file.
-const WORKLOADS: [(&str, &str); 4] = [
+const WORKLOADS: [(&str, &str); 5] = [
+    ("W0", "configs/bench/w0.toml"),
     ("W1", "configs/bench/w1.toml"),
     ("W2", "configs/bench/w2.toml"),
     ("W3", "configs/bench/w3.toml"),
@@ -153,6 +154,11 @@ pub struct GrowthFigures {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CaseResult {
     pub median_step_ms: Option<f64>,
+    /// The last epoch's time per step's worth of samples (its training time, first step's
+    /// start to last step's end, over its samples): the median step plus what the epoch
+    /// spends between steps, on slow steps and on its short last step.
+    #[serde(default)]
+    pub epoch_step_ms: Option<f64>,
     pub steps_timed: usize,
     pub peak_in_use: u64,
     pub rest_in_use: u64,
@@ -222,10 +228,10 @@ pub fn main() {
 fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
     println!("\n{workload} on {backend} ({config})");
     println!(
-        "| policy | median step | vs bare | peak in use | peak reserved | fragmentation | \
-         retained in use | retained reserved | note |"
+        "| policy | median step | vs bare | last epoch per step | vs bare | peak in use | \
+         peak reserved | fragmentation | retained in use | retained reserved | note |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut growth = None;
     let mut bare_ms = None;
     for policy in Policy::ALL {
@@ -268,7 +274,7 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
             });
         }
         if policy == Policy::Bare {
-            bare_ms = result.median_step_ms;
+            bare_ms = Some((result.median_step_ms, result.epoch_step_ms));
         }
         print_row(policy, &result, bare_ms);
     }
@@ -344,20 +350,25 @@ fn print_overhead(spec: &CaseSpec) {
     }
 }
 
-fn print_row(policy: Policy, r: &CaseResult, bare_ms: Option<f64>) {
+/// A row; `bare`: the bare-Burn row's median step and last epoch per step.
+fn print_row(policy: Policy, r: &CaseResult, bare: Option<(Option<f64>, Option<f64>)>) {
     let ran = r.median_step_ms.is_some();
     let bytes = |b: u64| if ran { format_bytes(b) } else { "-".into() };
     let signed = |b: Option<i64>| b.map_or("-".into(), format_signed_bytes);
+    let ms = |ms: Option<f64>| ms.map_or("-".into(), |ms| format!("{ms:.3} ms"));
+    let against = |ms: Option<f64>, bare: Option<f64>| match (policy, ms, bare) {
+        (Policy::Bare, _, _) => "".into(),
+        (_, Some(ms), Some(bare)) => format!("{:+.1}%", (ms / bare - 1.0) * 100.0),
+        _ => "-".into(),
+    };
+    let (bare_step, bare_epoch) = bare.unwrap_or((None, None));
     println!(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         policy.name(),
-        r.median_step_ms
-            .map_or("-".into(), |ms| format!("{ms:.2} ms")),
-        match (policy, r.median_step_ms, bare_ms) {
-            (Policy::Bare, _, _) => "".into(),
-            (_, Some(ms), Some(bare)) => format!("{:+.1}%", (ms / bare - 1.0) * 100.0),
-            _ => "-".into(),
-        },
+        ms(r.median_step_ms),
+        against(r.median_step_ms, bare_step),
+        ms(r.epoch_step_ms),
+        against(r.epoch_step_ms, bare_epoch),
         bytes(r.peak_in_use),
         bytes(r.peak_reserved),
         r.fragmentation

@@ -168,14 +168,31 @@ pub(super) fn schedule(env: &Env, dir: &str) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// Waits up to a minute for `ready`, polling.
-fn wait_for<T>(mut ready: impl FnMut() -> Option<T>) -> T {
+/// Polls for `ready` while `search` runs. A search that ends first fails the test with its
+/// stderr; one still waiting after ten minutes (a hang: a trial's first epoch on lavapipe under
+/// a loaded CI machine has taken over a minute) is killed, with its children, before the test
+/// fails, so that no process outlives it.
+fn wait_for<T>(search: &mut std::process::Child, mut ready: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
     loop {
         if let Some(value) = ready() {
             return value;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "timed out");
+        if let Ok(Some(status)) = search.try_wait() {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = search.stderr.take() {
+                std::io::Read::read_to_string(&mut pipe, &mut stderr).ok();
+            }
+            panic!("the search ended ({status}) before a trial checkpointed: {stderr}");
+        }
+        if start.elapsed() > Duration::from_secs(600) {
+            // SIGTERM first: the search passes it to its children and waits for them.
+            signal(search.id() as i32, "-TERM");
+            std::thread::sleep(Duration::from_secs(5));
+            search.kill().ok();
+            search.wait().ok();
+            panic!("no trial checkpointed in 10 minutes");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -245,8 +262,10 @@ fn search_of_eight_epochs(env: &Env) -> std::process::Child {
 #[test]
 fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_checkpoint() {
     let env = Env::new();
-    let child = search_of_eight_epochs(&env);
-    let (trial, pid) = wait_for(|| stopped_with_a_checkpoint(&env, "runs/small-sweep"));
+    let mut child = search_of_eight_epochs(&env);
+    let (trial, pid) = wait_for(&mut child, || {
+        stopped_with_a_checkpoint(&env, "runs/small-sweep")
+    });
     signal(pid, "-KILL");
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -287,10 +306,12 @@ fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_ch
 #[test]
 fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() {
     let env = Env::new();
-    let child = search_of_eight_epochs(&env);
+    let mut child = search_of_eight_epochs(&env);
     // A trial held stopped (SIGSTOP) keeps the search from finishing before the signal
     // reaches it, however loaded the machine; it goes on (SIGCONT) to receive its SIGTERM.
-    let (_, trial) = wait_for(|| stopped_with_a_checkpoint(&env, "runs/small-sweep"));
+    let (_, trial) = wait_for(&mut child, || {
+        stopped_with_a_checkpoint(&env, "runs/small-sweep")
+    });
     signal(child.id() as i32, "-TERM");
     signal(trial, "-CONT");
     let out = child.wait_with_output().unwrap();
@@ -384,7 +405,7 @@ pub(super) fn children_stop_with_the_search(env: &Env, config: &str, dir: &str, 
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (checkpointed, _) = wait_for(|| running_with_a_checkpoint(env, dir));
+    let (checkpointed, _) = wait_for(&mut search, || running_with_a_checkpoint(env, dir));
     let text = schedule(env, dir).unwrap();
     let schedule: Value = serde_json::from_str(&text).unwrap();
     let running: Vec<(u64, u64)> = schedule["slots"]

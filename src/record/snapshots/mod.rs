@@ -70,7 +70,8 @@ pub struct Snapshot {
     pub loss: Option<f64>,
     /// Mean validation loss.
     pub val_loss: Option<f64>,
-    /// Training samples per second over the epoch.
+    /// Training samples per second over the epoch's steps (its first step's start to its
+    /// last step's end; validation and the epoch's end are not in it).
     pub samples_per_sec: Option<f64>,
     /// Memory figures. `peak_bytes_in_use` is the high-water mark of this epoch (of setup, at
     /// run start; of the whole run, at run end).

@@ -41,7 +41,10 @@ impl<M: Module> Learner<M> {
         let pace = tally.step_pace();
         let samples = tally.sums.samples();
         let timed = (samples - tally.restored_samples) as f64;
-        let samples_per_sec = timed / tally.started.elapsed().as_secs_f64().max(1e-9);
+        // Over the epoch's steps, from its first step's start to its last one's end: not its
+        // validation, nor its end (the snapshot and checkpoint to come).
+        let trained_for = tally.last_step_end.saturating_duration_since(tally.started);
+        let samples_per_sec = timed / trained_for.as_secs_f64().max(1e-9);
         let (loss, metrics) = (tally.sums.finish())
             .map_err(Error::device)?
             .unwrap_or((f64::NAN, BTreeMap::new()));

@@ -30,7 +30,7 @@ pub(in crate::train) struct Tally {
     pub(in crate::train) started: Instant,
     /// Each step's milliseconds in this process, in order, and when the last one ended.
     step_ms: Vec<f64>,
-    last_step_end: Instant,
+    pub(in crate::train) last_step_end: Instant,
     /// The process's device counts when the epoch started, and when its last step ended.
     counts_at_start: DeviceCounts,
     counts_at_last_step: DeviceCounts,
