@@ -12,10 +12,12 @@ use tidemark::{Error, Trainer};
 use super::{serial, Item, Rows, Sines, Small};
 
 /// Sines, whose validation holds `per_sample` floats a sample and `fixed` floats besides, on
-/// top of the training step's figures: validation is what breaches.
+/// top of the training step's figures: validation is what breaches. Each validation batch
+/// takes `pause_ms` more.
 struct WideValidation {
     per_sample: usize,
     fixed: usize,
+    pause_ms: u64,
 }
 
 impl Task for WideValidation {
@@ -36,6 +38,7 @@ impl Task for WideValidation {
         Sines.step(model, batch, cx)
     }
     fn valid_step(&self, model: &Small, (x, y): Self::Batch, cx: &Compute) -> StepOutput {
+        std::thread::sleep(std::time::Duration::from_millis(self.pause_ms));
         let device = x.device();
         let wide = x
             .clone()
@@ -77,6 +80,7 @@ fn a_breach_in_validation_shrinks_validation_under_shrink_and_says_why_where_it_
     let task = || WideValidation {
         per_sample: 64 << 10,
         fixed: 0,
+        pause_ms: 0,
     };
     let free = Trainer::new(config(dir.path(), "free", None))
         .fit(task())
@@ -145,6 +149,7 @@ fn a_breach_in_validation_shrinks_validation_under_shrink_and_says_why_where_it_
     let fixed = || WideValidation {
         per_sample: 4,
         fixed: 2 << 20,
+        pause_ms: 0,
     };
     let free = Trainer::new(config(dir.path(), "fixed-free", None))
         .fit(fixed())
@@ -185,32 +190,6 @@ fn a_breach_in_validation_shrinks_validation_under_shrink_and_says_why_where_it_
     assert_eq!(shrinks, 5, "32 -> 16 -> 8 -> 4 -> 2 -> 1");
 }
 
-/// Sines whose every validation batch takes 200 ms more.
-struct SlowValidation;
-
-impl Task for SlowValidation {
-    type Model = Small;
-    type Item = Item;
-    type Batch = (Tensor<2>, Tensor<2>);
-
-    fn model(&self, device: &Device) -> Small {
-        Sines.model(device)
-    }
-    fn data(&self) -> Splits<Item> {
-        Sines.data()
-    }
-    fn batcher(&self) -> &dyn Batcher<Item, (Tensor<2>, Tensor<2>)> {
-        &Rows
-    }
-    fn step(&self, model: &Small, batch: Self::Batch, cx: &Compute) -> StepOutput {
-        Sines.step(model, batch, cx)
-    }
-    fn valid_step(&self, model: &Small, batch: Self::Batch, cx: &Compute) -> StepOutput {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        Sines.step(model, batch, cx)
-    }
-}
-
 /// An epoch's `samples_per_sec` is its steps' pace: from its first step's start to its last
 /// step's end, without its validation (as the bench's bare-Burn loop and Keras time it).
 /// Validation here takes at least 400 ms an epoch (two batches, of 32 and 8, 200 ms each), so an
@@ -221,7 +200,12 @@ fn an_epoch_s_samples_per_second_is_its_steps_pace_not_its_validation() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), "slow", None);
     cfg.train.epochs = 1;
-    Trainer::new(cfg).fit(SlowValidation).unwrap();
+    let slow = WideValidation {
+        per_sample: 4,
+        fixed: 0,
+        pause_ms: 200,
+    };
+    Trainer::new(cfg).fit(slow).unwrap();
     let lines = snapshots(dir.path(), "slow");
     let epoch = (lines.lines())
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
