@@ -192,8 +192,9 @@ fn a_breach_in_validation_shrinks_validation_under_shrink_and_says_why_where_it_
 
 /// An epoch's `samples_per_sec` is its steps' pace: from its first step's start to its last
 /// step's end, without its validation (as the bench's bare-Burn loop and Keras time it).
-/// Validation here takes at least 400 ms an epoch (two batches, of 32 and 8, 200 ms each), so an
-/// epoch timed with it could not reach 500 samples a second on its 200 training samples.
+/// Validation here takes at least a second an epoch (two batches, of 32 and 8, 500 ms each), so
+/// an epoch timed with it could not reach 200 samples a second on its 200 training samples (its
+/// steps take milliseconds).
 #[test]
 fn an_epoch_s_samples_per_second_is_its_steps_pace_not_its_validation() {
     let _one = serial();
@@ -203,7 +204,7 @@ fn an_epoch_s_samples_per_second_is_its_steps_pace_not_its_validation() {
     let slow = WideValidation {
         per_sample: 4,
         fixed: 0,
-        pause_ms: 200,
+        pause_ms: 500,
     };
     Trainer::new(cfg).fit(slow).unwrap();
     let lines = snapshots(dir.path(), "slow");
@@ -212,5 +213,5 @@ fn an_epoch_s_samples_per_second_is_its_steps_pace_not_its_validation() {
         .find(|s| s["event"] == "epoch")
         .expect("an epoch snapshot");
     let pace = epoch["samples_per_sec"].as_f64().unwrap();
-    assert!(pace > 500.0, "{pace} samples/s: validation timed in");
+    assert!(pace > 200.0, "{pace} samples/s: validation timed in");
 }
