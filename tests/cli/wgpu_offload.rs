@@ -12,9 +12,9 @@ use super::{num, Env};
 
 /// A parameter-heavy MLP with Adam: weights, gradients and the two moments are most of the
 /// peak. 1.1 M parameters, 4.3 MiB a set; 2 epochs of one step of 4 x 128 (512 of 640 samples
-/// for training). Few samples: under the limits below, fit goes down to a micro-batch of 1, a
-/// pass a sample on lavapipe (with 1,638 samples an epoch, `fit` alone took 7 minutes of CI's
-/// wgpu tests).
+/// for training). Few samples: under the limits below, fit and shrink can go down to a
+/// micro-batch of 1, a lavapipe pass a sample (with 1,638 samples an epoch and batches of 256,
+/// `fit` took a micro-batch of 1 and 7 minutes of CI's wgpu tests alone).
 const HEAVY: &str = r#"
 [run]
 name = "heavy"
