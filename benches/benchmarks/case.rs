@@ -271,8 +271,8 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
     }
     note.push(format!("run {:.1} s", started.elapsed().as_secs_f64()));
     let median_step_ms = median(&mut intervals);
-    // The epoch's throughput as time per step's worth of samples, against the median step:
-    // what the epoch spends outside the steps, and on its slow and short steps.
+    // The last epoch's pace (its steps' `samples_per_sec`) as time per step's worth of
+    // samples: the median step plus the epoch's slow and short steps and what runs between them.
     let epoch_ms = snapshots
         .iter()
         .rfind(|s| s.event == Event::Epoch)

@@ -233,7 +233,7 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut growth = None;
-    let mut bare_ms = None;
+    let mut bare = None;
     for policy in Policy::ALL {
         let spec = CaseSpec {
             workload: workload.into(),
@@ -274,9 +274,9 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
             });
         }
         if policy == Policy::Bare {
-            bare_ms = Some((result.median_step_ms, result.epoch_step_ms));
+            bare = Some((result.median_step_ms, result.epoch_step_ms));
         }
-        print_row(policy, &result, bare_ms);
+        print_row(policy, &result, bare);
     }
     print_overhead(&CaseSpec {
         workload: workload.into(),
