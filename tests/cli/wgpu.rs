@@ -169,8 +169,9 @@ fn half_precision_runs_where_the_device_has_it_and_is_refused_where_not() {
 
 /// Burn 0.22 picks fusion when it is built, so the two execution modes are two binaries:
 /// this one (eager) and one built with `--features wgpu,fused`, named by
-/// `TIDEMARK_FUSED_BIN` (CI builds it; `TIDEMARK_REQUIRE_FUSED=1` makes its absence a
-/// failure). The same run in both must agree epoch by epoch.
+/// `TIDEMARK_FUSED_BIN` (README.md, "Development", says how to build it; CI leaves this
+/// second build of the wgpu stack out, for its time; `TIDEMARK_REQUIRE_FUSED=1` makes its
+/// absence a failure). The same run in both must agree epoch by epoch.
 #[test]
 fn eager_and_fused_execution_agree() {
     if !adapter_or_skip("eager_and_fused_execution_agree") {
