@@ -1,7 +1,8 @@
 //! `cargo bench`: the memory policies side by side, on the standard workloads.
 //!
 //!     cargo bench                          # full run (about 13 minutes on 2 cores, flex only)
-//!     cargo bench -- --quick               # smoke run: tiny data, one epoch (CI)
+//!     cargo bench -- --quick               # smoke run: tiny data, one epoch
+//!     TIDEMARK_BENCH_QUICK=1 cargo test --bench policies   # the same on the test build (CI)
 //!     TIDEMARK_BENCH_QUICK=1 cargo bench   # the same
 //!     cargo bench -- w2                    # only the cases whose name contains "w2"
 //!     cargo bench -- pipeline              # only the input-pipeline table
