@@ -6,7 +6,8 @@ examples/custom_model/README.md.
     scripts/docs-commands.py --list     list them, and the ones not run with why
     scripts/docs-commands.py FILTER     only the blocks of files whose path contains FILTER
     --no-vulkan / --vulkan-only         without, or only, the commands that need a Vulkan device
-                                        (CI runs them after it installs lavapipe)
+                                        (CI runs the Vulkan ones after it installs lavapipe;
+                                        the rest run before a change to the docs lands)
 
 Two kinds of block are commands:
 - a ```sh block runs as one bash script (set -eo pipefail: it stops at the first failure) and
@@ -23,7 +24,9 @@ Two kinds of block are commands:
 
 Commands run in the repository root, as a reader of a fresh checkout would run them, so `runs/`
 must not exist yet (their run directories are named as the docs name them). A few commands are
-not run, each for a reason printed with it (NOT_RUN below); CI runs the rest (.ci/run).
+not run, each for a reason printed with it (NOT_RUN below). CI (.ci/run) runs the one block that
+needs Vulkan; the rest, about 11 minutes on two cores, run before a change to the docs or to what
+they show lands (README.md, "Development").
 `cargo bench` commands run with TIDEMARK_BENCH_QUICK=1 (the harness's smoke run).
 """
 
@@ -55,8 +58,9 @@ NOT_RUN = [
      "tests/cli/tpe.rs check TPE's draws"),
     (r"^cargo run --features wgpu,fused -- train", "a fused build on lavapipe, its dependencies "
      "unoptimized as CI builds them, spends about 5 minutes compiling and autotuning its kernels "
-     "(278 s for 2 epochs, 196 s for 1 of 512 samples); CI's test eager_and_fused_execution_agree "
-     "trains the same build with device.execution = \"fused\" and checks summary.json says so"),
+     "(278 s for 2 epochs, 196 s for 1 of 512 samples); the test eager_and_fused_execution_agree "
+     "trains the same build with device.execution = \"fused\" and checks summary.json says so "
+     "(README.md, \"Development\", says how to run it)"),
     (r"^scripts/gpu-peers\.sh", "needs PyTorch and JAX (a 5.9 GB venv, 165 s to install) or a "
      "CUDA device; CI's own step runs the script's tidemark half on flex"),
     (r"^scripts/optuna-check\.sh", "CI's own step runs it (it installs Optuna in a venv)"),
