@@ -6,8 +6,7 @@ examples/custom_model/README.md.
     scripts/docs-commands.py --list     list them, and the ones not run with why
     scripts/docs-commands.py FILTER     only the blocks of files whose path contains FILTER
     --no-vulkan / --vulkan-only         without, or only, the commands that need a Vulkan device
-                                        (CI runs the Vulkan ones after it installs lavapipe;
-                                        the rest run before a change to the docs lands)
+                                        (all run before a change to the docs lands)
 
 Two kinds of block are commands:
 - a ```sh block runs as one bash script (set -eo pipefail: it stops at the first failure) and
@@ -24,9 +23,9 @@ Two kinds of block are commands:
 
 Commands run in the repository root, as a reader of a fresh checkout would run them, so `runs/`
 must not exist yet (their run directories are named as the docs name them). A few commands are
-not run, each for a reason printed with it (NOT_RUN below). CI (.ci/run) runs the one block that
-needs Vulkan; the rest, about 11 minutes on two cores, run before a change to the docs or to what
-they show lands (README.md, "Development").
+not run, each for a reason printed with it (NOT_RUN below). The rest, about 11 minutes on two
+cores and the Vulkan block's run on lavapipe, run before a change to the docs or to what they
+show lands (README.md, "Development"); CI (.ci/run) runs none of them but the advisor's check.
 `cargo bench` commands run with TIDEMARK_BENCH_QUICK=1 (the harness's smoke run).
 """
 
