@@ -2,7 +2,7 @@
 //!
 //!     cargo bench                          # full run (about 13 minutes on 2 cores, flex only)
 //!     cargo bench -- --quick               # smoke run: tiny data, one epoch
-//!     TIDEMARK_BENCH_QUICK=1 cargo test --bench policies   # the same on the test build (CI)
+//!     TIDEMARK_BENCH_QUICK=1 cargo test --bench policies -- w0   # W0's, on the test build (CI)
 //!     TIDEMARK_BENCH_QUICK=1 cargo bench   # the same
 //!     cargo bench -- w2                    # only the cases whose name contains "w2"
 //!     cargo bench -- pipeline              # only the input-pipeline table

@@ -41,7 +41,7 @@ NOT_RUN = [
     (r"^cargo test$", "the test command: CI's own step runs it"),
     (r"^cargo bench\s*(#|$)", "the full benchmark takes about 13 minutes; "
      "CI smoke-runs the same harness (`TIDEMARK_BENCH_QUICK=1 cargo test --bench policies`)"),
-    (r"^cargo bench -- --quick", "CI's own step runs the same on the test build"),
+    (r"^cargo bench -- --quick", "CI's own step runs its W0 table on the test build"),
     (r"^cargo bench --features wgpu", "a release build of the wgpu stack for one table; "
      "CI runs the wgpu memory tests instead"),
     (r"^perf ", "needs Linux perf and access to the kernel's performance events"),
