@@ -1,11 +1,14 @@
 //! Named metrics of a step, and their sums over an epoch.
 //!
 //! Sums stay on the device until the epoch ends: reading a value waits for the device, and a
-//! read per step costs the step its overlap with the backend's threads.
+//! read per step costs the step its overlap with the backend's threads. They are kept without
+//! autodiff (`Tensor::inner`): an operation on an autodiff tensor, even a detached one, pays the
+//! graph's bookkeeping, and on a host-bound step (W0) the sums' three operations a step were
+//! about 6% of the step (docs/performance.md, "A host-bound step").
 
 use std::collections::BTreeMap;
 
-use burn::tensor::{Device, ExecutionError, Tensor};
+use burn::tensor::{DType, Device, ExecutionError, Tensor};
 use serde::{Deserialize, Serialize};
 
 /// How an epoch's value is made from its batches' values.
@@ -64,16 +67,17 @@ pub struct HostSums {
 }
 
 impl MetricSums {
-    /// Adds a batch (or step) of `samples` samples: `loss` and each metric are means over it.
+    /// Adds a batch (or step) of `samples` samples: `loss` and each metric are means over it
+    /// (taken without their graphs).
     pub fn add(&mut self, loss: Tensor<1>, metrics: Vec<Metric>, samples: usize) {
         let weight = samples as f64;
-        let weighted = loss.detach().mul_scalar(weight);
+        let weighted = loss.inner().mul_scalar(weight);
         self.loss = Some(match self.loss.take() {
             Some(sum) => sum + weighted,
             None => weighted,
         });
         for metric in metrics {
-            let value = metric.value.detach().mul_scalar(weight);
+            let value = metric.value.inner().mul_scalar(weight);
             match self.metrics.iter_mut().find(|(n, ..)| *n == metric.name) {
                 Some((_, _, sum)) => *sum = sum.clone() + value,
                 None => self
@@ -105,6 +109,15 @@ impl MetricSums {
     pub fn mean_loss(&self) -> Option<Tensor<1>> {
         let loss = self.loss.clone()?;
         Some(loss.div_scalar(self.samples.max(1) as f64))
+    }
+
+    /// The mean loss so far, kept as its sum until it is read: no division on the device for
+    /// a mean that no one reads. `None` if nothing was added.
+    pub(crate) fn loss_mean(&self) -> Option<DeviceMean> {
+        Some(DeviceMean {
+            sum: self.loss.clone()?,
+            samples: self.samples,
+        })
     }
 
     /// Samples added so far.
@@ -149,7 +162,7 @@ impl MetricSums {
 
     /// Sums that start from `host`'s, on `device`.
     pub fn from_host(host: &HostSums, device: &Device) -> Self {
-        let value = |v: f64| Tensor::<1>::from_floats([v as f32], device);
+        let value = |v: f64| Tensor::<1>::from_floats([v as f32], device).inner();
         Self {
             loss: Some(value(host.loss)),
             metrics: host
@@ -159,6 +172,29 @@ impl MetricSums {
                 .collect(),
             samples: host.samples,
         }
+    }
+}
+
+/// A mean on the device, as its sum and its count: divided when it is read.
+#[derive(Debug, Clone)]
+pub(crate) struct DeviceMean {
+    sum: Tensor<1>,
+    samples: usize,
+}
+
+impl DeviceMean {
+    /// The mean, read from the device (waits for it). The division is the one the device
+    /// would take, in the sum's own precision where that is f32 (so the figure is the same
+    /// to the last bit as `sum / samples` on the device).
+    pub(crate) fn read(self) -> Result<f64, ExecutionError> {
+        crate::memory::synced();
+        let n = self.samples.max(1);
+        let data = self.sum.try_into_data()?;
+        let value = match data.dtype() {
+            DType::F32 => (data.iter::<f32>().next()).map(|v| f64::from(v / n as f32)),
+            _ => (data.iter::<f64>().next()).map(|v| v / n as f64),
+        };
+        Ok(value.unwrap_or(f64::NAN))
     }
 }
 
@@ -204,5 +240,27 @@ mod tests {
         // sqrt((3 * 4 + 16) / 4) = sqrt(7), not (3 * 2 + 4) / 4 = 2.5.
         assert!((metrics["rmse"] - 7f64.sqrt()).abs() < 1e-6);
         assert!(MetricSums::default().finish().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_mean_read_on_the_host_is_the_device_s_division_to_the_last_bit() {
+        let device = Device::flex().autodiff();
+        let mut sums = MetricSums::default();
+        for (loss, samples) in [(0.1f32, 3), (1.7, 7), (2.3, 16)] {
+            let loss = Tensor::<1>::from_floats([loss], &device).require_grad();
+            sums.add(loss.mul_scalar(1.5), Vec::new(), samples);
+        }
+        // Kept without the graph's bookkeeping.
+        assert!(!sums.loss.as_ref().unwrap().is_autodiff());
+        let divided = read(sums.mean_loss().unwrap()).unwrap();
+        let read_mean = sums.loss_mean().unwrap().read().unwrap();
+        // A division in f64 of the f32 sum would differ in its last bits.
+        assert_eq!(
+            read_mean.to_bits(),
+            divided.to_bits(),
+            "{read_mean} {divided}"
+        );
+        let sum = read(sums.loss.clone().unwrap()).unwrap();
+        assert_ne!((sum / 26.0).to_bits(), divided.to_bits());
     }
 }

@@ -49,7 +49,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Device;
 
 pub(in crate::train) use open::{
     empty_training_split, seeded_model, steps_per_epoch, DataBytes, Opening,
@@ -66,6 +66,7 @@ use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::{Footprint, MemoryUsage};
 use crate::record::{Observer, Silent};
+use crate::task::metrics::DeviceMean;
 use crate::task::{Baselines, Compute};
 
 /// A hand-written loop's run: its model, what updates it, and the memory layer around it.
@@ -101,7 +102,7 @@ pub struct HandLoop<M: Module + 'static> {
     /// The open epoch's figures so far.
     tally: Tally,
     /// The last step's loss where nothing read it, on the device.
-    unread: Option<(Tensor<1>, Position)>,
+    unread: Option<(DeviceMean, Position)>,
     /// A run resumed inside an epoch: that epoch's figures so far, until it opens.
     resumed: Option<Tally>,
     /// Optimizer steps in a full epoch, for `checkpoint.every_steps`.

@@ -7,10 +7,10 @@ use std::ops::Range;
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
 
 use super::{Learner, Tally};
 use crate::error::{Error, TrainingError};
+use crate::task::metrics::DeviceMean;
 use crate::task::StepOutput;
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
 use crate::train::recorder::RunRecorder;
@@ -28,7 +28,7 @@ pub(in crate::train) struct Position {
 /// A step's mean loss.
 pub(in crate::train) struct StepLoss {
     /// On the device, not read.
-    pub(in crate::train) on_device: Tensor<1>,
+    pub(in crate::train) on_device: DeviceMean,
     /// Read, where the step was asked to read it.
     pub(in crate::train) value: Option<f64>,
 }
@@ -64,7 +64,8 @@ impl<M: Module> Learner<M> {
                 check.check()
             })
         })?;
-        let on_device = accumulated.loss();
+        let on_device =
+            (accumulated.sums.loss_mean()).expect("a step has at least one micro-batch");
         let value = match read {
             true => Some(read_loss(on_device.clone(), at)?),
             false => None,
@@ -135,8 +136,8 @@ impl<M: Module> Learner<M> {
 }
 
 /// Step `at`'s mean `loss`, read; an error where it is not finite.
-pub(in crate::train) fn read_loss(loss: Tensor<1>, at: Position) -> Result<f64, Error> {
-    let loss = crate::task::metrics::read(loss).map_err(Error::device)?;
+pub(in crate::train) fn read_loss(loss: DeviceMean, at: Position) -> Result<f64, Error> {
+    let loss = loss.read().map_err(Error::device)?;
     match loss.is_finite() {
         true => Ok(loss),
         false => Err(TrainingError::Diverged {

@@ -113,7 +113,7 @@ pub(in crate::train) fn accumulate<M: Module, E>(
         // Keep the value, not the graph: a clone of the loss held across `backward` would
         // keep every saved activation alive until the gradients are taken (measured: +5.4 MiB
         // on W1's peak, and slower steps).
-        sums.add(out.loss.clone().detach(), out.metrics, n);
+        sums.add(out.loss.clone(), out.metrics, n);
         let share = n as f64 / samples as f64;
         backward_share(
             &mut sum,
