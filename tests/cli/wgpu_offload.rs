@@ -162,6 +162,20 @@ fn optimizer_offload_keeps_the_losses_and_a_limit_between_the_peaks_needs_it() {
             "{policy}: {:?}",
             actions(&snaps)
         );
+        if policy == "fit" {
+            // Probed again once the sum is in host memory, by a target that holds one
+            // gradient set, not two: a micro-batch that fits, not 1 (which trained 512
+            // micro-steps a step, 100 s of lavapipe).
+            let epoch = snaps
+                .iter()
+                .find(|s| s["event"] == "epoch")
+                .expect("an epoch");
+            let micro = epoch["micro_batch"].as_u64().expect("micro_batch");
+            assert!(
+                micro > 1,
+                "fit with auto offload trained at micro-batch {micro}"
+            );
+        }
         let last = |l: Vec<f64>| l.last().copied().unwrap();
         let (done, reference) = (last(losses(&snaps)), last(losses(&device)));
         assert!(

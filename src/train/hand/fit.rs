@@ -22,10 +22,14 @@ impl<M: Module + 'static> HandLoop<M> {
         batches: &[usize],
         output: &mut impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<(), Error> {
-        let target = FitTarget::of(&self.guard, &self.config.train);
         let before = self.guard.in_use()?;
         let (guard, rec, learner) = (&mut self.guard, &mut self.rec, &self.learner);
-        let probed = loop {
+        let (target, probed) = loop {
+            // Taken again after each offload: the layout it moved changes what a step holds
+            // whatever its micro-batch (with the gradient sum in host memory, one set, not
+            // two). A target kept from before predicted a set too many past the first probe,
+            // and a run that fit at 64 trained at a micro-batch of 1.
+            let target = FitTarget::of(guard, &self.config.train);
             let probed = target.probe_halves(|micro_batch, micro_steps| {
                 let to_come = guard.device_state();
                 let start = guard.release()?;
@@ -60,7 +64,7 @@ impl<M: Module + 'static> HandLoop<M> {
             // probes run again, as the trainer's do.
             match target.short(&probed) {
                 Some(why) if guard.offload_next(rec, 0, &why)? => continue,
-                _ => break probed,
+                _ => break (target, probed),
             }
         };
         target.conclude((&mut self.guard, &mut self.rec), probed, before)
