@@ -29,7 +29,7 @@ pub use sum::{GradientSum, HostSum, SumPlace};
 pub struct Stepped<M> {
     /// The updated model.
     pub model: M,
-    /// Mean loss over every sample of the group (detached), shape `[1]`.
+    /// Mean loss over every sample of the group (without autodiff), shape `[1]`.
     pub loss: Tensor<1>,
     /// Samples in the group.
     pub samples: usize,
@@ -42,12 +42,12 @@ pub struct Stepped<M> {
 pub struct Accumulated {
     /// Gradient of the mean loss over the whole group.
     pub grads: GradientsParams,
-    /// The group's loss and training metrics, summed over its samples (detached).
+    /// The group's loss and training metrics, summed over its samples (without autodiff).
     pub sums: MetricSums,
 }
 
 impl Accumulated {
-    /// Mean loss over every sample of the group (detached, unscaled), shape `[1]`.
+    /// Mean loss over every sample of the group (without autodiff, unscaled), shape `[1]`.
     pub fn loss(&self) -> Tensor<1> {
         self.sums
             .mean_loss()
