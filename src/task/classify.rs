@@ -2,10 +2,9 @@
 //! samples, with validation accuracy.
 
 use burn::data::dataloader::batcher::Batcher;
-use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::Device;
 
-use super::{Compute, Splits, StepOutput, Task};
+use super::{cross_entropy, Compute, Splits, StepOutput, Task};
 use crate::data::{ClassificationBatch, ClassificationBatcher, Sample};
 use crate::model::Network;
 
@@ -80,9 +79,7 @@ impl<N: Network> Task for Classify<N> {
 
     fn step(&self, model: &N, batch: ClassificationBatch, cx: &Compute) -> StepOutput {
         let logits = cx.output(model.forward(cx.input(batch.inputs)));
-        let loss = CrossEntropyLossConfig::new()
-            .init(&logits.device())
-            .forward(logits, batch.targets);
+        let loss = cross_entropy(logits, batch.targets);
         StepOutput::new(loss)
     }
 
@@ -96,9 +93,7 @@ impl<N: Network> Task for Classify<N> {
             .equal(batch.targets.clone())
             .float()
             .mean();
-        let loss = CrossEntropyLossConfig::new()
-            .init(&logits.device())
-            .forward(logits, batch.targets);
+        let loss = cross_entropy(logits, batch.targets);
         StepOutput::new(loss).metric("accuracy", hits)
     }
 }

@@ -10,11 +10,13 @@
 //! `custom_model` and `custom_loop` are fuller.
 
 mod classify;
+mod cross_entropy;
 pub(crate) mod metrics;
 mod regress;
 pub(crate) mod score;
 
 pub use classify::Classify;
+pub use cross_entropy::cross_entropy;
 pub use metrics::{HostSums, Metric, MetricSums, Reduce};
 pub use regress::Regress;
 pub use score::{evaluate, Score};

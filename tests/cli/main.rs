@@ -46,6 +46,8 @@ mod wgpu;
 #[cfg(feature = "wgpu")]
 mod wgpu_app;
 #[cfg(feature = "wgpu")]
+mod wgpu_kernels;
+#[cfg(feature = "wgpu")]
 mod wgpu_offload;
 
 use std::path::{Path, PathBuf};

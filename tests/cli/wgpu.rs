@@ -24,7 +24,7 @@ pub(super) fn adapter_or_skip(test: &str) -> bool {
     }
 }
 
-const POOL: &str = r#"
+pub(super) const POOL: &str = r#"
 [run]
 name = "pool"
 

@@ -14,8 +14,10 @@
 //! the same either way. Its state is Burn's [`AdamState`], so optimizer records (checkpoints) are
 //! the same files as [`Adam`]'s and load in either.
 //!
-//! Only `f32` parameters on flex take this path. On a GPU backend a host loop would mean two
-//! transfers per parameter; there, and for other dtypes, the step is Burn's [`Adam`] unchanged.
+//! Only `f32` parameters on flex take this path. On a CubeCL device (wgpu, CUDA) a host loop
+//! would mean two transfers per parameter; there `f32` parameters take one kernel of the same
+//! arithmetic (`cube.rs`, with those backends' features). For other dtypes the step is Burn's
+//! [`Adam`] unchanged.
 
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::{Adam, AdamConfig, AdamState, AdaptiveMomentumState, LearningRate, Optimizer};
@@ -101,7 +103,20 @@ impl Optimizer for FusedAdam {
                     .iter()
                     .all(|t| t.dtype() == DType::F32 && t.shape() == tensor.shape())
         });
-        if !state_fits || !Self::fuses(&tensor, &grad) {
+        if !state_fits {
+            return self.unfused.step(lr, tensor, grad, state);
+        }
+        #[cfg(any(feature = "wgpu", feature = "cuda", feature = "cpu"))]
+        {
+            let moments = state
+                .as_ref()
+                .map(|s| [&s.momentum.moment_1, &s.momentum.moment_2]);
+            let others = [&[&grad][..], moments.as_ref().map_or(&[][..], |m| &m[..])].concat();
+            if cube::fuses(&tensor, &others) {
+                return self.cube_step(lr, tensor, grad, state);
+            }
+        }
+        if !Self::fuses(&tensor, &grad) {
             return self.unfused.step(lr, tensor, grad, state);
         }
         let device = tensor.device();
@@ -149,6 +164,33 @@ impl Optimizer for FusedAdam {
         m.moment_2 = to(m.moment_2.clone());
         m.max_moment_2 = m.max_moment_2.take().map(to);
         state
+    }
+}
+
+#[cfg(any(feature = "wgpu", feature = "cuda", feature = "cpu"))]
+impl FusedAdam {
+    /// [`Optimizer::step`] on a CubeCL device: one kernel, the moments starting at zero.
+    fn cube_step<const D: usize>(
+        &self,
+        lr: LearningRate,
+        tensor: Tensor<D>,
+        grad: Tensor<D>,
+        state: Option<AdamState<D>>,
+    ) -> (Tensor<D>, Option<AdamState<D>>) {
+        let (time, [m, v]) = match state {
+            Some(state) => {
+                let momentum = state.momentum;
+                (momentum.time + 1, [momentum.moment_1, momentum.moment_2])
+            }
+            None => {
+                let zeros = || Tensor::zeros(tensor.shape(), (&tensor.device(), DType::F32));
+                (1, [zeros(), zeros()])
+            }
+        };
+        let constants = Constants::new(self, time, lr);
+        let [param, m, v] = cube::update(&constants, tensor, grad, m, v);
+        let state = AdamState::new(AdaptiveMomentumState::new(time, m, v));
+        (param, Some(state))
     }
 }
 
@@ -264,5 +306,7 @@ fn lanes(
     }
 }
 
+#[cfg(any(feature = "wgpu", feature = "cuda", feature = "cpu"))]
+mod cube;
 #[cfg(test)]
 mod tests;
