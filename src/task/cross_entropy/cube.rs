@@ -279,13 +279,16 @@ impl<B: Backend + CrossEntropyKernel, C: CheckpointStrategy> CrossEntropyKernel 
     }
 }
 
-/// Whether [`mean`] applies: `f32` logits of at most [`MAX_CLASSES`] classes on a CubeCL
-/// device, integer targets.
+/// Whether [`mean`] applies: `f32` logits of at least one row and at most [`MAX_CLASSES`]
+/// classes on a CubeCL device, integer targets, one a row (Burn's loss reports a mismatch).
 pub(super) fn applies(logits: &Tensor<2>, targets: &Tensor<1, burn::tensor::Int>) -> bool {
     let device = logits.device().without_autodiff();
+    let [rows, classes] = logits.dims();
     matches!(device.as_dispatch(), burn::backend::DispatchDevice::Cube(_))
         && logits.dtype() == DType::F32
-        && logits.dims()[1] <= MAX_CLASSES
+        && rows > 0
+        && (1..=MAX_CLASSES).contains(&classes)
+        && targets.dims() == [rows]
         && matches!(
             targets.dtype(),
             DType::I64 | DType::I32 | DType::U32 | DType::U64
