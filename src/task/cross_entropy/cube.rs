@@ -8,8 +8,10 @@
 //! (`scripts/kernel-count.sh`). Here: one kernel a row for each sample's loss and its row's
 //! log-sum-exp, Burn's mean of the losses, and on the way back one kernel for
 //! `(softmax - one_hot(target)) · grad / n`. The arithmetic is Burn's log-softmax's, row by row:
-//! `m = max(x)`, `l = ln Σ exp(x - m)`, the loss `-((x_t - m) - l)`; only the sum's order differs
-//! (one unit sums a row in order, where Burn's reduction splits it).
+//! `m = max(x)`, `l = ln Σ exp(x - m)`, the loss `-((x_t - m) - l)`, and the sum in the order
+//! Burn's reduction takes it on wgpu (partial sums of every fourth, second or single element,
+//! as the row's length allows). On lavapipe the loss and gradient are Burn's to the last bit;
+//! a reduction Burn tunes differently (CUDA's autotune, very long rows) may differ there.
 //!
 //! It reaches the CubeCL tensors through Burn's backend extension, and autodiff through
 //! `burn::backend::autodiff`'s `Backward`, the route Burn's own extensions take (burn-signal's
@@ -81,6 +83,7 @@ fn rows_kernel<I: Int>(
     tops: &mut [f32],
     sums: &mut [f32],
     classes: usize,
+    lanes: usize,
 ) {
     let row = ABSOLUTE_POS;
     if row >= losses.len() {
@@ -91,9 +94,17 @@ fn rows_kernel<I: Int>(
     for j in 1..classes {
         top = max(top, logits[start + j]);
     }
+    // In Burn's reduction's order: `lanes` partial sums, each of every `lanes`-th element,
+    // then the partial sums in turn (cubek's one-unit reduction of a row read `lanes` at once).
     let mut sum = 0.0f32;
-    for j in 0..classes {
-        sum += f32::exp(logits[start + j] - top);
+    for lane in 0..lanes {
+        let mut part = 0.0f32;
+        let mut j = lane;
+        while j < classes {
+            part += f32::exp(logits[start + j] - top);
+            j += lanes;
+        }
+        sum += part;
     }
     let target = usize::cast_from(targets[row]);
     losses[row] = -((logits[start + target] - top) - f32::ln(sum));
@@ -180,6 +191,11 @@ impl CrossEntropyKernel for CubeBackend {
             tops.clone().into_buffer_arg(),
             sums.clone().into_buffer_arg(),
             classes,
+            // The widest vector Burn reads an f32 row with (16 bytes) that divides the row.
+            [4, 2, 1]
+                .into_iter()
+                .find(|v| classes % v == 0)
+                .unwrap_or(1),
         );
         (Self::float_mean(losses), tops, sums)
     }

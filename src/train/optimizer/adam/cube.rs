@@ -26,24 +26,14 @@ use super::Constants;
 /// Adam's update of one parameter on a CubeCL device.
 #[backend_extension(Cube, Fusion: cfg(feature = "fused"))]
 pub trait AdamKernel: Backend {
-    /// `param`, `m` and `v` after one Adam step with gradient `grad`; the scalars are
-    /// [`Constants`]' fields, `penalty` used only when `decay`.
-    #[allow(clippy::too_many_arguments)]
-    #[fusion(meta = |param, _grad, m, v, _a, _b, _c, _d, _e, _f, _g, _h, _i| (param.clone(), m.clone(), v.clone()))]
+    /// `param`, `m` and `v` after one Adam step with gradient `grad`.
+    #[fusion(meta = |param, _grad, m, v, _constants| (param.clone(), m.clone(), v.clone()))]
     fn adam_update(
         param: FloatTensor<Self>,
         grad: FloatTensor<Self>,
         m: FloatTensor<Self>,
         v: FloatTensor<Self>,
-        beta_1: f32,
-        beta_2: f32,
-        rest_1: f32,
-        rest_2: f32,
-        combined: f32,
-        epsilon: f32,
-        lr: f32,
-        penalty: f32,
-        decay: bool,
+        constants: Constants,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
 }
 
@@ -103,15 +93,7 @@ impl AdamKernel for CubeBackend {
         grad: CubeTensor,
         m: CubeTensor,
         v: CubeTensor,
-        beta_1: f32,
-        beta_2: f32,
-        rest_1: f32,
-        rest_2: f32,
-        combined: f32,
-        epsilon: f32,
-        lr: f32,
-        penalty: f32,
-        decay: bool,
+        c: Constants,
     ) -> (CubeTensor, CubeTensor, CubeTensor) {
         let [param, m, v] = [param, m, v].map(writable);
         let grad = match grad.is_contiguous() {
@@ -131,9 +113,16 @@ impl AdamKernel for CubeBackend {
             m.clone().into_buffer_arg(),
             v.clone().into_buffer_arg(),
             ScalarsLaunch::new(
-                beta_1, beta_2, rest_1, rest_2, combined, epsilon, lr, penalty,
+                c.beta_1,
+                c.beta_2,
+                c.rest_1,
+                c.rest_2,
+                c.combined,
+                c.epsilon,
+                c.lr,
+                c.penalty.unwrap_or(0.0),
             ),
-            decay,
+            c.penalty.is_some(),
         );
         (param, m, v)
     }
@@ -153,7 +142,7 @@ pub(super) fn fuses<const D: usize>(tensor: &Tensor<D>, others: &[&Tensor<D>]) -
 
 /// One Adam step of `param` and its moments on their CubeCL device; see [`fuses`].
 pub(super) fn update<const D: usize>(
-    c: &Constants,
+    c: Constants,
     param: Tensor<D>,
     grad: Tensor<D>,
     m: Tensor<D>,
@@ -164,15 +153,7 @@ pub(super) fn update<const D: usize>(
         grad.into_dispatch(),
         m.into_dispatch(),
         v.into_dispatch(),
-        c.beta_1,
-        c.beta_2,
-        c.rest_1,
-        c.rest_2,
-        c.combined,
-        c.epsilon,
-        c.lr,
-        c.penalty.unwrap_or(0.0),
-        c.penalty.is_some(),
+        c,
     );
     [param, m, v].map(Tensor::from_dispatch)
 }

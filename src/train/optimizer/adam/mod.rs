@@ -188,7 +188,7 @@ impl FusedAdam {
             }
         };
         let constants = Constants::new(self, time, lr);
-        let [param, m, v] = cube::update(&constants, tensor, grad, m, v);
+        let [param, m, v] = cube::update(constants, tensor, grad, m, v);
         let state = AdamState::new(AdaptiveMomentumState::new(time, m, v));
         (param, Some(state))
     }
@@ -203,6 +203,7 @@ fn slice_mut(data: &mut TensorData) -> &mut [f32] {
 }
 
 /// The step's scalars, computed in `f32` exactly as Burn's `AdaptiveMomentum` does.
+#[derive(Clone, Copy, Debug)]
 struct Constants {
     beta_1: f32,
     beta_2: f32,
