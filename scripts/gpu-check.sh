@@ -115,6 +115,8 @@ if [ "$gpu" -eq 1 ]; then
   cuda=(--set device.backend=cuda)
   # The quickstart on CUDA: snapshots come from the device pools (source = "cubecl-pool").
   run 0 "$bin" train --config configs/quickstart.toml "${cuda[@]}" --out gpu-runs/cuda
+  # Kernels a W1 step launches on CUDA, by kind (issue 66, item 4: 34 on wgpu).
+  run 0 scripts/kernel-count.sh --bin "$bin" --backend cuda
   # Preallocation: run_start shows the reservation; reserved should not rise above it
   # (CUDA has no uniform/staging pools, unlike wgpu).
   run 0 "$bin" train --config configs/preallocate.toml "${cuda[@]}" --out gpu-runs/cuda
