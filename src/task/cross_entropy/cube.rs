@@ -4,10 +4,10 @@
 //! Burn's [`CrossEntropyLoss`](burn::nn::loss::CrossEntropyLoss) on logits is a log-softmax
 //! (a maximum, a subtraction, an exponential, a sum, a logarithm, a subtraction), a gather, a
 //! mean and a negation; autodiff differentiates each, and the backward pass adds a scatter into
-//! zeros and the log-softmax's own. On wgpu that is 29 kernels of W1's step
-//! (`scripts/kernel-count.sh`). Here: one kernel a row for each sample's loss and its row's
-//! log-sum-exp, Burn's mean of the losses, and on the way back one kernel for
-//! `(softmax - one_hot(target)) · grad / n`. The arithmetic is Burn's log-softmax's, row by row:
+//! zeros and the log-softmax's own. On wgpu that is 25 kernels of W1's step
+//! (`scripts/kernel-count.sh`). Here: one kernel a row for each sample's loss (keeping the row's
+//! maximum and sum of exponentials), Burn's mean of the losses, and on the way back one kernel
+//! for `(softmax - one_hot(target)) · grad / n`. The arithmetic is Burn's log-softmax's, row by row:
 //! `m = max(x)`, `l = ln Σ exp(x - m)`, the loss `-((x_t - m) - l)`, and the sum in the order
 //! Burn's reduction takes it on wgpu (partial sums of every fourth, second or single element,
 //! as the row's length allows). On lavapipe the loss and gradient are Burn's to the last bit;
