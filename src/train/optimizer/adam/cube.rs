@@ -3,9 +3,10 @@
 //!
 //! Burn's [`Adam`](burn::optim::Adam) launches thirteen element-wise kernels a parameter
 //! (`scripts/kernel-count.sh`: 78 of W1's 130 kernels a step on wgpu), each reading and writing
-//! the whole parameter. [`adam_update`] launches one, which reads the parameter, its gradient and
-//! both moments once and writes the parameter and the moments in place: the same arithmetic, in
-//! the same order, as [`lanes`](super::lanes) on flex.
+//! the whole parameter. [`AdamKernel::adam_update`] launches one, which reads the parameter, its
+//! gradient and both moments once and writes the parameter and the moments in place: the same
+//! arithmetic, in the same order, as [`lanes`](super::lanes) on flex, and Burn's `Adam` to the
+//! last bit on wgpu.
 //!
 //! It reaches the CubeCL tensors through Burn's backend extension (`#[backend_extension]`), the
 //! public route for a custom kernel in dispatch-based Burn; with the `fused` feature the kernel is
