@@ -217,10 +217,12 @@ fn a_step_on_wgpu_launches_at_most_45_kernels() {
     // What two runs share (building the model, validation's one batch, the end) cancels in
     // their difference.
     let (short, long) = (kernels(&env, 6), kernels(&env, 16));
-    let per_step = |kind: &str| {
-        (long.get(kind).copied().unwrap_or(0) - short.get(kind).copied().unwrap_or(0)) as f64 / 10.0
+    let count = |runs: &std::collections::BTreeMap<String, usize>, kind: &str| {
+        runs.get(kind).copied().unwrap_or(0) as f64
     };
-    let all = (long.values().sum::<usize>() - short.values().sum::<usize>()) as f64 / 10.0;
+    let per_step = |kind: &str| (count(&long, kind) - count(&short, kind)) / 10.0;
+    let total = |runs: &std::collections::BTreeMap<String, usize>| runs.values().sum::<usize>();
+    let all = (total(&long) as f64 - total(&short) as f64) / 10.0;
     // Three layers: a weight and a bias each, an Adam kernel each.
     assert_eq!(per_step("AdamKernel"), 6.0, "{long:?}");
     assert_eq!(
