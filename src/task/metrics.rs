@@ -113,7 +113,7 @@ impl MetricSums {
 
     /// The mean loss so far, kept as its sum until it is read: no division on the device for
     /// a mean that no one reads. `None` if nothing was added.
-    pub(crate) fn loss_mean(&self) -> Option<DeviceMean> {
+    pub(crate) fn deferred_loss_mean(&self) -> Option<DeviceMean> {
         Some(DeviceMean {
             sum: self.loss.clone()?,
             samples: self.samples,
@@ -253,7 +253,7 @@ mod tests {
         // Kept without the graph's bookkeeping.
         assert!(!sums.loss.as_ref().unwrap().is_autodiff());
         let divided = read(sums.mean_loss().unwrap()).unwrap();
-        let read_mean = sums.loss_mean().unwrap().read().unwrap();
+        let read_mean = sums.deferred_loss_mean().unwrap().read().unwrap();
         // A division in f64 of the f32 sum would differ in its last bits.
         assert_eq!(
             read_mean.to_bits(),

@@ -65,7 +65,7 @@ impl<M: Module> Learner<M> {
             })
         })?;
         let on_device =
-            (accumulated.sums.loss_mean()).expect("a step has at least one micro-batch");
+            (accumulated.sums.deferred_loss_mean()).expect("a step has at least one micro-batch");
         let value = match read {
             true => Some(read_loss(on_device.clone(), at)?),
             false => None,

@@ -14,6 +14,7 @@
 //! CubeCL's checked `launch`.
 
 use burn::backend::{backend_extension, tensor::FloatTensor, Backend};
+use burn::optim::AdamState;
 use burn::tensor::{DType, Tensor};
 use burn_cubecl::cubecl;
 use burn_cubecl::kernel::into_contiguous;
@@ -130,15 +131,20 @@ impl AdamKernel for CubeBackend {
 }
 
 /// Whether [`update`] applies: `f32` tensors of one shape, without autodiff, on one CubeCL
-/// device (the moments are checked only when there are some).
-pub(super) fn fuses<const D: usize>(tensor: &Tensor<D>, others: &[&Tensor<D>]) -> bool {
+/// device: the parameter, its gradient and the moments where there are some.
+pub(super) fn fuses<const D: usize>(
+    tensor: &Tensor<D>,
+    grad: &Tensor<D>,
+    state: Option<&AdamState<D>>,
+) -> bool {
     let device = tensor.device();
-    let on_cube = matches!(device.as_dispatch(), burn::backend::DispatchDevice::Cube(_));
-    on_cube
-        && tensor.dtype() == DType::F32
-        && others
-            .iter()
-            .all(|t| t.dtype() == DType::F32 && t.shape() == tensor.shape() && t.device() == device)
+    let fits = |t: &Tensor<D>| {
+        t.dtype() == DType::F32 && t.shape() == tensor.shape() && t.device() == device
+    };
+    matches!(device.as_dispatch(), burn::backend::DispatchDevice::Cube(_))
+        && fits(tensor)
+        && fits(grad)
+        && state.is_none_or(|s| fits(&s.momentum.moment_1) && fits(&s.momentum.moment_2))
 }
 
 /// One Adam step of `param` and its moments on their CubeCL device; see [`fuses`].

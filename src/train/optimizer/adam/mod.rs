@@ -107,14 +107,8 @@ impl Optimizer for FusedAdam {
             return self.unfused.step(lr, tensor, grad, state);
         }
         #[cfg(any(feature = "wgpu", feature = "cuda", feature = "cpu"))]
-        {
-            let moments = state
-                .as_ref()
-                .map(|s| [&s.momentum.moment_1, &s.momentum.moment_2]);
-            let others = [&[&grad][..], moments.as_ref().map_or(&[][..], |m| &m[..])].concat();
-            if cube::fuses(&tensor, &others) {
-                return self.cube_step(lr, tensor, grad, state);
-            }
+        if cube::fuses(&tensor, &grad, state.as_ref()) {
+            return self.cube_step(lr, tensor, grad, state);
         }
         if !Self::fuses(&tensor, &grad) {
             return self.unfused.step(lr, tensor, grad, state);
