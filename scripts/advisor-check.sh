@@ -6,14 +6,21 @@
 # of the measured saving (or within 1% of the peak: a change that small is below run-to-run
 # noise, and the advisor calls it one that cannot help). Exits 1 if any row disagrees.
 #
-#   scripts/advisor-check.sh [BIN=target/release/tidemark] [CONFIG...]
+#   scripts/advisor-check.sh [BIN=target/release/tidemark] [--set KEY=VALUE ...] [CONFIG...]
 #
+# `--set` changes every run of the configs (`--set data.samples=2048`: fewer steps an epoch, for
+# a quicker check of the same model; CI's way with the parameter-heavy MLP).
 # The training peak is the highest epoch's (steps and validation; a checkpoint's write is
 # checked on its own). One epoch per run; the levers are measured on flex. Takes ~4 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release/tidemark}
 shift || true
+common=()
+while [ "${1:-}" = --set ]; do
+  common+=(--set "${2:?--set needs KEY=VALUE}")
+  shift 2
+done
 configs=("$@")
 [ ${#configs[@]} -gt 0 ] || configs=(configs/bench/w1.toml configs/bench/w2.toml
   configs/bench/w3.toml configs/mlp-activations.toml configs/mlp-parameters.toml)
@@ -25,7 +32,7 @@ train() { # NAME CONFIG [--set K=V ...]; prints the run's training peak
   local name=$1 config=$2
   shift 2
   "$bin" train --config "$config" --out "$out" --quiet --set "run.name=$name" \
-    --set train.epochs=1 "$@" </dev/null >/dev/null
+    --set train.epochs=1 "${common[@]}" "$@" </dev/null >/dev/null
   python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["advice"]["peak"])' \
     "$out/$name/summary.json"
 }

@@ -60,6 +60,10 @@ NOT_RUN = [
      "(278 s for 2 epochs, 196 s for 1 of 512 samples); the test eager_and_fused_execution_agree "
      "trains the same build with device.execution = \"fused\" and checks summary.json says so "
      "(README.md, \"Development\", says how to run it)"),
+    (r"^scripts/kernel-cache-check\.sh .*execution=fused", "three runs of a fused build on "
+     "lavapipe, its dependencies unoptimized, about 10 minutes (the first run autotunes); the "
+     "test a_second_fused_run_takes_autotune_s_results_from_the_kernel_cache checks that the "
+     "second run tunes nothing (README.md, \"Development\", says how to run it)"),
     (r"^scripts/gpu-peers\.sh", "needs PyTorch and JAX (a 5.9 GB venv, 165 s to install) or a "
      "CUDA device; CI's own step runs the script's tidemark half on flex"),
     (r"^scripts/optuna-check\.sh", "CI's own step runs it (it installs Optuna in a venv)"),

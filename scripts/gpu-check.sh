@@ -117,6 +117,9 @@ if [ "$gpu" -eq 1 ]; then
   run 0 "$bin" train --config configs/quickstart.toml "${cuda[@]}" --out gpu-runs/cuda
   # Kernels a W1 step launches on CUDA, by kind (issue 66, item 4: 34 on wgpu).
   run 0 scripts/kernel-count.sh --bin "$bin" --backend cuda
+  # A second run's first step with the kernel cache (issue 66, item 5): autotune's choices and
+  # the PTX kept, against the same run with TIDEMARK_KERNEL_CACHE=off.
+  run 0 scripts/kernel-cache-check.sh --bin "$bin" --backend cuda --config configs/bench/w1.toml
   # Preallocation: run_start shows the reservation; reserved should not rise above it
   # (CUDA has no uniform/staging pools, unlike wgpu).
   run 0 "$bin" train --config configs/preallocate.toml "${cuda[@]}" --out gpu-runs/cuda

@@ -10,7 +10,8 @@
 # difference, so the counts are a step's. `--bin` defaults to target/debug/tidemark, which must
 # have been built with the backend's feature (`cargo build --features wgpu`). Arguments after
 # `--` go to both runs (`--set train.optimizer="sgd"`, say). On a backend other than wgpu a first,
-# uncounted run fills CubeCL's autotune cache (`--backend cuda` on a GPU: scripts/gpu-check.sh).
+# uncounted run fills CubeCL's autotune cache (`--backend cuda` on a GPU: scripts/gpu-check.sh),
+# a kernel cache of the scratch directory's (TIDEMARK_KERNEL_CACHE) that the counted runs read.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,7 +25,7 @@ while [[ $# -gt 0 ]]; do
         --config) config="$(realpath "$2")"; shift 2 ;;
         --backend) backend="$2"; shift 2 ;;
         --) shift; extra=("$@"); break ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "kernel-count.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -46,7 +47,7 @@ level = "minimal"
 file = "$work/kernels-$steps.log"
 append = false
 EOF
-    (cd "$work" && "$bin" train --config "$config" --quiet \
+    (cd "$work" && TIDEMARK_KERNEL_CACHE="$work/kernels" "$bin" train --config "$config" --quiet \
         --set run.output_dir="$work/run-$steps" --set device.backend="$backend" \
         --set train.epochs=1 --set data.samples="$samples" \
         --set data.validation_fraction=0.01 "${extra[@]}" >"$work/out-$steps.txt" 2>&1) || {
@@ -59,8 +60,8 @@ EOF
 }
 
 # A build that autotunes (CUDA: Burn's `autotune`) launches candidates the first time a shape
-# is seen in any process and keeps the winner in CubeCL's cache: a first run fills it, so that
-# neither counted run tunes.
+# is seen and keeps the winner in the kernel cache: a first run fills it, so that neither
+# counted run tunes.
 [[ "$backend" == "wgpu" ]] || run 2 >/dev/null
 short="$(run 6)"
 long="$(run 16)"

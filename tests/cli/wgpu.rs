@@ -177,15 +177,7 @@ fn eager_and_fused_execution_agree() {
     if !adapter_or_skip("eager_and_fused_execution_agree") {
         return;
     }
-    let Some(fused) = std::env::var_os("TIDEMARK_FUSED_BIN") else {
-        assert!(
-            std::env::var_os("TIDEMARK_REQUIRE_FUSED").is_none(),
-            "TIDEMARK_REQUIRE_FUSED is set but TIDEMARK_FUSED_BIN is not"
-        );
-        eprintln!(
-            "eager_and_fused_execution_agree: skipped (set TIDEMARK_FUSED_BIN to a build \
-             with --features wgpu,fused)"
-        );
+    let Some(fused) = fused_bin_or_skip("eager_and_fused_execution_agree") else {
         return;
     };
     let env = Env::new();
@@ -237,6 +229,75 @@ fn eager_and_fused_execution_agree() {
             );
         }
     }
+}
+
+/// The build with Burn's fusion that `TIDEMARK_FUSED_BIN` names; `None` (the test skips,
+/// saying so) where it names none, unless `TIDEMARK_REQUIRE_FUSED` is set.
+fn fused_bin_or_skip(test: &str) -> Option<std::ffi::OsString> {
+    let bin = std::env::var_os("TIDEMARK_FUSED_BIN");
+    if bin.is_none() {
+        assert!(
+            std::env::var_os("TIDEMARK_REQUIRE_FUSED").is_none(),
+            "TIDEMARK_REQUIRE_FUSED is set but TIDEMARK_FUSED_BIN is not"
+        );
+        eprintln!("{test}: skipped (set TIDEMARK_FUSED_BIN to a build with --features wgpu,fused)");
+    }
+    bin
+}
+
+/// Fused mode autotunes its kernels in its first epoch; a second run with the same kernel
+/// cache takes every result from it and tunes nothing (CubeCL's autotune log, at its lowest
+/// level, has a line for each tuning).
+#[test]
+fn a_second_fused_run_takes_autotune_s_results_from_the_kernel_cache() {
+    let test = "a_second_fused_run_takes_autotune_s_results_from_the_kernel_cache";
+    if !adapter_or_skip(test) {
+        return;
+    }
+    let Some(fused) = fused_bin_or_skip(test) else {
+        return;
+    };
+    let env = Env::new();
+    env.write("pool.toml", POOL);
+    let tuned = |run: &str| -> usize {
+        let log = env.path(&format!("autotune-{run}.log"));
+        env.write(
+            "cubecl.toml",
+            &format!(
+                "[autotune.logger]\nlevel = \"minimal\"\nfile = \"{}\"\n",
+                log.display()
+            ),
+        );
+        let out = Command::new(&fused)
+            .args(["train", "--config", "pool.toml", "--quiet", "--set"])
+            .arg(format!("run.name={run}"))
+            .current_dir(env.path(""))
+            .env("XDG_RUNTIME_DIR", env.path(""))
+            .env("TIDEMARK_KERNEL_CACHE", env.path("kernels"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("Fastest result"))
+            .count()
+    };
+    let first = tuned("first");
+    assert!(first > 0, "the first run tuned nothing");
+    assert!(
+        std::fs::read_dir(env.path("kernels")).unwrap().count() > 0,
+        "nothing kept in the kernel cache"
+    );
+    assert_eq!(
+        tuned("second"),
+        0,
+        "the second run tuned again ({first} the first time)"
+    );
 }
 
 #[test]

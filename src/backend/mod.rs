@@ -5,6 +5,8 @@ use burn::tensor::Device;
 
 use crate::config::{Backend, DeviceConfig, Execution};
 
+pub mod kernel_cache;
+
 /// Why the requested device cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BackendError {
@@ -25,6 +27,18 @@ pub enum BackendError {
         /// The index asked for.
         index: usize,
         /// What was found instead.
+        reason: String,
+    },
+    /// The directory named for CubeCL's caches cannot hold them.
+    #[error(
+        "the kernel cache {}: {reason} (set TIDEMARK_KERNEL_CACHE to a writable directory, \
+         or to `off`)",
+        path.display()
+    )]
+    KernelCache {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// Why it cannot be made.
         reason: String,
     },
     /// The execution mode asked for is not the one this build runs the backend in.
@@ -92,6 +106,13 @@ pub fn select(config: &DeviceConfig) -> Result<Device, BackendError> {
         return Err(BackendError::NotCompiled { backend });
     }
     execution(config)?;
+    #[cfg(all(
+        feature = "kernel-cache",
+        any(feature = "cuda", feature = "cpu", feature = "wgpu")
+    ))]
+    if backend != Backend::Flex {
+        kernel_cache::install()?;
+    }
     match backend {
         Backend::Flex => single(backend, config.index, Device::flex),
         #[cfg(feature = "cpu")]
