@@ -14,9 +14,9 @@
 #
 # Both caches live in a scratch directory, so the user's own are neither used nor changed. A
 # build without the `kernel-cache` feature (wgpu's eager build) keeps nothing of its own: its
-# second run differs from the third only by noise. The default config is the wgpu tests' pool
-# MLP (one epoch of 8 steps); `-- --set device.execution=fused` with a fused build measures
-# fused mode, whose first epoch autotunes.
+# second run differs from the third only by noise. The default config is configs/pool.toml,
+# the wgpu tests' MLP (one epoch of 8 steps); `-- --set device.execution=fused` with a fused
+# build measures fused mode, whose first epoch autotunes.
 set -euo pipefail
 bin="$(dirname "$0")/../target/debug/tidemark"
 config=""
@@ -34,26 +34,7 @@ done
 [ -x "$bin" ] || { echo "error: $bin is not an executable (cargo build --features $backend)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-if [ -z "$config" ]; then
-  config="$work/pool.toml"
-  cat >"$config" <<'EOF'
-[run]
-name = "pool"
-
-[model]
-hidden = [256, 256]
-
-[data]
-kind = "synthetic"
-samples = 1024
-features = 64
-classes = 4
-
-[train]
-epochs = 1
-batch_size = 128
-EOF
-fi
+[ -n "$config" ] || config=$(realpath "$(dirname "$0")/../configs/pool.toml")
 mkdir -p "$work/xdg"
 chmod 700 "$work/xdg"
 

@@ -9,9 +9,10 @@
 # first step's extra work, validation's one batch, the end of the run) cancels in the
 # difference, so the counts are a step's. `--bin` defaults to target/debug/tidemark, which must
 # have been built with the backend's feature (`cargo build --features wgpu`). Arguments after
-# `--` go to both runs (`--set train.optimizer="sgd"`, say). On a backend other than wgpu a first,
-# uncounted run fills CubeCL's autotune cache (`--backend cuda` on a GPU: scripts/gpu-check.sh),
-# a kernel cache of the scratch directory's (TIDEMARK_KERNEL_CACHE) that the counted runs read.
+# `--` go to both runs (`--set train.optimizer="sgd"`, say). On a backend other than wgpu, and
+# with `-- --set device.execution=fused` (a fused build), a first, uncounted run fills CubeCL's
+# autotune cache (`--backend cuda` on a GPU: scripts/gpu-check.sh), a kernel cache of the
+# scratch directory's (TIDEMARK_KERNEL_CACHE) that the counted runs read.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,7 +26,7 @@ while [[ $# -gt 0 ]]; do
         --config) config="$(realpath "$2")"; shift 2 ;;
         --backend) backend="$2"; shift 2 ;;
         --) shift; extra=("$@"); break ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
         *) echo "kernel-count.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -59,10 +60,12 @@ EOF
     grep -o '[0-9]* steps' "$work/out-$steps.txt" | head -1 | cut -d' ' -f1
 }
 
-# A build that autotunes (CUDA: Burn's `autotune`) launches candidates the first time a shape
-# is seen and keeps the winner in the kernel cache: a first run fills it, so that neither
-# counted run tunes.
-[[ "$backend" == "wgpu" ]] || run 2 >/dev/null
+# A build that autotunes (CUDA, and any `fused` build) launches candidates the first time a
+# shape is seen and keeps the winner in the kernel cache: a first run fills it, so that neither
+# counted run tunes. wgpu's eager build tunes nothing, and skips it.
+if [[ "$backend" != "wgpu" ]] || grep -qE 'execution *= *"?fused' <<<"${extra[*]:-}"; then
+    run 2 >/dev/null
+fi
 short="$(run 6)"
 long="$(run 16)"
 python3 - "$work/kernels-6.log" "$work/kernels-16.log" "$short" "$long" <<'EOF'

@@ -24,26 +24,11 @@ pub(super) fn adapter_or_skip(test: &str) -> bool {
     }
 }
 
-pub(super) const POOL: &str = r#"
-[run]
-name = "pool"
-
-[device]
-backend = "wgpu"
-
-[model]
-hidden = [256, 256]
-
-[data]
-kind = "synthetic"
-samples = 1024
-features = 64
-classes = 4
-
-[train]
-epochs = 1
-batch_size = 128
-"#;
+/// configs/pool.toml on wgpu.
+pub(super) const POOL: &str = concat!(
+    "[device]\nbackend = \"wgpu\"\n\n",
+    include_str!("../../configs/pool.toml")
+);
 
 fn pool_run(env: &Env, name: &str, extra: &[&str]) -> (Run, Vec<Value>) {
     let name_set = format!("run.name={name}");
