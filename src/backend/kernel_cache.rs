@@ -52,7 +52,8 @@ impl KernelCache {
         let var = |name: &str| var(name).filter(|v| !v.is_empty());
         match var(VARIABLE) {
             Some(v) if v == "off" => KernelCache::Off,
-            Some(v) => KernelCache::Named(PathBuf::from(v)),
+            // Absolute: a search's children may start elsewhere.
+            Some(v) => KernelCache::Named(std::path::absolute(&v).unwrap_or_else(|_| v.into())),
             None => var("XDG_CACHE_HOME")
                 .map(PathBuf::from)
                 .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache")))
@@ -103,6 +104,18 @@ impl KernelCache {
     any(feature = "cuda", feature = "cpu", feature = "wgpu")
 ))]
 pub(super) fn install() -> Result<(), super::BackendError> {
+    // Once a process: a search picks its device for each trial, and a default directory that
+    // cannot be made is said once.
+    static INSTALLED: std::sync::OnceLock<Result<(), super::BackendError>> =
+        std::sync::OnceLock::new();
+    INSTALLED.get_or_init(set).clone()
+}
+
+#[cfg(all(
+    feature = "kernel-cache",
+    any(feature = "cuda", feature = "cpu", feature = "wgpu")
+))]
+fn set() -> Result<(), super::BackendError> {
     use burn::cubecl::config::cache::CacheConfig;
     use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
 
@@ -143,6 +156,12 @@ mod tests {
             KernelCache::Named("/scratch/k".into())
         );
         assert_eq!(from(&[(VARIABLE, "off"), home]), KernelCache::Off);
+        // A relative one is the working directory's, made absolute for the run's children.
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            from(&[(VARIABLE, "rel/k")]),
+            KernelCache::Named(cwd.join("rel/k"))
+        );
         // Unset or empty: the user's cache directory, XDG's first.
         assert_eq!(
             from(&[(VARIABLE, ""), home]),
