@@ -182,12 +182,7 @@ fn eager_and_fused_execution_agree() {
     };
     let eager = env.run(&args("eager").iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(eager.code(), 0, "{}", eager.stderr());
-    let run = Command::new(&fused)
-        .args(args("fused"))
-        .current_dir(env.path(""))
-        .env("XDG_RUNTIME_DIR", env.path(""))
-        .output()
-        .unwrap();
+    let run = in_env(&env, &fused).args(args("fused")).output().unwrap();
     assert!(
         run.status.success(),
         "{}",
@@ -230,6 +225,16 @@ fn fused_bin_or_skip(test: &str) -> Option<std::ffi::OsString> {
     bin
 }
 
+/// `bin` (another build than the test's) run in `env`'s directory, as `Env::run` runs the
+/// test's.
+fn in_env(env: &Env, bin: &std::ffi::OsStr) -> Command {
+    let mut command = Command::new(bin);
+    command
+        .current_dir(env.path(""))
+        .env("XDG_RUNTIME_DIR", env.path(""));
+    command
+}
+
 /// Fused mode autotunes its kernels in its first epoch; a second run with the same kernel
 /// cache takes every result from it and tunes nothing (CubeCL's autotune log, at its lowest
 /// level, has a line for each tuning).
@@ -253,11 +258,9 @@ fn a_second_fused_run_takes_autotune_s_results_from_the_kernel_cache() {
                 log.display()
             ),
         );
-        let out = Command::new(&fused)
+        let out = in_env(&env, &fused)
             .args(["train", "--config", "pool.toml", "--quiet", "--set"])
             .arg(format!("run.name={run}"))
-            .current_dir(env.path(""))
-            .env("XDG_RUNTIME_DIR", env.path(""))
             .env("TIDEMARK_KERNEL_CACHE", env.path("kernels"))
             .output()
             .unwrap();
