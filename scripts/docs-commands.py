@@ -60,6 +60,10 @@ NOT_RUN = [
      "(278 s for 2 epochs, 196 s for 1 of 512 samples); the test eager_and_fused_execution_agree "
      "trains the same build with device.execution = \"fused\" and checks summary.json says so "
      "(README.md, \"Development\", says how to run it)"),
+    (r"^cargo build --features wgpu,fused", "a second build of the wgpu stack with Burn's fusion "
+     "(about 7 minutes on two cores), for the fused commands below it, which are not run"),
+    (r"^scripts/kernel-count\.sh .*execution=fused", "three runs of a fused W1 on lavapipe, about "
+     "28 minutes (the first tunes W1's shapes)"),
     (r"^scripts/kernel-cache-check\.sh .*execution=fused", "three runs of a fused build on "
      "lavapipe, its dependencies unoptimized, about 10 minutes (the first run autotunes); the "
      "test a_second_fused_run_takes_autotune_s_results_from_the_kernel_cache checks that the "
