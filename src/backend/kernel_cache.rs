@@ -3,8 +3,8 @@
 //!
 //! CubeCL persists, in one directory (its "environment", a database several processes can
 //! share at once): autotune's results (which kernel won for a shape: fused mode's first epoch,
-//! eager CUDA's matrix products), the kernels a backend stores once compiled (CUDA's PTX, the
-//! CPU backend's) and throughput measurements. Left to itself it puts them under the outermost
+//! eager CUDA's matrix products), the kernels a backend stores once compiled (CUDA's PTX) and
+//! throughput measurements. Left to itself it puts them under the outermost
 //! `Cargo.toml` above the working directory (`target/environment`), else in `~/.cache/cubecl`,
 //! and keeps compiled kernels only when asked. tidemark names the directory and asks:
 //!
@@ -14,8 +14,8 @@
 //! - unset: `$XDG_CACHE_HOME/tidemark/kernels`, else `~/.cache/tidemark/kernels` (where that
 //!   cannot be made, the run says so on one line and keeps nothing).
 //!
-//! The builds that have something to keep have the `kernel-cache` feature (`cuda`, `cpu` and
-//! `fused` turn it on). wgpu's eager build compiles WGSL, which CubeCL does not store: there a
+//! The builds that have something to keep have the `kernel-cache` feature (`cuda` and `fused`
+//! turn it on). wgpu's eager build compiles WGSL, which CubeCL does not store: there a
 //! second run's first step is as fast as the driver's own cache makes it (Mesa keeps its
 //! compiled shaders in `~/.cache/mesa_shader_cache`; docs/performance.md, "Compiling kernels").
 //!
