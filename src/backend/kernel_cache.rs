@@ -104,36 +104,25 @@ impl KernelCache {
     any(feature = "cuda", feature = "cpu", feature = "wgpu")
 ))]
 pub(super) fn install() -> Result<(), super::BackendError> {
+    use burn::cubecl::config::cache::CacheConfig;
+    use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
+
     // Once a process: a search picks its device for each trial, and a default directory that
     // cannot be made is said once.
     static INSTALLED: std::sync::OnceLock<Result<(), super::BackendError>> =
         std::sync::OnceLock::new();
-    INSTALLED.get_or_init(set).clone()
-}
-
-#[cfg(all(
-    feature = "kernel-cache",
-    any(feature = "cuda", feature = "cpu", feature = "wgpu")
-))]
-fn set() -> Result<(), super::BackendError> {
-    use burn::cubecl::config::cache::CacheConfig;
-    use burn::cubecl::config::{CubeClRuntimeConfig, RuntimeConfig};
-
-    let cache = KernelCache::from_env().made()?;
-    let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
-    match cache.dir() {
-        Some(dir) => {
+    let set = || {
+        let cache = KernelCache::from_env().made()?;
+        let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
+        config.compilation.cache = cache.dir().is_some();
+        config.autotune.disable_cache = cache.dir().is_none();
+        if let Some(dir) = cache.dir() {
             config.environment.path = CacheConfig::Directory(dir.to_path_buf());
-            config.compilation.cache = true;
-            config.autotune.disable_cache = false;
         }
-        None => {
-            config.compilation.cache = false;
-            config.autotune.disable_cache = true;
-        }
-    }
-    let _ = CubeClRuntimeConfig::try_set(config);
-    Ok(())
+        let _ = CubeClRuntimeConfig::try_set(config);
+        Ok(())
+    };
+    INSTALLED.get_or_init(set).clone()
 }
 
 #[cfg(test)]
