@@ -9,10 +9,13 @@
 //!    of work) and `origin` (where it comes from), `median` (the median rule across workers),
 //!    `heartbeat`, `ending` (how a trial ended, recorded), `reporting` (its epochs, written as
 //!    they come, in this process or a child), `rows` (the study's table);
-//! 3. training: `trial` (one trial in this process), `slots` (a worker packing its device,
-//!    its trials in child processes under leases);
-//! 4. `worker`: the loop; `report`: a study's table from its storage alone.
+//! 3. training: `drive` (the one loop of every worker, over a runner), `trial` (one trial in
+//!    this process, and the runner that trains a worker's trials there, one at a time),
+//!    `slots` (the runner that packs a device: each trial in a child process under its lease);
+//! 4. `worker`: a search's entry (alone, a worker of a shared study, a resume), which picks the
+//!    runner; `report`: a study's table from its storage alone.
 
+mod drive;
 mod ending;
 mod file;
 mod heartbeat;

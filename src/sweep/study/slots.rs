@@ -1,14 +1,12 @@
-//! A worker that packs its device (`sweep.parallel > 1` with `--storage`): it trains up to
-//! `parallel` trials of the study at once, each in a child process whose `memory.limit` is its
-//! lease, under the worker's own budget, as a parallel search on one machine does. It takes a
-//! piece of work from the study ([`next`](super::next)) whenever a slot is free, probes the
-//! trial's lease, and starts it once the lease fits in what its running trials leave of the
-//! budget (the claimed trial waits, beating, till then). The children write their epochs to
-//! the study themselves ([`child`](super::reporting::child)); the worker beats for all of
-//! them and writes each one's end. A signal stops every child at its latest checkpoint and
-//! hands its trial back. When each trial ran under which lease is written to the worker's own
-//! `schedule-<worker>.json` in the sweep directory, as a parallel search writes `schedule.json`:
-//! `sweep.json` then gives the leases, the budget and the trials at once.
+//! The runner of a worker that packs its device (`sweep.parallel > 1`): each trial it takes
+//! trains in a child process whose `memory.limit` is its lease, up to `parallel` at once under
+//! the worker's budget. A taken trial's lease is probed when it is claimed, and it starts once
+//! the lease fits in what the running trials leave of the budget (it waits, beaten for, till
+//! then). The children write their epochs to the study themselves
+//! ([`child`](super::reporting::child)); the runner writes each one's end, and a hand-back
+//! stops every child at its latest checkpoint. When each trial ran under which lease is
+//! written to the worker's own `schedule-<worker>.json` in the sweep directory, so that
+//! `sweep.json` gives the leases, the budget and the trials at once.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,11 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::drive::{Runner, Taken};
 use super::ending::{ending, record, Outcome};
-use super::heartbeat::Heartbeat;
 use super::joined::Study;
-use super::next::{take, Beats, Work};
-use super::population::{carry_out, Prepare};
+use super::population::carry_out;
 use super::reporting::Reports;
 use super::storage::Storage;
 use crate::config::RunConfig;
@@ -37,15 +34,6 @@ use crate::sweep::space::Trial;
 use crate::sweep::trial_config::TrialBuild;
 use crate::train::preflight::warm_up;
 
-/// `trial-007 pruned: ASHA: ...` for each trial the worker pruned at the study's end.
-pub fn say_pruned(pruned: &[(usize, String)], observer: &mut dyn Observer) {
-    for (number, why) in pruned {
-        observer.message(&format!("trial-{number:03} pruned: {why}"));
-    }
-}
-
-/// How often the children are looked at.
-const POLL: Duration = Duration::from_millis(20);
 /// How often the live view is told where the trials stand (besides at each start).
 const SHOW_EVERY: Duration = Duration::from_millis(500);
 
@@ -67,10 +55,12 @@ pub struct Slots<'a> {
     pub probed: &'a BTreeMap<usize, u64>,
     /// How a child starts.
     pub launch: Launch,
+    /// The trials running, and what the runner keeps of them.
+    pub held: Held,
 }
 
 /// A trial this worker claimed, probed, and will start once its lease fits.
-struct Claimed {
+pub struct Claimed {
     id: usize,
     trial: Trial,
     cfg: RunConfig,
@@ -87,13 +77,10 @@ struct Running {
     started: Instant,
 }
 
-/// The worker's trials: the one waiting for room, and those running.
+/// The trials running on the worker's device, and their record.
 #[derive(Default)]
-struct Held {
-    claimed: Option<Claimed>,
+pub struct Held {
     running: Vec<Running>,
-    /// When the study last had nothing to start: it is asked again after a pause.
-    idle_since: Option<Instant>,
     /// Whether this process has its one-time state, which a lease counts.
     warm: bool,
     /// When each trial ran here, under which lease.
@@ -105,10 +92,23 @@ struct Held {
 }
 
 impl Held {
-    /// The trials to beat for.
-    fn ids(&self) -> Vec<usize> {
-        let running = self.running.iter().map(|r| r.id);
-        running.chain(self.claimed.as_ref().map(|c| c.id)).collect()
+    /// Nothing running yet on a device packed with up to `parallel` trials under `budget`,
+    /// whose timeline is written to `schedule-<worker>.json` in the sweep directory `dir`.
+    pub fn new(storage: &Mutex<Storage>, dir: &Path, (budget, parallel): (u64, usize)) -> Held {
+        let worker = storage.lock().expect("storage").worker().to_string();
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        let name: String = (worker.chars())
+            .map(|c| if plain(c) { c } else { '_' })
+            .collect();
+        Held {
+            timeline: Timeline {
+                budget_bytes: budget,
+                parallel,
+                ..Timeline::default()
+            },
+            schedule: dir.join(format!("schedule-{name}.json")),
+            ..Held::default()
+        }
     }
 
     /// The budget the running trials leave.
@@ -117,110 +117,101 @@ impl Held {
     }
 }
 
+impl Runner for Slots<'_> {
+    type Claimed = Claimed;
+
+    fn id_of(claimed: &Claimed) -> usize {
+        claimed.id
+    }
+
+    fn has_room(&self) -> bool {
+        self.held.running.len() < self.parallel
+    }
+
+    fn idle(&self) -> bool {
+        self.held.running.is_empty()
+    }
+
+    fn ids(&self) -> Vec<usize> {
+        self.held.running.iter().map(|r| r.id).collect()
+    }
+
+    fn claim(
+        &mut self,
+        taken: Taken,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Claimed>, Error> {
+        self.probe(taken, observer)
+    }
+
+    /// Starts the claimed trial in a child once its lease fits in what the running trials
+    /// leave of the budget.
+    fn start(&mut self, claimed: &Claimed, observer: &mut dyn Observer) -> Result<bool, Error> {
+        if claimed.lease > self.held.free(self.budget) {
+            return Ok(false);
+        }
+        let running = self.launch(claimed, observer)?;
+        let (trial, pid) = (running.trial.number, running.child.pid());
+        self.held.timeline.started(trial, running.lease, pid);
+        self.record_timeline(observer);
+        self.held.running.push(running);
+        self.show_now(observer)?;
+        Ok(true)
+    }
+
+    fn reap(&mut self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
+        self.reap_ended(stop, observer)
+    }
+
+    fn show(&mut self, observer: &mut dyn Observer) -> Result<(), Error> {
+        if self.held.shown.is_none_or(|t| t.elapsed() >= SHOW_EVERY) {
+            self.show_now(observer)?;
+        }
+        Ok(())
+    }
+
+    fn hand_back(
+        &mut self,
+        claimed: Option<Claimed>,
+        observer: &mut dyn Observer,
+    ) -> Result<(), Error> {
+        self.stop_all(claimed, observer)
+    }
+}
+
 impl Slots<'_> {
-    /// Takes and trains the study's work until none is left, or a signal sets `stop`; every
-    /// trial still held is then handed back.
-    pub fn until_done(&self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
-        let heartbeat = Heartbeat::start(Arc::clone(self.storage), self.study.heartbeat());
-        observer.message(&format!(
+    /// The line a worker that packs its device starts with.
+    pub fn said(&self) -> String {
+        format!(
             "up to {} trials at once on this device, under a budget of {}",
             self.parallel,
             format_bytes(self.budget)
-        ));
-        let mut held = Held {
-            timeline: Timeline {
-                budget_bytes: self.budget,
-                parallel: self.parallel,
-                ..Timeline::default()
-            },
-            schedule: self.schedule_path(),
-            ..Held::default()
-        };
-        let worked = self.drive(&mut held, &heartbeat, stop, observer);
-        if worked.is_err() {
-            // Every child is stopped whatever the storage does; the first error is the one
-            // told (a storage that failed fails the hand-back too).
-            let handed = self.hand_back(&mut held, observer);
-            return worked.and(handed);
-        }
-        worked
-    }
-
-    /// The loop: children that ended recorded, work taken while a slot is free, the claimed
-    /// trial started once its lease fits.
-    fn drive(
-        &self,
-        held: &mut Held,
-        heartbeat: &Heartbeat,
-        stop: &AtomicBool,
-        observer: &mut dyn Observer,
-    ) -> Result<(), Error> {
-        let mut beats = Beats::default();
-        let pause = self.study.heartbeat().min(Duration::from_secs(1));
-        loop {
-            if stop.load(Ordering::SeqCst) {
-                return Err(Error::Interrupted);
-            }
-            self.reap(held, stop, observer)?;
-            let asked = held.idle_since.is_some_and(|t| t.elapsed() < pause);
-            if held.claimed.is_none() && held.running.len() < self.parallel && !asked {
-                match take(self.storage, self.study, &mut beats)? {
-                    Work::Train {
-                        id,
-                        trial,
-                        from,
-                        pause_at,
-                        prepare,
-                    } => {
-                        observer.message(&from.said(&trial, self.study.grace()));
-                        let claim = (id, trial, pause_at, prepare);
-                        held.claimed = self.probe(claim, &mut held.warm, observer)?;
-                        held.idle_since = None;
-                    }
-                    Work::Done(pruned) if held.running.is_empty() => {
-                        say_pruned(&pruned, observer);
-                        return Ok(());
-                    }
-                    Work::Wait | Work::Done(_) => held.idle_since = Some(Instant::now()),
-                }
-            }
-            let free = held.free(self.budget);
-            if let Some(claimed) = held.claimed.as_ref().filter(|c| c.lease <= free) {
-                // Claimed until its child runs: a start that fails hands it back with the rest.
-                let running = self.start(claimed, held, observer)?;
-                let (trial, pid) = (running.trial.number, running.child.pid());
-                held.timeline.started(trial, running.lease, pid);
-                self.record(held, observer);
-                held.claimed = None;
-                held.running.push(running);
-                self.show(held, observer)?;
-            }
-            if held.shown.is_none_or(|t| t.elapsed() >= SHOW_EVERY) {
-                self.show(held, observer)?;
-            }
-            heartbeat.beat_for(held.ids());
-            std::thread::sleep(POLL);
-        }
+        )
     }
 
     /// Probes claimed trial `id` for its lease: it waits for room, or fails now (recorded) if
     /// it cannot be built or its lease is larger than the whole budget.
     fn probe(
-        &self,
-        (id, trial, pause_at, prepare): (usize, Trial, Option<usize>, Option<Prepare>),
-        warm: &mut bool,
+        &mut self,
+        taken: Taken,
         observer: &mut dyn Observer,
     ) -> Result<Option<Claimed>, Error> {
+        let Taken {
+            id,
+            trial,
+            pause_at,
+            prepare,
+        } = taken;
         // A population's member makes the copy it goes on from first, or finds its own run.
         let prepared = prepare.map(|p| carry_out(self.storage, id, p, self.dir));
         let built = match prepared {
             Some(Err(e)) => Err(e),
             _ => self.build.config(&trial),
         };
-        if let (Ok(cfg), false) = (&built, *warm) {
+        if let (Ok(cfg), false) = (&built, self.held.warm) {
             // A lease counts what a fresh process holds before the step: its one-time state.
             warm_up(cfg)?;
-            *warm = true;
+            self.held.warm = true;
         }
         // A planned trial (not one TPE drew) this worker probed for the order is not probed
         // again.
@@ -256,12 +247,8 @@ impl Slots<'_> {
     }
 
     /// Starts the claimed trial in a child, under its lease.
-    fn start(
-        &self,
-        claimed: &Claimed,
-        held: &Held,
-        observer: &mut dyn Observer,
-    ) -> Result<Running, Error> {
+    fn launch(&self, claimed: &Claimed, observer: &mut dyn Observer) -> Result<Running, Error> {
+        let held = &self.held;
         let Claimed {
             id,
             trial,
@@ -303,21 +290,16 @@ impl Slots<'_> {
     }
 
     /// Records the children that have ended, and tells where the study stands.
-    fn reap(
-        &self,
-        held: &mut Held,
-        stop: &AtomicBool,
-        observer: &mut dyn Observer,
-    ) -> Result<(), Error> {
+    fn reap_ended(&mut self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
         let mut i = 0;
-        while i < held.running.len() {
-            let Some(exited) = held.running[i].child.exited()? else {
+        while i < self.held.running.len() {
+            let Some(exited) = self.held.running[i].child.exited()? else {
                 i += 1;
                 continue;
             };
-            let done = held.running.swap_remove(i);
-            held.timeline.ended(done.trial.number);
-            self.record(held, observer);
+            let done = self.held.running.swap_remove(i);
+            self.held.timeline.ended(done.trial.number);
+            self.record_timeline(observer);
             let run_dir = self.dir.join(done.trial.name());
             let summary = RunSummary::read(&run_dir).ok().flatten();
             // A child stopped with the worker (Ctrl-C reaches the whole process group) is
@@ -363,7 +345,7 @@ impl Slots<'_> {
 
     /// Tells the live view (a terminal redraws it) where this worker's trials and the study
     /// stand: its children with their leases, the study's trials waiting, paused and ended.
-    fn show(&self, held: &mut Held, observer: &mut dyn Observer) -> Result<(), Error> {
+    fn show_now(&mut self, observer: &mut dyn Observer) -> Result<(), Error> {
         let mut storage = self.storage.lock().expect("storage");
         let journal = storage.sync()?;
         let record = &journal.studies[self.study.id];
@@ -373,7 +355,7 @@ impl Slots<'_> {
             .filter(|t| t.state == State::Waiting && !t.paused())
             .count();
         let status = SearchStatus {
-            running: (held.running.iter())
+            running: (self.held.running.iter())
                 .map(|r| RunningTrial {
                     name: r.trial.name(),
                     lease: r.lease,
@@ -388,48 +370,42 @@ impl Slots<'_> {
             failed: record.ended.failed,
         };
         observer.search_status(&status);
-        held.shown = Some(Instant::now());
+        self.held.shown = Some(Instant::now());
         Ok(())
-    }
-
-    /// This worker's timeline file in its sweep directory, `schedule-<worker>.json`.
-    fn schedule_path(&self) -> PathBuf {
-        let worker = self.storage.lock().expect("storage").worker().to_string();
-        let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
-        let name: String = (worker.chars())
-            .map(|c| if plain(c) { c } else { '_' })
-            .collect();
-        self.dir.join(format!("schedule-{name}.json"))
     }
 
     /// Writes this worker's timeline; one that cannot be written is told, not a reason to stop
     /// training (the journal holds the study).
-    fn record(&self, held: &Held, observer: &mut dyn Observer) {
-        if let Err(e) = held.timeline.write(&held.schedule) {
+    fn record_timeline(&self, observer: &mut dyn Observer) {
+        if let Err(e) = self.held.timeline.write(&self.held.schedule) {
             observer.message(&format!("the schedule was not written: {e}"));
         }
     }
 
     /// Stops every child at its latest checkpoint, then hands back its trial, and the claimed
     /// one's: every child is stopped even if the storage cannot take their ends.
-    fn hand_back(&self, held: &mut Held, observer: &mut dyn Observer) -> Result<(), Error> {
-        for r in &held.running {
+    fn stop_all(
+        &mut self,
+        claimed: Option<Claimed>,
+        observer: &mut dyn Observer,
+    ) -> Result<(), Error> {
+        for r in &self.held.running {
             r.child.terminate();
         }
         let mut stopped = Vec::new();
-        for mut r in held.running.drain(..) {
+        for mut r in self.held.running.drain(..) {
             r.child.stop();
-            held.timeline.ended(r.trial.number);
+            self.held.timeline.ended(r.trial.number);
             stopped.push((r.id, r.trial));
         }
-        self.record(held, observer);
+        self.record_timeline(observer);
         let names = (stopped.iter().map(|(_, t)| t.name()))
             .collect::<Vec<_>>()
             .join(", ");
         if !names.is_empty() {
             observer.message(&format!("stopped {names} at their latest checkpoints"));
         }
-        let claimed = held.claimed.take().map(|c| (c.id, c.trial));
+        let claimed = claimed.map(|c| (c.id, c.trial));
         for (id, trial) in stopped.iter().chain(claimed.as_ref()) {
             let summary = RunSummary::read(&self.dir.join(trial.name()))
                 .ok()

@@ -1,15 +1,19 @@
-//! One trial of a study, trained by this worker in its own process: its run directory under
-//! the worker's sweep directory, its epochs' monitored values written to the study as they
-//! come ([`Reporting`]), and its end written ([`ending`](super::ending)).
+//! One trial of a study trained in this worker's own process: its run directory under the
+//! worker's sweep directory, its epochs' monitored values written to the study as they come
+//! ([`Reporting`]), and its end written ([`ending`](super::ending)); and [`InProcess`], the
+//! runner that trains a worker's trials this way, one at a time.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
+use super::drive::{Runner, Taken};
 use super::ending::{ending, record, Outcome};
+use super::joined::Study;
 use super::median::reader;
 use super::population::{carry_out, Prepare};
 use super::reporting::Reporting;
+use super::rows::progress;
 use super::storage::Storage;
 use crate::error::Error;
 use crate::record::{Observer, RunSummary};
@@ -33,7 +37,7 @@ impl Training<'_> {
     /// copy it makes, or its own run found), asking `gate` after each epoch, and records how
     /// it ended (a failed preparation as its failure); returns its error, and whether the
     /// result was this worker's to record.
-    pub fn run(
+    fn run(
         &self,
         id: usize,
         trial: &Trial,
@@ -65,5 +69,77 @@ impl Training<'_> {
             Err(Error::Interrupted) => Err(Error::Interrupted),
             other => Ok((other.err().map(|e| e.to_string()), recorded)),
         }
+    }
+}
+
+/// The runner of a worker that trains in its own process: one trial at a time, to its end (a
+/// search alone, a worker of a study without `sweep.parallel`). Each trial's progress goes to
+/// its own observer, `observer(number, trials)`.
+pub struct InProcess<'a, F> {
+    pub training: Training<'a>,
+    pub study: &'a Study,
+    /// The worker's sweep directory.
+    pub dir: &'a Path,
+    pub observer: F,
+}
+
+impl<F: FnMut(usize, usize) -> Box<dyn Observer>> Runner for InProcess<'_, F> {
+    type Claimed = Taken;
+
+    fn id_of(claimed: &Taken) -> usize {
+        claimed.id
+    }
+
+    fn has_room(&self) -> bool {
+        true
+    }
+
+    fn idle(&self) -> bool {
+        true
+    }
+
+    fn ids(&self) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn claim(&mut self, taken: Taken, _: &mut dyn Observer) -> Result<Option<Taken>, Error> {
+        Ok(Some(taken))
+    }
+
+    /// Trains the trial to its end (or its rung), recorded, and tells how it ended.
+    fn start(&mut self, taken: &Taken, observer: &mut dyn Observer) -> Result<bool, Error> {
+        let trial = &taken.trial;
+        let ran = {
+            let observer = (self.observer)(trial.number, self.study.trials());
+            let gate = (self.study).gate(taken.pause_at, &self.dir.join(trial.name()));
+            let steps = (gate, taken.prepare);
+            (self.training).run(taken.id, trial, self.dir, steps, observer)?
+        };
+        if !ran.1 {
+            let name = trial.name();
+            observer.message(&format!(
+                "{name} was taken over by another worker, whose result it is"
+            ));
+        }
+        let mut storage = self.training.storage.lock().expect("storage");
+        let me = storage.worker().to_string();
+        observer.message(&progress(storage.sync()?, self.study, &me));
+        Ok(true)
+    }
+
+    /// Nothing: a trial ends inside [`start`](Runner::start).
+    fn reap(&mut self, _: &AtomicBool, _: &mut dyn Observer) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Nothing: the trial's own observer shows it.
+    fn show(&mut self, _: &mut dyn Observer) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Nothing: a trial a signal stopped was handed back as it ended, inside
+    /// [`start`](Runner::start).
+    fn hand_back(&mut self, _: Option<Taken>, _: &mut dyn Observer) -> Result<(), Error> {
+        Ok(())
     }
 }

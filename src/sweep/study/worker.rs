@@ -1,23 +1,24 @@
-//! `tidemark sweep --storage STORAGE`: this process as one worker of a study that any number
-//! of workers share. It joins the study (creating it if it is the first), then takes one piece
-//! of work after another from it ([`next`](super::next)) and trains it in its own sweep
-//! directory, beating for its trial, until every trial of the study has finished. A signal
-//! hands its trial back (WAITING, from its latest checkpoint) for the next worker to take.
+//! A search's entries, each a worker of a study: [`work`] (`tidemark sweep --storage`, one
+//! worker of a study any number share: it joins the study, creating it if it is the first),
+//! [`search_alone`] (a search in this process, a study of one worker whose journal is in its
+//! sweep directory) and [`rejoin_alone`] (its `--resume`). Each checks what it is given, picks
+//! the runner its plan asks for (this process, or children under leases) and runs the one loop
+//! ([`drive`](super::drive)) until every trial of the study has finished; then it ranks the
+//! study's trials and writes them. A signal hands the runner's trials back (WAITING, from their
+//! latest checkpoints) for the next worker to take.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use super::heartbeat::Heartbeat;
+use super::drive::until_done;
 use super::joined::{keep, Study};
 use super::lost::{check_checkpoints, refuse_lost, Searched};
-use super::next::{take, Beats, Work};
 use super::population::check_exploits;
-use super::rows::{progress, rows};
-use super::slots::{say_pruned, Slots};
+use super::rows::rows;
+use super::slots::{Held, Slots};
 use super::storage::Storage;
-use super::trial::Training;
+use super::trial::{InProcess, Training};
 use crate::config::{to_toml, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
@@ -278,41 +279,46 @@ fn run(
     };
     study.settle_order(&mut storage.lock().expect("storage"), arranged)?;
     let monitor = space.monitor.name();
+    let mut said = observer(0, study.trials());
     match plan.packing.parallel {
         1 => {
-            let training = Training {
-                storage: &storage,
-                study: study.id,
-                build,
-                monitor,
-                stop: stop.shared(),
-            };
-            let worker = Worker {
-                training,
+            let mut runner = InProcess {
+                training: Training {
+                    storage: &storage,
+                    study: study.id,
+                    build,
+                    monitor,
+                    stop: stop.shared(),
+                },
                 study: &study,
-                me: &me,
                 dir: &dir,
+                observer: &mut observer,
             };
-            worker.until_done(&stop, &mut observer)?
+            until_done(&mut runner, &study, &storage, stop.flag(), &mut *said)?
         }
         parallel => {
-            let slots = Slots {
+            let budget = budget.expect("packed");
+            let spec = storage.lock().expect("storage").spec().to_string();
+            let held = Held::new(&storage, &dir, (budget, parallel));
+            let mut runner = Slots {
                 storage: &storage,
                 study: &study,
                 build,
                 monitor,
                 dir: &dir,
-                budget: budget.expect("packed"),
+                budget,
                 parallel,
                 fit: plan.packing.fit_in_lease,
                 probed: &probed,
                 launch: Launch {
                     exe: trial_exe()?,
                     threads: threads_per_child(parallel),
-                    storage: storage.lock().expect("storage").spec().to_string(),
+                    storage: spec,
                 },
+                held,
             };
-            slots.until_done(stop.flag(), &mut *observer(0, study.trials()))?
+            said.message(&runner.said());
+            until_done(&mut runner, &study, &storage, stop.flag(), &mut *said)?
         }
     }
     let spec = storage.lock().expect("storage").spec().to_string();
@@ -384,81 +390,4 @@ fn write_marker(dir: &Path, storage: &str, name: &str) -> Result<(), Error> {
     };
     let marker = serde_json::json!({"storage": named, "study": name});
     Ok(crate::record::write_json(&dir.join("study.json"), &marker)?)
-}
-
-/// This process as a worker of a study.
-struct Worker<'a> {
-    training: Training<'a>,
-    study: &'a Study,
-    me: &'a str,
-    /// Its sweep directory.
-    dir: &'a Path,
-}
-
-impl Worker<'_> {
-    /// Takes and trains the study's work, beating for its trial, until none is left.
-    fn until_done(
-        &self,
-        stop: &StopOnSignal,
-        observer: &mut dyn FnMut(usize, usize) -> Box<dyn Observer>,
-    ) -> Result<(), Error> {
-        let storage = self.training.storage;
-        let heartbeat = Heartbeat::start(Arc::clone(storage), self.study.heartbeat());
-        let mut beats = Beats::default();
-        let n = self.study.trials();
-        loop {
-            if stop.flag().load(Ordering::SeqCst) {
-                return Err(Error::Interrupted);
-            }
-            match take(storage, self.study, &mut beats)? {
-                Work::Train {
-                    id,
-                    trial,
-                    from,
-                    pause_at,
-                    prepare,
-                } => {
-                    observer(0, n).message(&from.said(&trial, self.study.grace()));
-                    heartbeat.beat_for(vec![id]);
-                    let observer_of_trial = observer(trial.number, n);
-                    let gate = (self.study).gate(pause_at, &self.dir.join(trial.name()));
-                    let steps = (gate, prepare);
-                    let ran = (self.training).run(id, &trial, self.dir, steps, observer_of_trial);
-                    heartbeat.beat_for(Vec::new());
-                    self.ended(&trial, ran?.1, &mut *observer(0, n))?;
-                }
-                Work::Wait => wait(stop, self.study.heartbeat().min(Duration::from_secs(1))),
-                Work::Done(pruned) => {
-                    say_pruned(&pruned, &mut *observer(0, n));
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    /// Tells how a trial this worker trained ended, and where the study stands.
-    fn ended(
-        &self,
-        trial: &Trial,
-        recorded: bool,
-        observer: &mut dyn Observer,
-    ) -> Result<(), Error> {
-        if !recorded {
-            let name = trial.name();
-            observer.message(&format!(
-                "{name} was taken over by another worker, whose result it is"
-            ));
-        }
-        let mut storage = self.training.storage.lock().expect("storage");
-        observer.message(&progress(storage.sync()?, self.study, self.me));
-        Ok(())
-    }
-}
-
-/// Sleeps for `time`, or until a signal.
-fn wait(stop: &StopOnSignal, time: Duration) {
-    let start = Instant::now();
-    while start.elapsed() < time && !stop.flag().load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
