@@ -5,7 +5,7 @@ use crate::config::{LrRange, RunConfig};
 use crate::kinds::Kinds;
 use crate::train::lr_find::find;
 use crate::train::lr_find::rule::Sweep;
-use crate::Error;
+use crate::{Error, Trainer};
 
 use super::terminal::Terminal;
 
@@ -16,8 +16,8 @@ pub(super) fn lr_find(
     (min_lr, max_lr, steps): (f64, f64, usize),
 ) -> Result<(), Error> {
     let sweep = sweep(min_lr, max_lr, steps)?;
-    let found = find(config, sweep, Box::new(Terminal::new(true)), |t| {
-        kinds.train(t)
+    let found = find(config, sweep, Box::new(Terminal::new(true)), |run| {
+        kinds.train(Trainer::from(run))
     })?;
     outln!("{}", found.said());
     Ok(())

@@ -19,7 +19,7 @@ use crate::error::{Error, TrainingError};
 use crate::record::{Observer, RunSummary, Silent};
 use crate::task::Task;
 use crate::train::gate::EpochGate;
-use crate::train::lr_find::{find, rule::Sweep};
+use crate::train::lr_find::{find, rule::Sweep, FinderRun};
 
 /// Trains one run: any [`Task`] ([`fit`](Self::fit)), or the task a config's model kind
 /// builds ([`run`](Self::run) for the built-in kinds, [`Kinds::train`](crate::kinds::Kinds::train)
@@ -241,6 +241,16 @@ impl Trainer {
     }
 }
 
+/// The learning-rate finder's copy of a run, trained as a run is: its config, its observer,
+/// and the finder's stop.
+impl From<FinderRun> for Trainer {
+    fn from(run: FinderRun) -> Self {
+        Trainer::new(run.config)
+            .observer(run.observer)
+            .stop_when(run.stop)
+    }
+}
+
 impl Trainer {
     /// `train.lr = "find"`: the learning-rate finder on a copy of the run, trained by `train`
     /// (its progress told to this trainer's observer), and this trainer at the rate it
@@ -255,7 +265,10 @@ impl Trainer {
         // The finder's copy stops where this run would: a stop asked during the finder ends it,
         // before the run begins.
         let flags = self.stop.clone();
-        let watched = |copy: Trainer| train(flags.into_iter().fold(copy, Trainer::stop_when));
+        let watched = |run: FinderRun| {
+            let copy = Trainer::from(run);
+            train(flags.into_iter().fold(copy, Trainer::stop_when))
+        };
         let found = find(&self.config, Sweep::default(), watching, watched);
         // The copy's observer is gone with it: this trainer's comes back.
         if let Ok(observer) = Rc::try_unwrap(shared) {

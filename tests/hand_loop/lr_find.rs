@@ -39,7 +39,10 @@ fn the_finder_over_a_hand_loop_finds_what_it_finds_over_the_trainer() {
     let mut sweep = Sweep::default();
     sweep.range.steps = 30;
     let config = |out: &str| sines_config(&dir.path().join(out), "sines", SMALL, &|b| b);
-    let fitted = find(&config("fit"), sweep, Box::new(Silent), |t| t.fit(Sines)).unwrap();
+    let fitted = find(&config("fit"), sweep, Box::new(Silent), |run| {
+        Trainer::from(run).fit(Sines)
+    })
+    .unwrap();
     let samples = Sines.data().train.len();
     let model = |d: &Device| Sines.model(d);
     let by_hand = find_by_hand(&config("hand"), sweep, samples, model, |run| {

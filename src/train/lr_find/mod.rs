@@ -24,7 +24,6 @@ use crate::config::RunConfig;
 use crate::error::{Error, TrainingError};
 use crate::record::{EpochProgress, Observer, RunSummary, Snapshot, Warning};
 use crate::report::{render_lr_find_svg, LrFindPicture};
-use crate::train::Trainer;
 pub use by_hand::find_by_hand;
 use rule::{suggestion, Curve, Point, Sweep};
 
@@ -73,20 +72,34 @@ impl Found {
     }
 }
 
+/// The run the finder trains: a copy of the config's run, the observer that reads its steps
+/// (and tells `find`'s observer), and the flag that stops it once the curve is done. A caller
+/// trains it as it trains a run (`Trainer::from(run)`).
+pub struct FinderRun {
+    /// The copy: `<output_dir>/<name>-lr-find/steps/`, its rate swept.
+    pub config: RunConfig,
+    /// Reads each step's loss and rate, and tells the observer given to [`find`].
+    pub observer: Box<dyn Observer>,
+    /// Set when the curve is done: the copy stops there.
+    pub stop: Arc<AtomicBool>,
+}
+
 /// Runs the finder on a copy of `config`'s run with `sweep`, training it through `train` (the
-/// kinds' `train`, or `|t| t.fit(task)` for a task in code), and writes what it found.
-/// `observer` sees the copy's steps.
+/// kinds' `|run| kinds.train(Trainer::from(run))`, or `Trainer::from(run).fit(task)` for a task
+/// in code), and writes what it found. `observer` sees the copy's steps.
 pub fn find(
     config: &RunConfig,
     sweep: Sweep,
     observer: Box<dyn Observer>,
-    train: impl FnOnce(Trainer) -> Result<RunSummary, Error>,
+    train: impl FnOnce(FinderRun) -> Result<RunSummary, Error>,
 ) -> Result<Found, Error> {
     let sweeping = Sweeping::start(config, sweep)?;
-    let trainer = Trainer::new(sweeping.copy(config))
-        .observer(sweeping.watcher(observer))
-        .stop_when(Arc::clone(&sweeping.stop));
-    let trained = train(trainer).map(|_| ());
+    let run = FinderRun {
+        config: sweeping.copy(config),
+        observer: Box::new(sweeping.watcher(observer)),
+        stop: Arc::clone(&sweeping.stop),
+    };
+    let trained = train(run).map(|_| ());
     sweeping.end(trained, &config.run.name)
 }
 
