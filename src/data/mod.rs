@@ -7,7 +7,7 @@ mod csv;
 mod csv_error;
 mod idx;
 mod loader;
-mod rows;
+mod regression;
 mod scaling;
 pub mod series;
 mod split;
@@ -17,7 +17,7 @@ pub use batcher::{ClassificationBatch, ClassificationBatcher, Row, RowBatch, Row
 pub use csv::{load_csv, load_csv_inputs, load_csv_rows, InputRow};
 pub use idx::load_idx;
 pub use loader::{item_loader, Collect};
-pub use rows::{load_csv_regression, load_series_forecast, Baseline, RowData};
+pub use regression::{load_csv_regression, load_series_forecast, Baseline, RowData};
 pub use scaling::{FeatureScaling, RowScaling};
 pub(crate) use split::{moments, shuffle_for_split};
 pub use synthetic::generate;

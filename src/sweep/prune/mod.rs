@@ -8,13 +8,13 @@
 //! value is from fewer epochs, not comparable.
 
 pub(in crate::sweep) mod asha;
-mod gate;
+mod gate_spec;
 mod median;
 mod record;
 
 use std::path::Path;
 
-pub use gate::{GateSpec, ReadRecord};
+pub use gate_spec::{GateSpec, ReadRecord};
 pub use record::{Curve, Record, Standing};
 
 use crate::error::Error;

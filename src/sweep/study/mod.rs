@@ -8,7 +8,7 @@
 //!    `population` (population based training across workers), `next` (a worker's next piece
 //!    of work) and `origin` (where it comes from), `median` (the median rule across workers),
 //!    `heartbeat`, `ending` (how a trial ended, recorded), `reporting` (its epochs, written as
-//!    they come, in this process or a child), `rows` (the study's table);
+//!    they come, in this process or a child), `journal_rows` (the study's table);
 //! 3. training: `drive` (the one loop of every worker, over a runner), `trial` (one trial in
 //!    this process, and the runner that trains a worker's trials there, one at a time),
 //!    `slots` (the runner that packs a device: each trial in a child process under its lease);
@@ -20,6 +20,7 @@ mod ending;
 mod file;
 mod heartbeat;
 mod joined;
+mod journal_rows;
 mod lost;
 mod median;
 mod next;
@@ -28,7 +29,6 @@ mod population;
 mod redis;
 mod report;
 mod reporting;
-mod rows;
 mod rungs;
 mod slots;
 mod storage;

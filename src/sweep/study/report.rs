@@ -1,8 +1,8 @@
 //! `tidemark report STORAGE`: every study of a journal ranked from the journal alone, from any
 //! machine that can read it.
 
+use super::journal_rows::{monitor_of, rows, running_on};
 use super::lost::{refuse_lost, Searched};
-use super::rows::{monitor_of, rows, running_on};
 use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::Error;
@@ -10,7 +10,7 @@ use crate::record::RecordError;
 use crate::sweep::journal::replay::Journal;
 use crate::sweep::journal::worker_id::worker_id;
 use crate::sweep::plan::{read_plan, SearchPlan};
-use crate::sweep::results::rows::read_rows;
+use crate::sweep::results::summary_rows::read_rows;
 use crate::sweep::results::{last_values, rank, Interval, TrialRow};
 use crate::sweep::search::write_results;
 use std::collections::BTreeMap;

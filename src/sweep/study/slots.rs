@@ -338,7 +338,11 @@ impl Slots<'_> {
             observer.message(&line);
             let mut storage = self.storage.lock().expect("storage");
             let me = storage.worker().to_string();
-            observer.message(&super::rows::progress(storage.sync()?, self.study, &me));
+            observer.message(&super::journal_rows::progress(
+                storage.sync()?,
+                self.study,
+                &me,
+            ));
         }
         Ok(())
     }

@@ -6,8 +6,8 @@
 //! Generic over the [`Task`]; nothing here knows a model kind.
 
 mod advise;
-mod gate;
 mod probe;
+mod search_gate;
 
 use std::sync::Arc;
 
