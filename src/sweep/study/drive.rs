@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::heartbeat::Heartbeat;
 use super::joined::Study;
+use super::journal_rows::progress;
 use super::next::{take, Beats, Work};
 use super::population::Prepare;
 use super::storage::Storage;
@@ -163,6 +164,29 @@ fn drive<R: Runner>(
         heartbeat.beat_for(held(runner, claimed));
         std::thread::sleep(POLL);
     }
+}
+
+/// Tells how a trial ended, `line`, or that another worker took it over where its end was not
+/// this worker's to record; then where the study stands.
+pub fn tell_ended(
+    (storage, study): (&Mutex<Storage>, &Study),
+    (trial, recorded, line): (&Trial, bool, Option<String>),
+    observer: &mut dyn Observer,
+) -> Result<(), Error> {
+    let line = match recorded {
+        false => Some(format!(
+            "{} was taken over by another worker, whose result it is",
+            trial.name()
+        )),
+        true => line,
+    };
+    if let Some(line) = line {
+        observer.message(&line);
+    }
+    let mut storage = storage.lock().expect("storage");
+    let me = storage.worker().to_string();
+    observer.message(&progress(storage.sync()?, study, &me));
+    Ok(())
 }
 
 /// `trial-007 pruned: ASHA: ...` for each trial the worker pruned at the study's end.

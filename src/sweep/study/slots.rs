@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::drive::{Runner, Taken};
+use super::drive::{tell_ended, Runner, Taken};
 use super::ending::{ending, record, Outcome};
 use super::joined::Study;
 use super::population::carry_out;
@@ -136,62 +136,9 @@ impl Runner for Slots<'_> {
         self.held.running.iter().map(|r| r.id).collect()
     }
 
-    fn claim(
-        &mut self,
-        taken: Taken,
-        observer: &mut dyn Observer,
-    ) -> Result<Option<Claimed>, Error> {
-        self.probe(taken, observer)
-    }
-
-    /// Starts the claimed trial in a child once its lease fits in what the running trials
-    /// leave of the budget.
-    fn start(&mut self, claimed: &Claimed, observer: &mut dyn Observer) -> Result<bool, Error> {
-        if claimed.lease > self.held.free(self.budget) {
-            return Ok(false);
-        }
-        let running = self.launch(claimed, observer)?;
-        let (trial, pid) = (running.trial.number, running.child.pid());
-        self.held.timeline.started(trial, running.lease, pid);
-        self.record_timeline(observer);
-        self.held.running.push(running);
-        self.show_now(observer)?;
-        Ok(true)
-    }
-
-    fn reap(&mut self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
-        self.reap_ended(stop, observer)
-    }
-
-    fn show(&mut self, observer: &mut dyn Observer) -> Result<(), Error> {
-        if self.held.shown.is_none_or(|t| t.elapsed() >= SHOW_EVERY) {
-            self.show_now(observer)?;
-        }
-        Ok(())
-    }
-
-    fn hand_back(
-        &mut self,
-        claimed: Option<Claimed>,
-        observer: &mut dyn Observer,
-    ) -> Result<(), Error> {
-        self.stop_all(claimed, observer)
-    }
-}
-
-impl Slots<'_> {
-    /// The line a worker that packs its device starts with.
-    pub fn said(&self) -> String {
-        format!(
-            "up to {} trials at once on this device, under a budget of {}",
-            self.parallel,
-            format_bytes(self.budget)
-        )
-    }
-
     /// Probes claimed trial `id` for its lease: it waits for room, or fails now (recorded) if
     /// it cannot be built or its lease is larger than the whole budget.
-    fn probe(
+    fn claim(
         &mut self,
         taken: Taken,
         observer: &mut dyn Observer,
@@ -246,6 +193,131 @@ impl Slots<'_> {
         Ok(None)
     }
 
+    /// Starts the claimed trial in a child once its lease fits in what the running trials
+    /// leave of the budget.
+    fn start(&mut self, claimed: &Claimed, observer: &mut dyn Observer) -> Result<bool, Error> {
+        if claimed.lease > self.held.free(self.budget) {
+            return Ok(false);
+        }
+        let running = self.launch(claimed, observer)?;
+        let (trial, pid) = (running.trial.number, running.child.pid());
+        self.held.timeline.started(trial, running.lease, pid);
+        self.record_timeline(observer);
+        self.held.running.push(running);
+        self.show_now(observer)?;
+        Ok(true)
+    }
+
+    /// Records the children that have ended, and tells where the study stands.
+    fn reap(&mut self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
+        let mut i = 0;
+        while i < self.held.running.len() {
+            let Some(exited) = self.held.running[i].child.exited()? else {
+                i += 1;
+                continue;
+            };
+            let done = self.held.running.swap_remove(i);
+            self.held.timeline.ended(done.trial.number);
+            self.record_timeline(observer);
+            let run_dir = self.dir.join(done.trial.name());
+            let summary = RunSummary::read(&run_dir).ok().flatten();
+            // A child stopped with the worker (Ctrl-C reaches the whole process group) is
+            // handed back with the others.
+            let outcome = match (exited, &summary) {
+                (Err(_), _) if stop.load(Ordering::SeqCst) => Outcome::Stopped,
+                (Ok(()), Some(s)) => Outcome::Trained(s.status.clone()),
+                (Ok(()), None) => Outcome::Failed("it wrote no summary".into()),
+                (Err(e), _) => Outcome::Failed(e.to_string()),
+            };
+            let ops = ending(
+                done.id,
+                &done.trial,
+                self.monitor,
+                &outcome,
+                summary.as_ref(),
+            );
+            let recorded = record(self.storage, done.id, ops)?;
+            crate::failpoint::pass("ended");
+            let took = done.started.elapsed().as_secs_f64();
+            let name = done.trial.name();
+            let line = match &outcome {
+                Outcome::Failed(e) => {
+                    let e = crate::config::headline(e);
+                    format!("{name} failed ({took:.1} s): {e}")
+                }
+                Outcome::Stopped => format!("{name} stopped: handed back"),
+                Outcome::Trained(RunStatus::Paused) => {
+                    format!("{name} paused at its rung ({took:.1} s)")
+                }
+                Outcome::Trained(_) => format!("{name} completed ({took:.1} s)"),
+            };
+            let study = (&**self.storage, self.study);
+            tell_ended(study, (&done.trial, recorded, Some(line)), observer)?;
+        }
+        Ok(())
+    }
+
+    fn show(&mut self, observer: &mut dyn Observer) -> Result<(), Error> {
+        if self.held.shown.is_none_or(|t| t.elapsed() >= SHOW_EVERY) {
+            self.show_now(observer)?;
+        }
+        Ok(())
+    }
+
+    /// Stops every child at its latest checkpoint, then hands back its trial, and the claimed
+    /// one's: every child is stopped even if the storage cannot take their ends.
+    fn hand_back(
+        &mut self,
+        claimed: Option<Claimed>,
+        observer: &mut dyn Observer,
+    ) -> Result<(), Error> {
+        for r in &self.held.running {
+            r.child.terminate();
+        }
+        let mut stopped = Vec::new();
+        for mut r in self.held.running.drain(..) {
+            r.child.stop();
+            self.held.timeline.ended(r.trial.number);
+            stopped.push((r.id, r.trial));
+        }
+        self.record_timeline(observer);
+        let names = (stopped.iter().map(|(_, t)| t.name()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if !names.is_empty() {
+            observer.message(&format!("stopped {names} at their latest checkpoints"));
+        }
+        let claimed = claimed.map(|c| (c.id, c.trial));
+        for (id, trial) in stopped.iter().chain(claimed.as_ref()) {
+            let summary = RunSummary::read(&self.dir.join(trial.name()))
+                .ok()
+                .flatten();
+            let ops = ending(
+                *id,
+                trial,
+                self.monitor,
+                &Outcome::Stopped,
+                summary.as_ref(),
+            );
+            record(self.storage, *id, ops)?;
+        }
+        if !names.is_empty() {
+            observer.message(&format!("handed {names} back to the study"));
+        }
+        Ok(())
+    }
+}
+
+impl Slots<'_> {
+    /// The line a worker that packs its device starts with.
+    pub fn said(&self) -> String {
+        format!(
+            "up to {} trials at once on this device, under a budget of {}",
+            self.parallel,
+            format_bytes(self.budget)
+        )
+    }
+
     /// Starts the claimed trial in a child, under its lease.
     fn launch(&self, claimed: &Claimed, observer: &mut dyn Observer) -> Result<Running, Error> {
         let held = &self.held;
@@ -289,64 +361,6 @@ impl Slots<'_> {
         })
     }
 
-    /// Records the children that have ended, and tells where the study stands.
-    fn reap_ended(&mut self, stop: &AtomicBool, observer: &mut dyn Observer) -> Result<(), Error> {
-        let mut i = 0;
-        while i < self.held.running.len() {
-            let Some(exited) = self.held.running[i].child.exited()? else {
-                i += 1;
-                continue;
-            };
-            let done = self.held.running.swap_remove(i);
-            self.held.timeline.ended(done.trial.number);
-            self.record_timeline(observer);
-            let run_dir = self.dir.join(done.trial.name());
-            let summary = RunSummary::read(&run_dir).ok().flatten();
-            // A child stopped with the worker (Ctrl-C reaches the whole process group) is
-            // handed back with the others.
-            let outcome = match (exited, &summary) {
-                (Err(_), _) if stop.load(Ordering::SeqCst) => Outcome::Stopped,
-                (Ok(()), Some(s)) => Outcome::Trained(s.status.clone()),
-                (Ok(()), None) => Outcome::Failed("it wrote no summary".into()),
-                (Err(e), _) => Outcome::Failed(e.to_string()),
-            };
-            let ops = ending(
-                done.id,
-                &done.trial,
-                self.monitor,
-                &outcome,
-                summary.as_ref(),
-            );
-            let recorded = record(self.storage, done.id, ops)?;
-            crate::failpoint::pass("ended");
-            let took = done.started.elapsed().as_secs_f64();
-            let name = done.trial.name();
-            let line = match (recorded, &outcome) {
-                (false, _) => {
-                    format!("{name} was taken over by another worker, whose result it is")
-                }
-                (true, Outcome::Failed(e)) => {
-                    let e = crate::config::headline(e);
-                    format!("{name} failed ({took:.1} s): {e}")
-                }
-                (true, Outcome::Stopped) => format!("{name} stopped: handed back"),
-                (true, Outcome::Trained(RunStatus::Paused)) => {
-                    format!("{name} paused at its rung ({took:.1} s)")
-                }
-                (true, Outcome::Trained(_)) => format!("{name} completed ({took:.1} s)"),
-            };
-            observer.message(&line);
-            let mut storage = self.storage.lock().expect("storage");
-            let me = storage.worker().to_string();
-            observer.message(&super::journal_rows::progress(
-                storage.sync()?,
-                self.study,
-                &me,
-            ));
-        }
-        Ok(())
-    }
-
     /// Tells the live view (a terminal redraws it) where this worker's trials and the study
     /// stand: its children with their leases, the study's trials waiting, paused and ended.
     fn show_now(&mut self, observer: &mut dyn Observer) -> Result<(), Error> {
@@ -384,48 +398,5 @@ impl Slots<'_> {
         if let Err(e) = self.held.timeline.write(&self.held.schedule) {
             observer.message(&format!("the schedule was not written: {e}"));
         }
-    }
-
-    /// Stops every child at its latest checkpoint, then hands back its trial, and the claimed
-    /// one's: every child is stopped even if the storage cannot take their ends.
-    fn stop_all(
-        &mut self,
-        claimed: Option<Claimed>,
-        observer: &mut dyn Observer,
-    ) -> Result<(), Error> {
-        for r in &self.held.running {
-            r.child.terminate();
-        }
-        let mut stopped = Vec::new();
-        for mut r in self.held.running.drain(..) {
-            r.child.stop();
-            self.held.timeline.ended(r.trial.number);
-            stopped.push((r.id, r.trial));
-        }
-        self.record_timeline(observer);
-        let names = (stopped.iter().map(|(_, t)| t.name()))
-            .collect::<Vec<_>>()
-            .join(", ");
-        if !names.is_empty() {
-            observer.message(&format!("stopped {names} at their latest checkpoints"));
-        }
-        let claimed = claimed.map(|c| (c.id, c.trial));
-        for (id, trial) in stopped.iter().chain(claimed.as_ref()) {
-            let summary = RunSummary::read(&self.dir.join(trial.name()))
-                .ok()
-                .flatten();
-            let ops = ending(
-                *id,
-                trial,
-                self.monitor,
-                &Outcome::Stopped,
-                summary.as_ref(),
-            );
-            record(self.storage, *id, ops)?;
-        }
-        if !names.is_empty() {
-            observer.message(&format!("handed {names} back to the study"));
-        }
-        Ok(())
     }
 }

@@ -7,10 +7,9 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use super::drive::{Runner, Taken};
+use super::drive::{tell_ended, Runner, Taken};
 use super::ending::{ending, record, Outcome};
 use super::joined::Study;
-use super::journal_rows::progress;
 use super::median::reader;
 use super::population::{carry_out, Prepare};
 use super::reporting::Reporting;
@@ -115,15 +114,8 @@ impl<F: FnMut(usize, usize) -> Box<dyn Observer>> Runner for InProcess<'_, F> {
             let steps = (gate, taken.prepare);
             (self.training).run(taken.id, trial, self.dir, steps, observer)?
         };
-        if !ran.1 {
-            let name = trial.name();
-            observer.message(&format!(
-                "{name} was taken over by another worker, whose result it is"
-            ));
-        }
-        let mut storage = self.training.storage.lock().expect("storage");
-        let me = storage.worker().to_string();
-        observer.message(&progress(storage.sync()?, self.study, &me));
+        let study = (&**self.training.storage, self.study);
+        tell_ended(study, (trial, ran.1, None), observer)?;
         Ok(true)
     }
 
