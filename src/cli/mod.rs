@@ -128,7 +128,7 @@ enum Command {
         /// Override any key, e.g. --set train.batch_size=64 (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
-        /// Number of runs [default: 5; with --resume, as planned].
+        /// Number of runs of the config, with seeds run.seed, run.seed + 1, ... [default: 5].
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         runs: Option<u32>,
         /// Continue the sweep in DIR at the first run that did not finish.
@@ -283,9 +283,7 @@ pub(crate) fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
             out,
             checkpoint,
         } => inference::predict(kinds, &run_dir, &data, &out, checkpoint),
-        Command::Report { run_dir } if run_dir.join("plan.json").is_file() => {
-            sweep::report(&run_dir)
-        }
+        Command::Report { run_dir } if sweep::is_sweep_dir(&run_dir) => sweep::report(&run_dir),
         Command::Report { run_dir } if sweep::is_study(&run_dir) => sweep::report_study(&run_dir),
         Command::Report { run_dir } => report_run(&run_dir),
         Command::Validate { config } => validate::validate(kinds, config),

@@ -46,7 +46,7 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
                 .collect::<Result<Vec<_>, _>>()?;
             let mut changes = Changes::of(&overrides)?;
             changes.parallel = args.parallel.or(changes.parallel);
-            // The search is plan.json's; the config's [sweep] keys are --set's changes.
+            // The search is its journal's; the config's [sweep] keys are --set's changes.
             drop(file);
             crate::sweep::resume_sweep(kinds, dir, &resolved, args.runs, changes, observer)?
         }
@@ -92,10 +92,8 @@ pub(super) fn run(kinds: &Kinds, mut args: SweepArgs) -> Result<(), Error> {
     };
     print_sweep(&dir, &swept, &resolved);
     // A search that found nothing is not a success, though each failure is recorded.
-    match &swept {
-        Swept::Search { rows, .. } => crate::sweep::none_completed(rows).map_or(Ok(()), Err),
-        Swept::Runs(_) => Ok(()),
-    }
+    let (Swept::Search { rows, .. } | Swept::Runs(rows)) = &swept;
+    crate::sweep::none_completed(rows).map_or(Ok(()), Err)
 }
 
 /// This process's command line, as a shell would take it again.
@@ -193,9 +191,14 @@ fn print_sweep(dir: &Path, swept: &Swept, config: &RunConfig) {
     };
     match swept {
         Swept::Runs(rows) => {
-            outln!("{}", crate::sweep::table(rows));
+            outln!("{}", crate::sweep::runs_table(rows));
+            let left = (rows.iter()).filter(|r| r.status != TrialStatus::Completed);
+            let failed = match left.count() {
+                0 => String::new(),
+                n => format!(" ({n} did not complete)"),
+            };
             outln!(
-                "sweep: {} runs with memory.clear = \"{clear}\"; {}",
+                "sweep: {} runs{failed} with memory.clear = \"{clear}\"; {}",
                 rows.len(),
                 dir.display()
             );
@@ -258,7 +261,7 @@ fn terminal_width() -> Option<usize> {
 }
 
 /// `tidemark report SWEEP_DIR` for a search: every trial, whichever worker trained it, ranked
-/// from the trials' own summaries; writes the merged `sweep.md` and `sweep.json`.
+/// from its study's journal; writes the views (`plan.json`, `sweep.md`, `sweep.json`, ...).
 pub(super) fn report(dir: &Path) -> Result<(), Error> {
     let (rows, plan) = crate::sweep::merge(dir)?;
     out!(
@@ -279,6 +282,14 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
         dir.join("sweep.md").display()
     );
     Ok(())
+}
+
+/// Whether `report`'s argument is a search's sweep directory: its journal (or, for a worker of
+/// a shared study, the `study.json` that names the study's storage), or a plan it shows.
+pub(super) fn is_sweep_dir(dir: &Path) -> bool {
+    ["journal.log", "study.json", "plan.json"]
+        .iter()
+        .any(|name| dir.join(name).is_file())
 }
 
 /// Whether `report`'s argument names a study's storage: `redis://...`, or a file whose first

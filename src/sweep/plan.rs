@@ -1,12 +1,16 @@
-//! `plan.json`: what a sweep directory is to train, written when the sweep starts (and as TPE
-//! draws), read back by `--resume`, and checked as it is read.
+//! A search's plan ([`SearchPlan`]): what it trains, as its journal keeps it (the study's
+//! `tidemark:search`, which a resume and a report go on from) and `plan.json` shows it, checked
+//! as it is read. `plan.json` is read back only for a study whose journal an earlier tidemark
+//! wrote without the plan.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::space::{Domain, Method, Order, Packing, PruneConfig, Space, Trial, MAX_TRIALS};
+use super::space::{
+    repeats, Domain, Method, Order, Packing, PruneConfig, Space, Trial, MAX_TRIALS,
+};
 
 use crate::config::{Monitor, MonitorMode};
 use crate::error::{Error, UsageError};
@@ -50,6 +54,12 @@ pub struct SearchPlan {
 }
 
 impl SearchPlan {
+    /// Whether the search is a sweep of runs (`sweep --runs N`, [`Space::repeats`]).
+    pub fn is_repeat(&self) -> bool {
+        self.method
+            .is_some_and(|method| repeats(method, &self.vary))
+    }
+
     /// The search this plan was made from, where it keeps its method and seed.
     pub fn space(&self) -> Option<Space> {
         Some(Space {
@@ -90,8 +100,8 @@ impl TpePlan {
     }
 }
 
-/// `plan.json` in a sweep's directory: how many runs it is to make, or a search's trials
-/// (its base config is `config.toml` beside it).
+/// `plan.json` in a sweep's directory: a search's trials (its base config is `config.toml`
+/// beside it). A sweep of runs written before `--runs` was a search kept only their count.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Plan {
     pub(super) runs: usize,
@@ -122,16 +132,16 @@ pub(super) fn read_plan(dir: &Path) -> Result<Plan, Error> {
     let plan = crate::record::parse_json::<Plan>(&bytes)
         .map_err(|e| Error::checkpoint(&path, format!("not a sweep plan: {e}")))?;
     if let Some(search) = &plan.search {
-        check(search, &path)?;
+        check(search, &path, "not a sweep plan")?;
     }
     Ok(plan)
 }
 
 /// What a search takes for granted in its plan, and a hand-edited one may break: trials
 /// numbered 1, 2, ... in order, and TPE's domains as `[sweep.vary]` checks them. The error
-/// names `path`, the field and the value.
-fn check(plan: &SearchPlan, path: &Path) -> Result<(), Error> {
-    let refused = |what: String| Error::checkpoint(path, format!("not a sweep plan: {what}"));
+/// names `path`, then `what` the plan is there, the field and the value.
+pub(super) fn check(plan: &SearchPlan, path: &Path, what: &str) -> Result<(), Error> {
+    let refused = |why: String| Error::checkpoint(path, format!("{what}: {why}"));
     if let Some((i, trial)) = (plan.trials.iter().enumerate()).find(|(i, t)| t.number != i + 1) {
         return Err(refused(format!(
             "trials[{i}].number is {}, where the plan's trials are numbered 1, 2, ... in order",

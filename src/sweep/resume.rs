@@ -1,12 +1,11 @@
-//! `sweep --resume`: a sweep of runs or a search continued where it stopped.
+//! `sweep --resume`: a search (a sweep of runs among them) continued where it stopped.
 
 use std::path::{Path, PathBuf};
 
-use super::plan::{read_plan, write_plan, Plan};
-use super::results::{SweepRow, TrialRow};
+use super::plan::read_plan;
+use super::results::TrialRow;
 use super::resume_set::Changes;
-use super::runs::run_all;
-use super::study::rejoin_alone;
+use super::study::{journal_of, recorded, rejoin_alone};
 use crate::config::TASK_SECTIONS;
 use crate::config::{ConfigError, RunConfig};
 use crate::error::{Error, UsageError};
@@ -14,10 +13,10 @@ use crate::kinds::Kinds;
 use crate::record::Observer;
 use crate::train::resume::check_config;
 
-/// What a resumed sweep finished with.
+/// What a sweep finished with.
 pub enum Swept {
-    /// Runs of the same config.
-    Runs(Vec<SweepRow>),
+    /// Runs of one config (`--runs N`): a search's trials, by number.
+    Runs(Vec<TrialRow>),
     /// A search's trials, ranked by `monitor`.
     Search {
         /// The trials, best first.
@@ -50,6 +49,36 @@ fn refuse_a_study(dir: &Path) -> Result<(), Error> {
     )))
 }
 
+/// Refuses a directory without a journal that is no search's: one with neither a plan nor a
+/// trial (`trial-001`), or a sweep of runs made before they were a search (a plan, no journal).
+/// A search that lost its journal is [`recorded`]'s to refuse.
+fn not_a_search(dir: &Path) -> Result<(), Error> {
+    let trials = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    let trained = || {
+        trials
+            .map(|e| e.file_name())
+            .any(|n| n.to_string_lossy().starts_with("trial-"))
+    };
+    let refused = |why: String| {
+        Err(Error::Usage(UsageError::new(
+            format!("--resume {}", dir.display()),
+            why,
+        )))
+    };
+    match dir.join("plan.json").exists() {
+        false if !trained() => refused(format!(
+            "not a sweep directory: {} is missing",
+            dir.join("journal.log").display()
+        )),
+        true if read_plan(dir)?.search.is_none() => refused(
+            "a sweep of runs made by an earlier tidemark, which cannot go on: each run's figures \
+             are in its run-N/summary.json; start the sweep again"
+                .into(),
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses a population resumed with another `train.epochs` than the search's `config.toml`
 /// in `dir`: its intervals, and the decisions at them, were made for that many.
 fn keeps_its_epochs(dir: &Path, config: &RunConfig) -> Result<(), Error> {
@@ -73,11 +102,11 @@ fn keeps_its_epochs(dir: &Path, config: &RunConfig) -> Result<(), Error> {
     }
 }
 
-/// Continues the sweep in `dir` at the first run that did not finish: completed runs are kept
-/// (their rows come from their `summary.json`), a run that stopped resumes from its latest
-/// checkpoint, and the rest start. `config` must match the sweep's `config.toml` except in
-/// the keys a resumed run may change; `runs`, if given, replaces the planned count, and
-/// `changes` a search's trials at once and their budget ([`Changes`]).
+/// Continues the sweep in `dir` where it stopped, as its study's worker alone
+/// ([`rejoin_alone`]): finished trials (runs) are kept, one that stopped resumes from its latest
+/// checkpoint, and the rest start. `config` must match the sweep's `config.toml` except in the
+/// keys a resumed run may change; `changes` may change a search's trials at once and their
+/// budget ([`Changes`]). `runs` is refused: a sweep trains the trials it planned.
 pub fn resume_sweep(
     kinds: &Kinds,
     dir: &Path,
@@ -95,57 +124,56 @@ pub fn resume_sweep(
         false,
     )?;
     refuse_a_study(dir)?;
-    let plan = read_plan(dir)?;
-    if let Some(mut search) = plan.search {
-        for line in changes.apply(&mut search.packing) {
-            observer(0, search.trials.len()).message(&line);
-        }
-        super::space::check_order(search.order, search.packing.parallel, "--parallel")?;
-        if runs.is_some() {
-            return Err(Error::Usage(UsageError::new(
-                format!("--resume {}", dir.display()),
-                "--runs repeats one config; this sweep is a search, whose trials \
-                          come from its [sweep] table",
-            )));
-        }
-        // The search its plan keeps, as --set changed its packing.
-        let Some(mut space) = search.space() else {
-            return Err(Error::Usage(UsageError::new(
-                format!("--resume {}", dir.display()),
-                "a search planned by an earlier tidemark, whose plan.json does not keep \
-                          its method and seed; start it again",
-            )));
-        };
-        space.packing = search.packing;
-        if space.pbt.is_some() {
-            keeps_its_epochs(dir, config)?;
-        }
-        let rows = rejoin_alone(kinds, config, &space, dir, observer)?;
-        let dir = dir.to_path_buf();
-        let (monitor, mode) = (search.monitor, search.mode);
-        return Ok((
-            dir,
-            Swept::Search {
-                rows,
-                monitor,
-                mode,
-            },
-        ));
+    let origin = || format!("--resume {}", dir.display());
+    if !dir.join("journal.log").exists() {
+        not_a_search(dir)?;
     }
-    if changes != Changes::default() {
-        return Err(Error::Usage(UsageError::new(
-            format!("--resume {}", dir.display()),
-            format!(
-                "{} is a sweep of runs, and only a search's trials run in parallel (under \
-                 sweep.parallel and sweep.budget)",
-                dir.display()
+    // The search is its journal's (plan.json shows it).
+    let mut search = recorded(dir, &journal_of(dir)?, &config.run.name)?;
+    if let Some(runs) = runs {
+        let why = match search.is_repeat() {
+            true => format!(
+                "a sweep resumed trains the {} runs it planned, not {runs}; start a new \
+                 sweep for more",
+                search.trials.len()
             ),
+            false => "--runs repeats one config; this sweep is a search, whose trials come \
+                      from its [sweep] table"
+                .into(),
+        };
+        return Err(Error::Usage(UsageError::new(origin(), why)));
+    }
+    if search.is_repeat() && changes != Changes::default() {
+        return Err(Error::Usage(UsageError::new(
+            origin(),
+            "a sweep of runs trains its runs one after another in one process; only a \
+             search's trials run in parallel (under sweep.parallel and sweep.budget)",
         )));
     }
-    let runs = runs.unwrap_or(plan.runs);
-    if runs != plan.runs {
-        write_plan(dir, &Plan { runs, search: None })?;
+    for line in changes.apply(&mut search.packing) {
+        observer(0, search.trials.len()).message(&line);
     }
-    let (dir, rows) = run_all(kinds, dir, config, runs, observer)?;
-    Ok((dir, Swept::Runs(rows)))
+    super::space::check_order(search.order, search.packing.parallel, "--parallel")?;
+    // The search its plan keeps, as --set changed its packing.
+    let Some(mut space) = search.space() else {
+        return Err(Error::Usage(UsageError::new(
+            origin(),
+            "a search planned by an earlier tidemark, whose plan.json does not keep its method \
+             and seed; start it again",
+        )));
+    };
+    space.packing = search.packing;
+    if space.pbt.is_some() {
+        keeps_its_epochs(dir, config)?;
+    }
+    let rows = rejoin_alone(kinds, config, &space, dir, observer)?;
+    let swept = match search.is_repeat() {
+        true => Swept::Runs(rows),
+        false => Swept::Search {
+            rows,
+            monitor: search.monitor,
+            mode: search.mode,
+        },
+    };
+    Ok((dir.to_path_buf(), swept))
 }

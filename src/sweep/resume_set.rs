@@ -1,7 +1,7 @@
 //! `--set` on `sweep --resume`: what a resumed search may change.
 //!
 //! A search's trials, their values, its metric, its order, its pruner and TPE are planned in
-//! `plan.json` when it starts; a change to them would rank two searches as one, so it is
+//! its journal when it starts; a change to them would rank two searches as one, so it is
 //! refused, naming the key. How many trials run at once (`sweep.parallel`) and the memory they
 //! share (`sweep.budget`) change how the search runs, not what it finds: they are applied, and
 //! said. The keys outside `[sweep]` follow a resumed run's rule (`train.epochs`, `memory.*`,
@@ -33,7 +33,7 @@ impl Changes {
                 return Err(refused(
                     o,
                     "a resumed search keeps the trials, metric, order, \
-                     pruner and draws planned in its plan.json; only sweep.parallel and \
+                     pruner and draws planned in its journal; only sweep.parallel and \
                      sweep.budget may change (start a new search for the rest)",
                 ));
             }
@@ -118,7 +118,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("sweep.prune.method") && e.contains("plan.json"),
+            e.contains("sweep.prune.method") && e.contains("planned in its journal"),
             "{e}"
         );
         let e = set("sweep.budget=\"lots\"").unwrap_err().to_string();

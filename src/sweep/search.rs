@@ -1,7 +1,6 @@
-//! What a search's directory holds besides its journal: its plan (`plan.json`, from the
-//! `[sweep]` table), the directory its workers share, and its ranking (`sweep.json`,
-//! `sweep.md`, `sweep.svg`), written from its study's rows or, by `tidemark report DIR`, from
-//! its trials' own summaries.
+//! What a search's directory holds besides its journal, its views: its plan (`plan.json`,
+//! from the `[sweep]` table, as the journal keeps it), the directory its workers share, and
+//! its ranking (`sweep.json`, `sweep.md`, `sweep.svg`), written from its study's rows.
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +51,7 @@ pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error
     Ok(dir.to_path_buf())
 }
 
-/// `sweep.json` and `sweep.md`.
+/// `sweep.json` and `sweep.md` (a sweep of runs' with its runs' memory table).
 pub(super) fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(), Error> {
     let best = rows.iter().find(|r| r.rank == Some(1));
     let packed = Timeline::merged(dir)?.packed();
@@ -73,6 +72,10 @@ pub(super) fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) ->
     if let Some(schedule) = crate::sweep::results::schedule_text(rows) {
         text.push('\n');
         text.push_str(&schedule);
+    }
+    if plan.is_repeat() {
+        text.push('\n');
+        text.push_str(&crate::sweep::results::runs_table(rows));
     }
     if let Some((budget, parallel)) = packed {
         text.push_str(&format!(

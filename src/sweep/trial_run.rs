@@ -1,7 +1,6 @@
-//! One run of a sweep or trial of a search, in its own directory: found finished, resumed from
-//! its latest checkpoint, or started.
+//! One trial of a search (a run of a sweep of runs), in its own directory: found finished,
+//! resumed from its latest checkpoint, or started.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -12,9 +11,6 @@ use crate::kinds::Kinds;
 use crate::record::{Observer, RunStatus, RunSummary};
 use crate::train::EpochGate;
 use crate::Trainer;
-
-/// The error of each trial whose last run failed, by trial number.
-pub(super) type TrialErrors = BTreeMap<usize, String>;
 
 /// Trains `cfg` in `run_dir`: a run that finished before keeps its summary, one that stopped
 /// resumes from its latest checkpoint, and the rest start. A run stopped before its first
@@ -57,18 +53,6 @@ pub(super) fn train_or_resume(
         std::fs::remove_dir_all(run_dir).map_err(|e| Error::io(run_dir, e))?;
     }
     kinds.train(trainer)
-}
-
-pub(super) fn run_name(run: usize) -> String {
-    format!("run-{run:02}")
-}
-
-/// The `summary.json` of a run that has just finished.
-pub(super) fn summary(run_dir: &Path) -> Result<RunSummary, Error> {
-    RunSummary::read(run_dir)?.ok_or_else(|| {
-        let path = run_dir.join("summary.json");
-        Error::io(&path, std::io::ErrorKind::NotFound.into())
-    })
 }
 
 /// The summary of a run in `run_dir` that completed `epochs` epochs (or more), if there is one.

@@ -31,14 +31,20 @@ fn sweep_gives_memory_back_between_runs_and_shows_it_kept_with_never() {
             "{}",
             run.stdout()
         );
-        let text = std::fs::read_to_string(env.path(clear).join("small-sweep/sweep.json")).unwrap();
-        let rows: Vec<Value> = serde_json::from_str(&text).unwrap();
+        let rows = sweep_runs(&env.path(clear).join("small-sweep"));
         assert_eq!(rows.len(), 3);
         for i in 1..=3 {
             assert!(env
                 .path(clear)
-                .join(format!("small-sweep/run-0{i}/summary.json"))
+                .join(format!("small-sweep/trial-00{i}/summary.json"))
                 .is_file());
+            // Run i's seed is run.seed + i - 1 (small.toml's is 1).
+            let config = env
+                .path(clear)
+                .join(format!("small-sweep/trial-00{i}/config.toml"));
+            let config: toml::Table =
+                toml::from_str(&std::fs::read_to_string(config).unwrap()).unwrap();
+            assert_eq!(config["run"]["seed"].as_integer(), Some(i), "{config}");
         }
         (run, rows)
     };
@@ -83,8 +89,7 @@ fn a_sweep_of_30_runs_keeps_nothing_from_run_to_run() {
         "train.epochs=1",
     ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
-    let text = std::fs::read_to_string(env.path("runs/small-sweep/sweep.json")).unwrap();
-    let rows: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let rows = sweep_runs(&env.path("runs/small-sweep"));
     assert_eq!(rows.len(), 30);
     // Burn's autodiff keeps a dropped graph's bookkeeping until the next backward pass; the
     // release settles it, and a run's own records are taken into the baseline: from run 2 on

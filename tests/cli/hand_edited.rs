@@ -1,7 +1,7 @@
 //! Hand-edited records give exit 2 naming the file and the field, never a panic, an abort, or
 //! a result made from them (issue 65): a population's exploit record naming a key the search
-//! does not vary, none, or a member it does not have; a plan whose method, population or
-//! quantile was edited; counts of trials no search runs; a checkpoint's state out of range.
+//! does not vary, none, or a member it does not have; a search record (the journal's plan)
+//! whose method, population or quantile was edited; counts of trials no search runs; a checkpoint's state out of range.
 
 use super::outside::tree;
 use super::pbt::population;
@@ -12,6 +12,27 @@ fn edit(path: &std::path::Path, from: &str, to: &str) {
     let text = std::fs::read_to_string(path).unwrap();
     assert!(text.contains(from), "{from} not in {}", path.display());
     std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+/// The one line of the file at `path` that holds `line` with `from` replaced by `to`; asserts
+/// one was.
+fn edit_line(path: &std::path::Path, line: &str, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<String> = (text.lines())
+        .map(|l| match l.contains(line) {
+            true => {
+                assert!(l.contains(from), "{from} not in {l}");
+                l.replace(from, to)
+            }
+            false => l.to_string(),
+        })
+        .collect();
+    assert_eq!(
+        text.lines().filter(|l| l.contains(line)).count(),
+        1,
+        "{line}"
+    );
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
 }
 
 #[test]
@@ -79,7 +100,7 @@ fn a_population_s_hand_edited_exploit_record_is_refused_naming_the_record() {
 }
 
 #[test]
-fn a_hand_edited_plan_is_refused_naming_plan_json_and_the_field() {
+fn a_hand_edited_search_record_is_refused_naming_the_journal_and_the_field() {
     let env = Env::new();
     population(&env, "");
     env.killed_at(&["sweep", "--config", "search.toml"], "ended:4");
@@ -87,33 +108,33 @@ fn a_hand_edited_plan_is_refused_naming_plan_json_and_the_field() {
     super::resume::copy_dir(&env.path("runs/small-sweep"), &stopped);
     let cases = [
         (
-            "\"method\": \"pbt\"",
-            "\"method\": \"grid\"",
+            "\"method\":\"pbt\"",
+            "\"method\":\"grid\"",
             "vary train.lr: a range, and method \"grid\" takes lists",
         ),
         (
-            "\"method\": \"pbt\"",
-            "\"method\": \"random\"",
+            "\"method\":\"pbt\"",
+            "\"method\":\"random\"",
             "method is \"random\", and pbt, a population's settings, goes with \"pbt\" alone",
         ),
         (
-            "\"quantile\": 0.25",
-            "\"quantile\": 0.9",
+            "\"quantile\":0.25",
+            "\"quantile\":0.9",
             "pbt.quantile: must be in (0, 0.5]",
         ),
         (
-            "\"population\": 4",
-            "\"population\": 7",
+            "\"population\":4",
+            "\"population\":7",
             "pbt.population is 7, and the plan has 4 trials",
         ),
         (
-            "\"population\": 4",
-            "\"population\": 1",
+            "\"population\":4",
+            "\"population\":1",
             "pbt.population: a population of 1 has no other member to copy",
         ),
         (
-            "\"population\": 4",
-            "\"population\": 4294967296",
+            "\"population\":4",
+            "\"population\":4294967296",
             "pbt.population: must be at most 100000",
         ),
     ];
@@ -121,15 +142,24 @@ fn a_hand_edited_plan_is_refused_naming_plan_json_and_the_field() {
         let dir = env.path("runs/small-sweep");
         std::fs::remove_dir_all(&dir).unwrap();
         super::resume::copy_dir(&stopped, &dir);
-        edit(&dir.join("plan.json"), was, now);
+        // The search as the journal keeps it, which a resume and a report go on from.
+        edit_line(&dir.join("journal.log"), "tidemark:search", was, now);
         let before = tree(env.dir.path());
-        let out = env.run(&["sweep", "--resume", "runs/small-sweep"]);
-        out.fails_with(2, &["runs/small-sweep/plan.json: not a sweep plan: ", says]);
-        assert_eq!(
-            tree(env.dir.path()),
-            before,
-            "{now}: the resume changed a file"
-        );
+        for args in [
+            &["sweep", "--resume", "runs/small-sweep"][..],
+            &["report", "runs/small-sweep"],
+        ] {
+            let said = [
+                "runs/small-sweep/journal.log: tidemark:search of study small: ",
+                says,
+            ];
+            env.run(args).fails_with(2, &said);
+            assert_eq!(
+                tree(env.dir.path()),
+                before,
+                "{now}: {args:?} changed a file"
+            );
+        }
     }
 }
 

@@ -331,6 +331,16 @@ fn epoch_losses(snaps: &[Value]) -> Vec<f64> {
 /// What the process held in use at the run's start: the figure a run's own memory sits on
 /// (its share of it moves between machines: gemm's per-thread buffers follow the size of the
 /// L2 cache), so a bound on what a run holds is a share of its figures above this one.
+/// The memory rows of a sweep of runs (`sweep --runs N`) in `dir`, by run: each trial's
+/// `memory` in its `sweep.json`, whose trials are ranked.
+fn sweep_runs(dir: &std::path::Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(dir.join("sweep.json")).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let mut trials = json["trials"].as_array().unwrap().clone();
+    trials.sort_by_key(|t| t["trial"].as_u64().unwrap());
+    trials.iter().map(|t| t["memory"].clone()).collect()
+}
+
 fn start_in_use(snaps: &[Value]) -> f64 {
     num(&snaps[0], "bytes_in_use")
 }

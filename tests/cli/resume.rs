@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tidemark::train::Checkpoint;
 
-use super::Env;
+use super::{sweep_runs, Env};
 
 /// f32 on flex with accumulation and dropout: 960 training samples in loader batches of 16,
 /// two per step, so 30 steps an epoch and 90 in the run; a checkpoint every 3 steps.
@@ -445,7 +445,7 @@ fn listing(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 fn a_killed_sweep_resumes_at_the_first_run_that_did_not_finish() {
     let env = Env::small();
     let sweep_dir = env.path("runs/small-sweep");
-    let third = sweep_dir.join("run-03");
+    let third = sweep_dir.join("trial-003");
     let args = [
         "sweep",
         "--config",
@@ -468,20 +468,19 @@ fn a_killed_sweep_resumes_at_the_first_run_that_did_not_finish() {
         "the sweep ended before run 3"
     );
     assert!(!sweep_dir.join("sweep.json").exists());
-    let finished = |i: usize| std::fs::read(sweep_dir.join(format!("run-0{i}/summary.json")));
+    let finished = |i: usize| std::fs::read(sweep_dir.join(format!("trial-00{i}/summary.json")));
     let (first, second) = (finished(1).unwrap(), finished(2).unwrap());
 
     let run = env.run(&["sweep", "--resume", "runs/small-sweep"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(sweep_dir.join("sweep.json")).unwrap()).unwrap();
+    let rows = sweep_runs(&sweep_dir);
     let dirs: Vec<&str> = rows
         .iter()
         .map(|r| r["run_dir"].as_str().unwrap())
         .collect();
     assert_eq!(dirs.len(), 4);
     for (i, dir) in dirs.iter().enumerate() {
-        assert!(dir.ends_with(&format!("run-0{}", i + 1)), "{dirs:?}");
+        assert!(dir.ends_with(&format!("trial-00{}", i + 1)), "{dirs:?}");
     }
     assert_eq!(
         finished(1).unwrap(),
@@ -493,13 +492,28 @@ fn a_killed_sweep_resumes_at_the_first_run_that_did_not_finish() {
         second,
         "a finished run is kept as it was"
     );
-    let third = env.snapshots("runs/small-sweep/run-03");
+    let third = env.snapshots("runs/small-sweep/trial-003");
     assert_eq!(third.iter().filter(|s| s["event"] == "resume").count(), 1);
-    assert_eq!(env.summary("runs/small-sweep/run-03")["epochs"], 2);
+    assert_eq!(env.summary("runs/small-sweep/trial-003")["epochs"], 2);
     assert_eq!(
-        env.summary("runs/small-sweep/run-04")["status"],
+        env.summary("runs/small-sweep/trial-004")["status"],
         "completed"
     );
-    env.run(&["sweep", "--resume", "runs/small-sweep/run-01"])
-        .fails_with(2, &["not a sweep directory", "plan.json is missing"]);
+    env.run(&["sweep", "--resume", "runs/small-sweep/trial-001"])
+        .fails_with(
+            2,
+            &["not a sweep directory", "trial-001/journal.log is missing"],
+        );
+    // A sweep goes on with the runs it planned: more are a new sweep's.
+    env.run(&["sweep", "--resume", "runs/small-sweep", "--runs", "6"])
+        .fails_with(2, &["trains the 4 runs it planned, not 6"]);
+    // One written before a sweep of runs was a search kept only its count, and no journal:
+    // refused, naming it.
+    std::fs::write(sweep_dir.join("plan.json"), r#"{"runs": 4}"#).unwrap();
+    std::fs::remove_file(sweep_dir.join("journal.log")).unwrap();
+    env.run(&["sweep", "--resume", "runs/small-sweep"])
+        .fails_with(
+            2,
+            &["--resume runs/small-sweep", "made by an earlier tidemark"],
+        );
 }

@@ -324,6 +324,83 @@ fn a_search_whose_every_trial_failed_exits_5_with_the_first_reason() {
     }
 }
 
+/// The journal is a search's only state: with every view deleted (`plan.json`, `sweep.json`,
+/// `sweep.md`, `sweep.svg`), a stopped search resumes to the ranking of one never stopped and
+/// writes the same plan again, and a report rebuilds the same views; without its journal, both
+/// are refused, naming it, and nothing is written.
+#[test]
+fn a_search_without_its_views_resumes_and_reports_the_same_and_without_its_journal_is_refused() {
+    let env = Env::new();
+    let config = format!(
+        "{SMALL}
+[sweep]
+[sweep.vary]
+train.lr = [0.001, 0.003, 0.01, 0.03]
+"
+    );
+    env.write("grid.toml", &config);
+    let whole = env.run(&["sweep", "--config", "grid.toml", "--out", "whole"]);
+    assert_eq!(whole.code(), 0, "{}", whole.stderr());
+    let views = ["plan.json", "sweep.json", "sweep.md", "sweep.svg"];
+    let dir = env.path("runs/small-sweep");
+    let gone = || {
+        for view in views {
+            let _ = std::fs::remove_file(dir.join(view));
+        }
+    };
+    // Stopped after its second trial ended.
+    env.killed_at(&["sweep", "--config", "grid.toml"], "ended:2");
+    let plan = std::fs::read_to_string(dir.join("plan.json")).unwrap();
+    gone();
+    let resumed = env.run(&["sweep", "--resume", "runs/small-sweep"]);
+    assert_eq!(resumed.code(), 0, "{}", resumed.stderr());
+    let full = sweep_json(&env, "whole/small-sweep");
+    assert_eq!(
+        ranking(&sweep_json(&env, "runs/small-sweep")),
+        ranking(&full)
+    );
+    let written = std::fs::read_to_string(dir.join("plan.json")).unwrap();
+    assert_eq!(
+        written, plan,
+        "the plan is the journal's, written again as it was"
+    );
+    let table = std::fs::read_to_string(dir.join("sweep.md")).unwrap();
+    let json = std::fs::read_to_string(dir.join("sweep.json")).unwrap();
+    gone();
+    let report = env.run(&["report", "runs/small-sweep"]);
+    assert_eq!(report.code(), 0, "{}", report.stderr());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("sweep.md")).unwrap(),
+        table
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("sweep.json")).unwrap(),
+        json
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("plan.json")).unwrap(),
+        plan
+    );
+    assert!(dir.join("sweep.svg").is_file());
+    // Without its journal: refused, naming it, and nothing written.
+    std::fs::remove_file(dir.join("journal.log")).unwrap();
+    let before = super::outside::tree(env.dir.path());
+    for args in [
+        &["sweep", "--resume", "runs/small-sweep"][..],
+        &["report", "runs/small-sweep"],
+    ] {
+        env.run(args).fails_with(
+            2,
+            &["runs/small-sweep/journal.log: is missing, and its trial-001 and 3 more trained here"],
+        );
+        assert_eq!(
+            super::outside::tree(env.dir.path()),
+            before,
+            "{args:?} wrote"
+        );
+    }
+}
+
 /// The ranking in `sweep.json` as (trial, monitored value) pairs.
 fn ranking(json: &Value) -> Vec<(String, f64)> {
     let trials = json["trials"].as_array().unwrap();

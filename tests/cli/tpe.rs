@@ -129,22 +129,28 @@ fn tpe_across_shards_is_one_study_whose_every_trial_trains_once() {
     assert_eq!(completed.count(), 8, "{journal}");
 }
 
-/// A hand-edited `plan.json` that breaks what the search takes for granted is refused on
-/// `--resume` with exit 2 and one line naming the file, the field and the value, and left as
-/// it is: a trial numbered 0 (it panicked with an index out of bounds), a TPE range with min
-/// above max (it panicked in the estimator).
+/// A hand-edited search record (the journal's `tidemark:search`, the plan a resume goes on
+/// from) that breaks what the search takes for granted is refused on `--resume` with exit 2 and
+/// one line naming the journal, the field and the value, and left as it is: a trial numbered 0
+/// (it panicked with an index out of bounds), a TPE range with min above max (it panicked in
+/// the estimator).
 #[test]
-fn a_damaged_plan_is_refused_in_one_line_not_a_panic() {
+fn a_damaged_search_record_is_refused_in_one_line_not_a_panic() {
     let env = Env::new();
     search(&env);
     let dir = "a/small-sweep";
     sweep(&env, "a", &["--set", "sweep.trials=3"]);
-    let path = env.path(dir).join("plan.json");
-    let good: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let path = env.path(dir).join("journal.log");
+    let journal = std::fs::read_to_string(&path).unwrap();
+    let at = (journal.lines())
+        .position(|l| l.contains("tidemark:search"))
+        .unwrap();
     let edit = |change: &dyn Fn(&mut Value)| {
-        let mut plan = good.clone();
-        change(&mut plan["search"]);
-        let text = serde_json::to_string_pretty(&plan).unwrap();
+        let mut lines: Vec<String> = journal.lines().map(str::to_string).collect();
+        let mut op: Value = serde_json::from_str(&lines[at]).unwrap();
+        change(&mut op["system_attr"]["tidemark:search"]);
+        lines[at] = op.to_string();
+        let text = lines.join("\n") + "\n";
         std::fs::write(&path, &text).unwrap();
         text
     };
@@ -166,7 +172,7 @@ fn a_damaged_plan_is_refused_in_one_line_not_a_panic() {
     for (change, says) in cases {
         let written = edit(change);
         let run = env.run(&["sweep", "--resume", dir]);
-        run.fails_with(2, &["plan.json", "not a sweep plan", says]);
+        run.fails_with(2, &["journal.log: tidemark:search of study small: ", says]);
         assert_eq!(run.stderr().trim().lines().count(), 1, "{}", run.stderr());
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),

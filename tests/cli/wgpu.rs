@@ -355,8 +355,7 @@ fn between_runs_returns_the_pools_to_baseline_and_never_keeps_them() {
             &format!("memory.clear={clear}"),
         ]);
         assert_eq!(run.code(), 0, "{}", run.stderr());
-        let text = std::fs::read_to_string(env.path(clear).join("pool-sweep/sweep.json")).unwrap();
-        serde_json::from_str::<Vec<Value>>(&text).unwrap()
+        sweep_runs(&env.path(clear).join("pool-sweep"))
     };
     let cleared = rows("between_runs");
     // Device memory goes back exactly, from run 1 on: the warm-up has made the one-time

@@ -7,6 +7,11 @@ use super::op::Op;
 
 /// Study system attribute: the plan's identity (method, keys, trials, monitor).
 pub const PLAN: &str = "tidemark:plan";
+/// Study system attribute: the search whole, as `plan.json` shows it (a
+/// [`SearchPlan`](crate::sweep::SearchPlan)): what a resume and a report of its sweep directory
+/// go on from. Set by the worker that creates the study, and again by a resume that changes it
+/// (its trials at once, its budget).
+pub const SEARCH: &str = "tidemark:search";
 /// Study system attribute: the plan's trial numbers in the order they are created (the
 /// search's `order`: largest probed step first, or as listed), set once by the first worker.
 pub const ORDER: &str = "tidemark:order";

@@ -1,9 +1,9 @@
-//! The table of a sweep of runs (`sweep.md` without a `[sweep]` table): what each run took and
-//! gave back, with the release criteria checked per run.
+//! The table of a sweep of runs (`sweep --runs N`, at the end of its `sweep.md`): what each run
+//! took and gave back, with the release criteria checked per run.
 
 use std::fmt::Write as _;
 
-use super::{SweepRow, RETAINED_TOLERANCE, RSS_TOLERANCE};
+use super::{SweepRow, TrialRow, TrialStatus, RETAINED_TOLERANCE, RSS_TOLERANCE};
 use crate::memory::{format_bytes, format_signed_bytes};
 
 /// The sweep as a Markdown table, with the release criteria checked per run.
@@ -51,6 +51,26 @@ pub fn table(rows: &[SweepRow]) -> String {
         }
     );
     out
+}
+
+/// The runs' memory table ([`table`]) from its trials' rows: what each run that trained took and gave back, then each
+/// run that did not complete, and why.
+pub fn runs_table(rows: &[TrialRow]) -> String {
+    let mut by_run: Vec<&TrialRow> = rows.iter().collect();
+    by_run.sort_by_key(|r| r.trial);
+    let memory: Vec<_> = by_run.iter().filter_map(|r| r.memory.clone()).collect();
+    let mut text = table(&memory);
+    for r in by_run.iter().filter(|r| r.status != TrialStatus::Completed) {
+        let why = r.reason.as_deref().map(crate::config::one_line);
+        text.push_str(&format!(
+            "Run {} ({}): {}{}\n",
+            r.trial,
+            r.name,
+            r.status,
+            why.map_or(String::new(), |why| format!(": {why}"))
+        ));
+    }
+    text
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::{Error, SweepError};
-use crate::sweep::journal::attrs::{ORDER, PLAN, PROCESS_OF};
+use crate::sweep::journal::attrs::{ORDER, PLAN, PROCESS_OF, SEARCH};
 use crate::sweep::journal::op::Op;
 use crate::sweep::journal::params::distribution;
 use crate::sweep::journal::replay::{Journal, Keep};
@@ -83,6 +83,7 @@ impl Study {
                         key: PLAN.into(),
                         value: identity.clone(),
                     },
+                    search_record(id, space),
                     process(id, worker),
                 ];
                 (ops, Ok(id))
@@ -294,6 +295,16 @@ fn rungs_of(space: &Space, epochs: usize) -> Option<Rungs> {
         mode: space.monitor.mode(),
         monitor: space.monitor.name().to_string(),
     })
+}
+
+/// The record of `space` as study `id`'s search ([`SEARCH`]), as `plan.json` shows it.
+pub fn search_record(id: usize, space: &Space) -> Op {
+    Op::StudySystemAttr {
+        study: id,
+        key: SEARCH.into(),
+        value: serde_json::to_value(crate::sweep::search::plan_of(space))
+            .expect("a plan serialises"),
+    }
 }
 
 /// What makes two workers' searches one: method, seed, monitor, the keys' distributions, and

@@ -1,6 +1,7 @@
 //! A study's rows, from the journal alone: every trial with its values, state, value and what
 //! it took (the user attributes its worker wrote as it ended), so that `tidemark report` ranks
-//! a study from any machine that can read its storage.
+//! a study from any machine that can read its storage; and, in a sweep directory, the leases
+//! and times of the trials its workers packed there ([`attach`]).
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,7 @@ use crate::record::MAX_EPOCHS;
 use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PLAN, REASON, WORKER};
 use crate::sweep::journal::op::State;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
+use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::results::{last_values, Copied, Interval, TrialRow, TrialStatus};
 use crate::sweep::space::{Trial, MAX_TRIALS};
 
@@ -198,5 +200,26 @@ fn row(t: &TrialRecord, interval: Option<usize>) -> TrialRow {
         epochs: (t.user_attrs.get(EPOCHS).and_then(Value::as_u64)).map(|e| e as usize),
         memory: (t.user_attrs.get(MEMORY)).and_then(|m| serde_json::from_value(m.clone()).ok()),
         ..TrialRow::not_run(n)
+    }
+}
+
+/// Each row's lease and times from `schedule`, where it ran in a child process.
+pub fn attach(rows: &mut [TrialRow], schedule: &Timeline) {
+    let Some(origin) = schedule.origin() else {
+        return;
+    };
+    for row in rows {
+        if let Some(slot) = schedule.slots.get(&row.trial) {
+            row.lease_bytes = Some(slot.lease_bytes);
+            row.started_s = Some(slot.started_unix - origin);
+            row.ended_s = slot.ended_unix.map(|t| t - origin);
+            let latest = slot.ended_unix.map(|end| [slot.started_unix, end]);
+            row.runs = (slot.earlier.iter().copied().chain(latest))
+                .map(|[from, to]| [from - origin, to - origin])
+                .collect();
+            if let Some(first) = row.runs.first() {
+                row.started_s = Some(first[0]);
+            }
+        }
     }
 }

@@ -8,12 +8,14 @@
 //!    `population` (population based training across workers), `next` (a worker's next piece
 //!    of work) and `origin` (where it comes from), `median` (the median rule across workers),
 //!    `heartbeat`, `ending` (how a trial ended, recorded), `reporting` (its epochs, written as
-//!    they come, in this process or a child), `journal_rows` (the study's table);
+//!    they come, in this process or a child), `journal_rows` (the study's table), `lost` (what
+//!    a journal lost, from the trials' own files) and `recorded` (the search a sweep directory's
+//!    journal keeps);
 //! 3. training: `drive` (the one loop of every worker, over a runner), `trial` (one trial in
 //!    this process, and the runner that trains a worker's trials there, one at a time),
 //!    `slots` (the runner that packs a device: each trial in a child process under its lease);
 //! 4. `worker`: a search's entry (alone, a worker of a shared study, a resume), which picks the
-//!    runner; `report`: a study's table from its storage alone.
+//!    runner; `report`: a study's table, from its journal alone.
 
 mod drive;
 mod ending;
@@ -26,6 +28,7 @@ mod median;
 mod next;
 mod origin;
 mod population;
+mod recorded;
 mod redis;
 mod report;
 mod reporting;
@@ -35,6 +38,7 @@ mod storage;
 mod trial;
 mod worker;
 
+pub use recorded::{journal_of, recorded};
 pub use report::{merge, report, StudyReport};
 pub use reporting::child as trial_child;
 pub use worker::{rejoin_alone, search_alone, work};

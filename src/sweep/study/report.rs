@@ -1,19 +1,20 @@
-//! `tidemark report STORAGE`: every study of a journal ranked from the journal alone, from any
-//! machine that can read it.
+//! A study's table, from its journal: `tidemark report STORAGE` (every study of a journal,
+//! from any machine that can read it), `tidemark report DIR` ([`merge`]: the search of a sweep
+//! directory) and the end of every search ([`ranked`]).
 
-use super::journal_rows::{monitor_of, rows, running_on};
+use super::journal_rows::{attach, monitor_of, rows, running_on};
 use super::lost::{refuse_lost, Searched};
+use super::recorded::{recorded, study_of};
 use super::storage::Storage;
 use crate::config::MonitorMode;
-use crate::error::Error;
-use crate::record::RecordError;
+use crate::error::{Error, SweepError};
 use crate::sweep::journal::replay::Journal;
 use crate::sweep::journal::worker_id::worker_id;
-use crate::sweep::plan::{read_plan, SearchPlan};
-use crate::sweep::results::summary_rows::read_rows;
-use crate::sweep::results::{last_values, rank, Interval, TrialRow};
+use crate::sweep::parallel::timeline::Timeline;
+use crate::sweep::plan::{write_plan, Plan, SearchPlan};
+use crate::sweep::prune::mark_pruned;
+use crate::sweep::results::{rank, TrialRow, TrialStatus};
 use crate::sweep::search::write_results;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One study of a journal, ranked.
@@ -31,86 +32,54 @@ pub struct StudyReport {
     pub workers: Vec<String>,
 }
 
-/// A population's lineage of each trial, by number, from the study that the sweep directory
-/// `dir` is a worker's of: the storage its `study.json` names, else its own `journal.log`
-/// (a search alone's, named after its config's `run.name`). A journal that lost what the
-/// members' own files show they trained (`monitor`'s values) is refused, naming it: a lineage
-/// is never written from less than the members trained.
-fn lineages(
-    dir: &Path,
-    monitor: &str,
-    interval: usize,
-) -> Result<BTreeMap<usize, Vec<Interval>>, Error> {
-    let marker = dir.join("study.json");
-    let (spec, name) = match std::fs::read_to_string(&marker) {
-        Ok(text) => {
-            let json: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| Error::io(&marker, std::io::Error::other(e.to_string())))?;
-            let text = |k: &str| json[k].as_str().unwrap_or_default().to_string();
-            (text("storage"), text("study"))
-        }
-        Err(_) => {
-            let journal = dir.join("journal.log");
-            // Read only inside the search's directory.
-            crate::record::names::inside(dir, &journal).map_err(|why| {
-                let message = format!("{why}; nothing was read or changed");
-                Error::from(RecordError::corrupt(&journal, None, message))
-            })?;
-            let path = dir.join("config.toml");
-            let config = std::fs::read_to_string(&path).unwrap_or_default();
-            let table: toml::Table = toml::from_str(&config).unwrap_or_default();
-            let name = (table.get("run").and_then(|r| r.get("name"))).and_then(|n| n.as_str());
-            let Some(name) = name else {
-                let message = "no run.name, which names the search's study in its journal";
-                return Err(RecordError::corrupt(&path, None, message).into());
-            };
-            (journal.display().to_string(), name.to_string())
-        }
-    };
-    // A journal file that is not there is read as one that holds nothing, never made.
-    let missing = !spec.contains("://") && !Path::new(&spec).is_file();
-    let read = || match missing {
-        true => Ok(Journal::default()),
-        false => Storage::whole(&spec, &worker_id()),
-    };
+/// Every trial of the search in `dir`, whichever worker or process trained it, ranked from its
+/// study's journal (the storage its `study.json` names, else its `journal.log`), with the
+/// leases and times of the trials its workers packed here; writes `plan.json`, `sweep.json`,
+/// `sweep.md` and `sweep.svg` from them. A journal that lost what the trials' own files show they trained is
+/// refused, naming it, and nothing is written.
+pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
+    let (spec, name) = study_of(dir)?;
+    let plan = recorded(dir, &spec, &name)?;
     let searched = Searched {
         name: &name,
         spec: &spec,
-        monitor,
-        interval: Some(interval),
+        monitor: &plan.monitor,
+        interval: plan.pbt.as_ref().map(|p| p.interval),
     };
-    let journal = refuse_lost(dir, &searched, read)?;
-    let Some(id) = journal.study(&name) else {
-        return Ok(BTreeMap::new());
-    };
-    Ok((rows(&journal, id, &spec)?.into_iter())
-        .map(|r| (r.trial, r.lineage))
-        .collect())
+    let journal = refuse_lost(dir, &searched, || Storage::whole(&spec, &worker_id()))?;
+    let study = journal.study(&name).ok_or_else(|| {
+        Error::Sweep(SweepError::Plan {
+            origin: spec.clone(),
+            message: format!("study {name} is gone from it while it was read"),
+        })
+    })?;
+    let rows = ranked(&journal, study, &spec, dir, &plan)?;
+    write_plan(dir, &Plan::search(plan.clone()))?;
+    Ok((rows, plan))
 }
 
-/// Every trial of the search in `dir`, from the trials' own `summary.json` (whichever worker
-/// or process trained them), ranked; writes `sweep.json` and `sweep.md` from them, and
-/// `journal.log` unless the directory is a study's (`study.json`), whose journal is its
-/// storage, written as the workers train (the shards' is `journal.log` itself).
-pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
-    let plan = read_plan(dir)?.search.ok_or_else(|| {
-        Error::Usage(crate::error::UsageError::new(
-            dir.display().to_string(),
-            "a sweep of runs, not a search: its table is sweep.md",
-        ))
-    })?;
-    let mut rows = read_rows(dir, &plan, BTreeMap::new())?;
-    // A population's lineage is the study's: from its journal.
-    if let Some(pbt) = &plan.pbt {
-        let mut lineages = lineages(dir, &plan.monitor, pbt.interval)?;
-        for row in &mut rows {
-            row.lineage = lineages.remove(&row.trial).unwrap_or_default();
-            row.values = last_values(&row.lineage, &row.values);
-        }
+/// Every trial of study `study` in `journal` (read whole, from `spec`), ranked, written into
+/// the sweep directory `dir` (`sweep.json`, `sweep.md`, `sweep.svg`).
+pub fn ranked(
+    journal: &Journal,
+    study: usize,
+    spec: &str,
+    dir: &Path,
+    plan: &SearchPlan,
+) -> Result<Vec<TrialRow>, Error> {
+    let mut rows = rows(journal, study, spec)?;
+    // Where the workers in this directory packed their devices: leases and times.
+    attach(&mut rows, &Timeline::merged(dir)?);
+    // A trial ASHA left paused and the study pruned at its end says so in its own summary too,
+    // whichever worker pruned it.
+    for row in rows.iter().filter(|r| r.status == TrialStatus::Pruned) {
+        let why = row.reason.as_deref().unwrap_or("pruned at the study's end");
+        mark_pruned(&dir.join(&row.name), why)?;
     }
     rank(&mut rows, plan.mode);
-    write_results(dir, &plan, &rows)?;
-    Ok((rows, plan))
+    crate::failpoint::pass("results");
+    write_results(dir, plan, &rows)?;
+    Ok(rows)
 }
 
 /// The studies tidemark made in the journal at `spec`.

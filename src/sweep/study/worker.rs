@@ -12,10 +12,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::drive::until_done;
-use super::joined::{keep, Study};
-use super::journal_rows::rows;
+use super::joined::{keep, search_record, Study};
 use super::lost::{check_checkpoints, refuse_lost, Searched};
 use super::population::check_exploits;
+use super::recorded::journal_of;
+use super::report::ranked;
 use super::slots::{Held, Slots};
 use super::storage::Storage;
 use super::trial::{InProcess, Training};
@@ -25,7 +26,7 @@ use crate::kinds::Kinds;
 use crate::record::RunSummary;
 use crate::record::{write_atomic, Observer};
 use crate::sweep::checks::check_search;
-use crate::sweep::journal::attrs::{NUMBER, RETRY_OF};
+use crate::sweep::journal::attrs::{NUMBER, RETRY_OF, SEARCH};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::journal::worker_id::worker_id;
@@ -33,10 +34,8 @@ use crate::sweep::parallel::processes::Launch;
 use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::parallel::trials::{threads_per_child, trial_exe};
 use crate::sweep::plan::{write_plan, Plan, SearchPlan};
-use crate::sweep::prune::mark_pruned;
-use crate::sweep::results::summary_rows::attach;
-use crate::sweep::results::{rank, TrialRow, TrialStatus};
-use crate::sweep::search::{plan_of, shared_dir, write_results};
+use crate::sweep::results::TrialRow;
+use crate::sweep::search::{plan_of, shared_dir};
 use crate::sweep::signals::StopOnSignal;
 use crate::sweep::sizing::budget::resolve;
 use crate::sweep::sizing::lease::no_lease_fits;
@@ -130,8 +129,19 @@ pub fn rejoin_alone(
         Some(study) if space.pbt.is_none() => reopen(&journal, study, dir, config.train.epochs)?,
         _ => Vec::new(),
     };
+    // The search as this resume goes on with it (its trials at once, its budget) is the
+    // journal's; plan.json shows it.
+    let mut ops = reopened;
+    if let Some(study) = journal.study(&config.run.name) {
+        let search = search_record(study, space);
+        if let Op::StudySystemAttr { value, .. } = &search {
+            if journal.studies[study].system_attrs.get(SEARCH) != Some(value) {
+                ops.push(search);
+            }
+        }
+    }
     write_plan(dir, &Plan::search(plan_of(space)))?;
-    storage.append(&reopened)?;
+    storage.append(&ops)?;
     run(kinds, config, space, dir, storage, observer)
 }
 
@@ -210,19 +220,6 @@ fn searched<'a>(config: &'a RunConfig, space: &'a Space, spec: &'a str) -> Searc
         monitor: space.monitor.name(),
         interval: space.pbt.as_ref().map(|p| p.interval),
     }
-}
-
-/// The journal of a search alone, in its sweep directory `dir`.
-fn journal_of(dir: &Path) -> Result<String, Error> {
-    let path = dir.join("journal.log");
-    // Appended to, and cut back to its last whole record, only inside the search's directory.
-    crate::record::names::inside(dir, &path).map_err(|why| {
-        Error::Sweep(crate::error::SweepError::Plan {
-            origin: path.display().to_string(),
-            message: format!("{why}; nothing was read or changed"),
-        })
-    })?;
-    Ok(crate::config::path_text("the sweep directory", &path)?)
 }
 
 /// A search's `config.toml` and `plan.json` in its sweep directory `dir`.
@@ -322,7 +319,8 @@ fn run(
         }
     }
     let spec = storage.lock().expect("storage").spec().to_string();
-    let rows = ranked(&spec, &me, study.id, &dir, &plan)?;
+    // The rows from the whole journal: the worker's own reading let finished trials go.
+    let rows = ranked(&Storage::whole(&spec, &me)?, study.id, &spec, &dir, &plan)?;
     // A signal at the very end still says so: the results are whole, and a resume says so.
     if stop.flag().load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
@@ -351,32 +349,6 @@ fn join(
     drop(locked);
     observer(0, study.trials()).message(&line);
     Ok((study, me))
-}
-
-/// Every trial of study `study` in the storage `spec`, ranked, written into the sweep
-/// directory `dir` (`sweep.json`, `sweep.md`, `sweep.svg`).
-fn ranked(
-    spec: &str,
-    me: &str,
-    study: usize,
-    dir: &Path,
-    plan: &SearchPlan,
-) -> Result<Vec<TrialRow>, Error> {
-    // The rows from the whole journal: the worker's own reading let finished trials go.
-    let journal = Storage::whole(spec, me)?;
-    let mut rows = rows(&journal, study, spec)?;
-    // Where this worker, or others in this directory, packed their devices: leases and times.
-    attach(&mut rows, &Timeline::merged(dir)?);
-    // A trial ASHA left paused and the study pruned at its end says so in its own summary too,
-    // whichever worker pruned it.
-    for row in rows.iter().filter(|r| r.status == TrialStatus::Pruned) {
-        let why = row.reason.as_deref().unwrap_or("pruned at the study's end");
-        mark_pruned(&dir.join(&row.name), why)?;
-    }
-    rank(&mut rows, plan.mode);
-    crate::failpoint::pass("results");
-    write_results(dir, plan, &rows)?;
-    Ok(rows)
 }
 
 /// Writes `study.json` in the worker's directory `dir`: `sweep --resume` on it is refused,
