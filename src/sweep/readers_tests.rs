@@ -1,6 +1,6 @@
-//! Every reader of a file tidemark writes and reads back (a search's `plan.json`, its journal,
-//! a parallel search's schedule, a checkpoint's `meta.json` and `manifest.json`, a run's
-//! `summary.json`), fed arbitrary bytes and arbitrary values in each field of a real file
+//! Every reader of a file tidemark writes and reads back (a search's journal, the `plan.json`
+//! of a search whose journal does not keep it, a checkpoint's `meta.json` and `manifest.json`,
+//! a run's `summary.json`), fed arbitrary bytes and arbitrary values in each field of a real file
 //! (`tests/readers/`: a population trained two at a time, and a TPE search pruned by ASHA):
 //! it reads the file, or refuses
 //! it in one line that names the file, with exit code 2; it never panics or aborts, and what
@@ -24,7 +24,6 @@ const PLAN: &str = include_str!("../../tests/readers/plan.json");
 const PLAN_TPE: &str = include_str!("../../tests/readers/plan-tpe.json");
 const JOURNAL: &str = include_str!("../../tests/readers/journal.log");
 const JOURNAL_TPE: &str = include_str!("../../tests/readers/journal-tpe.log");
-const SCHEDULE: &str = include_str!("../../tests/readers/schedule.json");
 const META: &str = include_str!("../../tests/readers/meta.json");
 const MANIFEST: &str = include_str!("../../tests/readers/manifest.json");
 const SUMMARY: &str = include_str!("../../tests/readers/summary.json");
@@ -301,16 +300,6 @@ proptest! {
                 super::rank(&mut study.rows, study.mode);
                 let _ = super::schedule_text(&study.rows);
             }
-        }
-    }
-
-    #[test]
-    fn a_schedule_is_read_or_refused_naming_it(bytes in damaged(SCHEDULE)) {
-        let dir = scratch();
-        std::fs::write(dir.path().join("schedule-vm-1.json"), &bytes).unwrap();
-        let read = super::Timeline::merged(dir.path());
-        if let Some(timeline) = read_or_refused(read, "schedule-vm-1.json")? {
-            let _ = (timeline.origin(), timeline.packed());
         }
     }
 

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::parallel::timeline::Timeline;
 use super::plan::{read_plan, SearchPlan, TpePlan};
 use super::results::rank::{ranking, TrialRow};
 use super::results::sweep_svg::picture;
@@ -51,10 +50,15 @@ pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error
     Ok(dir.to_path_buf())
 }
 
-/// `sweep.json` and `sweep.md` (a sweep of runs' with its runs' memory table).
-pub(super) fn write_results(dir: &Path, plan: &SearchPlan, rows: &[TrialRow]) -> Result<(), Error> {
+/// `sweep.json`, `sweep.md` (a sweep of runs' with its runs' memory table) and `sweep.svg`;
+/// `packed`, the budget and the trials at once where its trials ran in parallel.
+pub(super) fn write_results(
+    dir: &Path,
+    plan: &SearchPlan,
+    rows: &[TrialRow],
+    packed: Option<(u64, usize)>,
+) -> Result<(), Error> {
     let best = rows.iter().find(|r| r.rank == Some(1));
-    let packed = Timeline::merged(dir)?.packed();
     let json = serde_json::json!({
         "monitor": plan.monitor,
         "mode": plan.mode,

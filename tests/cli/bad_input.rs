@@ -29,10 +29,14 @@ fn a_damaged_trial_summary_is_named_and_nothing_recorded_is_rewritten() {
         "runs/small-sweep/trial-001/summary.json",
         "not a run summary",
     ];
-    env.run(&["report", "runs/small-sweep"])
-        .fails_with(2, &needles);
+    // A resume reads each trial's summary (to train again one that fell short): refused.
     env.run(&["sweep", "--resume", "runs/small-sweep"])
         .fails_with(2, &needles);
+    assert_eq!(read(&env, "runs/small-sweep/sweep.json"), json);
+    assert_eq!(read(&env, "runs/small-sweep/sweep.md"), md);
+    // A report ranks from the journal, which recorded the trial as it ended: the same ranking.
+    let report = env.run(&["report", "runs/small-sweep"]);
+    assert_eq!(report.code(), 0, "{}", report.stderr());
     assert_eq!(read(&env, "runs/small-sweep/sweep.json"), json);
     assert_eq!(read(&env, "runs/small-sweep/sweep.md"), md);
     // The trial's own directory is not trained again over its damaged record.

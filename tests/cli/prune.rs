@@ -246,7 +246,7 @@ fn a_resume_refuses_a_sweep_key_it_cannot_change_and_says_the_ones_it_applies() 
         2,
         &[
             "--set sweep.prune.method=\"median\"",
-            "plan.json",
+            "planned in its journal",
             "sweep.parallel and sweep.budget",
         ],
     );

@@ -42,6 +42,13 @@ pub const GENERATION: &str = "tidemark:pbt:";
 /// Trial system attribute, followed by an interval's epoch: the member it copied there and the
 /// settings it goes on with, `{"from": number, "values": {key: value}}`.
 pub const EXPLOIT: &str = "tidemark:exploit:";
+/// Trial system attribute: its runs in a child process under its lease, as the worker that
+/// packed it keeps them (a [`Slot`](crate::sweep::Slot): the lease, the child's pid, when each
+/// run started and ended), written at each start and end.
+pub const SLOT: &str = "tidemark:slot";
+/// Study system attribute, followed by a worker's id: the budget its packed trials shared and
+/// how many it ran at once, `{"budget_bytes": n, "parallel": n}`.
+pub const PACKED: &str = "tidemark:packed:";
 /// Trial user attribute: why it failed, or why it was pruned.
 pub const REASON: &str = "tidemark:reason";
 /// Trial user attribute: what it took and gave back (its row's memory figures).

@@ -1,17 +1,17 @@
-//! `schedule-<worker>.json` in a sweep directory, one per worker that packed its device there
-//! (all read together): when each trial of a parallel search ran, under which lease, and the
-//! budget they shared. Written at
-//! every start and end, so that a killed search still says what ran; read back into
-//! `sweep.json`'s rows (`lease_bytes`, `started_s`, `ended_s`).
+//! A parallel search's timeline: when each trial ran in a child process, under which lease,
+//! and the budget they shared. Each worker that packs its device keeps its own, records each
+//! trial's [`Slot`] in the study's journal at every start and end (so that a killed search
+//! still says what ran), and writes it to `schedule-<worker>.json` in the sweep directory for
+//! people; `sweep.json`'s rows (`lease_bytes`, `started_s`, `ended_s`) come from the journal.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::record::{read_json, write_json};
+use crate::record::write_json;
 
 /// One trial's run in a child process.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,25 +51,10 @@ pub fn now() -> f64 {
 }
 
 impl Timeline {
-    /// The schedule at `path` (an earlier process's, whose slots a resumed search keeps), or
-    /// `None` if there is none. One that is there but cannot be read is an error naming it,
-    /// never taken for none.
-    pub fn read(path: &Path) -> Result<Option<Timeline>, Error> {
-        let timeline: Option<Timeline> = read_json(path, "a search's schedule")?;
-        if let Some(why) = timeline.as_ref().and_then(Timeline::invalid) {
-            let message = format!("not a search's schedule: {why}");
-            return Err(crate::record::RecordError::corrupt(path, None, message).into());
-        }
-        Ok(timeline)
-    }
-
-    /// Why a schedule read back is not one a search writes, if it is not: the field and its
-    /// value. Each slot is filed under its trial's number, its times are seconds since the
-    /// epoch that end after they start, and the trials at once are 1 or more.
-    fn invalid(&self) -> Option<String> {
-        if self.parallel == 0 {
-            return Some("parallel is 0, where a search trains 1 trial or more at once".into());
-        }
+    /// Why a timeline read back is not one a search writes, if it is not: the field and its
+    /// value. Each slot is filed under its trial's number, and its times are seconds since the
+    /// epoch that end after they start.
+    pub fn invalid(&self) -> Option<String> {
         let time = |t: f64| t.is_finite() && t >= 0.0;
         for (&number, slot) in &self.slots {
             let at = format!("slots.{number}");
@@ -98,34 +83,6 @@ impl Timeline {
     /// Writes it to `path`, whole or not at all.
     pub fn write(&self, path: &Path) -> Result<(), Error> {
         Ok(write_json(path, self)?)
-    }
-
-    /// Every slot of every schedule file in `dir` (`schedule.json`, and the `schedule-*.json`
-    /// that shards of earlier versions wrote apart), by trial.
-    pub fn merged(dir: &Path) -> Result<Timeline, Error> {
-        let mut merged = Timeline::default();
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Ok(merged);
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-                name.starts_with("schedule") && name.ends_with(".json")
-            })
-            .collect();
-        files.sort();
-        for file in files {
-            crate::record::names::inside(dir, &file).map_err(|why| {
-                let message = format!("{why}; nothing was read or changed");
-                crate::record::RecordError::corrupt(&file, None, message)
-            })?;
-            let one = Timeline::read(&file)?.unwrap_or_default();
-            merged.budget_bytes = merged.budget_bytes.max(one.budget_bytes);
-            merged.parallel = merged.parallel.max(one.parallel);
-            merged.slots.extend(one.slots);
-        }
-        Ok(merged)
     }
 
     /// Records that `trial` started now in process `pid` under `lease`: its earlier runs (a
@@ -189,28 +146,22 @@ mod tests {
     }
 
     #[test]
-    fn workers_schedules_merge_and_count_from_the_earliest_start() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut a = Timeline {
+    fn a_timeline_counts_from_its_earliest_start_and_refuses_times_out_of_order() {
+        let mut timeline = Timeline {
             budget_bytes: 100,
             parallel: 2,
             ..Timeline::default()
         };
-        a.slots.insert(1, slot(1, 50.0));
-        a.write(&dir.path().join("schedule-vm-1-aa.json")).unwrap();
-        let mut b = a.clone();
-        b.slots = BTreeMap::from([(2, slot(2, 20.0))]);
-        b.write(&dir.path().join("schedule-vm-2-bb.json")).unwrap();
-        let merged = Timeline::merged(dir.path()).unwrap();
-        assert_eq!(merged.slots.len(), 2);
-        assert_eq!(merged.origin(), Some(20.0));
-        assert_eq!((merged.budget_bytes, merged.parallel), (100, 2));
-        assert_eq!(Timeline::read(&dir.path().join("none.json")).unwrap(), None);
-        std::fs::write(dir.path().join("schedule-vm-2-bb.json"), "{").unwrap();
-        let e = Timeline::merged(dir.path()).unwrap_err().to_string();
-        assert!(
-            e.contains("schedule-vm-2-bb.json: not a search's schedule"),
-            "{e}"
-        );
+        timeline.slots.insert(1, slot(1, 50.0));
+        timeline.slots.insert(2, slot(2, 20.0));
+        assert_eq!(timeline.origin(), Some(20.0));
+        assert_eq!(timeline.packed(), Some((100, 2)));
+        assert_eq!(timeline.invalid(), None);
+        timeline.slots.get_mut(&2).unwrap().ended_unix = Some(10.0);
+        let why = timeline.invalid().unwrap();
+        assert!(why.starts_with("slots.2: a run from 20 to 10"), "{why}");
+        timeline.slots.insert(2, slot(2, 20.0));
+        timeline.slots.insert(3, slot(4, 20.0));
+        assert!(timeline.invalid().unwrap().contains("slots.3.trial is 4"));
     }
 }

@@ -12,10 +12,10 @@ use super::population::{check_exploits, exploits};
 use crate::config::MonitorMode;
 use crate::error::{Error, SweepError};
 use crate::record::MAX_EPOCHS;
-use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PLAN, REASON, WORKER};
+use crate::sweep::journal::attrs::{EPOCHS, MEMORY, PACKED, PLAN, REASON, SLOT, WORKER};
 use crate::sweep::journal::op::State;
 use crate::sweep::journal::replay::{Journal, TrialRecord};
-use crate::sweep::parallel::timeline::Timeline;
+use crate::sweep::parallel::timeline::{Slot, Timeline};
 use crate::sweep::results::{last_values, Copied, Interval, TrialRow, TrialStatus};
 use crate::sweep::space::{Trial, MAX_TRIALS};
 
@@ -201,6 +201,58 @@ fn row(t: &TrialRecord, interval: Option<usize>) -> TrialRow {
         memory: (t.user_attrs.get(MEMORY)).and_then(|m| serde_json::from_value(m.clone()).ok()),
         ..TrialRow::not_run(n)
     }
+}
+
+/// Study `study`'s timeline, from the journal at `spec`: each packed trial's runs under its
+/// lease ([`SLOT`], the runs of every record of its number, a trial trained again included),
+/// and the largest budget and trials at once its workers packed with ([`PACKED`]). A record
+/// that is not a slot, or times that are not a run's, are the error naming the journal.
+pub fn timeline(journal: &Journal, study: usize, spec: &str) -> Result<Timeline, Error> {
+    let refused = |message: String| {
+        Error::Sweep(SweepError::Plan {
+            origin: spec.to_string(),
+            message,
+        })
+    };
+    let mut timeline = Timeline::default();
+    for (key, packed) in &journal.studies[study].system_attrs {
+        if key.starts_with(PACKED) {
+            let number = |k: &str| packed[k].as_u64().unwrap_or(0);
+            timeline.budget_bytes = timeline.budget_bytes.max(number("budget_bytes"));
+            timeline.parallel = timeline.parallel.max(number("parallel") as usize);
+        }
+    }
+    // Each number's finished runs, and its last record's slot.
+    let mut by_number: BTreeMap<usize, (Vec<[f64; 2]>, Slot)> = BTreeMap::new();
+    for &id in &journal.studies[study].trials {
+        let t = &journal.trials[&id];
+        let (Some(n), Some(value)) = (t.number, t.system_attrs.get(SLOT)) else {
+            continue;
+        };
+        let slot: Slot = serde_json::from_value(value.clone())
+            .map_err(|e| refused(format!("{}'s {SLOT}: {e}", Trial::name_of(n))))?;
+        let (runs, last) = by_number
+            .entry(n)
+            .or_insert_with(|| (Vec::new(), slot.clone()));
+        runs.extend(&slot.earlier);
+        if let Some(end) = last.ended_unix {
+            runs.push([last.started_unix, end]);
+        }
+        *last = slot;
+    }
+    for (n, (mut runs, mut slot)) in by_number {
+        // A worker that trained it again kept the runs it knew of: each run once, in order.
+        runs.retain(|r| r[0] != slot.started_unix);
+        runs.sort_by(|a, b| a[0].total_cmp(&b[0]));
+        runs.dedup_by(|a, b| a[0] == b[0]);
+        slot.earlier = runs;
+        slot.trial = n;
+        timeline.slots.insert(n, slot);
+    }
+    if let Some(why) = timeline.invalid() {
+        return Err(refused(format!("{SLOT}: {why}")));
+    }
+    Ok(timeline)
 }
 
 /// Each row's lease and times from `schedule`, where it ran in a child process.

@@ -2,7 +2,7 @@
 //! from any machine that can read it), `tidemark report DIR` ([`merge`]: the search of a sweep
 //! directory) and the end of every search ([`ranked`]).
 
-use super::journal_rows::{attach, monitor_of, rows, running_on};
+use super::journal_rows::{attach, monitor_of, rows, running_on, timeline};
 use super::lost::{refuse_lost, Searched};
 use super::recorded::{recorded, study_of};
 use super::storage::Storage;
@@ -10,7 +10,6 @@ use crate::config::MonitorMode;
 use crate::error::{Error, SweepError};
 use crate::sweep::journal::replay::Journal;
 use crate::sweep::journal::worker_id::worker_id;
-use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::plan::{write_plan, Plan, SearchPlan};
 use crate::sweep::prune::mark_pruned;
 use crate::sweep::results::{rank, TrialRow, TrialStatus};
@@ -34,7 +33,7 @@ pub struct StudyReport {
 
 /// Every trial of the search in `dir`, whichever worker or process trained it, ranked from its
 /// study's journal (the storage its `study.json` names, else its `journal.log`), with the
-/// leases and times of the trials its workers packed here; writes `plan.json`, `sweep.json`,
+/// leases and times of the trials its workers packed; writes `plan.json`, `sweep.json`,
 /// `sweep.md` and `sweep.svg` from them. A journal that lost what the trials' own files show they trained is
 /// refused, naming it, and nothing is written.
 pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
@@ -68,8 +67,9 @@ pub fn ranked(
     plan: &SearchPlan,
 ) -> Result<Vec<TrialRow>, Error> {
     let mut rows = rows(journal, study, spec)?;
-    // Where the workers in this directory packed their devices: leases and times.
-    attach(&mut rows, &Timeline::merged(dir)?);
+    // Where its workers packed their devices: leases and times.
+    let timeline = timeline(journal, study, spec)?;
+    attach(&mut rows, &timeline);
     // A trial ASHA left paused and the study pruned at its end says so in its own summary too,
     // whichever worker pruned it.
     for row in rows.iter().filter(|r| r.status == TrialStatus::Pruned) {
@@ -78,7 +78,7 @@ pub fn ranked(
     }
     rank(&mut rows, plan.mode);
     crate::failpoint::pass("results");
-    write_results(dir, plan, &rows)?;
+    write_results(dir, plan, &rows, timeline.packed())?;
     Ok(rows)
 }
 
@@ -92,6 +92,7 @@ pub fn report(spec: &str) -> Result<Vec<StudyReport>, Error> {
             continue;
         };
         let mut rows = rows(journal, id, spec)?;
+        attach(&mut rows, &timeline(journal, id, spec)?);
         rank(&mut rows, mode);
         let mut workers: Vec<String> = (running_on(journal, id).into_iter())
             .map(str::to_string)

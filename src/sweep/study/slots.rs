@@ -5,8 +5,9 @@
 //! then). The children write their epochs to the study themselves
 //! ([`child`](super::reporting::child)); the runner writes each one's end, and a hand-back
 //! stops every child at its latest checkpoint. When each trial ran under which lease is
-//! written to the worker's own `schedule-<worker>.json` in the sweep directory, so that
-//! `sweep.json` gives the leases, the budget and the trials at once.
+//! recorded in the journal at each start and end ([`SLOT`]), so that `sweep.json` gives the
+//! leases, the budget and the trials at once, and shown in the worker's own
+//! `schedule-<worker>.json` in the sweep directory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,7 +25,8 @@ use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::{Observer, RunStatus, RunSummary, RunningTrial, SearchStatus};
-use crate::sweep::journal::op::State;
+use crate::sweep::journal::attrs::SLOT;
+use crate::sweep::journal::op::{Op, State};
 use crate::sweep::parallel::launch::write_launch;
 use crate::sweep::parallel::processes::{Child, Launch};
 use crate::sweep::parallel::timeline::Timeline;
@@ -201,7 +203,21 @@ impl Runner for Slots<'_> {
         }
         let running = self.launch(claimed, observer)?;
         let (trial, pid) = (running.trial.number, running.child.pid());
+        // A trial another worker ran before (paused at a rung, promoted here) keeps its runs.
+        if !self.held.timeline.slots.contains_key(&trial) {
+            let mut storage = self.storage.lock().expect("storage");
+            let slot = (storage.sync()?.trials.get(&running.id))
+                .and_then(|t| serde_json::from_value(t.system_attrs.get(SLOT)?.clone()).ok());
+            if let Some(slot) = slot {
+                self.held.timeline.slots.insert(trial, slot);
+            }
+        }
         self.held.timeline.started(trial, running.lease, pid);
+        let slot = self.slot(running.id, trial);
+        self.storage
+            .lock()
+            .expect("storage")
+            .append(slot.as_slice())?;
         self.record_timeline(observer);
         self.held.running.push(running);
         self.show_now(observer)?;
@@ -229,13 +245,15 @@ impl Runner for Slots<'_> {
                 (Ok(()), None) => Outcome::Failed("it wrote no summary".into()),
                 (Err(e), _) => Outcome::Failed(e.to_string()),
             };
-            let ops = ending(
+            let mut ops = ending(
                 done.id,
                 &done.trial,
                 self.monitor,
                 &outcome,
                 summary.as_ref(),
             );
+            // Before its end: the journal takes no attribute of a finished trial.
+            ops.splice(0..0, self.slot(done.id, done.trial.number));
             let recorded = record(self.storage, done.id, ops)?;
             crate::failpoint::pass("ended");
             let took = done.started.elapsed().as_secs_f64();
@@ -292,13 +310,14 @@ impl Runner for Slots<'_> {
             let summary = RunSummary::read(&self.dir.join(trial.name()))
                 .ok()
                 .flatten();
-            let ops = ending(
+            let mut ops = ending(
                 *id,
                 trial,
                 self.monitor,
                 &Outcome::Stopped,
                 summary.as_ref(),
             );
+            ops.splice(0..0, self.slot(*id, trial.number));
             record(self.storage, *id, ops)?;
         }
         if !names.is_empty() {
@@ -392,8 +411,19 @@ impl Slots<'_> {
         Ok(())
     }
 
-    /// Writes this worker's timeline; one that cannot be written is told, not a reason to stop
-    /// training (the journal holds the study).
+    /// Trial `trial`'s runs in this worker's timeline, as the journal keeps them on its record
+    /// `id` ([`SLOT`]); none for a trial that has not run here.
+    fn slot(&self, id: usize, trial: usize) -> Option<Op> {
+        let slot = self.held.timeline.slots.get(&trial)?;
+        Some(Op::SystemAttr {
+            trial: id,
+            key: SLOT.into(),
+            value: serde_json::to_value(slot).expect("a slot serialises"),
+        })
+    }
+
+    /// Writes this worker's timeline, a view of what it records in the journal; one that
+    /// cannot be written is told, not a reason to stop training.
     fn record_timeline(&self, observer: &mut dyn Observer) {
         if let Err(e) = self.held.timeline.write(&self.held.schedule) {
             observer.message(&format!("the schedule was not written: {e}"));

@@ -26,12 +26,11 @@ use crate::kinds::Kinds;
 use crate::record::RunSummary;
 use crate::record::{write_atomic, Observer};
 use crate::sweep::checks::check_search;
-use crate::sweep::journal::attrs::{NUMBER, RETRY_OF, SEARCH};
+use crate::sweep::journal::attrs::{NUMBER, PACKED, RETRY_OF, SEARCH};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::journal::worker_id::worker_id;
 use crate::sweep::parallel::processes::Launch;
-use crate::sweep::parallel::timeline::Timeline;
 use crate::sweep::parallel::trials::{threads_per_child, trial_exe};
 use crate::sweep::plan::{write_plan, Plan, SearchPlan};
 use crate::sweep::results::TrialRow;
@@ -104,9 +103,8 @@ pub fn rejoin_alone(
     dir: &Path,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<Vec<TrialRow>, Error> {
-    // Every file the search keeps is read before anything is written: its workers' timelines
-    // (which its ranking reads at the end) and its journal.
-    Timeline::merged(dir)?;
+    // Every file the search goes on from is read before anything is written: its trials'
+    // latest checkpoints, and its journal.
     check_checkpoints(dir)?;
     // The journal is the search's state: one that lost what its trials trained is refused,
     // naming it, before anything is decided or written (one removed is not made anew).
@@ -297,6 +295,13 @@ fn run(
             let budget = budget.expect("packed");
             let spec = storage.lock().expect("storage").spec().to_string();
             let held = Held::new(&storage, &dir, (budget, parallel));
+            // The budget and the trials at once this worker packs with, for the study's views.
+            let packed = Op::StudySystemAttr {
+                study: study.id,
+                key: format!("{PACKED}{me}"),
+                value: serde_json::json!({"budget_bytes": budget, "parallel": parallel}),
+            };
+            storage.lock().expect("storage").append(&[packed])?;
             let mut runner = Slots {
                 storage: &storage,
                 study: &study,
