@@ -92,7 +92,7 @@ pub struct TpePlan {
 impl TpePlan {
     /// The TPE part of `space`'s plan, if it draws by TPE.
     pub fn of(space: &Space) -> Option<TpePlan> {
-        (space.method == Method::Tpe).then(|| TpePlan {
+        space.draws_from_results().then(|| TpePlan {
             seed: space.seed,
             vary: space.vary.clone(),
             drawn: BTreeSet::new(),

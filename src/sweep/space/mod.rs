@@ -318,6 +318,13 @@ impl Space {
         })
     }
 
+    /// Whether it draws its trials past the random start from the results in by then (TPE):
+    /// those are not known before, so its trials are created in their numbers' order, a
+    /// finished trial's parameters are kept, and its identity counts its trials.
+    pub fn draws_from_results(&self) -> bool {
+        self.method == Method::Tpe
+    }
+
     /// Whether this search is [`Space::repeats`]'s: its trials one config's runs.
     pub fn is_repeat(&self) -> bool {
         repeats(self.method, &self.vary)

@@ -19,8 +19,9 @@ use crate::sweep::journal::params::distribution;
 use crate::sweep::journal::replay::{Journal, Keep};
 use crate::sweep::journal::worker_id::{ended, process_space};
 use crate::sweep::pbt::Rule;
+use crate::sweep::plan::SearchPlan;
 use crate::sweep::prune::{asha, GateSpec};
-use crate::sweep::space::{Domain, Method, Order, PruneMethod, Space, Trial};
+use crate::sweep::space::{Domain, Order, PruneMethod, Space, Trial};
 
 /// A search's study, as a worker works on it.
 #[derive(Debug, Clone)]
@@ -50,7 +51,7 @@ impl Study {
     pub fn join(
         storage: &mut Storage,
         name: &str,
-        space: &Space,
+        (space, plan): (&Space, &SearchPlan),
         epochs: usize,
     ) -> Result<Study, Error> {
         let planned = space.trials();
@@ -83,7 +84,7 @@ impl Study {
                         key: PLAN.into(),
                         value: identity.clone(),
                     },
-                    search_record(id, space),
+                    search_record(id, plan),
                     process(id, worker),
                 ];
                 (ops, Ok(id))
@@ -152,7 +153,7 @@ impl Study {
             self.order = order?;
             return Ok(());
         }
-        if self.space.order == Order::Listed || self.space.method == Method::Tpe {
+        if self.space.order == Order::Listed || self.space.draws_from_results() {
             return Ok(());
         }
         let mine = arrange(&self.planned)?;
@@ -240,7 +241,7 @@ impl Study {
         history: &BTreeMap<usize, (Trial, f64)>,
     ) -> (Trial, Option<Vec<usize>>) {
         let planned = self.planned[number - 1].clone();
-        if self.space.method != Method::Tpe || number <= self.space.tpe_startup() {
+        if !self.space.draws_from_results() || number <= self.space.tpe_startup() {
             return (planned, None);
         }
         let told: Vec<(&Trial, f64)> = history.values().map(|(t, v)| (t, *v)).collect();
@@ -282,7 +283,7 @@ fn recorded(
 pub fn keep(space: &Space) -> Keep {
     Keep {
         curves: space.prune.is_some() || space.pbt.is_some(),
-        params: space.method == Method::Tpe,
+        params: space.draws_from_results(),
     }
 }
 
@@ -297,13 +298,12 @@ fn rungs_of(space: &Space, epochs: usize) -> Option<Rungs> {
     })
 }
 
-/// The record of `space` as study `id`'s search ([`SEARCH`]), as `plan.json` shows it.
-pub fn search_record(id: usize, space: &Space) -> Op {
+/// The record of `plan` as study `id`'s search ([`SEARCH`]), as `plan.json` shows it.
+pub fn search_record(id: usize, plan: &SearchPlan) -> Op {
     Op::StudySystemAttr {
         study: id,
         key: SEARCH.into(),
-        value: serde_json::to_value(crate::sweep::search::plan_of(space))
-            .expect("a plan serialises"),
+        value: serde_json::to_value(plan).expect("a plan serialises"),
     }
 }
 
@@ -321,7 +321,7 @@ fn identity(space: &Space, planned: &[Trial]) -> Value {
         "mode": space.monitor.mode(),
         "vary": vary,
         "prune": space.prune.map(|p| json!([p.method, p.min_epochs, p.reduction])),
-        "trials": if space.method == Method::Tpe { json!(planned.len()) } else { json!(trials) },
+        "trials": if space.draws_from_results() { json!(planned.len()) } else { json!(trials) },
     });
     // Only where there is one, so that a study made before population based training keeps
     // its identity.

@@ -69,7 +69,7 @@ pub fn work(
     refuse_lost(&dir, &searched, || Storage::whole(storage, &worker_id()))?;
     write_search(&dir, config, &plan)?;
     write_marker(&dir, storage, &config.run.name)?;
-    let rows = run(kinds, config, space, &dir, opened, observer)?;
+    let rows = run(kinds, config, (space, &plan), &dir, opened, observer)?;
     Ok((dir, rows))
 }
 
@@ -90,7 +90,7 @@ pub fn search_alone(
     )?;
     write_search(&dir, config, &plan)?;
     let opened = Storage::open(&journal_of(&dir)?, &worker_id())?.lean(keep(space));
-    let rows = run(kinds, config, space, &dir, opened, observer)?;
+    let rows = run(kinds, config, (space, &plan), &dir, opened, observer)?;
     Ok((dir, rows))
 }
 
@@ -129,18 +129,19 @@ pub fn rejoin_alone(
     };
     // The search as this resume goes on with it (its trials at once, its budget) is the
     // journal's; plan.json shows it.
+    let plan = plan_of(space);
     let mut ops = reopened;
     if let Some(study) = journal.study(&config.run.name) {
-        let search = search_record(study, space);
+        let search = search_record(study, &plan);
         if let Op::StudySystemAttr { value, .. } = &search {
             if journal.studies[study].system_attrs.get(SEARCH) != Some(value) {
                 ops.push(search);
             }
         }
     }
-    write_plan(dir, &Plan::search(plan_of(space)))?;
+    write_plan(dir, &Plan::search(plan.clone()))?;
     storage.append(&ops)?;
-    run(kinds, config, space, dir, storage, observer)
+    run(kinds, config, (space, &plan), dir, storage, observer)
 }
 
 /// What a search alone's resume trains again, read from its trials' own files before anything
@@ -232,15 +233,14 @@ fn write_search(dir: &Path, config: &RunConfig, plan: &SearchPlan) -> Result<(),
 fn run(
     kinds: &Kinds,
     config: &RunConfig,
-    space: &Space,
+    (space, plan): (&Space, &SearchPlan),
     dir: &Path,
     opened: Storage,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<Vec<TrialRow>, Error> {
-    let plan = plan_of(space);
     let dir = dir.to_path_buf();
     let storage = Arc::new(Mutex::new(opened));
-    let (mut study, me) = join(&storage, config, space, &mut observer)?;
+    let (mut study, me) = join(&storage, config, (space, plan), &mut observer)?;
     // A default that depends on a varied key is each trial's own.
     let base = to_toml(&config.unresolved());
     let check = |c: &mut RunConfig| kinds.resolve(c);
@@ -325,7 +325,7 @@ fn run(
     }
     let spec = storage.lock().expect("storage").spec().to_string();
     // The rows from the whole journal: the worker's own reading let finished trials go.
-    let rows = ranked(&Storage::whole(&spec, &me)?, study.id, &spec, &dir, &plan)?;
+    let rows = ranked(&Storage::whole(&spec, &me)?, study.id, &spec, &dir, plan)?;
     // A signal at the very end still says so: the results are whole, and a resume says so.
     if stop.flag().load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
@@ -338,12 +338,12 @@ fn run(
 fn join(
     storage: &Mutex<Storage>,
     config: &RunConfig,
-    space: &Space,
+    searched: (&Space, &SearchPlan),
     observer: &mut impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(Study, String), Error> {
     let mut locked = storage.lock().expect("storage");
     let epochs = config.train.epochs;
-    let study = Study::join(&mut locked, &config.run.name, space, epochs)?;
+    let study = Study::join(&mut locked, &config.run.name, searched, epochs)?;
     let me = locked.worker().to_string();
     let line = format!(
         "worker {me} joined study {} ({} trials) in {}",
