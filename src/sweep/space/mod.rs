@@ -285,8 +285,8 @@ impl Space {
     }
 
     /// `tidemark sweep --runs N`: one config trained `runs` times, one after another in this
-    /// process as listed, with the seeds `seed`, `seed + 1`, ...: a grid over [`REPEAT_KEY`]
-    /// alone, whose trials are the runs.
+    /// process as listed, with the seeds `seed`, `seed + 1`, ...: a grid over `run.seed` alone,
+    /// whose trials are the runs.
     pub fn repeats(seed: u64, runs: usize) -> Result<Space, String> {
         let fail = |message: String| Err(message);
         if !(1..=MAX_TRIALS).contains(&runs) {

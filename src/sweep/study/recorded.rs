@@ -53,9 +53,9 @@ pub fn study_of(dir: &Path) -> Result<(String, String), Error> {
 }
 
 /// The search that study `name` of the journal at `spec` keeps for the sweep directory `dir`.
-/// A journal that is missing, or holds no such study, is refused,
-/// naming it: as one that lost the trials that trained here ([`refuse_lost`]), else as a search
-/// that stopped before it began, which nothing can go on from.
+/// A journal that is missing, or holds no such study, is refused, naming it: as one that lost
+/// the trials that trained here ([`refuse_lost`]), else as a search that stopped before it
+/// began, which nothing can go on from.
 pub fn recorded(dir: &Path, spec: &str, name: &str) -> Result<SearchPlan, Error> {
     let missing = !spec.contains("://") && !Path::new(spec).is_file();
     let journal = match missing {

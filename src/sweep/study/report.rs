@@ -34,8 +34,8 @@ pub struct StudyReport {
 /// Every trial of the search in `dir`, whichever worker or process trained it, ranked from its
 /// study's journal (the storage its `study.json` names, else its `journal.log`), with the
 /// leases and times of the trials its workers packed; writes `plan.json`, `sweep.json`,
-/// `sweep.md` and `sweep.svg` from them. A journal that lost what the trials' own files show they trained is
-/// refused, naming it, and nothing is written.
+/// `sweep.md` and `sweep.svg` from them. A journal that lost what the trials' own files show
+/// they trained is refused, naming it, and nothing is written.
 pub fn merge(dir: &Path) -> Result<(Vec<TrialRow>, SearchPlan), Error> {
     let (spec, name) = study_of(dir)?;
     let plan = recorded(dir, &spec, &name)?;

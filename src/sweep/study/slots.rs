@@ -201,25 +201,27 @@ impl Runner for Slots<'_> {
         if claimed.lease > self.held.free(self.budget) {
             return Ok(false);
         }
-        let running = self.launch(claimed, observer)?;
-        let (trial, pid) = (running.trial.number, running.child.pid());
+        let trial = claimed.trial.number;
         // A trial another worker ran before (paused at a rung, promoted here) keeps its runs.
         if !self.held.timeline.slots.contains_key(&trial) {
             let mut storage = self.storage.lock().expect("storage");
-            let slot = (storage.sync()?.trials.get(&running.id))
+            let slot = (storage.sync()?.trials.get(&claimed.id))
                 .and_then(|t| serde_json::from_value(t.system_attrs.get(SLOT)?.clone()).ok());
             if let Some(slot) = slot {
                 self.held.timeline.slots.insert(trial, slot);
             }
         }
-        self.held.timeline.started(trial, running.lease, pid);
+        let running = self.launch(claimed, observer)?;
+        self.held
+            .timeline
+            .started(trial, running.lease, running.child.pid());
         let slot = self.slot(running.id, trial);
-        self.storage
-            .lock()
-            .expect("storage")
-            .append(slot.as_slice())?;
-        self.record_timeline(observer);
+        // Held before anything else can fail: a hand-back stops its child.
         self.held.running.push(running);
+        let mut storage = self.storage.lock().expect("storage");
+        storage.append(slot.as_slice())?;
+        drop(storage);
+        self.record_timeline(observer);
         self.show_now(observer)?;
         Ok(true)
     }
