@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use burn::module::Module;
 
-use super::{Failed, HandLoop};
+use super::{Failed, HandLoop, Named};
 use crate::config::RunConfig;
 use crate::error::{Error, TrainingError};
 use crate::record::{write_atomic, RunStatus, RunSummary, Warning};
@@ -32,10 +32,10 @@ impl<M: Module + 'static> HandLoop<M> {
     /// Ends the open epoch; `judged` by early stopping (an epoch `finish` ends has no figures
     /// of the loop's to judge). Returns the figures of its snapshot.
     fn end_epoch_as(&mut self, figures: EpochFigures, judged: bool) -> Result<EpochFigures, Error> {
-        if let Some(failed) = &self.failed {
+        if let Some(failed) = &self.course.failed {
             return Err(super::step::stopped(&failed.message));
         }
-        if !self.open {
+        if !self.place.open {
             let epoch = self.epoch;
             return Err(TrainingError::EpochWithoutStep { epoch }.into());
         }
@@ -54,11 +54,11 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// Ends the open epoch through the learner.
     fn close(&mut self, figures: EpochFigures, judged: bool) -> Result<EpochFigures, Error> {
-        let tally = std::mem::take(&mut self.tally);
+        let tally = std::mem::take(&mut self.place.tally);
         let (epoch, step) = (self.epoch, self.stats.steps);
         let trained = self.learner.trained(tally, (epoch, step))?;
         // What validation held, or the epoch's end since its last step.
-        let window = match self.validated.take() {
+        let window = match self.place.validated.take() {
             Some(window) => window,
             None => self.guard.read_window()?,
         };
@@ -66,7 +66,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let at = (epoch, judged);
         let closed =
             (self.learner).close_epoch(books, &self.checkpointer, at, trained, figures, &window)?;
-        self.open = false;
+        self.place.open = false;
         Ok(closed)
     }
 
@@ -78,10 +78,10 @@ impl<M: Module + 'static> HandLoop<M> {
     /// is not checkpointed (the last checkpoint stays). A run stopped on request
     /// ([`Error::Interrupted`]) is left as a killed run is, without a summary.
     pub fn finish(mut self) -> Result<RunSummary, Error> {
-        if self.open && self.failed.is_none() {
+        if self.place.open && self.course.failed.is_none() {
             self.end_epoch_as(EpochFigures::default(), false)?;
         }
-        let outcome = match self.failed.take() {
+        let outcome = match self.course.failed.take() {
             None => Outcome::Ended(Ok(Ending::Completed)),
             Some(Failed {
                 interrupted: true, ..
@@ -112,22 +112,22 @@ impl<M: Module + 'static> HandLoop<M> {
             mut rec,
             mut stats,
             config,
-            run_dir,
-            task,
-            baselines,
-            started,
-            earlier_s,
+            named,
+            clock,
             checkpointer,
-            tally,
-            resumed,
-            validated,
-            unread,
+            place,
             ..
         } = self;
         learner.finish(&mut rec, &mut stats, completed);
         // Nothing the run made outlives its release: the model, the optimizer and all that
         // updates them, the checkpointer and the epoch's figures.
-        drop((learner, checkpointer, tally, resumed, validated, unread));
+        drop((learner, checkpointer, place));
+        let Named {
+            run_dir,
+            task,
+            baselines,
+            ..
+        } = named;
         let ended = guard.run_end(&mut rec, stats.epochs);
         draw((&guard, &mut rec), &config, &config.run.name);
         let (status, stopped_by, outcome) = match (outcome, ended) {
@@ -161,7 +161,7 @@ impl<M: Module + 'static> HandLoop<M> {
             precision: config.train.precision,
             baselines,
         };
-        let wall = earlier_s + started.elapsed().as_secs_f64();
+        let wall = clock.earlier_s + clock.started.elapsed().as_secs_f64();
         let mut summary = stats.summary(id, (&guard, &rec), status, wall);
         summary.stopped_by = stopped_by;
         summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;

@@ -74,9 +74,6 @@ use crate::task::{Baselines, Compute};
 /// the task's loaders.
 pub struct HandLoop<M: Module + 'static> {
     pub(in crate::train) config: RunConfig,
-    run_dir: PathBuf,
-    /// The configured device, without autodiff: validation's.
-    base_device: Device,
     /// The memory layer: it measures and decides.
     pub(in crate::train) guard: MemoryGuard,
     /// What records the run (`snapshots.jsonl`, TensorBoard's events, the observer), beside
@@ -88,42 +85,72 @@ pub struct HandLoop<M: Module + 'static> {
     pub(in crate::train) stats: Stats,
     /// What the run's tensors hold by kind, as set up (the advisor's levers).
     pub(in crate::train) footprint: Footprint,
-    /// The epoch the loop is in (0 before the first step), and whether it is open.
+    /// The epoch the loop is in (0 before the first step).
     pub(in crate::train) epoch: usize,
+    /// What the run is, beside its config.
+    named: Named,
+    /// Where the loop stands in its epoch.
+    place: Place,
+    /// How the run goes on or stops.
+    course: Course,
+    /// The run's clock.
+    clock: Clock,
+}
+
+/// What a run is, beside its config: its directory, its device and what its summary calls it.
+struct Named {
+    run_dir: PathBuf,
+    /// The configured device, without autodiff: validation's.
+    base_device: Device,
+    /// What the summary calls the task: "hand loop" unless the loop names it.
+    task: String,
+    /// The task's baselines, for the summary.
+    baselines: Baselines,
+}
+
+/// Where a loop stands in its epoch: whether the epoch is open, its figures so far, and what
+/// the next step or the epoch's end takes from before.
+struct Place {
+    /// Whether the epoch is open.
     open: bool,
     /// A new run before its first step, which first fits the micro-batch (under
     /// `on_limit = "fit"`) and writes checkpoint 0, from which the run can start again.
     starting: bool,
-    /// What a resumed run was resumed from: kept to the run's end, as it was read before the
-    /// guard's baseline.
-    resume: Option<Resume>,
-    /// The error that stopped a step, for the summary: the run cannot go on after it.
-    failed: Option<Failed>,
     /// The open epoch's figures so far.
     tally: Tally,
     /// The last step's loss where nothing read it, on the device.
     unread: Option<(DeviceMean, Position)>,
     /// A run resumed inside an epoch: that epoch's figures so far, until it opens.
     resumed: Option<Tally>,
-    /// Optimizer steps in a full epoch, for `checkpoint.every_steps`.
-    steps_per_epoch: usize,
-    /// What the summary calls the task: "hand loop" unless the loop names it.
-    task: String,
-    /// The task's baselines, for the summary.
-    baselines: Baselines,
-    /// What [`validate`](Self::validate) held, for the limit's check at the epoch's end.
+    /// What [`validate`](HandLoop::validate) held, for the limit's check at the epoch's end.
     validated: Option<MemoryUsage>,
     /// Whether a resumed run's loader order was replayed
-    /// ([`epoch_batches`](Self::epoch_batches)).
+    /// ([`epoch_batches`](HandLoop::epoch_batches)).
     replayed: bool,
+    /// Optimizer steps in a full epoch, for `checkpoint.every_steps`.
+    steps_per_epoch: usize,
+}
+
+/// How a run goes on or stops.
+struct Course {
+    /// What a resumed run was resumed from: kept to the run's end, as it was read before the
+    /// guard's baseline.
+    resume: Option<Resume>,
+    /// The error that stopped a step, for the summary: the run cannot go on after it.
+    failed: Option<Failed>,
+    /// Set to stop the run: the step in progress writes a checkpoint where it is and returns
+    /// [`Error::Interrupted`], as does any step after.
+    stop: Vec<Arc<AtomicBool>>,
+}
+
+/// A run's clock.
+struct Clock {
+    /// When the run was asked for: its wall time counts from here.
     started: Instant,
     /// The wall time of a resumed run's earlier processes.
     earlier_s: f64,
     /// When progress was last reported (about once a second).
     last_report: Instant,
-    /// Set to stop the run: the step in progress writes a checkpoint where it is and returns
-    /// [`Error::Interrupted`], as does any step after.
-    stop: Vec<Arc<AtomicBool>>,
 }
 
 /// A failure that ended a loop's steps.
@@ -214,7 +241,7 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// The run directory.
     pub fn run_dir(&self) -> &Path {
-        &self.run_dir
+        &self.named.run_dir
     }
 
     /// The run's compute precision (`train.precision`), for the loop's loss: the model a step
@@ -229,13 +256,13 @@ impl<M: Module + 'static> HandLoop<M> {
     /// passes over that many of the epoch's steps, in its data order. 0 once the epoch is
     /// open, and for any other run.
     pub fn steps_done_in_epoch(&self) -> usize {
-        self.resumed.as_ref().map_or(0, |tally| tally.steps)
+        self.place.resumed.as_ref().map_or(0, |tally| tally.steps)
     }
 
     /// Names what the loop trains, for the summary's `task` (and `tidemark report`'s table):
     /// "hand loop" unless named.
     pub fn name_task(&mut self, task: impl Into<String>) {
-        self.task = task.into();
+        self.named.task = task.into();
     }
 
     /// The micro-batch size a step runs at now (smaller after a shrink).
@@ -245,12 +272,12 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// Whether the run was resumed from a checkpoint.
     pub(in crate::train) fn is_resumed(&self) -> bool {
-        self.resume.is_some()
+        self.course.resume.is_some()
     }
 
     /// Records `e` as what stopped the run: no call after it goes on.
     fn fail(&mut self, e: &Error) {
-        self.failed = Some(Failed {
+        self.course.failed = Some(Failed {
             message: e.to_string(),
             interrupted: matches!(e, Error::Interrupted),
         });
@@ -263,6 +290,6 @@ impl<M: Module + 'static> HandLoop<M> {
     /// left as a killed run is, and [`finish`](Self::finish) writes no summary. Several flags:
     /// the first set.
     pub(crate) fn stop_when(&mut self, stop: Arc<AtomicBool>) {
-        self.stop.push(stop);
+        self.course.stop.push(stop);
     }
 }

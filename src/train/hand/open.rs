@@ -9,7 +9,7 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::Device;
 
-use super::HandLoop;
+use super::{Clock, Course, HandLoop, Named, Place};
 use crate::config::{RunConfig, ScheduleConfig, ScheduleKind, TrainConfig};
 use crate::data::DataError;
 use crate::error::Error;
@@ -129,33 +129,41 @@ impl<M: Module + 'static> HandLoop<M> {
         stats.train_samples = opening.samples;
         stats.valid_samples = opening.valid_samples;
         let mut run = HandLoop {
-            base_device: base,
             checkpointer: Checkpointer::for_run(&run_dir, &config),
             config,
-            run_dir,
             guard,
             rec,
             learner,
             stats,
             footprint,
-            starting: resume.is_none(),
-            // Kept to the run's end: it was made before the guard's baseline.
-            resume,
-            failed: None,
             epoch,
-            open: false,
-            tally: Tally::default(),
-            unread: None,
-            resumed,
-            steps_per_epoch: per_epoch,
-            task: opening.task,
-            baselines: opening.baselines,
-            validated: None,
-            replayed: false,
-            started: opening.started,
-            earlier_s,
-            last_report: Instant::now(),
-            stop: Vec::new(),
+            named: Named {
+                run_dir,
+                base_device: base,
+                task: opening.task,
+                baselines: opening.baselines,
+            },
+            place: Place {
+                open: false,
+                starting: resume.is_none(),
+                tally: Tally::default(),
+                unread: None,
+                resumed,
+                validated: None,
+                replayed: false,
+                steps_per_epoch: per_epoch,
+            },
+            course: Course {
+                // Kept to the run's end: it was made before the guard's baseline.
+                resume,
+                failed: None,
+                stop: Vec::new(),
+            },
+            clock: Clock {
+                started: opening.started,
+                earlier_s,
+                last_report: Instant::now(),
+            },
         };
         // The limit's check at rest, with everything the run needs to end as a failed run
         // does (its `run_end` and `summary.json`) where the limit refuses it.

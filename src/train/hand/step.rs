@@ -76,7 +76,7 @@ impl<M: Module + 'static> HandLoop<M> {
         output: impl FnMut(&M, Range<usize>) -> StepOutput,
         read: bool,
     ) -> Result<StepLoss, Error> {
-        if let Some(failed) = &self.failed {
+        if let Some(failed) = &self.course.failed {
             return Err(match failed.interrupted {
                 true => Error::Interrupted,
                 false => stopped(&failed.message),
@@ -108,12 +108,12 @@ impl<M: Module + 'static> HandLoop<M> {
         let on_limit = self.config.memory.on_limit;
         on_limit == OnLimit::Shrink
             || self.guard.layout().next_offload().is_some()
-            || (self.starting && on_limit == OnLimit::Fit)
+            || (self.place.starting && on_limit == OnLimit::Fit)
     }
 
     /// Whether the run was asked to stop.
     fn stopping(&self) -> bool {
-        (self.stop.iter()).any(|stop| stop.load(Ordering::SeqCst))
+        (self.course.stop.iter()).any(|stop| stop.load(Ordering::SeqCst))
     }
 
     fn try_step(
@@ -122,7 +122,7 @@ impl<M: Module + 'static> HandLoop<M> {
         mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
         read: bool,
     ) -> Result<StepLoss, Error> {
-        if std::mem::take(&mut self.starting) {
+        if std::mem::take(&mut self.place.starting) {
             self.start(batches, &mut output)?;
         }
         self.open_epoch()?;
@@ -134,17 +134,19 @@ impl<M: Module + 'static> HandLoop<M> {
         // it: where asked, at the epoch's end, for a checkpoint, once a second has passed, and
         // every `run.log_every_steps` steps: a diverged step then updates nothing.
         let logged = (self.config.run.log_every_steps).is_some_and(|n| at.step.is_multiple_of(n));
-        let end = self.tally.steps + 1 >= self.steps_per_epoch;
+        let end = self.place.tally.steps + 1 >= self.place.steps_per_epoch;
         let due = |last: Instant| end || logged || last.elapsed() >= REPORT_INTERVAL;
-        let read = read || due(self.last_report) || self.checkpoints_at(at, self.tally.steps + 1);
-        let counts = (&mut self.stats, &mut self.tally);
+        let read = read
+            || due(self.clock.last_report)
+            || self.checkpoints_at(at, self.place.tally.steps + 1);
+        let counts = (&mut self.stats, &mut self.place.tally);
         let run = (&mut self.guard, &mut self.rec);
         let mut loss = (self.learner).step(run, counts, (at, read), batches, output)?;
         // Progress about once a second, decided after the step, however long it took.
-        let report = due(self.last_report);
+        let report = due(self.clock.last_report);
         self.after_step(at, &mut loss, report)?;
         // Read before a stop's checkpoint, where nothing read it: no diverged model is saved.
-        self.unread = match loss.value {
+        self.place.unread = match loss.value {
             Some(_) => None,
             None => Some((loss.on_device.clone(), at)),
         };
@@ -156,10 +158,10 @@ impl<M: Module + 'static> HandLoop<M> {
     /// never of a diverged model; and one where a stop was asked for, which then ends the run
     /// with [`Error::Interrupted`].
     fn after_step(&mut self, at: Position, loss: &mut StepLoss, report: bool) -> Result<(), Error> {
-        let inside = self.tally.steps < self.steps_per_epoch;
+        let inside = self.place.tally.steps < self.place.steps_per_epoch;
         // A run asked to stop writes a checkpoint where it is, and stops.
         let stop = inside && self.stopping();
-        let checkpoint = stop || self.checkpoints_at(at, self.tally.steps);
+        let checkpoint = stop || self.checkpoints_at(at, self.place.tally.steps);
         if !(checkpoint || report) {
             return Ok(());
         }
@@ -173,7 +175,7 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         if checkpoint {
             let before = (self.learner).state(&self.stats, &self.guard, at.epoch - 1);
-            let state = self.tally.inside(before)?;
+            let state = self.place.tally.inside(before)?;
             let (run, checkpointer) = ((&mut self.guard, &mut self.rec), &self.checkpointer);
             (self.learner).checkpoint(run, checkpointer, &state, Marks::default())?;
         }
@@ -191,14 +193,14 @@ impl<M: Module + 'static> HandLoop<M> {
         batches: &[usize],
         mut output: impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<StepLoss, Error> {
-        if std::mem::take(&mut self.starting) {
+        if std::mem::take(&mut self.place.starting) {
             self.start(batches, &mut output)?;
-        } else if self.open && self.tally.steps > 0 {
-            if let Some((loss, at)) = self.unread.take() {
+        } else if self.place.open && self.place.tally.steps > 0 {
+            if let Some((loss, at)) = self.place.unread.take() {
                 read_loss(loss, at)?;
             }
             let before = (self.learner).state(&self.stats, &self.guard, self.epoch - 1);
-            let state = self.tally.inside(before)?;
+            let state = self.place.tally.inside(before)?;
             let (run, checkpointer) = ((&mut self.guard, &mut self.rec), &self.checkpointer);
             (self.learner).checkpoint(run, checkpointer, &state, Marks::default())?;
         }
@@ -209,25 +211,26 @@ impl<M: Module + 'static> HandLoop<M> {
     /// `checkpoint.every_steps` steps, inside the epoch only.
     fn checkpoints_at(&self, at: Position, step_in_epoch: usize) -> bool {
         let every = self.config.checkpoint.every_steps;
-        step_in_epoch < self.steps_per_epoch && every.is_some_and(|n| at.step.is_multiple_of(n))
+        step_in_epoch < self.place.steps_per_epoch
+            && every.is_some_and(|n| at.step.is_multiple_of(n))
     }
 
     /// Progress after step `at`, whose loss was `loss` (the observer's `step`, and
     /// TensorBoard's `step/` scalars where `run.log_every_steps` asks).
     fn report(&mut self, at: Position, loss: f64) {
-        self.last_report = Instant::now();
-        let (steps, epochs) = (self.steps_per_epoch, self.config.train.epochs);
+        self.clock.last_report = Instant::now();
+        let (steps, epochs) = (self.place.steps_per_epoch, self.config.train.epochs);
         let progress = EpochProgress {
             epoch: at.epoch,
             epochs,
-            step: self.tally.steps,
+            step: self.place.tally.steps,
             steps,
             loss,
             lr: Some(self.learner.schedule.current()),
             // The step's loss was read: the device has waited already.
             bytes_in_use: Some(self.guard.peek_window().bytes_in_use),
             limit_bytes: self.guard.limit_bytes(),
-            ..(self.tally).pace(steps, epochs.saturating_sub(at.epoch))
+            ..(self.place.tally).pace(steps, epochs.saturating_sub(at.epoch))
         };
         self.rec.progress(&progress);
     }
@@ -254,7 +257,7 @@ impl<M: Module + 'static> HandLoop<M> {
 
     /// Opens the next epoch at its first step, ending the one before if the loop did not.
     fn open_epoch(&mut self) -> Result<(), Error> {
-        if self.open {
+        if self.place.open {
             return Ok(());
         }
         if self.epoch >= self.config.train.epochs {
@@ -262,13 +265,13 @@ impl<M: Module + 'static> HandLoop<M> {
             return Err(TrainingError::StepAfterLastEpoch { epochs }.into());
         }
         self.epoch += 1;
-        self.open = true;
+        self.place.open = true;
         self.guard.begin_epoch(&mut self.rec);
-        self.tally = self.resumed.take().unwrap_or_default();
+        self.place.tally = self.place.resumed.take().unwrap_or_default();
         // Timed from the epoch's first step here, as the trainer's is after its passed-over
         // batches.
-        self.tally.started = std::time::Instant::now();
-        self.validated = None;
+        self.place.tally.started = std::time::Instant::now();
+        self.place.validated = None;
         Ok(())
     }
 }

@@ -25,7 +25,7 @@ impl<M: Module + 'static> HandLoop<M> {
         &mut self,
         loader: &'a dyn DataLoader<Vec<I>>,
     ) -> EpochBatches<'a, I> {
-        if !std::mem::replace(&mut self.replayed, true) {
+        if !std::mem::replace(&mut self.place.replayed, true) {
             for _ in 0..self.epoch {
                 drop(loader.iter());
             }
@@ -74,7 +74,7 @@ impl<M: Module + 'static> HandLoop<M> {
         task: &T,
         loader: &dyn DataLoader<Vec<T::Item>>,
     ) -> Result<EpochFigures, Error> {
-        let (device, cx) = (self.base_device.clone(), self.compute());
+        let (device, cx) = (self.named.base_device.clone(), self.compute());
         let batch = self.config.train.batch_size;
         self.validate_as(|model, micro, sums| {
             let mut score = |loader: &dyn DataLoader<Vec<T::Item>>| {

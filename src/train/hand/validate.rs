@@ -58,7 +58,7 @@ impl<M: Module + 'static> HandLoop<M> {
         &mut self,
         mut parts: impl FnMut(&M, usize, &mut MetricSums) -> Result<(), Error>,
     ) -> Result<EpochFigures, Error> {
-        if let Some(failed) = &self.failed {
+        if let Some(failed) = &self.course.failed {
             return Err(super::step::stopped(&failed.message));
         }
         let precision = &self.learner.precision;
@@ -83,7 +83,7 @@ impl<M: Module + 'static> HandLoop<M> {
             match half {
                 Some(half) => micro = half,
                 None => {
-                    self.validated = Some(window);
+                    self.place.validated = Some(window);
                     break means;
                 }
             }
@@ -108,13 +108,13 @@ impl<M: Module + 'static> HandLoop<M> {
     /// from here (a window of its own, as validation's), not over the last step's update.
     pub(in crate::train) fn no_validation(&mut self) -> EpochFigures {
         self.guard.open_window();
-        self.validated = Some(self.guard.peek_window());
+        self.place.validated = Some(self.guard.peek_window());
         EpochFigures::default()
     }
 
     /// The device a loop's validation batches go on: the configured one, without autodiff,
     /// as the model [`validate`](Self::validate) hands its closure is.
     pub fn validation_device(&self) -> &Device {
-        &self.base_device
+        &self.named.base_device
     }
 }
