@@ -3,12 +3,11 @@
 # between machines. On flex, a run's byte counts (gemm's packing buffers, Burn's warm-up, what a
 # run holds at its start) depend on the CPU and on the number of rayon workers, so these tests
 # assert only relations and limits derived from figures they measured themselves; this script
-# checks that they still hold where the figures differ. CI runs it three times (and the whole
+# checks that they still hold where the figures differ. CI runs it twice (and the whole
 # suite under `scripts/other-cpu.sh --l2 512K cargo test`, gemm's buffers as on an AMD EPYC):
 #
-#   RAYON_NUM_THREADS=1 scripts/memory-tests.sh
-#   RAYON_NUM_THREADS=3 scripts/memory-tests.sh
-#   scripts/other-cpu.sh --l2 8M scripts/memory-tests.sh
+#   RAYON_NUM_THREADS=1 scripts/other-cpu.sh --l2 256K scripts/memory-tests.sh
+#   RAYON_NUM_THREADS=3 scripts/other-cpu.sh --l2 8M scripts/memory-tests.sh
 #
 # Arguments go to `cargo test` (a feature set, `--release`). docs/architecture.md says how to
 # reproduce a failure that depends on the CPU.
