@@ -53,8 +53,8 @@ pub fn table(rows: &[SweepRow]) -> String {
     out
 }
 
-/// The runs' memory table ([`table`]) from its trials' rows: what each run that trained took and gave back, then each
-/// run that did not complete, and why.
+/// The runs' memory table ([`table`]) from its trials' rows: what each run that trained took
+/// and gave back, then each run that did not complete, and why.
 pub fn runs_table(rows: &[TrialRow]) -> String {
     let mut by_run: Vec<&TrialRow> = rows.iter().collect();
     by_run.sort_by_key(|r| r.trial);
