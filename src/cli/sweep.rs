@@ -271,6 +271,9 @@ pub(super) fn report(dir: &Path) -> Result<(), Error> {
     if let Some(schedule) = crate::sweep::schedule_text(&rows) {
         out!("\n{schedule}");
     }
+    if plan.is_repeat() {
+        out!("\n{}", crate::sweep::runs_table(&rows));
+    }
     let count = |status| rows.iter().filter(|r| r.status == status).count();
     outln!(
         "report: {} trials: {} completed, {} pruned, {} failed, {} not run yet; wrote {}",

@@ -54,6 +54,15 @@ fn sweep_gives_memory_back_between_runs_and_shows_it_kept_with_never() {
         "{}",
         run.stdout()
     );
+    // A report of the sweep shows the runs' table too, from the journal.
+    let report = env.run(&["report", "between_runs/small-sweep"]);
+    assert_eq!(report.code(), 0, "{}", report.stderr());
+    let shown = report.stdout();
+    assert!(
+        shown.contains("| run | final loss | peak in use |"),
+        "{shown}"
+    );
+    assert!(shown.contains("report: 3 trials: 3 completed"), "{shown}");
     for r in &rows {
         let retained = r["retained_bytes_in_use"].as_i64().unwrap().max(0) as f64;
         assert!(retained <= 0.01 * num(r, "peak_bytes_in_use"), "{r}");
