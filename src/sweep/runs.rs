@@ -9,7 +9,7 @@ use super::results::TrialRow;
 use super::space::Space;
 use super::study::search_alone;
 use crate::config::RunConfig;
-use crate::error::{Error, UsageError};
+use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::record::Observer;
 
@@ -24,7 +24,6 @@ pub fn sweep(
     runs: usize,
     observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<TrialRow>), Error> {
-    let space = Space::repeats(config.run.seed, runs)
-        .map_err(|why| Error::Usage(UsageError::new(format!("--runs {runs}"), why)))?;
+    let space = Space::repeats(config.run.seed, runs).map_err(Error::Usage)?;
     search_alone(kinds, config, &space, observer)
 }

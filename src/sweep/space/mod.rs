@@ -37,6 +37,7 @@ mod liveness;
 mod packing;
 mod pbt;
 mod prune;
+mod repeats;
 pub mod tpe;
 mod vary;
 
@@ -49,6 +50,7 @@ pub use liveness::Liveness;
 pub use packing::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 pub use pbt::Pbt;
 pub use prune::{PruneConfig, PruneMethod};
+pub use repeats::repeats;
 
 /// The most trials a search plans (random and TPE draws, a grid's combinations, a population's
 /// members): each is a directory and a row, and a count past it is a slip of the keyboard, not a
@@ -159,15 +161,6 @@ impl Trial {
             .collect();
         parts.join(", ")
     }
-}
-
-/// The key a sweep of runs varies ([`Space::repeats`]).
-pub const REPEAT_KEY: &str = "run.seed";
-
-/// Whether a search of `method` over `vary` is a sweep of runs: a grid over [`REPEAT_KEY`]
-/// alone, as [`Space::repeats`] makes it (or a `[sweep]` table writes it by hand).
-pub fn repeats(method: Method, vary: &[(String, Domain)]) -> bool {
-    method == Method::Grid && matches!(vary, [(key, Domain::Values(_))] if key == REPEAT_KEY)
 }
 
 /// `key`'s error `message`, said after the key: `sweep.trials: must be >= 1, got 0`.
@@ -284,50 +277,11 @@ impl Space {
         })
     }
 
-    /// `tidemark sweep --runs N`: one config trained `runs` times, one after another in this
-    /// process as listed, with the seeds `seed`, `seed + 1`, ...: a grid over `run.seed` alone,
-    /// whose trials are the runs.
-    pub fn repeats(seed: u64, runs: usize) -> Result<Space, String> {
-        let fail = |message: String| Err(message);
-        if !(1..=MAX_TRIALS).contains(&runs) {
-            return fail(format!("must be 1 to {MAX_TRIALS}, got {runs}"));
-        }
-        let seeds = (0..runs as u64)
-            .map(|i| {
-                let seed = seed.checked_add(i).and_then(|s| i64::try_from(s).ok());
-                seed.map(toml::Value::Integer)
-            })
-            .collect::<Option<Vec<_>>>();
-        let Some(seeds) = seeds else {
-            return fail(format!(
-                "{runs} runs from run.seed = {seed} go past the largest seed a config holds"
-            ));
-        };
-        let monitor = Monitor::new(defaults::MONITOR, None).map_err(|m| m.0)?;
-        Ok(Space {
-            method: Method::Grid,
-            trials: runs,
-            seed: 0,
-            monitor,
-            vary: vec![(REPEAT_KEY.to_string(), Domain::Values(seeds))],
-            order: Order::Listed,
-            packing: Packing::default(),
-            prune: None,
-            study: Liveness::default(),
-            pbt: None,
-        })
-    }
-
     /// Whether it draws its trials past the random start from the results in by then (TPE):
     /// those are not known before, so its trials are created in their numbers' order, a
     /// finished trial's parameters are kept, and its identity counts its trials.
     pub fn draws_from_results(&self) -> bool {
         self.method == Method::Tpe
-    }
-
-    /// Whether this search is [`Space::repeats`]'s: its trials one config's runs.
-    pub fn is_repeat(&self) -> bool {
-        repeats(self.method, &self.vary)
     }
 
     /// `[sweep.pbt]`, with `method = "pbt"` alone: its population is its trials, it prunes no

@@ -13,7 +13,8 @@
 //!    journal keeps);
 //! 3. training: `drive` (the one loop of every worker, over a runner), `trial` (one trial in
 //!    this process, and the runner that trains a worker's trials there, one at a time),
-//!    `slots` (the runner that packs a device: each trial in a child process under its lease);
+//!    `slots` (the runner that packs a device: each trial in a child process under its lease)
+//!    and `held` (what it holds: the trials running, their timeline);
 //! 4. `worker`: a search's entry (alone, a worker of a shared study, a resume), which picks the
 //!    runner; `report`: a study's table, from its journal alone.
 
@@ -21,6 +22,7 @@ mod drive;
 mod ending;
 mod file;
 mod heartbeat;
+mod held;
 mod joined;
 mod journal_rows;
 mod lost;

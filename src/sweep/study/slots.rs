@@ -4,19 +4,19 @@
 //! the lease fits in what the running trials leave of the budget (it waits, beaten for, till
 //! then). The children write their epochs to the study themselves
 //! ([`child`](super::reporting::child)); the runner writes each one's end, and a hand-back
-//! stops every child at its latest checkpoint. When each trial ran under which lease is
-//! recorded in the journal at each start and end ([`SLOT`]), so that `sweep.json` gives the
-//! leases, the budget and the trials at once, and shown in the worker's own
-//! `schedule-<worker>.json` in the sweep directory.
+//! stops every child at its latest checkpoint. What it holds, the children and their timeline,
+//! is [`Held`]'s; each trial's runs are recorded in the journal at its start and its end
+//! ([`SLOT`]).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::drive::{tell_ended, Runner, Taken};
 use super::ending::{ending, record, Outcome};
+use super::held::{Held, Running};
 use super::joined::Study;
 use super::population::carry_out;
 use super::reporting::Reports;
@@ -26,10 +26,9 @@ use crate::error::Error;
 use crate::memory::format_bytes;
 use crate::record::{Observer, RunStatus, RunSummary, RunningTrial, SearchStatus};
 use crate::sweep::journal::attrs::SLOT;
-use crate::sweep::journal::op::{Op, State};
+use crate::sweep::journal::op::State;
 use crate::sweep::parallel::launch::write_launch;
-use crate::sweep::parallel::processes::{Child, Launch};
-use crate::sweep::parallel::timeline::Timeline;
+use crate::sweep::parallel::processes::Launch;
 use crate::sweep::sizing::lease::too_large;
 use crate::sweep::sizing::preflight::lease_of;
 use crate::sweep::space::Trial;
@@ -68,55 +67,6 @@ pub struct Claimed {
     cfg: RunConfig,
     lease: u64,
     pause_at: Option<usize>,
-}
-
-/// A trial training in a child.
-struct Running {
-    id: usize,
-    trial: Trial,
-    lease: u64,
-    child: Child,
-    started: Instant,
-}
-
-/// The trials running on the worker's device, and their record.
-#[derive(Default)]
-pub struct Held {
-    running: Vec<Running>,
-    /// Whether this process has its one-time state, which a lease counts.
-    warm: bool,
-    /// When each trial ran here, under which lease.
-    timeline: Timeline,
-    /// Its file (`schedule-<worker>.json`).
-    schedule: PathBuf,
-    /// When the live view was last told.
-    shown: Option<Instant>,
-}
-
-impl Held {
-    /// Nothing running yet on a device packed with up to `parallel` trials under `budget`,
-    /// whose timeline is written to `schedule-<worker>.json` in the sweep directory `dir`.
-    pub fn new(storage: &Mutex<Storage>, dir: &Path, (budget, parallel): (u64, usize)) -> Held {
-        let worker = storage.lock().expect("storage").worker().to_string();
-        let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
-        let name: String = (worker.chars())
-            .map(|c| if plain(c) { c } else { '_' })
-            .collect();
-        Held {
-            timeline: Timeline {
-                budget_bytes: budget,
-                parallel,
-                ..Timeline::default()
-            },
-            schedule: dir.join(format!("schedule-{name}.json")),
-            ..Held::default()
-        }
-    }
-
-    /// The budget the running trials leave.
-    fn free(&self, budget: u64) -> u64 {
-        budget.saturating_sub(self.running.iter().map(|r| r.lease).sum())
-    }
 }
 
 impl Runner for Slots<'_> {
@@ -215,13 +165,13 @@ impl Runner for Slots<'_> {
         self.held
             .timeline
             .started(trial, running.lease, running.child.pid());
-        let slot = self.slot(running.id, trial);
+        let slot = self.held.slot(running.id, trial);
         // Held before anything else can fail: a hand-back stops its child.
         self.held.running.push(running);
         let mut storage = self.storage.lock().expect("storage");
         storage.append(slot.as_slice())?;
         drop(storage);
-        self.record_timeline(observer);
+        self.held.record_timeline(observer);
         self.show_now(observer)?;
         Ok(true)
     }
@@ -236,7 +186,7 @@ impl Runner for Slots<'_> {
             };
             let done = self.held.running.swap_remove(i);
             self.held.timeline.ended(done.trial.number);
-            self.record_timeline(observer);
+            self.held.record_timeline(observer);
             let run_dir = self.dir.join(done.trial.name());
             let summary = RunSummary::read(&run_dir).ok().flatten();
             // A child stopped with the worker (Ctrl-C reaches the whole process group) is
@@ -255,7 +205,7 @@ impl Runner for Slots<'_> {
                 summary.as_ref(),
             );
             // Before its end: the journal takes no attribute of a finished trial.
-            ops.splice(0..0, self.slot(done.id, done.trial.number));
+            ops.splice(0..0, self.held.slot(done.id, done.trial.number));
             let recorded = record(self.storage, done.id, ops)?;
             crate::failpoint::pass("ended");
             let took = done.started.elapsed().as_secs_f64();
@@ -300,7 +250,7 @@ impl Runner for Slots<'_> {
             self.held.timeline.ended(r.trial.number);
             stopped.push((r.id, r.trial));
         }
-        self.record_timeline(observer);
+        self.held.record_timeline(observer);
         let names = (stopped.iter().map(|(_, t)| t.name()))
             .collect::<Vec<_>>()
             .join(", ");
@@ -319,7 +269,7 @@ impl Runner for Slots<'_> {
                 &Outcome::Stopped,
                 summary.as_ref(),
             );
-            ops.splice(0..0, self.slot(*id, trial.number));
+            ops.splice(0..0, self.held.slot(*id, trial.number));
             record(self.storage, *id, ops)?;
         }
         if !names.is_empty() {
@@ -411,24 +361,5 @@ impl Slots<'_> {
         observer.search_status(&status);
         self.held.shown = Some(Instant::now());
         Ok(())
-    }
-
-    /// Trial `trial`'s runs in this worker's timeline, as the journal keeps them on its record
-    /// `id` ([`SLOT`]); none for a trial that has not run here.
-    fn slot(&self, id: usize, trial: usize) -> Option<Op> {
-        let slot = self.held.timeline.slots.get(&trial)?;
-        Some(Op::SystemAttr {
-            trial: id,
-            key: SLOT.into(),
-            value: serde_json::to_value(slot).expect("a slot serialises"),
-        })
-    }
-
-    /// Writes this worker's timeline, a view of what it records in the journal; one that
-    /// cannot be written is told, not a reason to stop training.
-    fn record_timeline(&self, observer: &mut dyn Observer) {
-        if let Err(e) = self.held.timeline.write(&self.held.schedule) {
-            observer.message(&format!("the schedule was not written: {e}"));
-        }
     }
 }

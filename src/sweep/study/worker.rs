@@ -12,12 +12,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::drive::until_done;
+use super::held::Held;
 use super::joined::{keep, search_record, Study};
 use super::lost::{check_checkpoints, refuse_lost, Searched};
 use super::population::check_exploits;
 use super::recorded::journal_of;
 use super::report::ranked;
-use super::slots::{Held, Slots};
+use super::slots::Slots;
 use super::storage::Storage;
 use super::trial::{InProcess, Training};
 use crate::config::{to_toml, RunConfig};
@@ -26,7 +27,7 @@ use crate::kinds::Kinds;
 use crate::record::RunSummary;
 use crate::record::{write_atomic, Observer};
 use crate::sweep::checks::check_search;
-use crate::sweep::journal::attrs::{NUMBER, PACKED, RETRY_OF, SEARCH};
+use crate::sweep::journal::attrs::{NUMBER, RETRY_OF, SEARCH};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
 use crate::sweep::journal::worker_id::worker_id;
@@ -294,14 +295,7 @@ fn run(
         parallel => {
             let budget = budget.expect("packed");
             let spec = storage.lock().expect("storage").spec().to_string();
-            let held = Held::new(&storage, &dir, (budget, parallel));
-            // The budget and the trials at once this worker packs with, for the study's views.
-            let packed = Op::StudySystemAttr {
-                study: study.id,
-                key: format!("{PACKED}{me}"),
-                value: serde_json::json!({"budget_bytes": budget, "parallel": parallel}),
-            };
-            storage.lock().expect("storage").append(&[packed])?;
+            let held = Held::new(&storage, &dir, study.id, (budget, parallel))?;
             let mut runner = Slots {
                 storage: &storage,
                 study: &study,
