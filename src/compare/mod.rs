@@ -20,6 +20,7 @@ mod table;
 pub use table::table;
 
 use chart::chart;
+use shrink::NoShrink;
 
 /// A policy to compare, by the name used on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -158,11 +159,15 @@ pub fn compare(
     let mut rows = Vec::new();
     let mut series = Vec::new();
     for policy in order {
-        let outcome = variant(kinds, config, policy, &dir, growth)
-            .and_then(|builder| builder.build().map_err(Error::Config))
-            .and_then(|cfg| kinds.train(Trainer::new(cfg).observer(observer(policy))));
+        let outcome = variant(kinds, config, policy, &dir, growth).and_then(|v| match v {
+            Ok(builder) => (builder.build().map_err(Error::Config))
+                .and_then(|cfg| kinds.train(Trainer::new(cfg).observer(observer(policy))))
+                .map(Ok),
+            Err(no) => Ok(Err(no)),
+        });
         let row = match outcome {
-            Ok(summary) => {
+            Ok(Err(no)) => failed_row(policy, &no.to_string()),
+            Ok(Ok(summary)) => {
                 let path = summary.run_dir.join("snapshots.jsonl");
                 let snapshots = read_snapshots(&path)?;
                 let row = completed_row(policy, &summary);
@@ -180,7 +185,7 @@ pub fn compare(
             }
             // A policy the backend cannot apply, or a run the limit stopped, is a result too.
             Err(e @ (Error::Config(_) | Error::Limit(_) | Error::OutOfMemory { .. })) => {
-                failed_row(policy, &e)
+                failed_row(policy, &e.to_string())
             }
             Err(e) => return Err(e),
         };
@@ -198,14 +203,15 @@ pub fn compare(
     Ok((dir, rows))
 }
 
-/// `config` under `policy`, in `dir`, sized from the growth run where it needs to be.
+/// `config` under `policy`, in `dir`, sized from the growth run where it needs to be; or why
+/// the shrink row has no limit to run under.
 fn variant(
     kinds: &Kinds,
     config: &RunConfig,
     policy: ComparePolicy,
     dir: &Path,
     growth: Option<Growth>,
-) -> Result<ConfigBuilder, Error> {
+) -> Result<Result<ConfigBuilder, NoShrink>, Error> {
     let peak_share = |share: f64| growth.map(|g| MemorySize::Bytes((g.held as f64 * share) as u64));
     let base = ConfigBuilder::from_config(config)
         .name(policy.name())
@@ -213,7 +219,7 @@ fn variant(
         .growth()
         .no_memory_limit()
         .clear(ClearPolicy::BetweenRuns);
-    Ok(match policy {
+    Ok(Ok(match policy {
         ComparePolicy::Growth => base,
         ComparePolicy::Preallocate => base.preallocate(
             config
@@ -231,7 +237,10 @@ fn variant(
         ComparePolicy::Shrink => {
             let mut base = base;
             if let Some(growth) = growth {
-                let limit = MemorySize::Bytes(shrink::limit(kinds, config, &growth)?);
+                let limit = match shrink::limit(kinds, config, &growth)? {
+                    Ok(bytes) => MemorySize::Bytes(bytes),
+                    Err(no) => return Ok(Err(no)),
+                };
                 base = base.memory_limit(limit, OnLimit::Shrink);
             } else {
                 base.raw_mut().memory.on_limit = OnLimit::Shrink;
@@ -239,7 +248,7 @@ fn variant(
             base
         }
         ComparePolicy::Never => base.clear(ClearPolicy::Never),
-    })
+    }))
 }
 
 /// The growth run's figures that size the other policies.
@@ -291,10 +300,10 @@ fn completed_row(policy: ComparePolicy, summary: &RunSummary) -> CompareRow {
 }
 
 /// The row of a run that could not run or stopped, saying why.
-fn failed_row(policy: ComparePolicy, e: &Error) -> CompareRow {
+fn failed_row(policy: ComparePolicy, why: &str) -> CompareRow {
     CompareRow {
         policy,
-        status: RowStatus::Failed(e.to_string()),
+        status: RowStatus::Failed(why.to_string()),
         run_dir: None,
         samples_per_sec: None,
         peak_bytes_in_use: 0,

@@ -10,21 +10,42 @@
 //! micro-batch reserves as much, no limit can show a shrink, and the row says so.
 
 use super::Growth;
-use crate::config::{ConfigError, RunConfig};
+use crate::config::RunConfig;
 use crate::error::Error;
 use crate::kinds::Kinds;
 use crate::memory::{format_bytes, MemorySource};
 
-/// The shrink row's limit, in bytes, sized from the growth run of `config`.
-pub(super) fn limit(kinds: &Kinds, config: &RunConfig, growth: &Growth) -> Result<u64, Error> {
+/// Why the pools leave the shrink row no limit: one step at half the micro-batch reserves as
+/// much as at the micro-batch. A figure the growth run measured, told in the row.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "no limit to shrink under: one step at micro-batch {half} reserves {}, as much as at \
+     {micro_batch} ({}): the pools' pages, not the micro-batch, set what this model reserves",
+    format_bytes(*.reserved),
+    format_bytes(*.full)
+)]
+pub(super) struct NoShrink {
+    half: usize,
+    micro_batch: usize,
+    reserved: u64,
+    full: u64,
+}
+
+/// The shrink row's limit, in bytes, sized from the growth run of `config`, or why there is
+/// none.
+pub(super) fn limit(
+    kinds: &Kinds,
+    config: &RunConfig,
+    growth: &Growth,
+) -> Result<Result<u64, NoShrink>, Error> {
     match growth.source {
-        MemorySource::Host => Ok(growth.rest + growth.held.saturating_sub(growth.rest) / 2),
+        MemorySource::Host => Ok(Ok(growth.rest + growth.held.saturating_sub(growth.rest) / 2)),
         MemorySource::CubeclPool => pool_limit(kinds, config),
     }
 }
 
 /// Halfway between what one step reserves at half the micro-batch and at the micro-batch.
-fn pool_limit(kinds: &Kinds, config: &RunConfig) -> Result<u64, Error> {
+fn pool_limit(kinds: &Kinds, config: &RunConfig) -> Result<Result<u64, NoShrink>, Error> {
     let micro_batch = config.train.batch_size;
     let mut half = config.clone();
     half.train.batch_size = (micro_batch / 2).max(1);
@@ -33,20 +54,14 @@ fn pool_limit(kinds: &Kinds, config: &RunConfig) -> Result<u64, Error> {
     let reserved = reserved(kinds, &half)?;
     let full = self::reserved(kinds, config)?;
     if micro_batch < 2 || reserved >= full {
-        return Err(Error::Config(ConfigError {
-            origin: "compare".into(),
-            key: Some("train.batch_size".into()),
-            message: format!(
-                "no limit to shrink under: one step at micro-batch {} reserves {}, as much as \
-                 at {micro_batch} ({}): the pools' pages, not the micro-batch, set what this \
-                 model reserves",
-                half.train.batch_size,
-                format_bytes(reserved),
-                format_bytes(full)
-            ),
+        return Ok(Err(NoShrink {
+            half: half.train.batch_size,
+            micro_batch,
+            reserved,
+            full,
         }));
     }
-    Ok(reserved + (full - reserved) / 2)
+    Ok(Ok(reserved + (full - reserved) / 2))
 }
 
 /// What the pools reserve by the end of one step of `config`.

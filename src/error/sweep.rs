@@ -32,8 +32,9 @@ pub enum SweepError {
         /// What is wrong, on one line.
         message: String,
     },
-    /// No trial's memory lease fits the search's budget. Exit code 2: `sweep.budget` needs
-    /// raising, or the trials shrinking.
+    /// No trial's memory lease fits the search's budget, or the device does not tell the
+    /// memory a default budget is a share of. Exit code 2: `sweep.budget` needs raising (or
+    /// giving as a size), or the trials shrinking.
     #[error("[sweep]: sweep.budget: {message}")]
     Lease {
         /// Which lease, against which budget.

@@ -76,6 +76,23 @@ pub enum TrainingError {
         /// Its picture, `lr-find.svg`.
         picture: std::path::PathBuf,
     },
+    /// An epoch's figures lack the one a key watches: the task's validation did not give it
+    /// (in a hand-written loop, `end_epoch` without `HandLoop::validate`'s figures). Found
+    /// after an epoch; a key naming a figure the task never reports is refused before the run,
+    /// as a config's.
+    #[error(
+        "{key} = \"{figure}\" is not among the epoch's figures ({given}); the validation \
+         figures come from the task's validation split (HandLoop::validate gives them to \
+         end_epoch)"
+    )]
+    FigureMissing {
+        /// The key that watches it (`train.early_stopping.monitor`).
+        key: String,
+        /// The figure watched.
+        figure: String,
+        /// The figures the epoch gave, or "none".
+        given: String,
+    },
     /// A hand-written loop's call after one of its steps failed.
     #[error("HandLoop: a step failed ({cause}); the run cannot go on: call finish")]
     AfterFailedStep {

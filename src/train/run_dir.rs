@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::TASK_SECTIONS;
-use crate::config::{to_toml, ConfigError, RunConfig};
-use crate::error::Error;
+use crate::config::{to_toml, RunConfig};
+use crate::error::{Error, UsageError};
 use crate::record::write_atomic;
 
 /// The first line of a `config.toml` written for a task defined in code.
@@ -44,15 +44,11 @@ pub(crate) fn make_output_dir(output_dir: &Path) -> Result<(), Error> {
         .find(|p| p.exists())
         .filter(|p| !p.is_dir());
     if let Some(file) = file_in_the_way {
-        return Err(Error::Config(ConfigError {
-            origin: "run.output_dir".into(),
-            key: Some("run.output_dir".into()),
-            message: format!(
-                "{} is a file, where a directory of runs is expected (set run.output_dir or \
-                 --out to a directory)",
-                file.display()
-            ),
-        }));
+        return Err(Error::Usage(UsageError::new(
+            file.display().to_string(),
+            "a file, where a directory of runs is expected (set run.output_dir or --out to a \
+             directory)",
+        )));
     }
     std::fs::create_dir_all(output_dir).map_err(|e| Error::io(output_dir, e))
 }

@@ -203,7 +203,7 @@ fn a_file_where_the_directory_of_runs_is_expected_is_named() {
             "--out",
             "small.toml/runs",
         ])
-        .fails_with(2, &["run.output_dir: small.toml is a file"]);
+        .fails_with(2, &["small.toml: a file, where a directory of runs"]);
     }
     let text = std::fs::read_to_string(env.path("small.toml")).unwrap();
     assert_eq!(text, SMALL, "the file is left as it was");

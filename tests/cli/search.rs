@@ -513,8 +513,11 @@ fn a_shard_refuses_a_directory_planned_with_other_trials() {
             .code(),
         0
     );
+    // The journal says what the directory holds: its plan.json, a view, is not read.
+    std::fs::remove_file(env.path("runs/small-sweep/plan.json")).unwrap();
     env.run(&[&["sweep", "--config", "b.toml"][..], &shard].concat())
         .fails_with(2, &["runs/small-sweep", "holds a sweep with other trials"]);
+    assert!(!env.path("runs/small-sweep/plan.json").exists());
 }
 
 #[test]

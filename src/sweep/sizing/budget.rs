@@ -10,7 +10,7 @@ use burn::tensor::Device;
 
 use crate::backend;
 use crate::config::{ConfigError, RunConfig};
-use crate::error::Error;
+use crate::error::{Error, SweepError};
 use crate::memory::{available_host_memory, device_total_memory, MemoryMeter, MemorySource};
 use crate::sweep::space::{Budget, Packing, DEFAULT_BUDGET_SHARE};
 
@@ -32,8 +32,12 @@ pub(in crate::sweep) fn resolve(packing: &Packing, config: &RunConfig) -> Result
         MemorySource::Host => available_host_memory(),
         MemorySource::CubeclPool => device_total_memory(&device, source),
     };
-    let budget = of(packing.budget, source, memory)
-        .map_err(|e| refused(format!("{e}{}", why_unknown(config))))?;
+    // A device that does not tell its memory is a state of the device, not of the file.
+    let budget = of(packing.budget, source, memory).map_err(|e| {
+        Error::Sweep(SweepError::Lease {
+            message: format!("{e}{}{GIVE_SIZE}", why_unknown(config)),
+        })
+    })?;
     check(budget)
 }
 
@@ -101,49 +105,13 @@ fn check(bytes: u64) -> Result<u64, Error> {
     }
 }
 
+/// What a budget the device cannot size is told to be instead.
+const GIVE_SIZE: &str = "; give it as a size, like \"8GiB\"";
+
 fn refused(message: impl std::fmt::Display) -> Error {
     Error::Config(ConfigError {
         origin: "[sweep]".into(),
         key: Some("sweep.budget".into()),
-        message: format!("sweep.budget: {message}; give it as a size, like \"8GiB\""),
+        message: format!("sweep.budget: {message}{GIVE_SIZE}"),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GIB: u64 = 1 << 30;
-
-    #[test]
-    fn defaults_and_fractions_follow_the_device() {
-        let host = MemorySource::Host;
-        let pools = MemorySource::CubeclPool;
-        assert_eq!(of(None, host, Some(20 * GIB)), Ok(10 * GIB));
-        assert_eq!(
-            of(Some(Budget::Fraction(0.25)), host, Some(20 * GIB)),
-            Ok(5 * GIB)
-        );
-        assert_eq!(of(None, pools, Some(80 * GIB)), Ok(72 * GIB));
-        assert_eq!(
-            of(Some(Budget::Fraction(0.5)), pools, Some(80 * GIB)),
-            Ok(40 * GIB)
-        );
-        assert_eq!(of(None, pools, None), Err(MemoryUnknown::Device));
-        let e = of(None, MemorySource::Host, None).unwrap_err().to_string();
-        assert!(e.contains("/proc/meminfo"), "{e}");
-    }
-
-    #[test]
-    fn a_size_is_taken_as_it_is_up_to_what_a_config_can_hold() {
-        let config = crate::config::ConfigBuilder::new("b").build().unwrap();
-        let sized = |bytes| Packing {
-            parallel: 2,
-            budget: Some(Budget::Bytes(bytes)),
-            ..Packing::default()
-        };
-        assert_eq!(resolve(&sized(123), &config).unwrap(), 123);
-        let e = resolve(&sized(u64::MAX), &config).unwrap_err().to_string();
-        assert!(e.contains("sweep.budget: must be at most"), "{e}");
-    }
 }

@@ -57,50 +57,74 @@ pub fn study_of(dir: &Path) -> Result<(String, String), Error> {
 /// the trials that trained here ([`refuse_lost`]), else as a search that stopped before it
 /// began, which nothing can go on from.
 pub fn recorded(dir: &Path, spec: &str, name: &str) -> Result<SearchPlan, Error> {
-    let missing = !spec.contains("://") && !Path::new(spec).is_file();
-    let journal = match missing {
+    if let Some(plan) = planned(dir, spec, name)? {
+        return Ok(plan);
+    }
+    // Which trials trained needs no metric: a trial that trained has a checkpoint or a
+    // validation loss.
+    let searched = Searched {
+        name,
+        spec,
+        monitor: defaults::MONITOR,
+        interval: None,
+    };
+    refuse_lost(dir, &searched, || Ok(Journal::default()))?;
+    let holds = match missing(spec) {
+        true => "is missing",
+        false => "holds no study of this search",
+    };
+    Err(refused(
+        spec,
+        format!(
+            "{holds} ({name}, its run.name): the search's state, without which it cannot go on; \
+             it trained no trial here, so start it again"
+        ),
+    ))
+}
+
+/// The search study `name` of the journal at `spec` keeps for `dir`, if the journal holds
+/// that study yet: a worker that has just named the study in `dir` may not have begun it.
+pub fn planned(dir: &Path, spec: &str, name: &str) -> Result<Option<SearchPlan>, Error> {
+    let journal = match missing(spec) {
         true => Journal::default(),
         false => Storage::whole(spec, &worker_id())?,
     };
-    let refused = |message: String| {
-        Error::Sweep(SweepError::Plan {
-            origin: spec.to_string(),
-            message,
-        })
-    };
     let Some(study) = journal.study(name) else {
-        // Which trials trained needs no metric: a trial that trained has a checkpoint or a
-        // validation loss.
-        let searched = Searched {
-            name,
-            spec,
-            monitor: defaults::MONITOR,
-            interval: None,
-        };
-        refuse_lost(dir, &searched, || Ok(Journal::default()))?;
-        let holds = match missing {
-            true => "is missing",
-            false => "holds no study of this search",
-        };
-        return Err(refused(format!(
-            "{holds} ({name}, its run.name): the search's state, without which it cannot go on; \
-             it trained no trial here, so start it again"
-        )));
+        return Ok(None);
     };
     let plan = match journal.studies[study].system_attrs.get(SEARCH) {
         Some(value) => {
-            let plan = serde_json::from_value::<SearchPlan>(value.clone())
-                .map_err(|e| refused(format!("{SEARCH} of study {name} is not a search: {e}")))?;
+            let plan = serde_json::from_value::<SearchPlan>(value.clone()).map_err(|e| {
+                refused(
+                    spec,
+                    format!("{SEARCH} of study {name} is not a search: {e}"),
+                )
+            })?;
             check(&plan, Path::new(spec), &format!("{SEARCH} of study {name}"))?;
             plan
         }
         // A study whose journal an earlier tidemark wrote: its search is in plan.json alone.
         None => read_plan(dir)?.search.ok_or_else(|| {
-            refused(format!(
-                "study {name} keeps no search, and {} is a sweep of runs",
-                dir.join("plan.json").display()
-            ))
+            refused(
+                spec,
+                format!(
+                    "study {name} keeps no search, and {} is a sweep of runs",
+                    dir.join("plan.json").display()
+                ),
+            )
         })?,
     };
-    Ok(plan)
+    Ok(Some(plan))
+}
+
+/// Whether the journal file `spec` is missing (a server's journal never is, here).
+fn missing(spec: &str) -> bool {
+    !spec.contains("://") && !Path::new(spec).is_file()
+}
+
+fn refused(spec: &str, message: String) -> Error {
+    Error::Sweep(SweepError::Plan {
+        origin: spec.to_string(),
+        message,
+    })
 }

@@ -68,8 +68,9 @@ pub fn work(
     // A shared directory's trials trained as the study recorded them, or the study lost them.
     let searched = searched(config, space, storage);
     refuse_lost(&dir, &searched, || Storage::whole(storage, &worker_id()))?;
-    write_search(&dir, config, &plan)?;
+    // The marker first: a worker that finds the plan finds the study it belongs to.
     write_marker(&dir, storage, &config.run.name)?;
+    write_search(&dir, config, &plan)?;
     let rows = run(kinds, config, (space, &plan), &dir, opened, observer)?;
     Ok((dir, rows))
 }

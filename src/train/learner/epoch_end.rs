@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use burn::module::Module;
 
 use super::{Learner, Tally};
-use crate::config::ConfigError;
 use crate::error::{Error, TrainingError};
 use crate::memory::MemoryUsage;
 use crate::train::checkpoint::{Checkpointer, Marks};
@@ -148,14 +147,9 @@ impl<M: Module> Learner<M> {
             return Ok(());
         };
         let (figure, patience) = (plateau.monitor.clone(), plateau.patience.max(1));
-        let value = figures.get(&figure).ok_or_else(|| {
-            unknown_figure(
-                "[train.schedule]",
-                "train.schedule.monitor",
-                &figure,
-                figures,
-            )
-        })?;
+        let value = figures
+            .get(&figure)
+            .ok_or_else(|| unknown_figure("train.schedule.monitor", &figure, figures))?;
         if let Some((old, new)) = self.schedule.observe(value) {
             let line = format!(
                 "plateau: {figure} has not improved for {patience} epoch(s); lr {old:.3e} -> \
@@ -214,27 +208,24 @@ fn stopping(early: &EarlyStop, epoch: usize) -> String {
 
 /// The error of a monitor that an epoch's figures do not give.
 pub(in crate::train) fn unknown_monitor(monitor: &str, figures: &EpochFigures) -> Error {
-    unknown_figure(
-        "[train.early_stopping]",
-        "train.early_stopping.monitor",
-        monitor,
-        figures,
-    )
+    unknown_figure("train.early_stopping.monitor", monitor, figures)
 }
 
 /// The value of `figure`, which ranks the checkpoints `checkpoint.keep_best` keeps, in the
 /// epoch's `figures`; an error where they do not give it.
 fn ranked(figure: &str, figures: &EpochFigures) -> Result<f64, Error> {
-    (figures.get(figure))
-        .ok_or_else(|| unknown_figure("[checkpoint]", "checkpoint.monitor", figure, figures))
+    (figures.get(figure)).ok_or_else(|| unknown_figure("checkpoint.monitor", figure, figures))
 }
 
-/// The error of a watched `figure` (config `key` in `table`) that an epoch's figures do not
-/// give.
-fn unknown_figure(table: &str, key: &str, figure: &str, figures: &EpochFigures) -> Error {
-    Error::Config(ConfigError {
-        origin: table.into(),
-        key: Some(key.into()),
-        message: crate::task::unknown_monitor(key, figure, &figures.validation_keys()),
+/// The error of a watched `figure` (config `key`) that an epoch's figures do not give.
+fn unknown_figure(key: &str, figure: &str, figures: &EpochFigures) -> Error {
+    let given = figures.validation_keys();
+    Error::Training(TrainingError::FigureMissing {
+        key: key.into(),
+        figure: figure.into(),
+        given: match given.is_empty() {
+            true => "none".into(),
+            false => given.join(", "),
+        },
     })
 }
