@@ -232,7 +232,7 @@ impl FitTarget {
         for p in &probes {
             guard.record_probe(rec, p.reading.window, p.factor, self.told(p))?;
         }
-        let kept = guard.release()? as i64 - before as i64;
+        let kept = guard.readings().release()? as i64 - before as i64;
         match self.choose(&probes, kept) {
             Ok((factor, detail)) => guard.fit_layout(rec, factor, detail),
             Err(e) => Err(guard.fail(rec, e)),

@@ -49,11 +49,11 @@ impl<T: Task> Epochs<'_, T> {
 
     /// [`advise`](Self::advise), or `None` with the user told why not.
     fn advise_or_tell(&mut self, peaks: Peaks) -> Option<Advice> {
-        let aside = self.run.guard.epoch_peak_so_far();
+        let aside = self.run.guard.readings().epoch_peak_so_far();
         // The run is over: a backend that refuses a probe (a panic) must not lose its summary.
         let advice = panic::catch_unwind(AssertUnwindSafe(|| self.advise(peaks)))
             .unwrap_or_else(|_| Err(Error::Device("a probe panicked".into())));
-        self.run.guard.restore_epoch_peak(aside);
+        self.run.guard.readings().restore_epoch_peak(aside);
         match advice {
             Ok(advice) => Some(advice),
             Err(e) => {

@@ -39,13 +39,13 @@ pub(super) fn transient<T: Task>(
     items: &[T::Item],
     (micro_batch, micro_steps): (usize, usize),
 ) -> Result<u64, Error> {
-    let start = guard.in_use()?;
+    let start = guard.readings().in_use()?;
     let group: Vec<Vec<T::Item>> = items
         .chunks(micro_batch.max(1))
         .take(micro_steps.min(2))
         .map(<[T::Item]>::to_vec)
         .collect();
-    guard.open_window();
+    guard.readings().open_window();
     let place = SumPlace::from(guard.layout());
     let probed = accumulate_gradients(
         task,
@@ -58,6 +58,6 @@ pub(super) fn transient<T: Task>(
     );
     drop(probed);
     // After the device's queue, the figures of this probe's window alone.
-    let window = guard.read_window()?;
+    let window = guard.readings().window()?;
     Ok(window.peak_bytes_in_use.saturating_sub(start))
 }

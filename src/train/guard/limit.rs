@@ -4,10 +4,10 @@
 use super::{Breach, MemoryGuard};
 use crate::error::Error;
 use crate::memory::format_bytes;
-use crate::memory::policy::{held, Attempt, LimitExceeded, MemoryAction, Phase};
+use crate::memory::policy::{held, LimitExceeded, MemoryAction, Phase};
 use crate::memory::MemoryUsage;
 use crate::memory::{Action, Layout};
-use crate::memory::{Breakdown, Footprint, PeakPhase};
+use crate::memory::{Footprint, PeakPhase};
 use crate::train::recorder::RunRecorder;
 
 impl MemoryGuard {
@@ -36,7 +36,7 @@ impl MemoryGuard {
             format_bytes(limit)
         );
         self.record(rec, epoch, Action::Shrink, detail)?;
-        self.release()?;
+        self.control.release()?;
         Ok(Some(half))
     }
 
@@ -61,7 +61,7 @@ impl MemoryGuard {
         step: usize,
         usage: &MemoryUsage,
     ) -> Result<(), Breach> {
-        let state = self.state(epoch, step);
+        let state = self.standing.state(epoch, step);
         for action in self.control.decide(Phase::Step, usage, &state) {
             match action {
                 MemoryAction::ShrinkBatch { layout } => {
@@ -96,7 +96,7 @@ impl MemoryGuard {
             self.offload_state_to_come(rec, (epoch, step), held(&usage).0)?;
         }
         self.control.meter().begin_window();
-        self.in_update = true;
+        self.standing.begin_update();
         Ok(())
     }
 
@@ -154,20 +154,15 @@ impl MemoryGuard {
         observed: u64,
         layout: Layout,
     ) -> Result<(), Error> {
-        let before = self.layout;
-        self.previous_attempt = Some(Attempt {
-            accumulation_steps: before.micro_steps(),
-            observed,
-        });
-        self.layout = layout;
+        let before = self.standing.shrink(observed, layout);
         let detail = format!(
             "{} over the memory limit at step {step} of epoch {epoch}: micro-batch {} -> {}, \
              accumulation_steps {} -> {} (effective batch unchanged); retrying the step",
             format_bytes(observed),
             before.micro_batch(),
-            self.layout.micro_batch(),
+            layout.micro_batch(),
             before.micro_steps(),
-            self.layout.micro_steps(),
+            layout.micro_steps(),
         );
         self.record(rec, epoch, Action::Shrink, detail)
     }
@@ -180,7 +175,7 @@ impl MemoryGuard {
         factor: usize,
         detail: String,
     ) -> Result<(), Error> {
-        self.layout.factor = factor.max(1);
+        self.standing.fit(factor);
         self.record(rec, 0, Action::Fit, detail)
     }
 
@@ -196,7 +191,7 @@ impl MemoryGuard {
         rec.outside_peak(window.peak_bytes_in_use);
         let layout = Layout {
             factor,
-            ..self.layout
+            ..self.layout()
         };
         rec.memory_event(0, Action::Probe, detail, window, layout)
     }
@@ -204,76 +199,28 @@ impl MemoryGuard {
     /// Says what the run's tensors hold by kind ([`footprint`](crate::train::footprint)),
     /// so that a limit error breaks its peak down by category.
     pub fn set_footprint(&mut self, footprint: Footprint) {
-        self.footprint = Some(footprint);
+        self.standing.set_footprint(footprint);
     }
 
     /// What the run's tensors hold by kind now: the footprint it was given, with what
     /// `train.offload.* = "auto"` has moved to host memory since.
     pub fn footprint(&self) -> Option<Footprint> {
-        self.footprint
+        self.standing.footprint()
     }
 
     /// The optimizer's state the device holds, or will once the first update allocates it:
     /// none where it is in host memory.
     pub(crate) fn device_state(&self) -> u64 {
-        self.footprint.map_or(0, |f| f.device_optimizer())
+        self.standing.device_state()
     }
 
     /// Records a breach and turns it into the run's error.
     pub(crate) fn fail(&mut self, rec: &mut RunRecorder, mut e: LimitExceeded) -> Error {
-        e.breakdown = self.breach_breakdown(&e, rec.steps()).map(Box::new);
-        e.offload = self.offload_hints(&e);
+        e.breakdown = self.standing.breakdown(&e, rec.steps()).map(Box::new);
+        e.offload = self.standing.offload_hints(&e, self.source());
         if let Err(write_error) = self.record(rec, e.epoch, Action::Limit, e.to_string()) {
             return write_error;
         }
         Error::Limit(e)
-    }
-
-    /// The figure of breach `e` by category, where the run's footprint is known, after
-    /// `steps_done` optimizer steps.
-    fn breach_breakdown(&self, e: &LimitExceeded, steps_done: usize) -> Option<Breakdown> {
-        let full = self.footprint?;
-        // Before the first update the optimizer has no state yet; a probe before training
-        // (`on_limit = "fit"`, step 0) and the estimate at rest count the state the first
-        // update will allocate.
-        let ahead = (e.phase == Phase::Step && e.step == 0) || e.phase == Phase::RunStart;
-        let state = if steps_done == 0 && !ahead {
-            0
-        } else {
-            full.optimizer
-        };
-        // In host memory the state is all there from the first update on, and not the device's.
-        let state = match full.host_optimizer {
-            true => full.optimizer,
-            false => state,
-        };
-        // The gradient sets of the layout at the breach, which a shrink or a fit changed.
-        let sets = if e.accumulation_steps > 1 && !full.host_sum {
-            2
-        } else {
-            1
-        };
-        let f = Footprint {
-            optimizer: state,
-            gradients: full.gradients / full.gradient_sets.max(1) * sets,
-            gradient_sets: sets,
-            ..full
-        };
-        // At rest: what the run held at the start and the optimizer's state once it exists;
-        // the gradients are part of the step's transient.
-        let rest = self
-            .resting_estimate
-            .saturating_sub(full.gradients + full.device_optimizer() - f.device_optimizer());
-        let phase = match e.phase {
-            Phase::Step if self.in_update => PeakPhase::Update,
-            Phase::RunStart | Phase::Step | Phase::RunEnd => PeakPhase::Backward,
-            Phase::EpochEnd | Phase::Checkpoint => PeakPhase::Outside,
-        };
-        let mut breakdown = Breakdown::of(&f, rest.min(e.observed), e.observed, phase);
-        if e.phase == Phase::RunStart {
-            // An estimate at rest holds no step's activations.
-            breakdown.estimated.retain(|c| c != "activations");
-        }
-        Some(breakdown)
     }
 }

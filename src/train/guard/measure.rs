@@ -1,13 +1,27 @@
 //! What a loop reads of memory through its guard, outside the run's phases (validation, the
-//! advisor's and `fit`'s probes, progress): named calls, so that no loop reaches into the
-//! memory layer's [`Control`](crate::memory::Control).
+//! advisor's and `fit`'s probes, progress): [`Readings`], the measuring half of the guard,
+//! with nothing that decides or records. Named calls, so that no loop reaches into the memory
+//! layer's [`Control`](crate::memory::Control).
 
 use super::MemoryGuard;
 use crate::error::Error;
-use crate::memory::MemoryUsage;
+use crate::memory::{Control, MemoryUsage};
 
-/// Reading memory.
+/// The guard's readings: bytes in use, windows and the epoch's peak.
+pub(crate) struct Readings<'a> {
+    control: &'a mut Control,
+}
+
 impl MemoryGuard {
+    /// Memory read through this guard, outside the run's phases.
+    pub(crate) fn readings(&mut self) -> Readings<'_> {
+        Readings {
+            control: &mut self.control,
+        }
+    }
+}
+
+impl Readings<'_> {
     /// Bytes in use now, after waiting for the device.
     pub(crate) fn in_use(&mut self) -> Result<u64, Error> {
         Ok(self.control.read()?.bytes_in_use)
@@ -25,7 +39,7 @@ impl MemoryGuard {
     }
 
     /// The figures of the window opened last, after waiting for the device.
-    pub(crate) fn read_window(&mut self) -> Result<MemoryUsage, Error> {
+    pub(crate) fn window(&mut self) -> Result<MemoryUsage, Error> {
         self.control.read()?;
         Ok(self.control.window())
     }

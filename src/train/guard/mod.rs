@@ -1,10 +1,14 @@
 //! The memory guard: the memory layer's [`Control`] (probe, policies, executor) enforced over
-//! one run's phases, with the batch layout a limit may shrink (`layout`), a step under the
-//! limit and its retry (`retry`, `limit`), `fit`'s layout, and the reads a loop makes outside
-//! the phases (`measure`). The guard measures and decides; the run's [`RunRecorder`], beside
-//! it, records: each phase takes the recorder, so a phase cannot act without recording what it
-//! saw and did, and the guard knows nothing of what the recorder writes (`snapshots.jsonl`,
-//! TensorBoard's events, the observer).
+//! one run's phases. Three parts, as burn-train keeps its policies apart from its executor:
+//! what measures ([`Readings`](measure::Readings), `measure`: bytes in use, windows, the
+//! epoch's peak), what the guard decides with (`standing`: the batch layout a limit may shrink
+//! or move to host memory, the estimate at rest, the breached attempt, the footprint, and what
+//! follows from them alone, each a pure function), and the guard itself, which reads, asks the
+//! policies, acts on the device and records, phase by phase: a step under the limit and its
+//! retry (`retry`, `limit`), `fit`'s layout, the auto-offload (`offload`). The run's
+//! [`RunRecorder`], beside it, records: each phase takes the recorder, so a phase cannot act
+//! without recording what it saw and did, and the guard knows nothing of what the recorder
+//! writes (`snapshots.jsonl`, TensorBoard's events, the observer).
 //!
 //! The [`Trainer`](crate::Trainer) and [`HandLoop`](crate::HandLoop) drive one; a loop of
 //! one's own can too: [`prepare`](MemoryGuard::prepare), then the recorder
@@ -21,32 +25,26 @@ mod measure;
 mod offload;
 mod prepare;
 mod retry;
+mod standing;
 
 pub use breach::Breach;
 pub use prepare::Prepared;
 pub use retry::StepCheck;
+use standing::Standing;
 
 use super::recorder::{EpochFigures, RunRecorder};
 use crate::config::{ClearPolicy, MemoryConfig};
 use crate::error::Error;
 use crate::memory::Layout;
-use crate::memory::{
-    Attempt, Control, Footprint, MemoryAction, MemorySource, MemoryUsage, Phase, RunState,
-};
+use crate::memory::{Control, MemoryAction, MemorySource, MemoryUsage, Phase, RunState};
 use crate::record::{Event, Retained};
 
 /// Enforces one run's memory policies.
 pub struct MemoryGuard {
     /// The memory layer: the probe, policies and executor, and the baseline.
     control: Control,
-    layout: Layout,
-    previous_attempt: Option<Attempt>,
-    resting_estimate: u64,
-    /// What the run's tensors hold by kind, for a breach's breakdown.
-    footprint: Option<Footprint>,
-    /// Whether the step under way is in its update (after `before_update`): a breach there is
-    /// the update's.
-    in_update: bool,
+    /// Where the run stands against its limit: what the guard decides with.
+    standing: Standing,
 }
 
 impl MemoryGuard {
@@ -63,7 +61,7 @@ impl MemoryGuard {
 
     /// The batch layout now.
     pub fn layout(&self) -> Layout {
-        self.layout
+        self.standing.layout()
     }
 
     /// Where the figures come from.
@@ -79,16 +77,6 @@ impl MemoryGuard {
     /// Reads the memory figures now, after waiting for the device.
     fn read(&mut self) -> Result<MemoryUsage, Error> {
         self.control.meter().read().map_err(Error::device)
-    }
-
-    fn state(&self, epoch: usize, step: usize) -> RunState {
-        RunState {
-            epoch,
-            step,
-            layout: self.layout,
-            resting_estimate: self.resting_estimate,
-            previous_attempt: self.previous_attempt,
-        }
     }
 
     /// Before the first step, with the model built: reserves (preallocation), checks that what
@@ -121,11 +109,11 @@ impl MemoryGuard {
         detail: Option<String>,
     ) -> Result<(), Error> {
         let usage = self.read()?;
-        self.resting_estimate = usage.bytes_in_use + to_come;
-        let state = self.state(epoch, rec.steps());
+        self.standing.at_rest(usage.bytes_in_use, to_come);
+        let state = self.standing.state(epoch, rec.steps());
         self.apply(rec, Phase::RunStart, &usage, &state)?;
         let usage = self.read()?;
-        rec.snapshot(event, epoch, usage, self.layout, |s| s.detail = detail)
+        rec.snapshot(event, epoch, usage, self.layout(), |s| s.detail = detail)
     }
 
     /// Starts an epoch: the epoch's peak restarts at the current figure.
@@ -136,8 +124,7 @@ impl MemoryGuard {
 
     /// Starts a step: a new window, and no breached attempt behind it.
     fn begin_step(&mut self, rec: &mut RunRecorder) {
-        self.previous_attempt = None;
-        self.in_update = false;
+        self.standing.begin_step();
         self.control.meter().begin_window();
         rec.begin_step();
     }
@@ -151,7 +138,7 @@ impl MemoryGuard {
         figures: EpochFigures,
     ) -> Result<(), Error> {
         let usage = self.read()?;
-        rec.epoch_snapshot(epoch, figures, usage, self.layout)
+        rec.epoch_snapshot(epoch, figures, usage, self.layout())
     }
 
     /// Runs `write` (a checkpoint of `epoch`) in its own window and checks what it held
@@ -166,7 +153,7 @@ impl MemoryGuard {
         let written = write()?;
         let usage = self.control.meter().observe();
         rec.outside_peak(usage.peak_bytes_in_use);
-        let state = self.state(epoch, rec.steps());
+        let state = self.standing.state(epoch, rec.steps());
         self.apply(rec, Phase::Checkpoint, &usage, &state)?;
         Ok(written)
     }
@@ -179,7 +166,7 @@ impl MemoryGuard {
         epoch: usize,
         window: &MemoryUsage,
     ) -> Result<(), Error> {
-        let state = self.state(epoch, rec.steps());
+        let state = self.standing.state(epoch, rec.steps());
         self.apply(rec, Phase::EpochEnd, window, &state)
     }
 
@@ -200,14 +187,14 @@ impl MemoryGuard {
     /// against the baseline, warns if it is more than 1% of the peak, and writes `run_end`.
     pub fn run_end(&mut self, rec: &mut RunRecorder, epoch: usize) -> Result<Retained, Error> {
         self.control.settle()?;
-        let state = self.state(epoch, rec.steps());
+        let state = self.standing.state(epoch, rec.steps());
         let usage = self.read()?;
         self.apply(rec, Phase::RunEnd, &usage, &state)?;
         let after = self.read()?;
         let retained = Retained::since(&self.control.baseline(), &after, self.control.rss_before());
         let pools = self.control.clear() != ClearPolicy::Never
             && self.control.meter().source() == MemorySource::CubeclPool;
-        rec.run_end(epoch, after, retained, pools, self.layout)?;
+        rec.run_end(epoch, after, retained, pools, self.layout())?;
         Ok(retained)
     }
 
@@ -245,6 +232,6 @@ impl MemoryGuard {
         detail: String,
     ) -> Result<(), Error> {
         let usage = self.control.meter().observe();
-        rec.memory_event(epoch, action, detail, usage, self.layout)
+        rec.memory_event(epoch, action, detail, usage, self.layout())
     }
 }

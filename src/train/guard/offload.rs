@@ -8,9 +8,8 @@
 
 use super::MemoryGuard;
 use crate::error::Error;
-use crate::memory::policy::{offload_hints, LimitExceeded, OffloadHint, OffloadView};
 use crate::memory::Offloaded;
-use crate::memory::{format_bytes, Action, MemorySource};
+use crate::memory::{format_bytes, Action};
 use crate::train::recorder::RunRecorder;
 
 impl MemoryGuard {
@@ -26,20 +25,10 @@ impl MemoryGuard {
         epoch: usize,
         why: &str,
     ) -> Result<bool, Error> {
-        match self.layout.next_offload() {
+        match self.layout().next_offload() {
             Some(part) => self.offload(rec, epoch, part, why).map(|()| true),
             None => Ok(false),
         }
-    }
-
-    /// The auto-offload decisions' view of the run: `None` without a limit or a footprint.
-    fn offload_view(&self) -> Option<OffloadView> {
-        Some(OffloadView {
-            layout: self.layout,
-            footprint: self.footprint?,
-            limit: self.limit_bytes()?,
-            resting_estimate: self.resting_estimate,
-        })
     }
 
     /// Before the run's first update, which allocates the optimizer's state: moves it to host
@@ -52,10 +41,8 @@ impl MemoryGuard {
         (epoch, step): (usize, usize),
         held: u64,
     ) -> Result<(), Error> {
-        match self
-            .offload_view()
-            .and_then(|v| v.state_to_come(held, step))
-        {
+        let view = self.standing.offload_view(self.limit_bytes());
+        match view.and_then(|v| v.state_to_come(held, step)) {
             Some(d) => self.offload(rec, epoch, d.part, &d.why),
             None => Ok(()),
         }
@@ -69,21 +56,7 @@ impl MemoryGuard {
         part: Offloaded,
         why: &str,
     ) -> Result<(), Error> {
-        self.layout.offload(part);
-        let (sum, update) = (part == Offloaded::Gradients, part == Offloaded::Optimizer);
-        let saved = self.footprint.map(|f| match part {
-            Offloaded::Gradients => f.gradient_set(),
-            Offloaded::Optimizer => f.optimizer,
-        });
-        let before = self.footprint;
-        self.footprint = self.footprint.map(|f| f.placed(sum, update));
-        // What the run holds at rest on the device no longer counts what moved.
-        if let (Some(before), Some(after)) = (before, self.footprint) {
-            let device = |f: crate::memory::Footprint| f.gradients + f.device_optimizer();
-            let moved = device(before) - device(after);
-            self.resting_estimate = self.resting_estimate.saturating_sub(moved);
-        }
-        self.previous_attempt = None;
+        let saved = self.standing.offload(part);
         self.control.release()?;
         let saves = saved.map_or(String::new(), |bytes| {
             format!(" (about {} of device memory)", format_bytes(bytes))
@@ -113,20 +86,10 @@ impl MemoryGuard {
         observed: u64,
     ) -> Result<bool, Error> {
         let in_use = self.control.window().peak_bytes_in_use;
-        match (self.offload_view()).and_then(|v| v.before_shrink(observed, in_use, step)) {
+        let view = self.standing.offload_view(self.limit_bytes());
+        match view.and_then(|v| v.before_shrink(observed, in_use, step)) {
             Some(d) => self.offload(rec, epoch, d.part, &d.why).map(|()| true),
             None => Ok(false),
-        }
-    }
-
-    /// What offload would save at breach `e` where `train.offload` does not allow it to act
-    /// ([`offload_hints`]), on a device with memory of its own. Empty on flex.
-    pub(super) fn offload_hints(&self, e: &LimitExceeded) -> Box<[OffloadHint]> {
-        match (self.footprint, self.source()) {
-            (Some(f), MemorySource::CubeclPool) => {
-                offload_hints(&f, &self.layout, e.accumulation_steps, self.in_update).into()
-            }
-            _ => Box::default(),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 
-use super::MemoryGuard;
+use super::{MemoryGuard, Standing};
 use crate::config::MemoryConfig;
 use crate::error::Error;
 use crate::memory::Layout;
@@ -59,11 +59,7 @@ impl Prepared {
         control.meter().reset_peak();
         Ok(MemoryGuard {
             control,
-            layout,
-            previous_attempt: None,
-            resting_estimate: 0,
-            footprint: None,
-            in_update: false,
+            standing: Standing::new(layout),
         })
     }
 }

@@ -60,7 +60,7 @@ impl<M: Module + 'static> HandLoop<M> {
         // What validation held, or the epoch's end since its last step.
         let window = match self.place.validated.take() {
             Some(window) => window,
-            None => self.guard.read_window()?,
+            None => self.guard.readings().window()?,
         };
         let books = (&mut self.guard, &mut self.rec, &mut self.stats);
         let at = (epoch, judged);

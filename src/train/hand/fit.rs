@@ -22,7 +22,7 @@ impl<M: Module + 'static> HandLoop<M> {
         batches: &[usize],
         output: &mut impl FnMut(&M, Range<usize>) -> StepOutput,
     ) -> Result<(), Error> {
-        let before = self.guard.in_use()?;
+        let before = self.guard.readings().in_use()?;
         let (guard, rec, learner) = (&mut self.guard, &mut self.rec, &self.learner);
         let (target, probed) = loop {
             // Taken again after each offload: the layout it moved changes what a step holds
@@ -32,8 +32,8 @@ impl<M: Module + 'static> HandLoop<M> {
             let target = FitTarget::of(guard, &self.config.train);
             let probed = target.probe_halves(|micro_batch, micro_steps| {
                 let to_come = guard.device_state();
-                let start = guard.release()?;
-                guard.open_window();
+                let start = guard.readings().release()?;
+                guard.readings().open_window();
                 // The step's first micro-batches, in the run's precision, as its steps compute;
                 // stopped after the first whose figure already passes the target.
                 let mut parts = micro_ranges(batches, micro_batch);
@@ -46,7 +46,7 @@ impl<M: Module + 'static> HandLoop<M> {
                     place,
                     parts,
                     &mut *output,
-                    || match target.passed(&guard.peek_window(), to_come) {
+                    || match target.passed(&guard.readings().peek_window(), to_come) {
                         true => Err(()),
                         false => Ok(()),
                     },
@@ -54,7 +54,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 let stopped = probe.is_err();
                 drop(probe);
                 Ok(Reading {
-                    window: guard.read_window()?,
+                    window: guard.readings().window()?,
                     start,
                     state_to_come: to_come,
                     stopped,

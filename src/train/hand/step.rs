@@ -228,7 +228,7 @@ impl<M: Module + 'static> HandLoop<M> {
             loss,
             lr: Some(self.learner.schedule.current()),
             // The step's loss was read: the device has waited already.
-            bytes_in_use: Some(self.guard.peek_window().bytes_in_use),
+            bytes_in_use: Some(self.guard.readings().peek_window().bytes_in_use),
             limit_bytes: self.guard.limit_bytes(),
             ..(self.place.tally).pace(steps, epochs.saturating_sub(at.epoch))
         };

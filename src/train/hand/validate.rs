@@ -68,12 +68,12 @@ impl<M: Module + 'static> HandLoop<M> {
         let layout = self.guard.layout().micro_batch();
         let mut micro = (self.stats.valid_micro_batch).map_or(layout, |m| m.min(layout));
         let (means, samples) = loop {
-            self.guard.open_window();
+            self.guard.readings().open_window();
             let mut sums = MetricSums::default();
             parts(&model, micro, &mut sums)?;
             let samples = sums.samples();
             let means = (sums.finish().map_err(Error::device)?, samples);
-            let window = self.guard.read_window()?;
+            let window = self.guard.readings().window()?;
             let half = match shrinks {
                 true => {
                     (self.guard).shrink_validation(&mut self.rec, self.epoch, &window, micro)?
@@ -107,8 +107,8 @@ impl<M: Module + 'static> HandLoop<M> {
     /// An epoch without validation: its end is checked against the limit over what it holds
     /// from here (a window of its own, as validation's), not over the last step's update.
     pub(in crate::train) fn no_validation(&mut self) -> EpochFigures {
-        self.guard.open_window();
-        self.place.validated = Some(self.guard.peek_window());
+        self.guard.readings().open_window();
+        self.place.validated = Some(self.guard.readings().peek_window());
         EpochFigures::default()
     }
 
