@@ -45,6 +45,7 @@ mod error;
 mod failpoint;
 pub mod inference;
 pub mod kinds;
+pub mod lease;
 pub mod memory;
 pub mod model;
 pub mod record;

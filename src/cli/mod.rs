@@ -27,6 +27,7 @@ macro_rules! out {
 
 mod compare;
 mod inference;
+mod leases;
 mod lr_find;
 mod sweep;
 pub(crate) mod terminal;
@@ -203,6 +204,14 @@ enum Command {
         #[arg(value_name = "RUN_DIR")]
         run_dir: PathBuf,
     },
+    /// List the memory leases of every tidemark run on this machine's devices (holders,
+    /// sizes, ages, what each has used, who waits), or set a device's budget (--budget).
+    Leases {
+        /// Set a device's budget, for every tidemark run on it: DEVICE=SIZE (host=16GiB for
+        /// flex, cuda-0=60GiB, wgpu-0=4GiB).
+        #[arg(long, value_name = "DEVICE=SIZE")]
+        budget: Option<String>,
+    },
     /// Check a config file (and overrides) without training; prints the resolved config.
     Validate {
         #[command(flatten)]
@@ -286,6 +295,7 @@ pub(crate) fn run(kinds: &Kinds, cli: Cli) -> Result<(), Error> {
         Command::Report { run_dir } if sweep::is_sweep_dir(&run_dir) => sweep::report(&run_dir),
         Command::Report { run_dir } if sweep::is_study(&run_dir) => sweep::report_study(&run_dir),
         Command::Report { run_dir } => report_run(&run_dir),
+        Command::Leases { budget } => leases::leases(budget.as_deref()),
         Command::Validate { config } => validate::validate(kinds, config),
         Command::Sweep {
             config,

@@ -106,6 +106,10 @@ pub enum Error {
     /// A search's own layers failed (its study's storage, say), not its config.
     #[error(transparent)]
     Sweep(#[from] SweepError),
+    /// A run's memory lease could not be taken: the registry or the budget cannot be used
+    /// (exit code 2), or the lease does not fit (exit code 3).
+    #[error(transparent)]
+    Lease(#[from] crate::lease::LeaseError),
     /// Every trial of a search failed: nothing was found, though each failure is recorded.
     #[error(
         "every trial of the search failed ({trials} of {trials}); the first, {first}: {reason}"
@@ -187,6 +191,7 @@ impl Error {
             Error::Training(_) => 4,
             Error::NoTrialCompleted { .. } => 5,
             Error::Sweep(e) => e.exit_code(),
+            Error::Lease(e) => e.exit_code(),
         }
     }
 }

@@ -73,6 +73,15 @@ impl Control {
         self.limit_bytes
     }
 
+    /// Enforces a limit of `bytes` where none is set (a run's memory lease), as
+    /// `memory.limit` with `on_limit = "fail"` is; a limit already set is kept.
+    pub fn limit_to(&mut self, bytes: u64) {
+        if self.limit_bytes.is_none() {
+            self.limit_bytes = Some(bytes);
+            self.policies.add_limit(bytes, crate::config::OnLimit::Fail);
+        }
+    }
+
     /// What was in use and reserved before the run.
     pub fn baseline(&self) -> MemoryUsage {
         self.baseline

@@ -40,6 +40,23 @@ pub(crate) struct ProbedStep {
     pub reserved: Option<u64>,
 }
 
+impl ProbedStep {
+    /// Its figures, as a lease is sized from them ([`crate::sweep::lease`]).
+    pub(crate) fn measured(&self) -> crate::sweep::Measured {
+        crate::sweep::Measured {
+            before: self.before,
+            step: self.step,
+            checkpoint: self.checkpoint,
+            reserved: self.reserved,
+        }
+    }
+
+    /// The memory lease a run with these figures takes: a search's trial in parallel.
+    pub(crate) fn lease(&self) -> u64 {
+        crate::sweep::lease(self.measured())
+    }
+}
+
 /// Gives the process the one-time state a run's warm-up gives it (on flex, a packing buffer
 /// for every rayon worker), so that what a probe finds in use before its step includes what
 /// a fresh process running the trial would hold ([`crate::memory::Executor::warm_up`]).

@@ -210,6 +210,7 @@ impl Trainer {
         }
         let valid_samples = splits.valid.as_ref().map_or(0, |v| v.len());
         drop(splits);
+        let probe = |config: &RunConfig| Ok(super::preflight::probe_task(task, config)?.measured());
         let opening = Opening {
             task: task.name(),
             owned: task.config_sections(),
@@ -219,6 +220,7 @@ impl Trainer {
             data: DataBytes::Counted(data_bytes),
             notes: notes(&config).into_iter().chain(task.notes()).collect(),
             started,
+            probe: Some(&probe),
         };
         let mut run = HandLoop::open(config, opening, |d| task.model(d), observer, resume)?;
         for stop in stop {

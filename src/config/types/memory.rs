@@ -28,6 +28,16 @@ pub struct MemoryConfig {
     pub clear: ClearPolicy,
     /// When snapshots are written (default `epoch`).
     pub snapshot: SnapshotEvery,
+    /// The device's budget, shared by every tidemark run on it through the lease registry
+    /// ([`crate::lease`]): bytes, or a share of the device's memory. Unset: the
+    /// `TIDEMARK_DEVICE_BUDGET` variable's, else the registry's `budget` file's, else none
+    /// (no lease is taken).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_budget: Option<MemorySize>,
+    /// Whether a run whose lease the budget cannot hold now waits for one (default `true`);
+    /// `false` exits 3 at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<bool>,
 }
 
 /// An allocation policy.

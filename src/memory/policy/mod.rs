@@ -168,6 +168,13 @@ impl Policies {
         Ok(Self(list))
     }
 
+    /// A limit of `bytes` where the config sets none (a run's memory lease, taken once the
+    /// run is set up), checked as `memory.limit` is, before the clear.
+    pub fn add_limit(&mut self, bytes: u64, on_limit: crate::config::OnLimit) {
+        let at = self.0.len().saturating_sub(1);
+        self.0.insert(at, Box::new(Limit { bytes, on_limit }));
+    }
+
     /// Every policy's actions at `phase`, in policy order.
     pub fn decide(&self, phase: Phase, usage: &MemoryUsage, state: &RunState) -> Vec<MemoryAction> {
         self.0

@@ -18,7 +18,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::budget::own_limit;
-use super::lease::{lease, Arranged, Measured};
+use super::lease::Arranged;
 use crate::config::{Backend, RunConfig};
 use crate::error::Error;
 use crate::kinds::Kinds;
@@ -141,15 +141,7 @@ fn probe(kinds: &Kinds, trial: &Trial, cfg: &RunConfig, unfinished: bool) -> Pro
         trial: trial.number,
         step_bytes: probed.map(|p| p.step),
         lease_bytes: probed
-            .map(|p| {
-                let measured = Measured {
-                    before: p.before,
-                    step: p.step,
-                    checkpoint: p.checkpoint,
-                    reserved: p.reserved,
-                };
-                lease(measured).min(own_limit.unwrap_or(u64::MAX))
-            })
+            .map(|p| p.lease().min(own_limit.unwrap_or(u64::MAX)))
             .or(own_limit),
         error: result.err(),
     }

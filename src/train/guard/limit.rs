@@ -179,6 +179,12 @@ impl MemoryGuard {
         self.record(rec, 0, Action::Fit, detail)
     }
 
+    /// Enforces the run's memory lease of `bytes` as its limit where the config sets none,
+    /// before the check at rest (`run_start`).
+    pub(crate) fn lease_limit(&mut self, bytes: u64) {
+        self.control.limit_to(bytes);
+    }
+
     /// `on_limit = "fit"`, before the first step: one probe's `window` at halving `factor` as
     /// a `probe` memory action (`detail` says against what), its peak counted in the run's.
     pub(crate) fn record_probe(

@@ -27,6 +27,12 @@ impl Readings<'_> {
         Ok(self.control.read()?.bytes_in_use)
     }
 
+    /// What a limit reads now, after waiting for the device: the bytes in use on the host,
+    /// what the pools reserve on a device with pools.
+    pub(crate) fn held(&mut self) -> Result<u64, Error> {
+        Ok(crate::memory::policy::held(&self.control.read()?).0)
+    }
+
     /// Gives back what is free (after probes that allocated at sizes the run will not use)
     /// and returns the bytes in use after it.
     pub(crate) fn release(&mut self) -> Result<u64, Error> {

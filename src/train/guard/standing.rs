@@ -250,7 +250,9 @@ mod tests {
         assert_eq!(s.state(1, 1).resting_estimate, 5000);
         assert_eq!(s.footprint().map(|f| f.gradient_sets), Some(1));
         assert!(s.offload_view(None).is_none(), "no limit, no view");
-        let view = s.offload_view(Some(10_000)).expect("a limit and a footprint");
+        let view = s
+            .offload_view(Some(10_000))
+            .expect("a limit and a footprint");
         assert_eq!((view.limit, view.resting_estimate), (10_000, 5000));
     }
 }

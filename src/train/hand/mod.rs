@@ -141,6 +141,9 @@ struct Course {
     /// Set to stop the run: the step in progress writes a checkpoint where it is and returns
     /// [`Error::Interrupted`], as does any step after.
     stop: Vec<Arc<AtomicBool>>,
+    /// The run's memory lease on its device, where the device has a budget: given back when
+    /// the loop is dropped, after its run's end has given its memory back.
+    _lease: Option<crate::lease::Lease>,
 }
 
 /// A run's clock.

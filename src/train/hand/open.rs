@@ -13,6 +13,7 @@ use super::{Clock, Course, HandLoop, Named, Place};
 use crate::config::{RunConfig, ScheduleConfig, ScheduleKind, TrainConfig};
 use crate::data::DataError;
 use crate::error::Error;
+use crate::lease::Probe;
 use crate::memory::MemorySource;
 use crate::model::initialize;
 use crate::record::Observer;
@@ -44,6 +45,9 @@ pub(in crate::train) struct Opening<'a> {
     pub(in crate::train) notes: Vec<String>,
     /// When the run was asked for: its wall time counts from here.
     pub(in crate::train) started: Instant,
+    /// How a run under a device's budget without a `memory.limit` sizes its lease: the
+    /// trainer probes its task's step; a hand loop has none, and needs a limit.
+    pub(in crate::train) probe: Option<Probe<'a>>,
 }
 
 /// The dataset's bytes in the run's figures.
@@ -67,6 +71,7 @@ impl Opening<'static> {
             data: DataBytes::Unknown,
             notes: Vec::new(),
             started: Instant::now(),
+            probe: None,
         }
     }
 }
@@ -80,6 +85,8 @@ impl<M: Module + 'static> HandLoop<M> {
         mut observer: Box<dyn Observer>,
         resume: Option<Resume>,
     ) -> Result<Self, Error> {
+        // The lease first: the run waits for room before it holds anything of its own.
+        let leasing = crate::lease::begin(&config, &mut *observer, opening.probe)?;
         let base = crate::backend::select(&config.device)?;
         let train = &config.train;
         let (prepared, run_dir, layout) = open_run(&config, &base, resume.as_ref())?;
@@ -110,6 +117,20 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         let footprint = footprint(&model, train, data);
         guard.set_footprint(footprint);
+        // Set up, the run knows what it holds: a probed run's lease is its probe's step above
+        // that, enforced as its limit before the check at rest.
+        let lease = match leasing {
+            None => None,
+            Some(leasing) => {
+                let held = guard.readings().held()?;
+                let (mut lease, enforce) = leasing.settle(held, &mut Telling(&mut rec))?;
+                if enforce {
+                    guard.lease_limit(lease.bytes());
+                }
+                lease.note_run_dir(&run_dir);
+                Some(lease)
+            }
+        };
         let mut learner = Learner::new(train, config.run.seed, device, model, total_steps);
         let to_come = footprint.gradients + footprint.device_optimizer();
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
@@ -158,6 +179,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 resume,
                 failed: None,
                 stop: Vec::new(),
+                _lease: lease,
             },
             clock: Clock {
                 started: opening.started,
@@ -189,6 +211,15 @@ impl<M: Module + 'static> HandLoop<M> {
             // A run ended with an error ends with it; were it not, the refusal still stands.
             Ok((_, Ok(_))) => Error::Device(said),
         }
+    }
+}
+
+/// The run's recorder as an observer of the lease's lines (a wait, the lease taken).
+struct Telling<'a>(&'a mut RunRecorder);
+
+impl Observer for Telling<'_> {
+    fn message(&mut self, text: &str) {
+        self.0.tell(text);
     }
 }
 

@@ -267,7 +267,7 @@ fn policies_from_config_resolve_fractions_or_explain() {
         limit: Some(MemorySize::Bytes(800)),
         on_limit: OnLimit::Fail,
         clear: ClearPolicy::BetweenRuns,
-        snapshot: crate::config::SnapshotEvery::Epoch,
+        ..MemoryConfig::default()
     };
     let policies = Policies::from_config(&config, Some(1000)).unwrap();
     let start = RunState {

@@ -1,0 +1,165 @@
+//! `tidemark leases`: the memory leases of every tidemark run on this machine's devices, with
+//! their holders, sizes, ages and what each has used; `--budget DEVICE=SIZE` sets a device's
+//! budget for every run on it ([`crate::lease`]).
+
+use std::path::Path;
+
+use crate::error::{Error, UsageError};
+use crate::lease::{Live, Registry, Scan};
+use crate::memory::format_bytes;
+use crate::record::read_snapshots;
+
+/// Lists the leases, after setting a budget where `budget` gives one.
+pub(super) fn leases(budget: Option<&str>) -> Result<(), Error> {
+    let registry = match budget {
+        Some(text) => {
+            let registry = Registry::locate()?;
+            let (device, bytes) = parse_budget(text)?;
+            let dir = registry.device(&device)?;
+            dir.set_budget(bytes)?;
+            println!(
+                "{device}: budget {} for every tidemark run on it ({})",
+                format_bytes(bytes),
+                dir.path().join("budget").display()
+            );
+            Some(registry)
+        }
+        None => Registry::find(false)?,
+    };
+    let Some(registry) = registry else {
+        println!("no lease registry: no device has a budget, and no run took a lease");
+        return Ok(());
+    };
+    let devices = registry.devices()?;
+    if devices.is_empty() {
+        println!("{}: no device has a budget", registry.root().display());
+    }
+    for dir in devices {
+        // Under the admission lock, so that no lease is half taken while it is read.
+        let admission = dir.admit()?;
+        let scan = dir.scan()?;
+        let budget = match scan.leases.first().or(scan.waiting.first()) {
+            Some(live) => Some(live.record.budget),
+            None => dir.budget_file()?,
+        };
+        drop(admission);
+        print!("{}", device_text(dir.device(), budget, &scan));
+    }
+    Ok(())
+}
+
+/// `--budget host=16GiB`: the device and the bytes.
+fn parse_budget(text: &str) -> Result<(String, u64), Error> {
+    let refused =
+        |message: String| Error::Usage(UsageError::new(format!("--budget {text}"), message));
+    let Some((device, size)) = text.split_once('=') else {
+        return Err(refused(
+            "give DEVICE=SIZE, like host=16GiB or cuda-0=60GiB".into(),
+        ));
+    };
+    let device = device.trim().replace(':', "-");
+    let known = device == "host"
+        || (device.split_once('-')).is_some_and(|(backend, index)| {
+            ["cpu", "cuda", "wgpu"].contains(&backend) && index.parse::<usize>().is_ok()
+        });
+    if !known {
+        return Err(refused(format!(
+            "no device \"{device}\": host (flex), or cpu-N, cuda-N, wgpu-N"
+        )));
+    }
+    let bytes = crate::config::parse_bytes(size.trim()).map_err(|e| refused(e.0))?;
+    Ok((device, bytes))
+}
+
+/// A device's lines: its budget and use, then each lease and each waiting run.
+fn device_text(device: &str, budget: Option<u64>, scan: &Scan) -> String {
+    let budget = budget.map_or("no budget".to_string(), |b| {
+        format!("budget {}", format_bytes(b))
+    });
+    let mut text = format!(
+        "{device}: {budget}; {} lease(s) hold {}, {} run(s) waiting{}\n",
+        scan.leases.len(),
+        format_bytes(scan.held()),
+        scan.waiting.len(),
+        match scan.removed {
+            0 => String::new(),
+            n => format!("; {n} file(s) of ended runs removed"),
+        }
+    );
+    let now = crate::lease::now_s();
+    for live in &scan.leases {
+        text.push_str(&format!("  {}\n", lease_line(live, now)));
+    }
+    for live in &scan.waiting {
+        text.push_str(&format!(
+            "  waiting: pid {} for {}, {:.0} s  {}\n",
+            live.record.pid,
+            format_bytes(live.record.bytes),
+            (now - live.record.since).max(0.0),
+            live.record.command
+        ));
+    }
+    text
+}
+
+/// One lease: holder, size, age, run directory and what it has used by its snapshots.
+fn lease_line(live: &Live, now: f64) -> String {
+    let r = &live.record;
+    let what = match r.probe {
+        true => "probing one step".to_string(),
+        false => live
+            .run_dir
+            .as_deref()
+            .map_or("run directory not made yet".to_string(), used),
+    };
+    format!(
+        "pid {}  {}  {:.0} s  {what}  {}",
+        r.pid,
+        format_bytes(r.bytes),
+        (now - r.since).max(0.0),
+        r.command
+    )
+}
+
+/// `runs/a: in use 120 MiB, peak 250 MiB`, from the run's latest snapshot.
+fn used(run_dir: &Path) -> String {
+    let snapshots = read_snapshots(&run_dir.join("snapshots.jsonl")).unwrap_or_default();
+    match snapshots.last() {
+        Some(s) => format!(
+            "{}: in use {}, peak {}",
+            run_dir.display(),
+            format_bytes(s.memory.bytes_in_use),
+            format_bytes(
+                snapshots
+                    .iter()
+                    .map(|s| s.memory.peak_bytes_in_use)
+                    .max()
+                    .unwrap_or(0)
+            )
+        ),
+        None => format!("{}: no snapshot yet", run_dir.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_argument_names_a_device_and_a_size() {
+        assert_eq!(parse_budget("host=1GiB").unwrap(), ("host".into(), 1 << 30));
+        assert_eq!(
+            parse_budget("cuda:1=2GiB").unwrap(),
+            ("cuda-1".into(), 2 << 30)
+        );
+        let e = parse_budget("gpu=1GiB").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--budget gpu=1GiB: no device \"gpu\": host (flex), or cpu-N, cuda-N, wgpu-N"
+        );
+        let e = parse_budget("host").unwrap_err().to_string();
+        assert!(e.starts_with("--budget host: give DEVICE=SIZE"), "{e}");
+        let e = parse_budget("host=0").unwrap_err().to_string();
+        assert!(e.starts_with("--budget host=0: must be"), "{e}");
+    }
+}
