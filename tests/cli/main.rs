@@ -19,6 +19,7 @@ mod inference;
 mod journal_lost;
 mod keep_best;
 mod kill_anywhere;
+mod leases;
 mod lr_find;
 mod memory;
 mod outside;

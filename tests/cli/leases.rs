@@ -1,0 +1,357 @@
+//! One device, many runs: independent `tidemark train` processes share a device's budget
+//! through the lease registry (`src/lease/`), each enforcing its lease as its limit.
+
+use super::*;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// `tidemark` with `args` in `env`'s directory, under the registry `env/leases` and `budget`
+/// (`TIDEMARK_DEVICE_BUDGET`), its stderr piped.
+fn spawn(env: &Env, args: &[&str], budget: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .current_dir(env.dir.path())
+        .env("XDG_RUNTIME_DIR", env.dir.path())
+        .env("TIDEMARK_LEASES", env.path("leases"))
+        .env("TIDEMARK_DEVICE_BUDGET", budget)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// `tidemark` with `args` under `budget`, run to its end.
+fn run_leased(env: &Env, args: &[&str], budget: &str) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .current_dir(env.dir.path())
+        .env("XDG_RUNTIME_DIR", env.dir.path())
+        .env("TIDEMARK_LEASES", env.path("leases"))
+        .env("TIDEMARK_DEVICE_BUDGET", budget)
+        .output()
+        .unwrap();
+    Run(output)
+}
+
+/// A child's stderr lines as they come, each with when it came.
+fn lines_of(child: &mut Child) -> mpsc::Receiver<(Instant, String)> {
+    let stderr = child.stderr.take().unwrap();
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if send.send((Instant::now(), line)).is_err() {
+                break;
+            }
+        }
+    });
+    receive
+}
+
+/// Waits up to `within` for a line containing `needle`; returns when it came.
+fn wait_for(lines: &mpsc::Receiver<(Instant, String)>, needle: &str, within: Duration) -> Instant {
+    let end = Instant::now() + within;
+    let mut seen = Vec::new();
+    while let Ok((at, line)) = lines.recv_timeout(end.saturating_duration_since(Instant::now())) {
+        if line.contains(needle) {
+            return at;
+        }
+        seen.push(line);
+    }
+    panic!("no line with {needle:?} in {within:?}: {seen:#?}");
+}
+
+/// The bytes of the leases in `dir` (a device's directory) now, read under its admission
+/// lock as a run's admission reads them.
+fn leased(dir: &Path) -> u64 {
+    let Ok(lock) = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("admit.lock"))
+    else {
+        return 0;
+    };
+    lock.lock().unwrap();
+    let mut sum = 0;
+    for entry in std::fs::read_dir(dir).unwrap().map_while(Result::ok) {
+        let name = entry.file_name().into_string().unwrap();
+        if name.starts_with("lease-") {
+            if let Ok(text) = std::fs::read_to_string(entry.path()) {
+                let first = text.lines().next().unwrap_or_default();
+                let record: Value = serde_json::from_str(first).unwrap();
+                sum += record["bytes"].as_u64().unwrap();
+            }
+        }
+    }
+    sum
+}
+
+/// Holds a lease file in `env/leases/host` as a live holder would (this test process's lock)
+/// with `text` as its record; dropped, the lock goes.
+fn held_file(env: &Env, text: &str) -> (File, PathBuf) {
+    let dir = env.path("leases/host");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("lease-{}-1.json", std::process::id()));
+    let mut file = File::create(&path).unwrap();
+    writeln!(file, "{text}").unwrap();
+    file.lock().unwrap();
+    (file, path)
+}
+
+fn config(env: &Env, name: &str, hidden: &str) {
+    env.write(
+        &format!("{name}.toml"),
+        &SMALL
+            .replace("name = \"small\"", &format!("name = \"{name}\""))
+            .replace("hidden = [32]", &format!("hidden = {hidden}"))
+            .replace("epochs = 3", "epochs = 2"),
+    );
+}
+
+#[test]
+fn eight_runs_under_a_budget_of_about_three_finish_inside_their_leases_with_their_losses_alone() {
+    let env = Env::new();
+    let sizes = [
+        "[32]",
+        "[64]",
+        "[128]",
+        "[256]",
+        "[512]",
+        "[64, 64]",
+        "[256, 256]",
+        "[512, 256]",
+    ];
+    for (i, hidden) in sizes.iter().enumerate() {
+        config(&env, &format!("r{i}"), hidden);
+    }
+    // Each alone, under a budget that holds it: its lease and its losses.
+    let mut alone = Vec::new();
+    for i in 0..sizes.len() {
+        let file = format!("r{i}.toml");
+        let args = ["train", "--config", &file, "--set", "run.output_dir=alone"];
+        let run = run_leased(&env, &args, "host=4GiB");
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let summary = env.summary(&format!("alone/r{i}"));
+        alone.push((num(&summary, "limit_bytes"), num(&summary, "final_loss")));
+    }
+    let mean = alone.iter().map(|(lease, _)| lease).sum::<f64>() / alone.len() as f64;
+    let budget = (mean * 3.0) as u64;
+    let largest = alone.iter().map(|(lease, _)| *lease as u64).max().unwrap();
+    assert!(
+        largest * 10 < budget * 12,
+        "every run fits alone: {alone:?} under {budget}"
+    );
+    // All at once.
+    let spec = format!("host={budget}");
+    let done = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicU64::new(0));
+    let poll = {
+        let (done, most) = (done.clone(), most.clone());
+        let dir = env.path("leases/host");
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                most.fetch_max(leased(&dir), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let started = Instant::now();
+    let children: Vec<Child> = (0..sizes.len())
+        .map(|i| spawn(&env, &["train", "--config", &format!("r{i}.toml")], &spec))
+        .collect();
+    // Each one's lines, read to its end: a few lines, which no pipe fills.
+    let children: Vec<String> = (children.into_iter().enumerate())
+        .map(|(i, mut child)| {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut text).unwrap();
+            assert!(child.wait().unwrap().success(), "r{i}: {text}");
+            text
+        })
+        .collect();
+    let wall = started.elapsed();
+    done.store(true, Ordering::SeqCst);
+    poll.join().unwrap();
+    let waited = children
+        .iter()
+        .filter(|text| text.contains("waiting for"))
+        .count();
+    assert!(waited > 0, "some run waited for room: {children:#?}");
+    assert!(
+        most.load(Ordering::SeqCst) <= budget,
+        "leases held {} of {budget}",
+        most.load(Ordering::SeqCst)
+    );
+    assert!(most.load(Ordering::SeqCst) > 0);
+    for (i, (_, loss)) in alone.iter().enumerate() {
+        let summary = env.summary(&format!("runs/r{i}"));
+        assert_eq!(
+            num(&summary, "final_loss"),
+            *loss,
+            "r{i} trains as it does alone"
+        );
+        assert_eq!(summary["status"], "completed");
+        let (peak, lease) = (
+            num(&summary, "peak_bytes_in_use"),
+            num(&summary, "limit_bytes"),
+        );
+        assert!(peak <= lease, "r{i}: peak {peak} over its lease {lease}");
+    }
+    // Every lease given back with its run.
+    assert_eq!(leased(&env.path("leases/host")), 0);
+    eprintln!("8 runs under {budget} B: {wall:?}, {waited} waited");
+}
+
+#[test]
+fn a_holder_killed_with_sigkill_frees_its_lease_for_the_next_within_a_second() {
+    let env = Env::small();
+    let budget = "host=48MiB";
+    let limit = "memory.limit=32MiB";
+    let mut holder = spawn(
+        &env,
+        &[
+            "train",
+            "--config",
+            "small.toml",
+            "--set",
+            limit,
+            "--set",
+            "train.epochs=500",
+            "--set",
+            "run.name=holder",
+        ],
+        budget,
+    );
+    let held = lines_of(&mut holder);
+    wait_for(&held, "memory lease: 32.0 MiB", Duration::from_secs(60));
+    let mut next = spawn(
+        &env,
+        &[
+            "train",
+            "--config",
+            "small.toml",
+            "--set",
+            limit,
+            "--set",
+            "train.epochs=1",
+            "--set",
+            "run.name=next",
+        ],
+        budget,
+    );
+    let lines = lines_of(&mut next);
+    wait_for(
+        &lines,
+        "waiting for a memory lease of 32.0 MiB on host",
+        Duration::from_secs(60),
+    );
+    let killed = Instant::now();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let leased = wait_for(&lines, "memory lease: 32.0 MiB", Duration::from_secs(10));
+    let after = leased.duration_since(killed);
+    assert!(
+        after < Duration::from_secs(1),
+        "the lease came {after:?} after the kill"
+    );
+    assert!(next.wait().unwrap().success());
+}
+
+#[test]
+fn a_lease_that_cannot_fit_exits_3_and_a_bad_budget_or_registry_exits_2_each_naming_it() {
+    let env = Env::small();
+    let train = |extra: &[&str], budget: &str| {
+        let mut args = vec!["train", "--config", "small.toml", "--set", "train.epochs=1"];
+        args.extend_from_slice(extra);
+        run_leased(&env, &args, budget)
+    };
+    // Larger than the whole budget.
+    train(&["--set", "memory.limit=64MiB"], "host=32MiB").fails_with(
+        3,
+        &["a memory lease of 64.0 MiB on host is larger than its whole budget, 32.0 MiB"],
+    );
+    // Budgets that cannot be.
+    train(&[], "host=0").fails_with(2, &["TIDEMARK_DEVICE_BUDGET=host=0", "host: must be"]);
+    train(&[], "host=lots").fails_with(2, &["TIDEMARK_DEVICE_BUDGET=host=lots"]);
+    train(&[], "host=1000TiB").fails_with(2, &["is larger than the device"]);
+    // No room now, and the run said not to wait: who holds what.
+    let record = |budget: u64, bytes: u64| {
+        format!(
+            r#"{{"version":1,"pid":{},"since":1.0,"bytes":{bytes},"budget":{budget},"device":"host","command":"test","probe":false}}"#,
+            std::process::id()
+        )
+    };
+    let (file, path) = held_file(&env, &record(48 << 20, 40 << 20));
+    train(
+        &["--set", "memory.limit=32MiB", "--set", "memory.wait=false"],
+        "host=48MiB",
+    )
+    .fails_with(
+        3,
+        &[
+            "waiting for a memory lease of 32.0 MiB on host",
+            &format!("pid {}", std::process::id()),
+            "memory.wait = false",
+        ],
+    );
+    // Another budget for the same device.
+    train(&["--set", "memory.limit=4MiB"], "host=64MiB")
+        .fails_with(2, &["one device has one budget", path.to_str().unwrap()]);
+    drop(file);
+    // A held lease that is not one: refused, and kept.
+    let (file, path) = held_file(&env, "not json");
+    train(&["--set", "memory.limit=4MiB"], "host=48MiB").fails_with(
+        2,
+        &[path.to_str().unwrap(), "is held but is not a lease record"],
+    );
+    assert!(path.exists());
+    drop(file);
+    // The same file with no holder: removed, whatever it says, and the run goes on.
+    let run = train(&["--set", "memory.limit=4MiB"], "host=48MiB");
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!path.exists());
+    // A directory where a lease should be, a file where the registry should be.
+    std::fs::create_dir_all(env.path("leases/host/lease-1-1.json")).unwrap();
+    train(&["--set", "memory.limit=4MiB"], "host=48MiB")
+        .fails_with(2, &["leases/host/lease-1-1.json", "is not a regular file"]);
+    std::fs::remove_dir_all(env.path("leases")).unwrap();
+    env.write("leases", "");
+    train(&[], "host=48MiB").fails_with(2, &["leases", "is not a directory"]);
+    // The default registry, open to other users.
+    std::fs::remove_file(env.path("leases")).unwrap();
+    let own = env.path("tidemark/leases");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::set_permissions(&own, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["train", "--config", "small.toml", "--set", "train.epochs=1"])
+        .current_dir(env.dir.path())
+        .env("XDG_RUNTIME_DIR", env.dir.path())
+        .env_remove("TIDEMARK_LEASES")
+        .env("TIDEMARK_DEVICE_BUDGET", "host=48MiB")
+        .output()
+        .unwrap();
+    Run(output).fails_with(2, &["tidemark/leases", "is open to other users (mode 755)"]);
+    // Nothing was trained by a refused run.
+    assert!(!env.path("runs/small").exists() || env.path("runs/small/summary.json").exists());
+}
+
+#[test]
+fn without_a_budget_no_lease_is_taken_and_nothing_is_written() {
+    let env = Env::small();
+    let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(["train", "--config", "small.toml", "--set", "train.epochs=1"])
+        .current_dir(env.dir.path())
+        .env("XDG_RUNTIME_DIR", env.dir.path())
+        .env_remove("TIDEMARK_LEASES")
+        .env_remove("TIDEMARK_DEVICE_BUDGET")
+        .output()
+        .unwrap();
+    let run = Run(output);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!run.stderr().contains("memory lease"), "{}", run.stderr());
+    assert!(!env.path("tidemark").exists(), "no registry made");
+    assert!(env.summary("runs/small")["limit_bytes"].is_null());
+}
