@@ -468,6 +468,132 @@ impl Ask {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::Silent;
+
+    fn ask(dir: &DeviceDir, since: f64) -> Ask {
+        Ask {
+            dir: dir.clone(),
+            budget: 100,
+            origin: "test".into(),
+            wait: false,
+            since,
+            command: "test".into(),
+        }
+    }
+
+    fn no_room(e: Error) -> String {
+        match e {
+            Error::Lease(LeaseError::NoRoom { message }) => message,
+            e => panic!("not a NoRoom: {e}"),
+        }
+    }
+
+    #[test]
+    fn leases_fit_the_budget_and_go_with_their_holder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Registry::at(tmp.path().join("r"), false)
+            .unwrap()
+            .device("host")
+            .unwrap();
+        let now = now_s();
+        let first = ask(&dir, now).take(Want::Bytes(40), &mut Silent).unwrap();
+        assert_eq!(dir.scan().unwrap().held(), 40);
+        let line = no_room(
+            ask(&dir, now)
+                .take(Want::Bytes(70), &mut Silent)
+                .unwrap_err(),
+        );
+        assert!(
+            line.starts_with("waiting for a memory lease of 70 B on host: 1 lease(s) hold 40 B"),
+            "{line}"
+        );
+        assert!(
+            line.contains(&format!("pid {}: 40 B", std::process::id())),
+            "{line}"
+        );
+        // All that is left, to probe in; then nothing is left to probe in.
+        let probe = ask(&dir, now).take(Want::Probe, &mut Silent).unwrap();
+        assert_eq!(probe.bytes(), 60);
+        let line = no_room(ask(&dir, now).take(Want::Probe, &mut Silent).unwrap_err());
+        assert!(
+            line.starts_with("waiting for 60 B free to probe one step in"),
+            "{line}"
+        );
+        drop(probe);
+        drop(first);
+        let scan = dir.scan().unwrap();
+        assert_eq!((scan.held(), scan.leases.len()), (0, 0));
+        let whole = ask(&dir, now).take(Want::Bytes(100), &mut Silent).unwrap();
+        assert_eq!(whole.bytes(), 100);
+        let more = no_room(
+            ask(&dir, now)
+                .take(Want::Bytes(101), &mut Silent)
+                .unwrap_err(),
+        );
+        assert!(
+            more.contains("larger than its whole budget, 100 B"),
+            "{more}"
+        );
+    }
+
+    #[test]
+    fn a_younger_run_passes_an_older_one_only_where_that_one_cannot_fit_and_not_for_long() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Registry::at(tmp.path().join("r"), false)
+            .unwrap()
+            .device("host")
+            .unwrap();
+        let now = now_s();
+        let _held = ask(&dir, now).take(Want::Bytes(60), &mut Silent).unwrap();
+        let waiting = |since: f64, bytes: u64| {
+            dir.hold("wait", &ask(&dir, since).record(bytes, false))
+                .unwrap()
+        };
+        // An older run waits for 50, which does not fit: a younger 30 goes ahead.
+        let older = waiting(now - 5.0, 50);
+        let younger = ask(&dir, now).take(Want::Bytes(30), &mut Silent).unwrap();
+        drop(younger);
+        drop(older);
+        // An older run that fits now goes first.
+        let older = waiting(now - 5.0, 40);
+        no_room(
+            ask(&dir, now)
+                .take(Want::Bytes(30), &mut Silent)
+                .unwrap_err(),
+        );
+        drop(older);
+        // One that has waited past the backfill's time is passed no more.
+        let _older = waiting(now - BACKFILL_S - 1.0, 50);
+        no_room(
+            ask(&dir, now)
+                .take(Want::Bytes(30), &mut Silent)
+                .unwrap_err(),
+        );
+    }
+
+    #[test]
+    fn one_device_has_one_budget() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Registry::at(tmp.path().join("r"), false)
+            .unwrap()
+            .device("host")
+            .unwrap();
+        let _held = ask(&dir, now_s())
+            .take(Want::Bytes(10), &mut Silent)
+            .unwrap();
+        let other = Ask {
+            budget: 200,
+            ..ask(&dir, now_s())
+        };
+        let e = other
+            .take(Want::Bytes(10), &mut Silent)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("under a budget of 100 B, and this run's is 200 B"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_budget_variable_gives_each_device_its_own_or_the_bare_size() {

@@ -262,11 +262,16 @@ impl DeviceDir {
     /// Takes the admission lock, blocking: held for a read and a write, never across a wait.
     pub fn admit(&self) -> Result<File, LeaseError> {
         let path = self.path.join("admit.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
+        // Read-only where it exists: a lock needs no more, and a group's registry holds one
+        // member's file.
+        let file = File::open(&path)
+            .or_else(|_| {
+                OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&path)
+            })
             .map_err(|e| LeaseError::registry(&path, format!("cannot be opened: {e}")))?;
         file.lock()
             .map_err(|e| LeaseError::registry(&path, format!("cannot be locked: {e}")))?;

@@ -10,7 +10,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// `tidemark` with `args` in `env`'s directory, under the registry `env/leases` and `budget`
-/// (`TIDEMARK_DEVICE_BUDGET`), its stderr piped.
+/// (`TIDEMARK_DEVICE_BUDGET`; empty: none), its stderr piped.
 fn spawn(env: &Env, args: &[&str], budget: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(args)
@@ -18,10 +18,23 @@ fn spawn(env: &Env, args: &[&str], budget: &str) -> Child {
         .env("XDG_RUNTIME_DIR", env.dir.path())
         .env("TIDEMARK_LEASES", env.path("leases"))
         .env("TIDEMARK_DEVICE_BUDGET", budget)
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// `tidemark leases` with `args`, on the registry `env/leases`.
+fn leases(env: &Env, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .arg("leases")
+        .args(args)
+        .current_dir(env.dir.path())
+        .env("TIDEMARK_LEASES", env.path("leases"))
+        .env_remove("TIDEMARK_DEVICE_BUDGET")
+        .output()
+        .unwrap();
+    Run(output)
 }
 
 /// `tidemark` with `args` under `budget`, run to its end.
@@ -354,4 +367,150 @@ fn without_a_budget_no_lease_is_taken_and_nothing_is_written() {
     assert!(!run.stderr().contains("memory lease"), "{}", run.stderr());
     assert!(!env.path("tidemark").exists(), "no registry made");
     assert!(env.summary("runs/small")["limit_bytes"].is_null());
+}
+
+#[test]
+fn the_view_lists_each_holder_and_a_budget_set_once_holds_for_every_run() {
+    let env = Env::small();
+    let none = leases(&env, &[]);
+    assert_eq!(none.code(), 0, "{}", none.stderr());
+    assert!(
+        none.stdout().contains("no lease registry"),
+        "{}",
+        none.stdout()
+    );
+    assert!(!env.path("leases").exists(), "a look makes nothing");
+    let set = leases(&env, &["--budget", "host=48MiB"]);
+    assert_eq!(set.code(), 0, "{}", set.stderr());
+    assert!(
+        set.stdout()
+            .starts_with("host: budget 48.0 MiB for every tidemark run on it"),
+        "{}",
+        set.stdout()
+    );
+    // A run with no budget of its own takes its lease under the registry's.
+    let args = [
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "memory.limit=32MiB",
+    ];
+    let mut holder = spawn(
+        &env,
+        &[
+            &args[..],
+            &["--set", "train.epochs=500", "--set", "run.name=holder"],
+        ]
+        .concat(),
+        "",
+    );
+    let lines = lines_of(&mut holder);
+    wait_for(
+        &lines,
+        "memory lease: 32.0 MiB of host's budget of 48.0 MiB",
+        Duration::from_secs(60),
+    );
+    wait_for(&lines, "epoch 1", Duration::from_secs(60));
+    let view = leases(&env, &[]).stdout();
+    assert!(
+        view.starts_with("host: budget 48.0 MiB; 1 lease(s) hold 32.0 MiB, 0 run(s) waiting\n"),
+        "{view}"
+    );
+    let line = view.lines().nth(1).unwrap_or_default();
+    assert!(
+        line.starts_with(&format!("  pid {}  32.0 MiB  ", holder.id())),
+        "{view}"
+    );
+    assert!(line.contains("runs/holder: in use"), "{view}");
+    assert!(line.ends_with("train --config small.toml --set memory.limit=32MiB --set train.epochs=500 --set run.name=holder"), "{view}");
+    // A second run waits, and is listed as waiting.
+    let mut next = spawn(
+        &env,
+        &[
+            &args[..],
+            &["--set", "train.epochs=1", "--set", "run.name=next"],
+        ]
+        .concat(),
+        "",
+    );
+    let next_lines = lines_of(&mut next);
+    wait_for(
+        &next_lines,
+        "waiting for a memory lease of 32.0 MiB on host",
+        Duration::from_secs(60),
+    );
+    let view = leases(&env, &[]).stdout();
+    assert!(
+        view.contains(&format!("  waiting: pid {} for 32.0 MiB", next.id())),
+        "{view}"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(next.wait().unwrap().success());
+    let view = leases(&env, &[]).stdout();
+    assert!(
+        view.starts_with("host: budget 48.0 MiB; 0 lease(s) hold 0 B, 0 run(s) waiting"),
+        "{view}"
+    );
+    leases(&env, &["--budget", "gpu=1GiB"])
+        .fails_with(2, &["--budget gpu=1GiB", "no device \"gpu\""]);
+}
+
+#[test]
+fn a_parallel_search_and_two_trainings_share_one_budget() {
+    let env = Env::small();
+    let grid = SMALL.replace("epochs = 3", "epochs = 2")
+        + "\n[sweep]\n[sweep.vary]\ntrain.lr = [0.01, 0.003, 0.001, 0.0003]\n";
+    env.write("grid.toml", &grid);
+    let budget = 24u64 << 20;
+    let spec = format!("host={budget}");
+    let done = Arc::new(AtomicBool::new(false));
+    let most = Arc::new(AtomicU64::new(0));
+    let poll = {
+        let (done, most) = (done.clone(), most.clone());
+        let dir = env.path("leases/host");
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                most.fetch_max(leased(&dir), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let mut children = vec![spawn(
+        &env,
+        &["sweep", "--config", "grid.toml", "--parallel", "2"],
+        &spec,
+    )];
+    for name in ["a", "b"] {
+        let set = format!("run.name={name}");
+        children.push(spawn(
+            &env,
+            &["train", "--config", "small.toml", "--set", &set],
+            &spec,
+        ));
+    }
+    for mut child in children {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut text).unwrap();
+        assert!(child.wait().unwrap().success(), "{text}");
+    }
+    done.store(true, Ordering::SeqCst);
+    poll.join().unwrap();
+    let most = most.load(Ordering::SeqCst);
+    assert!(most > 0 && most <= budget, "leases held {most} of {budget}");
+    let mut dirs: Vec<String> = (1..=4)
+        .map(|i| format!("runs/small-sweep/trial-00{i}"))
+        .collect();
+    dirs.extend(["runs/a".to_string(), "runs/b".to_string()]);
+    for dir in dirs {
+        let summary = env.summary(&dir);
+        assert_eq!(summary["status"], "completed", "{dir}");
+        let (peak, lease) = (
+            num(&summary, "peak_bytes_in_use"),
+            num(&summary, "limit_bytes"),
+        );
+        assert!(peak <= lease, "{dir}: peak {peak} over its lease {lease}");
+    }
+    assert_eq!(leased(&env.path("leases/host")), 0);
 }
