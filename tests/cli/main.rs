@@ -49,6 +49,8 @@ mod wgpu_app;
 #[cfg(feature = "wgpu")]
 mod wgpu_kernels;
 #[cfg(feature = "wgpu")]
+mod wgpu_leases;
+#[cfg(feature = "wgpu")]
 mod wgpu_offload;
 
 use std::path::{Path, PathBuf};
