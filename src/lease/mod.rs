@@ -11,9 +11,13 @@
 //! kernel's file locks, never a file's word or a timeout.
 //!
 //! A lease's size is the run's `memory.limit` where it names one (a search's parallel trial
-//! has its lease there); else one probed step of the run ([`crate::train::preflight`]) sized as
-//! a search sizes a trial's lease ([`crate::sweep::lease`]), the probe itself under a lease of
-//! all the budget left free. Without a budget nothing here runs, and nothing is written.
+//! has its lease there); else one probed step of the run ([`crate::train::preflight`]) above
+//! what the run holds once set up, sized as a search sizes a trial's lease
+//! ([`crate::sweep::lease`]). The probe and the set-up run under a provisional lease the size
+//! of the largest on the device (the whole budget where no run holds one): a guess, since the
+//! run's size is what the probe finds; a run larger than every other may hold more than it
+//! while it probes, and once set up waits for its own lease if the budget cannot hold it at
+//! once. Without a budget nothing here runs, and nothing is written.
 
 mod registry;
 
@@ -116,8 +120,8 @@ pub fn device_name(config: &RunConfig) -> String {
 }
 
 /// A run's lease on its way: taken whole where the run names its limit, or, for a run sized by
-/// its probe, the probe's figures held under a lease of all the budget left free until the run
-/// is set up ([`settle`](Leasing::settle)).
+/// its probe, the probe's figures held under a provisional lease until the run is set up
+/// ([`settle`](Leasing::settle)).
 pub(crate) enum Leasing {
     /// The run's lease, its `memory.limit`.
     Taken(Lease),
@@ -304,7 +308,8 @@ pub(crate) struct Ask {
 enum Want {
     /// These bytes.
     Bytes(u64),
-    /// All the budget left free, to probe one step in.
+    /// Room to probe one step in: what the largest lease on the device holds, or all the
+    /// budget where no run holds one.
     Probe,
 }
 
@@ -331,11 +336,16 @@ impl Ask {
             self.same_budget(&scan)?;
             let held = scan.held();
             let free = self.budget.saturating_sub(held);
+            // The most a run on this device holds, as far as the registry knows.
             let largest = scan.leases.iter().map(|l| l.record.bytes).max();
             let (bytes, fits) = match want {
                 Want::Bytes(bytes) => (bytes, held + bytes <= self.budget),
-                // A probe needs about what a run holds: as much free as the largest lease.
-                Want::Probe => (free, free > 0 && largest.is_none_or(|l| free >= l)),
+                // A probe needs about what a run holds: the largest lease, or all the budget
+                // where no run holds one.
+                Want::Probe => match largest {
+                    None => (free, free > 0),
+                    Some(largest) => (largest, free >= largest),
+                },
             };
             let now = now_s();
             let mine = ticket.as_ref().map(|t| t.path().to_path_buf());
@@ -511,18 +521,22 @@ mod tests {
             line.contains(&format!("pid {}: 40 B", std::process::id())),
             "{line}"
         );
-        // All that is left, to probe in; then nothing is left to probe in.
+        // A probe takes what the largest run holds; where that is not free, it waits.
         let probe = ask(&dir, now).take(Want::Probe, &mut Silent).unwrap();
-        assert_eq!(probe.bytes(), 60);
+        assert_eq!(probe.bytes(), 40);
         let line = no_room(ask(&dir, now).take(Want::Probe, &mut Silent).unwrap_err());
         assert!(
-            line.starts_with("waiting for 60 B free to probe one step in"),
+            line.starts_with("waiting for 40 B free to probe one step in"),
             "{line}"
         );
         drop(probe);
         drop(first);
         let scan = dir.scan().unwrap();
         assert_eq!((scan.held(), scan.leases.len()), (0, 0));
+        // With no run on the device, a probe takes it all.
+        let probe = ask(&dir, now).take(Want::Probe, &mut Silent).unwrap();
+        assert_eq!(probe.bytes(), 100);
+        drop(probe);
         let whole = ask(&dir, now).take(Want::Bytes(100), &mut Silent).unwrap();
         assert_eq!(whole.bytes(), 100);
         let more = no_room(
