@@ -51,7 +51,7 @@ use train::train;
     tidemark evaluate runs/recipe --checkpoint best\n  \
     tidemark predict runs/co2-lstm --data data/co2-weekly.csv --out forecast.csv\n\n\
     Exit codes: 0 success, 2 bad usage, config, device choice or data file, 3 memory limit \
-    exceeded or device out of memory, 4 training that could not go on (a diverged loss), 130 a \
+    exceeded, device out of memory or no room for a memory lease, 4 training that could not go on (a diverged loss), 130 a \
     search stopped by a signal, 1 any other failure."
 )]
 pub(crate) struct Cli {
