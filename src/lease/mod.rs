@@ -21,7 +21,8 @@
 
 mod registry;
 
-pub use registry::{now_s, DeviceDir, Live, Record, Registry, Scan, LEASES_VAR};
+pub(crate) use registry::now_s;
+pub use registry::{DeviceDir, Live, Record, Registry, Scan, LEASES_VAR};
 
 use std::time::Duration;
 
@@ -159,7 +160,7 @@ pub(crate) fn begin(
     let device = crate::backend::select(&config.device)?;
     let total = device_total_memory(&device, MemoryMeter::new(&device).source());
     if let Some(total) = total.filter(|&t| budget > t) {
-        return Err(lease_error(LeaseError::Budget {
+        return Err(Error::Lease(LeaseError::Budget {
             origin,
             message: format!(
                 "the budget {} is larger than the device, {} ({name})",
@@ -178,7 +179,7 @@ pub(crate) fn begin(
     };
     if let Some(limit) = config.memory.limit {
         let bytes = limit.resolve(total).ok_or_else(|| {
-            lease_error(LeaseError::Budget {
+            Error::Lease(LeaseError::Budget {
                 origin: "memory.limit".into(),
                 message: format!(
                     "a share of the device's memory, which {name} does not tell; give the \
@@ -191,7 +192,7 @@ pub(crate) fn begin(
         return Ok(Some(Leasing::Taken(lease)));
     }
     let Some(probe) = probe else {
-        return Err(lease_error(LeaseError::Budget {
+        return Err(Error::Lease(LeaseError::Budget {
             origin: ask.origin.clone(),
             message: format!(
                 "a hand-written loop on {name} leases its memory.limit, and this run sets \
@@ -236,17 +237,13 @@ impl Leasing {
     }
 }
 
-fn lease_error(e: LeaseError) -> Error {
-    Error::Lease(e)
-}
-
 /// The budget the config or the environment sets for device `name`, and where.
 fn budget_set(config: &RunConfig, name: &str) -> Result<Option<(u64, String)>, Error> {
     if let Some(size) = config.memory.device_budget {
         let device = crate::backend::select(&config.device)?;
         let total = device_total_memory(&device, MemoryMeter::new(&device).source());
         let bytes = size.resolve(total).ok_or_else(|| {
-            lease_error(LeaseError::Budget {
+            Error::Lease(LeaseError::Budget {
                 origin: "memory.device_budget".into(),
                 message: format!(
                     "a share of the device's memory, which {name} does not tell; give a size"
@@ -264,7 +261,7 @@ fn budget_set(config: &RunConfig, name: &str) -> Result<Option<(u64, String)>, E
     budget_of(&text, name)
         .map(|b| b.map(|bytes| (bytes, BUDGET_VAR.to_string())))
         .map_err(|message| {
-            lease_error(LeaseError::Budget {
+            Error::Lease(LeaseError::Budget {
                 origin: format!("{BUDGET_VAR}={text}"),
                 message,
             })
@@ -319,7 +316,7 @@ impl Ask {
         let device = self.dir.device();
         if let Want::Bytes(bytes) = want {
             if bytes > self.budget {
-                return Err(lease_error(LeaseError::NoRoom {
+                return Err(Error::Lease(LeaseError::NoRoom {
                     message: format!(
                         "a memory lease of {} on {device} is larger than its whole budget, {}; \
                          raise the budget, or make the run smaller",
@@ -366,7 +363,7 @@ impl Ask {
             };
             let line = self.waiting_line(want, waits_for, &scan);
             if !self.wait {
-                return Err(lease_error(LeaseError::NoRoom {
+                return Err(Error::Lease(LeaseError::NoRoom {
                     message: format!("{line}; memory.wait = false"),
                 }));
             }
@@ -431,7 +428,7 @@ impl Ask {
             (scan.leases.iter().chain(&scan.waiting)).find(|l| l.record.budget != self.budget);
         match other {
             None => Ok(()),
-            Some(other) => Err(lease_error(LeaseError::Budget {
+            Some(other) => Err(Error::Lease(LeaseError::Budget {
                 origin: other.path.display().to_string(),
                 message: format!(
                     "pid {} holds {} under a budget of {}, and this run's is {}: one device has \
@@ -491,6 +488,13 @@ mod tests {
         }
     }
 
+    /// A registry of its own, and its `host` directory.
+    fn registry() -> (tempfile::TempDir, DeviceDir) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Registry::at(tmp.path().join("r"), false).unwrap();
+        (tmp, dir.device("host").unwrap())
+    }
+
     fn no_room(e: Error) -> String {
         match e {
             Error::Lease(LeaseError::NoRoom { message }) => message,
@@ -500,11 +504,7 @@ mod tests {
 
     #[test]
     fn leases_fit_the_budget_and_go_with_their_holder() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = Registry::at(tmp.path().join("r"), false)
-            .unwrap()
-            .device("host")
-            .unwrap();
+        let (_tmp, dir) = registry();
         let now = now_s();
         let first = ask(&dir, now).take(Want::Bytes(40), &mut Silent).unwrap();
         assert_eq!(dir.scan().unwrap().held(), 40);
@@ -552,11 +552,7 @@ mod tests {
 
     #[test]
     fn a_younger_run_passes_an_older_one_only_where_that_one_cannot_fit_and_not_for_long() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = Registry::at(tmp.path().join("r"), false)
-            .unwrap()
-            .device("host")
-            .unwrap();
+        let (_tmp, dir) = registry();
         let now = now_s();
         let _held = ask(&dir, now).take(Want::Bytes(60), &mut Silent).unwrap();
         let waiting = |since: f64, bytes: u64| {
@@ -587,11 +583,7 @@ mod tests {
 
     #[test]
     fn one_device_has_one_budget() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = Registry::at(tmp.path().join("r"), false)
-            .unwrap()
-            .device("host")
-            .unwrap();
+        let (_tmp, dir) = registry();
         let _held = ask(&dir, now_s())
             .take(Want::Bytes(10), &mut Silent)
             .unwrap();

@@ -9,15 +9,30 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-/// `tidemark` with `args` in `env`'s directory, under the registry `env/leases` and `budget`
-/// (`TIDEMARK_DEVICE_BUDGET`; empty: none), its stderr piped.
-fn spawn(env: &Env, args: &[&str], budget: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tidemark"))
+/// `tidemark` with `args` in `env`'s directory, under the registry `leases` names (`None`: the
+/// user's own, in `env`'s `XDG_RUNTIME_DIR`) and the `budget` `TIDEMARK_DEVICE_BUDGET` sets
+/// (`None`: none).
+fn tidemark(env: &Env, args: &[&str], leases: Option<&str>, budget: Option<&str>) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tidemark"));
+    command
         .args(args)
         .current_dir(env.dir.path())
-        .env("XDG_RUNTIME_DIR", env.dir.path())
-        .env("TIDEMARK_LEASES", env.path("leases"))
-        .env("TIDEMARK_DEVICE_BUDGET", budget)
+        .env("XDG_RUNTIME_DIR", env.dir.path());
+    match leases {
+        Some(dir) => command.env("TIDEMARK_LEASES", env.path(dir)),
+        None => command.env_remove("TIDEMARK_LEASES"),
+    };
+    match budget {
+        Some(budget) => command.env("TIDEMARK_DEVICE_BUDGET", budget),
+        None => command.env_remove("TIDEMARK_DEVICE_BUDGET"),
+    };
+    command
+}
+
+/// `tidemark` with `args` under the registry `env/leases` and `budget` (empty: none), its
+/// output piped.
+fn spawn(env: &Env, args: &[&str], budget: &str) -> Child {
+    (tidemark(env, args, Some("leases"), Some(budget)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -26,28 +41,15 @@ fn spawn(env: &Env, args: &[&str], budget: &str) -> Child {
 
 /// `tidemark leases` with `args`, on the registry `env/leases`.
 fn leases(env: &Env, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .arg("leases")
-        .args(args)
-        .current_dir(env.dir.path())
-        .env("TIDEMARK_LEASES", env.path("leases"))
-        .env_remove("TIDEMARK_DEVICE_BUDGET")
-        .output()
-        .unwrap();
-    Run(output)
+    let args = [&["leases"][..], args].concat();
+    Run(tidemark(env, &args, Some("leases"), None).output().unwrap())
 }
 
 /// `tidemark` with `args` under `budget`, run to its end.
 fn run_leased(env: &Env, args: &[&str], budget: &str) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(args)
-        .current_dir(env.dir.path())
-        .env("XDG_RUNTIME_DIR", env.dir.path())
-        .env("TIDEMARK_LEASES", env.path("leases"))
-        .env("TIDEMARK_DEVICE_BUDGET", budget)
+    Run(tidemark(env, args, Some("leases"), Some(budget))
         .output()
-        .unwrap();
-    Run(output)
+        .unwrap())
 }
 
 /// A child's stderr lines as they come, each with when it came.
@@ -342,30 +344,26 @@ fn a_lease_that_cannot_fit_exits_3_and_a_bad_budget_or_registry_exits_2_each_nam
     let own = env.path("tidemark/leases");
     std::fs::create_dir_all(&own).unwrap();
     std::fs::set_permissions(&own, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(["train", "--config", "small.toml", "--set", "train.epochs=1"])
-        .current_dir(env.dir.path())
-        .env("XDG_RUNTIME_DIR", env.dir.path())
-        .env_remove("TIDEMARK_LEASES")
-        .env("TIDEMARK_DEVICE_BUDGET", "host=48MiB")
+    let args = [
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "run.name=refused",
+    ];
+    let output = tidemark(&env, &args, None, Some("host=48MiB"))
         .output()
         .unwrap();
     Run(output).fails_with(2, &["tidemark/leases", "is open to other users (mode 755)"]);
-    // Nothing was trained by a refused run.
-    assert!(!env.path("runs/small").exists() || env.path("runs/small/summary.json").exists());
+    // A refused run made no run directory.
+    assert!(!env.path("runs/refused").exists());
 }
 
 #[test]
 fn without_a_budget_no_lease_is_taken_and_nothing_is_written() {
     let env = Env::small();
-    let output = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(["train", "--config", "small.toml", "--set", "train.epochs=1"])
-        .current_dir(env.dir.path())
-        .env("XDG_RUNTIME_DIR", env.dir.path())
-        .env_remove("TIDEMARK_LEASES")
-        .env_remove("TIDEMARK_DEVICE_BUDGET")
-        .output()
-        .unwrap();
+    let args = ["train", "--config", "small.toml", "--set", "train.epochs=1"];
+    let output = tidemark(&env, &args, None, None).output().unwrap();
     let run = Run(output);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(!run.stderr().contains("memory lease"), "{}", run.stderr());
@@ -393,22 +391,22 @@ fn the_view_lists_each_holder_and_a_budget_set_once_holds_for_every_run() {
         set.stdout()
     );
     // A run with no budget of its own takes its lease under the registry's.
-    let args = [
-        "train",
-        "--config",
-        "small.toml",
-        "--set",
-        "memory.limit=32MiB",
-    ];
-    let mut holder = spawn(
-        &env,
-        &[
-            &args[..],
-            &["--set", "train.epochs=500", "--set", "run.name=holder"],
-        ]
-        .concat(),
-        "",
-    );
+    let start = |epochs: &str, name: &str| {
+        let (epochs, name) = (format!("train.epochs={epochs}"), format!("run.name={name}"));
+        let args = [
+            "train",
+            "--config",
+            "small.toml",
+            "--set",
+            "memory.limit=32MiB",
+        ];
+        spawn(
+            &env,
+            &[&args[..], &["--set", &epochs, "--set", &name]].concat(),
+            "",
+        )
+    };
+    let mut holder = start("500", "holder");
     let lines = lines_of(&mut holder);
     wait_for(
         &lines,
@@ -429,15 +427,7 @@ fn the_view_lists_each_holder_and_a_budget_set_once_holds_for_every_run() {
     assert!(line.contains("runs/holder: in use"), "{view}");
     assert!(line.ends_with("train --config small.toml --set memory.limit=32MiB --set train.epochs=500 --set run.name=holder"), "{view}");
     // A second run waits, and is listed as waiting.
-    let mut next = spawn(
-        &env,
-        &[
-            &args[..],
-            &["--set", "train.epochs=1", "--set", "run.name=next"],
-        ]
-        .concat(),
-        "",
-    );
+    let mut next = start("1", "next");
     let next_lines = lines_of(&mut next);
     wait_for(
         &next_lines,

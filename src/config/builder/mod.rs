@@ -167,6 +167,15 @@ impl ConfigBuilder {
         self
     }
 
+    /// The device's budget, which every tidemark run on it shares through memory leases
+    /// (`memory.device_budget`; [`crate::lease`]), and whether a run waits for room for its
+    /// lease (`memory.wait`; `false`: exits 3 at once).
+    pub fn device_budget(mut self, budget: MemorySize, wait: bool) -> Self {
+        self.raw.memory.device_budget = Some(budget);
+        self.raw.memory.wait = Some(wait);
+        self
+    }
+
     /// No memory limit (`memory.limit` unset, `memory.on_limit = "fail"`).
     pub fn no_memory_limit(mut self) -> Self {
         self.raw.memory.limit = None;

@@ -219,6 +219,10 @@ pub(super) fn memory_cases() -> Cases {
                 .memory_limit(MemorySize::Fraction(0.5), OnLimit::Fit),
             "[memory]\npolicy = \"growth\"\nlimit = 0.5\non_limit = \"fit\"",
         ),
+        (
+            b().device_budget(MemorySize::Bytes(8 << 30), false),
+            "[memory]\ndevice_budget = 8589934592\nwait = false",
+        ),
     ];
     cases.into_iter().map(|(b, t)| (b, text(t))).collect()
 }
