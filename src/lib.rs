@@ -101,7 +101,7 @@ mod docs {
 pub use app::App;
 /// The `clap` an [`App`]'s own commands are written in.
 pub use clap;
-pub use error::{Error, SweepError, TrainingError, UsageError};
+pub use error::{Error, LeaseError, SweepError, TrainingError, UsageError};
 pub use task::Task;
 pub use train::{HandLoop, Trainer};
 

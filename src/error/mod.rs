@@ -1,9 +1,11 @@
 //! The library's top-level error, and the exit code each kind maps to.
 
+mod lease;
 mod sweep;
 mod training;
 mod usage;
 
+pub use lease::LeaseError;
 pub use sweep::SweepError;
 pub use training::TrainingError;
 pub use usage::UsageError;
@@ -109,7 +111,7 @@ pub enum Error {
     /// A run's memory lease could not be taken: the registry or the budget cannot be used
     /// (exit code 2), or the lease does not fit (exit code 3).
     #[error(transparent)]
-    Lease(#[from] crate::lease::LeaseError),
+    Lease(#[from] LeaseError),
     /// Every trial of a search failed: nothing was found, though each failure is recorded.
     #[error(
         "every trial of the search failed ({trials} of {trials}); the first, {first}: {reason}"

@@ -11,9 +11,9 @@
 //! kernel's file locks, never a file's word or a timeout.
 //!
 //! A lease's size is the run's `memory.limit` where it names one (a search's parallel trial
-//! has its lease there); else one probed step of the run ([`crate::train::preflight`]) above
+//! has its lease there); else one probed step of the run (`train::preflight`) above
 //! what the run holds once set up, sized as a search sizes a trial's lease
-//! ([`crate::sweep::lease`]). The probe and the set-up run under a provisional lease the size
+//! ([`crate::memory::policy::lease_for`]). The probe and the set-up run under a provisional lease the size
 //! of the largest on the device (the whole budget where no run holds one): a guess, since the
 //! run's size is what the probe finds; a run larger than every other may hold more than it
 //! while it probes, and once set up waits for its own lease if the budget cannot hold it at
@@ -27,10 +27,10 @@ pub use registry::{DeviceDir, Live, Record, Registry, Scan, LEASES_VAR};
 use std::time::Duration;
 
 use crate::config::{Backend, RunConfig};
-use crate::error::Error;
+use crate::error::{Error, LeaseError};
+use crate::memory::policy::{lease_for, Measured};
 use crate::memory::{device_total_memory, format_bytes, MemoryMeter};
 use crate::record::Observer;
-use crate::sweep::{lease, Measured};
 use registry::Held;
 
 /// The variable that sets a device's budget: `host=16GiB,cuda-0=60GiB`, or a bare size for
@@ -42,52 +42,6 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// How long an older waiting run may be passed by younger ones that fit where it does not.
 pub const BACKFILL_S: f64 = 60.0;
-
-/// Why a run could not take its lease.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LeaseError {
-    /// The registry, or a file in it, cannot be used. Exit code 2.
-    #[error("{}: {message}", path.display())]
-    Registry {
-        /// The directory or file.
-        path: std::path::PathBuf,
-        /// What is wrong, on one line.
-        message: String,
-    },
-    /// The budget cannot be used (unreadable, larger than the device, another run's for the
-    /// same device). Exit code 2.
-    #[error("{origin}: {message}")]
-    Budget {
-        /// Where it was set.
-        origin: String,
-        /// What is wrong, on one line.
-        message: String,
-    },
-    /// The run's lease does not fit: larger than the whole budget, or not now with
-    /// `memory.wait = false`. Exit code 3.
-    #[error("{message}")]
-    NoRoom {
-        /// What it asked, and who holds what.
-        message: String,
-    },
-}
-
-impl LeaseError {
-    fn registry(path: &std::path::Path, message: impl Into<String>) -> Self {
-        LeaseError::Registry {
-            path: path.to_path_buf(),
-            message: message.into(),
-        }
-    }
-
-    /// The process exit code for this error.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            LeaseError::Registry { .. } | LeaseError::Budget { .. } => 2,
-            LeaseError::NoRoom { .. } => 3,
-        }
-    }
-}
 
 /// A run's lease: held until this value is dropped, or the process ends.
 #[derive(Debug)]
@@ -227,7 +181,7 @@ impl Leasing {
                 measured,
             } => (ask, provisional, measured),
         };
-        let bytes = lease(Measured {
+        let bytes = lease_for(Measured {
             before: held.max(measured.before),
             ..measured
         });

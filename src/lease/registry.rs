@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::LeaseError;
+use crate::error::LeaseError;
 
 /// The variable naming a registry shared by a group (its directory made by hand, mode 2770).
 pub const LEASES_VAR: &str = "TIDEMARK_LEASES";

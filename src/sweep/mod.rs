@@ -50,7 +50,6 @@ pub use resume::{resume_sweep, Swept};
 pub use resume_set::Changes;
 pub use runs::sweep;
 pub use shard::Shard;
-pub(crate) use sizing::lease::{lease, Measured};
 pub use sizing::LEASE_MARGIN;
 pub use space::{
     Budget, Domain, DomainError, Method, Order, Packing, PruneConfig, PruneMethod, Space, Trial,

@@ -1,18 +1,16 @@
 //! What a search's directory holds besides its journal, its views: its plan (`plan.json`,
-//! from the `[sweep]` table, as the journal keeps it), the directory its workers share, and
-//! its ranking (`sweep.json`, `sweep.md`, `sweep.svg`), written from its study's rows.
+//! from the `[sweep]` table, as the journal keeps it) and its ranking (`sweep.json`,
+//! `sweep.md`, `sweep.svg`), written from its study's rows.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::plan::{read_plan, SearchPlan, TpePlan};
+use super::plan::{SearchPlan, TpePlan};
 use super::results::rank::{ranking, TrialRow};
 use super::results::sweep_svg::picture;
 use super::space::Space;
-use super::study::{planned, study_of};
 use crate::error::Error;
 use crate::record::write_atomic;
 use crate::report::render_search_svg;
-use crate::train::run_dir;
 
 /// What `space` plans, as `plan.json` keeps it.
 pub(super) fn plan_of(space: &Space) -> SearchPlan {
@@ -29,36 +27,6 @@ pub(super) fn plan_of(space: &Space) -> SearchPlan {
         seed: Some(space.seed),
         pbt: space.pbt.clone(),
     }
-}
-
-/// The sweep directory a study's workers share: created by the first, and refused if it holds
-/// a search with other trials, as the journal it names records that search (its `study.json`'s
-/// storage, or its own `journal.log`).
-pub(super) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
-    run_dir::make_output_dir(dir)?;
-    let other = |p: &SearchPlan| (&p.trials, &p.monitor) != (&plan.trials, &plan.monitor);
-    let has = |name: &str| dir.join(name).is_file();
-    // A journal alone is a shard's storage, opened before anything was planned here.
-    let other = if has("study.json") || (has("journal.log") && has("config.toml")) {
-        let (spec, name) = study_of(dir)?;
-        // None: a worker named the study here and has not begun it yet.
-        planned(dir, &spec, &name)?.is_some_and(|p| other(&p))
-    } else if dir.join("plan.json").is_file() {
-        // A sweep an earlier tidemark wrote without a journal (a sweep of runs).
-        read_plan(dir)?.search.is_none_or(|p| other(&p))
-    } else {
-        false
-    };
-    if other {
-        return Err(Error::Sweep(crate::error::SweepError::Plan {
-            origin: dir.display().to_string(),
-            message: "holds a sweep with other trials; the workers of one search \
-                      share its directory, so give this search another run.name or \
-                      run.output_dir"
-                .into(),
-        }));
-    }
-    Ok(dir.to_path_buf())
 }
 
 /// `sweep.json`, `sweep.md` (a sweep of runs' with its runs' memory table) and `sweep.svg`;

@@ -41,9 +41,9 @@ pub(crate) struct ProbedStep {
 }
 
 impl ProbedStep {
-    /// Its figures, as a lease is sized from them ([`crate::sweep::lease`]).
-    pub(crate) fn measured(&self) -> crate::sweep::Measured {
-        crate::sweep::Measured {
+    /// Its figures, as a lease is sized from them ([`crate::memory::policy::lease_for`]).
+    pub(crate) fn measured(&self) -> crate::memory::policy::Measured {
+        crate::memory::policy::Measured {
             before: self.before,
             step: self.step,
             checkpoint: self.checkpoint,
@@ -53,7 +53,7 @@ impl ProbedStep {
 
     /// The memory lease a run with these figures takes: a search's trial in parallel.
     pub(crate) fn lease(&self) -> u64 {
-        crate::sweep::lease(self.measured())
+        crate::memory::policy::lease_for(self.measured())
     }
 }
 

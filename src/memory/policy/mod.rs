@@ -10,7 +10,7 @@ mod need;
 mod offload;
 
 pub use limit::{held, Limit, LimitExceeded, OffloadHint};
-pub use need::{fit_target, limit_for, StepFigures, FIT_MARGIN};
+pub use need::{fit_target, lease_for, limit_for, Measured, StepFigures, FIT_MARGIN, LEASE_MARGIN};
 pub use offload::{offload_hints, OffloadDecision, OffloadView};
 
 use super::layout::Layout;

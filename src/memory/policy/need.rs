@@ -49,6 +49,33 @@ pub fn limit_for(peak: u64) -> u64 {
     limit
 }
 
+/// The share added to the limit a run's measured step needs: room for what the process that
+/// trains holds that the probing one did not (its recorder and loader, the heap's state).
+/// `fit`'s own margin, for what one probed step does not show, is inside [`limit_for`].
+pub const LEASE_MARGIN: f64 = 0.15;
+
+/// What a probe measured of one run (a search's trial, a run under a device's budget), in
+/// bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Measured {
+    /// In use when the probe started: the process's state and the trial's data.
+    pub before: u64,
+    /// The step's peak above `before`.
+    pub step: u64,
+    /// A checkpoint's copy: the weights and the optimizer's state, from their shapes.
+    pub checkpoint: u64,
+    /// On a device with pools, what they had reserved by the step's end: a limit there reads
+    /// reserved pages, which exceed what is in use.
+    pub reserved: Option<u64>,
+}
+
+/// The memory lease of a run with these figures: the limit under which `on_limit = "fit"`
+/// takes its step, with [`LEASE_MARGIN`] more.
+pub fn lease_for(m: Measured) -> u64 {
+    let need = (m.before + m.step.max(m.checkpoint)).max(m.reserved.unwrap_or(0));
+    (limit_for(need) as f64 * (1.0 + LEASE_MARGIN)).ceil() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +112,33 @@ mod tests {
         }
         assert_eq!(fit_target(1000), 900);
         assert_eq!(limit_for(900), 1000);
+    }
+
+    #[test]
+    fn a_lease_is_the_limit_fit_takes_the_step_under_with_the_margin() {
+        let m = Measured {
+            before: 100,
+            step: 300,
+            checkpoint: 50,
+            reserved: None,
+        };
+        // 400 needed: fit takes it under a limit of 445 (its target 400), and the child's
+        // process has 15% more.
+        assert_eq!(limit_for(400), 445);
+        assert_eq!(lease_for(m), 512);
+        let m = Measured {
+            checkpoint: 700,
+            ..m
+        };
+        assert_eq!(lease_for(m), (limit_for(800) as f64 * 1.15).ceil() as u64);
+        let pools = Measured {
+            reserved: Some(1600),
+            ..m
+        };
+        assert_eq!(
+            lease_for(pools),
+            (limit_for(1600) as f64 * 1.15).ceil() as u64,
+            "pages reserved above what is in use"
+        );
     }
 }

@@ -16,37 +16,11 @@
 
 use crate::error::{Error, SweepError};
 use crate::memory::format_bytes;
-use crate::memory::policy::limit_for;
 use crate::sweep::space::Trial;
 
 /// A trial to train, in the order to train it, with its lease where trials run in parallel
 /// and one could be had.
 pub(in crate::sweep) type Arranged<'a> = (&'a Trial, Option<u64>);
-
-/// The share added to the limit a trial's measured step needs: room for what the child's
-/// process holds that the probing one did not (its recorder and loader, the heap's state).
-/// `fit`'s own margin, for what one probed step does not show, is inside [`limit_for`].
-pub const LEASE_MARGIN: f64 = 0.15;
-
-/// What a probe measured of one trial, in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Measured {
-    /// In use when the probe started: the process's state and the trial's data.
-    pub before: u64,
-    /// The step's peak above `before`.
-    pub step: u64,
-    /// A checkpoint's copy: the weights and the optimizer's state, from their shapes.
-    pub checkpoint: u64,
-    /// On a device with pools, what they had reserved by the step's end: a limit there reads
-    /// reserved pages, which exceed what is in use.
-    pub reserved: Option<u64>,
-}
-
-/// The lease of a trial with these figures.
-pub fn lease(m: Measured) -> u64 {
-    let need = (m.before + m.step.max(m.checkpoint)).max(m.reserved.unwrap_or(0));
-    (limit_for(need) as f64 * (1.0 + LEASE_MARGIN)).ceil() as u64
-}
 
 /// The error of a trial whose lease the whole budget cannot hold.
 pub fn too_large(lease: u64, budget: u64) -> String {
@@ -79,37 +53,4 @@ pub(in crate::sweep) fn no_lease_fits(todo: &[Arranged<'_>], budget: u64) -> Res
             format_bytes(smallest.0)
         ),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lease_is_the_limit_fit_takes_the_step_under_with_the_margin() {
-        let m = Measured {
-            before: 100,
-            step: 300,
-            checkpoint: 50,
-            reserved: None,
-        };
-        // 400 needed: fit takes it under a limit of 445 (its target 400), and the child's
-        // process has 15% more.
-        assert_eq!(limit_for(400), 445);
-        assert_eq!(lease(m), 512);
-        let m = Measured {
-            checkpoint: 700,
-            ..m
-        };
-        assert_eq!(lease(m), (limit_for(800) as f64 * 1.15).ceil() as u64);
-        let pools = Measured {
-            reserved: Some(1600),
-            ..m
-        };
-        assert_eq!(
-            lease(pools),
-            (limit_for(1600) as f64 * 1.15).ceil() as u64,
-            "pages reserved above what is in use"
-        );
-    }
 }

@@ -5,4 +5,4 @@ pub(in crate::sweep) mod budget;
 pub(in crate::sweep) mod lease;
 pub(in crate::sweep) mod preflight;
 
-pub use lease::LEASE_MARGIN;
+pub use crate::memory::policy::LEASE_MARGIN;

@@ -40,7 +40,7 @@ mod storage;
 mod trial;
 mod worker;
 
-pub use recorded::{journal_of, planned, recorded, study_of};
+pub use recorded::{journal_of, recorded};
 pub use report::{merge, report, StudyReport};
 pub use reporting::child as trial_child;
 pub use worker::{rejoin_alone, search_alone, work};

@@ -1,10 +1,11 @@
 //! The search a sweep directory holds, as its journal records it: where that journal is (the
 //! storage its `study.json` names, for a worker of a shared study, else its own `journal.log`)
 //! and the search itself ([`SEARCH`]), which `sweep --resume` and `tidemark report DIR` go on
-//! from. `plan.json` shows the same search for people and is not read back, but for a study
-//! whose journal an earlier tidemark wrote without it.
+//! from, and which a worker checks before it shares the directory (`shared_dir`). `plan.json`
+//! shows the same search for people and is not read back, but for a study whose journal an
+//! earlier tidemark wrote without it, or a sweep of runs it wrote without a journal.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::lost::{refuse_lost, Searched};
 use super::storage::Storage;
@@ -15,6 +16,7 @@ use crate::sweep::journal::attrs::SEARCH;
 use crate::sweep::journal::replay::Journal;
 use crate::sweep::journal::worker_id::worker_id;
 use crate::sweep::plan::{check, read_plan, SearchPlan};
+use crate::train::run_dir;
 
 /// The journal of a search alone, in its sweep directory `dir`.
 pub fn journal_of(dir: &Path) -> Result<String, Error> {
@@ -84,7 +86,7 @@ pub fn recorded(dir: &Path, spec: &str, name: &str) -> Result<SearchPlan, Error>
 
 /// The search study `name` of the journal at `spec` keeps for `dir`, if the journal holds
 /// that study yet: a worker that has just named the study in `dir` may not have begun it.
-pub fn planned(dir: &Path, spec: &str, name: &str) -> Result<Option<SearchPlan>, Error> {
+fn planned(dir: &Path, spec: &str, name: &str) -> Result<Option<SearchPlan>, Error> {
     let journal = match missing(spec) {
         true => Journal::default(),
         false => Storage::whole(spec, &worker_id())?,
@@ -115,6 +117,36 @@ pub fn planned(dir: &Path, spec: &str, name: &str) -> Result<Option<SearchPlan>,
         })?,
     };
     Ok(Some(plan))
+}
+
+/// The sweep directory a study's workers share: created by the first, and refused if it holds
+/// a search with other trials, as the journal it names records that search (its `study.json`'s
+/// storage, or its own `journal.log`).
+pub(in crate::sweep) fn shared_dir(dir: &Path, plan: &SearchPlan) -> Result<PathBuf, Error> {
+    run_dir::make_output_dir(dir)?;
+    let other = |p: &SearchPlan| (&p.trials, &p.monitor) != (&plan.trials, &plan.monitor);
+    let has = |name: &str| dir.join(name).is_file();
+    // A journal alone is a shard's storage, opened before anything was planned here.
+    let other = if has("study.json") || (has("journal.log") && has("config.toml")) {
+        let (spec, name) = study_of(dir)?;
+        // None: a worker named the study here and has not begun it yet.
+        planned(dir, &spec, &name)?.is_some_and(|p| other(&p))
+    } else if dir.join("plan.json").is_file() {
+        // A sweep an earlier tidemark wrote without a journal (a sweep of runs).
+        read_plan(dir)?.search.is_none_or(|p| other(&p))
+    } else {
+        false
+    };
+    if other {
+        return Err(Error::Sweep(SweepError::Plan {
+            origin: dir.display().to_string(),
+            message: "holds a sweep with other trials; the workers of one search \
+                      share its directory, so give this search another run.name or \
+                      run.output_dir"
+                .into(),
+        }));
+    }
+    Ok(dir.to_path_buf())
 }
 
 /// Whether the journal file `spec` is missing (a server's journal never is, here).
