@@ -24,7 +24,7 @@ pub(super) fn leases(budget: Option<&str>) -> Result<(), Error> {
             );
             Some(registry)
         }
-        None => Registry::find(false)?,
+        None => Registry::find()?,
     };
     let Some(registry) = registry else {
         println!("no lease registry: no device has a budget, and no run took a lease");

@@ -96,21 +96,11 @@ pub(crate) fn begin(
     observer: &mut dyn Observer,
     probe: Option<Probe<'_>>,
 ) -> Result<Option<Leasing>, Error> {
+    let Some((budget, origin)) = device_budget(config)? else {
+        return Ok(None);
+    };
     let name = device_name(config);
-    let set = budget_set(config, &name)?;
-    let Some(registry) = Registry::find(set.is_some())? else {
-        return Ok(None);
-    };
-    let Some(dir) = registry.existing(&name, set.is_some())? else {
-        return Ok(None);
-    };
-    let (budget, origin) = match set {
-        Some(set) => set,
-        None => match dir.budget_file()? {
-            Some(bytes) => (bytes, dir.path().join("budget").display().to_string()),
-            None => return Ok(None),
-        },
-    };
+    let dir = Registry::locate()?.device(&name)?;
     let device = crate::backend::select(&config.device)?;
     let total = device_total_memory(&device, MemoryMeter::new(&device).source());
     if let Some(total) = total.filter(|&t| budget > t) {
@@ -189,6 +179,24 @@ impl Leasing {
         ask.tell(observer, bytes, "the run's memory.limit");
         Ok((lease, true))
     }
+}
+
+/// The budget of `config`'s device, if it has one, and where it was set: the config's
+/// `memory.device_budget`, [`BUDGET_VAR`], or the registry's `budget` file (read where the
+/// registry exists: a look makes nothing).
+pub fn device_budget(config: &RunConfig) -> Result<Option<(u64, String)>, Error> {
+    let name = device_name(config);
+    if let Some(set) = budget_set(config, &name)? {
+        return Ok(Some(set));
+    }
+    let Some(registry) = Registry::find()? else {
+        return Ok(None);
+    };
+    let Some(dir) = registry.existing(&name)? else {
+        return Ok(None);
+    };
+    let path = dir.path().join("budget");
+    Ok(dir.budget_file()?.map(|b| (b, path.display().to_string())))
 }
 
 /// The budget the config or the environment sets for device `name`, and where.

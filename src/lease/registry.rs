@@ -32,11 +32,10 @@ impl Registry {
         Registry::at(root, shared)
     }
 
-    /// [`locate`](Self::locate)'s registry if it exists, or is to be made (`make`): a run
-    /// with no budget of its own looks for one and makes nothing.
-    pub fn find(make: bool) -> Result<Option<Registry>, LeaseError> {
+    /// [`locate`](Self::locate)'s registry if it exists: a look makes nothing.
+    pub fn find() -> Result<Option<Registry>, LeaseError> {
         let (root, shared) = Self::where_()?;
-        match make || root.exists() {
+        match root.exists() {
             true => Registry::at(root, shared).map(Some),
             false => Ok(None),
         }
@@ -139,9 +138,9 @@ impl Registry {
         }
     }
 
-    /// `device`'s directory if it has one, or is to be made (`make`).
-    pub fn existing(&self, device: &str, make: bool) -> Result<Option<DeviceDir>, LeaseError> {
-        match make || self.root.join(device).exists() {
+    /// `device`'s directory if it has one.
+    pub fn existing(&self, device: &str) -> Result<Option<DeviceDir>, LeaseError> {
+        match self.root.join(device).exists() {
             true => self.device(device).map(Some),
             false => Ok(None),
         }

@@ -507,4 +507,8 @@ fn a_parallel_search_and_two_trainings_share_one_budget() {
         assert!(peak <= lease, "{dir}: peak {peak} over its lease {lease}");
     }
     assert_eq!(leased(&env.path("leases/host")), 0);
+    // The search packed its trials under the device's budget, not its own default share.
+    let text = std::fs::read_to_string(env.path("runs/small-sweep/sweep.json")).unwrap();
+    let sweep: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(sweep["budget_bytes"].as_u64(), Some(budget), "{sweep}");
 }

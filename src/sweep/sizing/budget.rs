@@ -22,8 +22,17 @@ pub const POOL_MARGIN: f64 = 0.10;
 /// The largest budget: a lease is written into a config as a byte count, a TOML integer.
 const MOST: u64 = i64::MAX as u64;
 
-/// The budget of `packing` for trials of `config`, in bytes.
+/// The budget of `packing` for trials of `config`, in bytes: `sweep.budget` (by default a
+/// share of the device's memory), and no more than the device's own budget where it has one,
+/// which its trials' leases share with every other run on it ([`crate::lease`]).
 pub(in crate::sweep) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Error> {
+    let own = search_budget(packing, config)?;
+    let device = crate::lease::device_budget(config)?;
+    Ok(device.map_or(own, |(bytes, _)| own.min(bytes)))
+}
+
+/// `sweep.budget` for trials of `config`, in bytes.
+fn search_budget(packing: &Packing, config: &RunConfig) -> Result<u64, Error> {
     if let Some(Budget::Bytes(bytes)) = packing.budget {
         return check(bytes);
     }
