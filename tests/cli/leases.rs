@@ -512,3 +512,44 @@ fn a_parallel_search_and_two_trainings_share_one_budget() {
     let sweep: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(sweep["budget_bytes"].as_u64(), Some(budget), "{sweep}");
 }
+
+#[test]
+fn a_probed_run_whose_lease_does_not_fit_once_set_up_ends_as_a_failed_run() {
+    let env = Env::small();
+    // 2 MiB held by another run: room to probe (as much as its lease), not for this run's own.
+    let record = format!(
+        r#"{{"version":1,"pid":{},"since":1.0,"bytes":{},"budget":{},"device":"host","command":"test","probe":false}}"#,
+        std::process::id(),
+        2 << 20,
+        5 << 20
+    );
+    let (_held, _) = held_file(&env, &record);
+    let args = [
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "memory.wait=false",
+    ];
+    let run = run_leased(&env, &args, "host=5MiB");
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    // The run's own lines, then its error's.
+    let stderr = run.stderr();
+    let last = stderr.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: waiting for a memory lease of"),
+        "{stderr}"
+    );
+    assert!(last.ends_with("; memory.wait = false"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Its directory was made: it ends as a failed run does, its summary written.
+    let summary = env.summary("runs/small");
+    assert_eq!(summary["status"], "failed", "{summary}");
+    assert!(
+        summary["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("memory.wait = false"),
+        "{summary}"
+    );
+}

@@ -13,7 +13,7 @@ use super::{Clock, Course, HandLoop, Named, Place};
 use crate::config::{RunConfig, ScheduleConfig, ScheduleKind, TrainConfig};
 use crate::data::DataError;
 use crate::error::Error;
-use crate::lease::Probe;
+use crate::lease::{Lease, Leasing, Probe};
 use crate::memory::MemorySource;
 use crate::model::initialize;
 use crate::record::Observer;
@@ -24,6 +24,7 @@ use crate::train::recorder::RunRecorder;
 use crate::train::resume::{open_run, Resume};
 use crate::train::run_dir;
 use crate::train::step::footprint;
+use crate::train::MemoryGuard;
 
 /// Held while a run seeds the device and initialises its model.
 static INITIALISING: Mutex<()> = Mutex::new(());
@@ -117,20 +118,6 @@ impl<M: Module + 'static> HandLoop<M> {
         };
         let footprint = footprint(&model, train, data);
         guard.set_footprint(footprint);
-        // Set up, the run knows what it holds: a probed run's lease is its probe's step above
-        // that, enforced as its limit before the check at rest.
-        let lease = match leasing {
-            None => None,
-            Some(leasing) => {
-                let held = guard.readings().held()?;
-                let (mut lease, enforce) = leasing.settle(held, &mut Telling(&mut rec))?;
-                if enforce {
-                    guard.lease_limit(lease.bytes());
-                }
-                lease.note_run_dir(&run_dir);
-                Some(lease)
-            }
-        };
         let mut learner = Learner::new(train, config.run.seed, device, model, total_steps);
         let to_come = footprint.gradients + footprint.device_optimizer();
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
@@ -179,7 +166,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 resume,
                 failed: None,
                 stop: Vec::new(),
-                _lease: lease,
+                _lease: None,
             },
             clock: Clock {
                 started: opening.started,
@@ -190,10 +177,13 @@ impl<M: Module + 'static> HandLoop<M> {
         // The limit's check at rest, with everything the run needs to end as a failed run
         // does (its `run_end` and `summary.json`) where the limit refuses it.
         let (guard, rec) = (&mut run.guard, &mut run.rec);
-        let started = match from {
-            None => guard.run_start(rec, to_come),
-            Some((at, detail)) => guard.resume_start(rec, at, to_come, detail),
-        };
+        let started = settle(leasing, guard, rec, &run.named.run_dir).and_then(|lease| {
+            run.course._lease = lease;
+            match from {
+                None => guard.run_start(rec, to_come),
+                Some((at, detail)) => guard.resume_start(rec, at, to_come, detail),
+            }
+        });
         match started {
             Ok(()) => Ok(run),
             Err(e) => Err(run.refused(e)),
@@ -212,6 +202,26 @@ impl<M: Module + 'static> HandLoop<M> {
             Ok((_, Ok(_))) => Error::Device(said),
         }
     }
+}
+
+/// The run's lease once it is set up, where it takes one: a probed run's is its probe's step
+/// above what it holds now, enforced as its limit before the check at rest.
+fn settle(
+    leasing: Option<Leasing>,
+    guard: &mut MemoryGuard,
+    rec: &mut RunRecorder,
+    run_dir: &std::path::Path,
+) -> Result<Option<Lease>, Error> {
+    let Some(leasing) = leasing else {
+        return Ok(None);
+    };
+    let held = guard.readings().held()?;
+    let (mut lease, enforce) = leasing.settle(held, &mut Telling(rec))?;
+    if enforce {
+        guard.lease_limit(lease.bytes());
+    }
+    lease.note_run_dir(run_dir);
+    Ok(Some(lease))
 }
 
 /// The run's recorder as an observer of the lease's lines (a wait, the lease taken).
