@@ -100,7 +100,20 @@ pub(crate) fn begin(
         return Ok(None);
     };
     let name = device_name(config);
-    let dir = Registry::locate()?.device(&name)?;
+    // Refused before the registry is made or read.
+    let size = match (config.memory.limit, probe) {
+        (Some(limit), _) => Size::Limit(limit),
+        (None, Some(probe)) => Size::Probe(probe),
+        (None, None) => {
+            return Err(Error::Lease(LeaseError::Budget {
+                origin,
+                message: format!(
+                    "a hand-written loop on {name} leases its memory.limit, and this run sets \
+                     none; set memory.limit to what it needs"
+                ),
+            }))
+        }
+    };
     let device = crate::backend::select(&config.device)?;
     let total = device_total_memory(&device, MemoryMeter::new(&device).source());
     if let Some(total) = total.filter(|&t| budget > t) {
@@ -113,6 +126,7 @@ pub(crate) fn begin(
             ),
         }));
     }
+    let dir = Registry::locate()?.device(&name)?;
     let ask = Ask {
         dir,
         budget,
@@ -121,28 +135,22 @@ pub(crate) fn begin(
         since: now_s(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    if let Some(limit) = config.memory.limit {
-        let bytes = limit.resolve(total).ok_or_else(|| {
-            Error::Lease(LeaseError::Budget {
-                origin: "memory.limit".into(),
-                message: format!(
-                    "a share of the device's memory, which {name} does not tell; give the \
-                     limit as a size to lease it"
-                ),
-            })
-        })?;
-        let lease = ask.take(Want::Bytes(bytes), observer)?;
-        ask.tell(observer, bytes, "its memory.limit");
-        return Ok(Some(Leasing::Taken(lease)));
-    }
-    let Some(probe) = probe else {
-        return Err(Error::Lease(LeaseError::Budget {
-            origin: ask.origin.clone(),
-            message: format!(
-                "a hand-written loop on {name} leases its memory.limit, and this run sets \
-                 none; set memory.limit to what it needs"
-            ),
-        }));
+    let probe = match size {
+        Size::Probe(probe) => probe,
+        Size::Limit(limit) => {
+            let bytes = limit.resolve(total).ok_or_else(|| {
+                Error::Lease(LeaseError::Budget {
+                    origin: "memory.limit".into(),
+                    message: format!(
+                        "a share of the device's memory, which {name} does not tell; give \
+                         the limit as a size to lease it"
+                    ),
+                })
+            })?;
+            let lease = ask.take(Want::Bytes(bytes), observer)?;
+            ask.tell(observer, bytes, "its memory.limit");
+            return Ok(Some(Leasing::Taken(lease)));
+        }
     };
     let provisional = ask.take(Want::Probe, observer)?;
     let measured = probe(config)?;
@@ -151,6 +159,12 @@ pub(crate) fn begin(
         provisional,
         measured,
     }))
+}
+
+/// What sizes a run's lease: its `memory.limit`, or a probe of its step.
+enum Size<'a> {
+    Limit(crate::config::MemorySize),
+    Probe(Probe<'a>),
 }
 
 impl Leasing {

@@ -962,3 +962,33 @@ fn a_run_whose_config_lacks_a_model_key_at_its_default_resumes() {
     let written = std::fs::read_to_string(swept.join("config.toml")).unwrap();
     assert!(written.contains("activation = \"relu\""), "{written}");
 }
+
+#[test]
+fn a_hand_loop_under_a_device_budget_needs_a_limit_and_touches_nothing_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ConfigBuilder::new("budgeted")
+        .output_dir(dir.path())
+        .epochs(1)
+        .batch_size(2)
+        .device_budget(MemorySize::Bytes(1 << 30), true)
+        .build()
+        .unwrap();
+    let build = |d: &Device| Square {
+        layer: LinearConfig::new(4, 4).init(d),
+    };
+    let Err(e) = HandLoop::setup(config, 2, build) else {
+        panic!("a hand loop with no limit under a device budget was set up");
+    };
+    assert!(
+        matches!(e, Error::Lease(tidemark::LeaseError::Budget { .. })),
+        "{e}"
+    );
+    assert_eq!(e.exit_code(), 2);
+    assert_eq!(
+        e.to_string(),
+        "memory.device_budget: a hand-written loop on host leases its memory.limit, and this \
+         run sets none; set memory.limit to what it needs"
+    );
+    // Refused before the run directory is made.
+    assert!(!dir.path().join("budgeted").exists());
+}
