@@ -471,6 +471,11 @@ mod tests {
         (tmp, dir.device("host").unwrap())
     }
 
+    /// Why a run asking `want` now, not waiting, is refused.
+    fn refused(dir: &DeviceDir, want: Want) -> String {
+        no_room(ask(dir, now_s()).take(want, &mut Silent).unwrap_err())
+    }
+
     fn no_room(e: Error) -> String {
         match e {
             Error::Lease(LeaseError::NoRoom { message }) => message,
@@ -484,11 +489,7 @@ mod tests {
         let now = now_s();
         let first = ask(&dir, now).take(Want::Bytes(40), &mut Silent).unwrap();
         assert_eq!(dir.scan().unwrap().held(), 40);
-        let line = no_room(
-            ask(&dir, now)
-                .take(Want::Bytes(70), &mut Silent)
-                .unwrap_err(),
-        );
+        let line = refused(&dir, Want::Bytes(70));
         assert!(
             line.starts_with("waiting for a memory lease of 70 B on host: 1 lease(s) hold 40 B"),
             "{line}"
@@ -500,7 +501,7 @@ mod tests {
         // A probe takes what the largest run holds; where that is not free, it waits.
         let probe = ask(&dir, now).take(Want::Probe, &mut Silent).unwrap();
         assert_eq!(probe.bytes(), 40);
-        let line = no_room(ask(&dir, now).take(Want::Probe, &mut Silent).unwrap_err());
+        let line = refused(&dir, Want::Probe);
         assert!(
             line.starts_with("waiting for 40 B free to probe one step in"),
             "{line}"
@@ -515,11 +516,7 @@ mod tests {
         drop(probe);
         let whole = ask(&dir, now).take(Want::Bytes(100), &mut Silent).unwrap();
         assert_eq!(whole.bytes(), 100);
-        let more = no_room(
-            ask(&dir, now)
-                .take(Want::Bytes(101), &mut Silent)
-                .unwrap_err(),
-        );
+        let more = refused(&dir, Want::Bytes(101));
         assert!(
             more.contains("larger than its whole budget, 100 B"),
             "{more}"
@@ -542,19 +539,11 @@ mod tests {
         drop(older);
         // An older run that fits now goes first.
         let older = waiting(now - 5.0, 40);
-        no_room(
-            ask(&dir, now)
-                .take(Want::Bytes(30), &mut Silent)
-                .unwrap_err(),
-        );
+        refused(&dir, Want::Bytes(30));
         drop(older);
         // One that has waited past the backfill's time is passed no more.
         let _older = waiting(now - BACKFILL_S - 1.0, 50);
-        no_room(
-            ask(&dir, now)
-                .take(Want::Bytes(30), &mut Silent)
-                .unwrap_err(),
-        );
+        refused(&dir, Want::Bytes(30));
     }
 
     #[test]

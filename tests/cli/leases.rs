@@ -39,6 +39,24 @@ fn spawn(env: &Env, args: &[&str], budget: &str) -> Child {
         .unwrap()
 }
 
+/// `train --config small.toml` with a 32 MiB limit (its lease), `epochs` and `name`, under
+/// `budget` (empty: the registry's), its output piped.
+fn limited(env: &Env, epochs: &str, name: &str, budget: &str) -> Child {
+    let (epochs, name) = (format!("train.epochs={epochs}"), format!("run.name={name}"));
+    let args = [
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "memory.limit=32MiB",
+    ];
+    spawn(
+        env,
+        &[&args[..], &["--set", &epochs, "--set", &name]].concat(),
+        budget,
+    )
+}
+
 /// `tidemark leases` with `args`, on the registry `env/leases`.
 fn leases(env: &Env, args: &[&str]) -> Run {
     let args = [&["leases"][..], args].concat();
@@ -228,39 +246,10 @@ pub(super) fn runs_under_three(env: &Env, runs: usize, device: &str) {
 fn a_holder_killed_with_sigkill_frees_its_lease_for_the_next_within_a_second() {
     let env = Env::small();
     let budget = "host=48MiB";
-    let limit = "memory.limit=32MiB";
-    let mut holder = spawn(
-        &env,
-        &[
-            "train",
-            "--config",
-            "small.toml",
-            "--set",
-            limit,
-            "--set",
-            "train.epochs=500",
-            "--set",
-            "run.name=holder",
-        ],
-        budget,
-    );
+    let mut holder = limited(&env, "500", "holder", budget);
     let held = lines_of(&mut holder);
     wait_for(&held, "memory lease: 32.0 MiB", Duration::from_secs(60));
-    let mut next = spawn(
-        &env,
-        &[
-            "train",
-            "--config",
-            "small.toml",
-            "--set",
-            limit,
-            "--set",
-            "train.epochs=1",
-            "--set",
-            "run.name=next",
-        ],
-        budget,
-    );
+    let mut next = limited(&env, "1", "next", budget);
     let lines = lines_of(&mut next);
     wait_for(
         &lines,
@@ -391,22 +380,7 @@ fn the_view_lists_each_holder_and_a_budget_set_once_holds_for_every_run() {
         set.stdout()
     );
     // A run with no budget of its own takes its lease under the registry's.
-    let start = |epochs: &str, name: &str| {
-        let (epochs, name) = (format!("train.epochs={epochs}"), format!("run.name={name}"));
-        let args = [
-            "train",
-            "--config",
-            "small.toml",
-            "--set",
-            "memory.limit=32MiB",
-        ];
-        spawn(
-            &env,
-            &[&args[..], &["--set", &epochs, "--set", &name]].concat(),
-            "",
-        )
-    };
-    let mut holder = start("500", "holder");
+    let mut holder = limited(&env, "500", "holder", "");
     let lines = lines_of(&mut holder);
     wait_for(
         &lines,
@@ -427,7 +401,7 @@ fn the_view_lists_each_holder_and_a_budget_set_once_holds_for_every_run() {
     assert!(line.contains("runs/holder: in use"), "{view}");
     assert!(line.ends_with("train --config small.toml --set memory.limit=32MiB --set train.epochs=500 --set run.name=holder"), "{view}");
     // A second run waits, and is listed as waiting.
-    let mut next = start("1", "next");
+    let mut next = limited(&env, "1", "next", "");
     let next_lines = lines_of(&mut next);
     wait_for(
         &next_lines,
