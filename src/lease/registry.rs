@@ -55,12 +55,8 @@ impl Registry {
             None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
                 Some(home) => PathBuf::from(home).join(".cache"),
                 None => {
-                    return Err(LeaseError::registry(
-                        Path::new("~"),
-                        format!(
-                        "no directory for the leases: set {LEASES_VAR}, XDG_RUNTIME_DIR or HOME"
-                    ),
-                    ))
+                    let message = format!("no directory for leases: set {LEASES_VAR} or HOME");
+                    return Err(LeaseError::registry(Path::new("~"), message));
                 }
             },
         };
@@ -185,7 +181,7 @@ pub struct Record {
     pub device: String,
     /// The holder's command line.
     pub command: String,
-    /// A lease taken to probe one step before the run's own: all the budget left free.
+    /// A provisional lease, held while the run probes one step and sets up, before its own.
     #[serde(default)]
     pub probe: bool,
 }
@@ -232,8 +228,10 @@ impl Held {
         &self.path
     }
 
-    /// Adds the run's directory, once it exists, for the view.
+    /// Adds the run's directory, once it exists, for the view (absolute: the view runs
+    /// elsewhere).
     pub fn note_run_dir(&mut self, run_dir: &Path) {
+        let run_dir = std::path::absolute(run_dir).unwrap_or_else(|_| run_dir.to_path_buf());
         let line = serde_json::json!({ "run_dir": run_dir });
         // The view goes without it; a lease is not lost for it.
         let _ = writeln!(self.file, "{line}");

@@ -490,12 +490,23 @@ fn a_parallel_search_and_two_trainings_share_one_budget() {
 #[test]
 fn a_probed_run_whose_lease_does_not_fit_once_set_up_ends_as_a_failed_run() {
     let env = Env::small();
-    // 2 MiB held by another run: room to probe (as much as its lease), not for this run's own.
+    // This run's lease, alone (it moves with the machine's caches).
+    let alone = [
+        "train",
+        "--config",
+        "small.toml",
+        "--set",
+        "run.output_dir=alone",
+    ];
+    assert_eq!(run_leased(&env, &alone, "host=4GiB").code(), 0);
+    let lease = num(&env.summary("alone/small"), "limit_bytes") as u64;
+    std::fs::remove_dir_all(env.path("leases")).unwrap();
+    // Another run holds half of it, and the budget leaves 90% of it free: room to probe (as
+    // much as the largest lease), not for the run's own lease.
+    let (held, budget) = (lease / 2, lease / 2 + lease * 9 / 10);
     let record = format!(
-        r#"{{"version":1,"pid":{},"since":1.0,"bytes":{},"budget":{},"device":"host","command":"test","probe":false}}"#,
+        r#"{{"version":1,"pid":{},"since":1.0,"bytes":{held},"budget":{budget},"device":"host","command":"test","probe":false}}"#,
         std::process::id(),
-        2 << 20,
-        5 << 20
     );
     let (_held, _) = held_file(&env, &record);
     let args = [
@@ -505,7 +516,7 @@ fn a_probed_run_whose_lease_does_not_fit_once_set_up_ends_as_a_failed_run() {
         "--set",
         "memory.wait=false",
     ];
-    let run = run_leased(&env, &args, "host=5MiB");
+    let run = run_leased(&env, &args, &format!("host={budget}"));
     assert_eq!(run.code(), 3, "{}", run.stderr());
     // The run's own lines, then its error's.
     let stderr = run.stderr();
