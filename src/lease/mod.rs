@@ -11,13 +11,13 @@
 //! kernel's file locks, never a file's word or a timeout.
 //!
 //! A lease's size is the run's `memory.limit` where it names one (a search's parallel trial
-//! has its lease there); else one probed step of the run (`train::preflight`) above
-//! what the run holds once set up, sized as a search sizes a trial's lease
-//! ([`crate::memory::policy::lease_for`]). The probe and the set-up run under a provisional lease the size
-//! of the largest on the device (the whole budget where no run holds one): a guess, since the
-//! run's size is what the probe finds; a run larger than every other may hold more than it
-//! while it probes, and once set up waits for its own lease if the budget cannot hold it at
-//! once. Without a budget nothing here runs, and nothing is written.
+//! has its lease there); else one probed step of the run (`train::preflight`) above what the
+//! run holds once set up, sized as a search sizes a trial's lease
+//! ([`crate::memory::policy::lease_for`]). The probe and the set-up run under a provisional
+//! lease the size of the largest on the device (the whole budget where no run holds one): a
+//! guess, since the run's size is what the probe finds; a run larger than every other may hold
+//! more than it while it probes, and once set up waits for its own lease if the budget cannot
+//! hold it at once. Without a budget nothing here runs, and nothing is written.
 
 mod registry;
 
