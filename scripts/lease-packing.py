@@ -28,6 +28,7 @@ import fcntl
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -163,7 +164,11 @@ def main():
     best = best_packing(jobs, budget)
     print(f"wall {wall:.2f} s; best packing of the same runs {best:.2f} s; ratio {wall / best:.3f} "
           f"(their held times one after another: {sum(j[0] for j in jobs):.2f} s)")
-    sys.exit(0 if all(c == 0 for c in codes) else 1)
+    if all(c == 0 for c in codes):
+        shutil.rmtree(work)
+        sys.exit(0)
+    print(f"the runs are in {work}")
+    sys.exit(1)
 
 
 if __name__ == "__main__":
