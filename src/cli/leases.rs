@@ -13,8 +13,9 @@ use crate::record::read_snapshots;
 pub(super) fn leases(budget: Option<&str>) -> Result<(), Error> {
     let registry = match budget {
         Some(text) => {
-            let registry = Registry::locate()?;
+            // The argument first: a bad one makes no registry.
             let (device, bytes) = parse_budget(text)?;
+            let registry = Registry::locate()?;
             let dir = registry.device(&device)?;
             dir.set_budget(bytes)?;
             println!(

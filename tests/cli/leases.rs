@@ -371,6 +371,12 @@ fn the_view_lists_each_holder_and_a_budget_set_once_holds_for_every_run() {
         none.stdout()
     );
     assert!(!env.path("leases").exists(), "a look makes nothing");
+    leases(&env, &["--budget", "gpu=1GiB"])
+        .fails_with(2, &["--budget gpu=1GiB", "no device \"gpu\""]);
+    assert!(
+        !env.path("leases").exists(),
+        "a refused budget makes nothing"
+    );
     let set = leases(&env, &["--budget", "host=48MiB"]);
     assert_eq!(set.code(), 0, "{}", set.stderr());
     assert!(
@@ -421,8 +427,6 @@ fn the_view_lists_each_holder_and_a_budget_set_once_holds_for_every_run() {
         view.starts_with("host: budget 48.0 MiB; 0 lease(s) hold 0 B, 0 run(s) waiting"),
         "{view}"
     );
-    leases(&env, &["--budget", "gpu=1GiB"])
-        .fails_with(2, &["--budget gpu=1GiB", "no device \"gpu\""]);
 }
 
 #[test]
