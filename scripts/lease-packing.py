@@ -2,7 +2,7 @@
 """Eight independent `tidemark train` processes under one device budget, against the best
 packing of the same runs (docs/memory.md, "One device, many runs").
 
-    scripts/lease-packing.py [--bin target/release/tidemark] [--epochs 20] [--runs 8]
+    scripts/lease-packing.py [--bin target/release/tidemark] [--epochs 20] [--runs 8] [--fresh]
 
 Each run (W1's shape scaled down: `hidden` from the list below, 2,048 synthetic samples) is
 trained alone first, under a budget that holds it: its lease (the run's `limit_bytes`) and its
@@ -19,6 +19,12 @@ and the script prints:
   each run starts as soon as the runs before it leave room (every order of 8 runs is tried).
   Run times come from the same runs, so what the machine's cores do to runs side by side is in
   both figures, and the ratio is what the registry's order, its waits and the probes cost.
+
+The runs alone leave in the registry what it remembers of each shape of run (its lease and its
+time an epoch), so that the runs together probe under their own leases and the longest goes
+first. `--fresh` starts them together on a registry of their own instead, one that has seen
+none of them: each probes under a lease the size of the largest on the device, and they go in
+the order they asked.
 
 Nothing here is timed by a test: the ratio is the figure docs/memory.md records.
 """
@@ -100,6 +106,8 @@ def main():
     ap.add_argument("--bin", default="target/debug/tidemark")
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--fresh", action="store_true",
+                    help="the runs together on a registry that has seen none of them")
     args = ap.parse_args()
     binary = os.path.abspath(args.bin)
     work = tempfile.mkdtemp(prefix="lease-packing-")
@@ -122,6 +130,8 @@ def main():
         s = summary(f"alone/{name}")
         alone[name] = (time.monotonic() - start, s["limit_bytes"], s["final_loss"])
     budget = int(3 * sum(a[1] for a in alone.values()) / len(alone))
+    if args.fresh:
+        env["TIDEMARK_LEASES"] = os.path.join(work, "fresh-leases")
     most = [0]
     seen = {}  # pid: (first, last) time its run's lease was held (not the one it probed under)
     done = threading.Event()
@@ -129,7 +139,7 @@ def main():
     def poll():
         while not done.is_set():
             now = time.monotonic()
-            held = leased(os.path.join(work, "leases", "host"))
+            held = leased(os.path.join(env["TIDEMARK_LEASES"], "host"))
             most[0] = max(most[0], sum(held.values()))
             for pid, probe in held:
                 if not probe:
@@ -149,8 +159,9 @@ def main():
     done.set()
     poller.join()
     mib = 1 << 20
+    registry = "a fresh registry" if args.fresh else "the registry that saw them alone"
     print(f"{args.runs} runs, {args.epochs} epochs each; budget {budget / mib:.1f} MiB "
-          f"(3x the mean lease); exit codes {codes}")
+          f"(3x the mean lease), on {registry}; exit codes {codes}")
     print(f"most leased at once: {most[0] / mib:.1f} MiB ({100 * most[0] / budget:.0f}% of the budget)")
     print("run  lease MiB  alone s  held here s  from s  loss alone  loss here  peak/lease")
     jobs = []

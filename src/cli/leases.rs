@@ -45,6 +45,14 @@ pub(super) fn leases(budget: Option<&str>) -> Result<(), Error> {
         };
         drop(admission);
         print!("{}", device_text(dir.device(), budget, &scan));
+        let remembered = dir.remembered();
+        if remembered > 0 {
+            println!(
+                "  remembers {remembered} shape(s) of run that completed here, their leases and \
+                 times ({}/known-*.json)",
+                dir.path().display()
+            );
+        }
     }
     Ok(())
 }
@@ -92,8 +100,10 @@ fn device_text(device: &str, budget: Option<u64>, scan: &Scan) -> String {
         text.push_str(&format!("  {}\n", lease_line(live, now)));
     }
     for live in &scan.waiting {
+        let expected = (live.record.expected_s)
+            .map_or(String::new(), |s| format!(", expected to run {s:.0} s"));
         text.push_str(&format!(
-            "  waiting: pid {} for {}, {:.0} s  {}\n",
+            "  waiting: pid {} for {}, {:.0} s{expected}  {}\n",
             live.record.pid,
             format_bytes(live.record.bytes),
             (now - live.record.since).max(0.0),

@@ -12,9 +12,14 @@ use crate::memory::format_bytes;
 use crate::record::Observer;
 
 /// How often a waiting run looks again: a lease freed by a killed holder is seen within it.
-const POLL: Duration = Duration::from_millis(200);
+const POLL: Duration = Duration::from_millis(100);
 
-/// How long an older waiting run may be passed by younger ones that fit where it does not.
+/// How long a run that asks stands in the queue before it may take a lease, so that the runs
+/// started with it are in the queue too and the longest of them goes first.
+pub const GATHER: Duration = Duration::from_millis(200);
+
+/// How long a waiting run may be passed by runs that asked after it: by longer ones, and by
+/// ones that fit where it does not.
 pub const BACKFILL_S: f64 = 60.0;
 
 /// What a run asks of a device's directory.
@@ -27,6 +32,10 @@ pub(crate) struct Ask {
     /// When the run first asked: its place among the waiting.
     pub(super) since: f64,
     pub(super) command: String,
+    /// How long the run is expected to hold its lease, where runs of its shape completed here.
+    pub(super) expected_s: Option<f64>,
+    /// Its shape's name in the registry (`known.rs`).
+    pub(super) shape: String,
 }
 
 /// A lease asked for.
@@ -37,10 +46,16 @@ pub(super) enum Want {
     /// Room to probe one step in: what the largest lease on the device holds, or all the
     /// budget where no run holds one.
     Probe,
+    /// Room to probe one step in, for a run whose shape the registry remembers: the lease
+    /// its last run settled on.
+    Provisional(u64),
 }
 
 impl Ask {
     /// Takes the lease, waiting for room (telling `observer` once) unless the run said not to.
+    /// The run first stands [`GATHER`] in the queue; then it takes its lease where the budget
+    /// holds it and no run ranked before it ([`Ask::after`]) fits now or has waited
+    /// [`BACKFILL_S`].
     pub(super) fn take(&self, want: Want, observer: &mut dyn Observer) -> Result<Lease, Error> {
         let device = self.dir.device();
         if let Want::Bytes(bytes) = want {
@@ -56,6 +71,7 @@ impl Ask {
             }
         }
         let mut ticket: Option<Held> = None;
+        let mut told = false;
         loop {
             let admission = self.dir.admit()?;
             let scan = self.dir.scan()?;
@@ -65,7 +81,9 @@ impl Ask {
             // The most a run on this device holds, as far as the registry knows.
             let largest = scan.leases.iter().map(|l| l.record.bytes).max();
             let (bytes, fits) = match want {
-                Want::Bytes(bytes) => (bytes, held + bytes <= self.budget),
+                Want::Bytes(bytes) | Want::Provisional(bytes) => {
+                    (bytes, held + bytes <= self.budget)
+                }
                 // A probe needs about what a run holds: the largest lease, or all the budget
                 // where no run holds one.
                 Want::Probe => match largest {
@@ -73,35 +91,68 @@ impl Ask {
                     Some(largest) => (largest, free >= largest),
                 },
             };
+            let waits_for = match want {
+                Want::Bytes(bytes) | Want::Provisional(bytes) => bytes,
+                Want::Probe => largest.unwrap_or(1).max(1),
+            };
+            let Some(mine) = ticket.as_ref().map(|t| t.path().to_path_buf()) else {
+                // In the queue first, for the runs started with this one to join it.
+                ticket = Some(self.dir.hold("wait", &self.record(waits_for, false))?);
+                drop(admission);
+                std::thread::sleep(GATHER);
+                continue;
+            };
             let now = now_s();
-            let mine = ticket.as_ref().map(|t| t.path().to_path_buf());
             let passed = scan.waiting.iter().any(|w| {
-                Some(&w.path) != mine.as_ref()
-                    && w.record.since < self.since
+                w.path != mine
+                    && self.after(&w.record, now)
                     && (held + w.record.bytes <= self.budget || now - w.record.since >= BACKFILL_S)
             });
             if fits && !passed {
-                let record = self.record(bytes, want == Want::Probe);
+                let record = self.record(bytes, !matches!(want, Want::Bytes(_)));
                 let held = self.dir.hold("lease", &record)?;
+                drop(ticket);
                 drop(admission);
-                return Ok(Lease { held, bytes });
+                return Ok(self.lease(held, bytes));
             }
-            let waits_for = match want {
-                Want::Bytes(bytes) => bytes,
-                Want::Probe => largest.unwrap_or(1).max(1),
-            };
             let line = self.waiting_line(want, waits_for, &scan);
             if !self.wait {
                 return Err(Error::Lease(LeaseError::NoRoom {
                     message: format!("{line}; memory.wait = false"),
                 }));
             }
-            if ticket.is_none() {
+            if !told {
                 observer.message(&line);
-                ticket = Some(self.dir.hold("wait", &self.record(waits_for, false))?);
+                told = true;
             }
             drop(admission);
             std::thread::sleep(POLL);
+        }
+    }
+
+    /// Whether this run is ranked after `other`, a waiting run: a run that has waited
+    /// [`BACKFILL_S`] before every run that asked after it; else the longest expected first
+    /// (a run whose shape the registry does not remember first of all: its probe is short,
+    /// and tells its size), then the oldest.
+    fn after(&self, other: &Record, now: f64) -> bool {
+        let aged = |since: f64| now - since >= BACKFILL_S;
+        if aged(other.since) || aged(self.since) {
+            return other.since < self.since;
+        }
+        let longest = |expected: Option<f64>| expected.unwrap_or(f64::INFINITY);
+        match longest(other.expected_s).total_cmp(&longest(self.expected_s)) {
+            std::cmp::Ordering::Equal => other.since < self.since,
+            order => order.is_gt(),
+        }
+    }
+
+    fn lease(&self, held: Held, bytes: u64) -> Lease {
+        Lease {
+            held,
+            bytes,
+            shape: (self.dir.clone(), self.shape.clone()),
+            taken: std::time::Instant::now(),
+            from_epoch: 0,
         }
     }
 
@@ -120,7 +171,7 @@ impl Ask {
             let held = self.dir.hold("lease", &self.record(bytes, false))?;
             drop(provisional);
             drop(admission);
-            return Ok(Lease { held, bytes });
+            return Ok(self.lease(held, bytes));
         }
         drop(provisional);
         drop(admission);
@@ -148,6 +199,7 @@ impl Ask {
             device: self.dir.device().to_string(),
             command: self.command.clone(),
             probe,
+            expected_s: self.expected_s,
         }
     }
 
@@ -176,7 +228,9 @@ impl Ask {
         let device = self.dir.device();
         let what = match want {
             Want::Bytes(_) => format!("a memory lease of {}", format_bytes(bytes)),
-            Want::Probe => format!("{} free to probe one step in", format_bytes(bytes)),
+            Want::Probe | Want::Provisional(_) => {
+                format!("{} free to probe one step in", format_bytes(bytes))
+            }
         };
         let holders: Vec<String> = (scan.leases.iter())
             .map(|l| {
@@ -215,6 +269,16 @@ mod tests {
             wait: false,
             since,
             command: "test".into(),
+            expected_s: None,
+            shape: "test".into(),
+        }
+    }
+
+    /// A run that asked at `since`, expected to hold its lease `expected_s` seconds.
+    fn expecting(dir: &DeviceDir, since: f64, expected_s: Option<f64>) -> Ask {
+        Ask {
+            expected_s,
+            ..ask(dir, since)
         }
     }
 
@@ -298,6 +362,44 @@ mod tests {
         // One that has waited past the backfill's time is passed no more.
         let _older = waiting(now - BACKFILL_S - 1.0, 50);
         refused(&dir, Want::Bytes(30));
+    }
+
+    #[test]
+    fn among_runs_that_asked_together_the_longest_goes_first_and_after_a_while_the_oldest() {
+        let (_tmp, dir) = registry();
+        let now = now_s();
+        let waiting = |since: f64, expected_s: Option<f64>| {
+            let record = expecting(&dir, since, expected_s).record(50, false);
+            dir.hold("wait", &record).unwrap()
+        };
+        let this = |expected_s: Option<f64>| expecting(&dir, now, expected_s);
+        // A longer run that asked after this one, and fits, goes first.
+        let longer = waiting(now + 0.1, Some(20.0));
+        let e = this(Some(10.0)).take(Want::Bytes(30), &mut Silent);
+        assert!(no_room(e.unwrap_err()).starts_with("waiting for a memory lease of 30 B"));
+        drop(longer);
+        // A shorter one that asked before it does not hold it back.
+        let shorter = waiting(now - 1.0, Some(5.0));
+        let lease = this(Some(10.0)).take(Want::Bytes(30), &mut Silent).unwrap();
+        drop((lease, shorter));
+        // A run whose shape the registry does not know goes before the longest it knows.
+        let unknown = waiting(now + 0.1, None);
+        assert!(this(Some(1e6)).take(Want::Bytes(30), &mut Silent).is_err());
+        drop(unknown);
+        // Past the backfill's time, the oldest goes first, however short.
+        let old = waiting(now - BACKFILL_S - 1.0, Some(1.0));
+        assert!(this(None).take(Want::Bytes(30), &mut Silent).is_err());
+        drop(old);
+        // A provisional lease (a remembered run's, to probe in) is told as one.
+        let lease = this(None).take(Want::Provisional(30), &mut Silent).unwrap();
+        let scan = dir.scan().unwrap();
+        assert_eq!(scan.leases.len(), 1);
+        assert!(scan.leases[0].record.probe);
+        assert!(
+            scan.waiting.is_empty(),
+            "its ticket goes with the lease taken"
+        );
+        drop(lease);
     }
 
     #[test]

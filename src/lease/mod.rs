@@ -21,10 +21,12 @@
 
 mod admit;
 mod budget;
+mod known;
 mod registry;
 
 pub use admit::BACKFILL_S;
 pub use budget::{device_budget, BUDGET_VAR};
+pub use known::Known;
 pub(crate) use registry::now_s;
 pub use registry::{DeviceDir, Live, Record, Registry, Scan, LEASES_VAR};
 
@@ -41,6 +43,11 @@ use registry::Held;
 pub struct Lease {
     held: Held,
     bytes: u64,
+    /// Where its run's shape is remembered, and under what name (`known.rs`).
+    shape: (DeviceDir, String),
+    /// When it was taken, and the epoch its run stood at then.
+    taken: std::time::Instant,
+    from_epoch: usize,
 }
 
 impl Lease {
@@ -49,9 +56,27 @@ impl Lease {
         self.bytes
     }
 
-    /// Adds the run's directory to its record, for the view.
-    pub(crate) fn note_run_dir(&mut self, run_dir: &std::path::Path) {
+    /// Adds the run's directory to its record, for the view, and the epoch the run starts
+    /// from (a resumed run's), for its time an epoch.
+    pub(crate) fn note_run(&mut self, run_dir: &std::path::Path, epoch: usize) {
         self.held.note_run_dir(run_dir);
+        self.from_epoch = epoch;
+    }
+
+    /// Remembers, for the next run of its shape, this lease and its time an epoch, the run
+    /// having completed at `epoch`. A registry that cannot take it loses a hint, not the run.
+    pub(crate) fn remember(&self, epoch: usize) {
+        let epochs = epoch.saturating_sub(self.from_epoch);
+        if epochs == 0 {
+            return;
+        }
+        let known = Known {
+            version: 1,
+            bytes: self.bytes,
+            seconds_per_epoch: self.taken.elapsed().as_secs_f64() / epochs as f64,
+        };
+        let (dir, shape) = &self.shape;
+        let _ = dir.remember(shape, &known);
     }
 }
 
@@ -120,6 +145,8 @@ pub(crate) fn begin(
         }));
     }
     let dir = Registry::locate()?.device(&name)?;
+    let shape = known::shape_of(config);
+    let known = dir.known(&shape);
     let ask = Ask {
         dir,
         budget,
@@ -127,6 +154,8 @@ pub(crate) fn begin(
         wait: config.memory.wait.unwrap_or(true),
         since: now_s(),
         command: std::env::args().collect::<Vec<_>>().join(" "),
+        expected_s: known.map(|k| k.seconds_per_epoch * config.train.epochs as f64),
+        shape,
     };
     let probe = match size {
         Size::Probe(probe) => probe,
@@ -145,7 +174,12 @@ pub(crate) fn begin(
             return Ok(Some(Leasing::Taken(lease)));
         }
     };
-    let provisional = ask.take(Want::Probe, observer)?;
+    // A run of a shape the registry remembers probes under what it leased last time.
+    let want = match known.filter(|k| k.bytes <= budget) {
+        Some(known) => Want::Provisional(known.bytes),
+        None => Want::Probe,
+    };
+    let provisional = ask.take(want, observer)?;
     let measured = probe(config)?;
     Ok(Some(Leasing::Probed {
         ask,

@@ -184,6 +184,10 @@ pub struct Record {
     /// A provisional lease, held while the run probes one step and sets up, before its own.
     #[serde(default)]
     pub probe: bool,
+    /// How long its run is expected to hold its lease, in seconds, where the registry
+    /// remembers runs of its shape (`known.rs`): what ranks a waiting run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_s: Option<f64>,
 }
 
 /// A held file found in a device's directory.

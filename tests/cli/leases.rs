@@ -543,3 +543,89 @@ fn a_probed_run_whose_lease_does_not_fit_once_set_up_ends_as_a_failed_run() {
         "{summary}"
     );
 }
+
+/// The provisional leases (`"probe": true`) in `dir` now, by bytes.
+fn provisional(dir: &Path) -> Vec<u64> {
+    let entries = std::fs::read_dir(dir).into_iter().flatten();
+    (entries.map_while(Result::ok))
+        .filter(|e| e.file_name().to_string_lossy().starts_with("lease-"))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter_map(|t| serde_json::from_str::<Value>(t.lines().next()?).ok())
+        .filter(|r| r["probe"] == true)
+        .map(|r| r["bytes"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_completed_run_is_remembered_and_the_next_of_its_shape_probes_under_its_lease() {
+    let env = Env::small();
+    let first = run_leased(
+        &env,
+        &["train", "--config", "small.toml", "--set", "run.name=first"],
+        "host=1GiB",
+    );
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let summary = env.summary("runs/first");
+    let host = env.path("leases/host");
+    let known: Vec<PathBuf> = (std::fs::read_dir(&host).unwrap().map_while(Result::ok))
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("known-")
+        })
+        .collect();
+    assert_eq!(known.len(), 1, "{known:?}");
+    let remembered: Value =
+        serde_json::from_str(&std::fs::read_to_string(&known[0]).unwrap()).unwrap();
+    // Its lease, and its time an epoch: less than the run's wall time an epoch (no probe, no
+    // set-up), and not nothing.
+    assert_eq!(remembered["bytes"], summary["limit_bytes"], "{remembered}");
+    let per_epoch = remembered["seconds_per_epoch"].as_f64().unwrap();
+    let wall = num(&summary, "wall_time_s") / 3.0;
+    assert!(per_epoch > 0.0 && per_epoch < wall, "{per_epoch} {wall}");
+    let view = leases(&env, &[]).stdout();
+    assert!(view.contains("  remembers 1 shape(s) of run"), "{view}");
+    // The same shape under another name and seed probes under that lease, not the whole budget.
+    let mut second = spawn(
+        &env,
+        &[
+            "train",
+            "--config",
+            "small.toml",
+            "--set",
+            "run.name=second",
+            "--set",
+            "run.seed=5",
+        ],
+        "host=1GiB",
+    );
+    let mut seen = Vec::new();
+    while second.try_wait().unwrap().is_none() {
+        seen.extend(provisional(&host));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(second.wait().unwrap().success());
+    assert!(!seen.is_empty(), "the run's probe was never seen");
+    assert!(
+        seen.iter()
+            .all(|&b| Some(b) == remembered["bytes"].as_u64()),
+        "{seen:?} against {remembered}"
+    );
+    // Another shape is remembered beside it.
+    let other = run_leased(
+        &env,
+        &[
+            "train",
+            "--config",
+            "small.toml",
+            "--set",
+            "model.hidden=[48]",
+        ],
+        "host=1GiB",
+    );
+    assert_eq!(other.code(), 0, "{}", other.stderr());
+    let view = leases(&env, &[]).stdout();
+    assert!(view.contains("  remembers 2 shape(s) of run"), "{view}");
+}

@@ -116,6 +116,8 @@ impl<M: Module + 'static> HandLoop<M> {
             clock,
             checkpointer,
             place,
+            course,
+            epoch,
             ..
         } = self;
         learner.finish(&mut rec, &mut stats, completed);
@@ -166,6 +168,10 @@ impl<M: Module + 'static> HandLoop<M> {
         summary.stopped_by = stopped_by;
         summary.run_in_process = RUNS_IN_PROCESS.fetch_add(1, Ordering::Relaxed) + 1;
         write_summary(&run_dir, &summary)?;
+        // What the next run of its shape on this device asks for, and how long it holds it.
+        if let (Some(lease), RunStatus::Completed) = (&course.lease, &summary.status) {
+            lease.remember(epoch);
+        }
         Ok((summary, outcome))
     }
 }

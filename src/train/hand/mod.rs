@@ -143,7 +143,7 @@ struct Course {
     stop: Vec<Arc<AtomicBool>>,
     /// The run's memory lease on its device, where the device has a budget: given back when
     /// the loop is dropped, after its run's end has given its memory back.
-    _lease: Option<crate::lease::Lease>,
+    lease: Option<crate::lease::Lease>,
 }
 
 /// A run's clock.

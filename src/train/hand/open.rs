@@ -166,7 +166,7 @@ impl<M: Module + 'static> HandLoop<M> {
                 resume,
                 failed: None,
                 stop: Vec::new(),
-                _lease: None,
+                lease: None,
             },
             clock: Clock {
                 started: opening.started,
@@ -177,13 +177,14 @@ impl<M: Module + 'static> HandLoop<M> {
         // The limit's check at rest, with everything the run needs to end as a failed run
         // does (its `run_end` and `summary.json`) where the limit refuses it.
         let (guard, rec) = (&mut run.guard, &mut run.rec);
-        let started = settle(leasing, guard, rec, &run.named.run_dir).and_then(|lease| {
-            run.course._lease = lease;
-            match from {
-                None => guard.run_start(rec, to_come),
-                Some((at, detail)) => guard.resume_start(rec, at, to_come, detail),
-            }
-        });
+        let started =
+            settle(leasing, guard, rec, &run.named.run_dir, run.epoch).and_then(|lease| {
+                run.course.lease = lease;
+                match from {
+                    None => guard.run_start(rec, to_come),
+                    Some((at, detail)) => guard.resume_start(rec, at, to_come, detail),
+                }
+            });
         match started {
             Ok(()) => Ok(run),
             Err(e) => Err(run.refused(e)),
@@ -211,6 +212,7 @@ fn settle(
     guard: &mut MemoryGuard,
     rec: &mut RunRecorder,
     run_dir: &std::path::Path,
+    epoch: usize,
 ) -> Result<Option<Lease>, Error> {
     let Some(leasing) = leasing else {
         return Ok(None);
@@ -220,7 +222,7 @@ fn settle(
     if enforce {
         guard.lease_limit(lease.bytes());
     }
-    lease.note_run_dir(run_dir);
+    lease.note_run(run_dir, epoch);
     Ok(Some(lease))
 }
 
