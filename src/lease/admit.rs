@@ -70,7 +70,7 @@ impl Ask {
                 }));
             }
         }
-        let mut ticket: Option<Held> = None;
+        let mut ticket: Option<(Held, u64)> = None;
         let mut told = false;
         loop {
             let admission = self.dir.admit()?;
@@ -91,13 +91,12 @@ impl Ask {
                     Some(largest) => (largest, free >= largest),
                 },
             };
-            let waits_for = match want {
-                Want::Bytes(bytes) | Want::Provisional(bytes) => bytes,
-                Want::Probe => largest.unwrap_or(1).max(1),
-            };
-            let Some(mine) = ticket.as_ref().map(|t| t.path().to_path_buf()) else {
+            let waits_for = bytes.max(1);
+            let Some((mine, asked)) = ticket.as_ref().map(|(t, b)| (t.path().to_path_buf(), *b))
+            else {
                 // In the queue first, for the runs started with this one to join it.
-                ticket = Some(self.dir.hold("wait", &self.record(waits_for, false))?);
+                let record = self.record(waits_for, false);
+                ticket = Some((self.dir.hold("wait", &record)?, waits_for));
                 drop(admission);
                 std::thread::sleep(GATHER);
                 continue;
@@ -114,6 +113,12 @@ impl Ask {
                 drop(ticket);
                 drop(admission);
                 return Ok(self.lease(held, bytes));
+            }
+            if asked != waits_for {
+                // A probe's room follows the largest lease: the queue reads what it waits for
+                // now (a new file, the old one removed after it).
+                let record = self.record(waits_for, false);
+                ticket = Some((self.dir.hold("wait", &record)?, waits_for));
             }
             let line = self.waiting_line(want, waits_for, &scan);
             if !self.wait {
@@ -400,6 +405,42 @@ mod tests {
             "its ticket goes with the lease taken"
         );
         drop(lease);
+    }
+
+    #[test]
+    fn a_waiting_probe_tells_the_queue_the_room_it_waits_for_now() {
+        let (_tmp, dir) = registry();
+        let waiter = {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                let waiting = Ask {
+                    wait: true,
+                    ..ask(&dir, now_s())
+                };
+                waiting.take(Want::Probe, &mut Silent).map(|l| l.bytes())
+            })
+        };
+        // Every run waits for these bytes in the queue, its gathering first.
+        let waits_for = |bytes: u64| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let scan = dir.scan().unwrap();
+                if scan.waiting.first().map(|w| w.record.bytes) == Some(bytes) {
+                    return;
+                }
+                assert!(std::time::Instant::now() < deadline, "{:?}", scan.waiting);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        // The device empty as it asks, it gathers to probe in the whole budget ...
+        waits_for(100);
+        // ... and a run takes 70 meanwhile: it waits for 70 free, and says so.
+        let first = dir
+            .hold("lease", &ask(&dir, now_s()).record(70, false))
+            .unwrap();
+        waits_for(70);
+        drop(first);
+        assert_eq!(waiter.join().unwrap().unwrap(), 100);
     }
 
     #[test]
