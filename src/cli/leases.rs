@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::config::{DeviceBudget, MemorySize};
 use crate::error::{Error, UsageError};
 use crate::lease::{Live, Registry, Scan};
 use crate::memory::format_bytes;
@@ -14,13 +15,13 @@ pub(super) fn leases(budget: Option<&str>) -> Result<(), Error> {
     let registry = match budget {
         Some(text) => {
             // The argument first: a bad one makes no registry.
-            let (device, bytes) = parse_budget(text)?;
+            let (device, budget) = parse_budget(text)?;
             let registry = Registry::locate()?;
             let dir = registry.device(&device)?;
-            dir.set_budget(bytes)?;
+            dir.set_budget(budget)?;
             println!(
                 "{device}: budget {} for every tidemark run on it ({})",
-                format_bytes(bytes),
+                budget_text(budget),
                 dir.path().join("budget").display()
             );
             Some(registry)
@@ -40,8 +41,8 @@ pub(super) fn leases(budget: Option<&str>) -> Result<(), Error> {
         let admission = dir.admit()?;
         let scan = dir.scan()?;
         let budget = match scan.leases.first().or(scan.waiting.first()) {
-            Some(live) => Some(live.record.budget),
-            None => dir.budget_file()?,
+            Some(live) => Some(format_bytes(live.record.budget)),
+            None => dir.budget_file()?.map(budget_text),
         };
         drop(admission);
         print!("{}", device_text(dir.device(), budget, &scan));
@@ -57,8 +58,17 @@ pub(super) fn leases(budget: Option<&str>) -> Result<(), Error> {
     Ok(())
 }
 
-/// `--budget host=16GiB`: the device and the bytes.
-fn parse_budget(text: &str) -> Result<(String, u64), Error> {
+/// A budget as set: `48.0 MiB`, or what `device` means.
+fn budget_text(budget: DeviceBudget) -> String {
+    match budget {
+        DeviceBudget::Size(MemorySize::Bytes(bytes)) => format_bytes(bytes),
+        DeviceBudget::Size(MemorySize::Fraction(share)) => format!("{share} of the device"),
+        DeviceBudget::Device => "\"device\" (what it has free when its first run asks)".into(),
+    }
+}
+
+/// `--budget host=16GiB` (or `host=device`): the device and its budget.
+fn parse_budget(text: &str) -> Result<(String, DeviceBudget), Error> {
     let refused =
         |message: String| Error::Usage(UsageError::new(format!("--budget {text}"), message));
     let Some((device, size)) = text.split_once('=') else {
@@ -76,15 +86,13 @@ fn parse_budget(text: &str) -> Result<(String, u64), Error> {
             "no device \"{device}\": host (flex), or cpu-N, cuda-N, wgpu-N"
         )));
     }
-    let bytes = crate::config::parse_bytes(size.trim()).map_err(|e| refused(e.0))?;
-    Ok((device, bytes))
+    let budget = crate::lease::parse_budget(size.trim()).map_err(|e| refused(e.0))?;
+    Ok((device, budget))
 }
 
 /// A device's lines: its budget and use, then each lease and each waiting run.
-fn device_text(device: &str, budget: Option<u64>, scan: &Scan) -> String {
-    let budget = budget.map_or("no budget".to_string(), |b| {
-        format!("budget {}", format_bytes(b))
-    });
+fn device_text(device: &str, budget: Option<String>, scan: &Scan) -> String {
+    let budget = budget.map_or("no budget".to_string(), |b| format!("budget {b}"));
     let mut text = format!(
         "{device}: {budget}; {} lease(s) hold {}, {} run(s) waiting{}\n",
         scan.leases.len(),
@@ -158,10 +166,18 @@ mod tests {
 
     #[test]
     fn a_budget_argument_names_a_device_and_a_size() {
-        assert_eq!(parse_budget("host=1GiB").unwrap(), ("host".into(), 1 << 30));
+        let bytes = |b: u64| DeviceBudget::Size(MemorySize::Bytes(b));
+        assert_eq!(
+            parse_budget("host=1GiB").unwrap(),
+            ("host".into(), bytes(1 << 30))
+        );
         assert_eq!(
             parse_budget("cuda:1=2GiB").unwrap(),
-            ("cuda-1".into(), 2 << 30)
+            ("cuda-1".into(), bytes(2 << 30))
+        );
+        assert_eq!(
+            parse_budget("cuda-0=device").unwrap(),
+            ("cuda-0".into(), DeviceBudget::Device)
         );
         let e = parse_budget("gpu=1GiB").unwrap_err().to_string();
         assert_eq!(

@@ -25,7 +25,7 @@ pub use load::{load, load_checked, load_raw, parse, parse_checked, to_toml, Chec
 pub use overrides::Override;
 pub use raw::*;
 pub use serde_checks::{positive, positive_or_none, positives, positives_or_none};
-pub use size::{parse_bytes, MemorySize, ValueError};
+pub use size::{parse_bytes, DeviceBudget, MemorySize, ValueError};
 pub use types::*;
 pub use validate::Invalid;
 

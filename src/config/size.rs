@@ -181,9 +181,85 @@ impl Serialize for MemorySize {
     }
 }
 
+/// `memory.device_budget`: a size, or `"device"`: what the device has free when the first
+/// run on it asks ([`crate::lease`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DeviceBudget {
+    /// Bytes, or a share of the device's memory.
+    Size(MemorySize),
+    /// What the device has free for tidemark, read when no tidemark run on it holds or waits
+    /// for a lease: on CUDA the driver's free memory, on flex the machine's `MemAvailable`.
+    Device,
+}
+
+impl DeviceBudget {
+    /// The word that sets [`DeviceBudget::Device`].
+    pub const DEVICE: &'static str = "device";
+
+    /// Parses the raw form; the error says what is wrong, without the key.
+    pub fn parse(raw: &RawSize) -> Result<Self, ValueError> {
+        match raw {
+            RawSize::Text(t) if t.trim().eq_ignore_ascii_case(Self::DEVICE) => {
+                Ok(DeviceBudget::Device)
+            }
+            raw => MemorySize::parse(raw).map(DeviceBudget::Size).map_err(|e| {
+                ValueError(format!(
+                    "{} (or \"{}\": what the device has free)",
+                    e.0,
+                    Self::DEVICE
+                ))
+            }),
+        }
+    }
+}
+
+impl From<MemorySize> for DeviceBudget {
+    fn from(size: MemorySize) -> Self {
+        DeviceBudget::Size(size)
+    }
+}
+
+impl<'de> Deserialize<'de> for DeviceBudget {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = RawSize::deserialize(deserializer)?;
+        DeviceBudget::parse(&raw).map_err(|e| de::Error::custom(e.0))
+    }
+}
+
+impl Serialize for DeviceBudget {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DeviceBudget::Size(size) => size.serialize(s),
+            DeviceBudget::Device => s.serialize_str(Self::DEVICE),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_budget_is_a_size_or_the_device() {
+        let parse = |raw: RawSize| DeviceBudget::parse(&raw);
+        assert_eq!(
+            parse(RawSize::Text("Device".into())),
+            Ok(DeviceBudget::Device)
+        );
+        assert_eq!(
+            parse(RawSize::Text("2GiB".into())),
+            Ok(DeviceBudget::Size(MemorySize::Bytes(2 << 30)))
+        );
+        assert_eq!(
+            parse(RawSize::Fraction(0.5)),
+            Ok(DeviceBudget::Size(MemorySize::Fraction(0.5)))
+        );
+        let e = parse(RawSize::Text("lots".into())).unwrap_err().0;
+        assert!(
+            e.ends_with("(or \"device\": what the device has free)"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn units_parse() {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::registry::{now_s, Held};
-use super::{DeviceDir, Lease, Record, Scan};
+use super::{Budget, DeviceDir, Lease, Record, Scan};
 use crate::error::{Error, LeaseError};
 use crate::memory::format_bytes;
 use crate::record::Observer;
@@ -25,7 +25,7 @@ pub const BACKFILL_S: f64 = 60.0;
 /// What a run asks of a device's directory.
 pub(crate) struct Ask {
     pub(super) dir: DeviceDir,
-    pub(super) budget: u64,
+    pub(super) budget: Budget,
     /// Where the budget was set.
     pub(super) origin: String,
     pub(super) wait: bool,
@@ -57,33 +57,31 @@ impl Ask {
     /// holds it and no run ranked before it ([`Ask::after`]) fits now or has waited
     /// [`BACKFILL_S`].
     pub(super) fn take(&self, want: Want, observer: &mut dyn Observer) -> Result<Lease, Error> {
-        let device = self.dir.device();
-        if let Want::Bytes(bytes) = want {
-            if bytes > self.budget {
-                return Err(Error::Lease(LeaseError::NoRoom {
-                    message: format!(
-                        "a memory lease of {} on {device} is larger than its whole budget, {}; \
-                         raise the budget, or make the run smaller",
-                        format_bytes(bytes),
-                        format_bytes(self.budget)
-                    ),
-                }));
-            }
-        }
         let mut ticket: Option<(Held, u64)> = None;
         let mut told = false;
         loop {
             let admission = self.dir.admit()?;
             let scan = self.dir.scan()?;
-            self.same_budget(&scan)?;
+            let budget = self.budget_in(&scan)?;
+            if let Want::Bytes(bytes) = want {
+                if bytes > budget {
+                    return Err(Error::Lease(LeaseError::NoRoom {
+                        message: format!(
+                            "a memory lease of {} on {} is larger than its whole budget, {}; \
+                             raise the budget, or make the run smaller",
+                            format_bytes(bytes),
+                            self.dir.device(),
+                            format_bytes(budget)
+                        ),
+                    }));
+                }
+            }
             let held = scan.held();
-            let free = self.budget.saturating_sub(held);
+            let free = budget.saturating_sub(held);
             // The most a run on this device holds, as far as the registry knows.
             let largest = scan.leases.iter().map(|l| l.record.bytes).max();
             let (bytes, fits) = match want {
-                Want::Bytes(bytes) | Want::Provisional(bytes) => {
-                    (bytes, held + bytes <= self.budget)
-                }
+                Want::Bytes(bytes) | Want::Provisional(bytes) => (bytes, held + bytes <= budget),
                 // A probe needs about what a run holds: the largest lease, or all the budget
                 // where no run holds one.
                 Want::Probe => match largest {
@@ -95,7 +93,7 @@ impl Ask {
             let Some((mine, asked)) = ticket.as_ref().map(|(t, b)| (t.path().to_path_buf(), *b))
             else {
                 // In the queue first, for the runs started with this one to join it.
-                let record = self.record(waits_for, false);
+                let record = self.record(waits_for, false, budget);
                 ticket = Some((self.dir.hold("wait", &record)?, waits_for));
                 drop(admission);
                 std::thread::sleep(GATHER);
@@ -105,22 +103,22 @@ impl Ask {
             let passed = scan.waiting.iter().any(|w| {
                 w.path != mine
                     && self.after(&w.record, now)
-                    && (held + w.record.bytes <= self.budget || now - w.record.since >= BACKFILL_S)
+                    && (held + w.record.bytes <= budget || now - w.record.since >= BACKFILL_S)
             });
             if fits && !passed {
-                let record = self.record(bytes, !matches!(want, Want::Bytes(_)));
+                let record = self.record(bytes, !matches!(want, Want::Bytes(_)), budget);
                 let held = self.dir.hold("lease", &record)?;
                 drop(ticket);
                 drop(admission);
-                return Ok(self.lease(held, bytes));
+                return Ok(self.lease(held, bytes, budget));
             }
             if asked != waits_for {
                 // A probe's room follows the largest lease: the queue reads what it waits for
                 // now (a new file, the old one removed after it).
-                let record = self.record(waits_for, false);
+                let record = self.record(waits_for, false, budget);
                 ticket = Some((self.dir.hold("wait", &record)?, waits_for));
             }
-            let line = self.waiting_line(want, waits_for, &scan);
+            let line = self.waiting_line(want, waits_for, &scan, budget);
             if !self.wait {
                 return Err(Error::Lease(LeaseError::NoRoom {
                     message: format!("{line}; memory.wait = false"),
@@ -151,10 +149,11 @@ impl Ask {
         }
     }
 
-    fn lease(&self, held: Held, bytes: u64) -> Lease {
+    fn lease(&self, held: Held, bytes: u64, budget: u64) -> Lease {
         Lease {
             held,
             bytes,
+            budget,
             shape: (self.dir.clone(), self.shape.clone()),
             taken: std::time::Instant::now(),
             from_epoch: 0,
@@ -171,12 +170,13 @@ impl Ask {
     ) -> Result<Lease, Error> {
         let admission = self.dir.admit()?;
         let scan = self.dir.scan()?;
+        let budget = self.budget_in(&scan)?;
         let others = scan.held().saturating_sub(provisional.bytes);
-        if others + bytes <= self.budget {
-            let held = self.dir.hold("lease", &self.record(bytes, false))?;
+        if others + bytes <= budget {
+            let held = self.dir.hold("lease", &self.record(bytes, false, budget))?;
             drop(provisional);
             drop(admission);
-            return Ok(self.lease(held, bytes));
+            return Ok(self.lease(held, bytes, budget));
         }
         drop(provisional);
         drop(admission);
@@ -184,23 +184,23 @@ impl Ask {
     }
 
     /// Tells the user the lease taken.
-    pub(super) fn tell(&self, observer: &mut dyn Observer, bytes: u64, limit: &str) {
+    pub(super) fn tell(&self, observer: &mut dyn Observer, lease: &Lease, limit: &str) {
         observer.message(&format!(
             "memory lease: {} of {}'s budget of {} ({}), {limit}",
-            format_bytes(bytes),
+            format_bytes(lease.bytes),
             self.dir.device(),
-            format_bytes(self.budget),
+            format_bytes(lease.budget),
             self.origin
         ));
     }
 
-    fn record(&self, bytes: u64, probe: bool) -> Record {
+    fn record(&self, bytes: u64, probe: bool, budget: u64) -> Record {
         Record {
             version: 1,
             pid: std::process::id(),
             since: self.since,
             bytes,
-            budget: self.budget,
+            budget,
             device: self.dir.device().to_string(),
             command: self.command.clone(),
             probe,
@@ -208,12 +208,18 @@ impl Ask {
         }
     }
 
-    /// Refuses a budget other than the one the device's runs were admitted under.
-    fn same_budget(&self, scan: &Scan) -> Result<(), Error> {
-        let other =
-            (scan.leases.iter().chain(&scan.waiting)).find(|l| l.record.budget != self.budget);
-        match other {
-            None => Ok(()),
+    /// The device's budget in bytes as its registry stands: this run's, which the runs there
+    /// were admitted under too (one device has one budget, else this run is refused); for a
+    /// budget read from the device, theirs where any run holds or waits for a lease, else what
+    /// the device had free when this run read it.
+    fn budget_in(&self, scan: &Scan) -> Result<u64, Error> {
+        let mut records = scan.leases.iter().chain(&scan.waiting);
+        let budget = match self.budget {
+            Budget::Bytes(bytes) => bytes,
+            Budget::Device { free } => records.clone().next().map_or(free, |l| l.record.budget),
+        };
+        match records.find(|l| l.record.budget != budget) {
+            None => Ok(budget),
             Some(other) => Err(Error::Lease(LeaseError::Budget {
                 origin: other.path.display().to_string(),
                 message: format!(
@@ -222,14 +228,14 @@ impl Ask {
                     other.record.pid,
                     self.dir.device(),
                     format_bytes(other.record.budget),
-                    format_bytes(self.budget)
+                    format_bytes(budget)
                 ),
             })),
         }
     }
 
     /// The one line a waiting run says: what it waits for, and who holds what.
-    fn waiting_line(&self, want: Want, bytes: u64, scan: &Scan) -> String {
+    fn waiting_line(&self, want: Want, bytes: u64, scan: &Scan, budget: u64) -> String {
         let device = self.dir.device();
         let what = match want {
             Want::Bytes(_) => format!("a memory lease of {}", format_bytes(bytes)),
@@ -254,7 +260,7 @@ impl Ask {
             "waiting for {what} on {device}: {} lease(s) hold {} of its {} budget ({})",
             scan.leases.len(),
             format_bytes(scan.held()),
-            format_bytes(self.budget),
+            format_bytes(budget),
             holders.join("; ")
         )
     }
@@ -269,7 +275,7 @@ mod tests {
     fn ask(dir: &DeviceDir, since: f64) -> Ask {
         Ask {
             dir: dir.clone(),
-            budget: 100,
+            budget: Budget::Bytes(100),
             origin: "test".into(),
             wait: false,
             since,
@@ -352,7 +358,7 @@ mod tests {
         let now = now_s();
         let _held = ask(&dir, now).take(Want::Bytes(60), &mut Silent).unwrap();
         let waiting = |since: f64, bytes: u64| {
-            dir.hold("wait", &ask(&dir, since).record(bytes, false))
+            dir.hold("wait", &ask(&dir, since).record(bytes, false, 100))
                 .unwrap()
         };
         // An older run waits for 50, which does not fit: a younger 30 goes ahead.
@@ -374,7 +380,7 @@ mod tests {
         let (_tmp, dir) = registry();
         let now = now_s();
         let waiting = |since: f64, expected_s: Option<f64>| {
-            let record = expecting(&dir, since, expected_s).record(50, false);
+            let record = expecting(&dir, since, expected_s).record(50, false, 100);
             dir.hold("wait", &record).unwrap()
         };
         let this = |expected_s: Option<f64>| expecting(&dir, now, expected_s);
@@ -436,7 +442,7 @@ mod tests {
         waits_for(100);
         // ... and a run takes 70 meanwhile: it waits for 70 free, and says so.
         let first = dir
-            .hold("lease", &ask(&dir, now_s()).record(70, false))
+            .hold("lease", &ask(&dir, now_s()).record(70, false, 100))
             .unwrap();
         waits_for(70);
         drop(first);
@@ -450,7 +456,7 @@ mod tests {
             .take(Want::Bytes(10), &mut Silent)
             .unwrap();
         let other = Ask {
-            budget: 200,
+            budget: Budget::Bytes(200),
             ..ask(&dir, now_s())
         };
         let e = other
@@ -461,5 +467,17 @@ mod tests {
             e.contains("under a budget of 100 B, and this run's is 200 B"),
             "{e}"
         );
+        // A budget read from the device is the one the device's runs were admitted under ...
+        let read = |free: u64| Ask {
+            budget: Budget::Device { free },
+            ..ask(&dir, now_s())
+        };
+        let lease = read(500).take(Want::Bytes(80), &mut Silent).unwrap();
+        assert_eq!((lease.bytes(), lease.budget), (80, 100));
+        drop((lease, _held));
+        // ... and, where none holds or waits, what the device had free.
+        let lease = read(500).take(Want::Bytes(300), &mut Silent).unwrap();
+        assert_eq!(lease.budget, 500);
+        assert_eq!(dir.scan().unwrap().leases[0].record.budget, 500);
     }
 }

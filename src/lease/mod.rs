@@ -25,7 +25,8 @@ mod known;
 mod registry;
 
 pub use admit::BACKFILL_S;
-pub use budget::{device_budget, BUDGET_VAR};
+pub(crate) use budget::parse_budget;
+pub use budget::{device_budget, Budget, BUDGET_VAR};
 pub use known::Known;
 pub(crate) use registry::now_s;
 pub use registry::{DeviceDir, Live, Record, Registry, Scan, LEASES_VAR};
@@ -43,6 +44,8 @@ use registry::Held;
 pub struct Lease {
     held: Held,
     bytes: u64,
+    /// The device's budget it was taken under.
+    budget: u64,
     /// Where its run's shape is remembered, and under what name (`known.rs`).
     shape: (DeviceDir, String),
     /// When it was taken, and the epoch its run stood at then.
@@ -54,6 +57,11 @@ impl Lease {
     /// Its bytes.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The device's budget it was taken under.
+    pub fn budget(&self) -> u64 {
+        self.budget
     }
 
     /// Adds the run's directory to its record, for the view, and the epoch the run starts
@@ -100,7 +108,7 @@ pub(crate) enum Leasing {
     Taken(Lease),
     /// A probed run's.
     Probed {
-        ask: Ask,
+        ask: Box<Ask>,
         provisional: Lease,
         measured: Measured,
     },
@@ -134,16 +142,22 @@ pub(crate) fn begin(
     };
     let device = crate::backend::select(&config.device)?;
     let total = device_total_memory(&device, MemoryMeter::new(&device).source());
-    if let Some(total) = total.filter(|&t| budget > t) {
-        return Err(Error::Lease(LeaseError::Budget {
-            origin,
-            message: format!(
-                "the budget {} is larger than the device, {} ({name})",
-                format_bytes(budget),
-                format_bytes(total)
-            ),
-        }));
-    }
+    let origin = match budget {
+        Budget::Bytes(bytes) => match total.filter(|&t| bytes > t) {
+            Some(total) => {
+                return Err(Error::Lease(LeaseError::Budget {
+                    origin,
+                    message: format!(
+                        "the budget {} is larger than the device, {} ({name})",
+                        format_bytes(bytes),
+                        format_bytes(total)
+                    ),
+                }))
+            }
+            None => origin,
+        },
+        Budget::Device { .. } => format!("{origin}: what {name} had free as its first run asked"),
+    };
     let dir = Registry::locate()?.device(&name)?;
     let shape = known::shape_of(config);
     let known = dir.known(&shape);
@@ -170,19 +184,19 @@ pub(crate) fn begin(
                 })
             })?;
             let lease = ask.take(Want::Bytes(bytes), observer)?;
-            ask.tell(observer, bytes, "its memory.limit");
+            ask.tell(observer, &lease, "its memory.limit");
             return Ok(Some(Leasing::Taken(lease)));
         }
     };
     // A run of a shape the registry remembers probes under what it leased last time.
-    let want = match known.filter(|k| k.bytes <= budget) {
+    let want = match known.filter(|k| k.bytes <= budget.bytes()) {
         Some(known) => Want::Provisional(known.bytes),
         None => Want::Probe,
     };
     let provisional = ask.take(want, observer)?;
     let measured = probe(config)?;
     Ok(Some(Leasing::Probed {
-        ask,
+        ask: Box::new(ask),
         provisional,
         measured,
     }))
@@ -217,7 +231,7 @@ impl Leasing {
             ..measured
         });
         let lease = ask.swap(provisional, bytes, observer)?;
-        ask.tell(observer, bytes, "the run's memory.limit");
+        ask.tell(observer, &lease, "the run's memory.limit");
         Ok((lease, true))
     }
 }

@@ -629,3 +629,111 @@ fn a_completed_run_is_remembered_and_the_next_of_its_shape_probes_under_its_leas
     let view = leases(&env, &[]).stdout();
     assert!(view.contains("  remembers 2 shape(s) of run"), "{view}");
 }
+
+/// Waits up to a minute for a line containing `needle`, and returns it.
+fn line_with(lines: &mpsc::Receiver<(Instant, String)>, needle: &str) -> String {
+    let end = Instant::now() + Duration::from_secs(60);
+    while let Ok((_, line)) = lines.recv_timeout(end.saturating_duration_since(Instant::now())) {
+        if line.contains(needle) {
+            return line;
+        }
+    }
+    panic!("no line with {needle:?}");
+}
+
+/// The machine's `MemAvailable`, in bytes.
+fn available() -> f64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<f64>()
+        .unwrap()
+        * 1024.0
+}
+
+/// `48.0 MiB` (as `format_bytes` writes it) in bytes.
+fn bytes_of(text: &str) -> f64 {
+    let (number, unit) = text.trim().split_once(' ').unwrap();
+    let scale = match unit {
+        "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024.0f64.powi(4),
+        _ => panic!("{text}"),
+    };
+    number.parse::<f64>().unwrap() * scale
+}
+
+#[test]
+fn a_budget_read_from_the_device_is_what_it_has_free_and_the_runs_after_keep_it() {
+    let env = Env::small();
+    let set = leases(&env, &["--budget", "host=device"]);
+    assert_eq!(set.code(), 0, "{}", set.stderr());
+    assert!(
+        set.stdout().starts_with(
+            "host: budget \"device\" (what it has free when its first run asks) for every \
+             tidemark run on it"
+        ),
+        "{}",
+        set.stdout()
+    );
+    let view = leases(&env, &[]).stdout();
+    assert!(
+        view.starts_with("host: budget \"device\" (what it has free"),
+        "{view}"
+    );
+    // The first run reads the machine's available memory as the budget.
+    let before = available();
+    let mut holder = limited(&env, "500", "holder", "");
+    let lines = lines_of(&mut holder);
+    let told = line_with(&lines, "memory lease: 32.0 MiB of host's budget of ");
+    let after = available();
+    let budget = told
+        .split("budget of ")
+        .nth(1)
+        .and_then(|t| t.split(" (").next())
+        .unwrap();
+    let read = bytes_of(budget);
+    let (low, high) = (before.min(after), before.max(after));
+    // Within what the machine had free around the read, give or take the tests beside it.
+    assert!(
+        read > 0.8 * low && read < 1.2 * high,
+        "{told}: {low}..{high} free"
+    );
+    assert!(
+        told.contains("leases/host/budget: what host had free as its first run asked)"),
+        "{told}"
+    );
+    // A run after it, whose own reading differs, is admitted under the same budget.
+    let next = run_leased(
+        &env,
+        &[
+            "train",
+            "--config",
+            "small.toml",
+            "--set",
+            "memory.limit=16MiB",
+            "--set",
+            "train.epochs=1",
+            "--set",
+            "run.name=next",
+        ],
+        "host=device",
+    );
+    assert_eq!(next.code(), 0, "{}", next.stderr());
+    assert!(
+        next.stderr().contains(&format!(
+            "memory lease: 16.0 MiB of host's budget of {budget} ("
+        )),
+        "{}",
+        next.stderr()
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+}

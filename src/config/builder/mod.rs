@@ -4,7 +4,7 @@
 
 use super::error::ConfigError;
 use super::raw::RawConfig;
-use super::size::MemorySize;
+use super::size::{DeviceBudget, MemorySize};
 use super::types::{
     Backend, ClearPolicy, EarlyStoppingConfig, Execution, LossScaling, MemoryPolicyKind, Offload,
     OnLimit, OptimizerKind, Precision, RunConfig, ScheduleConfig, SnapshotEvery,
@@ -170,8 +170,8 @@ impl ConfigBuilder {
     /// The device's budget, which every tidemark run on it shares through memory leases
     /// (`memory.device_budget`; [`crate::lease`]), and whether a run waits for room for its
     /// lease (`memory.wait`; `false`: exits 3 at once).
-    pub fn device_budget(mut self, budget: MemorySize, wait: bool) -> Self {
-        self.raw.memory.device_budget = Some(budget);
+    pub fn device_budget(mut self, budget: impl Into<DeviceBudget>, wait: bool) -> Self {
+        self.raw.memory.device_budget = Some(budget.into());
         self.raw.memory.wait = Some(wait);
         self
     }

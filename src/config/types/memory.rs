@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::MemorySize;
+use super::{DeviceBudget, MemorySize};
 
 /// `[memory]`: how the run allocates, what it may hold, and when it gives memory back.
 ///
@@ -29,11 +29,11 @@ pub struct MemoryConfig {
     /// When snapshots are written (default `epoch`).
     pub snapshot: SnapshotEvery,
     /// The device's budget, shared by every tidemark run on it through the lease registry
-    /// ([`crate::lease`]): bytes, or a share of the device's memory. Unset: the
-    /// `TIDEMARK_DEVICE_BUDGET` variable's, else the registry's `budget` file's, else none
-    /// (no lease is taken).
+    /// ([`crate::lease`]): bytes, a share of the device's memory, or `"device"` (what the
+    /// device has free when its first run asks). Unset: the `TIDEMARK_DEVICE_BUDGET`
+    /// variable's, else the registry's `budget` file's, else none (no lease is taken).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub device_budget: Option<MemorySize>,
+    pub device_budget: Option<DeviceBudget>,
     /// Whether a run whose lease the budget cannot hold now waits for one (default `true`);
     /// `false` exits 3 at once.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -17,7 +17,7 @@ mod monitor_mode;
 mod schedule;
 mod train;
 
-pub use super::size::MemorySize;
+pub use super::size::{DeviceBudget, MemorySize};
 pub use data::*;
 pub use early_stopping::*;
 pub use ema::*;

@@ -9,7 +9,11 @@ use crate::config::types::*;
 pub(super) fn memory(memory: MemoryConfig) -> Result<MemoryConfig> {
     size("memory.preallocate", memory.preallocate)?;
     size("memory.limit", memory.limit)?;
-    size("memory.device_budget", memory.device_budget)?;
+    let budget = match memory.device_budget {
+        Some(DeviceBudget::Size(size)) => Some(size),
+        _ => None,
+    };
+    size("memory.device_budget", budget)?;
     // Kept under `growth` too (unused there), so `--set memory.policy=growth` works on a
     // config written for preallocation.
     let preallocate = match memory.policy {

@@ -28,7 +28,7 @@ const MOST: u64 = i64::MAX as u64;
 pub(in crate::sweep) fn resolve(packing: &Packing, config: &RunConfig) -> Result<u64, Error> {
     let own = search_budget(packing, config)?;
     let device = crate::lease::device_budget(config)?;
-    Ok(device.map_or(own, |(bytes, _)| own.min(bytes)))
+    Ok(device.map_or(own, |(budget, _)| own.min(budget.bytes())))
 }
 
 /// `sweep.budget` for trials of `config`, in bytes.

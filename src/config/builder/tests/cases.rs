@@ -223,6 +223,10 @@ pub(super) fn memory_cases() -> Cases {
             b().device_budget(MemorySize::Bytes(8 << 30), false),
             "[memory]\ndevice_budget = 8589934592\nwait = false",
         ),
+        (
+            b().device_budget(crate::config::DeviceBudget::Device, true),
+            "[memory]\ndevice_budget = \"device\"\nwait = true",
+        ),
     ];
     cases.into_iter().map(|(b, t)| (b, text(t))).collect()
 }
