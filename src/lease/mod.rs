@@ -14,10 +14,12 @@
 //! has its lease there); else one probed step of the run (`train::preflight`) above what the
 //! run holds once set up, sized as a search sizes a trial's lease
 //! ([`crate::memory::policy::lease_for`]). The probe and the set-up run under a provisional
-//! lease the size of the largest on the device (the whole budget where no run holds one): a
-//! guess, since the run's size is what the probe finds; a run larger than every other may hold
-//! more than it while it probes, and once set up waits for its own lease if the budget cannot
-//! hold it at once. Without a budget nothing here runs, and nothing is written.
+//! lease: the one the registry remembers for the run's shape (`known.rs`), else the size of
+//! the largest on the device (the whole budget where no run holds one), a guess, since the
+//! run's size is what the probe finds; a run larger than every other may hold more than it
+//! while it probes, and once set up waits for its own lease if the budget cannot hold it at
+//! once. A search's parent probes its trials under such a lease too (`probing`). Without a
+//! budget nothing here runs, and nothing is written.
 
 mod admit;
 mod budget;
@@ -140,6 +142,61 @@ pub(crate) fn begin(
             }))
         }
     };
+    let (ask, known, total) = ask_under(config, budget, origin)?;
+    let probe = match size {
+        Size::Probe(probe) => probe,
+        Size::Limit(limit) => {
+            let bytes = limit.resolve(total).ok_or_else(|| {
+                Error::Lease(LeaseError::Budget {
+                    origin: "memory.limit".into(),
+                    message: format!(
+                        "a share of the device's memory, which {name} does not tell; give \
+                         the limit as a size to lease it"
+                    ),
+                })
+            })?;
+            let lease = ask.take(Want::Bytes(bytes), observer)?;
+            ask.tell(observer, &lease, "its memory.limit");
+            return Ok(Some(Leasing::Taken(lease)));
+        }
+    };
+    // A run of a shape the registry remembers probes under what it leased last time.
+    let want = match known.filter(|k| k.bytes <= budget.bytes()) {
+        Some(known) => Want::Provisional(known.bytes),
+        None => Want::Probe,
+    };
+    let provisional = ask.take(want, observer)?;
+    let measured = probe(config)?;
+    Ok(Some(Leasing::Probed {
+        ask: Box::new(ask),
+        provisional,
+        measured,
+    }))
+}
+
+/// A provisional lease for a search's parent to probe its trials in (`config` one of theirs),
+/// where their device has a budget: the room of the largest lease on the device, or all the
+/// budget where no run holds one, given back when dropped. `Ok(None)`: no budget.
+pub(crate) fn probing(
+    config: &RunConfig,
+    observer: &mut dyn Observer,
+) -> Result<Option<Lease>, Error> {
+    let Some((budget, origin)) = device_budget(config)? else {
+        return Ok(None);
+    };
+    let (ask, _, _) = ask_under(config, budget, origin)?;
+    ask.take(Want::Probe, observer).map(Some)
+}
+
+/// What `config`'s run asks of its device's registry under `budget` (set at `origin`), with
+/// what the registry remembers of its shape and the device's memory: a budget in bytes larger
+/// than the device is refused.
+fn ask_under(
+    config: &RunConfig,
+    budget: Budget,
+    origin: String,
+) -> Result<(Ask, Option<Known>, Option<u64>), Error> {
+    let name = device_name(config);
     let device = crate::backend::select(&config.device)?;
     let total = device_total_memory(&device, MemoryMeter::new(&device).source());
     let origin = match budget {
@@ -171,35 +228,7 @@ pub(crate) fn begin(
         expected_s: known.map(|k| k.seconds_per_epoch * config.train.epochs as f64),
         shape,
     };
-    let probe = match size {
-        Size::Probe(probe) => probe,
-        Size::Limit(limit) => {
-            let bytes = limit.resolve(total).ok_or_else(|| {
-                Error::Lease(LeaseError::Budget {
-                    origin: "memory.limit".into(),
-                    message: format!(
-                        "a share of the device's memory, which {name} does not tell; give \
-                         the limit as a size to lease it"
-                    ),
-                })
-            })?;
-            let lease = ask.take(Want::Bytes(bytes), observer)?;
-            ask.tell(observer, &lease, "its memory.limit");
-            return Ok(Some(Leasing::Taken(lease)));
-        }
-    };
-    // A run of a shape the registry remembers probes under what it leased last time.
-    let want = match known.filter(|k| k.bytes <= budget.bytes()) {
-        Some(known) => Want::Provisional(known.bytes),
-        None => Want::Probe,
-    };
-    let provisional = ask.take(want, observer)?;
-    let measured = probe(config)?;
-    Ok(Some(Leasing::Probed {
-        ask: Box::new(ask),
-        provisional,
-        measured,
-    }))
+    Ok((ask, known, total))
 }
 
 /// What sizes a run's lease: its `memory.limit`, or a probe of its step.

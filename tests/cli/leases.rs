@@ -440,12 +440,20 @@ fn a_parallel_search_and_two_trainings_share_one_budget() {
     let spec = format!("host={budget}");
     let done = Arc::new(AtomicBool::new(false));
     let most = Arc::new(AtomicU64::new(0));
+    // Whether the search's parent probed its trials under a provisional lease.
+    let parent_probed = Arc::new(AtomicBool::new(false));
     let poll = {
-        let (done, most) = (done.clone(), most.clone());
+        let (done, most, parent) = (done.clone(), most.clone(), parent_probed.clone());
         let dir = env.path("leases/host");
         std::thread::spawn(move || {
             while !done.load(Ordering::SeqCst) {
                 most.fetch_max(leased(&dir), Ordering::SeqCst);
+                if provisional(&dir)
+                    .iter()
+                    .any(|(_, c)| c.contains(" sweep --config"))
+                {
+                    parent.store(true, Ordering::SeqCst);
+                }
                 std::thread::sleep(Duration::from_millis(5));
             }
         })
@@ -472,6 +480,14 @@ fn a_parallel_search_and_two_trainings_share_one_budget() {
     poll.join().unwrap();
     let most = most.load(Ordering::SeqCst);
     assert!(most > 0 && most <= budget, "leases held {most} of {budget}");
+    assert!(
+        parent_probed.load(Ordering::SeqCst),
+        "the search probed its trials outside any lease"
+    );
+    assert!(
+        parent_probed.load(Ordering::SeqCst),
+        "the search probed its trials outside any lease"
+    );
     let mut dirs: Vec<String> = (1..=4)
         .map(|i| format!("runs/small-sweep/trial-00{i}"))
         .collect();
@@ -544,15 +560,20 @@ fn a_probed_run_whose_lease_does_not_fit_once_set_up_ends_as_a_failed_run() {
     );
 }
 
-/// The provisional leases (`"probe": true`) in `dir` now, by bytes.
-fn provisional(dir: &Path) -> Vec<u64> {
+/// The provisional leases (`"probe": true`) in `dir` now: bytes and command.
+fn provisional(dir: &Path) -> Vec<(u64, String)> {
     let entries = std::fs::read_dir(dir).into_iter().flatten();
     (entries.map_while(Result::ok))
         .filter(|e| e.file_name().to_string_lossy().starts_with("lease-"))
         .filter_map(|e| std::fs::read_to_string(e.path()).ok())
         .filter_map(|t| serde_json::from_str::<Value>(t.lines().next()?).ok())
         .filter(|r| r["probe"] == true)
-        .map(|r| r["bytes"].as_u64().unwrap())
+        .map(|r| {
+            (
+                r["bytes"].as_u64().unwrap(),
+                r["command"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
@@ -603,7 +624,7 @@ fn a_completed_run_is_remembered_and_the_next_of_its_shape_probes_under_its_leas
     );
     let mut seen = Vec::new();
     while second.try_wait().unwrap().is_none() {
-        seen.extend(provisional(&host));
+        seen.extend(provisional(&host).into_iter().map(|(bytes, _)| bytes));
         std::thread::sleep(Duration::from_millis(2));
     }
     assert!(second.wait().unwrap().success());

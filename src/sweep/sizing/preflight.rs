@@ -77,6 +77,12 @@ pub(in crate::sweep) fn arrange<'a>(
         return Ok(todo.into_iter().map(|t| (t, None)).collect());
     }
     let started = Instant::now();
+    // The probes hold memory as a run does: under a provisional lease where the device has a
+    // budget, given back once they are done.
+    let probing = match todo.first() {
+        Some(first) => crate::lease::probing(&build.config(first)?, observer)?,
+        None => None,
+    };
     if leases {
         // A lease counts what a fresh process holds before the step: its one-time state too.
         if let Some(first) = todo.first() {
@@ -94,6 +100,7 @@ pub(in crate::sweep) fn arrange<'a>(
             ))
         })
         .collect::<Result<Vec<(Probe, &Trial)>, Error>>()?;
+    drop(probing);
     stopped()?;
     // Stable, on two significant digits: trials of one size keep their numbers' order; failed
     // probes go last. Listed (probed for leases only), they stay in their numbers' order.

@@ -107,20 +107,27 @@ impl Runner for Slots<'_> {
             Some(Err(e)) => Err(e),
             _ => self.build.config(&trial),
         };
-        if let (Ok(cfg), false) = (&built, self.held.warm) {
-            // A lease counts what a fresh process holds before the step: its one-time state.
-            warm_up(cfg)?;
-            self.held.warm = true;
-        }
         // A planned trial (not one TPE drew) this worker probed for the order is not probed
         // again.
         let planned = self.study.planned(trial.number);
         let known = (self.probed.get(&trial.number))
             .filter(|_| planned.is_some_and(|p| p.values == trial.values));
+        // The warm-up and the probe hold memory as a run does: under a provisional lease
+        // where the device has a budget, given back once the trial is sized.
+        let probing = match &built {
+            Ok(cfg) if !self.held.warm || known.is_none() => crate::lease::probing(cfg, observer)?,
+            _ => None,
+        };
+        if let (Ok(cfg), false) = (&built, self.held.warm) {
+            // A lease counts what a fresh process holds before the step: its one-time state.
+            warm_up(cfg)?;
+            self.held.warm = true;
+        }
         let lease = (built.as_ref().ok()).map(|cfg| match known {
             Some(&lease) => lease,
             None => lease_of(self.build.kinds, &trial, cfg).unwrap_or(self.budget),
         });
+        drop(probing);
         let failed = match (&built, lease) {
             (Err(e), _) => e.to_string(),
             (Ok(_), Some(lease)) if lease > self.budget => too_large(lease, self.budget),
