@@ -110,8 +110,12 @@ fn device_text(device: &str, budget: Option<String>, scan: &Scan) -> String {
     for live in &scan.waiting {
         let expected = (live.record.expected_s)
             .map_or(String::new(), |s| format!(", expected to run {s:.0} s"));
+        let holding = match live.record.holding {
+            0 => String::new(),
+            bytes => format!(" (holding {} meanwhile)", format_bytes(bytes)),
+        };
         text.push_str(&format!(
-            "  waiting: pid {} for {}, {:.0} s{expected}  {}\n",
+            "  waiting: pid {} for {}{holding}, {:.0} s{expected}  {}\n",
             live.record.pid,
             format_bytes(live.record.bytes),
             (now - live.record.since).max(0.0),

@@ -57,7 +57,20 @@ impl Ask {
     /// holds it and no run ranked before it ([`Ask::after`]) fits now or has waited
     /// [`BACKFILL_S`].
     pub(super) fn take(&self, want: Want, observer: &mut dyn Observer) -> Result<Lease, Error> {
-        let mut ticket: Option<(Held, u64)> = None;
+        self.queue(want, observer, None, None)
+    }
+
+    /// [`take`](Self::take), for a run that may already hold a lease it `keep`s until it has
+    /// the new one (counted as its own, not another's), and may already be in the queue
+    /// (`ticket`: its file, and the bytes it says).
+    fn queue(
+        &self,
+        want: Want,
+        observer: &mut dyn Observer,
+        keep: Option<Lease>,
+        mut ticket: Option<(Held, u64)>,
+    ) -> Result<Lease, Error> {
+        let own = keep.as_ref().map_or(0, |l| l.bytes);
         let mut told = false;
         loop {
             let admission = self.dir.admit()?;
@@ -76,7 +89,8 @@ impl Ask {
                     }));
                 }
             }
-            let held = scan.held();
+            // What the others hold.
+            let held = scan.held().saturating_sub(own);
             let free = budget.saturating_sub(held);
             // The most a run on this device holds, as far as the registry knows.
             let largest = scan.leases.iter().map(|l| l.record.bytes).max();
@@ -93,29 +107,32 @@ impl Ask {
             let Some((mine, asked)) = ticket.as_ref().map(|(t, b)| (t.path().to_path_buf(), *b))
             else {
                 // In the queue first, for the runs started with this one to join it.
-                let record = self.record(waits_for, false, budget);
+                let record = self.waiting(waits_for, budget, own);
                 ticket = Some((self.dir.hold("wait", &record)?, waits_for));
                 drop(admission);
                 std::thread::sleep(GATHER);
                 continue;
             };
             let now = now_s();
+            // A waiting run fits where what all hold, less what it holds itself, leaves room.
+            let all = scan.held();
             let passed = scan.waiting.iter().any(|w| {
+                let room = all.saturating_sub(w.record.holding) + w.record.bytes <= budget;
                 w.path != mine
                     && self.after(&w.record, now)
-                    && (held + w.record.bytes <= budget || now - w.record.since >= BACKFILL_S)
+                    && (room || now - w.record.since >= BACKFILL_S)
             });
             if fits && !passed {
                 let record = self.record(bytes, !matches!(want, Want::Bytes(_)), budget);
                 let held = self.dir.hold("lease", &record)?;
-                drop(ticket);
+                drop((ticket, keep));
                 drop(admission);
                 return Ok(self.lease(held, bytes, budget));
             }
             if asked != waits_for {
                 // A probe's room follows the largest lease: the queue reads what it waits for
                 // now (a new file, the old one removed after it).
-                let record = self.record(waits_for, false, budget);
+                let record = self.waiting(waits_for, budget, own);
                 ticket = Some((self.dir.hold("wait", &record)?, waits_for));
             }
             let line = self.waiting_line(want, waits_for, &scan, budget);
@@ -161,7 +178,9 @@ impl Ask {
     }
 
     /// Takes a lease of `bytes` in place of `provisional`, at once where the budget holds it
-    /// without the provisional one; else gives that one back and waits as a run does.
+    /// without the provisional one. Else the run waits for it holding the provisional lease
+    /// (its set-up is in it), unless another run already waits so: then it gives its own back
+    /// and waits as a run does, so that no two runs hold what the other waits for.
     pub(super) fn swap(
         &self,
         provisional: Lease,
@@ -178,9 +197,21 @@ impl Ask {
             drop(admission);
             return Ok(self.lease(held, bytes, budget));
         }
-        drop(provisional);
+        let (keep, ticket) = match scan.waiting.iter().any(|w| w.record.holding > 0) {
+            true => {
+                drop(provisional);
+                (None, None)
+            }
+            false => {
+                let record = self.waiting(bytes, budget, provisional.bytes);
+                (
+                    Some(provisional),
+                    Some((self.dir.hold("wait", &record)?, bytes)),
+                )
+            }
+        };
         drop(admission);
-        self.take(Want::Bytes(bytes), observer)
+        self.queue(Want::Bytes(bytes), observer, keep, ticket)
     }
 
     /// Tells the user the lease taken.
@@ -194,6 +225,14 @@ impl Ask {
         ));
     }
 
+    /// A waiting run's record: waiting for `bytes`, holding `holding` meanwhile.
+    fn waiting(&self, bytes: u64, budget: u64, holding: u64) -> Record {
+        Record {
+            holding,
+            ..self.record(bytes, false, budget)
+        }
+    }
+
     fn record(&self, bytes: u64, probe: bool, budget: u64) -> Record {
         Record {
             version: 1,
@@ -205,6 +244,7 @@ impl Ask {
             command: self.command.clone(),
             probe,
             expected_s: self.expected_s,
+            holding: 0,
         }
     }
 
@@ -447,6 +487,54 @@ mod tests {
         waits_for(70);
         drop(first);
         assert_eq!(waiter.join().unwrap().unwrap(), 100);
+    }
+
+    #[test]
+    fn a_run_whose_lease_outgrows_its_provisional_one_waits_holding_it_and_only_one_does() {
+        let (_tmp, dir) = registry();
+        let waiting = |since| Ask {
+            wait: true,
+            ..ask(&dir, since)
+        };
+        let other = ask(&dir, now_s())
+            .take(Want::Bytes(40), &mut Silent)
+            .unwrap();
+        let first = waiting(now_s()).take(Want::Probe, &mut Silent).unwrap();
+        let second = waiting(now_s()).take(Want::Bytes(20), &mut Silent).unwrap();
+        assert_eq!((first.bytes(), second.bytes()), (40, 20));
+        // Both outgrow theirs: 70 and 60, where the others leave 60 and 80.
+        let swapping = |ask: Ask, provisional: Lease, bytes: u64| {
+            std::thread::spawn(move || ask.swap(provisional, bytes, &mut Silent).map(|l| l.bytes()))
+        };
+        let first = swapping(waiting(now_s()), first, 70);
+        let held = |dir: &DeviceDir| {
+            let scan = dir.scan().unwrap();
+            let holding: Vec<u64> = scan.waiting.iter().map(|w| w.record.holding).collect();
+            (scan.held(), holding)
+        };
+        let until = |want: (u64, Vec<u64>)| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let now = held(&dir);
+                if now == want {
+                    return;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{now:?}, not {want:?}"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        // The first waits holding its 40 (with the other's 40 and the second's 20).
+        until((100, vec![40]));
+        let second = swapping(waiting(now_s()), second, 60);
+        // The second gives its 20 back: one run waits holding, no more.
+        until((80, vec![40, 0]));
+        drop(other);
+        // The first takes its 70 (the second's 60 cannot fit beside it), then the second.
+        assert_eq!(first.join().unwrap().unwrap(), 70);
+        assert_eq!(second.join().unwrap().unwrap(), 60);
     }
 
     #[test]

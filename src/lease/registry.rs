@@ -189,6 +189,14 @@ pub struct Record {
     /// remembers runs of its shape (`known.rs`): what ranks a waiting run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_s: Option<f64>,
+    /// A waiting run's: the provisional lease it holds while it waits for its own, larger
+    /// one (its set-up is in it); 0 where it holds none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub holding: u64,
+}
+
+fn is_zero(bytes: &u64) -> bool {
+    *bytes == 0
 }
 
 /// A held file found in a device's directory.
