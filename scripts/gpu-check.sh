@@ -115,6 +115,11 @@ if [ "$gpu" -eq 1 ]; then
   cuda=(--set device.backend=cuda)
   # The quickstart on CUDA: snapshots come from the device pools (source = "cubecl-pool").
   run 0 "$bin" train --config configs/quickstart.toml "${cuda[@]}" --out gpu-runs/cuda
+  # A device budget read from the device (issue 68, `memory.device_budget = "device"`): the
+  # run's lease line gives the driver's free memory as its budget, beside nvidia-smi's.
+  run 0 nvidia-smi --query-gpu=memory.free,memory.total --format=csv
+  run 0 env TIDEMARK_LEASES=gpu-runs/leases TIDEMARK_DEVICE_BUDGET=cuda-0=device "$bin" train \
+    --config configs/quickstart.toml "${cuda[@]}" --set train.epochs=1 --out gpu-runs/cuda-leased
   # Kernels a W1 step launches on CUDA, by kind (issue 66, item 4: 34 on wgpu).
   run 0 scripts/kernel-count.sh --bin "$bin" --backend cuda
   # A second run's first step with the kernel cache (issue 66, item 5): autotune's choices and

@@ -758,3 +758,56 @@ fn a_budget_read_from_the_device_is_what_it_has_free_and_the_runs_after_keep_it(
     holder.kill().unwrap();
     holder.wait().unwrap();
 }
+
+#[test]
+fn a_registry_the_run_may_not_write_is_refused_with_exit_2_naming_it() {
+    let env = Env::small();
+    let registry = env.path("group-leases");
+    std::fs::create_dir(&registry).unwrap();
+    let mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap()
+    };
+    // Root writes anywhere: the run is then made nobody's (setpriv), a user the directory
+    // does not let in; another user runs as itself, the directory closed to it.
+    let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    let mut command = match root {
+        true => {
+            let bin = env.path("tidemark");
+            std::fs::copy(env!("CARGO_BIN_EXE_tidemark"), &bin).unwrap();
+            mode(&bin, 0o755);
+            mode(env.dir.path(), 0o755);
+            let mut command = Command::new("setpriv");
+            command
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(bin);
+            command
+        }
+        false => {
+            mode(&registry, 0o555);
+            Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        }
+    };
+    let out = command
+        .args(["train", "--config", "small.toml"])
+        .current_dir(env.dir.path())
+        .env("HOME", env.dir.path())
+        .env("TIDEMARK_LEASES", &registry)
+        .env("TIDEMARK_DEVICE_BUDGET", "host=1GiB")
+        .output()
+        .unwrap();
+    let run = Run(out);
+    run.fails_with(
+        2,
+        &[&format!(
+            "{}: cannot be made: Permission denied",
+            registry.join("host").display()
+        )],
+    );
+    assert_eq!(
+        run.stderr().trim_end().lines().count(),
+        1,
+        "{}",
+        run.stderr()
+    );
+    assert!(!env.path("runs").exists(), "nothing of the run is made");
+}
