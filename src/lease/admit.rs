@@ -279,9 +279,14 @@ impl Ask {
         let device = self.dir.device();
         let what = match want {
             Want::Bytes(_) => format!("a memory lease of {}", format_bytes(bytes)),
-            Want::Probe | Want::Provisional(_) => {
-                format!("{} free to probe one step in", format_bytes(bytes))
-            }
+            // A run the registry has not seen: its size is what its probe finds, so it waits
+            // for as much as the largest run holds; its own limit would lease just that.
+            Want::Probe => format!(
+                "{} free to probe one step in (the largest lease's room; a memory.limit would \
+                 be leased as it is)",
+                format_bytes(bytes)
+            ),
+            Want::Provisional(_) => format!("{} free to probe one step in", format_bytes(bytes)),
         };
         let holders: Vec<String> = (scan.leases.iter())
             .map(|l| {
