@@ -18,8 +18,9 @@
 //! the largest on the device (the whole budget where no run holds one), a guess, since the
 //! run's size is what the probe finds; a run larger than every other may hold more than it
 //! while it probes, and once set up waits for its own lease, holding the provisional one, if
-//! the budget cannot hold it at once (one such run at a time: `admit.rs`). A search's parent probes its trials under such a lease too (`probing`). Without a
-//! budget nothing here runs, and nothing is written.
+//! the budget cannot hold it at once (one such run at a time: `admit.rs`). A search's parent
+//! probes its trials under such a lease too (`probing`). Without a budget nothing here runs,
+//! and nothing is written.
 
 mod admit;
 mod budget;
