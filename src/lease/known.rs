@@ -31,7 +31,9 @@ pub struct Known {
 
 /// The name under which `config`'s shape of run is remembered: two CRC-32Cs of its config as
 /// JSON, less what changes neither its memory nor its step (its name, output directory, seed,
-/// epochs, TensorBoard and logging, checkpoints, and the lease's own keys), and of the
+/// epochs, TensorBoard and logging, checkpoints, the lease's own keys, and the optimizer's
+/// numbers that a search varies: the learning rate and its schedule, weight decay, betas,
+/// epsilon, Nesterov, alpha, the loss scale's start and growth, early stopping), and of the
 /// program's name, so that two apps' models under one config are two shapes.
 pub(crate) fn shape_of(config: &RunConfig) -> String {
     let mut value = serde_json::to_value(config).expect("a config serialises");
@@ -42,6 +44,16 @@ pub(crate) fn shape_of(config: &RunConfig) -> String {
         ("run", "tensorboard"),
         ("run", "log_every_steps"),
         ("train", "epochs"),
+        ("train", "lr"),
+        ("train", "schedule"),
+        ("train", "weight_decay"),
+        ("train", "betas"),
+        ("train", "eps"),
+        ("train", "nesterov"),
+        ("train", "alpha"),
+        ("train", "initial_loss_scale"),
+        ("train", "loss_scale_growth_interval"),
+        ("train", "early_stopping"),
         ("memory", "wait"),
         ("memory", "device_budget"),
     ] {
@@ -138,7 +150,11 @@ mod tests {
             shape_of(&config(&base.replace("epochs = 2", "epochs = 9"))),
             shape
         );
+        let tuned = base.replace("epochs = 2", "epochs = 2\nlr = 0.1\nweight_decay = 0.01");
+        assert_eq!(shape_of(&config(&tuned)), shape);
         assert_ne!(shape_of(&config(&base.replace("[64]", "[65]"))), shape);
+        let batch = base.replace("epochs = 2", "epochs = 2\nbatch_size = 7");
+        assert_ne!(shape_of(&config(&batch)), shape);
         assert_eq!(shape.len(), 16);
     }
 
