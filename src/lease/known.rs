@@ -1,6 +1,7 @@
 //! What a device's registry remembers of the runs that completed on it: for a run of the same
-//! shape (its config but for its name, directories, seed and epochs, and the program that
-//! runs it), the lease it settled on and its time an epoch. A run that ran before asks for
+//! shape (its config but for what changes neither its memory nor its step, such as its name,
+//! seed, epochs and learning rate, and the program that runs it: [`shape_of`]), the lease it
+//! settled on and its time an epoch. A run that ran before asks for
 //! that lease at once, in place of the largest on the device, to probe and set up in; and a
 //! waiting run's expected time ranks it among the runs that asked with it (`admit.rs`).
 //!
