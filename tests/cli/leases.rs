@@ -484,10 +484,6 @@ fn a_parallel_search_and_two_trainings_share_one_budget() {
         parent_probed.load(Ordering::SeqCst),
         "the search probed its trials outside any lease"
     );
-    assert!(
-        parent_probed.load(Ordering::SeqCst),
-        "the search probed its trials outside any lease"
-    );
     let mut dirs: Vec<String> = (1..=4)
         .map(|i| format!("runs/small-sweep/trial-00{i}"))
         .collect();
