@@ -647,6 +647,16 @@ fn a_completed_run_is_remembered_and_the_next_of_its_shape_probes_under_its_leas
     assert!(view.contains("  remembers 2 shape(s) of run"), "{view}");
 }
 
+/// A child killed when dropped, so that a failed assertion leaves no process behind.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Waits up to a minute for a line containing `needle`, and returns it.
 fn line_with(lines: &mpsc::Receiver<(Instant, String)>, needle: &str) -> String {
     let end = Instant::now() + Duration::from_secs(60);
@@ -707,8 +717,8 @@ fn a_budget_read_from_the_device_is_what_it_has_free_and_the_runs_after_keep_it(
     );
     // The first run reads the machine's available memory as the budget.
     let before = available();
-    let mut holder = limited(&env, "500", "holder", "");
-    let lines = lines_of(&mut holder);
+    let mut holder = Reaped(limited(&env, "500", "holder", ""));
+    let lines = lines_of(&mut holder.0);
     let told = line_with(&lines, "memory lease: 32.0 MiB of host's budget of ");
     let after = available();
     let budget = told
@@ -751,8 +761,7 @@ fn a_budget_read_from_the_device_is_what_it_has_free_and_the_runs_after_keep_it(
         "{}",
         next.stderr()
     );
-    holder.kill().unwrap();
-    holder.wait().unwrap();
+    drop(holder);
 }
 
 #[test]
