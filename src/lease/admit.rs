@@ -1,10 +1,10 @@
 //! Taking a lease on a device's directory: under its admission lock, the device's leases read
-//! and summed against its budget; a run that does not fit waits in the queue of the waiting
-//! (oldest first, a younger one passing only where the older cannot fit, and not for long),
-//! or is refused.
+//! and summed against its budget; a run that does not fit waits in the queue, in the order
+//! `order.rs` gives, or is refused.
 
 use std::time::Duration;
 
+use super::order::{Place, GATHER};
 use super::registry::{now_s, Held};
 use super::{Budget, DeviceDir, Lease, Record, Scan};
 use crate::error::{Error, LeaseError};
@@ -13,14 +13,6 @@ use crate::record::Observer;
 
 /// How often a waiting run looks again: a lease freed by a killed holder is seen within it.
 const POLL: Duration = Duration::from_millis(100);
-
-/// How long a run that asks stands in the queue before it may take a lease, so that the runs
-/// started with it are in the queue too and the longest of them goes first.
-pub const GATHER: Duration = Duration::from_millis(200);
-
-/// How long a waiting run may be passed by runs that asked after it: by longer ones, and by
-/// ones that fit where it does not.
-pub const BACKFILL_S: f64 = 60.0;
 
 /// What a run asks of a device's directory.
 pub(crate) struct Ask {
@@ -54,8 +46,7 @@ pub(super) enum Want {
 impl Ask {
     /// Takes the lease, waiting for room (telling `observer` once) unless the run said not to.
     /// The run first stands [`GATHER`] in the queue; then it takes its lease where the budget
-    /// holds it and no run ranked before it ([`Ask::after`]) fits now or has waited
-    /// [`BACKFILL_S`].
+    /// holds it and it need not give way to another (`order.rs`).
     pub(super) fn take(&self, want: Want, observer: &mut dyn Observer) -> Result<Lease, Error> {
         self.queue(want, observer, None, None)
     }
@@ -113,16 +104,12 @@ impl Ask {
                 std::thread::sleep(GATHER);
                 continue;
             };
-            let now = now_s();
-            // A waiting run fits where what all hold, less what it holds itself, leaves room.
-            let all = scan.held();
-            let passed = scan.waiting.iter().any(|w| {
-                let room = all.saturating_sub(w.record.holding) + w.record.bytes <= budget;
-                w.path != mine
-                    && self.after(&w.record, now)
-                    && (room || now - w.record.since >= BACKFILL_S)
-            });
-            if fits && !passed {
+            let place = Place {
+                since: self.since,
+                expected_s: self.expected_s,
+            };
+            let gives_way = place.gives_way(&mine, &scan.waiting, (scan.held(), budget), now_s());
+            if fits && !gives_way {
                 let record = self.record(bytes, !matches!(want, Want::Bytes(_)), budget);
                 let held = self.dir.hold("lease", &record)?;
                 drop((ticket, keep));
@@ -147,22 +134,6 @@ impl Ask {
             }
             drop(admission);
             std::thread::sleep(POLL);
-        }
-    }
-
-    /// Whether this run is ranked after `other`, a waiting run: a run that has waited
-    /// [`BACKFILL_S`] before every run that asked after it; else the longest expected first
-    /// (a run whose shape the registry does not remember first of all: its probe is short,
-    /// and tells its size), then the oldest.
-    fn after(&self, other: &Record, now: f64) -> bool {
-        let aged = |since: f64| now - since >= BACKFILL_S;
-        if aged(other.since) || aged(self.since) {
-            return other.since < self.since;
-        }
-        let longest = |expected: Option<f64>| expected.unwrap_or(f64::INFINITY);
-        match longest(other.expected_s).total_cmp(&longest(self.expected_s)) {
-            std::cmp::Ordering::Equal => other.since < self.since,
-            order => order.is_gt(),
         }
     }
 
@@ -314,7 +285,7 @@ impl Ask {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lease::Registry;
+    use crate::lease::{Registry, BACKFILL_S};
     use crate::record::Silent;
 
     fn ask(dir: &DeviceDir, since: f64) -> Ask {
@@ -327,14 +298,6 @@ mod tests {
             command: "test".into(),
             expected_s: None,
             shape: "test".into(),
-        }
-    }
-
-    /// A run that asked at `since`, expected to hold its lease `expected_s` seconds.
-    fn expecting(dir: &DeviceDir, since: f64, expected_s: Option<f64>) -> Ask {
-        Ask {
-            expected_s,
-            ..ask(dir, since)
         }
     }
 
@@ -421,35 +384,13 @@ mod tests {
     }
 
     #[test]
-    fn among_runs_that_asked_together_the_longest_goes_first_and_after_a_while_the_oldest() {
+    fn a_provisional_lease_is_told_as_one_and_takes_its_place_in_the_queue_with_it() {
         let (_tmp, dir) = registry();
-        let now = now_s();
-        let waiting = |since: f64, expected_s: Option<f64>| {
-            let record = expecting(&dir, since, expected_s).record(50, false, 100);
-            dir.hold("wait", &record).unwrap()
-        };
-        let this = |expected_s: Option<f64>| expecting(&dir, now, expected_s);
-        // A longer run that asked after this one, and fits, goes first.
-        let longer = waiting(now + 0.1, Some(20.0));
-        let e = this(Some(10.0)).take(Want::Bytes(30), &mut Silent);
-        assert!(no_room(e.unwrap_err()).starts_with("waiting for a memory lease of 30 B"));
-        drop(longer);
-        // A shorter one that asked before it does not hold it back.
-        let shorter = waiting(now - 1.0, Some(5.0));
-        let lease = this(Some(10.0)).take(Want::Bytes(30), &mut Silent).unwrap();
-        drop((lease, shorter));
-        // A run whose shape the registry does not know goes before the longest it knows.
-        let unknown = waiting(now + 0.1, None);
-        assert!(this(Some(1e6)).take(Want::Bytes(30), &mut Silent).is_err());
-        drop(unknown);
-        // Past the backfill's time, the oldest goes first, however short.
-        let old = waiting(now - BACKFILL_S - 1.0, Some(1.0));
-        assert!(this(None).take(Want::Bytes(30), &mut Silent).is_err());
-        drop(old);
-        // A provisional lease (a remembered run's, to probe in) is told as one.
-        let lease = this(None).take(Want::Provisional(30), &mut Silent).unwrap();
+        let lease = ask(&dir, now_s())
+            .take(Want::Provisional(30), &mut Silent)
+            .unwrap();
         let scan = dir.scan().unwrap();
-        assert_eq!(scan.leases.len(), 1);
+        assert_eq!((scan.leases.len(), scan.held()), (1, 30));
         assert!(scan.leases[0].record.probe);
         assert!(
             scan.waiting.is_empty(),

@@ -1,8 +1,9 @@
 //! A device's budget: where it is set (the config's `memory.device_budget`, [`BUDGET_VAR`], or
 //! the registry's `budget` file that `tidemark leases --budget` writes), read without making
-//! anything; and, for a budget set as `"device"`, what the device has free.
+//! anything (the `budget` file read and written here); and, for a budget set as `"device"`,
+//! what the device has free.
 
-use super::{device_name, Registry};
+use super::{device_name, DeviceDir, Registry};
 use crate::config::{Backend, DeviceBudget, MemorySize, RunConfig, ValueError};
 use crate::error::{Error, LeaseError};
 use crate::memory::{available_host_memory, device_total_memory, MemoryMeter};
@@ -142,6 +143,36 @@ pub(crate) fn parse_budget(text: &str) -> Result<DeviceBudget, ValueError> {
                     DeviceBudget::DEVICE
                 ))
             }),
+    }
+}
+
+impl DeviceDir {
+    /// The budget its `budget` file sets, if it has one: bytes, or `device`.
+    pub fn budget_file(&self) -> Result<Option<DeviceBudget>, LeaseError> {
+        let path = self.path().join("budget");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LeaseError::registry(&path, format!("cannot be read: {e}"))),
+        };
+        parse_budget(text.trim())
+            .map(Some)
+            .map_err(|e| LeaseError::registry(&path, format!("is not a budget: {}", e.0)))
+    }
+
+    /// Writes its `budget` file: bytes, or `device`.
+    pub fn set_budget(&self, budget: DeviceBudget) -> Result<(), LeaseError> {
+        let path = self.path().join("budget");
+        let text = match budget {
+            DeviceBudget::Size(MemorySize::Bytes(bytes)) => bytes.to_string(),
+            DeviceBudget::Size(MemorySize::Fraction(_)) => {
+                let message = "is written as bytes or \"device\", not a share of the device";
+                return Err(LeaseError::registry(&path, message));
+            }
+            DeviceBudget::Device => DeviceBudget::DEVICE.to_string(),
+        };
+        crate::record::write_atomic(&path, format!("{text}\n").as_bytes())
+            .map_err(|e| LeaseError::registry(&path, format!("cannot be written: {e}")))
     }
 }
 

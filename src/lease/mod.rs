@@ -25,12 +25,13 @@
 mod admit;
 mod budget;
 mod known;
+mod order;
 mod registry;
 
-pub use admit::BACKFILL_S;
 pub(crate) use budget::parse_budget;
 pub use budget::{device_budget, Budget, BUDGET_VAR};
 pub use known::Known;
+pub use order::{BACKFILL_S, GATHER};
 pub(crate) use registry::now_s;
 pub use registry::{DeviceDir, Live, Record, Registry, Scan, LEASES_VAR};
 

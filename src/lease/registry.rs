@@ -11,7 +11,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{DeviceBudget, MemorySize};
 use crate::error::LeaseError;
 
 /// The variable naming a registry shared by a group (its directory made by hand, mode 2770).
@@ -286,34 +285,6 @@ impl DeviceDir {
         file.lock()
             .map_err(|e| LeaseError::registry(&path, format!("cannot be locked: {e}")))?;
         Ok(file)
-    }
-
-    /// The budget its `budget` file sets, if it has one: bytes, or `device`.
-    pub fn budget_file(&self) -> Result<Option<DeviceBudget>, LeaseError> {
-        let path = self.path.join("budget");
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(LeaseError::registry(&path, format!("cannot be read: {e}"))),
-        };
-        super::parse_budget(text.trim())
-            .map(Some)
-            .map_err(|e| LeaseError::registry(&path, format!("is not a budget: {}", e.0)))
-    }
-
-    /// Writes its `budget` file: bytes, or `device`.
-    pub fn set_budget(&self, budget: DeviceBudget) -> Result<(), LeaseError> {
-        let path = self.path.join("budget");
-        let text = match budget {
-            DeviceBudget::Size(MemorySize::Bytes(bytes)) => bytes.to_string(),
-            DeviceBudget::Size(MemorySize::Fraction(_)) => {
-                let message = "is written as bytes or \"device\", not a share of the device";
-                return Err(LeaseError::registry(&path, message));
-            }
-            DeviceBudget::Device => DeviceBudget::DEVICE.to_string(),
-        };
-        crate::record::write_atomic(&path, format!("{text}\n").as_bytes())
-            .map_err(|e| LeaseError::registry(&path, format!("cannot be written: {e}")))
     }
 
     /// Reads the leases and the waiting runs, removing the files no process holds.
