@@ -668,35 +668,6 @@ fn line_with(lines: &mpsc::Receiver<(Instant, String)>, needle: &str) -> String 
     panic!("no line with {needle:?}");
 }
 
-/// The machine's `MemAvailable`, in bytes.
-fn available() -> f64 {
-    let info = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let line = info
-        .lines()
-        .find(|l| l.starts_with("MemAvailable:"))
-        .unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<f64>()
-        .unwrap()
-        * 1024.0
-}
-
-/// `48.0 MiB` (as `format_bytes` writes it) in bytes.
-fn bytes_of(text: &str) -> f64 {
-    let (number, unit) = text.trim().split_once(' ').unwrap();
-    let scale = match unit {
-        "B" => 1.0,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        "GiB" => 1024.0 * 1024.0 * 1024.0,
-        "TiB" => 1024.0f64.powi(4),
-        _ => panic!("{text}"),
-    };
-    number.parse::<f64>().unwrap() * scale
-}
-
 #[test]
 fn a_budget_read_from_the_device_is_what_it_has_free_and_the_runs_after_keep_it() {
     let env = Env::small();
@@ -716,6 +687,7 @@ fn a_budget_read_from_the_device_is_what_it_has_free_and_the_runs_after_keep_it(
         "{view}"
     );
     // The first run reads the machine's available memory as the budget.
+    let available = || tidemark::memory::available_host_memory().unwrap() as f64;
     let before = available();
     let mut holder = Reaped(limited(&env, "500", "holder", ""));
     let lines = lines_of(&mut holder.0);
@@ -726,7 +698,7 @@ fn a_budget_read_from_the_device_is_what_it_has_free_and_the_runs_after_keep_it(
         .nth(1)
         .and_then(|t| t.split(" (").next())
         .unwrap();
-    let read = bytes_of(budget);
+    let read = tidemark::config::parse_bytes(budget).unwrap() as f64;
     let (low, high) = (before.min(after), before.max(after));
     // Within what the machine had free around the read, give or take the tests beside it.
     assert!(
