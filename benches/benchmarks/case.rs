@@ -293,6 +293,7 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
         retained_reserved: summary.retained.map(|r| r.retained_bytes_reserved),
         note: note.join("; "),
         breakdown: summary.breakdown.clone(),
+        overhead: None,
     }
 }
 

@@ -34,6 +34,7 @@ mod pipeline;
 
 use std::process::Command;
 
+use case::median;
 use serde::{Deserialize, Serialize};
 use tidemark::backend::compiled_backends;
 use tidemark::config::Backend;
@@ -174,6 +175,22 @@ pub struct CaseResult {
     pub note: String,
     /// The run's highest peak by category.
     pub breakdown: Option<Breakdown>,
+    /// The interleaved comparison's figures (only from the overhead child).
+    #[serde(default)]
+    pub overhead: Option<Overhead>,
+}
+
+/// The bare loop against tidemark's growth run, alternating in one process: each one's median
+/// over the pairs of its median step and of its last epoch's time per step, and each pair's
+/// ratios.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Overhead {
+    pub bare_step_ms: f64,
+    pub step_ms: f64,
+    pub bare_epoch_ms: f64,
+    pub epoch_ms: f64,
+    /// Per pair: tidemark over bare, median step and last epoch per step.
+    pub pairs: Vec<(f64, f64)>,
 }
 
 pub fn main() {
@@ -258,11 +275,16 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
             results.last().and_then(|r| r.median_step_ms),
         ) {
             (Some(lo), Some(hi)) if repeats > 1 => {
-                format!("{repeats} processes, {lo:.1}-{hi:.1} ms; ")
+                format!("{repeats} processes, {lo:.3}-{hi:.3} ms; ")
             }
             _ => String::new(),
         };
+        // The last epoch's figure is its own median over the processes, as the step's is: one
+        // epoch of a process is a short interval, and one slow epoch must not make the row.
+        let mut epochs: Vec<f64> = results.iter().filter_map(|r| r.epoch_step_ms).collect();
+        let epoch_step_ms = median(&mut epochs);
         let mut result = results.swap_remove(results.len() / 2);
+        result.epoch_step_ms = epoch_step_ms.or(result.epoch_step_ms);
         result.note = format!("{spread}{}", result.note);
         if policy == Policy::Growth && result.median_step_ms.is_some() {
             growth = Some(GrowthFigures {
@@ -290,37 +312,42 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
 
 /// The overhead child: after one warm-up run of each, alternates the bare loop and tidemark's
 /// growth run in this one process, so both see the same process state, and reports the median
-/// of each one's per-run medians (bare in `median_step_ms`, tidemark in `peak_in_use` as
-/// nanoseconds, to reuse the result line).
+/// of each one's per-run figures.
 fn overhead(spec: &CaseSpec) -> CaseResult {
     let out = tempfile::tempdir().expect("a temporary directory");
-    let mut bare_ms = Vec::new();
-    let mut layer_ms = Vec::new();
-    let mut ratios = Vec::new();
+    let (mut bare_step, mut step, mut bare_epoch, mut epoch) = (vec![], vec![], vec![], vec![]);
+    let mut pairs = Vec::new();
     for pair in 0..=OVERHEAD_PAIRS {
         let bare = bare::run_once(spec);
         let cfg = case::variant(&case::growth_config(spec, out.path()), |b| {
             b.name(format!("overhead-{pair}"))
         });
         let ours = case::measured_run(cfg);
-        if let (true, Some(b), Some(o)) = (pair > 0, bare.median_step_ms, ours.median_step_ms) {
-            bare_ms.push(b);
-            layer_ms.push(o);
-            ratios.push(format!("{:+.0}%", (o / b - 1.0) * 100.0));
+        let figures = |r: &CaseResult| Some((r.median_step_ms?, r.epoch_step_ms?));
+        if let (true, Some(b), Some(o)) = (pair > 0, figures(&bare), figures(&ours)) {
+            bare_step.push(b.0);
+            step.push(o.0);
+            bare_epoch.push(b.1);
+            epoch.push(o.1);
+            pairs.push((o.0 / b.0, o.1 / b.1));
         }
     }
-    let bare = case::median(&mut bare_ms);
-    let ours = case::median(&mut layer_ms);
-    let note = if ratios.is_empty() {
-        "no pair timed a step (an epoch's first step is not timed)".to_string()
-    } else {
-        ratios.join(", ")
-    };
+    let overhead = (|| {
+        Some(Overhead {
+            bare_step_ms: median(&mut bare_step)?,
+            step_ms: median(&mut step)?,
+            bare_epoch_ms: median(&mut bare_epoch)?,
+            epoch_ms: median(&mut epoch)?,
+            pairs,
+        })
+    })();
     CaseResult {
-        median_step_ms: bare,
-        peak_in_use: ours.map_or(0, |ms| (ms * 1e6) as u64),
-        steps_timed: bare_ms.len(),
-        note,
+        steps_timed: bare_step.len(),
+        note: match overhead {
+            Some(_) => String::new(),
+            None => "no pair timed a step (an epoch's first step is not timed)".into(),
+        },
+        overhead,
         ..CaseResult::default()
     }
 }
@@ -335,16 +362,24 @@ fn print_overhead(spec: &CaseSpec) {
         u8::from(spec.quick)
     );
     let result = run_in_child::<CaseResult>(&[(CASE_VAR, case), (OVERHEAD_VAR, "1".into())])
-        .and_then(|r| {
-            let bare = r.median_step_ms.ok_or_else(|| r.note.clone())?;
-            Ok((bare, r.peak_in_use as f64 / 1e6, r.note))
-        });
+        .and_then(|r| r.overhead.ok_or(r.note));
+    let percent = |ratio: f64| format!("{:+.1}%", (ratio - 1.0) * 100.0);
     match result {
-        Ok((bare, ours, pairs)) => println!(
+        Ok(o) => println!(
             "\nOverhead, measured in one process ({OVERHEAD_PAIRS} alternating pairs of runs \
-             after a warm-up pair): bare Burn {bare:.2} ms, tidemark growth {ours:.2} ms per \
-             step (medians): {:+.1}%; pair by pair: {pairs}",
-            (ours / bare - 1.0) * 100.0
+             after a warm-up pair; medians): median step bare Burn {:.3} ms, tidemark growth \
+             {:.3} ms, {}; last epoch per step {:.3} ms and {:.3} ms, {}; pair by pair \
+             (step, epoch): {}",
+            o.bare_step_ms,
+            o.step_ms,
+            percent(o.step_ms / o.bare_step_ms),
+            o.bare_epoch_ms,
+            o.epoch_ms,
+            percent(o.epoch_ms / o.bare_epoch_ms),
+            (o.pairs.iter())
+                .map(|(s, e)| format!("{} {}", percent(*s), percent(*e)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Err(why) => println!("\nOverhead: the interleaved case failed: {why}"),
     }

@@ -336,6 +336,31 @@ fn a_step_reads_the_pools_after_each_pass_and_its_update_only() {
 }
 
 #[test]
+fn a_step_waits_for_the_device_only_where_a_loss_is_asked_for_each_step() {
+    if !adapter_or_skip("a_step_waits_for_the_device_only_where_a_loss_is_asked_for_each_step") {
+        return;
+    }
+    let env = Env::new();
+    env.write("pool.toml", POOL);
+    let runs = [("quiet", None), ("logged", Some("run.log_every_steps=1"))];
+    for (name, set) in runs {
+        // 26 steps an epoch, a fraction of a second each on lavapipe.
+        let mut extra = vec!["--set", "train.batch_size=32"];
+        extra.extend(set.map(|set| ["--set", set]).into_iter().flatten());
+        let (run, snaps) = pool_run(&env, name, &extra);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let pace = &event(&snaps, "epoch")["pace"];
+        let syncs = num(pace, "syncs_per_step");
+        match set {
+            // The loss is read about once a second and at the epoch's end.
+            None => assert!(syncs < 0.5, "{name}: {pace}"),
+            // Each step's loss is read, and each logged step's progress with it.
+            Some(_) => assert!(syncs >= 1.0, "{name}: {pace}"),
+        }
+    }
+}
+
+#[test]
 fn between_runs_returns_the_pools_to_baseline_and_never_keeps_them() {
     if !adapter_or_skip("between_runs_returns_the_pools_to_baseline_and_never_keeps_them") {
         return;
