@@ -8,6 +8,9 @@ throughput as ms per 256 samples, the figures tidemark's bench and summary.json 
     python w1.py torch          # PyTorch eager
     python w1.py tf             # TensorFlow, tf.function(jit_compile=True)
     python w1.py tf-eager       # TensorFlow eager
+    python w1.py torch-profile  # PyTorch eager, epoch 2 under torch.profiler: its CPU time by
+                                # what the operations are (as scripts/profile-step.sh splits
+                                # tidemark's), one JSON line
 """
 
 import json
@@ -80,6 +83,82 @@ def run_tf(x, y, compiled):
     return loop(step, len(x), sync=lambda loss: float(loss))
 
 
+# torch.profiler's operations by what they do, first match wins, on self CPU time (so that a
+# composite operation's time is counted once, in its parts). An operation run inside
+# `Optimizer.step` is the optimizer's, whatever it is.
+TORCH_KINDS = [
+    ("optimizer (Adam's update, zero_grad)", r"^Optimizer\."),
+    ("GEMM (oneDNN/MKL through addmm, mm)", r"^aten::(addmm|mm|bmm|matmul|linear)$"),
+    ("loss: log-softmax, NLL and their gradients", r"softmax|nll_loss|cross_entropy"),
+    ("copies and fills", r"^aten::(copy_|fill_|zero_|zeros|zeros_like|clone|contiguous|to|_to_copy)$"),
+    ("allocation", r"^aten::(empty|empty_like|empty_strided|resize_)$"),
+    ("element-wise (ReLU, its gradient, bias sums)", r"^aten::(relu|clamp_min|threshold_backward|"
+                                                     r"add|add_|mul|mul_|div|sum|threshold)"),
+    ("views and shapes", r"^aten::(t|transpose|view|reshape|as_strided|expand|slice|select|"
+                         r"unsqueeze|squeeze|detach|alias|permute|_reshape_alias|numpy_T)$"),
+    ("autograd engine", r"^autograd::|Backward|^torch::autograd"),
+]
+
+
+def torch_kind(event):
+    """The kind of a profiled event: the optimizer's if `Optimizer.step` (or `zero_grad`)
+    encloses it, else by its own name."""
+    import re
+
+    parent = event
+    while parent is not None:
+        if re.search(TORCH_KINDS[0][1], parent.name):
+            return TORCH_KINDS[0][0]
+        parent = parent.cpu_parent
+    return next((n for n, p in TORCH_KINDS[1:] if re.search(p, event.name)), "other operations")
+
+
+def run_torch_profile(x, y):
+    """W1 in PyTorch eager as `run_torch` trains it, epoch 2 under torch.profiler."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(42)
+    layers, width = [], FEATURES
+    for h in HIDDEN:
+        layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
+        width = h
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, CLASSES))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    xs, ys = torch.from_numpy(x), torch.from_numpy(y)
+    starts = list(range(0, len(x) - BATCH + 1, BATCH))
+
+    def epoch():
+        for i in starts:
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(xs[i : i + BATCH]), ys[i : i + BATCH])
+            loss.backward()
+            opt.step()
+            loss.item()
+
+    epoch()
+    t = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        epoch()
+    wall_ms = (time.perf_counter() - t) * 1e3 / len(starts)
+    kinds = {name: 0.0 for name, _ in TORCH_KINDS}
+    kinds["other operations"] = 0.0
+    top = {name: {} for name in kinds}
+    for e in prof.events():
+        name = torch_kind(e)
+        ms = e.self_cpu_time_total / 1e3 / len(starts)
+        kinds[name] += ms
+        top[name][e.name] = top[name].get(e.name, 0.0) + ms
+    return {
+        "steps": len(starts),
+        "wall_ms_per_step": wall_ms,
+        "threads": torch.get_num_threads(),
+        "ms_per_step": kinds,
+        "largest": {k: sorted(v.items(), key=lambda kv: -kv[1])[:3] for k, v in top.items()},
+    }
+
+
 def loop(step, n, sync):
     starts = list(range(0, n - BATCH + 1, BATCH))
     step_ms, epoch_ms = [], None
@@ -99,10 +178,12 @@ def main():
     x, y = data()
     if which == "torch":
         out = run_torch(x, y)
+    elif which == "torch-profile":
+        out = run_torch_profile(x, y)
     elif which in ("tf", "tf-eager"):
         out = run_tf(x, y, compiled=which == "tf")
     else:
-        sys.exit(f"unknown peer {which!r}: torch, tf or tf-eager")
+        sys.exit(f"unknown peer {which!r}: torch, torch-profile, tf or tf-eager")
     print(json.dumps({"peer": which, **out}))
 
 
