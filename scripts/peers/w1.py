@@ -33,7 +33,8 @@ def data():
     return x[:n], labels[:n].astype(np.int64)
 
 
-def run_torch(x, y):
+def torch_step(x, y):
+    """W1's model, Adam and data in PyTorch, and its step at a batch's first sample."""
     import torch
 
     torch.manual_seed(42)
@@ -54,7 +55,11 @@ def run_torch(x, y):
         opt.step()
         return loss
 
-    return loop(step, len(x), sync=lambda loss: loss.item())
+    return step
+
+
+def run_torch(x, y):
+    return loop(torch_step(x, y), len(x), sync=lambda loss: loss.item())
 
 
 def run_tf(x, y, compiled):
@@ -118,24 +123,12 @@ def run_torch_profile(x, y):
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    torch.manual_seed(42)
-    layers, width = [], FEATURES
-    for h in HIDDEN:
-        layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
-        width = h
-    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, CLASSES))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    xs, ys = torch.from_numpy(x), torch.from_numpy(y)
+    step = torch_step(x, y)
     starts = list(range(0, len(x) - BATCH + 1, BATCH))
 
     def epoch():
         for i in starts:
-            opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(xs[i : i + BATCH]), ys[i : i + BATCH])
-            loss.backward()
-            opt.step()
-            loss.item()
+            step(i).item()
 
     epoch()
     t = time.perf_counter()
