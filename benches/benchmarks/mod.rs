@@ -345,7 +345,9 @@ fn overhead(spec: &CaseSpec) -> CaseResult {
         steps_timed: bare_step.len(),
         note: match overhead {
             Some(_) => String::new(),
-            None => "no pair timed a step (an epoch's first step is not timed)".into(),
+            None => "no pair timed both its steps and its last epoch (an epoch's first step is \
+                     not timed)"
+                .into(),
         },
         overhead,
         ..CaseResult::default()
