@@ -180,8 +180,8 @@ impl MetricSums {
 
     /// The mean loss so far, kept as its sum until it is read: no division on the device for
     /// a mean that no one reads. `None` if nothing was added.
-    pub(crate) fn deferred_loss_mean(&self) -> Option<DeviceMean> {
-        Some(DeviceMean {
+    pub(crate) fn deferred_loss_mean(&self) -> Option<DeferredMean> {
+        Some(DeferredMean {
             sum: self.loss.clone()?,
             samples: self.samples,
         })
@@ -246,15 +246,15 @@ impl MetricSums {
     }
 }
 
-/// A mean on the device (on flex, on the host), as its sum and its count: divided when it is
-/// read.
+/// A mean kept as its sum (on the device; on flex, on the host) and its count: divided when it
+/// is read.
 #[derive(Debug, Clone)]
-pub(crate) struct DeviceMean {
+pub(crate) struct DeferredMean {
     sum: Sum,
     samples: usize,
 }
 
-impl DeviceMean {
+impl DeferredMean {
     /// The mean, read from the device (waits for it). The division is the one the device
     /// would take, in the sum's own precision where that is f32 (so the figure is the same
     /// to the last bit as `sum / samples` on the device).
@@ -330,7 +330,7 @@ mod tests {
         }
         let samples = STEPS.iter().map(|(_, n)| n).sum();
         let divided = read(sum.clone().div_scalar(samples as f64)).unwrap();
-        let mean = DeviceMean {
+        let mean = DeferredMean {
             sum: Sum::Device(sum.clone()),
             samples,
         };

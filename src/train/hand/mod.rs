@@ -66,7 +66,7 @@ use crate::config::RunConfig;
 use crate::error::Error;
 use crate::memory::{Footprint, MemoryUsage};
 use crate::record::{Observer, Silent};
-use crate::task::metrics::DeviceMean;
+use crate::task::metrics::DeferredMean;
 use crate::task::{Baselines, Compute};
 
 /// A hand-written loop's run: its model, what updates it, and the memory layer around it.
@@ -119,7 +119,7 @@ struct Place {
     /// The open epoch's figures so far.
     tally: Tally,
     /// The last step's loss where nothing read it, on the device.
-    unread: Option<(DeviceMean, Position)>,
+    unread: Option<(DeferredMean, Position)>,
     /// A run resumed inside an epoch: that epoch's figures so far, until it opens.
     resumed: Option<Tally>,
     /// What [`validate`](HandLoop::validate) held, for the limit's check at the epoch's end.

@@ -10,7 +10,7 @@ use burn::optim::GradientsParams;
 
 use super::{Learner, Tally};
 use crate::error::{Error, TrainingError};
-use crate::task::metrics::DeviceMean;
+use crate::task::metrics::DeferredMean;
 use crate::task::StepOutput;
 use crate::train::precision::{GroupOutcome, MAX_CONSECUTIVE_SKIPS};
 use crate::train::recorder::RunRecorder;
@@ -28,7 +28,7 @@ pub(in crate::train) struct Position {
 /// A step's mean loss.
 pub(in crate::train) struct StepLoss {
     /// On the device, not read.
-    pub(in crate::train) on_device: DeviceMean,
+    pub(in crate::train) on_device: DeferredMean,
     /// Read, where the step was asked to read it.
     pub(in crate::train) value: Option<f64>,
 }
@@ -136,7 +136,7 @@ impl<M: Module> Learner<M> {
 }
 
 /// Step `at`'s mean `loss`, read; an error where it is not finite.
-pub(in crate::train) fn read_loss(loss: DeviceMean, at: Position) -> Result<f64, Error> {
+pub(in crate::train) fn read_loss(loss: DeferredMean, at: Position) -> Result<f64, Error> {
     let loss = loss.read().map_err(Error::device)?;
     match loss.is_finite() {
         true => Ok(loss),
