@@ -21,8 +21,11 @@
 //!
 //! **One process per case.** The allocator's free pages, the resident set, and CubeCL's
 //! process-wide settings outlive a run, so each case runs in a fresh process (this binary,
-//! started again with `TIDEMARK_BENCH_CASE` set) and reports one JSON line. Cases that size a
-//! limit or a reservation from the `growth` case get its figures through the environment.
+//! started again with `TIDEMARK_BENCH_CASE` set) and reports one JSON line. A full run gives
+//! each case five processes, in rounds (every case once a round, in the table's order), so that
+//! the machine's busier minutes fall on every row alike; a row is its median process. Cases
+//! that size a limit or a reservation from the `growth` case get the first round's growth
+//! figures through the environment.
 //!
 //! **Why not criterion or divan.** Both time a closure called repeatedly in one process. This
 //! benchmark needs the timing from inside a whole training loop, memory columns beside it, and
@@ -243,27 +246,54 @@ pub fn main() {
 }
 
 fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
-    println!("\n{workload} on {backend} ({config})");
+    println!(
+        "\n{workload} on {backend} ({config}); \"vs bare\": the median over the rounds of each \
+         round's ratio to bare Burn's process"
+    );
     println!(
         "| policy | median step | vs bare | last epoch per step | vs bare | peak in use | \
          peak reserved | fragmentation | retained in use | retained reserved | note |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    // Machine noise between processes is larger than the differences measured, so each
+    // case runs several times, and the cases take turns (a round runs each once, in the
+    // table's order), so that a busier minute of the machine falls on every row alike. The
+    // limits and the reservation are sized from the first round's growth process.
+    let repeats = if quick { 1 } else { REPEATS };
     let mut growth = None;
-    let mut bare = None;
-    for policy in Policy::ALL {
-        let spec = CaseSpec {
-            workload: workload.into(),
-            config: config.into(),
-            backend,
-            policy,
-            quick,
-            growth: growth.clone(),
-        };
-        // Machine noise between processes is larger than the differences measured, so each
-        // case runs several times.
-        let repeats = if quick { 1 } else { REPEATS };
-        let mut results: Vec<CaseResult> = (0..repeats).map(|_| spawn(&spec)).collect();
+    let mut runs: Vec<Vec<CaseResult>> = vec![Vec::new(); Policy::ALL.len()];
+    for _ in 0..repeats {
+        for (policy, results) in Policy::ALL.into_iter().zip(&mut runs) {
+            let spec = CaseSpec {
+                workload: workload.into(),
+                config: config.into(),
+                backend,
+                policy,
+                quick,
+                growth: growth.clone(),
+            };
+            let result = spawn(&spec);
+            if policy == Policy::Growth && growth.is_none() && result.median_step_ms.is_some() {
+                growth = Some(GrowthFigures {
+                    peak_in_use: result.peak_in_use,
+                    rest_in_use: result.rest_in_use,
+                    peak_reserved: result.peak_reserved,
+                    train_reserved: result.train_reserved,
+                    breakdown: result.breakdown.clone(),
+                });
+            }
+            results.push(result);
+        }
+    }
+    // Each row against bare Burn round by round (its process over the bare process of the
+    // same round), the median of those ratios: the processes of one round ran within the
+    // same minute or two.
+    let bare_runs = runs[0].clone();
+    for (policy, mut results) in Policy::ALL.into_iter().zip(runs) {
+        let against = (policy != Policy::Bare).then(|| Against {
+            step: paired_median(&results, &bare_runs, |r| r.median_step_ms),
+            epoch: paired_median(&results, &bare_runs, |r| r.epoch_step_ms),
+        });
         results.sort_by(|a, b| {
             a.median_step_ms
                 .unwrap_or(f64::MAX)
@@ -286,19 +316,7 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
         let mut result = results.swap_remove(results.len() / 2);
         result.epoch_step_ms = epoch_step_ms.or(result.epoch_step_ms);
         result.note = format!("{spread}{}", result.note);
-        if policy == Policy::Growth && result.median_step_ms.is_some() {
-            growth = Some(GrowthFigures {
-                peak_in_use: result.peak_in_use,
-                rest_in_use: result.rest_in_use,
-                peak_reserved: result.peak_reserved,
-                train_reserved: result.train_reserved,
-                breakdown: result.breakdown.clone(),
-            });
-        }
-        if policy == Policy::Bare {
-            bare = Some((result.median_step_ms, result.epoch_step_ms));
-        }
-        print_row(policy, &result, bare);
+        print_row(policy, &result, against);
     }
     print_overhead(&CaseSpec {
         workload: workload.into(),
@@ -387,25 +405,43 @@ fn print_overhead(spec: &CaseSpec) {
     }
 }
 
-/// A row; `bare`: the bare-Burn row's median step and last epoch per step.
-fn print_row(policy: Policy, r: &CaseResult, bare: Option<(Option<f64>, Option<f64>)>) {
+/// A row's figures against bare Burn's, as ratios (`None` where a round lacks one).
+#[derive(Debug, Clone, Copy)]
+struct Against {
+    step: Option<f64>,
+    epoch: Option<f64>,
+}
+
+/// The median over the rounds of `figure(row's process) / figure(bare's process)`.
+fn paired_median(
+    results: &[CaseResult],
+    bare: &[CaseResult],
+    figure: impl Fn(&CaseResult) -> Option<f64>,
+) -> Option<f64> {
+    let mut ratios: Vec<f64> = (results.iter().zip(bare))
+        .filter_map(|(r, b)| Some(figure(r)? / figure(b)?))
+        .collect();
+    median(&mut ratios)
+}
+
+/// A row; `against`: its figures against bare Burn's (`None` for the bare row).
+fn print_row(policy: Policy, r: &CaseResult, against: Option<Against>) {
     let ran = r.median_step_ms.is_some();
     let bytes = |b: u64| if ran { format_bytes(b) } else { "-".into() };
     let signed = |b: Option<i64>| b.map_or("-".into(), format_signed_bytes);
     let ms = |ms: Option<f64>| ms.map_or("-".into(), |ms| format!("{ms:.3} ms"));
-    let against = |ms: Option<f64>, bare: Option<f64>| match (policy, ms, bare) {
-        (Policy::Bare, _, _) => "".into(),
-        (_, Some(ms), Some(bare)) => format!("{:+.1}%", (ms / bare - 1.0) * 100.0),
+    let percent = |ratio: Option<f64>| match (against, ratio) {
+        (None, _) => "".into(),
+        (Some(_), Some(ratio)) if ran => format!("{:+.1}%", (ratio - 1.0) * 100.0),
         _ => "-".into(),
     };
-    let (bare_step, bare_epoch) = bare.unwrap_or((None, None));
     println!(
         "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         policy.name(),
         ms(r.median_step_ms),
-        against(r.median_step_ms, bare_step),
+        percent(against.and_then(|a| a.step)),
         ms(r.epoch_step_ms),
-        against(r.epoch_step_ms, bare_epoch),
+        percent(against.and_then(|a| a.epoch)),
         bytes(r.peak_in_use),
         bytes(r.peak_reserved),
         r.fragmentation
