@@ -142,6 +142,7 @@ pub fn run_once(spec: &CaseSpec) -> CaseResult {
     device.sync().expect("device sync");
     let (after, _) = figures(&device);
     CaseResult {
+        intervals_ms: intervals.clone(),
         steps_timed: intervals.len(),
         median_step_ms: median(&mut intervals),
         epoch_step_ms: epoch_ms,

@@ -226,6 +226,7 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
     let started = Instant::now();
     let outcome = Trainer::new(cfg).observer(timer).run();
     let mut intervals = intervals.take();
+    let intervals_ms = intervals.clone();
     let summary = match outcome {
         Ok(summary) => summary,
         Err(e) => return failed(e),
@@ -294,6 +295,7 @@ pub fn measured_run(cfg: RunConfig) -> CaseResult {
         note: note.join("; "),
         breakdown: summary.breakdown.clone(),
         overhead: None,
+        intervals_ms,
     }
 }
 

@@ -35,6 +35,7 @@ mod bare;
 mod case;
 mod pipeline;
 
+use std::path::Path;
 use std::process::Command;
 
 use case::median;
@@ -47,10 +48,12 @@ use tidemark::memory::{format_bytes, format_signed_bytes, Breakdown};
 const CASE_VAR: &str = "TIDEMARK_BENCH_CASE";
 /// Growth figures handed to the cases that size themselves from them.
 const GROWTH_VAR: &str = "TIDEMARK_BENCH_GROWTH";
+/// A directory where each case's child writes its step intervals.
+const INTERVALS_VAR: &str = "TIDEMARK_BENCH_INTERVALS";
 /// Set in the child that measures the layer's overhead.
 const OVERHEAD_VAR: &str = "TIDEMARK_BENCH_OVERHEAD";
 /// Pairs of runs (bare, then tidemark growth) the overhead child interleaves.
-const OVERHEAD_PAIRS: usize = 4;
+const OVERHEAD_PAIRS: usize = 8;
 
 /// Processes run for each case in a full run.
 const REPEATS: usize = 5;
@@ -181,6 +184,10 @@ pub struct CaseResult {
     /// The interleaved comparison's figures (only from the overhead child).
     #[serde(default)]
     pub overhead: Option<Overhead>,
+    /// Every timed step's interval, in order (ms): written by the child where
+    /// `TIDEMARK_BENCH_INTERVALS` names a directory, not reported.
+    #[serde(skip)]
+    pub intervals_ms: Vec<f64>,
 }
 
 /// The bare loop against tidemark's growth run, alternating in one process: each one's median
@@ -525,10 +532,31 @@ fn run_child(case: &str) {
             _ => case::run(&spec),
         }
     };
+    if let Some(dir) = std::env::var_os(INTERVALS_VAR) {
+        keep_intervals(Path::new(&dir), &spec, &result.intervals_ms);
+    }
     println!(
         "RESULT {}",
         serde_json::to_string(&result).expect("serialise")
     );
+}
+
+/// Writes a case's step intervals to `dir`, one per line in ms, as
+/// `<workload>-<policy>-<nanoseconds since the epoch>.txt`: the name orders a run's processes
+/// by their end (`scripts/bench-intervals.py` reads them).
+fn keep_intervals(dir: &Path, spec: &CaseSpec, intervals_ms: &[f64]) {
+    if intervals_ms.is_empty() {
+        return;
+    }
+    let nanos = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
+        .map_or(0, |d| d.as_nanos());
+    let name = format!("{}-{}-{nanos}.txt", spec.workload, spec.policy.key());
+    let text: String = intervals_ms.iter().map(|ms| format!("{ms}\n")).collect();
+    if let Err(e) =
+        std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join(&name), text))
+    {
+        eprintln!("{INTERVALS_VAR}: {}: {e}", dir.join(name).display());
+    }
 }
 
 /// What tidemark's memory layer adds to one optimizer step of one micro-batch, timed alone on
