@@ -5,9 +5,10 @@
     scripts/bench-intervals.py /tmp/iv [--workload W0]
 
 The bench's children write each process's step intervals (ms, in order) to the directory, one
-file a process, named <workload>-<policy>-<nanoseconds>.txt. The k-th process of a policy is
-paired with bare Burn's k-th (the bench runs its cases in rounds, so they ran in the same
-round). For each pair this prints three ratios, policy over bare:
+file a process, named <workload>-<policy>-<nanoseconds>.txt. Each process is paired with the
+bare Burn process that ended last before it: the bench runs its cases in rounds, bare Burn
+first, so that is the bare process of its round (a case that failed in a round leaves no file
+and shifts no other pair). For each pair this prints three ratios, policy over bare:
 
 - the median step (what the table's "median step" compares);
 - the mean step: the time per step of all the timed steps, as an epoch's figure counts it;
@@ -44,6 +45,11 @@ def without_bursts(steps):
     return kept, len(kept) / len(steps)
 
 
+def mean_ratio(ours, base):
+    """The ratio of two means; None where a side has no steps left."""
+    return statistics.mean(ours) / statistics.mean(base) if ours and base else None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", type=Path, help="the directory TIDEMARK_BENCH_INTERVALS named")
@@ -57,7 +63,7 @@ def main():
         policy, _, nanos = stem.rpartition("-")
         if policy and nanos.isdigit():
             runs[policy].append((int(nanos), path))
-    bare = [path for _, path in sorted(runs.pop("bare", []))]
+    bare = sorted(runs.pop("bare", []))
     if not bare or not runs:
         sys.exit(
             f"bench-intervals: {args.dir}: no {args.workload}-bare-*.txt with another policy's "
@@ -66,20 +72,26 @@ def main():
     for policy, files in sorted(runs.items()):
         ratios = defaultdict(list)
         print(f"{args.workload} {policy} against bare Burn, pair by pair")
-        for k, (_, path) in enumerate(sorted(files)[: len(bare)]):
-            ours, base = read(path), read(bare[k])
+        for k, (ended, path) in enumerate(sorted(files), start=1):
+            before = [bare_path for bare_ended, bare_path in bare if bare_ended < ended]
+            if not before:
+                continue
+            ours, base = read(path), read(before[-1])
             if not ours or not base:
                 continue
             (ours_kept, ours_share), (base_kept, base_share) = map(without_bursts, (ours, base))
             pair = {
                 "median": statistics.median(ours) / statistics.median(base),
-                "mean": statistics.mean(ours) / statistics.mean(base),
-                "mean without bursts": statistics.mean(ours_kept) / statistics.mean(base_kept),
+                "mean": mean_ratio(ours, base),
+                "mean without bursts": mean_ratio(ours_kept, base_kept),
             }
             for name, ratio in pair.items():
-                ratios[name].append(ratio)
-            figures = ", ".join(f"{name} {ratio:.3f}" for name, ratio in pair.items())
-            print(f"  {k + 1}: {figures} (steps kept: {ours_share:.0%} and {base_share:.0%})")
+                if ratio is not None:
+                    ratios[name].append(ratio)
+            figures = ", ".join(
+                f"{name} {'-' if ratio is None else f'{ratio:.3f}'}" for name, ratio in pair.items()
+            )
+            print(f"  {k}: {figures} (steps kept: {ours_share:.0%} and {base_share:.0%})")
         medians = ", ".join(
             f"{name} {statistics.median(values):.3f}" for name, values in ratios.items()
         )

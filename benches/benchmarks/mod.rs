@@ -295,7 +295,8 @@ fn run_workload(workload: &str, config: &str, backend: Backend, quick: bool) {
     // Each row against bare Burn round by round (its process over the bare process of the
     // same round), the median of those ratios: the processes of one round ran within the
     // same minute or two.
-    let bare_runs = runs[0].clone();
+    let bare_at = Policy::ALL.iter().position(|p| *p == Policy::Bare);
+    let bare_runs = runs[bare_at.expect("bare Burn is a case")].clone();
     for (policy, mut results) in Policy::ALL.into_iter().zip(runs) {
         let against = (policy != Policy::Bare).then(|| Against {
             step: paired_median(&results, &bare_runs, |r| r.median_step_ms),
