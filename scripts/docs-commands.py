@@ -70,6 +70,8 @@ NOT_RUN = [
      "second run tunes nothing (README.md, \"Development\", says how to run it)"),
     (r"^scripts/gpu-peers\.sh", "needs PyTorch and JAX (a 5.9 GB venv, 165 s to install) or a "
      "CUDA device; CI's own step runs the script's tidemark half on flex"),
+    (r"^\.venv-peers/", "needs .venv-peers, the peers' PyTorch and TensorFlow (several GB), "
+     "which scripts/peers.sh installs; not part of CI"),
     (r"^scripts/optuna-check\.sh", "CI's own step runs it (it installs Optuna in a venv)"),
     (r"^scripts/tensorboard-check\.sh", "CI's own step runs it (it installs TensorBoard in a venv)"),
     (r"^scripts/tensorboard-reads\.py", "needs TensorBoard's Python package; "
