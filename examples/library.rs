@@ -10,6 +10,8 @@ use tidemark::memory::{format_bytes, CountingAllocator};
 static ALLOC: CountingAllocator = CountingAllocator::new();
 
 fn main() -> Result<(), tidemark::Error> {
+    // As the `tidemark` binary does: this thread runs its share of flex's parallel work.
+    tidemark::backend::join_compute_pool();
     let config = ConfigBuilder::new("library-example")
         .synthetic(8192, 32, 4)
         .hidden(&[128, 128])

@@ -7,6 +7,7 @@
 //! RAYON_NUM_THREADS=1 cargo run --release --example step_split   # on one core
 //! cargo run --release --example step_split -- --plain-heap        # glibc's default heap
 //! cargo run --release --example step_split -- --burn-adam         # Burn's Adam, unfused
+//! cargo run --release --example step_split -- --outside-pool      # this thread not a worker
 //! ```
 
 use std::path::Path;
@@ -34,6 +35,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `--plain-heap` leaves glibc's defaults, as a plain Burn program has them.
     let flag = |name: &str| std::env::args().any(|a| a == name);
     let (plain_heap, burn_adam) = (flag("--plain-heap"), flag("--burn-adam"));
+    // As `tidemark train` does: this thread is one of rayon's workers, so it runs its share of
+    // each parallel op. `--outside-pool` hands every such op to the pool, as a plain program.
+    let joined = !flag("--outside-pool") && tidemark::backend::join_compute_pool();
     if !plain_heap {
         tidemark::memory::pool_host_heap();
     }
@@ -76,9 +80,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     println!(
         "W1 step, median of {TIMED}: forward {forward:.2} ms, backward {backward:.2} ms, \
-         optimizer {update:.2} ms, sum {:.2} ms (rayon threads: {}; heap: {}; {})",
+         optimizer {update:.2} ms, sum {:.2} ms (rayon threads: {}{}; heap: {}; {})",
         forward + backward + update,
-        rayon_threads(),
+        rayon::current_num_threads(),
+        if joined { ", this one among them" } else { "" },
         if plain_heap {
             "glibc's defaults"
         } else {
@@ -91,11 +96,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     );
     Ok(())
-}
-
-/// The size of rayon's global pool, which flex and the fused Adam use.
-fn rayon_threads() -> String {
-    std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| {
-        std::thread::available_parallelism().map_or("?".into(), |n| n.get().to_string())
-    })
 }

@@ -7,7 +7,7 @@
 # What moves a run's figures on flex, and how each option changes it for real:
 # - gemm keeps one packing buffer per thread the size of the L2 cache, which it reads from
 #   /sys/devices/system/cpu/cpu*/cache (512 KiB on an AMD EPYC, 2 MiB on a Xeon: a run's
-#   baseline of 1.6 MB on one is 6.3 MB on the other). --l2 bind-mounts a size over those files
+#   one-time state of 1.1 MB on one is 4.2 MB on the other). --l2 bind-mounts a size over those files
 #   in a mount namespace of the command's own (root, `unshare`), so gemm sizes its buffers and
 #   its blocks for that cache. Every process the command starts sees the same.
 # - gemm and pulp pick their kernels (AVX-512, AVX2) from CPUID at run time. --haswell runs the

@@ -118,8 +118,11 @@ impl App {
 
     /// Runs the command line on the process arguments and returns the exit code (0 success,
     /// 2 bad usage or config, 3 memory, 4 training that could not go on, 130 a search stopped
-    /// by a signal, 1 any other failure): `std::process::exit(app.run())`.
+    /// by a signal, 1 any other failure): `std::process::exit(app.run())`. Call it from
+    /// `main`: the thread becomes one of the CPU backend's compute threads
+    /// ([`join_compute_pool`](crate::backend::join_compute_pool)).
     pub fn run(self) -> i32 {
+        crate::backend::join_compute_pool();
         self.run_on(std::env::args_os())
     }
 

@@ -6,6 +6,9 @@ use burn::tensor::Device;
 use crate::config::{Backend, DeviceConfig, Execution};
 
 pub mod kernel_cache;
+mod threads;
+
+pub use threads::join_compute_pool;
 
 /// Why the requested device cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

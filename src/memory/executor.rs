@@ -229,7 +229,8 @@ fn cube_total_memory(_device: &Device) -> Option<u64> {
 /// workers take part in a large product is up to the scheduler, so without this a run's peak
 /// holds one more buffer in some processes than in others (measured: 2 MiB, in every other
 /// run of a parameter-heavy MLP). A product below burn-flex's parallel threshold runs on the
-/// thread that calls it: one on each worker, and one here.
+/// thread that calls it: one on each worker, and one here (the same buffer, where this thread
+/// is one of the workers: [`crate::backend::join_compute_pool`]).
 fn warm_every_thread(device: &Device) {
     let product = || {
         let x = Tensor::<2>::ones([160, 160], device);

@@ -39,6 +39,7 @@ mod study;
 mod study_median;
 mod study_packed;
 mod tensorboard;
+mod threads;
 mod tpe;
 mod training;
 #[cfg(feature = "wgpu")]

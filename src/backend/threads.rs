@@ -1,0 +1,71 @@
+//! The thread a run's steps are called from, as one of the CPU backend's compute threads.
+//!
+//! flex runs its matrix products and large element-wise ops on rayon's global pool, and so
+//! does the fused Adam. A thread outside the pool that starts such an op hands it to the
+//! pool's workers and sleeps until they are done: two context switches an op, and on a
+//! 2-core machine three threads (this one and two workers) for two cores. Made a worker
+//! itself, the thread runs its share of each op and hands over nothing (as OpenMP's main
+//! thread does for PyTorch): W1's step is about 3% faster on a 2-core EPYC, and the process
+//! holds one packing buffer fewer (gemm keeps one per thread that multiplies). The figures
+//! are in docs/performance.md ("The step's thread joins the pool").
+
+/// Makes the calling thread worker 0 of rayon's global pool, for the life of the process,
+/// with the pool's size unchanged (`RAYON_NUM_THREADS`, else one thread a core): the pool
+/// starts one thread fewer. Call it first
+/// in `main`, before anything uses rayon; [`App::run`](crate::App::run) does.
+///
+/// Returns whether it did. It does not when the pool would have a single thread (that
+/// thread would then be the only one to run what other threads hand to the pool, and it
+/// runs such work only while it waits inside rayon itself: a loader thread's parallel op
+/// could wait for a training thread that waits for the loader), nor when the global pool is
+/// already built, nor on a thread that is already a worker.
+///
+/// ```
+/// // A program of its own that trains through the library, in `main`:
+/// let joined = tidemark::backend::join_compute_pool();
+/// assert_eq!(joined, rayon::current_thread_index() == Some(0));
+/// ```
+pub fn join_compute_pool() -> bool {
+    let variable = |name| std::env::var(name).ok();
+    let threads = pool_size(
+        variable("RAYON_NUM_THREADS").as_deref(),
+        variable("RAYON_RS_NUM_CPUS").as_deref(),
+    );
+    threads >= 2
+        && rayon::ThreadPoolBuilder::new()
+            .use_current_thread()
+            .build_global()
+            .is_ok()
+}
+
+/// The size rayon gives its global pool (rayon-core's `get_num_threads`): `RAYON_NUM_THREADS`
+/// when it is a number above 0, else the older `RAYON_RS_NUM_CPUS` likewise, else the cores
+/// this process may use.
+fn pool_size(threads: Option<&str>, cpus: Option<&str>) -> usize {
+    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get());
+    match threads.and_then(|v| v.parse::<usize>().ok()) {
+        Some(0) => cores(),
+        Some(n) => n,
+        None => match cpus.and_then(|v| v.parse::<usize>().ok()) {
+            Some(n) if n > 0 => n,
+            _ => cores(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pool_size;
+
+    #[test]
+    fn the_pool_size_is_the_one_rayon_gives() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(pool_size(Some("3"), None), 3);
+        assert_eq!(pool_size(Some("1"), Some("4")), 1);
+        assert_eq!(pool_size(Some("0"), Some("4")), cores);
+        assert_eq!(pool_size(Some(" 2"), None), cores);
+        assert_eq!(pool_size(Some("two"), Some("5")), 5);
+        assert_eq!(pool_size(None, Some("0")), cores);
+        assert_eq!(pool_size(None, None), cores);
+    }
+}
