@@ -5,14 +5,15 @@
 //! pool's workers and sleeps until they are done: two context switches an op, and on a
 //! 2-core machine three threads (this one and two workers) for two cores. Made a worker
 //! itself, the thread runs its share of each op and hands over nothing (as OpenMP's main
-//! thread does for PyTorch): W1's step is about 3% faster on a 2-core EPYC, and the process
-//! holds one packing buffer fewer (gemm keeps one per thread that multiplies). The figures
-//! are in docs/performance.md ("The step's thread joins the pool").
+//! thread does for PyTorch): on a 2-core EPYC, W1's step is about 4% faster and the
+//! quickstart's about 18%, and the process holds one packing buffer fewer (gemm keeps one per
+//! thread that multiplies). The figures are in docs/performance.md ("Levers", 3: "The
+//! training thread joins the pool").
 
 /// Makes the calling thread worker 0 of rayon's global pool, for the life of the process,
 /// with the pool's size unchanged (`RAYON_NUM_THREADS`, else one thread a core): the pool
-/// starts one thread fewer. Call it first
-/// in `main`, before anything uses rayon; [`App::run`](crate::App::run) does.
+/// starts one thread fewer. Call it first in `main`, before anything uses rayon;
+/// [`App::run`](crate::App::run) does.
 ///
 /// Returns whether it did. It does not when the pool would have a single thread (that
 /// thread would then be the only one to run what other threads hand to the pool, and it
