@@ -172,6 +172,19 @@ impl Env {
     }
 }
 
+/// The state of process `pid` as `/proc/PID/stat` gives it (`R` running, `S` sleeping, `T`
+/// stopped, `Z` a zombie), if the process is there.
+fn process_state(pid: impl std::fmt::Display) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name in parentheses may hold spaces and parentheses; the state follows the last one.
+    stat.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
 struct Run(Output);
 
 impl Run {

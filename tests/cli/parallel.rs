@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{num, Env, SMALL};
+use super::{num, process_state, Env, SMALL};
 
 /// Four trials of one model size (leases of one size), varied in the learning rate.
 fn grid(extra: &str) -> String {
@@ -216,16 +216,9 @@ fn wait_for<T>(search: &mut std::process::Child, mut ready: impl FnMut() -> Opti
 fn stopped_with_a_checkpoint(env: &Env, dir: &str) -> Option<(u64, i32)> {
     let (trial, pid) = running_with_a_checkpoint(env, dir)?;
     signal(pid, "-STOP");
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .next();
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let launch = format!("trial-{trial:03}.toml");
-    match state == Some("T") && String::from_utf8_lossy(&cmdline).contains(&launch) {
+    match process_state(pid) == Some('T') && String::from_utf8_lossy(&cmdline).contains(&launch) {
         true => Some((trial, pid)),
         false => {
             signal(pid, "-CONT");

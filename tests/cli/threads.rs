@@ -29,14 +29,7 @@ fn threads_before_the_summary(env: &Env, threads: usize) -> usize {
     let pid = child.id();
     let start = Instant::now();
     loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or_default()
-            .split_whitespace()
-            .next();
-        if state == Some("T") {
+        if process_state(pid) == Some('T') {
             break;
         }
         if let Some(status) = child.try_wait().unwrap() {
