@@ -119,15 +119,28 @@ impl App {
     /// Runs the command line on the process arguments and returns the exit code (0 success,
     /// 2 bad usage or config, 3 memory, 4 training that could not go on, 130 a search stopped
     /// by a signal, 1 any other failure): `std::process::exit(app.run())`. Call it from
-    /// `main`: the thread becomes one of the CPU backend's compute threads
-    /// ([`join_compute_pool`](crate::backend::join_compute_pool)).
+    /// `main`. In every command but `sweep`, the thread becomes one of the CPU backend's
+    /// compute threads ([`join_compute_pool`](crate::backend::join_compute_pool)). A search's
+    /// process stays apart from the pool, as before: it probes each trial in its own process
+    /// to size the leases of children that may run with fewer threads, and a child with one
+    /// thread (two trials on two cores) takes about a packing buffer's size more in its step
+    /// than a probe with two, which the searching process's one more thread covers
+    /// (docs/search.md, "Trials in parallel under a memory budget").
     pub fn run(self) -> i32 {
-        crate::backend::join_compute_pool();
-        self.run_on(std::env::args_os())
+        self.run_args(std::env::args_os(), true)
     }
 
-    /// [`run`](Self::run) on `args` (the program's name first).
+    /// [`run`](Self::run) on `args` (the program's name first), on the calling thread as it
+    /// is (outside rayon's pool, as any thread that may end must be).
     pub fn run_on<I, T>(self, args: I) -> i32
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        self.run_args(args, false)
+    }
+
+    fn run_args<I, T>(self, args: I, join_pool: bool) -> i32
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
@@ -149,6 +162,9 @@ impl App {
                 return if e.use_stderr() { 2 } else { 0 };
             }
         };
+        if join_pool && matches.subcommand_name() != Some("sweep") {
+            crate::backend::join_compute_pool();
+        }
         if let Some((called, args)) = matches.subcommand() {
             if let Some(own) = self
                 .commands

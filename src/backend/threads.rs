@@ -13,7 +13,9 @@
 /// Makes the calling thread worker 0 of rayon's global pool, for the life of the process,
 /// with the pool's size unchanged (`RAYON_NUM_THREADS`, else one thread a core): the pool
 /// starts one thread fewer. Call it first in `main`, before anything uses rayon;
-/// [`App::run`](crate::App::run) does.
+/// [`App::run`](crate::App::run) does, in every command but `sweep`. A program that runs
+/// searches with trials in parallel leaves it out: the search sizes its children's leases for
+/// a searching thread outside the pool (docs/search.md).
 ///
 /// Returns whether it did. It does not when the pool would have a single thread (that
 /// thread would then be the only one to run what other threads hand to the pool, and it
