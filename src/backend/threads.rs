@@ -21,7 +21,10 @@
 /// thread would then be the only one to run what other threads hand to the pool, and it
 /// runs such work only while it waits inside rayon itself: a loader thread's parallel op
 /// could wait for a training thread that waits for the loader), nor when the global pool is
-/// already built, nor on a thread that is already a worker.
+/// already built, nor on a thread that is already a worker. With two threads or more, what
+/// other threads hand to the pool runs on the other workers; only a `rayon::broadcast` from
+/// another thread waits for this one to enter rayon (tidemark broadcasts from this thread
+/// alone).
 ///
 /// ```
 /// // A program of its own that trains through the library, in `main`:
