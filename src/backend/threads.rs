@@ -23,8 +23,10 @@
 /// could wait for a training thread that waits for the loader), nor when the global pool is
 /// already built, nor on a thread that is already a worker. With two threads or more, what
 /// other threads hand to the pool runs on the other workers; only a `rayon::broadcast` from
-/// another thread waits for this one to enter rayon (tidemark broadcasts from this thread
-/// alone).
+/// another thread waits for this one to enter rayon. A run's warm-up broadcasts (so that every
+/// worker's packing buffer is in its baseline), so call this only on the thread that trains:
+/// a run on another thread, while this one waits on it or on anything but rayon, would wait
+/// for ever.
 ///
 /// ```
 /// // A program of its own that trains through the library, in `main`:
