@@ -185,6 +185,40 @@ fn process_state(pid: impl std::fmt::Display) -> Option<char> {
         .next()
 }
 
+/// Polls for `ready` while `child` (a `tidemark` process) runs. One that ends first fails the
+/// test with its stderr; one still waiting after ten minutes (a hang: a trial's first epoch on
+/// lavapipe under a loaded CI machine has taken over a minute) is stopped, with its children
+/// (SIGTERM first: a search passes it to its children and waits for them), before the test
+/// fails, so that no process outlives it. `what` names what is waited for.
+fn wait_for<T>(
+    child: &mut std::process::Child,
+    what: &str,
+    mut ready: impl FnMut() -> Option<T>,
+) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(value) = ready() {
+            return value;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                std::io::Read::read_to_string(&mut pipe, &mut stderr).ok();
+            }
+            panic!("tidemark ended ({status}) before {what}: {stderr}");
+        }
+        if start.elapsed() > std::time::Duration::from_secs(600) {
+            let pid = child.id().to_string();
+            Command::new("kill").args(["-TERM", &pid]).status().ok();
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            child.kill().ok();
+            child.wait().ok();
+            panic!("not {what} in 10 minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 struct Run(Output);
 
 impl Run {

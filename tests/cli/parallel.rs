@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{num, process_state, Env, SMALL};
+use super::{num, process_state, wait_for, Env, SMALL};
 
 /// Four trials of one model size (leases of one size), varied in the learning rate.
 fn grid(extra: &str) -> String {
@@ -181,35 +181,6 @@ pub(super) fn schedule(env: &Env, dir: &str) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// Polls for `ready` while `search` runs. A search that ends first fails the test with its
-/// stderr; one still waiting after ten minutes (a hang: a trial's first epoch on lavapipe under
-/// a loaded CI machine has taken over a minute) is killed, with its children, before the test
-/// fails, so that no process outlives it.
-fn wait_for<T>(search: &mut std::process::Child, mut ready: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = ready() {
-            return value;
-        }
-        if let Ok(Some(status)) = search.try_wait() {
-            let mut stderr = String::new();
-            if let Some(mut pipe) = search.stderr.take() {
-                std::io::Read::read_to_string(&mut pipe, &mut stderr).ok();
-            }
-            panic!("the search ended ({status}) before a trial checkpointed: {stderr}");
-        }
-        if start.elapsed() > Duration::from_secs(600) {
-            // SIGTERM first: the search passes it to its children and waits for them.
-            signal(search.id() as i32, "-TERM");
-            std::thread::sleep(Duration::from_secs(5));
-            search.kill().ok();
-            search.wait().ok();
-            panic!("no trial checkpointed in 10 minutes");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// The pid of a running trial that has written a checkpoint after an epoch, from the
 /// search's worker's `schedule-<worker>.json`, stopped (SIGSTOP) and checked to be that trial's live child, so
 /// that a signal sent to it next cannot miss it or hit another process.
@@ -269,7 +240,7 @@ fn search_of_eight_epochs(env: &Env) -> std::process::Child {
 fn a_killed_child_is_recorded_the_others_finish_and_resume_trains_it_from_its_checkpoint() {
     let env = Env::new();
     let mut child = search_of_eight_epochs(&env);
-    let (trial, pid) = wait_for(&mut child, || {
+    let (trial, pid) = wait_for(&mut child, "a trial checkpointed", || {
         stopped_with_a_checkpoint(&env, "runs/small-sweep")
     });
     signal(pid, "-KILL");
@@ -315,7 +286,7 @@ fn sigterm_stops_every_child_at_its_checkpoint_and_resume_finishes_the_search() 
     let mut child = search_of_eight_epochs(&env);
     // A trial held stopped (SIGSTOP) keeps the search from finishing before the signal
     // reaches it, however loaded the machine; it goes on (SIGCONT) to receive its SIGTERM.
-    let (_, trial) = wait_for(&mut child, || {
+    let (_, trial) = wait_for(&mut child, "a trial checkpointed", || {
         stopped_with_a_checkpoint(&env, "runs/small-sweep")
     });
     signal(child.id() as i32, "-TERM");
@@ -411,7 +382,9 @@ pub(super) fn children_stop_with_the_search(env: &Env, config: &str, dir: &str, 
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let (checkpointed, _) = wait_for(&mut search, || running_with_a_checkpoint(env, dir));
+    let (checkpointed, _) = wait_for(&mut search, "a trial checkpointed", || {
+        running_with_a_checkpoint(env, dir)
+    });
     let text = schedule(env, dir).unwrap();
     let schedule: Value = serde_json::from_str(&text).unwrap();
     let running: Vec<(u64, u64)> = schedule["slots"]

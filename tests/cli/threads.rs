@@ -3,7 +3,6 @@
 //! search's process stays apart from the pool (its leases are sized for that).
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use super::*;
 
@@ -28,23 +27,10 @@ fn threads_before_the_summary(env: &Env, command: &str, threads: usize) -> usize
         .spawn()
         .unwrap();
     let pid = child.id();
-    let start = Instant::now();
-    loop {
-        if process_state(pid) == Some('T') {
-            break;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            panic!("{command}, RAYON_NUM_THREADS={threads}: ended ({status}) before its summary: {stderr}");
-        }
-        if start.elapsed() > Duration::from_secs(300) {
-            child.kill().ok();
-            child.wait().ok();
-            panic!("{command}, RAYON_NUM_THREADS={threads}: not at its summary in 5 minutes");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let what = format!("{command} (RAYON_NUM_THREADS={threads}) stopped before its summary");
+    wait_for(&mut child, &what, || {
+        (process_state(pid) == Some('T')).then_some(())
+    });
     // Counted, then continued before anything is asserted: a stopped run is never left behind.
     let held = std::fs::read_dir(format!("/proc/{pid}/task")).map(|tasks| tasks.count());
     let resumed = Command::new("kill")
