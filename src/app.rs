@@ -119,13 +119,15 @@ impl App {
     /// Runs the command line on the process arguments and returns the exit code (0 success,
     /// 2 bad usage or config, 3 memory, 4 training that could not go on, 130 a search stopped
     /// by a signal, 1 any other failure): `std::process::exit(app.run())`. Call it from
-    /// `main`. In every command but `sweep`, the thread becomes one of the CPU backend's
-    /// compute threads ([`join_compute_pool`](crate::backend::join_compute_pool)). A search's
-    /// process stays apart from the pool, as before: it probes each trial in its own process
-    /// to size the leases of children that may run with fewer threads, and a child with one
-    /// thread (two trials on two cores) takes about a packing buffer's size more in its step
-    /// than a probe with two, which the searching process's one more thread covers
-    /// (docs/search.md, "Trials in parallel under a memory budget").
+    /// `main`. The thread becomes one of the CPU backend's compute threads
+    /// ([`join_compute_pool`](crate::backend::join_compute_pool)): at once in every command
+    /// but `sweep`, and in `sweep` once its config says that the search trains its trials on
+    /// this thread, one at a time (`sweep.parallel = 1`, or runs). A search with trials in
+    /// parallel stays apart from the pool: it probes each trial in its own process to size the
+    /// leases of children that may run with fewer threads, and a child with one thread (two
+    /// trials on two cores) takes about a packing buffer's size more in its step than a probe
+    /// with two, which the searching process's one more thread covers (docs/search.md, "Trials
+    /// in parallel under a memory budget").
     pub fn run(self) -> i32 {
         self.run_args(std::env::args_os(), true)
     }
@@ -162,8 +164,13 @@ impl App {
                 return if e.use_stderr() { 2 } else { 0 };
             }
         };
-        if join_pool && matches.subcommand_name() != Some("sweep") {
-            crate::backend::join_compute_pool();
+        // A search joins once it knows it trains its trials in this process.
+        match (join_pool, matches.subcommand_name()) {
+            (true, Some("sweep")) => crate::backend::threads::join_later(),
+            (true, _) => {
+                crate::backend::join_compute_pool();
+            }
+            (false, _) => {}
         }
         if let Some((called, args)) = matches.subcommand() {
             if let Some(own) = self

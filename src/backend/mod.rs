@@ -6,7 +6,7 @@ use burn::tensor::Device;
 use crate::config::{Backend, DeviceConfig, Execution};
 
 pub mod kernel_cache;
-mod threads;
+pub(crate) mod threads;
 
 pub use threads::join_compute_pool;
 

@@ -10,12 +10,16 @@
 //! thread that multiplies). The figures are in docs/performance.md ("Levers", 3: "The
 //! training thread joins the pool").
 
+use std::sync::OnceLock;
+use std::thread::ThreadId;
+
 /// Makes the calling thread worker 0 of rayon's global pool, for the life of the process,
 /// with the pool's size unchanged (`RAYON_NUM_THREADS`, else one thread a core): the pool
 /// starts one thread fewer. Call it first in `main`, before anything uses rayon;
-/// [`App::run`](crate::App::run) does, in every command but `sweep`. A program that runs
-/// searches with trials in parallel leaves it out: the search sizes its children's leases for
-/// a searching thread outside the pool (docs/search.md).
+/// [`App::run`](crate::App::run) does, in every command but `sweep`, and in `sweep` once its
+/// search turns out to train its trials in its own process, one at a time. A program that
+/// runs searches with trials in parallel leaves it out: the search sizes its children's
+/// leases for a searching thread outside the pool (docs/search.md).
 ///
 /// Returns whether it did. It does not when the pool would have a single thread (that
 /// thread would then be the only one to run what other threads hand to the pool, and it
@@ -44,6 +48,25 @@ pub fn join_compute_pool() -> bool {
             .use_current_thread()
             .build_global()
             .is_ok()
+}
+
+/// The thread that may join the pool later, once it knows it trains there
+/// ([`join_later`]).
+static LATER: OnceLock<ThreadId> = OnceLock::new();
+
+/// Lets the calling thread join the pool later, through [`join_if_training_here`]: for a
+/// command that learns whether it trains on this thread only from its config (`sweep`). Set
+/// by [`App::run`](crate::App::run) only; a library program's threads never join unless it
+/// calls [`join_compute_pool`] itself.
+pub(crate) fn join_later() {
+    let _ = LATER.set(std::thread::current().id());
+}
+
+/// [`join_compute_pool`], where the calling thread is the one [`join_later`] was called on
+/// (the command line's, which trains here: a search's trials in its own process, one at a
+/// time). Call it before anything that trains uses rayon; whether it joined.
+pub(crate) fn join_if_training_here() -> bool {
+    LATER.get() == Some(&std::thread::current().id()) && join_compute_pool()
 }
 
 /// The size rayon gives its global pool (rayon-core's `get_num_threads`): `RAYON_NUM_THREADS`
