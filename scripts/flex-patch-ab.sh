@@ -2,31 +2,33 @@
 # What an upstream change to burn-flex would give W1's step: tidemark built against burn-flex as
 # released and against the same version with patches applied (docs/upstream/*.patch), tidemark
 # itself the same commit (HEAD), compared in alternating pairs. docs/performance.md's "What an
-# upstream change would give" and upstream drafts 3 and 7 come from it. Not part of CI.
+# upstream change would give" and upstream drafts 3, 6 and 7 come from it. Not part of CI.
 #
-#   scripts/flex-patch-ab.sh [--pairs N] [--ab-pairs M] PATCH...
+#   scripts/flex-patch-ab.sh [--pairs N] [--ab-pairs M] [--config FILE] PATCH...
 #
 # Builds HEAD's release binary and step-split example in this checkout's target/ (as released),
 # and again in a scratch worktree whose Cargo.toml patches burn-flex to a copy of the registry's
 # sources with PATCH... applied (`[patch.crates-io]`; a fat-LTO build, 5-8 minutes). Then runs
 # `examples/step_split.rs` N times each (default 10), alternating, and prints each part's median
-# and the pair-by-pair ratios, then `scripts/ab.sh <patched> <released> M` on W1 (whole
-# processes; default 12 pairs). FLEX_AB_TARGET=DIR keeps the patched build's target directory there for a later
+# and the pair-by-pair ratios (none with `--pairs 0`), then `scripts/ab.sh <patched>
+# <released> M FILE` (whole processes; default 12 pairs of W1, configs/bench/w1.toml). FLEX_AB_TARGET=DIR keeps the patched build's target directory there for a later
 # run (a scratch one is removed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pairs=10 ab_pairs=12
+pairs=10 ab_pairs=12 config=configs/bench/w1.toml
 while [ $# -gt 0 ]; do
   case $1 in
     --pairs) pairs=${2:?--pairs needs a number}; shift 2 ;;
     --ab-pairs) ab_pairs=${2:?--ab-pairs needs a number}; shift 2 ;;
+    --config) config=${2:?--config needs a file}; shift 2 ;;
     *) break ;;
   esac
 done
 if [ $# -eq 0 ]; then
-  echo "usage: scripts/flex-patch-ab.sh [--pairs N] [--ab-pairs M] PATCH..." >&2
+  echo "usage: scripts/flex-patch-ab.sh [--pairs N] [--ab-pairs M] [--config FILE] PATCH..." >&2
   exit 2
 fi
+[ -f "$config" ] || { echo "error: --config $config: no such file" >&2; exit 2; }
 patches=()
 for p in "$@"; do
   [ -f "$p" ] || { echo "error: $p: no such patch file" >&2; exit 2; }
@@ -71,7 +73,8 @@ for p in $(seq "$pairs"); do
   done
   echo "step split pair $p/$pairs done" >&2
 done
-python3 - "$work/split.txt" <<'PY'
+if [ "$pairs" -gt 0 ]; then
+  python3 - "$work/split.txt" <<'PY'
 import re, statistics, sys
 rows = {"released": {}, "patched": {}}
 for line in open(sys.argv[1]):
@@ -86,7 +89,8 @@ for part in ("forward", "backward", "optimizer", "sum"):
     print(f"| {part} | {statistics.median(b):.2f} | {statistics.median(a):.2f} | "
           f"{statistics.median(r):.3f} ({min(r):.3f}-{max(r):.3f}) |")
 PY
-echo
+  echo
+fi
 cp "$patched/tidemark" "$work/tidemark-patched"
 cp target/release/tidemark "$work/tidemark-released"
-scripts/ab.sh "$work/tidemark-patched" "$work/tidemark-released" "$ab_pairs"
+scripts/ab.sh "$work/tidemark-patched" "$work/tidemark-released" "$ab_pairs" "$config"
