@@ -209,6 +209,11 @@ pub fn main() {
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
         std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
     }
+    // A case's process trains on this thread as `tidemark train` does: one of the compute
+    // threads (the bare loop's too, so that "vs bare" compares the loops, not the threads).
+    if std::env::var_os(CASE_VAR).is_some() || std::env::var_os(pipeline::PIPELINE_VAR).is_some() {
+        tidemark::backend::join_compute_pool();
+    }
     if let Ok(case) = std::env::var(CASE_VAR) {
         return run_child(&case);
     }

@@ -240,8 +240,8 @@ fn run(
     opened: Storage,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<Vec<TrialRow>, Error> {
-    // Its trials train on this thread, one at a time: the command line's thread becomes one of
-    // the compute threads (`App::run`'s), before a probe or a trial uses them.
+    // Its trials train on this thread, one at a time: where `App::run` allowed it, this thread
+    // becomes one of the compute threads, before a probe or a trial uses them.
     if plan.packing.parallel == 1 {
         crate::backend::threads::join_if_training_here();
     }
