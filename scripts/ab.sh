@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
-  echo "usage: scripts/ab.sh BIN_A BIN_B [PAIRS] [CONFIG]" >&2
+  echo "usage: scripts/ab.sh BIN_A BIN_B [PAIRS] [CONFIG] [RUNS]" >&2
   exit 2
 fi
 a=$1 b=$2 pairs=${3:-12} config=${4:-configs/bench/w1.toml} runs=${5:-}
