@@ -11,8 +11,9 @@
 # sources with PATCH... applied (`[patch.crates-io]`; a fat-LTO build, 5-8 minutes). Then runs
 # `examples/step_split.rs` N times each (default 10), alternating, and prints each part's median
 # and the pair-by-pair ratios (none with `--pairs 0`), then `scripts/ab.sh <patched>
-# <released> M FILE` (whole processes; default 12 pairs of W1, configs/bench/w1.toml). FLEX_AB_TARGET=DIR keeps the patched build's target directory there for a later
-# run (a scratch one is removed at the end).
+# <released> M FILE` (whole processes; default 12 pairs of W1, configs/bench/w1.toml).
+# FLEX_AB_TARGET=DIR keeps the patched build's target directory there for a later run (a
+# scratch one is removed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=10 ab_pairs=12 config=configs/bench/w1.toml
