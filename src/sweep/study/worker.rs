@@ -240,11 +240,6 @@ fn run(
     opened: Storage,
     mut observer: impl FnMut(usize, usize) -> Box<dyn Observer>,
 ) -> Result<Vec<TrialRow>, Error> {
-    // Its trials train on this thread, one at a time: where `App::run` allowed it, this thread
-    // becomes one of the compute threads, before a probe or a trial uses them.
-    if plan.packing.parallel == 1 {
-        crate::backend::threads::join_if_training_here();
-    }
     let dir = dir.to_path_buf();
     let storage = Arc::new(Mutex::new(opened));
     let (mut study, me) = join(&storage, config, (space, plan), &mut observer)?;
@@ -257,12 +252,9 @@ fn run(
         kinds,
         config: &config_of,
     };
-    // The order its trials are created in: its first worker probes them. Packed, the probes give the leases too: a budget smaller than every one is refused
-    // before any trial trains.
-    let budget = match plan.packing.parallel {
-        1 => None,
-        _ => Some(resolve(&plan.packing, config)?),
-    };
+    // The order its trials are created in: its first worker probes them. Packed, the probes
+    // give the leases too: a budget smaller than every one is refused before any trial trains.
+    let budget = packed_budget(plan, config)?;
     // The leases the order's probes measured, which this worker's slots take as they are
     // (a probe on a device with pools compiles its kernels: once is enough).
     let mut probed: BTreeMap<usize, u64> = BTreeMap::new();
@@ -332,6 +324,19 @@ fn run(
     }
     drop(stop);
     Ok(rows)
+}
+
+/// The budget a packed worker's leases share (`sweep.parallel > 1`), or `None` for a worker
+/// that trains its trials on this thread, one at a time: where `App::run` allowed it, the
+/// thread then becomes one of the compute threads, before a probe or a trial uses them.
+fn packed_budget(plan: &SearchPlan, config: &RunConfig) -> Result<Option<u64>, Error> {
+    match plan.packing.parallel {
+        1 => {
+            crate::backend::threads::join_if_training_here();
+            Ok(None)
+        }
+        _ => resolve(&plan.packing, config).map(Some),
+    }
 }
 
 /// Joins the study of `space` in `storage`, and says so; the study, and this worker's id.
