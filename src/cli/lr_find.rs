@@ -25,10 +25,12 @@ pub(super) fn lr_find(
 
 /// The finder's settings: Lightning's, over the range given.
 pub(super) fn sweep(min_lr: f64, max_lr: f64, steps: usize) -> Result<Sweep, Error> {
-    if !(min_lr > 0.0 && max_lr > min_lr && max_lr.is_finite()) {
+    // The rates are min * (max / min)^r: the ratio must be a number too, or every rate past
+    // the first is infinite (1e-10 up to 1e300, or a subnormal min).
+    if !(min_lr.is_normal() && min_lr > 0.0 && max_lr > min_lr && (max_lr / min_lr).is_finite()) {
         return Err(Error::Usage(crate::error::UsageError::new(
-            format!("--min-lr {min_lr} --max-lr {max_lr}"),
-            "the finder sweeps from --min-lr up to --max-lr: both > 0, min below max",
+            format!("--min-lr {min_lr:?} --max-lr {max_lr:?}"),
+            "the finder sweeps from --min-lr up to --max-lr: both > 0, min below max, and max / min a finite number",
         )));
     }
     Ok(Sweep {

@@ -35,7 +35,7 @@ fn draw(
 ) -> Result<(), Box<dyn std::error::Error>> {
     root.fill(&WHITE)?;
     let finite: Vec<&(f64, f64, f64)> = (picture.points.iter())
-        .filter(|p| p.0 > 0.0 && p.2.is_finite())
+        .filter(|p| p.0 > 0.0 && p.0.is_finite() && p.2.is_finite())
         .collect();
     let x = |lr: f64| lr.log10();
     let (x_lo, x_hi) = bounds(finite.iter().map(|p| x(p.0)));

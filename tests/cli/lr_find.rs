@@ -172,6 +172,22 @@ fn train_lr_find_trains_at_the_rate_found_and_records_it() {
     other.fails_with(2, &["train.lr must be a number, or \"find\"; got \"fast\""]);
     let range = env.run(&["lr-find", "--config", "small.toml", "--min-lr", "0"]);
     range.fails_with(2, &["--min-lr 0", "both > 0, min below max"]);
+    // A range whose ratio overflows would make every rate after the first infinite.
+    for (min, max) in [("1e-10", "1e300"), ("1e-320", "1")] {
+        let wide = env.run(&[
+            "lr-find",
+            "--config",
+            "small.toml",
+            "--min-lr",
+            min,
+            "--max-lr",
+            max,
+        ]);
+        wide.fails_with(
+            2,
+            &[&format!("--min-lr {min}"), "max / min a finite number"],
+        );
+    }
 }
 
 /// `"find"` is a rate only where a finder runs: a search refuses it in any list a trial's
