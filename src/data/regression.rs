@@ -138,17 +138,30 @@ pub fn load_series_forecast(
     let last = series::seasonal_naive(&values, &windows.valid, 1);
     let naive = series::seasonal_naive(&values, &windows.valid, series.season);
     let trend = series::linear_trend(&values, &windows.valid, windows.split);
-    let baseline = |name: String, e: series::Errors| Baseline {
-        name,
-        mae: e.mae,
-        rmse: e.rmse,
-    };
-    let mut baselines = vec![baseline("last_value".into(), last)];
+    let mut scored = vec![("last_value".to_string(), last)];
     // Season 1 is the last value again.
     if series.season > 1 {
-        baselines.push(baseline(format!("seasonal_naive_{}", series.season), naive));
+        scored.push((format!("seasonal_naive_{}", series.season), naive));
     }
-    baselines.push(baseline("linear_trend".into(), trend));
+    scored.push(("linear_trend".into(), trend));
+    let mut baselines = Vec::new();
+    for (name, e) in scored {
+        // A baseline with nothing to forecast from (a season longer than the series before
+        // the held-out values, a trend of fewer than two points) has no error to beat.
+        if e.n == 0 {
+            notes.push(format!(
+                "data: the {name} baseline has no held-out value to forecast from \
+                 (data.season = {}, {} values before them); it is left out",
+                series.season, windows.split
+            ));
+            continue;
+        }
+        baselines.push(Baseline {
+            name,
+            mae: e.mae,
+            rmse: e.rmse,
+        });
+    }
     notes.push(format!(
         "data: {} training and {} held-out windows of {} values; the last {holdout} values \
          are held out",

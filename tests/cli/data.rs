@@ -238,6 +238,36 @@ fn a_series_never_seen_trains_with_path_column_and_window_only() {
         "data.window=500",
     ]);
     assert_eq!(run.code(), 2, "{}", run.stderr());
+    // A season longer than the series leaves its baseline nothing to forecast from: it is left
+    // out and said, and the run's summary reads back (a NaN error was written as null).
+    let season = [
+        "train",
+        "--config",
+        "series.toml",
+        "--set",
+        "model.hidden=[8]",
+        "--set",
+        "train.epochs=1",
+        "--set",
+        "data.season=2300",
+        "--set",
+        "run.name=\"season\"",
+    ];
+    let run = env.run(&season);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr().contains(
+            "data: the seasonal_naive_2300 baseline has no held-out value to forecast from \
+             (data.season = 2300, 480 values before them); it is left out"
+        ),
+        "{}",
+        run.stderr()
+    );
+    let summary = env.summary("runs/season");
+    let names: Vec<&String> = summary["baselines"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["last_value", "linear_trend"]);
+    let report = env.run(&["report", "runs/season"]);
+    assert_eq!(report.code(), 0, "{}", report.stderr());
 }
 
 #[test]
