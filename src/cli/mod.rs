@@ -353,6 +353,15 @@ fn config_path(config: Option<PathBuf>, resume: Option<&Path>) -> Result<PathBuf
         )
         .into());
     }
+    // The run's own config, not one a link in the run leads to (and that the run would then
+    // replace with a file of its own).
+    if let Err(why) = crate::record::names::inside(dir, &path) {
+        return Err(crate::error::UsageError::new(
+            format!("--resume {}", dir.display()),
+            format!("{}: {why}; nothing was read or changed", path.display()),
+        )
+        .into());
+    }
     Ok(path)
 }
 

@@ -14,10 +14,30 @@ pub fn load_csv(config: &CsvConfig) -> Result<(Vec<Sample>, usize, usize), DataE
     samples(read(config)?, config)
 }
 
+/// The classes a file may have beyond its rows: labels up to 65,535 are taken whatever the
+/// file's length.
+const MAX_SPARSE_CLASSES: usize = 1 << 16;
+
 fn samples(
     (records, features): Records,
     config: &CsvConfig,
 ) -> Result<(Vec<Sample>, usize, usize), DataError> {
+    // Labels are class numbers from 0: one far above the rest (a stray value, an id column)
+    // would size the model's output, and the split's lists, for classes no row has.
+    let most = records.len().max(MAX_SPARSE_CLASSES);
+    if let Some((row, label)) = (records.iter().enumerate())
+        .find(|(_, r)| r.1 >= most as f64)
+        .map(|(i, r)| (i + 1, r.1))
+    {
+        return Err(DataError::Unusable(format!(
+            "{}: data row {row}: label {label} would make {} classes for {} rows; a label is a \
+             class number from 0, at most {} here (the rows or 65535, the larger)",
+            config.path.display(),
+            label + 1.0,
+            records.len(),
+            most - 1
+        )));
+    }
     let classes = records.iter().map(|r| r.1 as usize + 1).max().unwrap_or(0);
     if classes < 2 {
         return Err(DataError::Unusable(format!(

@@ -66,6 +66,25 @@ pub enum Error {
         /// The allocation that failed, in bytes.
         size: u64,
     },
+    /// A model whose parameters alone are more than the device's whole memory: refused from
+    /// their shapes, before any is allocated.
+    #[error(
+        "the model's {params} parameters take {} as f32, more than the {} has in all ({}); \
+         nothing was allocated",
+        crate::memory::format_bytes(*bytes),
+        if *host { "host" } else { "device" },
+        crate::memory::format_bytes(*total)
+    )]
+    ModelTooLarge {
+        /// The parameters, counted from their shapes (`u64::MAX` where more).
+        params: u64,
+        /// Their bytes as f32 (`u64::MAX` where more).
+        bytes: u64,
+        /// The device's whole memory.
+        total: u64,
+        /// Whether the device is the host (flex).
+        host: bool,
+    },
     /// The device reported a failure.
     #[error("device error: {0}")]
     Device(String),
@@ -183,7 +202,7 @@ impl Error {
             | Error::Data(_)
             | Error::Checkpoint { .. } => 2,
             Error::Record(RecordError::Corrupt { .. }) => 2,
-            Error::Limit(_) | Error::OutOfMemory { .. } => 3,
+            Error::Limit(_) | Error::OutOfMemory { .. } | Error::ModelTooLarge { .. } => 3,
             Error::Interrupted | Error::WorkerStopped { .. } => 130,
             Error::Io { .. }
             | Error::Record(RecordError::Io { .. })

@@ -107,7 +107,7 @@ fn step_peak<T: Task>(
     meter: &mut MemoryMeter,
 ) -> Result<((StepFigures, Option<u64>), u64), Error> {
     let train = &config.train;
-    let model = seeded_model(task, config.run.seed, device);
+    let model = seeded_model(task, config.run.seed, device)?;
     let shapes = footprint(&model, train, None);
     let checkpoint = shapes.weights + shapes.optimizer;
     let data = task.data().train;

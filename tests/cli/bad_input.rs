@@ -321,3 +321,53 @@ fn a_path_that_is_not_utf8_is_refused_in_one_line_and_nothing_is_written() {
         "a refused resume or evaluation wrote something"
     );
 }
+
+/// Sizes that would abort the process in an allocation are refused in one line first: a stray
+/// label far above a file's rows (the model's output and the split's lists sized for classes
+/// no row has), and a model whose parameters alone are more than the machine, for `train` and
+/// for a search that probes its trials.
+#[test]
+fn sizes_no_allocation_survives_are_refused_before_they_are_allocated() {
+    let env = Env::small();
+    env.write(
+        "stray.csv",
+        "a,b,label\n1,2,0\n3,4,99999999999\n5,6,1\n7,8,0\n",
+    );
+    env.write(
+        "stray.toml",
+        "[model]\nhidden = [8]\n[data]\nkind = \"csv\"\npath = \"stray.csv\"\nlabel_column = \"label\"\n",
+    );
+    env.run(&["train", "--config", "stray.toml"]).fails_with(
+        2,
+        &["stray.csv: data row 2: label 99999999999 would make 100000000000 classes for 4 rows"],
+    );
+    let huge = "model.hidden=[1000000000, 1000000000]";
+    let says = "the model's 1000000022000000004 parameters take";
+    // Said as the run's error, after its directory's line: the model is made inside the run.
+    let train = env.run(&["train", "--config", "small.toml", "--set", huge]);
+    assert_eq!(train.code(), 3, "{}", train.stderr());
+    let last = train
+        .stderr()
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    for needle in [
+        "error: ",
+        says,
+        "more than the host has in all",
+        "nothing was allocated",
+    ] {
+        assert!(last.contains(needle), "{needle:?} not in {last}");
+    }
+    env.write(
+        "grid.toml",
+        &format!(
+            "{SMALL}\n[sweep]\n[sweep.vary]\nmodel.hidden = [[8], [1000000000, 1000000000]]\n"
+        ),
+    );
+    let sweep = env.run(&["sweep", "--config", "grid.toml"]);
+    assert!(!sweep.stderr().contains("panicked"), "{}", sweep.stderr());
+    assert!(sweep.stderr().contains(says), "{}", sweep.stderr());
+}

@@ -242,6 +242,17 @@ fn a_checkpoint_s_state_out_of_range_is_refused_before_an_epoch_trains() {
             "\"step_in_epoch\": 99999",
             "step_in_epoch is 99999, more than the run's steps",
         ),
+        // Counts no run reaches, that would wrap as the run counts on.
+        (
+            "\"epoch\": 3",
+            "\"epoch\": 18446744073709551615",
+            "epoch is 18446744073709551615, more than 2^53, which no run counts to",
+        ),
+        (
+            "\"step\": ",
+            "\"step\": 1844674407370955",
+            "step is 1844674407370955",
+        ),
     ];
     let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
     let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
@@ -270,5 +281,99 @@ fn a_checkpoint_s_state_out_of_range_is_refused_before_an_epoch_trains() {
                 "{now}: {args:?} changed a file"
             );
         }
+    }
+}
+
+/// A journal holding a trial no worker of its study made (a number outside the plan, a number
+/// made twice, an unfinished trial of other keys) is refused, naming the trial: a worker
+/// trained such a trial in place of the plan's, or waited for one it could never take over.
+#[test]
+fn a_journal_s_trial_that_no_worker_of_its_study_made_is_refused_naming_it() {
+    let env = Env::new();
+    let config = format!(
+        "{}\n[sweep]\nmethod = \"random\"\ntrials = 2\n[sweep.vary]\ntrain.lr = {{ min = 1e-4, max = 1e-2, log = true }}\n",
+        super::SMALL
+    );
+    env.write("random.toml", &config);
+    let args = |journal: &str, out: &str| {
+        let run = [
+            "sweep",
+            "--config",
+            "random.toml",
+            "--set",
+            "train.epochs=1",
+        ];
+        let mut args: Vec<String> = run.iter().map(|s| s.to_string()).collect();
+        args.extend([
+            "--storage".into(),
+            journal.into(),
+            "--out".into(),
+            out.into(),
+        ]);
+        args
+    };
+    let first = env.run(
+        &args("j.log", "first")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let journal = std::fs::read_to_string(env.path("j.log")).unwrap();
+    // The study as its first worker made it, before any trial.
+    let study: String = (journal.lines())
+        .take_while(|l| !l.contains("\"op_code\":4"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // A trial as a worker makes it, renumbered, its worker a process that is gone.
+    let made = journal
+        .lines()
+        .find(|l| l.contains("\"op_code\":4"))
+        .unwrap();
+    let number = made.split("\"tidemark:trial\":").nth(1).unwrap();
+    let number = &number[..number.find(',').unwrap()];
+    let trial = |n: u64| {
+        let worker = made.split("\"tidemark:worker\":\"").nth(1).unwrap();
+        let worker = &worker[..worker.find('"').unwrap()];
+        made.replace(
+            &format!("\"tidemark:trial\":{number},"),
+            &format!("\"tidemark:trial\":{n},"),
+        )
+        .replace(worker, "ghost")
+            + "\n"
+    };
+    let cases = [
+        (
+            trial(99),
+            "trial 0 is numbered 99, not one of the plan's 1 to 2",
+        ),
+        (
+            trial(1) + &trial(1),
+            "trial 1 is numbered 1, which an earlier trial has",
+        ),
+        (
+            trial(1).replace("train.lr", "model.dropout"),
+            "trial 0 has the parameters [\"model.dropout\"], not the study's keys",
+        ),
+    ];
+    for (i, (forged, says)) in cases.iter().enumerate() {
+        let name = format!("k{i}.log");
+        env.write(&name, &format!("{study}{forged}"));
+        let out = format!("out{i}");
+        let run = env.run(
+            &args(&name, &out)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        run.fails_with(2, &[&format!("small in {name}: the journal's "), says]);
+        let trained = std::fs::read_dir(env.path(&out).join("small-sweep"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("trial-"))
+                    .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(trained, 0, "{says}: a trial was trained");
     }
 }

@@ -110,6 +110,49 @@ fn a_manifest_reaching_outside_its_run_is_refused_and_changes_no_byte() {
     }
 }
 
+/// A run's `config.toml` is the run's own: one that is a link out of the run is neither read
+/// nor replaced, and a resume that fails (a config edited to a model its checkpoint does not
+/// hold) leaves the run's config as it was.
+#[test]
+fn a_resume_reads_only_its_own_config_and_rewrites_it_only_once_the_checkpoint_loads() {
+    let env = Env::small();
+    assert_eq!(env.train_small("done", &["--quiet"]).code(), 0);
+    let config = env.path("runs/done/config.toml");
+    let own = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(env.path("elsewhere.toml"), &own).unwrap();
+    std::fs::remove_file(&config).unwrap();
+    std::os::unix::fs::symlink(env.path("elsewhere.toml"), &config).unwrap();
+    let before = tree(env.dir.path());
+    let out = env.run(&["train", "--resume", "runs/done", "--set", "train.epochs=4"]);
+    out.fails_with(
+        2,
+        &[
+            "--resume runs/done",
+            "config.toml: a symbolic link leads out of",
+            "nothing was read or changed",
+        ],
+    );
+    assert_eq!(tree(env.dir.path()), before);
+
+    std::fs::remove_file(&config).unwrap();
+    let hidden = own.lines().find(|l| l.starts_with("hidden = ")).unwrap();
+    let edited = own.replace(hidden, "hidden = [5]");
+    std::fs::write(&config, &edited).unwrap();
+    let before = tree(env.dir.path());
+    let out = env.run(&["train", "--resume", "runs/done", "--set", "train.epochs=4"]);
+    assert_eq!(out.code(), 2, "{}", out.stderr());
+    assert!(
+        out.stderr().contains("cannot be loaded"),
+        "{}",
+        out.stderr()
+    );
+    assert_eq!(
+        tree(env.dir.path()),
+        before,
+        "a failed resume changed a file"
+    );
+}
+
 #[test]
 fn a_population_resumed_with_a_manifest_reaching_outside_copies_nothing() {
     let env = Env::new();

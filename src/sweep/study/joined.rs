@@ -92,7 +92,7 @@ impl Study {
         })?;
         let id = id.map_err(|()| {
             Error::Sweep(SweepError::Plan {
-                origin,
+                origin: origin.clone(),
                 message: "the study holds another search (other trials, keys or monitor); \
                           workers of one study run one config, so give this one another \
                           run.name"
@@ -109,7 +109,7 @@ impl Study {
         let spec = storage.spec().to_string();
         super::population::check_exploits(storage.sync()?, id, &spec)?;
         let order = (1..=planned.len()).collect();
-        Ok(Study {
+        let study = Study {
             id,
             name: name.to_string(),
             rungs: rungs_of(space, epochs),
@@ -124,7 +124,12 @@ impl Study {
             planned,
             order,
             here,
-        })
+        };
+        // Every trial already there is one this study's workers made.
+        match super::next::foreign(storage.sync()?, &study) {
+            Some(message) => Err(Error::Sweep(SweepError::Plan { origin, message })),
+            None => Ok(study),
+        }
     }
 
     /// The pid of `worker`'s process where it has ended on this machine (in this PID

@@ -70,6 +70,16 @@ impl CheckpointState {
     /// it is not: the field and its value. Checked where it is read, before a resume, a copy or
     /// an evaluation goes on from it.
     pub(crate) fn invalid(&self) -> Option<String> {
+        // Counts past 2^53 are no run's (and no longer exact in JSON's numbers); one near
+        // usize::MAX would wrap as the run counts on.
+        const COUNTS: usize = 1 << 53;
+        for (field, count) in [("epoch", self.epoch), ("step", self.step)] {
+            if count > COUNTS {
+                return Some(format!(
+                    "{field} is {count}, more than 2^53, which no run counts to"
+                ));
+            }
+        }
         let powers = |n: usize| n.is_power_of_two();
         if !powers(self.layout_factor) {
             return Some(format!(

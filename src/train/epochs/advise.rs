@@ -114,7 +114,7 @@ impl<T: Task> Epochs<'_, T> {
             let device = learner.device.clone().gradient_checkpointing();
             // A model made on that device: every tensor it holds (parameters, running
             // statistics) under the device's strategy, and the same sizes as the run's.
-            let model = seeded_model(task, seed, &device);
+            let model = seeded_model(task, seed, &device)?;
             let at = StepUnder {
                 model: &model,
                 device: &device,
@@ -129,7 +129,7 @@ impl<T: Task> Epochs<'_, T> {
             let bf16 = MixedPrecision::new(Precision::Bf16, None);
             // A fresh model: the run's own has running statistics (a batch norm's) that f32
             // training wrote, which a bf16 step would mix with bf16 values.
-            let model = seeded_model(task, seed, &learner.device);
+            let model = seeded_model(task, seed, &learner.device)?;
             let at = StepUnder {
                 model: &model,
                 device: &learner.device,

@@ -95,7 +95,6 @@ impl<M: Module + 'static> HandLoop<M> {
         for note in std::mem::take(&mut opening.notes) {
             observer.message(&note);
         }
-        run_dir::write_config(&run_dir, &config, &opening.task, opening.owned)?;
         // Before the guard's baseline, as all the run keeps after its release.
         let mut stats = resume.as_ref().map(Resume::stats).unwrap_or_default();
         let tensorboard = config.run.tensorboard;
@@ -110,7 +109,7 @@ impl<M: Module + 'static> HandLoop<M> {
         }
         // After the guard's baseline, as all the run gives back at its end.
         let device = run_device(&base, train);
-        let model = seeded(config.run.seed, &device, model);
+        let model = seeded(config.run.seed, &device, model)?;
         let data = match (opening.data, guard.source()) {
             (DataBytes::Unknown, _) => None,
             (DataBytes::Counted(bytes), MemorySource::Host) => bytes,
@@ -134,6 +133,9 @@ impl<M: Module + 'static> HandLoop<M> {
                 (state.epoch, resumed, Some(from))
             }
         };
+        // Once a resumed run's checkpoint has loaded: a resume that fails leaves the run's
+        // config as it was.
+        run_dir::write_config(&run_dir, &config, &opening.task, opening.owned)?;
         stats.train_samples = opening.samples;
         stats.valid_samples = opening.valid_samples;
         let mut run = HandLoop {
@@ -246,7 +248,11 @@ fn inside_an_epoch(checkpoint: &Checkpoint, steps: usize) -> Result<(), Error> {
 }
 
 /// `task`'s model on `device`, initialised from `seed`.
-pub(in crate::train) fn seeded_model<T: Task>(task: &T, seed: u64, device: &Device) -> T::Model {
+pub(in crate::train) fn seeded_model<T: Task>(
+    task: &T,
+    seed: u64,
+    device: &Device,
+) -> Result<T::Model, Error> {
     seeded(seed, device, |device| task.model(device))
 }
 
@@ -256,15 +262,45 @@ pub(in crate::train) fn seeded<M: Module>(
     seed: u64,
     device: &Device,
     build: impl FnOnce(&Device) -> M,
-) -> M {
+) -> Result<M, Error> {
     // flex's generator is one per process, and Burn draws a parameter's initial values when it
     // is first used: a run in another thread could draw in between. The runs of one process
     // take turns from the seed to the last parameter.
     let _turn = INITIALISING.lock().unwrap_or_else(PoisonError::into_inner);
     device.seed(seed);
     let model = build(device);
+    fits_the_device(&model, device)?;
     initialize(&model);
-    model
+    Ok(model)
+}
+
+/// Refuses a model whose parameters alone, as f32, are more than the device's whole memory,
+/// from their shapes before any is drawn (Burn draws them when first used): an allocation that
+/// large would abort the process instead.
+fn fits_the_device<M: Module>(model: &M, device: &Device) -> Result<(), Error> {
+    struct Count(u128);
+    impl burn::module::ModuleVisitor for Count {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::Tensor<D>>) {
+            let shape = param.lazy_shape();
+            let n = shape
+                .iter()
+                .fold(1u128, |n, &d| n.saturating_mul(d as u128));
+            self.0 = self.0.saturating_add(n);
+        }
+    }
+    let mut count = Count(0);
+    model.visit(&mut count);
+    let bytes = count.0.saturating_mul(4);
+    let source = crate::memory::MemoryMeter::new(device).source();
+    match crate::memory::device_total_memory(device, source) {
+        Some(total) if bytes > u128::from(total) => Err(Error::ModelTooLarge {
+            params: u64::try_from(count.0).unwrap_or(u64::MAX),
+            bytes: u64::try_from(bytes).unwrap_or(u64::MAX),
+            total,
+            host: source == MemorySource::Host,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// A task with no training items: nothing to step on.
