@@ -16,6 +16,7 @@ pub(super) fn leases(budget: Option<&str>) -> Result<(), Error> {
         Some(text) => {
             // The argument first: a bad one makes no registry.
             let (device, budget) = parse_budget(text)?;
+            within_device(text, &device, budget)?;
             let registry = Registry::locate()?;
             let dir = registry.device(&device)?;
             dir.set_budget(budget)?;
@@ -88,6 +89,40 @@ fn parse_budget(text: &str) -> Result<(String, DeviceBudget), Error> {
     }
     let budget = crate::lease::parse_budget(size.trim()).map_err(|e| refused(e.0))?;
     Ok((device, budget))
+}
+
+/// Refuses a budget in bytes that is larger than the device, where this build can read the
+/// device's size: every run on it would be refused later, for a budget set here.
+fn within_device(text: &str, device: &str, budget: DeviceBudget) -> Result<(), Error> {
+    let DeviceBudget::Size(MemorySize::Bytes(bytes)) = budget else {
+        return Ok(());
+    };
+    let mut config = crate::config::DeviceConfig::default();
+    if let Some((backend, index)) = device.split_once('-') {
+        let named = crate::config::Backend::ALL
+            .into_iter()
+            .find(|b| b.name() == backend);
+        match (named, index.parse()) {
+            (Some(backend), Ok(index)) => (config.backend, config.index) = (backend, index),
+            _ => return Ok(()),
+        }
+    }
+    // A backend this build lacks (or a device it cannot open): its size is unknown here.
+    let Ok(selected) = crate::backend::select(&config) else {
+        return Ok(());
+    };
+    let source = crate::memory::MemoryMeter::new(&selected).source();
+    match crate::memory::device_total_memory(&selected, source) {
+        Some(total) if bytes > total => Err(Error::Usage(UsageError::new(
+            format!("--budget {text}"),
+            format!(
+                "{} is larger than the device, {} ({device}); nothing was set",
+                format_bytes(bytes),
+                format_bytes(total)
+            ),
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A device's lines: its budget and use, then each lease and each waiting run.

@@ -40,15 +40,22 @@ pub enum ComparePolicy {
     Never,
 }
 
-/// A name in `--policies` that is not a policy.
+/// What is wrong with a `--policies` list.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown policy \"{0}\" (expected growth, preallocate, limit, shrink, never)")]
-pub struct UnknownPolicy(pub String);
+pub enum PolicyListError {
+    /// A name that is not a policy.
+    #[error("unknown policy \"{0}\" (expected growth, preallocate, limit, shrink, never)")]
+    Unknown(String),
+    /// No name at all: nothing to compare.
+    #[error("no policy named (expected a comma-separated list of growth, preallocate, limit, shrink, never)")]
+    Empty,
+}
 
 impl ComparePolicy {
     /// Parses a comma-separated list such as `growth,preallocate,limit`.
-    pub fn parse_list(text: &str) -> Result<Vec<Self>, UnknownPolicy> {
-        text.split(',')
+    pub fn parse_list(text: &str) -> Result<Vec<Self>, PolicyListError> {
+        let list = text
+            .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(|name| match name {
@@ -57,9 +64,13 @@ impl ComparePolicy {
                 "limit" => Ok(Self::Limit),
                 "shrink" => Ok(Self::Shrink),
                 "never" => Ok(Self::Never),
-                other => Err(UnknownPolicy(other.to_string())),
+                other => Err(PolicyListError::Unknown(other.to_string())),
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        match list.is_empty() {
+            true => Err(PolicyListError::Empty),
+            false => Ok(list),
+        }
     }
 
     /// The name used on the command line and in the table.
@@ -335,5 +346,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("unknown policy \"magic\""), "{err}");
+        for empty in ["", ",", " , "] {
+            let err = ComparePolicy::parse_list(empty).unwrap_err();
+            assert_eq!(err, PolicyListError::Empty, "{empty:?}");
+        }
     }
 }

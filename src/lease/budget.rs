@@ -132,7 +132,16 @@ fn cuda_free(_index: usize) -> Option<u64> {
 /// Parses a budget as written in [`BUDGET_VAR`], the `budget` file or `--budget`: a size, or
 /// `device`.
 pub(crate) fn parse_budget(text: &str) -> Result<DeviceBudget, ValueError> {
-    match text.trim().eq_ignore_ascii_case(DeviceBudget::DEVICE) {
+    let text = text.trim();
+    // A bare decimal is a share where a config takes one; a device's budget is not one.
+    if text.contains('.') && text.parse::<f64>().is_ok() {
+        return Err(ValueError(format!(
+            "must be a size with a unit (\"16GiB\") or \"{}\" (what the device has free), got \
+             \"{text}\": a device's budget is not a share of it",
+            DeviceBudget::DEVICE
+        )));
+    }
+    match text.eq_ignore_ascii_case(DeviceBudget::DEVICE) {
         true => Ok(DeviceBudget::Device),
         false => crate::config::parse_bytes(text)
             .map(|b| DeviceBudget::Size(MemorySize::Bytes(b)))
@@ -223,6 +232,13 @@ mod tests {
         assert!(
             bad.ends_with("(or \"device\": what the device has free)"),
             "{bad}"
+        );
+        // A share is a config's; a device's budget is a size or "device", and says so.
+        let share = budget_of("host=0.5", "host").unwrap_err().0;
+        assert_eq!(
+            share,
+            "host: must be a size with a unit (\"16GiB\") or \"device\" (what the device has \
+             free), got \"0.5\": a device's budget is not a share of it"
         );
     }
 

@@ -178,4 +178,9 @@ fn compare_writes_table_json_and_chart_for_each_policy() {
         "growth,turbo",
     ])
     .fails_with(2, &["--policies: unknown policy \"turbo\""]);
+    // No name at all is refused before anything trains.
+    let before = super::outside::tree(env.dir.path());
+    env.run(&["compare", "--config", "small.toml", "--policies", ","])
+        .fails_with(2, &["--policies: no policy named"]);
+    assert_eq!(super::outside::tree(env.dir.path()), before);
 }

@@ -271,4 +271,49 @@ fn bad_input_to_evaluate_and_predict_is_one_line_and_exit_2() {
         "p.csv",
     ])
     .fails_with(2, &["missing.csv"]);
+    // --out never replaces the input or a file of the run; a new file or a .csv at the run's
+    // top may be written.
+    let predict = |out: &str| {
+        env.run(&[
+            "predict",
+            "runs/c",
+            "--data",
+            "unlabelled.csv",
+            "--out",
+            out,
+        ])
+    };
+    let before = super::outside::tree(env.dir.path());
+    predict("unlabelled.csv").fails_with(
+        2,
+        &[
+            "--out unlabelled.csv: the file --data reads",
+            "never replace their input",
+        ],
+    );
+    for out in [
+        "runs/c/summary.json",
+        "runs/c/config.toml",
+        "runs/c/checkpoints/epoch-1/model.bpk",
+        "runs/c/checkpoints/new.csv",
+        "runs/c",
+    ] {
+        let what = match out.strip_prefix("runs/c/") {
+            Some(within) => format!("{within} is the run's own"),
+            None => "the run's directory itself".into(),
+        };
+        predict(out).fails_with(
+            2,
+            &[
+                &format!("--out {out}: {what};"),
+                "a .csv at the top of runs/c",
+            ],
+        );
+    }
+    assert_eq!(super::outside::tree(env.dir.path()), before);
+    for _ in 0..2 {
+        assert_eq!(predict("runs/c/predictions.csv").code(), 0);
+    }
+    let (header, rows) = read_csv(&env, "runs/c/predictions.csv");
+    assert_eq!((header.len(), rows.len()), (6, 1), "{header:?}");
 }

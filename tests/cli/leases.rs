@@ -374,6 +374,14 @@ fn the_view_lists_each_holder_and_a_budget_set_once_holds_for_every_run() {
     assert!(!env.path("leases").exists(), "a look makes nothing");
     leases(&env, &["--budget", "gpu=1GiB"])
         .fails_with(2, &["--budget gpu=1GiB", "no device \"gpu\""]);
+    // A budget larger than the machine would refuse every later run: refused now.
+    leases(&env, &["--budget", "host=4096TiB"]).fails_with(
+        2,
+        &[
+            "--budget host=4096TiB: 4096.0 TiB is larger than the device,",
+            "nothing was set",
+        ],
+    );
     assert!(
         !env.path("leases").exists(),
         "a refused budget makes nothing"

@@ -74,6 +74,10 @@ fn bad_tables_name_the_key() {
         ("[sweep]\nmethod = \"tpe\"\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: method = \"tpe\" needs trials"),
         ("[sweep]\nmethod = \"tpe\"\ntrials = 0\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: must be >= 1, got 0"),
         ("[sweep]\ntrials = 4\n[sweep.vary]\ntrain.lr = [1]\n", "sweep.trials: a grid runs every combination of its lists; remove trials, or use method = \"random\" or \"tpe\""),
+        ("[sweep]\n[sweep.vary]\nrun.name = [\"../x\", \"y\"]\n", "sweep.vary.run.name: cannot vary: each trial is named by the search"),
+        ("[sweep]\n[sweep.vary]\nrun.output_dir = [\"/tmp/x\"]\n", "sweep.vary.run.output_dir: cannot vary: every trial runs in the search's directory"),
+        ("[sweep]\n[sweep.vary]\nsweep.trials = [1, 2]\n", "sweep.vary.sweep.trials: cannot vary: [sweep] is the search's own table"),
+        ("[sweep]\n[sweep.vary]\n\"train.lr\" = [1]\ntrain.lr = [2]\n", "sweep.vary.train.lr: is named twice (once as a quoted dotted key)"),
     ];
     for (text, needle) in cases {
         let e = space(text).unwrap_err();

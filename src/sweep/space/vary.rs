@@ -22,7 +22,32 @@ pub(super) fn vary(
     if out.is_empty() {
         return Err(invalid("sweep.vary", "names no key to vary"));
     }
+    for (i, (key, _)) in out.iter().enumerate() {
+        let at = format!("sweep.vary.{key}");
+        if let Some(why) = not_a_trial_s(key) {
+            return Err(invalid(&at, why));
+        }
+        // `"train.lr" = [...]` beside `[sweep.vary.train]`'s `lr`: one key, two lists.
+        if out[..i].iter().any(|(earlier, _)| earlier == key) {
+            return Err(invalid(&at, "is named twice (once as a quoted dotted key)"));
+        }
+    }
     Ok(out)
+}
+
+/// Why `key` cannot vary from trial to trial, where it cannot: the search sets it for each
+/// trial, or it is the search's own setting.
+fn not_a_trial_s(key: &str) -> Option<&'static str> {
+    match key {
+        "run.name" => Some("cannot vary: each trial is named by the search (trial-001, ...)"),
+        "run.output_dir" => Some(
+            "cannot vary: every trial runs in the search's directory; set run.output_dir outside [sweep.vary]",
+        ),
+        _ if key == "sweep" || key.starts_with("sweep.") => {
+            Some("cannot vary: [sweep] is the search's own table, not a trial's")
+        }
+        _ => None,
+    }
 }
 
 fn flatten(

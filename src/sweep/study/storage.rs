@@ -52,9 +52,21 @@ impl Storage {
                     ),
                 )))
             }
-            None => Backend::File(
-                JournalFile::open(&PathBuf::from(spec)).map_err(|e| file_failed(spec, e))?,
-            ),
+            None => {
+                let path = PathBuf::from(spec);
+                // A directory, a device or a pipe holds no journal: no retry makes it one.
+                if let Some(kind) = std::fs::metadata(&path).ok().filter(|m| !m.is_file()) {
+                    let what = match kind.is_dir() {
+                        true => "a directory",
+                        false => "not a regular file",
+                    };
+                    return Err(Error::Usage(UsageError::new(
+                        format!("--storage {spec}"),
+                        format!("{what}; a journal is a file every worker appends to"),
+                    )));
+                }
+                Backend::File(JournalFile::open(&path).map_err(|e| file_failed(spec, e))?)
+            }
         };
         Ok(Storage {
             backend,
