@@ -54,15 +54,13 @@ impl Storage {
             }
             None => {
                 let path = PathBuf::from(spec);
-                // A directory, a device or a pipe holds no journal: no retry makes it one.
-                if let Some(kind) = std::fs::metadata(&path).ok().filter(|m| !m.is_file()) {
-                    let what = match kind.is_dir() {
-                        true => "a directory",
-                        false => "not a regular file",
-                    };
+                // A device or a pipe holds no journal, and no retry makes it one (a directory
+                // is refused as it is opened, saying what to fix).
+                let special = |m: &std::fs::Metadata| !m.is_file() && !m.is_dir();
+                if std::fs::metadata(&path).is_ok_and(|m| special(&m)) {
                     return Err(Error::Usage(UsageError::new(
                         format!("--storage {spec}"),
-                        format!("{what}; a journal is a file every worker appends to"),
+                        "not a regular file; a journal is a file every worker appends to",
                     )));
                 }
                 Backend::File(JournalFile::open(&path).map_err(|e| file_failed(spec, e))?)
