@@ -184,7 +184,17 @@ impl Checkpointer {
         value: Option<f64>,
     ) -> Result<Vec<RankedCheckpoint>, Error> {
         let ranking = ranking::read_ranking(&self.dir)?;
-        let (Some(keep), Some(value)) = (&self.keep_best, value) else {
+        let Some(keep) = &self.keep_best else {
+            return Ok(ranking);
+        };
+        // A run that ranks its checkpoints has its ranking on disk from its first checkpoint
+        // on, empty until an epoch is ranked: a resume then tells a lost ranking from one not
+        // yet written, where a kill before the first epoch's ranking left older checkpoints.
+        let on_disk = self.dir.join(ranking::RANKING_FILE).exists();
+        let Some(value) = value else {
+            if !on_disk {
+                ranking::write_ranking(&self.dir, &ranking)?;
+            }
             return Ok(ranking);
         };
         let new = RankedCheckpoint {
@@ -193,7 +203,7 @@ impl Checkpointer {
             value,
         };
         let ranked = rank(&ranking, new, keep.keep_best, keep.mode);
-        if ranked != ranking {
+        if ranked != ranking || !on_disk {
             ranking::write_ranking(&self.dir, &ranked)?;
         }
         Ok(ranked)
