@@ -8,6 +8,29 @@ use crate::config::{to_toml, RunConfig};
 use crate::error::{Error, UsageError};
 use crate::record::write_atomic;
 
+/// An exclusive lock on a run's directory, held while a process trains the run, so that a
+/// second `train --resume` of it is refused instead of writing, renaming and deleting the same
+/// checkpoints. It is the directory's own (`flock` on it): it writes nothing in the run, and
+/// goes with the process, however it ends.
+pub(in crate::train) struct RunLock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
+
+/// Takes `run_dir`'s [`RunLock`]; refused where another process holds it.
+pub(in crate::train) fn lock(run_dir: &Path) -> Result<RunLock, Error> {
+    use nix::fcntl::{Flock, FlockArg};
+    let dir = std::fs::File::open(run_dir).map_err(|e| Error::io(run_dir, e))?;
+    match Flock::lock(dir, FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(RunLock(lock)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Err(UsageError::new(
+            run_dir.display().to_string(),
+            "another process is training this run (it holds the directory's lock); wait for \
+             it to end, or stop it, before resuming: two would overwrite each other's \
+             checkpoints",
+        )
+        .into()),
+        Err((_, errno)) => Err(Error::io(run_dir, std::io::Error::from(errno))),
+    }
+}
+
 /// The first line of a `config.toml` written for a task defined in code.
 const CODE_TASK_HEADER: &str = "# model and data: task";
 

@@ -113,7 +113,13 @@ fn a_kill_while_saving_leaves_every_listed_checkpoint_loadable() {
     // first is before epoch 1), and at the 2nd, where the first epoch's checkpoint is latest
     // beside the one before it and no epoch is ranked yet (the ranking is then empty: the
     // resume once refused it as lost, and the run could not go on).
-    let moments = [("saved", 2), ("saved", 5), ("ranked", 5), ("saved", 9), ("ranked", 9)];
+    let moments = [
+        ("saved", 2),
+        ("saved", 5),
+        ("ranked", 5),
+        ("saved", 9),
+        ("ranked", 9),
+    ];
     for (moment, pass) in moments {
         let _ = std::fs::remove_dir_all(env.path("runs/small"));
         env.killed_at(

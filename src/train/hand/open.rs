@@ -91,6 +91,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let base = crate::backend::select(&config.device)?;
         let train = &config.train;
         let (prepared, run_dir, layout) = open_run(&config, &base, resume.as_ref())?;
+        let lock = run_dir::lock(&run_dir)?;
         observer.message(&format!("run directory: {}", run_dir.display()));
         for note in std::mem::take(&mut opening.notes) {
             observer.message(&note);
@@ -149,6 +150,7 @@ impl<M: Module + 'static> HandLoop<M> {
             epoch,
             named: Named {
                 run_dir,
+                _lock: lock,
                 base_device: base,
                 task: opening.task,
                 baselines: opening.baselines,
