@@ -804,8 +804,32 @@ fn killed_mid_record(pass: usize) {
     );
     let text = std::fs::read_to_string(env.path("journal.log")).unwrap();
     assert!(!text.ends_with('\n'), "killed mid-record: {text}");
-    // The dead writer's lock, as a waiter breaks it after 30 s (the file's unit test).
+    // A worker waiting for the dead writer's lock says so after two seconds; the lock is
+    // then removed, as a waiter breaks it after 30 s (the file's unit test).
+    let said = std::fs::File::create(env.path("waiter.err")).unwrap();
+    let mut waiter = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args([
+            "sweep",
+            "--config",
+            "study.toml",
+            "--storage",
+            "journal.log",
+        ])
+        .args(["--out", "out-waiter"])
+        .current_dir(env.path("."))
+        .stdout(Stdio::null())
+        .stderr(said)
+        .spawn()
+        .unwrap();
+    let waits = "sweep: waiting for the journal's lock journal.log.lock: another process holds \
+                 it, or one killed while writing left it, which is broken once the journal has \
+                 not changed for 30 s";
+    super::wait_for(&mut waiter, "the waiter's line", || {
+        let text = std::fs::read_to_string(env.path("waiter.err")).unwrap_or_default();
+        text.contains(waits).then_some(())
+    });
     std::fs::remove_file(env.path("journal.log.lock")).unwrap();
+    assert!(waiter.wait().unwrap().success());
     workers(&env, 2, "journal.log");
     let text = std::fs::read_to_string(env.path("journal.log")).unwrap();
     assert!(text.ends_with('\n'));

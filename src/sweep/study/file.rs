@@ -107,6 +107,7 @@ impl JournalFile {
         let target = self.path.file_name().map(PathBuf::from).unwrap_or_default();
         let mut wait = Duration::from_millis(1);
         let mut seen: Option<(SystemTime, Instant)> = None;
+        let (began, mut said) = (Instant::now(), false);
         loop {
             match std::os::unix::fs::symlink(&target, &lock) {
                 Ok(()) => return Ok(Lock { path: lock }),
@@ -129,11 +130,26 @@ impl JournalFile {
                     _ => seen = Some((modified, Instant::now())),
                 }
             }
+            // Appends take milliseconds: a wait of seconds is a writer killed mid-append (its
+            // lock names no owner, as Optuna's), which a silent pause would hide.
+            if !said && began.elapsed() > SAY_WAITING {
+                said = true;
+                eprintln!(
+                    "sweep: waiting for the journal's lock {}: another process holds it, or one \
+                     killed while writing left it, which is broken once the journal has not \
+                     changed for {} s",
+                    lock.display(),
+                    stale.as_secs()
+                );
+            }
             std::thread::sleep(wait);
             wait = (wait * 2).min(Duration::from_secs(1));
         }
     }
 }
+
+/// How long a wait for the lock goes unsaid.
+const SAY_WAITING: Duration = Duration::from_secs(2);
 
 /// What to change where a journal file could not be opened, read or written for `kind`: its
 /// path or its permissions, which no wait mends; `None` where the filesystem failed.
