@@ -130,7 +130,9 @@ impl Terminal {
             table.set_style(style);
             table
         });
-        table.set_message(status.lines());
+        let width = fitted_width();
+        let lines: Vec<String> = (status.lines().lines()).map(|l| fitted(l, width)).collect();
+        table.set_message(lines.join("\n"));
     }
 
     /// Removes the bar (at an epoch's end, and before the run's last lines).
@@ -164,6 +166,21 @@ impl Terminal {
     }
 }
 
+/// The width a line drawn on stderr may take: the terminal's, less 3 columns; `None` where
+/// stderr is no terminal.
+fn fitted_width() -> Option<usize> {
+    let (_, columns) = console::Term::stderr().size_checked()?;
+    Some(usize::from(columns).saturating_sub(3).max(10))
+}
+
+/// `text` cut to `width` columns, where there is one.
+fn fitted(text: &str, width: Option<usize>) -> String {
+    match width {
+        Some(width) => console::truncate_str(text, width, "…").into_owned(),
+        None => text.to_string(),
+    }
+}
+
 /// The bar's message:
 /// `loss 0.5421  lr 3.00e-3  2406 samples/s  mem 8.4 MiB / 64.0 MiB  eta 12 seconds (run 2 minutes)`.
 fn progress_message(p: &EpochProgress) -> String {
@@ -185,6 +202,17 @@ fn progress_message(p: &EpochProgress) -> String {
     )
 }
 
+/// A bar or a live view still drawn when the run or the search ends (an error, a stop) is
+/// taken off the screen, not left half drawn above the last lines.
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        self.clear_bar();
+        if let Some(table) = self.table.take() {
+            table.finish_and_clear();
+        }
+    }
+}
+
 impl Observer for Terminal {
     fn message(&mut self, text: &str) {
         if !self.quiet {
@@ -202,7 +230,10 @@ impl Observer for Terminal {
         if self.quiet || !self.tty {
             return;
         }
-        let message = progress_message(p);
+        // The bar on one row of the terminal, its message cut to fit.
+        let fixed = format!("epoch {}/{} [] {}/{}  ", p.epoch, p.epochs, p.step, p.steps);
+        let room = fitted_width().map(|w| w.saturating_sub(fixed.len() + 24));
+        let message = fitted(&progress_message(p), room);
         let bar = self.bar_for(p);
         bar.set_position(p.step as u64);
         bar.set_message(message);

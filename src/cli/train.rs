@@ -22,14 +22,24 @@ pub(super) fn train(
     let path = config_path(config, resume.as_deref())?;
     // `train.lr = "find"`: the trainer runs the finder first, and trains at its rate.
     let resolved = load_config(kinds, &path, overrides, out_override(out)?)?;
-    let mut trainer = Trainer::new(resolved).observer(Terminal::new(quiet));
-    if let Some(run_dir) = resume {
+    // Ctrl-C or SIGTERM stops the run at the end of its step, with a checkpoint there.
+    let stop = crate::sweep::signals::StopOnSignal::install()?;
+    // One process trains a run at a time: a second resume of it is refused.
+    let mut trainer = (Trainer::new(resolved).observer(Terminal::new(quiet)))
+        .stop_when(stop.shared())
+        .exclusive();
+    if let Some(run_dir) = &resume {
         trainer = trainer.resume(run_dir);
     }
     if retune {
         trainer = trainer.retune();
     }
-    let summary = kinds.train(trainer)?;
+    let trained = kinds.train(trainer);
+    drop(stop);
+    let summary = match trained {
+        Err(Error::Interrupted) => return Err(Error::RunStopped { run_dir: resume }),
+        other => other?,
+    };
     outln!(
         "{}: {} epochs, {} steps in {:.1}s; loss {} -> {}{}, peak {} in use, {} reserved ({}); {}",
         summary.name,

@@ -110,6 +110,17 @@ pub enum Error {
          Trainer::resume on its run directory)"
     )]
     Interrupted,
+    /// SIGINT or SIGTERM stopped `tidemark train`: the run wrote a checkpoint where it
+    /// stopped, as a killed run is left, and a resume goes on from it.
+    #[error(
+        "stopped by a signal: the run wrote a checkpoint where it stopped; continue with \
+         tidemark train --resume {}",
+        run_dir.as_ref().map_or("on its run directory (named above)".into(), |d| d.display().to_string())
+    )]
+    RunStopped {
+        /// The run's directory, where the command named it (`--resume`).
+        run_dir: Option<PathBuf>,
+    },
     /// SIGINT or SIGTERM stopped a worker of a shared study: its trials were handed back
     /// (WAITING, each kept its latest checkpoint), for it or any worker to take up.
     #[error(
@@ -203,7 +214,7 @@ impl Error {
             | Error::Checkpoint { .. } => 2,
             Error::Record(RecordError::Corrupt { .. }) => 2,
             Error::Limit(_) | Error::OutOfMemory { .. } | Error::ModelTooLarge { .. } => 3,
-            Error::Interrupted | Error::WorkerStopped { .. } => 130,
+            Error::Interrupted | Error::WorkerStopped { .. } | Error::RunStopped { .. } => 130,
             Error::Io { .. }
             | Error::Record(RecordError::Io { .. })
             | Error::Device(_)

@@ -31,7 +31,7 @@ mod resume_set;
 mod runs;
 mod search;
 mod shard;
-mod signals;
+pub(crate) mod signals;
 mod sizing;
 mod space;
 mod study;

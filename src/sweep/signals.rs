@@ -1,4 +1,5 @@
-//! Stopping a search: SIGINT and SIGTERM set a flag that the worker reads, so that it
+//! Stopping a search (and `tidemark train`, whose run stops as a search's trial does): SIGINT
+//! and SIGTERM set a flag that the worker reads, so that it
 //! stops its children at their checkpoints before it exits, and that a trial trained in the
 //! search's own process reads between its steps ([`Trainer::stop_when`](crate::Trainer::stop_when)). A second signal while the
 //! first is handled exits at once (code 130), for a search whose children do not stop. The
@@ -19,7 +20,7 @@ use signal_hook::SigId;
 use crate::error::Error;
 
 /// The flag, and the handlers that set it, removed on drop.
-pub(super) struct StopOnSignal {
+pub(crate) struct StopOnSignal {
     flag: Arc<AtomicBool>,
     handlers: Vec<SigId>,
     /// Set again on drop: the signals' default actions.

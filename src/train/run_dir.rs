@@ -8,9 +8,9 @@ use crate::config::{to_toml, RunConfig};
 use crate::error::{Error, UsageError};
 use crate::record::write_atomic;
 
-/// An exclusive lock on a run's directory, held while a process trains the run, so that a
-/// second `train --resume` of it is refused instead of writing, renaming and deleting the same
-/// checkpoints. It is the directory's own (`flock` on it): it writes nothing in the run, and
+/// An exclusive lock on a run's directory, held while a process trains the run
+/// ([`Trainer::exclusive`](crate::Trainer::exclusive)), so that a second `train --resume` of it
+/// is refused instead of writing, renaming and deleting the same checkpoints. It is the directory's own (`flock` on it): it writes nothing in the run, and
 /// goes with the process, however it ends.
 pub(in crate::train) struct RunLock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
 

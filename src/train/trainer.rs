@@ -46,6 +46,8 @@ pub struct Trainer {
     resolve_model: Option<ModelResolver>,
     /// A resume may change the keys of [`MAY_RETUNE`](crate::train::MAY_RETUNE).
     retune: bool,
+    /// Holds the run directory's lock ([`exclusive`](Self::exclusive)).
+    exclusive: bool,
 }
 
 /// A kind's reading of `[model]`, kept by a trainer.
@@ -65,6 +67,7 @@ impl Trainer {
             stop: Vec::new(),
             resolve_model: None,
             retune: false,
+            exclusive: false,
         }
     }
 
@@ -92,6 +95,17 @@ impl Trainer {
     /// is refused on a retuned resume: the finder's rate is one to start a run at.
     pub fn retune(mut self) -> Self {
         self.retune = true;
+        self
+    }
+
+    /// Holds the run directory's lock (`flock` on the directory) while the run trains, and
+    /// refuses a directory another process holds: two processes training one run, a second
+    /// [`resume`](Self::resume) beside the first, would overwrite each other's checkpoints.
+    /// `tidemark train` asks for it. A search's trials do not: the search keeps them apart (a
+    /// trial's launch lock, a study's owner of each trial), and a worker of a study may take
+    /// over the trial of one that went silent, which may still hold its directory.
+    pub fn exclusive(mut self) -> Self {
+        self.exclusive = true;
         self
     }
 
@@ -182,6 +196,7 @@ impl Trainer {
             stop,
             resolve_model,
             retune,
+            exclusive,
         } = self;
         let resume = match resume {
             Some(dir) => {
@@ -221,6 +236,7 @@ impl Trainer {
             notes: notes(&config).into_iter().chain(task.notes()).collect(),
             started,
             probe: Some(&probe),
+            exclusive,
         };
         let mut run = HandLoop::open(config, opening, |d| task.model(d), observer, resume)?;
         for stop in stop {

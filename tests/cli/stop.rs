@@ -82,3 +82,88 @@ fn a_run_asked_to_stop_checkpoints_where_it_is_and_its_resume_ends_as_if_never_s
         }
     }
 }
+
+/// `tidemark train` stopped by SIGINT (Ctrl-C) or SIGTERM: it ends at the step under way with a
+/// checkpoint there, exit 130 and one line that says how to go on, naming the run's directory
+/// where the command did (`--resume`); the resume finishes the run. Before, the signal ended
+/// the process where it was, its bar left half drawn, and nothing said that a resume would go
+/// on.
+#[test]
+fn train_stopped_by_a_signal_checkpoints_says_how_to_go_on_and_resumes() {
+    let env = super::Env::small();
+    let stopped = |args: &[&str], signal: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(args)
+            .current_dir(env.dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let snapshots = env.path("runs/small/snapshots.jsonl");
+        let epochs = || {
+            let text = std::fs::read_to_string(&snapshots).unwrap_or_default();
+            text.matches("\"event\":\"epoch\"").count()
+        };
+        let before = epochs();
+        super::wait_for(&mut child, "an epoch", || (epochs() > before).then_some(()));
+        let pid = child.id().to_string();
+        std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        super::Run(child.wait_with_output().unwrap())
+    };
+    // The run's lines first, its error last.
+    let ends_with = |run: &super::Run, needle: &str| {
+        assert_eq!(run.code(), 130, "{}", run.stderr());
+        let stderr = run.stderr();
+        let last = stderr.trim_end().lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("error: ") && last.contains(needle),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    };
+    let long = ["--set", "train.epochs=100000", "--set", "data.samples=6000"];
+    let first = stopped(
+        &[&["train", "--config", "small.toml"][..], &long].concat(),
+        "-INT",
+    );
+    ends_with(
+        &first,
+        "stopped by a signal: the run wrote a checkpoint where it stopped; continue with \
+         tidemark train --resume on its run directory (named above)",
+    );
+    assert!(!env.path("runs/small/summary.json").exists());
+    let latest = std::fs::read_to_string(env.path("runs/small/checkpoints/latest")).unwrap();
+    assert!(env
+        .path("runs/small/checkpoints")
+        .join(latest.trim())
+        .join("manifest.json")
+        .is_file());
+    let resume = [
+        "train",
+        "--resume",
+        "runs/small",
+        "--set",
+        "train.epochs=100000",
+    ];
+    let second = stopped(&resume, "-TERM");
+    ends_with(&second, "continue with tidemark train --resume runs/small");
+    let done = (env.snapshots("runs/small").iter())
+        .filter(|s| s["event"] == "epoch")
+        .map(|s| s["epoch"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let finish = format!("train.epochs={}", done + 1);
+    let last = env.run(&[
+        "train",
+        "--resume",
+        "runs/small",
+        "--set",
+        &finish,
+        "--quiet",
+    ]);
+    assert_eq!(last.code(), 0, "{}", last.stderr());
+    assert!(env.path("runs/small/summary.json").is_file());
+}

@@ -100,8 +100,8 @@ pub struct HandLoop<M: Module + 'static> {
 /// What a run is, beside its config: its directory, its device and what its summary calls it.
 struct Named {
     run_dir: PathBuf,
-    /// Held to the run's end: no other process trains it meanwhile.
-    _lock: crate::train::run_dir::RunLock,
+    /// Held to the run's end where the run is exclusive: no other process trains it meanwhile.
+    _lock: Option<crate::train::run_dir::RunLock>,
     /// The configured device, without autodiff: validation's.
     base_device: Device,
     /// What the summary calls the task: "hand loop" unless the loop names it.

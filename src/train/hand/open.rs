@@ -49,6 +49,8 @@ pub(in crate::train) struct Opening<'a> {
     /// How a run under a device's budget without a `memory.limit` sizes its lease: the
     /// trainer probes its task's step; a hand loop has none, and needs a limit.
     pub(in crate::train) probe: Option<Probe<'a>>,
+    /// Whether the run holds its directory's lock ([`Trainer::exclusive`](crate::Trainer::exclusive)).
+    pub(in crate::train) exclusive: bool,
 }
 
 /// The dataset's bytes in the run's figures.
@@ -73,6 +75,7 @@ impl Opening<'static> {
             notes: Vec::new(),
             started: Instant::now(),
             probe: None,
+            exclusive: false,
         }
     }
 }
@@ -91,7 +94,10 @@ impl<M: Module + 'static> HandLoop<M> {
         let base = crate::backend::select(&config.device)?;
         let train = &config.train;
         let (prepared, run_dir, layout) = open_run(&config, &base, resume.as_ref())?;
-        let lock = run_dir::lock(&run_dir)?;
+        let lock = opening
+            .exclusive
+            .then(|| run_dir::lock(&run_dir))
+            .transpose()?;
         observer.message(&format!("run directory: {}", run_dir.display()));
         for note in std::mem::take(&mut opening.notes) {
             observer.message(&note);
