@@ -149,10 +149,14 @@ pub fn load_series_forecast(
         // A baseline with nothing to forecast from (a season longer than the series before
         // the held-out values, a trend of fewer than two points) has no error to beat.
         if e.n == 0 {
+            let season = match name.starts_with("seasonal_naive") {
+                true => format!("data.season = {}, ", series.season),
+                false => String::new(),
+            };
             notes.push(format!(
                 "data: the {name} baseline has no held-out value to forecast from \
-                 (data.season = {}, {} values before them); it is left out",
-                series.season, windows.split
+                 ({season}{} values before them); it is left out",
+                windows.split
             ));
             continue;
         }

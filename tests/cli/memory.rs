@@ -107,6 +107,12 @@ fn memory_limit_fails_with_exit_3_or_shrinks_to_the_same_effective_batch() {
         .iter()
         .find(|s| s["event"] == "memory_action" && s["action"] == "limit");
     assert!(limit_event.is_some(), "the breach is recorded: {snaps:?}");
+    // Its picture shows the breach, which no step of a finished epoch traced: the peak read
+    // at the limit's action, labelled, above the limit's line.
+    let breach = limit_event.unwrap()["peak_bytes_in_use"].as_f64().unwrap();
+    let svg = std::fs::read_to_string(env.path("runs/fail/memory.svg")).unwrap();
+    let label = format!("peak {:.1} MiB", breach / (1u64 << 20) as f64);
+    assert!(svg.contains(&label), "{label:?} missing from memory.svg");
     assert_eq!(
         snaps.last().unwrap()["event"],
         "run_end",

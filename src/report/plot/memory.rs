@@ -3,6 +3,7 @@
 //! limit, and memory actions as labelled vertical lines.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::place::Placed;
 use super::{Chart, DrawError, Entry, Mark, MIB};
@@ -128,8 +129,28 @@ impl MemoryPanel<'_> {
             (steps.collect(), "peak in use per step")
         };
         chart.draw_series(LineSeries::new(points.clone(), RED.stroke_width(1)))?;
+        let drawn = points.iter().map(|p| p.1).fold(0.0, f64::max);
         if self.steps.is_empty() || points.len() < 2 {
             chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, RED.filled())))?;
+        }
+        // A peak no line shows, labelled: the breach of a limit, read at the action that
+        // answered it (a failed run's last), and the peak of a run that ended inside its first
+        // epoch (a failure), read at its end.
+        let acted =
+            |s: &&Placed| s.1.event == Event::MemoryAction && s.1.action != Some(Action::Cleanup);
+        let no_epoch = !self.figures.iter().any(|(_, s)| s.event == Event::Epoch);
+        let unseen = (self.actions.iter().filter(acted))
+            .chain((self.figures.iter()).filter(|(_, s)| no_epoch && s.event == Event::RunEnd))
+            .map(|(x, s)| (*x, s.memory.peak_bytes_in_use as f64 / MIB))
+            .filter(|(_, y)| *y > drawn * 1.001)
+            // The first of equal peaks: the action's, where the run's end repeats it.
+            .reduce(|a, b| if b.1 > a.1 { b } else { a });
+        if let Some((x, y)) = unseen {
+            chart.draw_series(std::iter::once(Circle::new((x, y), 4, RED.filled())))?;
+            let font = ("sans-serif", 13).into_font().color(&RED);
+            let font = font.pos(Pos::new(HPos::Left, VPos::Center));
+            let text = Text::new(format!("  peak {y:.1} MiB"), (x, y), font);
+            chart.draw_series(std::iter::once(text))?;
         }
         legend.push((name.into(), RED, Mark::Line));
         Ok(())
