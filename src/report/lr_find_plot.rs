@@ -56,7 +56,7 @@ fn draw(
         .x_desc("learning rate (log scale)")
         .y_desc("loss")
         .x_label_formatter(&|v| format!("{:.0e}", 10f64.powf(*v)))
-        .y_label_formatter(&|v| format!("{v:.3}"))
+        .y_label_formatter(&|v| super::axis_label(*v))
         .draw()?;
     let inside = |l: f64| l.clamp(y_lo, y_hi);
     chart

@@ -20,4 +20,5 @@ pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};
 pub use search_picture::{MemberLine, SearchPicture, SearchPoint};
 pub use search_plot::render_search_svg;
 pub(crate) use svg_file::write_svg;
+pub(crate) use text::{axis_label, four_digits};
 pub use text::{format_metric, report};

@@ -151,7 +151,7 @@ fn draw_key(
         .y_desc(&picture.monitor)
         .x_labels(labels)
         .x_label_formatter(&|x| axis.label(*x))
-        .y_label_formatter(&|y| format!("{y:.3}"))
+        .y_label_formatter(&|y| super::axis_label(*y))
         .draw()?;
     // A pruned trial's value is from fewer epochs: a hollow grey ring, not a blue dot.
     chart.draw_series(points.iter().map(|&(x, y, pruned)| match pruned {

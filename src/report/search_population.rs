@@ -39,7 +39,7 @@ pub(super) fn draw_values(area: &Area<'_>, picture: &SearchPicture) -> Result<()
         .y_desc(&picture.monitor)
         .x_labels(epochs.min(20) + 1)
         .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| format!("{y:.3}"))
+        .y_label_formatter(&|y| super::axis_label(*y))
         .draw()?;
     let at = |trial: usize, epoch: usize| {
         let member = members.iter().find(|m| m.trial == trial)?;

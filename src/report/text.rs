@@ -178,11 +178,48 @@ fn peak_breakdown(epochs: &[&Snapshot]) -> String {
     )
 }
 
-/// A metric as people read it: accuracies as percentages, everything else with four digits.
+/// A metric as people read it: accuracies as percentages, everything else with four digits
+/// (in scientific notation from 10^6 up, a diverged loss's `3.4066e14`).
 pub fn format_metric(key: &str, value: f64) -> String {
     if key.ends_with("accuracy") {
         format!("{:.1}%", value * 100.0)
     } else {
-        format!("{value:.4}")
+        four_digits(value)
+    }
+}
+
+/// Four decimals, or four in scientific notation from 10^6 up: a figure in a table's column.
+pub(crate) fn four_digits(value: f64) -> String {
+    match value.abs() >= 1e6 {
+        true => format!("{value:.4e}"),
+        false => format!("{value:.4}"),
+    }
+}
+
+/// A value on a picture's axis: three decimals, or scientific notation where that would be
+/// long (from 10^4 up) or show nothing (below 10^-3), so that a label fits beside its axis.
+pub(crate) fn axis_label(value: f64) -> String {
+    let size = value.abs();
+    if size >= 1e4 || (size > 0.0 && size < 1e-3) {
+        format!("{value:.2e}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{axis_label, format_metric};
+
+    #[test]
+    fn a_huge_or_tiny_figure_is_written_so_that_it_fits_its_place() {
+        assert_eq!(format_metric("val_loss", 0.43217), "0.4322");
+        assert_eq!(format_metric("val_accuracy", 0.8567), "85.7%");
+        // A diverged trial's loss, which the table printed as 340660205870120.9375.
+        assert_eq!(format_metric("val_loss", 340660205870120.94), "3.4066e14");
+        assert_eq!(axis_label(0.0), "0.000");
+        assert_eq!(axis_label(1.25), "1.250");
+        assert_eq!(axis_label(6e14), "6.00e14");
+        assert_eq!(axis_label(-2e-4), "-2.00e-4");
     }
 }

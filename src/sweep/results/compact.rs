@@ -53,7 +53,7 @@ fn table(best: &[&TrialRow], monitor: &str, width: usize) -> String {
         column(
             monitor,
             best.iter()
-                .map(|r| format!("{:.4}", r.monitored.unwrap_or(f64::NAN))),
+                .map(|r| crate::report::four_digits(r.monitored.unwrap_or(f64::NAN))),
         ),
     ];
     for key in &keys {

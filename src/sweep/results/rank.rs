@@ -209,7 +209,7 @@ fn row_line(r: &TrialRow, keys: &[&String]) -> String {
         r.rank.map_or("-".into(), |n| n.to_string()),
         r.name,
         values.join(" | "),
-        r.monitored.map_or("-".into(), |v| format!("{v:.4}")),
+        r.monitored.map_or("-".into(), crate::report::four_digits),
         match &r.reason {
             Some(reason) => format!("{}: {}", r.status, crate::config::one_line(reason)),
             None => r.status.to_string(),
@@ -236,10 +236,10 @@ fn best_line(rows: &[TrialRow], monitor: &str, dir: &Path) -> String {
         .map(|(k, v)| format!("{k} = {}", literal(v)))
         .collect();
     format!(
-        "Best: {} ({}), {monitor} {:.4}; its config: {}\n",
+        "Best: {} ({}), {monitor} {}; its config: {}\n",
         best.name,
         values.join(", "),
-        best.monitored.unwrap_or(f64::NAN),
+        crate::report::four_digits(best.monitored.unwrap_or(f64::NAN)),
         dir.join(&best.name).join("config.toml").display()
     )
 }

@@ -19,7 +19,7 @@ pub fn table(rows: &[SweepRow]) -> String {
             out,
             "| {} | {} | {} | {} | {} ({:.2}%) | {} | {} | {} | {} | {:.1}% | {} | {} |",
             r.run,
-            r.final_loss.map_or("-".into(), |l| format!("{l:.4}")),
+            r.final_loss.map_or("-".into(), crate::report::four_digits),
             format_bytes(r.peak_bytes_in_use),
             format_bytes(r.reserved_at_end),
             format_signed_bytes(r.retained_bytes_in_use),
