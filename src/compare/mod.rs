@@ -152,7 +152,8 @@ struct Growth {
     source: MemorySource,
 }
 
-/// Runs `config` under each of `policies`, inside `<output_dir>/<name>-compare/`, and writes
+/// Runs `config` under each of `policies`, inside `<output_dir>/<name>-compare/` (or
+/// `-compare-2`, ...: never over another comparison), and writes
 /// the table and chart there. The growth run, which sizes the limits, always runs first.
 pub fn compare(
     kinds: &Kinds,
@@ -160,10 +161,10 @@ pub fn compare(
     policies: &[ComparePolicy],
     mut observer: impl FnMut(ComparePolicy) -> Box<dyn Observer>,
 ) -> Result<(PathBuf, Vec<CompareRow>), Error> {
-    let dir = config
-        .run
-        .output_dir
-        .join(format!("{}-compare", config.run.name));
+    // A directory of its own, as a run's: a second comparison of the config goes beside the
+    // first (`-compare-2`), which it overwrote.
+    let name = format!("{}-compare", config.run.name);
+    let dir = crate::train::run_dir::create(&config.run.output_dir, &name)?;
     let mut order: Vec<ComparePolicy> = vec![ComparePolicy::Growth];
     order.extend(policies.iter().filter(|p| **p != ComparePolicy::Growth));
     let mut growth: Option<Growth> = None;

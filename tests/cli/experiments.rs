@@ -178,6 +178,26 @@ fn compare_writes_table_json_and_chart_for_each_policy() {
         "growth,turbo",
     ])
     .fails_with(2, &["--policies: unknown policy \"turbo\""]);
+    // A second comparison of the config goes beside the first, which it does not touch.
+    let first = super::outside::tree(&env.path("runs/small-compare"));
+    let again = env.run(&[
+        "compare",
+        "--config",
+        "small.toml",
+        "--policies",
+        "growth",
+        "--set",
+        "train.epochs=1",
+    ]);
+    assert_eq!(again.code(), 0, "{}", again.stderr());
+    assert_eq!(super::outside::tree(&env.path("runs/small-compare")), first);
+    let md = std::fs::read_to_string(env.path("runs/small-compare-2/compare.md")).unwrap();
+    assert_eq!(md.lines().count(), 2 + 1, "{md}");
+    assert!(
+        again.stdout().contains("runs/small-compare-2"),
+        "{}",
+        again.stdout()
+    );
     // No name at all is refused before anything trains.
     let before = super::outside::tree(env.dir.path());
     env.run(&["compare", "--config", "small.toml", "--policies", ","])
