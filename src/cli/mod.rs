@@ -71,7 +71,9 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
         /// Continue the run in RUN_DIR from its latest checkpoint, appending to its files;
-        /// only train.epochs, data.num_workers and [memory] and [checkpoint] keys may change.
+        /// only where it writes and how long and in how much memory it trains may change
+        /// (run.name, run.output_dir, train.epochs, train.gradient_checkpointing,
+        /// [train.offload], data.num_workers, device.index, [memory], [checkpoint]).
         #[arg(long, value_name = "RUN_DIR")]
         resume: Option<PathBuf>,
         /// With --resume: --set may change how the optimizer steps too (train.lr,

@@ -67,9 +67,16 @@ pub(super) fn train(
 /// against.
 fn outcome(summary: &crate::record::RunSummary) -> String {
     let mut text = String::new();
+    let ends_on_best =
+        summary.checkpoint.is_some() && summary.checkpoint == summary.best_checkpoint;
+    // The figures are the last epoch's: said so where the run ends on another epoch's weights.
+    let val = match ends_on_best && summary.best_epoch != Some(summary.epochs) {
+        true => format!("epoch {}'s val", summary.epochs),
+        false => "val".to_string(),
+    };
     for (key, value) in &summary.final_metrics {
         if let Some(name) = key.strip_prefix("final_val_") {
-            text += &format!(", val {name} {}", format_metric(name, *value));
+            text += &format!(", {val} {name} {}", format_metric(name, *value));
         }
     }
     let baselines: Vec<String> = summary
@@ -86,8 +93,6 @@ fn outcome(summary: &crate::record::RunSummary) -> String {
     if !baselines.is_empty() {
         text += &format!(" (baselines: {})", baselines.join(", "));
     }
-    let ends_on_best =
-        summary.checkpoint.is_some() && summary.checkpoint == summary.best_checkpoint;
     if let (Some(epoch), Some(monitor), Some(value)) =
         (summary.best_epoch, &summary.monitor, summary.best_value)
     {

@@ -235,6 +235,16 @@ fn early_stopping_stops_where_the_monitor_says_and_best_holds_that_epochs_weight
         "{}",
         run.stderr()
     );
+    // Its last line names the epoch its validation figures are from, which is not the one its
+    // weights are.
+    let said = format!(", epoch {stop}'s val accuracy ");
+    assert!(run.stdout().contains(&said), "{}", run.stdout());
+    assert!(
+        run.stdout()
+            .contains(&format!("best epoch {best}, val_loss ")),
+        "{}",
+        run.stdout()
+    );
     // The same run trained for exactly `best` epochs, without early stopping, ends on the
     // weights checkpoints/best holds.
     let epochs_set = format!("train.epochs={best}");
