@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::ComparePolicy;
 use crate::record::{Event, Snapshot};
-use crate::report::ReportError;
+use crate::report::{draw_legend, Mark, ReportError};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -35,11 +35,15 @@ pub(super) fn chart(series: &[Series], name: &str, path: &Path) -> Result<(), Re
             .first()
             .and_then(|(_, _, s)| s.first())
             .map_or(String::new(), |s| s.memory.source.to_string());
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!("{name}: memory per epoch by policy ({source}; solid: peak in use, dotted: reserved)"),
-                ("sans-serif", 20),
-            )
+        let title = format!(
+            "{name}: memory per epoch by policy ({source}; solid: peak in use, dotted: reserved)"
+        );
+        let area = root
+            .titled(&title, ("sans-serif", 20))
+            .map_err(|e| err(&e))?;
+        // The legend in a strip of its own, where it covers no line.
+        let (chart_area, legend_area) = area.split_horizontally(720);
+        let mut chart = ChartBuilder::on(&chart_area)
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(60)
@@ -53,22 +57,21 @@ pub(super) fn chart(series: &[Series], name: &str, path: &Path) -> Result<(), Re
             .x_label_formatter(&|x| format!("{x:.0}"))
             .draw()
             .map_err(|e| err(&e))?;
+        let mut legend = Vec::new();
         for (i, line) in series.iter().enumerate() {
             // Policies often have the same peak in use, and their lines would hide one another;
             // each is drawn thinner than the one before it, so identical lines show as nested
             // bands.
             let width = (2 * (series.len() - i)) as u32;
-            draw_policy(&mut chart, line, PALETTE[i % PALETTE.len()], width, x_max)
-                .map_err(|e| err(&e))?;
+            let color = PALETTE[i % PALETTE.len()];
+            draw_policy(&mut chart, line, color, width, x_max).map_err(|e| err(&e))?;
+            legend.push((line.0.name().to_string(), color, Mark::Line));
+            if let Some(limit) = line.1 {
+                let text = format!("{}: limit {:.1} MiB", line.0.name(), limit as f64 / MIB);
+                legend.push((text, color, Mark::Dashed));
+            }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(("sans-serif", 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
+        draw_legend(&legend_area, &legend, 30).map_err(|e| err(&e))?;
         root.present().map_err(|e| err(&e))
     })
 }
@@ -111,23 +114,18 @@ fn bounds(series: &[Series]) -> (f64, f64) {
     (x_max, y_max)
 }
 
-/// One policy: its peak in use (solid, labelled), its reserved bytes (dotted) and its limit.
+/// One policy: its peak in use (solid), its reserved bytes (dotted) and its limit (dashed).
 fn draw_policy(
     chart: &mut Chart<'_, '_>,
-    (policy, limit, snaps): &Series,
+    (_, limit, snaps): &Series,
     color: RGBColor,
     width: u32,
     x_max: f64,
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
-    chart
-        .draw_series(LineSeries::new(
-            points(snaps, false),
-            color.stroke_width(width),
-        ))?
-        .label(policy.name())
-        .legend(move |(x, y)| {
-            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
-        });
+    chart.draw_series(LineSeries::new(
+        points(snaps, false),
+        color.stroke_width(width),
+    ))?;
     chart.draw_series(DashedLineSeries::new(
         points(snaps, true),
         2,
@@ -136,17 +134,12 @@ fn draw_policy(
     ))?;
     if let Some(limit) = limit {
         let y = *limit as f64 / MIB;
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![(-0.1, y), (x_max + 0.1, y)],
-                8,
-                5,
-                color.stroke_width(1),
-            ))?
-            .label(format!("{}: limit {:.1} MiB", policy.name(), y))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(1))
-            });
+        chart.draw_series(DashedLineSeries::new(
+            vec![(-0.1, y), (x_max + 0.1, y)],
+            8,
+            5,
+            color.stroke_width(1),
+        ))?;
     }
     Ok(())
 }

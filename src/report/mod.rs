@@ -16,6 +16,7 @@ mod text;
 
 pub use error::ReportError;
 pub use lr_find_plot::{render_lr_find_svg, LrFindPicture};
+pub(crate) use plot::{draw_legend, Mark};
 pub use plot::{draw_memory_svg, render_memory_svg, PictureOf};
 pub use search_picture::{MemberLine, SearchPicture, SearchPoint};
 pub use search_plot::render_search_svg;

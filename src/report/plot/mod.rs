@@ -36,14 +36,14 @@ type DrawError = DrawingAreaErrorKind<std::io::Error>;
 
 /// How a legend entry shows its colour.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Mark {
+pub(crate) enum Mark {
     Line,
     Dashed,
     Fill,
 }
 
 /// A legend entry: its text, colour and mark.
-type Entry = (String, RGBColor, Mark);
+pub(crate) type Entry = (String, RGBColor, Mark);
 
 /// What the picture shows beyond the snapshots.
 #[derive(Debug, Clone, Copy, Default)]
@@ -199,7 +199,7 @@ fn is_marker(s: &Snapshot) -> bool {
 
 /// The legend, in its own strip beside the chart, from `top` down: it covers no line and no
 /// label.
-fn draw_legend(area: &Area<'_>, legend: &[Entry], top: i32) -> Result<(), DrawError> {
+pub(crate) fn draw_legend(area: &Area<'_>, legend: &[Entry], top: i32) -> Result<(), DrawError> {
     for (i, (text, color, mark)) in legend.iter().enumerate() {
         let y = top + 20 * i as i32;
         match mark {
