@@ -58,14 +58,24 @@ fn draw(
         .x_label_formatter(&|v| format!("{:.0e}", 10f64.powf(*v)))
         .y_label_formatter(&|v| super::axis_label(*v))
         .draw()?;
-    let inside = |l: f64| l.clamp(y_lo, y_hi);
-    chart
-        .draw_series(LineSeries::new(
-            finite.iter().map(|p| (x(p.0), inside(p.1))),
-            LIGHT,
-        ))?
-        .label("loss of each step")
-        .legend(|(a, b)| PathElement::new(vec![(a, b), (a + 16, b)], LIGHT));
+    // The raw losses where they are inside the frame, in runs: a loss outside it is left off,
+    // not drawn along the frame's edge, where it read as a loss of that size.
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for p in &finite {
+        match (y_lo..=y_hi).contains(&p.1) {
+            true => runs.last_mut().expect("one run").push((x(p.0), p.1)),
+            false if runs.last().is_some_and(|r| !r.is_empty()) => runs.push(Vec::new()),
+            false => {}
+        }
+    }
+    for (i, run) in runs.into_iter().enumerate() {
+        let drawn = chart.draw_series(LineSeries::new(run, LIGHT))?;
+        if i == 0 {
+            drawn
+                .label("loss of each step (in the frame)")
+                .legend(|(a, b)| PathElement::new(vec![(a, b), (a + 16, b)], LIGHT));
+        }
+    }
     chart
         .draw_series(LineSeries::new(
             finite.iter().map(|p| (x(p.0), p.2)),
@@ -80,9 +90,33 @@ fn draw(
             .label(format!("suggested: {lr:.2e}"))
             .legend(|(a, b)| Circle::new((a + 8, b), 5, RED.filled()));
     }
+    // The legend in the corner the curves cross least.
+    let corner = |left: bool, low: bool| {
+        let (x_span, y_span) = (x_hi - x_lo, y_hi - y_lo);
+        let in_x = |v: f64| match left {
+            true => v < x_lo + 0.4 * x_span,
+            false => v > x_hi - 0.4 * x_span,
+        };
+        let in_y = |v: f64| match low {
+            true => v < y_lo + 0.35 * y_span,
+            false => v > y_hi - 0.35 * y_span,
+        };
+        (finite.iter())
+            .filter(|p| in_x(x(p.0)) && (in_y(p.2) || in_y(p.1)))
+            .count()
+    };
+    let corners = [
+        (SeriesLabelPosition::LowerLeft, corner(true, true)),
+        (SeriesLabelPosition::UpperRight, corner(false, false)),
+        (SeriesLabelPosition::UpperLeft, corner(true, false)),
+        (SeriesLabelPosition::LowerRight, corner(false, true)),
+    ];
+    let position = (corners.into_iter())
+        .min_by_key(|(_, crossing)| *crossing)
+        .map_or(SeriesLabelPosition::LowerLeft, |(p, _)| p);
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerLeft)
+        .position(position)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()?;
