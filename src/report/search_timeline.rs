@@ -4,6 +4,7 @@
 //! "p": the pruner stopped it; grey: it failed. A trial the pruner paused has a band per run.
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::palette::{BLUE, ORANGE, RED};
 use super::search_picture::{Area, DrawError, SearchPicture, SearchPoint};
@@ -126,17 +127,26 @@ pub(super) fn draw_timeline(
             .iter()
             .map(|b| Rectangle::new([(b.from, b.bottom), (b.to, b.top)], WHITE.stroke_width(1))),
     )?;
-    chart.draw_series(bands.iter().map(|b| {
+    // Each band's trial, where the band has room for it: the labels of short runs side by side
+    // ran together into one unreadable string.
+    let labels = bands.iter().filter_map(|b| {
         let mark = match b.ending {
             Ending::Pruned => "p",
             _ => "",
         };
-        Text::new(
-            format!("{}{mark}", b.trial),
-            ((b.from + b.to) / 2.0, (b.bottom + b.top) / 2.0),
-            ("sans-serif", 11).into_font().color(&BLACK),
-        )
-    }))?;
+        let text = format!("{}{mark}", b.trial);
+        let (left, top) = chart.backend_coord(&(b.from, b.top));
+        let (right, bottom) = chart.backend_coord(&(b.to, b.bottom));
+        // About 6.5 pixels a character at 11 points.
+        let wide = (right - left) as f64 >= 6.5 * text.len() as f64 + 2.0;
+        let tall = bottom - top >= 11;
+        let font = ("sans-serif", 11).into_font().color(&BLACK);
+        let font = font.pos(Pos::new(HPos::Center, VPos::Center));
+        let at = ((b.from + b.to) / 2.0, (b.bottom + b.top) / 2.0);
+        (wide && tall).then(|| Text::new(text, at, font))
+    });
+    let labels: Vec<_> = labels.collect();
+    chart.draw_series(labels)?;
     let (label, at) = match budget_shown {
         true => {
             chart.draw_series(LineSeries::new(

@@ -186,7 +186,12 @@ impl MemoryPanel<'_> {
             let top = y_max * (0.96 - 0.05 * row as f64);
             let line = vec![(*x, 0.0), (*x, top - y_max * 0.035)];
             chart.draw_series(LineSeries::new(line, GREY.stroke_width(1)))?;
+            let anchor = match right_anchored(*x, x_span) {
+                true => HPos::Right,
+                false => HPos::Left,
+            };
             let font = ("sans-serif", 13).into_font().color(&GREY);
+            let font = font.pos(Pos::new(anchor, VPos::Top));
             let text = Text::new(marker_label(s), (*x, top), font);
             chart.draw_series(std::iter::once(text))?;
         }
@@ -205,18 +210,30 @@ fn marker_label(s: &crate::record::Snapshot) -> String {
     }
 }
 
-/// The row of each marker's label (0 at the top): a label goes on the first row where it
-/// starts at least a tenth of the x span after the label before it, so that none overlap.
+/// Whether the label of a marker at `x` ends at its line instead of starting there: near the
+/// right edge, so that the legend's strip does not cut it ("clean" for "cleanup").
+fn right_anchored(x: f64, x_span: f64) -> bool {
+    x > 0.85 * x_span - 0.25
+}
+
+/// The row of each marker's label (0 at the top): a label (about an eighth of the x span wide,
+/// to the right of its line or, near the right edge, to its left) goes on the first row where
+/// it starts after the label before it ends, so that none overlap.
 pub fn label_rows(actions: &[Placed], x_span: f64) -> Vec<usize> {
+    let width = 0.12 * x_span;
     let mut ends: Vec<f64> = Vec::new();
     actions
         .iter()
         .map(|(x, _)| {
-            let row = ends.iter().position(|&end| *x >= end).unwrap_or(ends.len());
+            let (start, end) = match right_anchored(*x, x_span) {
+                true => (x - width, *x),
+                false => (*x, x + width),
+            };
+            let row = ends.iter().position(|&e| start >= e).unwrap_or(ends.len());
             if row == ends.len() {
-                ends.push(0.0);
+                ends.push(f64::MIN);
             }
-            ends[row] = x + 0.12 * x_span;
+            ends[row] = end;
             row
         })
         .collect()

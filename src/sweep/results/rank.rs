@@ -235,8 +235,14 @@ fn best_line(rows: &[TrialRow], monitor: &str, dir: &Path) -> String {
         .iter()
         .map(|(k, v)| format!("{k} = {}", literal(v)))
         .collect();
+    // A population's member trained at the settings of its lineage, epoch by epoch: its
+    // config.toml holds its last ones only, and the schedule below is what reproduces it.
+    let config = match best.lineage.is_empty() {
+        true => "its config",
+        false => "its last settings (the schedule below is what it trained with)",
+    };
     format!(
-        "Best: {} ({}), {monitor} {}; its config: {}\n",
+        "Best: {} ({}), {monitor} {}; {config}: {}\n",
         best.name,
         values.join(", "),
         crate::report::four_digits(best.monitored.unwrap_or(f64::NAN)),
