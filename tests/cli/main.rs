@@ -151,6 +151,26 @@ impl Env {
             .collect()
     }
 
+    /// The last epoch `run_dir`'s snapshots record.
+    fn epochs_done(&self, run_dir: &str) -> u64 {
+        (self.snapshots(run_dir).iter())
+            .filter(|s| s["event"] == "epoch")
+            .filter_map(|s| s["epoch"].as_u64())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// `tidemark` with `args` started in the environment's directory, its stderr piped.
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     fn summary(&self, run_dir: &str) -> Value {
         let text = std::fs::read_to_string(self.path(run_dir).join("summary.json")).unwrap();
         serde_json::from_str(&text).unwrap()

@@ -94,14 +94,7 @@ fn a_run_another_process_trains_is_not_resumed_beside_it() {
     let env = Env::small();
     assert_eq!(env.train_small("small", &["--quiet"]).code(), 0);
     let resume = ["train", "--resume", "runs/small", "--quiet"];
-    let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-        .args(resume)
-        .args(["--set", "train.epochs=100000"])
-        .current_dir(env.dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut first = env.spawn(&[&resume[..], &["--set", "train.epochs=100000"]].concat());
     let snapshots = env.path("runs/small/snapshots.jsonl");
     super::wait_for(&mut first, "the first resume's start", || {
         let text = std::fs::read_to_string(&snapshots).unwrap_or_default();
@@ -117,12 +110,7 @@ fn a_run_another_process_trains_is_not_resumed_beside_it() {
     );
     first.kill().unwrap();
     first.wait().unwrap();
-    let done = (env.snapshots("runs/small").iter())
-        .filter(|s| s["event"] == "epoch")
-        .map(|s| s["epoch"].as_u64().unwrap())
-        .max()
-        .unwrap();
-    let one_more = format!("train.epochs={}", done + 1);
+    let one_more = format!("train.epochs={}", env.epochs_done("runs/small") + 1);
     let again = env.run(&[&resume[..], &["--set", &one_more]].concat());
     assert_eq!(again.code(), 0, "{}", again.stderr());
 }

@@ -92,13 +92,7 @@ fn a_run_asked_to_stop_checkpoints_where_it_is_and_its_resume_ends_as_if_never_s
 fn train_stopped_by_a_signal_checkpoints_says_how_to_go_on_and_resumes() {
     let env = super::Env::small();
     let stopped = |args: &[&str], signal: &str| {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args(args)
-            .current_dir(env.dir.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = env.spawn(args);
         let snapshots = env.path("runs/small/snapshots.jsonl");
         let epochs = || {
             let text = std::fs::read_to_string(&snapshots).unwrap_or_default();
@@ -150,12 +144,7 @@ fn train_stopped_by_a_signal_checkpoints_says_how_to_go_on_and_resumes() {
     ];
     let second = stopped(&resume, "-TERM");
     ends_with(&second, "continue with tidemark train --resume runs/small");
-    let done = (env.snapshots("runs/small").iter())
-        .filter(|s| s["event"] == "epoch")
-        .map(|s| s["epoch"].as_u64().unwrap())
-        .max()
-        .unwrap();
-    let finish = format!("train.epochs={}", done + 1);
+    let finish = format!("train.epochs={}", env.epochs_done("runs/small") + 1);
     let last = env.run(&[
         "train",
         "--resume",
