@@ -62,6 +62,18 @@ pub(in crate::train) enum DataBytes {
     Counted(Option<u64>),
 }
 
+impl DataBytes {
+    /// The bytes the run's figures count for the data, where `source` measures them: all of
+    /// it where the device's memory is the host's, none where the device has its own.
+    fn in_figures(self, source: MemorySource) -> Option<u64> {
+        match (self, source) {
+            (DataBytes::Unknown, _) => None,
+            (DataBytes::Counted(bytes), MemorySource::Host) => bytes,
+            (DataBytes::Counted(_), MemorySource::CubeclPool) => Some(0),
+        }
+    }
+}
+
 impl Opening<'static> {
     /// A hand loop's: `samples` training samples an epoch, nothing else known.
     pub(super) fn hand_loop(samples: usize) -> Self {
@@ -94,10 +106,8 @@ impl<M: Module + 'static> HandLoop<M> {
         let base = crate::backend::select(&config.device)?;
         let train = &config.train;
         let (prepared, run_dir, layout) = open_run(&config, &base, resume.as_ref())?;
-        let lock = opening
-            .exclusive
-            .then(|| run_dir::lock(&run_dir))
-            .transpose()?;
+        let lock = (opening.exclusive).then(|| run_dir::lock(&run_dir));
+        let lock = lock.transpose()?;
         observer.message(&format!("run directory: {}", run_dir.display()));
         for note in std::mem::take(&mut opening.notes) {
             observer.message(&note);
@@ -109,36 +119,20 @@ impl<M: Module + 'static> HandLoop<M> {
         let mut guard = prepared.open(layout)?;
         let per_epoch = steps_per_epoch(train, opening.samples);
         let total_steps = per_epoch * train.epochs;
-        if let Some(schedule) = &train.schedule {
-            for line in schedule_notes(schedule, total_steps) {
-                rec.tell(&line);
-            }
+        for line in (train.schedule.iter()).flat_map(|s| schedule_notes(s, total_steps)) {
+            rec.tell(&line);
         }
         // After the guard's baseline, as all the run gives back at its end.
         let device = run_device(&base, train);
         let model = seeded(config.run.seed, &device, model)?;
-        let data = match (opening.data, guard.source()) {
-            (DataBytes::Unknown, _) => None,
-            (DataBytes::Counted(bytes), MemorySource::Host) => bytes,
-            (DataBytes::Counted(_), MemorySource::CubeclPool) => Some(0),
-        };
-        let footprint = footprint(&model, train, data);
+        let footprint = footprint(&model, train, opening.data.in_figures(guard.source()));
         guard.set_footprint(footprint);
         let mut learner = Learner::new(train, config.run.seed, device, model, total_steps);
         let to_come = footprint.gradients + footprint.device_optimizer();
         let earlier_s = resume.as_ref().map_or(0.0, |r| r.elapsed_s);
         let (epoch, resumed, from) = match &resume {
             None => (0, None, None),
-            Some(resume) => {
-                let checkpoint = &resume.checkpoint;
-                let state = &checkpoint.state;
-                inside_an_epoch(checkpoint, per_epoch)?;
-                learner.restore(checkpoint, train)?;
-                let inside = state.step_in_epoch > 0;
-                let resumed = inside.then(|| Tally::resumed(state, &learner.device));
-                let from = ((state.epoch, state.step), resume.detail());
-                (state.epoch, resumed, Some(from))
-            }
+            Some(resume) => restored(&mut learner, resume, per_epoch, train)?,
         };
         // Once a resumed run's checkpoint has loaded: a resume that fails leaves the run's
         // config as it was.
@@ -243,6 +237,25 @@ impl Observer for Telling<'_> {
     fn message(&mut self, text: &str) {
         self.0.tell(text);
     }
+}
+
+/// A resumed run's learner restored from its checkpoint: the epoch it goes on from, the open
+/// epoch's figures so far (resumed inside an epoch), and where it resumed from, for its
+/// `resume` snapshot.
+fn restored<M: Module + 'static>(
+    learner: &mut Learner<M>,
+    resume: &Resume,
+    per_epoch: usize,
+    train: &TrainConfig,
+) -> Result<(usize, Option<Tally>, Option<((usize, usize), String)>), Error> {
+    let checkpoint = &resume.checkpoint;
+    let state = &checkpoint.state;
+    inside_an_epoch(checkpoint, per_epoch)?;
+    learner.restore(checkpoint, train)?;
+    let inside = state.step_in_epoch > 0;
+    let resumed = inside.then(|| Tally::resumed(state, &learner.device));
+    let from = ((state.epoch, state.step), resume.detail());
+    Ok((state.epoch, resumed, Some(from)))
 }
 
 /// Refuses a checkpoint inside an epoch past the epoch's `steps` steps (one of other data).
