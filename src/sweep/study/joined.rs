@@ -13,9 +13,9 @@ use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::config::MonitorMode;
 use crate::error::{Error, SweepError};
-use crate::sweep::journal::attrs::{ORDER, PLAN, PROCESS_OF, SEARCH};
+use crate::sweep::journal::attrs::{ORDER, PLAN, PROCESS_OF, RETRY_OF, SEARCH};
 use crate::sweep::journal::op::Op;
-use crate::sweep::journal::params::distribution;
+use crate::sweep::journal::params::{distribution, values_of};
 use crate::sweep::journal::replay::{Journal, Keep};
 use crate::sweep::journal::worker_id::{ended, process_space};
 use crate::sweep::pbt::Rule;
@@ -126,10 +126,42 @@ impl Study {
             here,
         };
         // Every trial already there is one this study's workers made.
-        match super::next::foreign(storage.sync()?, &study) {
+        match study.foreign(storage.sync()?) {
             Some(message) => Err(Error::Sweep(SweepError::Plan { origin, message })),
             None => Ok(study),
         }
+    }
+
+    /// Why the study's trials in `journal` are not all ones its workers made, if they are not: a
+    /// number outside the plan, a number made twice (but for a retry), or an unfinished trial
+    /// whose parameters are not the study's keys. A worker decides nothing from such a journal:
+    /// it would train what the plan does not hold, or wait for a trial it can never take over.
+    pub fn foreign(&self, journal: &Journal) -> Option<String> {
+        let mut made = std::collections::BTreeSet::new();
+        let trials = journal.studies[self.id].trials.iter();
+        let numbered = trials.filter_map(|id| Some((*id, journal.trials.get(id)?)));
+        for (id, trial) in numbered.filter(|(_, t)| t.number.is_some()) {
+            let number = trial.number.unwrap_or_default();
+            let retry = trial.system_attrs.contains_key(RETRY_OF);
+            let why = if !(1..=self.trials()).contains(&number) {
+                format!(
+                    "is numbered {number}, not one of the plan's 1 to {}",
+                    self.trials()
+                )
+            } else if !retry && !made.insert(number) {
+                format!("is numbered {number}, which an earlier trial has")
+            } else if !trial.state.finished() && values_of(self.vary(), &trial.params).is_none() {
+                let keys: Vec<&String> = trial.params.keys().collect();
+                format!("has the parameters {keys:?}, not the study's keys")
+            } else {
+                continue;
+            };
+            return Some(format!(
+                "the journal's trial {id} {why}: no worker of this study made it; nothing is \
+                 decided from a journal edited so"
+            ));
+        }
+        None
     }
 
     /// The pid of `worker`'s process where it has ended on this machine (in this PID

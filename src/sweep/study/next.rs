@@ -26,7 +26,7 @@ use super::rungs::Rungs;
 use super::storage::Storage;
 use crate::error::Error;
 use crate::error::SweepError;
-use crate::sweep::journal::attrs::{beat, BEAT, DRAWN_FROM, NUMBER, PROMOTED, RETRY_OF, WORKER};
+use crate::sweep::journal::attrs::{beat, BEAT, DRAWN_FROM, NUMBER, PROMOTED, WORKER};
 use crate::sweep::journal::op::{now, Op, State};
 use crate::sweep::journal::params::{param_ops, values_of};
 use crate::sweep::journal::replay::{Journal, TrialRecord};
@@ -82,7 +82,7 @@ impl Beats {
 pub fn take(storage: &Mutex<Storage>, study: &Study, beats: &mut Beats) -> Result<Work, Error> {
     let mut storage = storage.lock().expect("storage");
     let origin = format!("{} in {}", study.name, storage.spec());
-    let decided = storage.transact(|journal, me| match foreign(journal, study) {
+    let decided = storage.transact(|journal, me| match study.foreign(journal) {
         Some(message) => (Vec::new(), Err(message)),
         None => {
             let (ops, work) = next(journal, study, me, beats);
@@ -90,36 +90,6 @@ pub fn take(storage: &Mutex<Storage>, study: &Study, beats: &mut Beats) -> Resul
         }
     })?;
     decided.map_err(|message| Error::Sweep(SweepError::Plan { origin, message }))
-}
-
-/// Why the study's trials in `journal` are not all ones its workers made, if they are not: a
-/// number outside the plan, a number made twice (but for a retry), or an unfinished trial
-/// whose parameters are not the study's keys. A worker decides nothing from such a journal:
-/// it would train what the plan does not hold, or wait for a trial it can never take over.
-pub(super) fn foreign(journal: &Journal, study: &Study) -> Option<String> {
-    let mut made = std::collections::BTreeSet::new();
-    for (id, trial) in ours(journal, study.id) {
-        let number = trial.number.unwrap_or_default();
-        let retry = trial.system_attrs.contains_key(RETRY_OF);
-        let why = if !(1..=study.trials()).contains(&number) {
-            format!(
-                "is numbered {number}, not one of the plan's 1 to {}",
-                study.trials()
-            )
-        } else if !retry && !made.insert(number) {
-            format!("is numbered {number}, which an earlier trial has")
-        } else if !trial.state.finished() && values_of(study.vary(), &trial.params).is_none() {
-            let keys: Vec<&String> = trial.params.keys().collect();
-            format!("has the parameters {keys:?}, not the study's keys")
-        } else {
-            continue;
-        };
-        return Some(format!(
-            "the journal's trial {id} {why}: no worker of this study made it; nothing is \
-             decided from a journal edited so"
-        ));
-    }
-    None
 }
 
 /// The next work of `study` for `worker`, with the operations that claim it.

@@ -239,6 +239,9 @@ impl Observer for Telling<'_> {
     }
 }
 
+/// What [`restored`] gives: the epoch, the open epoch's figures, where the run resumed from.
+type Restored = (usize, Option<Tally>, Option<((usize, usize), String)>);
+
 /// A resumed run's learner restored from its checkpoint: the epoch it goes on from, the open
 /// epoch's figures so far (resumed inside an epoch), and where it resumed from, for its
 /// `resume` snapshot.
@@ -247,7 +250,7 @@ fn restored<M: Module + 'static>(
     resume: &Resume,
     per_epoch: usize,
     train: &TrainConfig,
-) -> Result<(usize, Option<Tally>, Option<((usize, usize), String)>), Error> {
+) -> Result<Restored, Error> {
     let checkpoint = &resume.checkpoint;
     let state = &checkpoint.state;
     inside_an_epoch(checkpoint, per_epoch)?;
