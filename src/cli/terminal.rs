@@ -83,8 +83,9 @@ pub(super) fn fmt_opt(value: Option<f64>, digits: usize) -> String {
 pub(super) struct Terminal {
     quiet: bool,
     tty: bool,
-    /// The bar of the epoch it counts.
-    bar: Option<(ProgressBar, usize)>,
+    /// The bar of the epoch it counts, and the room its message has (the terminal's width,
+    /// read as the bar starts, less the bar itself).
+    bar: Option<(ProgressBar, usize, Option<usize>)>,
     /// A search's live view of its trials in parallel, on a terminal.
     table: Option<ProgressBar>,
 }
@@ -103,7 +104,7 @@ impl Terminal {
     pub(super) fn println(&self, text: &str) {
         let text = &escaped(text);
         match (&self.bar, &self.table) {
-            (Some((bar, _)), _) => bar.println(text),
+            (Some((bar, ..)), _) => bar.println(text),
             (None, Some(table)) => table.println(text),
             // A closed stderr (the search that reads a trial's is gone) is no reason to panic.
             (None, None) => {
@@ -137,21 +138,27 @@ impl Terminal {
 
     /// Removes the bar (at an epoch's end, and before the run's last lines).
     fn clear_bar(&mut self) {
-        if let Some((bar, _)) = self.bar.take() {
+        if let Some((bar, ..)) = self.bar.take() {
             bar.finish_and_clear();
         }
     }
 
-    /// The bar for `p`'s epoch, started if it is a new one.
-    fn bar_for(&mut self, p: &EpochProgress) -> &ProgressBar {
+    /// The bar for `p`'s epoch, started if it is a new one, with its message's room.
+    fn bar_for(&mut self, p: &EpochProgress) -> (&ProgressBar, Option<usize>) {
         if self
             .bar
             .as_ref()
-            .is_some_and(|(_, epoch)| *epoch != p.epoch)
+            .is_some_and(|(_, epoch, _)| *epoch != p.epoch)
         {
             self.clear_bar();
         }
-        let (bar, _) = self.bar.get_or_insert_with(|| {
+        let (bar, _, room) = self.bar.get_or_insert_with(|| {
+            // The bar on one row of the terminal: its message cut to what the rest leaves.
+            let fixed = format!(
+                "epoch {}/{} [] {}/{}  ",
+                p.epoch, p.epochs, p.steps, p.steps
+            );
+            let room = fitted_width().map(|w| w.saturating_sub(fixed.len() + 24));
             let bar =
                 ProgressBar::with_draw_target(Some(p.steps as u64), ProgressDrawTarget::stderr());
             let style =
@@ -160,9 +167,9 @@ impl Terminal {
                     .progress_chars("=> ");
             bar.set_style(style);
             bar.set_prefix(format!("{}/{}", p.epoch, p.epochs));
-            (bar, p.epoch)
+            (bar, p.epoch, room)
         });
-        bar
+        (bar, *room)
     }
 }
 
@@ -230,13 +237,10 @@ impl Observer for Terminal {
         if self.quiet || !self.tty {
             return;
         }
-        // The bar on one row of the terminal, its message cut to fit.
-        let fixed = format!("epoch {}/{} [] {}/{}  ", p.epoch, p.epochs, p.step, p.steps);
-        let room = fitted_width().map(|w| w.saturating_sub(fixed.len() + 24));
-        let message = fitted(&progress_message(p), room);
-        let bar = self.bar_for(p);
+        let message = progress_message(p);
+        let (bar, room) = self.bar_for(p);
         bar.set_position(p.step as u64);
-        bar.set_message(message);
+        bar.set_message(fitted(&message, room));
     }
 
     fn snapshot(&mut self, s: &Snapshot) {
