@@ -198,6 +198,12 @@ impl Trainer {
             retune,
             exclusive,
         } = self;
+        // The lock before the run is read: a resume beside another process's run would read
+        // checkpoints that process is writing and deleting.
+        let locked = match (&resume, exclusive) {
+            (Some(dir), true) if dir.is_dir() => Some(super::run_dir::lock(dir)?),
+            _ => None,
+        };
         let resume = match resume {
             Some(dir) => {
                 let resolve = resolve_model.as_deref().map(|r| r as ResolveModel<'_>);
@@ -237,6 +243,7 @@ impl Trainer {
             started,
             probe: Some(&probe),
             exclusive,
+            locked,
         };
         let mut run = HandLoop::open(config, opening, |d| task.model(d), observer, resume)?;
         for stop in stop {

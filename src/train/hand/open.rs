@@ -51,6 +51,8 @@ pub(in crate::train) struct Opening<'a> {
     pub(in crate::train) probe: Option<Probe<'a>>,
     /// Whether the run holds its directory's lock ([`Trainer::exclusive`](crate::Trainer::exclusive)).
     pub(in crate::train) exclusive: bool,
+    /// The lock of a resumed run's directory, where the trainer took it before reading the run.
+    pub(in crate::train) locked: Option<run_dir::RunLock>,
 }
 
 /// The dataset's bytes in the run's figures.
@@ -74,6 +76,17 @@ impl DataBytes {
     }
 }
 
+impl Opening<'_> {
+    /// The run directory's lock where the run is exclusive: the one the trainer took before
+    /// reading a resumed run, or taken now in a new run's directory.
+    fn lock(&mut self, run_dir: &std::path::Path) -> Result<Option<run_dir::RunLock>, Error> {
+        match self.locked.take() {
+            Some(held) => Ok(Some(held)),
+            None => (self.exclusive).then(|| run_dir::lock(run_dir)).transpose(),
+        }
+    }
+}
+
 impl Opening<'static> {
     /// A hand loop's: `samples` training samples an epoch, nothing else known.
     pub(super) fn hand_loop(samples: usize) -> Self {
@@ -88,6 +101,7 @@ impl Opening<'static> {
             started: Instant::now(),
             probe: None,
             exclusive: false,
+            locked: None,
         }
     }
 }
@@ -106,8 +120,7 @@ impl<M: Module + 'static> HandLoop<M> {
         let base = crate::backend::select(&config.device)?;
         let train = &config.train;
         let (prepared, run_dir, layout) = open_run(&config, &base, resume.as_ref())?;
-        let lock = (opening.exclusive).then(|| run_dir::lock(&run_dir));
-        let lock = lock.transpose()?;
+        let lock = opening.lock(&run_dir)?;
         observer.message(&format!("run directory: {}", run_dir.display()));
         for note in std::mem::take(&mut opening.notes) {
             observer.message(&note);
