@@ -26,6 +26,7 @@ macro_rules! out {
 }
 
 mod compare;
+mod draw;
 mod inference;
 mod leases;
 mod lr_find;

@@ -5,7 +5,9 @@ use std::io::{IsTerminal, Write};
 
 use std::time::Duration;
 
-use indicatif::{HumanDuration, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanDuration, ProgressBar, ProgressStyle};
+
+use super::draw::{fitted_width, stderr_target};
 
 use crate::memory::Action;
 use crate::memory::{format_bytes, format_signed_bytes};
@@ -107,8 +109,11 @@ impl Terminal {
             (Some((bar, ..)), _) => bar.println(text),
             (None, Some(table)) => table.println(text),
             // A closed stderr (the search that reads a trial's is gone) is no reason to panic.
+            // On a terminal the line is cleared first: a `^C` the terminal echoed while no
+            // bar was drawn sits at its start.
             (None, None) => {
-                let _ = writeln!(std::io::stderr(), "{text}");
+                let clear = if self.tty { "\r\x1b[K" } else { "" };
+                let _ = writeln!(std::io::stderr(), "{clear}{text}");
             }
         }
     }
@@ -126,7 +131,7 @@ impl Terminal {
             return;
         }
         let table = self.table.get_or_insert_with(|| {
-            let table = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            let table = ProgressBar::with_draw_target(None, stderr_target());
             let style = ProgressStyle::with_template("{msg}").expect("a valid template");
             table.set_style(style);
             table
@@ -159,8 +164,7 @@ impl Terminal {
                 p.epoch, p.epochs, p.steps, p.steps
             );
             let room = fitted_width().map(|w| w.saturating_sub(fixed.len() + 24));
-            let bar =
-                ProgressBar::with_draw_target(Some(p.steps as u64), ProgressDrawTarget::stderr());
+            let bar = ProgressBar::with_draw_target(Some(p.steps as u64), stderr_target());
             let style =
                 ProgressStyle::with_template("epoch {prefix} [{bar:24}] {pos}/{len}  {msg}")
                     .expect("a valid template")
@@ -171,13 +175,6 @@ impl Terminal {
         });
         (bar, *room)
     }
-}
-
-/// The width a line drawn on stderr may take: the terminal's, less 3 columns; `None` where
-/// stderr is no terminal.
-fn fitted_width() -> Option<usize> {
-    let (_, columns) = console::Term::stderr().size_checked()?;
-    Some(usize::from(columns).saturating_sub(3).max(10))
 }
 
 /// `text` cut to `width` columns, where there is one.
